@@ -1,0 +1,131 @@
+/// Names one field of one item: the unit of storage, sync and merge.
+public struct FieldKey: Hashable, Comparable, Sendable {
+    public let item: ItemID
+    public let field: FieldName
+
+    public init(item: ItemID, field: FieldName) {
+        self.item = item
+        self.field = field
+    }
+
+    public static func < (lhs: FieldKey, rhs: FieldKey) -> Bool {
+        lhs.item != rhs.item ? lhs.item < rhs.item : lhs.field < rhs.field
+    }
+}
+
+/// One field's whole state, as sent to a replica that lacks some of it.
+public struct FieldUpdate: Hashable, Sendable {
+    public let key: FieldKey
+    public let state: FieldState
+
+    public init(key: FieldKey, state: FieldState) {
+        self.key = key
+        self.state = state
+    }
+}
+
+/// A bounded piece of a delta: field states to merge, and what the receiver may record as received
+/// once it has merged them.
+///
+/// ``covers`` says: for each listed origin node, every field state holding a version written by
+/// that node up to that counter, which the receiver lacked, is in this batch or an earlier one of
+/// the same stream. Applying the updates and joining ``covers`` into the replica's version vector
+/// in one transaction is what lets an interrupted sync resume where it stopped.
+public struct DeltaBatch: Hashable, Sendable {
+    public let updates: [FieldUpdate]
+    public let covers: VersionVector
+
+    public init(updates: [FieldUpdate], covers: VersionVector) {
+        self.updates = updates
+        self.covers = covers
+    }
+}
+
+/// Plans the delta a replica sends to another: the field states with a version the receiver's
+/// version vector has not seen, in bounded batches.
+///
+/// The stream goes origin node by origin node (in id order), and within one node by counter, so
+/// each batch can state how far it got (``DeltaBatch/covers``). It asks its source only for
+/// "versions of node N after counter C" (an index range scan in storage), so its cost is
+/// proportional to what the receiver lacks, never to the replica's size. The versions of one write
+/// (one dot can touch several fields) never straddle two batches.
+///
+/// Pure: the caller supplies the index lookups and turns the planned keys into field states.
+public struct DeltaPlanner: Sendable {
+    /// One row of the version index: a version's counter (its dot's node is the one asked for)
+    /// and the field holding it.
+    public typealias IndexRow = (counter: UInt64, key: FieldKey)
+
+    private let sender: VersionVector
+    private var position: VersionVector
+    private var pending: [NodeID]
+    public let maxUpdates: Int
+
+    /// - Parameters:
+    ///   - sender: the sending replica's version vector when the session started.
+    ///   - receiver: the version vector the receiver announced.
+    ///   - maxUpdates: the most field states per batch.
+    public init(sender: VersionVector, receiver: VersionVector, maxUpdates: Int) {
+        precondition(maxUpdates > 0)
+        self.sender = sender
+        self.position = receiver
+        self.pending = sender.nodes.filter { sender[$0] > receiver[$0] }
+        self.maxUpdates = maxUpdates
+    }
+
+    /// The most version rows one write can have: one per field of an item, reserved ones included.
+    static let maxRowsPerWrite = Limits.maxFieldsPerItem + 2
+
+    /// True once every batch has been planned.
+    public var isFinished: Bool { pending.isEmpty }
+
+    /// Plans the next batch: the keys to send and what the batch covers; nil when finished.
+    ///
+    /// - Parameter versions: the version index lookup, `(node, afterCounter, limit)` → up to `limit`
+    ///   rows of that node's versions with a greater counter, ordered by counter.
+    public mutating func nextBatch(
+        versions: (NodeID, UInt64, Int) throws -> [IndexRow]
+    ) rethrows -> (keys: [FieldKey], covers: VersionVector)? {
+        guard !pending.isEmpty else { return nil }
+        var keys: [FieldKey] = []
+        var included = Set<FieldKey>()
+        var covers = VersionVector()
+        func take(_ rows: some Sequence<IndexRow>) {
+            for row in rows where included.insert(row.key).inserted { keys.append(row.key) }
+        }
+
+        while let node = pending.first, keys.count < maxUpdates {
+            let end = sender[node]
+            let room = maxUpdates - keys.count
+            // Ask for enough rows to hold a whole write even when room is small, plus one to see
+            // whether the node has more.
+            let limit = max(room, Self.maxRowsPerWrite) + 1
+            let fetched = try versions(node, position[node], limit)
+            let rows = fetched.filter { $0.counter <= end }
+            let exhausted = fetched.count < limit || rows.count < fetched.count
+            var cut = min(room, rows.count)
+            if cut < rows.count {
+                // Never split the rows of one write across batches.
+                let boundary = rows[cut].counter
+                while cut > 0, rows[cut - 1].counter == boundary { cut -= 1 }
+                if cut == 0 {
+                    guard keys.isEmpty else { break }
+                    // One write touching more fields than a batch holds travels whole.
+                    while cut < rows.count, rows[cut].counter == boundary { cut += 1 }
+                }
+            }
+            take(rows.prefix(cut))
+            if cut == rows.count && exhausted {
+                covers.raise(node, to: end)
+                position.raise(node, to: end)
+                pending.removeFirst()
+            } else {
+                let reached = rows[cut - 1].counter
+                covers.raise(node, to: reached)
+                position.raise(node, to: reached)
+                break
+            }
+        }
+        return (keys, covers)
+    }
+}

@@ -1,0 +1,45 @@
+/// Why an edit was refused. Every case leaves the replica unchanged, and its ``message`` says what
+/// was wrong and what to do, in one line.
+public enum EditError: Error, Equatable, Sendable {
+    case invalidItemID(String)
+    case invalidFieldName(String, reason: String)
+    case invalidType(String)
+    case itemExists(ItemID)
+    case unknownItem(ItemID)
+    case itemDeleted(ItemID)
+    case itemNotDeleted(ItemID)
+    case noAssignments
+    case notAList(ItemID, FieldName, kind: String)
+    case valueTooLarge(FieldName, bytes: Int)
+    case tooManyFields(ItemID, count: Int)
+    case noConflict(ItemID, FieldName)
+
+    public var message: String {
+        switch self {
+        case .invalidItemID(let id):
+            "invalid item id '\(id.prefix(40))': use 1 to \(Limits.maxItemIDBytes) characters from A-Z a-z 0-9 . _ : -"
+        case let .invalidFieldName(name, reason):
+            "invalid field name '\(name.prefix(40))': \(reason)"
+        case .invalidType(let type):
+            "invalid type '\(type.prefix(40))': use 1 to \(Limits.maxTypeBytes) bytes with no control characters"
+        case .itemExists(let id):
+            "item \(id) already exists: use 'lansync set \(id) ...' to change it"
+        case .unknownItem(let id):
+            "no item with id \(id): 'lansync list' shows the ids"
+        case .itemDeleted(let id):
+            "item \(id) is deleted: 'lansync restore \(id)' brings it back first"
+        case .itemNotDeleted(let id):
+            "item \(id) is not deleted: nothing to restore"
+        case .noAssignments:
+            "nothing to change: give at least one FIELD=VALUE, FIELD+=ELEM or FIELD-=ELEM"
+        case let .notAList(id, field, kind):
+            "field '\(field)' of item \(id) holds a \(kind), not a list: '+=' and '-=' work on lists; use '\(field)=[...]' to make it one"
+        case let .valueTooLarge(field, bytes):
+            "value of field '\(field)' is \(bytes) bytes, over the limit of \(Limits.maxValueBytes): store less in one field"
+        case let .tooManyFields(id, count):
+            "item \(id) would have \(count) fields, over the limit of \(Limits.maxFieldsPerItem)"
+        case let .noConflict(id, field):
+            "field '\(field)' of item \(id) has no open conflict: use 'lansync set' to change it"
+        }
+    }
+}

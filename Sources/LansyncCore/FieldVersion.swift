@@ -1,0 +1,69 @@
+/// One write to a field that no later write (that its holder knows of) has superseded: a sibling.
+///
+/// A field holds one version after an uncontested write, and several after concurrent writes.
+/// Everything in a version is fixed at write time and named by its ``dot``, so all replicas agree
+/// on it.
+public struct FieldVersion: Hashable, Sendable {
+    public let dot: Dot
+    public let timestamp: HLCTimestamp
+    public let write: Write
+
+    public init(dot: Dot, timestamp: HLCTimestamp, write: Write) {
+        self.dot = dot
+        self.timestamp = timestamp
+        self.write = write
+    }
+
+    /// What the write did. A scalar assignment carries its value; a list write carries what it
+    /// added and removed (for `history`), while the elements themselves live in the field's
+    /// list entries and merge by union.
+    public enum Write: Hashable, Sendable {
+        case assign(Value)
+        case list(ListChange)
+    }
+
+    /// The order in which siblings are shown: the highest timestamp first, then the highest node id.
+    /// A version's dot is unique, so this order is total and the same on every replica.
+    public func isShown(before other: FieldVersion) -> Bool {
+        (timestamp, dot.node, dot.counter) > (other.timestamp, other.dot.node, other.dot.counter)
+    }
+}
+
+/// What one write did to a list field.
+public struct ListChange: Hashable, Sendable {
+    /// True if the write replaced the whole list (`FIELD=[...]`) rather than adding or removing.
+    public var replaced: Bool
+    public var added: [Value]
+    public var removed: [Value]
+
+    public init(replaced: Bool = false, added: [Value] = [], removed: [Value] = []) {
+        self.replaced = replaced
+        self.added = added
+        self.removed = removed
+    }
+}
+
+/// One tag of one element of a list field (add-wins observed-remove set).
+///
+/// Each add of an element makes a tag named by the adding write's dot; a remove deletes the tags
+/// its writer had seen. An element is in the list while it has a tag, so a concurrent add survives
+/// a remove that never saw it. ``addedAt`` is the timestamp of the element's first add (carried
+/// over when an element present already is added again), so re-adding never reorders a list.
+public struct ListEntry: Hashable, Sendable {
+    public let value: Value
+    public let dot: Dot
+    public let addedAt: HLCTimestamp
+
+    public init(value: Value, dot: Dot, addedAt: HLCTimestamp) {
+        self.value = value
+        self.dot = dot
+        self.addedAt = addedAt
+    }
+
+    struct Key: Hashable {
+        let value: Value
+        let dot: Dot
+    }
+
+    var key: Key { Key(value: value, dot: dot) }
+}

@@ -1,0 +1,186 @@
+/// The replicated state of one item: its fields, including the reserved `_type` and `_deleted`.
+///
+/// An item exists once any of its fields has been written. Deleting writes a tombstone into
+/// `_deleted`; the other fields are kept, so a concurrent edit is never lost and `restore` brings
+/// it back. Rows are only ever hidden by a tombstone, never by absence.
+public struct ItemState: Hashable, Sendable {
+    public let id: ItemID
+    public private(set) var fields: [FieldName: FieldState]
+
+    /// The type shown for an item whose `_type` is unknown (e.g. only some fields synced yet).
+    public static let defaultType = "item"
+
+    public init(id: ItemID, fields: [FieldName: FieldState] = [:]) {
+        self.id = id
+        self.fields = fields.filter { !$0.value.isEmpty }
+    }
+
+    public var exists: Bool { !fields.isEmpty }
+
+    /// Deleted if any concurrent version of the tombstone says so: a delete wins over a concurrent
+    /// restore and over concurrent edits.
+    public var isDeleted: Bool {
+        fields[.deleted]?.versions.contains { $0.write == .assign(.bool(true)) } ?? false
+    }
+
+    public var type: String {
+        if case .string(let type)? = fields[.type]?.shownValue { return type }
+        return Self.defaultType
+    }
+
+    /// The user fields with their shown values.
+    public var shownFields: [FieldName: Value] {
+        var result: [FieldName: Value] = [:]
+        for (name, state) in fields where !name.isReserved {
+            if let value = state.shownValue { result[name] = value }
+        }
+        return result
+    }
+
+    /// The fields with an open conflict, by name. The tombstone never conflicts (delete wins).
+    public var conflictedFields: [FieldName] {
+        fields.filter { $0.key != .deleted && $0.value.hasConflict }.map(\.key).sorted()
+    }
+
+    public var conflicts: [FieldConflict] {
+        conflictedFields.compactMap { name in
+            guard let state = fields[name], let shown = state.shownValue else { return nil }
+            return FieldConflict(item: id, field: name, values: state.candidateValues, shown: shown)
+        }
+    }
+
+    public var view: ItemView {
+        ItemView(id: id, type: type, fields: shownFields, deleted: isDeleted, conflicts: conflictedFields)
+    }
+
+    // MARK: Local edits
+
+    /// Checks an edit against this state and returns the field states it produces, all written
+    /// with `dot`. Throws, changing nothing, if the edit is not valid here.
+    public func applying(_ edit: ItemEdit, dot: Dot, timestamp: HLCTimestamp) throws(EditError) -> [FieldName: FieldState] {
+        var changed: [FieldName: FieldState] = [:]
+        func state(_ name: FieldName) -> FieldState { changed[name] ?? fields[name] ?? FieldState() }
+
+        switch edit {
+        case let .create(type, assignments):
+            guard !exists else { throw .itemExists(id) }
+            guard !type.isEmpty, type.utf8.count <= Limits.maxTypeBytes,
+                  !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
+            else { throw .invalidType(type) }
+            var typeState = state(.type)
+            typeState.assign(.string(type), dot: dot, timestamp: timestamp)
+            changed[.type] = typeState
+            try apply(assignments, to: &changed, dot: dot, timestamp: timestamp)
+
+        case .update(let assignments):
+            try requireLive()
+            guard !assignments.isEmpty else { throw .noAssignments }
+            try apply(assignments, to: &changed, dot: dot, timestamp: timestamp)
+
+        case .delete:
+            try requireLive()
+            var tombstone = state(.deleted)
+            tombstone.assign(.bool(true), dot: dot, timestamp: timestamp)
+            changed[.deleted] = tombstone
+
+        case .restore:
+            guard exists else { throw .unknownItem(id) }
+            guard isDeleted else { throw .itemNotDeleted(id) }
+            var tombstone = state(.deleted)
+            tombstone.assign(.bool(false), dot: dot, timestamp: timestamp)
+            changed[.deleted] = tombstone
+
+        case let .resolve(name, value):
+            guard exists else { throw .unknownItem(id) }
+            guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
+            guard value.encodedSize <= Limits.maxValueBytes else { throw .valueTooLarge(name, bytes: value.encodedSize) }
+            var resolved = state(name)
+            resolved.assign(value, dot: dot, timestamp: timestamp)
+            changed[name] = resolved
+        }
+        return changed
+    }
+
+    /// Applies a local edit (validated as in ``applying(_:dot:timestamp:)``) and returns the changed
+    /// field states.
+    @discardableResult
+    public mutating func apply(_ edit: ItemEdit, dot: Dot, timestamp: HLCTimestamp) throws(EditError) -> [FieldName: FieldState] {
+        let changed = try applying(edit, dot: dot, timestamp: timestamp)
+        for (name, state) in changed { fields[name] = state }
+        return changed
+    }
+
+    private func requireLive() throws(EditError) {
+        guard exists else { throw .unknownItem(id) }
+        guard !isDeleted else { throw .itemDeleted(id) }
+    }
+
+    private func apply(_ assignments: [Assignment], to changed: inout [FieldName: FieldState], dot: Dot, timestamp: HLCTimestamp) throws(EditError) {
+        for assignment in assignments {
+            let name = assignment.field
+            guard !name.isReserved else { throw .invalidFieldName(name.rawValue, reason: "names starting with '_' are reserved") }
+            var field = changed[name] ?? fields[name] ?? FieldState()
+            switch assignment {
+            case .set(_, let value):
+                field.assign(value, dot: dot, timestamp: timestamp)
+            case .add(_, let element), .remove(_, let element):
+                if let shown = field.shownValue, !shown.isList, shown != .null {
+                    throw .notAList(id, name, kind: shown.kindName)
+                }
+                var isAdd = false
+                if case .add = assignment { isAdd = true }
+                field.changeList(element, add: isAdd, dot: dot, timestamp: timestamp)
+            }
+            let size = field.shownValue?.encodedSize ?? 0
+            guard size <= Limits.maxValueBytes else { throw .valueTooLarge(name, bytes: size) }
+            changed[name] = field
+        }
+        let userFields = Set(fields.keys.filter { !$0.isReserved }).union(changed.keys.filter { !$0.isReserved })
+        guard userFields.count <= Limits.maxFieldsPerItem else { throw .tooManyFields(id, count: userFields.count) }
+    }
+
+    // MARK: Remote changes
+
+    /// Merges a field state received from another replica.
+    public mutating func merge(_ name: FieldName, _ state: FieldState) {
+        fields[name, default: FieldState()].merge(state)
+    }
+
+    /// Merges everything another replica knows of this item.
+    public mutating func merge(_ other: ItemState) {
+        for (name, state) in other.fields { merge(name, state) }
+    }
+}
+
+/// What users see of an item: its shown values, whether it is deleted, which fields conflict.
+public struct ItemView: Hashable, Sendable {
+    public let id: ItemID
+    public let type: String
+    public let fields: [FieldName: Value]
+    public let deleted: Bool
+    public let conflicts: [FieldName]
+
+    public init(id: ItemID, type: String, fields: [FieldName: Value], deleted: Bool, conflicts: [FieldName]) {
+        self.id = id
+        self.type = type
+        self.fields = fields
+        self.deleted = deleted
+        self.conflicts = conflicts
+    }
+}
+
+/// An open conflict: concurrent writes left a field with different values.
+public struct FieldConflict: Hashable, Sendable {
+    public let item: ItemID
+    public let field: FieldName
+    /// The distinct values, the shown one first.
+    public let values: [Value]
+    public let shown: Value
+
+    public init(item: ItemID, field: FieldName, values: [Value], shown: Value) {
+        self.item = item
+        self.field = field
+        self.values = values
+        self.shown = shown
+    }
+}

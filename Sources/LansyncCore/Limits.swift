@@ -1,0 +1,16 @@
+/// The hard limits every replica enforces on what it writes and what it accepts.
+///
+/// They bound memory and frame sizes everywhere; the relay enforces them for the whole cluster.
+public enum Limits {
+    /// The largest encoded value of one field (1 MiB): large enough for a 1 MB text, small enough
+    /// that one value always fits in one protocol frame.
+    public static let maxValueBytes = 1 << 20
+    /// The most user fields one item may have.
+    public static let maxFieldsPerItem = 256
+    /// The longest field name, in UTF-8 bytes.
+    public static let maxFieldNameBytes = 128
+    /// The longest item type, in UTF-8 bytes.
+    public static let maxTypeBytes = 64
+    /// The longest item id, in bytes.
+    public static let maxItemIDBytes = 128
+}

@@ -1,0 +1,90 @@
+/// A version vector: for each node, the highest counter of its writes that have been seen.
+///
+/// Used at two levels: each field keeps one (every write to that field it has seen), and each
+/// replica keeps one (what it has received from each origin node, used to find deltas). Entries
+/// with counter 0 are never stored, so equal knowledge always has equal representation.
+public struct VersionVector: Hashable, Sendable {
+    public private(set) var counters: [NodeID: UInt64]
+
+    public init() { counters = [:] }
+
+    public init(_ counters: [NodeID: UInt64]) {
+        self.counters = counters.filter { $0.value > 0 }
+    }
+
+    public subscript(node: NodeID) -> UInt64 {
+        counters[node] ?? 0
+    }
+
+    public var isEmpty: Bool { counters.isEmpty }
+
+    /// The nodes with a non-zero entry, in id order.
+    public var nodes: [NodeID] { counters.keys.sorted() }
+
+    /// True if the write named by `dot` is covered (seen) by this vector.
+    public func contains(_ dot: Dot) -> Bool {
+        dot.counter <= self[dot.node]
+    }
+
+    /// Records a write as seen; never lowers an entry.
+    public mutating func insert(_ dot: Dot) {
+        raise(dot.node, to: dot.counter)
+    }
+
+    /// Raises one entry to at least `counter`.
+    public mutating func raise(_ node: NodeID, to counter: UInt64) {
+        if counter > self[node] { counters[node] = counter }
+    }
+
+    /// The entry-wise maximum: what is known after learning everything both vectors know.
+    public func joined(with other: VersionVector) -> VersionVector {
+        var result = self
+        result.join(other)
+        return result
+    }
+
+    public mutating func join(_ other: VersionVector) {
+        for (node, counter) in other.counters { raise(node, to: counter) }
+    }
+
+    /// True if every entry of `other` is covered by this vector.
+    public func covers(_ other: VersionVector) -> Bool {
+        other.counters.allSatisfy { self[$0.key] >= $0.value }
+    }
+
+    /// How this vector relates to `other` in causal order.
+    public func compare(to other: VersionVector) -> CausalOrder {
+        let selfCovers = covers(other)
+        let otherCovers = other.covers(self)
+        switch (selfCovers, otherCovers) {
+        case (true, true): return .equal
+        case (true, false): return .dominates
+        case (false, true): return .dominatedBy
+        case (false, false): return .concurrent
+        }
+    }
+
+    /// How many writes this vector has seen that `other` has not, counting counter gaps.
+    /// An upper bound of what a holder of `other` lacks (some of those writes may be superseded).
+    public func missing(from other: VersionVector) -> UInt64 {
+        counters.reduce(0) { sum, entry in sum + (entry.value > other[entry.key] ? entry.value - other[entry.key] : 0) }
+    }
+}
+
+/// The causal relation between two version vectors.
+public enum CausalOrder: Sendable, Equatable {
+    /// Both have seen exactly the same writes.
+    case equal
+    /// The left side has seen everything the right side has, and more.
+    case dominates
+    /// The right side has seen everything the left side has, and more.
+    case dominatedBy
+    /// Each has seen writes the other has not: they happened concurrently.
+    case concurrent
+}
+
+extension VersionVector: CustomStringConvertible {
+    public var description: String {
+        "{" + nodes.map { "\($0.short):\(self[$0])" }.joined(separator: ", ") + "}"
+    }
+}

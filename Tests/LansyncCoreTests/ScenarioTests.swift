@@ -1,0 +1,157 @@
+import LansyncCore
+import Testing
+
+/// The scenarios of the brief and of Docs/MERGE.md, as named examples.
+@Suite struct ScenarioTests {
+    let t0: UInt64 = 1_700_000_000_000
+    let item = ItemID.named("item-1")
+
+    /// Two replicas that share the item `item-1` (type task, `title` and `tags` set on A first).
+    func pair(tags: [Value] = []) throws -> (Replica, Replica) {
+        var a = Replica(nodeID: .node(1))
+        var b = Replica(nodeID: .node(2))
+        var assignments: [Assignment] = [.set(.named("title"), .string("Climb"))]
+        if !tags.isEmpty { assignments.append(.set(.named("tags"), .list(tags))) }
+        try a.apply(.create(type: "task", assignments: assignments), to: item, wallMilliseconds: t0)
+        sync(&a, &b)
+        return (a, b)
+    }
+
+    func sync(_ a: inout Replica, _ b: inout Replica) {
+        for batch in a.delta(for: b.versionVector) { b.apply(batch, wallMilliseconds: t0) }
+        for batch in b.delta(for: a.versionVector) { a.apply(batch, wallMilliseconds: t0) }
+    }
+
+    @Test func disjointFieldsAutoMerge() throws {
+        var (a, b) = try pair()
+        try a.apply(.update([.set(.named("location"), .string("Fontainebleau"))]), to: item, wallMilliseconds: t0 + 10)
+        try b.apply(.update([.set(.named("title"), .string("Bouldering"))]), to: item, wallMilliseconds: t0 + 20)
+        sync(&a, &b)
+        let view = a.items[item]!.view
+        #expect(view.fields[.named("location")] == .string("Fontainebleau"))
+        #expect(view.fields[.named("title")] == .string("Bouldering"))
+        #expect(view.conflicts.isEmpty)
+        #expect(a.items == b.items)
+    }
+
+    @Test func listAdditionsUnion() throws {
+        var (a, b) = try pair(tags: [.string("climbing")])
+        try a.apply(.update([.add(.named("tags"), .string("reading"))]), to: item, wallMilliseconds: t0 + 10)
+        try b.apply(.update([.add(.named("tags"), .string("karaoke"))]), to: item, wallMilliseconds: t0 + 20)
+        sync(&a, &b)
+        let expected: Value = .list([.string("climbing"), .string("reading"), .string("karaoke")])
+        #expect(a.items[item]!.view.fields[.named("tags")] == expected)
+        #expect(b.items[item]!.view.fields[.named("tags")] == expected)
+        #expect(a.conflicts.isEmpty)
+    }
+
+    @Test func concurrentAddWinsOverRemove() throws {
+        var (a, b) = try pair(tags: [.string("x"), .string("y")])
+        try a.apply(.update([.remove(.named("tags"), .string("x"))]), to: item, wallMilliseconds: t0 + 10)
+        try b.apply(.update([.add(.named("tags"), .string("x"))]), to: item, wallMilliseconds: t0 + 20)
+        sync(&a, &b)
+        #expect(a.items[item]!.view.fields[.named("tags")] == .list([.string("x"), .string("y")]))
+        // A remove that has seen the add does remove it.
+        try a.apply(.update([.remove(.named("tags"), .string("x"))]), to: item, wallMilliseconds: t0 + 30)
+        sync(&a, &b)
+        #expect(b.items[item]!.view.fields[.named("tags")] == .list([.string("y")]))
+    }
+
+    @Test func sameFieldConflictIsVisibleAndSettles() throws {
+        var (a, b) = try pair()
+        try a.apply(.update([.set(.named("title"), .string("from A"))]), to: item, wallMilliseconds: t0 + 10)
+        try b.apply(.update([.set(.named("title"), .string("from B"))]), to: item, wallMilliseconds: t0 + 20)
+        sync(&a, &b)
+        let title = FieldName.named("title")
+        // Both show the same value: the later timestamp.
+        #expect(a.items[item]!.view.fields[title] == .string("from B"))
+        #expect(b.items[item]!.view.fields[title] == .string("from B"))
+        // The conflict is listed, with the loser kept.
+        #expect(a.conflicts == [FieldConflict(item: item, field: title, values: [.string("from B"), .string("from A")], shown: .string("from B"))])
+        #expect(a.conflicts == b.conflicts)
+        // Resolving closes it everywhere.
+        try a.apply(.resolve(title, .string("from A")), to: item, wallMilliseconds: t0 + 30)
+        sync(&a, &b)
+        #expect(b.conflicts.isEmpty)
+        #expect(b.items[item]!.view.fields[title] == .string("from A"))
+        // Resolving a field without a conflict is refused.
+        #expect(throws: EditError.noConflict(item, title)) { try a.apply(.resolve(title, .null), to: item, wallMilliseconds: t0) }
+    }
+
+    @Test func deleteWinsOverConcurrentEditAndRestoreBringsItBack() throws {
+        var (a, b) = try pair()
+        try a.apply(.delete, to: item, wallMilliseconds: t0 + 10)
+        try b.apply(.update([.set(.named("note"), .string("edited while deleted elsewhere"))]), to: item, wallMilliseconds: t0 + 20)
+        sync(&a, &b)
+        #expect(a.items[item]!.isDeleted && b.items[item]!.isDeleted)
+        #expect(throws: EditError.itemDeleted(item)) { try b.apply(.update([.set(.named("x"), .null)]), to: item, wallMilliseconds: t0) }
+        try b.apply(.restore, to: item, wallMilliseconds: t0 + 30)
+        sync(&a, &b)
+        let view = a.items[item]!.view
+        #expect(!view.deleted)
+        #expect(view.fields[.named("note")] == .string("edited while deleted elsewhere"))
+        #expect(view.fields[.named("title")] == .string("Climb"))
+    }
+
+    @Test func concurrentDeleteAndRestoreKeepsTheItemDeleted() throws {
+        var (a, b) = try pair()
+        try a.apply(.delete, to: item, wallMilliseconds: t0 + 10)
+        sync(&a, &b)
+        try a.apply(.restore, to: item, wallMilliseconds: t0 + 20)
+        try b.apply(.restore, to: item, wallMilliseconds: t0 + 20)
+        try b.apply(.delete, to: item, wallMilliseconds: t0 + 30)
+        sync(&a, &b)
+        #expect(a.items[item]!.isDeleted && b.items[item]!.isDeleted)
+    }
+
+    /// A node whose clock is an hour behind writes after seeing a value: its write wins, because
+    /// causality decides; the clock only orders concurrent writes.
+    @Test func skewedClockCannotOverwriteCausallyLaterValue() throws {
+        var (a, b) = try pair()
+        let title = FieldName.named("title")
+        try b.apply(.update([.set(title, .string("new"))]), to: item, wallMilliseconds: t0 + 5_000)
+        sync(&a, &b)
+        try a.apply(.update([.set(title, .string("newer, from the slow clock"))]), to: item, wallMilliseconds: t0 - 3_600_000)
+        sync(&a, &b)
+        #expect(b.items[item]!.view.fields[title] == .string("newer, from the slow clock"))
+        #expect(b.conflicts.isEmpty)
+
+        // And at the field level, with no clock help at all: a write carrying an older timestamp
+        // that has seen a newer one still supersedes it.
+        var field = FieldState()
+        field.assign(.string("later in wall time"), dot: Dot(node: .node(2), counter: 1), timestamp: HLCTimestamp(milliseconds: t0, logical: 0))
+        var behind = field
+        behind.assign(.string("causally later"), dot: Dot(node: .node(1), counter: 1), timestamp: HLCTimestamp(milliseconds: t0 - 3_600_000, logical: 0))
+        #expect(field.merged(with: behind).shownValue == .string("causally later"))
+        #expect(!field.merged(with: behind).hasConflict)
+        // The older value, arriving again later, never comes back.
+        #expect(behind.merged(with: field).shownValue == .string("causally later"))
+    }
+
+    @Test func invalidEditsChangeNothing() throws {
+        var (a, _) = try pair(tags: [.string("x")])
+        let before = a.items
+        let counterBefore = a.versionVector
+        #expect(throws: EditError.notAList(item, .named("title"), kind: "string")) {
+            try a.apply(.update([.set(.named("ok"), .integer(1)), .add(.named("title"), .string("x"))]), to: item, wallMilliseconds: t0)
+        }
+        #expect(throws: EditError.itemExists(item)) { try a.apply(.create(type: "task", assignments: []), to: item, wallMilliseconds: t0) }
+        #expect(throws: EditError.unknownItem(.named("nope"))) { try a.apply(.update([.set(.named("a"), .null)]), to: .named("nope"), wallMilliseconds: t0) }
+        #expect(throws: EditError.noAssignments) { try a.apply(.update([]), to: item, wallMilliseconds: t0) }
+        #expect(throws: EditError.itemNotDeleted(item)) { try a.apply(.restore, to: item, wallMilliseconds: t0) }
+        let big = Value.string(String(repeating: "x", count: Limits.maxValueBytes))
+        #expect(throws: EditError.valueTooLarge(.named("big"), bytes: big.encodedSize)) { try a.apply(.update([.set(.named("big"), big)]), to: item, wallMilliseconds: t0) }
+        #expect(throws: EditError.self) { try a.apply(.create(type: "", assignments: []), to: .named("other"), wallMilliseconds: t0) }
+        #expect(a.items == before)
+        #expect(a.versionVector == counterBefore)
+    }
+
+    @Test func oneEditIsOneDot() throws {
+        var a = Replica(nodeID: .node(1))
+        let dot = try a.apply(.create(type: "task", assignments: [.set(.named("a"), .integer(1)), .add(.named("tags"), .string("x")), .add(.named("tags"), .string("y")), .remove(.named("tags"), .string("x"))]), to: item, wallMilliseconds: t0)
+        #expect(dot == Dot(node: .node(1), counter: 1))
+        #expect(a.versionVector[.node(1)] == 1)
+        #expect(a.items[item]!.view.fields[.named("tags")] == .list([.string("y")]))
+        #expect(a.items[item]!.fields.values.allSatisfy { $0.versions.map(\.dot) == [dot] })
+    }
+}

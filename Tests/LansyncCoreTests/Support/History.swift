@@ -1,0 +1,157 @@
+import LansyncCore
+
+/// A random history of 2–7 replicas: local edits (create, set, list add/remove, delete, restore,
+/// resolve) and pairwise delta exchanges that may be interrupted (only a prefix of the batches
+/// arrives), duplicated, or replayed late, then a complete exchange.
+///
+/// Every edit a replica acknowledged is recorded with the context its writer had, so the checks
+/// can tell a legitimately superseded write from a lost one.
+struct History {
+    struct Write {
+        let dot: Dot
+        let item: ItemID
+        /// Each field the write touched, with that field's context right after the write.
+        let contexts: [FieldName: VersionVector]
+        let added: [FieldName: [Value]]
+        let removed: [FieldName: [Value]]
+        let replacedLists: Set<FieldName>
+    }
+
+    let seed: UInt64
+    var rng: SplitMix64
+    var replicas: [Replica]
+    /// Each replica's wall clock; some run an hour behind, and clocks sometimes jump backwards.
+    var walls: [UInt64]
+    var writes: [Dot: Write] = [:]
+    /// Old session prefixes, replayed later as duplicates and reorderings.
+    var inFlight: [(to: Int, batches: [DeltaBatch])] = []
+    var log: [String] = []
+
+    static let fields = ["a", "b", "title", "tags"].map(FieldName.named)
+
+    init(seed: UInt64, replicaCount: Int) {
+        self.seed = seed
+        rng = SplitMix64(seed: seed)
+        replicas = (1...replicaCount).map { Replica(nodeID: .node(UInt64($0))) }
+        walls = (0..<replicaCount).map { _ in 1_700_000_000_000 }
+        for i in walls.indices where rng.chance(30) { walls[i] -= 3_600_000 }
+    }
+
+    mutating func run(steps: Int) {
+        for _ in 0..<steps { step() }
+        completeExchange()
+    }
+
+    mutating func step() {
+        for i in walls.indices { walls[i] += rng.chance(5) ? 0 : UInt64.random(in: 0...50, using: &rng) }
+        if rng.chance(3) { let i = Int.random(in: 0..<walls.count, using: &rng); walls[i] -= 10_000 }
+        let roll = Int.random(in: 0..<100, using: &rng)
+        if roll < 55 {
+            localEdit(Int.random(in: 0..<replicas.count, using: &rng))
+        } else if roll < 90 {
+            let a = Int.random(in: 0..<replicas.count, using: &rng)
+            var b = Int.random(in: 0..<replicas.count - 1, using: &rng)
+            if b >= a { b += 1 }
+            exchange(from: a, to: b, interruptible: true)
+        } else if !inFlight.isEmpty {
+            let k = Int.random(in: 0..<inFlight.count, using: &rng)
+            let replay = inFlight[k]
+            log.append("replay \(replay.batches.count) old batches to r\(replay.to)")
+            for batch in replay.batches { replicas[replay.to].apply(batch, wallMilliseconds: walls[replay.to]) }
+            if rng.chance(50) { inFlight.remove(at: k) }
+        }
+    }
+
+    mutating func localEdit(_ r: Int) {
+        let existing = replicas[r].items.keys.sorted()
+        let id: ItemID = (existing.isEmpty || rng.chance(20))
+            ? ItemID.named("i\(Int.random(in: 0..<6, using: &rng))")
+            : rng.pick(existing)
+        let item = replicas[r].items[id]
+        let edit: ItemEdit
+        if item == nil || item?.exists == false {
+            edit = .create(type: rng.pick(["task", "note"]), assignments: randomAssignments())
+        } else {
+            let roll = Int.random(in: 0..<100, using: &rng)
+            if roll < 8 {
+                edit = .delete
+            } else if roll < 16 {
+                edit = .restore
+            } else if roll < 26, let conflict = item!.conflicts.first {
+                edit = .resolve(conflict.field, rng.chance(50) ? rng.pick(conflict.values) : EdgeValues.random(using: &rng))
+            } else {
+                edit = .update(randomAssignments())
+            }
+        }
+        let dot = replicas[r].nextDot
+        do {
+            try replicas[r].apply(edit, to: id, wallMilliseconds: walls[r])
+            record(edit, dot: dot, item: id, on: r)
+            log.append("r\(r) \(dot) \(id) \(edit)".prefix(200).description)
+        } catch {
+            // Refused edits (delete of a deleted item, += on a scalar...) must change nothing.
+            precondition(replicas[r].nextDot == dot)
+        }
+    }
+
+    mutating func randomAssignments() -> [Assignment] {
+        (0..<Int.random(in: 1...3, using: &rng)).map { _ in
+            let field = rng.pick(Self.fields)
+            let roll = Int.random(in: 0..<100, using: &rng)
+            if field.rawValue == "tags" || roll < 20 {
+                let element = rng.pick(EdgeValues.elements)
+                return roll % 3 == 0 ? .remove(field, element) : .add(field, element)
+            }
+            return .set(field, EdgeValues.random(using: &rng))
+        }
+    }
+
+    mutating func record(_ edit: ItemEdit, dot: Dot, item: ItemID, on r: Int) {
+        guard let state = replicas[r].items[item] else { return }
+        var contexts: [FieldName: VersionVector] = [:]
+        var added: [FieldName: [Value]] = [:]
+        var removed: [FieldName: [Value]] = [:]
+        var replaced = Set<FieldName>()
+        for (name, field) in state.fields where field.versions.contains(where: { $0.dot == dot }) {
+            contexts[name] = field.context
+            if case .list(let change)? = field.versions.first(where: { $0.dot == dot })?.write {
+                added[name] = change.added
+                removed[name] = change.removed
+                if change.replaced { replaced.insert(name) }
+            } else {
+                replaced.insert(name)
+            }
+        }
+        writes[dot] = Write(dot: dot, item: item, contexts: contexts, added: added, removed: removed, replacedLists: replaced)
+    }
+
+    /// Sends `from`'s delta for `to`'s version vector in small batches; the session may break
+    /// after any batch, and what was sent may arrive again later.
+    mutating func exchange(from a: Int, to b: Int, interruptible: Bool) {
+        let batches = replicas[a].delta(for: replicas[b].versionVector, maxUpdates: Int.random(in: 1...8, using: &rng))
+        var delivered = batches.count
+        if interruptible, rng.chance(30) { delivered = Int.random(in: 0...batches.count, using: &rng) }
+        log.append("sync r\(a)->r\(b) \(delivered)/\(batches.count) batches")
+        for batch in batches.prefix(delivered) { replicas[b].apply(batch, wallMilliseconds: walls[b]) }
+        if interruptible, rng.chance(20), delivered > 0 { inFlight.append((b, Array(batches.prefix(delivered)))) }
+    }
+
+    /// Every pair exchanges everything until a whole round changes nothing.
+    mutating func completeExchange() {
+        for round in 0..<20 {
+            let before = replicas.map(\.versionVector)
+            let beforeItems = replicas.map(\.items)
+            for a in replicas.indices {
+                for b in replicas.indices where a != b { exchange(from: a, to: b, interruptible: false) }
+            }
+            if round > 0, before == replicas.map(\.versionVector), beforeItems == replicas.map(\.items) { return }
+        }
+    }
+
+    /// Describes the history for a failure message.
+    var replayHint: String {
+        let full = getenvString("LANSYNC_REPLAY") != nil
+        let steps = full ? log : Array(log.filter { !$0.hasPrefix("sync") }.suffix(25))
+        return "history seed \(seed), \(replicas.count) replicas; \(full ? "every step" : "last edits (LANSYNC_REPLAY shows every step)"):\n" + steps.joined(separator: "\n")
+    }
+}
