@@ -10,8 +10,9 @@ public struct FieldName: Hashable, Comparable, Sendable {
     /// The item's tombstone, a bool register: deleted if any concurrent version says so.
     public static let deleted = FieldName(unchecked: "_deleted")
 
-    /// A user field name; throws if it is empty, too long, reserved, or contains control characters
-    /// or `=`, `+`, `-` (which would make an assignment ambiguous).
+    /// A user field name; throws if it is empty, too long, reserved, or could make an assignment
+    /// ambiguous: it may not contain `=` or control characters, nor end with `+` or `-`
+    /// (`due-date=x` is fine; `tags-=x` removes from `tags`).
     public init(_ name: String) throws(EditError) {
         guard !name.isEmpty, name.utf8.count <= Limits.maxFieldNameBytes else {
             throw .invalidFieldName(name, reason: "must be 1 to \(Limits.maxFieldNameBytes) bytes")
@@ -19,8 +20,11 @@ public struct FieldName: Hashable, Comparable, Sendable {
         guard !name.hasPrefix("_") else {
             throw .invalidFieldName(name, reason: "names starting with '_' are reserved")
         }
-        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f || "=+-".unicodeScalars.contains($0) }) else {
-            throw .invalidFieldName(name, reason: "control characters and '=', '+', '-' are not allowed")
+        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f || $0 == "=" }) else {
+            throw .invalidFieldName(name, reason: "control characters and '=' are not allowed")
+        }
+        guard !name.hasSuffix("+"), !name.hasSuffix("-") else {
+            throw .invalidFieldName(name, reason: "a name may not end with '+' or '-'")
         }
         rawValue = name
     }

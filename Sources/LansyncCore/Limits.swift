@@ -11,6 +11,9 @@ public enum Limits {
     public static let maxFieldNameBytes = 128
     /// The longest item type, in UTF-8 bytes.
     public static let maxTypeBytes = 64
+    /// The largest counter a dot or version vector may carry: SQLite stores integers as signed
+    /// 64-bit, and a peer sending more is lying.
+    public static let maxCounter = UInt64(Int64.max)
     /// The longest item id, in bytes.
     public static let maxItemIDBytes = 128
 }

@@ -63,12 +63,6 @@ public struct VersionVector: Hashable, Sendable {
         case (false, false): return .concurrent
         }
     }
-
-    /// How many writes this vector has seen that `other` has not, counting counter gaps.
-    /// An upper bound of what a holder of `other` lacks (some of those writes may be superseded).
-    public func missing(from other: VersionVector) -> UInt64 {
-        counters.reduce(0) { sum, entry in sum + (entry.value > other[entry.key] ? entry.value - other[entry.key] : 0) }
-    }
 }
 
 /// The causal relation between two version vectors.
