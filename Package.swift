@@ -18,24 +18,68 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         // Pure: values, dots, version vectors, clocks, registers, list sets, items, deltas, merge.
         // No Foundation, no I/O: everything time- or randomness-dependent is passed in.
         .target(name: "LansyncCore", swiftSettings: strict),
+        // The replica in one SQLite file: schema, migrations, the version index, history.
+        .target(
+            name: "LansyncStore",
+            dependencies: ["LansyncCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        // The cluster authority and node certificates; node ids derive from public keys.
+        .target(
+            name: "LansyncIdentity",
+            dependencies: [
+                "LansyncCore",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "lansync",
             dependencies: [
                 "LansyncCore",
+                "LansyncStore",
+                "LansyncIdentity",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strict
+        ),
+        // Seeded randomness, edge values and small helpers shared by the test targets.
+        .target(
+            name: "LansyncTestSupport",
+            dependencies: ["LansyncCore"],
+            path: "Tests/LansyncTestSupport",
             swiftSettings: strict
         ),
         .testTarget(
             name: "LansyncCoreTests",
             dependencies: [
-                "LansyncCore",
+                "LansyncCore", "LansyncTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LansyncStoreTests",
+            dependencies: ["LansyncCore", "LansyncStore", "LansyncTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "LansyncCore", "LansyncStore", "LansyncTestSupport",
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             swiftSettings: strict
         ),

@@ -64,9 +64,7 @@ public struct ItemState: Hashable, Sendable {
         switch edit {
         case let .create(type, assignments):
             guard !exists else { throw .itemExists(id) }
-            guard !type.isEmpty, type.utf8.count <= Limits.maxTypeBytes,
-                  !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
-            else { throw .invalidType(type) }
+            try Self.validate(type: type)
             var typeState = state(.type)
             typeState.assign(.string(type), dot: dot, timestamp: timestamp)
             changed[.type] = typeState
@@ -76,6 +74,13 @@ public struct ItemState: Hashable, Sendable {
             try requireLive()
             guard !assignments.isEmpty else { throw .noAssignments }
             try apply(assignments, to: &changed, dot: dot, timestamp: timestamp)
+
+        case .retype(let type):
+            try requireLive()
+            try Self.validate(type: type)
+            var typeState = state(.type)
+            typeState.assign(.string(type), dot: dot, timestamp: timestamp)
+            changed[.type] = typeState
 
         case .delete:
             try requireLive()
@@ -94,6 +99,10 @@ public struct ItemState: Hashable, Sendable {
             guard exists else { throw .unknownItem(id) }
             guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
             guard value.encodedSize <= Limits.maxValueBytes else { throw .valueTooLarge(name, bytes: value.encodedSize) }
+            if name == .type {
+                guard case .string(let type) = value else { throw .invalidType(value.jsonText) }
+                try Self.validate(type: type)
+            }
             var resolved = state(name)
             resolved.assign(value, dot: dot, timestamp: timestamp)
             changed[name] = resolved
@@ -108,6 +117,13 @@ public struct ItemState: Hashable, Sendable {
         let changed = try applying(edit, dot: dot, timestamp: timestamp)
         for (name, state) in changed { fields[name] = state }
         return changed
+    }
+
+    /// Item types: 1 to ``Limits/maxTypeBytes`` bytes with no control characters.
+    public static func validate(type: String) throws(EditError) {
+        guard !type.isEmpty, type.utf8.count <= Limits.maxTypeBytes,
+              !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
+        else { throw .invalidType(type) }
     }
 
     private func requireLive() throws(EditError) {

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncTestSupport
 import PropertyBased
 import Testing
 

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncTestSupport
 import Testing
 
 /// Deltas are proportional to what the receiver lacks, bounded per batch, and resumable.

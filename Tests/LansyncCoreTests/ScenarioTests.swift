@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncTestSupport
 import Testing
 
 /// The scenarios of the brief and of Docs/MERGE.md, as named examples.

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncTestSupport
 import Testing
 
 @Suite struct ValueTests {

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncTestSupport
 
 /// A random history of 2–7 replicas: local edits (create, set, list add/remove, delete, restore,
 /// resolve) and pairwise delta exchanges that may be interrupted (only a prefix of the batches

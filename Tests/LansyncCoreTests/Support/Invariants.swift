@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncTestSupport
 
 /// The invariants every history must end with, as a list of human-readable violations (empty when
 /// all hold), so a failure says exactly what broke.

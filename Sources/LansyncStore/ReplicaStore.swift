@@ -1,0 +1,430 @@
+public import LansyncCore
+import Foundation
+import GRDB
+
+/// A replica kept in one SQLite file (WAL mode, `synchronous = FULL`): the durable home of
+/// everything a node knows.
+///
+/// Guarantees:
+/// - every local edit is one transaction, and so is every applied batch: a crash at any point
+///   leaves the file as it was before or after, never between;
+/// - a dot is never reused: the counter is taken from the persisted hybrid logical clock, so it
+///   moves past everything issued before even after a restored backup (unless the machine's clock
+///   was also set back), and it is raised past any of this node's dots a peer reports having seen;
+/// - "field states holding a version unseen by V" is answered by range scans of the `version`
+///   index, in time proportional to the answer;
+/// - the file is refused, with a clear error, if it is not a lansync replica or was written by a
+///   newer version.
+///
+/// Thread-safe: all access goes through GRDB's `DatabasePool`; several processes (the CLI and
+/// the node) may use one file at once, SQLite serialising their writes.
+public final class ReplicaStore: Sendable {
+    public let path: String
+    let pool: DatabasePool
+
+    /// The replica file's name inside a data directory.
+    public static let fileName = "replica.sqlite"
+    /// Versions kept per field in `history` unless `init --history` says otherwise.
+    public static let defaultHistoryLimit = 1000
+
+    private init(path: String, pool: DatabasePool) {
+        self.path = path
+        self.pool = pool
+    }
+
+    // MARK: Opening
+
+    /// Creates a new replica file; refuses if one exists at `path`.
+    public static func create(
+        path: String, nodeID: NodeID, clusterID: NodeID, nodeName: String, fingerprint: String,
+        historyLimit: Int = defaultHistoryLimit
+    ) throws(StoreError) -> ReplicaStore {
+        let directory = (path as NSString).deletingLastPathComponent
+        guard !FileManager.default.fileExists(atPath: path) else { throw .alreadyInitialised(directory: directory) }
+        let store = try ReplicaStore(path: path, pool: openPool(path))
+        try store.guarded {
+            try Schema.migrator.migrate(store.pool)
+            try store.pool.write { db in
+                for (key, value) in [
+                    ("node_id", nodeID.text), ("cluster_id", clusterID.text), ("node_name", nodeName),
+                    ("fingerprint", fingerprint), ("clock", "0"), ("history_limit", String(historyLimit)),
+                ] {
+                    try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?)", arguments: [key, value])
+                }
+                try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?)", arguments: [nodeID.text, nodeName])
+            }
+        }
+        return store
+    }
+
+    /// Opens an existing replica file.
+    public static func open(path: String) throws(StoreError) -> ReplicaStore {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw .notInitialised(directory: (path as NSString).deletingLastPathComponent)
+        }
+        let store = try ReplicaStore(path: path, pool: openPool(path))
+        try store.guarded {
+            let (applicationID, superseded, hasMeta) = try store.pool.read { db in
+                (try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0,
+                 try Schema.migrator.hasBeenSuperseded(db),
+                 try db.tableExists("meta"))
+            }
+            guard applicationID == Schema.applicationID, hasMeta else {
+                throw StoreError.notAReplica(path: path, reason: "a SQLite database of another program")
+            }
+            guard !superseded else { throw StoreError.newerSchema(path: path) }
+            try Schema.migrator.migrate(store.pool)
+        }
+        return store
+    }
+
+    private static func openPool(_ path: String) throws(StoreError) -> DatabasePool {
+        var config = Configuration()
+        config.busyMode = .timeout(30)
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            return try DatabasePool(path: path, configuration: config)
+        } catch {
+            throw mapError(error, path: path)
+        }
+    }
+
+    /// Runs `body`, turning database errors into ``StoreError``s.
+    func guarded<T>(_ body: () throws -> T) throws(StoreError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Self.mapError(error, path: path)
+        }
+    }
+
+    static func mapError(_ error: any Error, path: String) -> StoreError {
+        switch error {
+        case let error as StoreError: return error
+        case let error as EditError: return .edit(error, index: 0)
+        case let error as DatabaseError:
+            switch error.resultCode {
+            case .SQLITE_NOTADB: return .notAReplica(path: path, reason: "not a SQLite database")
+            case .SQLITE_CORRUPT: return .corrupt(path: path, detail: error.message ?? "corrupt")
+            case .SQLITE_BUSY, .SQLITE_LOCKED: return .io("\(path) stayed locked by another process for 30 s: try again")
+            case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
+                return .io("cannot write \(path) (\(error.message ?? "permission denied")): check its permissions")
+            case .SQLITE_FULL: return .io("the disk holding \(path) is full: free some space and try again")
+            default: return .io("database error in \(path): \(error.message ?? String(describing: error))")
+            }
+        case let error as DecodingError:
+            return .corrupt(path: path, detail: "a stored field state does not decode: \(error.message)")
+        default:
+            return .io("\(path): \(error)")
+        }
+    }
+
+    // MARK: Identity
+
+    /// This replica's identity and settings.
+    public func info() throws(StoreError) -> ReplicaInfo {
+        try guarded {
+            try pool.read { db in
+                let meta = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM meta").map { ($0[0] as String, $0[1] as String) })
+                guard let node = meta["node_id"].flatMap(NodeID.init(text:)),
+                      let cluster = meta["cluster_id"].flatMap(NodeID.init(text:))
+                else { throw StoreError.corrupt(path: path, detail: "its identity is missing from table meta") }
+                return ReplicaInfo(
+                    nodeID: node, clusterID: cluster, nodeName: meta["node_name"] ?? "",
+                    fingerprint: meta["fingerprint"] ?? "", historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit)
+            }
+        }
+    }
+
+    /// Switches this replica to a new node identity (after a copied data directory was detected).
+    /// Writes of the old id stay valid data; new writes use the new id, so two directories never
+    /// issue dots under one id.
+    public func adoptIdentity(nodeID: NodeID, fingerprint: String) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                let name = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_name'")
+                try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'node_id'", arguments: [nodeID.text])
+                try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'fingerprint'", arguments: [fingerprint])
+                try db.execute(sql: "INSERT OR IGNORE INTO node(node_id, name) VALUES (?, ?)", arguments: [nodeID.text, name])
+            }
+        }
+    }
+
+    /// Records the display name of a node (learnt from its hello).
+    public func setNodeName(_ name: String, for node: NodeID) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
+                               arguments: [node.text, name])
+            }
+        }
+    }
+
+    // MARK: Local edits
+
+    /// Performs one local edit in one transaction; returns its dot.
+    @discardableResult
+    public func apply(_ edit: ItemEdit, to id: ItemID, wallMilliseconds: UInt64) throws(StoreError) -> Dot {
+        try apply([(id, edit)], wallMilliseconds: wallMilliseconds)[0]
+    }
+
+    /// Performs several local edits in one transaction, each with its own dot: all or none.
+    /// `progress` is called with the number of edits done so far.
+    @discardableResult
+    public func apply(
+        _ edits: [(ItemID, ItemEdit)], wallMilliseconds: UInt64, progress: ((Int) -> Void)? = nil
+    ) throws(StoreError) -> [Dot] {
+        let me = try info()
+        return try guarded {
+            try pool.writeWithoutTransaction { db in
+                var dots: [Dot] = []
+                try db.inTransaction(.immediate) {
+                    var tx = try Transaction(db: db, historyLimit: me.historyLimit)
+                    let selfRow = try tx.nodeRow(me.nodeID)
+                    var counter = try tx.counter(of: selfRow)
+                    var loaded: [ItemID: LoadedItem] = [:]
+                    for (index, (id, edit)) in edits.enumerated() {
+                        let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
+                        counter = max(counter + 1, timestamp.rawValue)
+                        let dot = Dot(node: me.nodeID, counter: counter)
+                        var item = try loaded[id] ?? tx.loadItem(id)
+                        let changed: [FieldName: FieldState]
+                        do {
+                            changed = try item.state.applying(edit, dot: dot, timestamp: timestamp)
+                        } catch let error as EditError {
+                            throw StoreError.edit(error, index: index)
+                        }
+                        let itemRow = try item.row ?? tx.insertItem(id)
+                        item.row = itemRow
+                        for (name, state) in changed.sorted(by: { $0.key < $1.key }) {
+                            item.fieldRows[name] = try tx.saveField(
+                                item: itemRow, name: name, row: item.fieldRows[name], old: item.state.fields[name], new: state)
+                        }
+                        try item.state.apply(edit, dot: dot, timestamp: timestamp)
+                        try tx.updateItem(row: itemRow, from: item.state)
+                        loaded[id] = item
+                        dots.append(dot)
+                        progress?(index + 1)
+                    }
+                    try tx.setCounter(of: selfRow, to: counter)
+                    try tx.saveClock()
+                    return .commit
+                }
+                return dots
+            }
+        }
+    }
+
+    // MARK: Sync
+
+    /// This replica's version vector: how far it has received each node's writes.
+    public func versionVector() throws(StoreError) -> VersionVector {
+        try guarded {
+            try pool.read { db in
+                var counters: [NodeID: UInt64] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT node_id, counter FROM node WHERE counter > 0") {
+                    if let id = NodeID(text: row[0]) { counters[id] = UInt64(row[1] as Int64) }
+                }
+                return VersionVector(counters)
+            }
+        }
+    }
+
+    /// The version index rows of one origin node after a counter, for ``DeltaPlanner``.
+    public func versionRows(node: NodeID, after counter: UInt64, limit: Int) throws(StoreError) -> [DeltaPlanner.IndexRow] {
+        try guarded {
+            try pool.read { db in
+                guard let nodeRow = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [node.text]) else { return [] }
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT v.counter, i.item_id, f.name FROM version v
+                    JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                    WHERE v.node = ? AND v.counter > ? ORDER BY v.counter LIMIT ?
+                    """, arguments: [nodeRow, Int64(clamping: counter), min(limit, Int(Int32.max))])
+                return rows.map { row in
+                    (UInt64(row[0] as Int64), FieldKey(item: ItemID(unchecked: row[1]), field: FieldName(unchecked: row[2])))
+                }
+            }
+        }
+    }
+
+    /// The current states of the given fields (fields that do not exist are skipped).
+    public func fieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> [FieldUpdate] {
+        try guarded {
+            try pool.read { db in
+                let statement = try db.cachedStatement(sql: """
+                    SELECT f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
+                    """)
+                return try keys.compactMap { key in
+                    guard let blob = try Data.fetchOne(statement, arguments: [key.item.rawValue, key.field.rawValue]) else { return nil }
+                    return FieldUpdate(key: key, state: try FieldState(decoding: Array(blob)))
+                }
+            }
+        }
+    }
+
+    /// Merges a batch received from a peer, and records what it covers, in one transaction.
+    /// Applying a batch again changes nothing. Returns how many fields changed.
+    @discardableResult
+    public func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64) throws(StoreError) -> Int {
+        let me = try info()
+        return try guarded {
+            try pool.writeWithoutTransaction { db in
+                var changed = 0
+                try db.inTransaction(.immediate) {
+                    var tx = try Transaction(db: db, historyLimit: me.historyLimit)
+                    var touched = Set<Int64>()
+                    for update in batch.updates {
+                        for version in update.state.versions {
+                            tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
+                        }
+                        let itemRow = try tx.itemRow(update.key.item) ?? tx.insertItem(update.key.item)
+                        let old = try tx.loadField(item: itemRow, name: update.key.field)
+                        let merged = (old?.state ?? FieldState()).merged(with: update.state)
+                        guard merged != old?.state else { continue }
+                        _ = try tx.saveField(item: itemRow, name: update.key.field, row: old?.row, old: old?.state, new: merged)
+                        touched.insert(itemRow)
+                        changed += 1
+                    }
+                    for row in touched { try tx.refreshItem(row: row) }
+                    for node in batch.covers.nodes {
+                        let row = try tx.nodeRow(node)
+                        try tx.raiseCounter(of: row, to: batch.covers[node])
+                    }
+                    try tx.saveClock()
+                    return .commit
+                }
+                return changed
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The whole replicated state of an item; nil if this replica has never heard of it.
+    public func itemState(_ id: ItemID) throws(StoreError) -> ItemState? {
+        try guarded {
+            try pool.read { db in
+                let item = try Transaction.loadItem(db: db, id)
+                return item.row == nil ? nil : item.state
+            }
+        }
+    }
+
+    /// An item for display; nil if unknown.
+    public func storedItem(_ id: ItemID) throws(StoreError) -> StoredItem? {
+        var found: StoredItem?
+        try forEachItem(only: id) { found = $0 }
+        return found
+    }
+
+    /// Calls `body` with every item, sorted by id, reading in one snapshot without holding all
+    /// items in memory.
+    public func forEachItem(
+        type: String? = nil, includeDeleted: Bool = false, _ body: (StoredItem) throws -> Void
+    ) throws(StoreError) {
+        try forEachItem(type: type, includeDeleted: includeDeleted, only: nil, body)
+    }
+
+    private func forEachItem(
+        type: String? = nil, includeDeleted: Bool = true, only: ItemID?, _ body: (StoredItem) throws -> Void
+    ) throws(StoreError) {
+        var conditions: [String] = []
+        var arguments: [any DatabaseValueConvertible] = []
+        if let only { conditions.append("i.item_id = ?"); arguments.append(only.rawValue) }
+        if let type { conditions.append("i.type = ?"); arguments.append(type) }
+        if !includeDeleted { conditions.append("i.deleted = 0") }
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let sql = """
+            SELECT i.item_id, i.type, i.deleted, f.name, f.value, f.conflict FROM item i
+            LEFT JOIN field f ON f.item = i.id AND f.name <> '_deleted'
+            \(whereClause) ORDER BY i.item_id, f.name
+            """
+        try guarded {
+            try pool.read { db in
+                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(arguments))
+                var current: (id: String, type: String, deleted: Bool)?
+                var fields: [(name: String, json: String)] = []
+                var conflicts: [String] = []
+                func flush() throws {
+                    if let c = current {
+                        try body(StoredItem(id: c.id, type: c.type, deleted: c.deleted, fields: fields, conflicts: conflicts))
+                    }
+                    fields = []
+                    conflicts = []
+                }
+                while let row = try cursor.next() {
+                    let id: String = row[0]
+                    if current?.id != id {
+                        try flush()
+                        current = (id, row[1], row[2])
+                    }
+                    if let name: String = row[3] {
+                        // Reserved fields are not shown, but a conflict on one (`_type`) is.
+                        if !name.hasPrefix("_") { fields.append((name, row[4])) }
+                        if row[5] as Bool { conflicts.append(name) }
+                    }
+                }
+                try flush()
+            }
+        }
+    }
+
+    /// Every open conflict, sorted by item and field.
+    public func conflicts() throws(StoreError) -> [FieldConflict] {
+        try guarded {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT i.item_id, f.name, f.state FROM field f JOIN item i ON i.id = f.item
+                    WHERE f.conflict = 1 ORDER BY i.item_id, f.name
+                    """).compactMap { row in
+                    let state = try FieldState(decoding: Array(row[2] as Data))
+                    guard let shown = state.shownValue else { return nil }
+                    return FieldConflict(item: ItemID(unchecked: row[0]), field: FieldName(unchecked: row[1]), values: state.candidateValues, shown: shown)
+                }
+            }
+        }
+    }
+
+    /// Every kept version of an item's fields (or of one field), newest first.
+    public func history(_ id: ItemID, field: FieldName? = nil) throws(StoreError) -> [HistoryEntry] {
+        try guarded {
+            try pool.read { db in
+                var sql = """
+                    SELECT f.name, n.node_id, n.name, h.counter, h.timestamp, h.write,
+                           EXISTS (SELECT 1 FROM version v WHERE v.node = h.node AND v.counter = h.counter AND v.field = h.field)
+                    FROM history h JOIN field f ON f.id = h.field JOIN node n ON n.id = h.node
+                    JOIN item i ON i.id = f.item WHERE i.item_id = ?
+                    """
+                var arguments: [any DatabaseValueConvertible] = [id.rawValue]
+                if let field { sql += " AND f.name = ?"; arguments.append(field.rawValue) }
+                sql += " ORDER BY h.timestamp DESC, n.node_id DESC"
+                return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).compactMap { row in
+                    guard let node = NodeID(text: row[1]), let write = HistoryJSON.decode(row[5]) else { return nil }
+                    return HistoryEntry(
+                        field: FieldName(unchecked: row[0]), dot: Dot(node: node, counter: UInt64(row[3] as Int64)),
+                        writerName: row[2], timestamp: HLCTimestamp(rawValue: UInt64(row[4] as Int64)), write: write, isLive: row[6])
+                }
+            }
+        }
+    }
+
+    /// The names of the nodes this replica knows, by id.
+    public func nodeNames() throws(StoreError) -> [NodeID: String] {
+        try guarded {
+            try pool.read { db in
+                var names: [NodeID: String] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT node_id, name FROM node WHERE name IS NOT NULL") {
+                    if let id = NodeID(text: row[0]) { names[id] = row[1] }
+                }
+                return names
+            }
+        }
+    }
+
+    /// `PRAGMA integrity_check`: "ok", or SQLite's description of the damage.
+    public func integrityCheck() throws(StoreError) -> String {
+        try guarded { try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") } }
+    }
+}

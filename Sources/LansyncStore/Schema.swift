@@ -1,0 +1,88 @@
+import GRDB
+
+/// The replica file's schema, created and upgraded by versioned migrations (GRDB's migrator
+/// records applied ones in `grdb_migrations`). Docs/STORAGE.md describes every table.
+enum Schema {
+    /// `PRAGMA application_id` of every lansync replica ('LNSY'), so a foreign SQLite file is
+    /// recognised and refused.
+    static let applicationID: Int32 = 0x4C4E_5359
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                PRAGMA application_id = \(applicationID);
+
+                -- Settings and this replica's identity: node_id, cluster_id, node_name,
+                -- fingerprint (machine and path, to detect a copied directory), clock (the
+                -- hybrid logical clock's latest value), history_limit.
+                CREATE TABLE meta (
+                    key   TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+
+                -- Every node this replica has heard of. 'counter' is the replica's version
+                -- vector: how far this replica has received that node's writes.
+                CREATE TABLE node (
+                    id      INTEGER PRIMARY KEY,
+                    node_id TEXT NOT NULL UNIQUE,
+                    name    TEXT,
+                    counter INTEGER NOT NULL DEFAULT 0
+                );
+
+                -- One row per item; type, deleted and conflicts are derived from its fields.
+                CREATE TABLE item (
+                    id        INTEGER PRIMARY KEY,
+                    item_id   TEXT NOT NULL UNIQUE,
+                    type      TEXT NOT NULL,
+                    deleted   INTEGER NOT NULL DEFAULT 0,
+                    conflicts INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX item_by_type ON item(type, item_id);
+
+                -- One row per field of an item. 'state' is the whole replicated state (binary);
+                -- 'value' is the shown value as JSON, kept in step with it.
+                CREATE TABLE field (
+                    id       INTEGER PRIMARY KEY,
+                    item     INTEGER NOT NULL REFERENCES item(id),
+                    name     TEXT NOT NULL,
+                    value    TEXT NOT NULL,
+                    conflict INTEGER NOT NULL DEFAULT 0,
+                    state    BLOB NOT NULL,
+                    UNIQUE (item, name)
+                );
+                CREATE INDEX field_conflicts ON field(conflict) WHERE conflict = 1;
+
+                -- The version index: which field holds a live version with dot (node, counter).
+                -- "Field states with a dot unseen by version vector V" is one range scan per node.
+                CREATE TABLE version (
+                    node    INTEGER NOT NULL REFERENCES node(id),
+                    counter INTEGER NOT NULL,
+                    field   INTEGER NOT NULL REFERENCES field(id),
+                    PRIMARY KEY (node, counter, field)
+                ) WITHOUT ROWID;
+
+                -- Every version of every field this replica has seen, conflict losers included,
+                -- up to history_limit per field. 'write' is JSON: {"set": VALUE} or
+                -- {"list": {"replaced": BOOL, "added": [...], "removed": [...]}}.
+                CREATE TABLE history (
+                    seq       INTEGER PRIMARY KEY,
+                    field     INTEGER NOT NULL REFERENCES field(id),
+                    node      INTEGER NOT NULL REFERENCES node(id),
+                    counter   INTEGER NOT NULL,
+                    timestamp INTEGER NOT NULL,
+                    write     TEXT NOT NULL,
+                    UNIQUE (field, node, counter)
+                );
+                CREATE INDEX history_by_field ON history(field, seq);
+
+                -- What users see, for reading the file with the sqlite3 shell.
+                CREATE VIEW shown AS
+                    SELECT item.item_id, item.type, item.deleted, field.name, field.value, field.conflict
+                    FROM item JOIN field ON field.item = item.id
+                    WHERE substr(field.name, 1, 1) <> '_';
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,31 @@
+public import LansyncCore
+
+/// Why the replica could not be opened, read or changed. A failed change leaves the file as it
+/// was (every change is one transaction). ``message`` is one line: what was wrong, what to do.
+public enum StoreError: Error, Equatable, Sendable {
+    /// The merge core refused an edit (`index`: its position in a batch of edits, 0 for one edit).
+    case edit(EditError, index: Int)
+    case notInitialised(directory: String)
+    case alreadyInitialised(directory: String)
+    case notAReplica(path: String, reason: String)
+    case newerSchema(path: String)
+    case corrupt(path: String, detail: String)
+    case io(String)
+
+    public var message: String {
+        switch self {
+        case .edit(let error, _): error.message
+        case .notInitialised(let dir):
+            "\(dir) holds no lansync replica: run 'lansync init --cluster FILE' (or pass --dir)"
+        case .alreadyInitialised(let dir):
+            "\(dir) already holds a lansync replica: use another --dir, or remove it first"
+        case let .notAReplica(path, reason):
+            "\(path) is not a lansync replica (\(reason)): check --dir, or restore the file from a backup"
+        case .newerSchema(let path):
+            "\(path) was written by a newer lansync: upgrade lansync to use it"
+        case let .corrupt(path, detail):
+            "\(path) is damaged (\(detail)): restore it from a backup, or let a peer resend it into a new replica"
+        case .io(let message): message
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import GRDB
+import LansyncCore
+
+/// An item as loaded inside a transaction: its row (nil if new), state and field rows.
+struct LoadedItem {
+    var row: Int64?
+    var state: ItemState
+    var fieldRows: [FieldName: Int64]
+}
+
+/// The statements one write transaction runs, with the clock and node rows it has loaded.
+/// Keeping the version index, history and denormalised columns in step with the field states
+/// happens only here.
+struct Transaction {
+    let db: Database
+    let historyLimit: Int
+    var clock: HybridLogicalClock
+    private var nodeRows: [NodeID: Int64] = [:]
+
+    init(db: Database, historyLimit: Int) throws {
+        self.db = db
+        self.historyLimit = historyLimit
+        let raw = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'clock'").flatMap { UInt64($0) } ?? 0
+        clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: raw))
+    }
+
+    func saveClock() throws {
+        try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'clock'", arguments: [String(clock.latest.rawValue)])
+    }
+
+    mutating func nodeRow(_ id: NodeID) throws -> Int64 {
+        if let row = nodeRows[id] { return row }
+        try db.execute(sql: "INSERT OR IGNORE INTO node(node_id) VALUES (?)", arguments: [id.text])
+        let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [id.text])!
+        nodeRows[id] = row
+        return row
+    }
+
+    func counter(of nodeRow: Int64) throws -> UInt64 {
+        UInt64(try Int64.fetchOne(db, sql: "SELECT counter FROM node WHERE id = ?", arguments: [nodeRow]) ?? 0)
+    }
+
+    func setCounter(of nodeRow: Int64, to counter: UInt64) throws {
+        try db.execute(sql: "UPDATE node SET counter = ? WHERE id = ?", arguments: [Int64(counter), nodeRow])
+    }
+
+    func raiseCounter(of nodeRow: Int64, to counter: UInt64) throws {
+        try db.execute(sql: "UPDATE node SET counter = max(counter, ?) WHERE id = ?", arguments: [Int64(clamping: counter), nodeRow])
+    }
+
+    func itemRow(_ id: ItemID) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"), arguments: [id.rawValue])
+    }
+
+    func insertItem(_ id: ItemID) throws -> Int64 {
+        try db.cachedStatement(sql: "INSERT INTO item(item_id, type) VALUES (?, ?)").execute(arguments: [id.rawValue, ItemState.defaultType])
+        return db.lastInsertedRowID
+    }
+
+    func loadItem(_ id: ItemID) throws -> LoadedItem { try Self.loadItem(db: db, id) }
+
+    static func loadItem(db: Database, _ id: ItemID) throws -> LoadedItem {
+        guard let row = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"), arguments: [id.rawValue]) else {
+            return LoadedItem(row: nil, state: ItemState(id: id), fieldRows: [:])
+        }
+        var fields: [FieldName: FieldState] = [:]
+        var rows: [FieldName: Int64] = [:]
+        for field in try Row.fetchAll(db.cachedStatement(sql: "SELECT id, name, state FROM field WHERE item = ?"), arguments: [row]) {
+            let name = FieldName(unchecked: field[1])
+            fields[name] = try FieldState(decoding: Array(field[2] as Data))
+            rows[name] = field[0]
+        }
+        return LoadedItem(row: row, state: ItemState(id: id, fields: fields), fieldRows: rows)
+    }
+
+    func loadField(item: Int64, name: FieldName) throws -> (row: Int64, state: FieldState)? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM field WHERE item = ? AND name = ?"),
+                                         arguments: [item, name.rawValue]) else { return nil }
+        return (row[0], try FieldState(decoding: Array(row[1] as Data)))
+    }
+
+    /// Writes a field's new state with its shown value, and brings the version index and history
+    /// in step. Returns the field's row.
+    mutating func saveField(item: Int64, name: FieldName, row: Int64?, old: FieldState?, new: FieldState) throws -> Int64 {
+        let value = new.shownValue?.jsonText ?? "null"
+        let conflict = name != .deleted && new.hasConflict
+        let blob = Data(new.encoded)
+        let fieldRow: Int64
+        if let row {
+            try db.cachedStatement(sql: "UPDATE field SET value = ?, conflict = ?, state = ? WHERE id = ?")
+                .execute(arguments: [value, conflict, blob, row])
+            fieldRow = row
+        } else {
+            try db.cachedStatement(sql: "INSERT INTO field(item, name, value, conflict, state) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [item, name.rawValue, value, conflict, blob])
+            fieldRow = db.lastInsertedRowID
+        }
+        let oldDots = Set(old?.versions.map(\.dot) ?? [])
+        let newDots = Set(new.versions.map(\.dot))
+        for dot in oldDots.subtracting(newDots) {
+            try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
+                .execute(arguments: [try nodeRow(dot.node), Int64(dot.counter), fieldRow])
+        }
+        var addedHistory = false
+        for version in new.versions where !oldDots.contains(version.dot) {
+            let node = try nodeRow(version.dot.node)
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)")
+                .execute(arguments: [node, Int64(version.dot.counter), fieldRow])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [fieldRow, node, Int64(version.dot.counter), Int64(clamping: version.timestamp.rawValue), HistoryJSON.encode(version.write)])
+            addedHistory = true
+        }
+        if addedHistory, row != nil {
+            // Keep the newest historyLimit versions of this field.
+            try db.cachedStatement(sql: """
+                DELETE FROM history WHERE field = ?1 AND seq < (
+                    SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
+                """).execute(arguments: [fieldRow, historyLimit - 1])
+        }
+        return fieldRow
+    }
+
+    /// Updates an item's derived columns from its in-memory state.
+    func updateItem(row: Int64, from state: ItemState) throws {
+        try db.cachedStatement(sql: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?")
+            .execute(arguments: [state.type, state.isDeleted, state.conflictedFields.count, row])
+    }
+
+    /// Updates an item's derived columns from its stored fields (after merging remote states).
+    func refreshItem(row: Int64) throws {
+        var state = ItemState(id: ItemID(unchecked: ""))
+        for field in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ? AND name IN ('_type', '_deleted')"), arguments: [row]) {
+            state.merge(FieldName(unchecked: field[0]), try FieldState(decoding: Array(field[1] as Data)))
+        }
+        let conflicts = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM field WHERE item = ? AND conflict = 1"), arguments: [row]) ?? 0
+        try db.cachedStatement(sql: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?")
+            .execute(arguments: [state.type, state.isDeleted, conflicts, row])
+    }
+}
+
+/// The JSON form of a write in the `history` table, readable with the sqlite3 shell.
+enum HistoryJSON {
+    static func encode(_ write: FieldVersion.Write) -> String {
+        switch write {
+        case .assign(let value):
+            return JSON.object([("set", value.json)]).text
+        case .list(let change):
+            return JSON.object([("list", .object([
+                ("replaced", .bool(change.replaced)),
+                ("added", .array(change.added.map(\.json))),
+                ("removed", .array(change.removed.map(\.json))),
+            ]))]).text
+        }
+    }
+
+    static func decode(_ text: String) -> FieldVersion.Write? {
+        guard let json = try? JSON(parsing: text) else { return nil }
+        if let set = json["set"]?.value { return .assign(set) }
+        if let list = json["list"], case .bool(let replaced)? = list["replaced"],
+           case .list(let added)? = list["added"]?.value, case .list(let removed)? = list["removed"]?.value {
+            return .list(ListChange(replaced: replaced, added: added, removed: removed))
+        }
+        return nil
+    }
+}

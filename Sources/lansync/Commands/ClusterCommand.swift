@@ -1,0 +1,32 @@
+import ArgumentParser
+import Foundation
+import LansyncCore
+import LansyncIdentity
+
+/// `lansync cluster create FILE`: makes a new cluster secret.
+struct ClusterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster",
+        abstract: "Manage the cluster secret.",
+        subcommands: [Create.self]
+    )
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a new cluster secret to FILE (mode 0600).",
+            discussion: """
+                The secret is a cluster certificate authority: every machine that holds it can join \
+                the cluster, so copy it only to your machines (e.g. with scp), then run \
+                'lansync init --cluster FILE' on each. Refuses to overwrite an existing file.
+                """
+        )
+
+        @Argument(help: "Where to write the secret.") var file: String
+
+        func run() throws {
+            let secret = try ClusterSecret.generate()
+            try FileIO.writeSecret(try secret.pem(), to: file)
+            print("wrote cluster secret \(file) (cluster \(secret.clusterID.text)); run 'lansync init --cluster \(file)' on each machine")
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import ArgumentParser
+import LansyncCore
+import LansyncStore
+
+/// Runs one local edit against the replica in the data directory.
+func performEdit(_ edit: ItemEdit, on id: ItemID, in data: DataDirectoryOptions) throws {
+    let store = try data.directory.open()
+    do { try store.apply(edit, to: id, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
+}
+
+/// `lansync add`: creates an item and prints its id.
+struct AddCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Create an item and print its id.",
+        discussion: """
+            ASSIGNMENT is FIELD=VALUE, FIELD+=ELEM (add to a list) or FIELD-=ELEM (remove from a list). \
+            VALUE and ELEM are JSON when valid JSON (3, 2.5, true, null, "text", ["a","b"]) and plain \
+            text otherwise. Example: lansync add --type task title=Climb tags+=outdoor
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(help: "The item's type.") var type: String = ItemState.defaultType
+    @Option(help: "The item's id (default: a new UUIDv7).") var id: String?
+    @Argument(help: "Field assignments.") var assignments: [String] = []
+
+    func run() throws {
+        let assignments = try self.assignments.map(AssignmentParser.parse)
+        var rng = SystemRandomNumberGenerator()
+        let itemID = try id.map(AssignmentParser.parseItemID) ?? ItemID.uuidV7(milliseconds: WallClock.milliseconds, using: &rng)
+        try performEdit(.create(type: type, assignments: assignments), on: itemID, in: data)
+        print(itemID.rawValue)
+    }
+}
+
+/// `lansync set ID ASSIGNMENT...`
+struct SetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Change fields of an item (one atomic edit).",
+        discussion: "Example: lansync set ID title=\"Climb again\" tags+=indoor tags-=outdoor"
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "Field assignments: FIELD=VALUE, FIELD+=ELEM, FIELD-=ELEM.") var assignments: [String] = []
+
+    func run() throws {
+        let itemID = try AssignmentParser.parseItemID(id)
+        let assignments = try self.assignments.map(AssignmentParser.parse)
+        try performEdit(.update(assignments), on: itemID, in: data)
+    }
+}
+
+/// `lansync rm ID`
+struct RemoveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm",
+        abstract: "Delete an item (it can be brought back with 'restore').",
+        discussion: "A delete wins over edits made concurrently on other machines; those edits are kept and come back with 'lansync restore'."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id.") var id: String
+
+    func run() throws {
+        try performEdit(.delete, on: try AssignmentParser.parseItemID(id), in: data)
+    }
+}
+
+/// `lansync restore ID`
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "restore", abstract: "Bring back a deleted item, with every edit it received.")
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id.") var id: String
+
+    func run() throws {
+        try performEdit(.restore, on: try AssignmentParser.parseItemID(id), in: data)
+    }
+}
+
+/// `lansync resolve ID FIELD VALUE`
+struct ResolveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resolve",
+        abstract: "Close a field's open conflict with VALUE.",
+        discussion: "VALUE is parsed like an assignment's value. 'lansync conflicts' lists open conflicts; a conflict on the item's type is listed as field _type and resolved the same way."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The conflicted field.") var field: String
+    @Argument(help: "The value to keep.") var value: String
+
+    func run() throws {
+        let itemID = try AssignmentParser.parseItemID(id)
+        // A type conflict (two machines created one id with different types) is settled
+        // through the reserved field `_type`.
+        let name: FieldName
+        do { name = field == FieldName.type.rawValue ? .type : try FieldName(field) } catch { throw CLIError(error) }
+        try performEdit(.resolve(name, AssignmentParser.parseValue(value)), on: itemID, in: data)
+    }
+}

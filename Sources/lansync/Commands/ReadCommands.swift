@@ -1,0 +1,146 @@
+import ArgumentParser
+import LansyncCore
+import LansyncStore
+
+/// `lansync get ID [--json]`
+struct GetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Show an item.")
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id.") var id: String
+    @Flag(help: "Print one JSON object.") var json = false
+
+    func run() throws {
+        let itemID = try AssignmentParser.parseItemID(id)
+        let store = try data.directory.open()
+        let found: StoredItem?
+        do { found = try store.storedItem(itemID) } catch { throw CLIError(error) }
+        guard let item = found else { throw CLIError(EditError.unknownItem(itemID)) }
+        if json {
+            print(Render.itemJSON(item))
+            return
+        }
+        var rows: [[String]] = [["id", item.id], ["type", item.type]]
+        if item.deleted { rows.append(["deleted", "yes ('lansync restore \(item.id)' brings it back)"]) }
+        for field in item.fields {
+            let mark = item.conflicts.contains(field.name) ? "  [conflict]" : ""
+            rows.append([field.name, Render.human(json: field.json, width: 200) + mark])
+        }
+        print(Render.table(["FIELD", "VALUE"], rows))
+        if !item.conflicts.isEmpty { print("\n\(item.conflicts.count) open conflict(s): 'lansync conflicts' lists the values") }
+    }
+}
+
+/// `lansync list [--type TYPE] [--deleted] [--json]`
+struct ListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List items, sorted by id.")
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(help: "Only items of this type.") var type: String?
+    @Flag(help: "Include deleted items.") var deleted = false
+    @Flag(help: "Print a JSON array.") var json = false
+
+    func run() throws {
+        let store = try data.directory.open()
+        var out = Output()
+        if json {
+            var first = true
+            out.line("[")
+            do {
+                try store.forEachItem(type: type, includeDeleted: deleted) { item in
+                    out.line((first ? "" : ",") + Render.itemJSON(item))
+                    first = false
+                }
+            } catch { throw CLIError(error) }
+            out.line("]")
+            out.flush()
+            return
+        }
+        var rows: [[String]] = []
+        do {
+            try store.forEachItem(type: type, includeDeleted: deleted) { item in
+                let fields = item.fields.map { f in
+                    f.name + (item.conflicts.contains(f.name) ? "!" : "") + "=" + Render.human(json: f.json, width: 24)
+                }.joined(separator: " ")
+                rows.append([item.id, item.type + (item.deleted ? " (deleted)" : ""), fields])
+            }
+        } catch { throw CLIError(error) }
+        out.line(Render.table(["ID", "TYPE", "FIELDS"], rows))
+        out.line("\(rows.count) item(s)" + (rows.contains { $0[2].contains("!=") } ? "; '!' marks a field with an open conflict" : ""))
+        out.flush()
+    }
+}
+
+/// `lansync history ID [FIELD] [--json]`
+struct HistoryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history",
+        abstract: "Show every kept version of an item's fields, newest first, including conflict losers."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "Only this field.") var field: String?
+    @Flag(help: "Print a JSON array.") var json = false
+
+    func run() throws {
+        let itemID = try AssignmentParser.parseItemID(id)
+        let name = field.map { FieldName(unchecked: $0) }
+        let store = try data.directory.open()
+        let entries: [HistoryEntry]
+        do {
+            guard try store.itemState(itemID) != nil else { throw CLIError(EditError.unknownItem(itemID)) }
+            entries = try store.history(itemID, field: name)
+        } catch let error as StoreError { throw CLIError(error) }
+        if let name, entries.isEmpty { throw CLIError("item \(itemID) has no field '\(name)'") }
+        if json {
+            let array = JSON.array(entries.map { e in
+                .object([
+                    ("field", .string(e.field.rawValue)), ("write", Render.writeJSON(e.write)),
+                    ("node", .string(e.dot.node.text)), ("writer", e.writerName.map(JSON.string) ?? .null),
+                    ("counter", .integer(Int64(e.dot.counter))), ("time", .string(Render.time(e.timestamp))),
+                    ("live", .bool(e.isLive)),
+                ])
+            })
+            print(array.text)
+            return
+        }
+        let rows = entries.map { e in
+            [Render.time(e.timestamp), e.field.rawValue, Render.writer(e.dot, name: e.writerName), e.isLive ? "live" : "old", Render.change(e.write)]
+        }
+        print(Render.table(["TIME", "FIELD", "WRITER", "STATE", "CHANGE"], rows))
+    }
+}
+
+/// `lansync conflicts [--json]`
+struct ConflictsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "conflicts",
+        abstract: "List fields whose concurrent edits left different values.",
+        discussion: "Settle one with 'lansync resolve ID FIELD VALUE' or any later 'lansync set'."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Flag(help: "Print a JSON array.") var json = false
+
+    func run() throws {
+        let store = try data.directory.open()
+        let conflicts: [FieldConflict]
+        do { conflicts = try store.conflicts() } catch { throw CLIError(error) }
+        if json {
+            print(JSON.array(conflicts.map { c in
+                .object([("id", .string(c.item.rawValue)), ("field", .string(c.field.rawValue)),
+                         ("values", .array(c.values.map(\.json))), ("shown", c.shown.json)])
+            }).text)
+            return
+        }
+        if conflicts.isEmpty {
+            print("no open conflicts")
+            return
+        }
+        let rows = conflicts.map { c in
+            [c.item.rawValue, c.field.rawValue, c.values.map { ($0 == c.shown ? "*" : "") + Render.human(json: $0.jsonText, width: 30) }.joined(separator: " | ")]
+        }
+        print(Render.table(["ID", "FIELD", "VALUES (* shown)"], rows))
+    }
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+
+/// The `lansync` command: the one binary for the CLI, the node daemon and the relay.
+@main
+struct Lansync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lansync",
+        abstract: "Keep a small database of items in sync across the machines of a LAN.",
+        discussion: """
+            Each machine keeps a full replica in a data directory: --dir DIR, else $LANSYNC_DIR, \
+            else ~/.lansync. Edits work offline; read commands accept --json. \
+            Exit status: 0 on success, 1 when the command failed (the replica is unchanged), \
+            64 for a usage error.
+            """,
+        version: "0.1.0",
+        subcommands: [
+            ClusterCommand.self, InitCommand.self,
+            AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
+            GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self,
+            ExportCommand.self, ImportCommand.self,
+            DebugCommand.self,
+        ]
+    )
+}

@@ -1,0 +1,41 @@
+import LansyncCore
+
+/// Parses command-line assignments: `FIELD=VALUE`, `FIELD+=ELEM`, `FIELD-=ELEM`.
+///
+/// VALUE and ELEM are JSON when they are valid JSON (a number, true, false, null, a "quoted
+/// string" or an [array]) and plain text otherwise, so `title=Climb` stores the string "Climb",
+/// `n=3` the integer 3, `n=3.0` the double 3, and `tags=["a","b"]` a list.
+enum AssignmentParser {
+    static func parse(_ argument: String) throws -> Assignment {
+        guard let equals = argument.firstIndex(of: "=") else {
+            throw CLIError("'\(argument.prefix(40))' is not an assignment: write FIELD=VALUE, FIELD+=ELEM or FIELD-=ELEM")
+        }
+        var name = String(argument[..<equals])
+        let text = String(argument[argument.index(after: equals)...])
+        let value = parseValue(text)
+        let kind: (FieldName, Value) -> Assignment
+        if name.hasSuffix("+") {
+            name.removeLast()
+            kind = Assignment.add
+        } else if name.hasSuffix("-") {
+            name.removeLast()
+            kind = Assignment.remove
+        } else {
+            kind = Assignment.set
+        }
+        do {
+            return kind(try FieldName(name), value)
+        } catch {
+            throw CLIError(error)
+        }
+    }
+
+    static func parseValue(_ text: String) -> Value {
+        if let json = try? JSON(parsing: text), let value = json.value { return value }
+        return .string(text)
+    }
+
+    static func parseItemID(_ text: String) throws -> ItemID {
+        do { return try ItemID(text) } catch { throw CLIError(error) }
+    }
+}

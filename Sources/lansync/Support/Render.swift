@@ -1,0 +1,119 @@
+import Foundation
+import LansyncCore
+import LansyncStore
+
+/// Turns replica data into the JSON the contract specifies and into aligned text that fits 80
+/// columns.
+enum Render {
+    /// `{"id": ID, "type": TYPE, "fields": {...}, "deleted": BOOL, "conflicts": [...]}`, one line.
+    static func itemJSON(_ item: StoredItem) -> String {
+        var out = "{\"id\":"
+        JSONText.quote(item.id, into: &out)
+        out += ",\"type\":"
+        JSONText.quote(item.type, into: &out)
+        out += ",\"fields\":{"
+        for (i, field) in item.fields.enumerated() {
+            if i > 0 { out += "," }
+            JSONText.quote(field.name, into: &out)
+            out += ":" + field.json
+        }
+        out += "},\"deleted\":" + (item.deleted ? "true" : "false") + ",\"conflicts\":["
+        for (i, name) in item.conflicts.enumerated() {
+            if i > 0 { out += "," }
+            JSONText.quote(name, into: &out)
+        }
+        return out + "]}"
+    }
+
+    /// A value for people: strings bare, everything else as JSON, cut to `width` columns.
+    static func human(json: String, width: Int = 60) -> String {
+        var text = json
+        if let parsed = try? JSON(parsing: json), case .string(let s) = parsed,
+           !s.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+            text = s
+        }
+        return truncate(text, to: width)
+    }
+
+    static func truncate(_ text: String, to width: Int) -> String {
+        guard text.count > width else { return text }
+        return String(text.prefix(max(1, width - 1))) + "…"
+    }
+
+    /// Left-aligned columns separated by two spaces; the last column takes what is left of 80.
+    static func table(_ header: [String], _ rows: [[String]], width: Int = 80) -> String {
+        guard !header.isEmpty else { return "" }
+        var widths = header.map(\.count)
+        for row in rows { for (i, cell) in row.enumerated() where i < widths.count - 1 { widths[i] = max(widths[i], min(cell.count, 40)) } }
+        let fixed = widths.dropLast().reduce(0) { $0 + $1 + 2 }
+        let last = max(10, width - fixed)
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, cell in
+                if i == cells.count - 1 { return truncate(cell, to: last) }
+                let c = truncate(cell, to: widths[i])
+                return c + String(repeating: " ", count: widths[i] - c.count)
+            }.joined(separator: "  ")
+        }
+        return ([line(header)] + rows.map(line)).joined(separator: "\n")
+    }
+
+    static func time(_ timestamp: HLCTimestamp) -> String {
+        let date = Date(timeIntervalSince1970: Double(timestamp.milliseconds) / 1000)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    static func writer(_ dot: Dot, name: String?) -> String {
+        if let name, !name.isEmpty { return "\(name) (\(dot.node.short))" }
+        return dot.node.short
+    }
+
+    /// What a write did, in a few words.
+    static func change(_ write: FieldVersion.Write) -> String {
+        switch write {
+        case .assign(let value): return "= " + human(json: value.jsonText, width: 200)
+        case .list(let change):
+            var parts: [String] = []
+            if change.replaced { parts.append("= [list]") }
+            parts += change.added.map { "+" + human(json: $0.jsonText, width: 200) }
+            parts += change.removed.map { "-" + human(json: $0.jsonText, width: 200) }
+            return parts.isEmpty ? "(list edit)" : parts.joined(separator: " ")
+        }
+    }
+
+    static func writeJSON(_ write: FieldVersion.Write) -> JSON {
+        switch write {
+        case .assign(let value): .object([("set", value.json)])
+        case .list(let change):
+            .object([("list", .object([
+                ("replaced", .bool(change.replaced)), ("added", .array(change.added.map(\.json))),
+                ("removed", .array(change.removed.map(\.json))),
+            ]))])
+        }
+    }
+}
+
+/// JSON string quoting for hand-assembled output.
+enum JSONText {
+    static func quote(_ s: String, into out: inout String) {
+        out += JSON.string(s).text
+    }
+}
+
+/// Buffered standard output (one write per 64 KiB, not per line).
+struct Output {
+    private var buffer: [UInt8] = []
+
+    mutating func line(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        buffer.append(0x0a)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    mutating func flush() {
+        guard !buffer.isEmpty else { return }
+        FileHandle.standardOutput.write(Data(buffer))
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

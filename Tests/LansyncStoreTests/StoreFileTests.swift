@@ -1,0 +1,159 @@
+import Foundation
+import LansyncCore
+import LansyncStore
+import LansyncTestSupport
+import Testing
+
+/// The replica file itself: persistence, refusal of foreign or damaged files, the version index,
+/// history, and counters that are never reused.
+@Suite struct StoreFileTests {
+    let dir = makeTemporaryDirectory("store")
+    let t0: UInt64 = 1_700_000_000_000
+    var path: String { dir + "/replica.sqlite" }
+
+    func create(_ path: String? = nil, node: UInt64 = 1, historyLimit: Int = 1000) throws -> ReplicaStore {
+        try ReplicaStore.create(path: path ?? self.path, nodeID: .node(node), clusterID: .node(99), nodeName: "n\(node)", fingerprint: "fp", historyLimit: historyLimit)
+    }
+
+    @Test func editsSurviveReopening() throws {
+        let store = try create()
+        try store.apply(.create(type: "task", assignments: [.set(.named("title"), .string("Climb")), .add(.named("tags"), .string("x"))]), to: .named("a"), wallMilliseconds: t0)
+        let reopened = try ReplicaStore.open(path: path)
+        let item = try #require(try reopened.storedItem(.named("a")))
+        #expect(item.type == "task")
+        #expect(item.fields.map(\.name) == ["tags", "title"])
+        #expect(item.fields.map(\.json) == [#"["x"]"#, #""Climb""#])
+        #expect(try reopened.info().nodeID == .node(1))
+        #expect(try reopened.integrityCheck() == "ok")
+    }
+
+    @Test func refusedEditChangesNothing() throws {
+        let store = try create()
+        try store.apply(.create(type: "task", assignments: [.set(.named("title"), .string("Climb"))]), to: .named("a"), wallMilliseconds: t0)
+        let vv = try store.versionVector()
+        let history = try store.history(.named("a"))
+        #expect(throws: StoreError.edit(.notAList(.named("a"), .named("title"), kind: "string"), index: 0)) {
+            try store.apply(.update([.set(.named("other"), .integer(1)), .add(.named("title"), .string("x"))]), to: .named("a"), wallMilliseconds: t0 + 1)
+        }
+        // In a batch, the failing edit's index is reported and the earlier edits are rolled back.
+        #expect(throws: StoreError.edit(.itemExists(.named("a")), index: 1)) {
+            try store.apply([(.named("b"), .create(type: "t", assignments: [])), (.named("a"), .create(type: "t", assignments: []))], wallMilliseconds: t0 + 2)
+        }
+        #expect(try store.versionVector() == vv)
+        #expect(try store.history(.named("a")) == history)
+        #expect(try store.storedItem(.named("b")) == nil)
+    }
+
+    @Test func missingForeignAndDamagedFilesAreRefused() throws {
+        #expect(throws: StoreError.notInitialised(directory: dir + "/none")) { try ReplicaStore.open(path: dir + "/none/replica.sqlite") }
+
+        let garbage = dir + "/garbage.sqlite"
+        FileManager.default.createFile(atPath: garbage, contents: Data(repeating: 0x42, count: 8192))
+        #expect(throws: StoreError.notAReplica(path: garbage, reason: "not a SQLite database")) { try ReplicaStore.open(path: garbage) }
+
+        let foreign = dir + "/foreign.sqlite"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [foreign, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(throws: StoreError.notAReplica(path: foreign, reason: "a SQLite database of another program")) { try ReplicaStore.open(path: foreign) }
+
+        _ = try create()
+        #expect(throws: StoreError.alreadyInitialised(directory: dir)) { try create() }
+    }
+
+    @Test func aNewerSchemaIsRefused() throws {
+        _ = try create()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [path, "INSERT INTO grdb_migrations VALUES ('v99-from-the-future');"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(throws: StoreError.newerSchema(path: path)) { try ReplicaStore.open(path: path) }
+    }
+
+    /// "Unseen by V" is answered by a search of the version index, not a scan of the replica.
+    @Test func unseenQueryUsesTheIndex() throws {
+        _ = try create()
+        let process = Process()
+        let pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [path, """
+            EXPLAIN QUERY PLAN SELECT v.counter, i.item_id, f.name FROM version v
+            JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+            WHERE v.node = 1 AND v.counter > 5 ORDER BY v.counter LIMIT 10;
+            """]
+        process.standardOutput = pipe
+        try process.run()
+        process.waitUntilExit()
+        let plan = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(plan.contains("SEARCH v USING PRIMARY KEY (node=? AND counter>?)"), "\(plan)")
+        #expect(!plan.contains("SCAN"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+    }
+
+    @Test func historyKeepsLosersAndIsBounded() throws {
+        let a = try create(dir + "/a.sqlite", node: 1, historyLimit: 5)
+        let b = try create(dir + "/b.sqlite", node: 2)
+        let id = ItemID.named("x")
+        let title = FieldName.named("title")
+        try a.apply(.create(type: "t", assignments: [.set(title, .string("base"))]), to: id, wallMilliseconds: t0)
+        try sync(a, b)
+        try a.apply(.update([.set(title, .string("from a"))]), to: id, wallMilliseconds: t0 + 10)
+        try b.apply(.update([.set(title, .string("from b"))]), to: id, wallMilliseconds: t0 + 20)
+        try sync(a, b)
+        try sync(b, a)
+        let conflicts = try a.conflicts()
+        #expect(conflicts.map(\.values) == [[.string("from b"), .string("from a")]])
+        #expect(try b.conflicts() == conflicts)
+        try a.apply(.resolve(title, .string("settled")), to: id, wallMilliseconds: t0 + 30)
+        #expect(try a.conflicts().isEmpty)
+        let history = try a.history(id, field: title)
+        #expect(history.map(\.write) == [.assign(.string("settled")), .assign(.string("from b")), .assign(.string("from a")), .assign(.string("base"))])
+        #expect(history.map(\.isLive) == [true, false, false, false])
+        for i in 0..<20 { try a.apply(.update([.set(title, .integer(Int64(i)))]), to: id, wallMilliseconds: t0 + 40) }
+        #expect(try a.history(id, field: title).count == 5)
+        #expect(try a.history(id, field: title).first?.write == .assign(.integer(19)))
+    }
+
+    /// A restored backup must not reuse counters: they come from the persisted clock, which the
+    /// wall clock moves past what the lost edits used.
+    @Test func aRestoredBackupIssuesNewCounters() throws {
+        let store = try create()
+        try store.apply(.create(type: "t", assignments: []), to: .named("a"), wallMilliseconds: t0)
+        // A backup taken while the file is open must include the write-ahead log.
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try FileManager.default.copyItem(atPath: path + suffix, toPath: dir + "/backup.sqlite" + suffix)
+        }
+        var issued: [UInt64] = []
+        for i in 0..<50 { issued.append(try store.apply(.update([.set(.named("n"), .integer(Int64(i)))]), to: .named("a"), wallMilliseconds: t0 + 5).counter) }
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: dir + "/backup.sqlite" + suffix) {
+            try FileManager.default.copyItem(atPath: dir + "/backup.sqlite" + suffix, toPath: path + suffix)
+        }
+        let restored = try ReplicaStore.open(path: path)
+        let next = try restored.apply(.update([.set(.named("n"), .string("after restore"))]), to: .named("a"), wallMilliseconds: t0 + 1000)
+        #expect(next.counter > issued.max()!)
+    }
+
+    /// A peer reporting more of our own writes than we have (our replica lost them) raises our
+    /// counter past them, and gives them back.
+    @Test func ownWritesComeBackFromPeers() throws {
+        let a = try create(dir + "/a.sqlite", node: 1)
+        let b = try create(dir + "/b.sqlite", node: 2)
+        let dot = try a.apply(.create(type: "t", assignments: [.set(.named("k"), .integer(1))]), to: .named("x"), wallMilliseconds: t0)
+        try sync(a, b)
+        let wiped = try create(dir + "/a2.sqlite", node: 1)
+        try sync(b, wiped)
+        #expect(try wiped.versionVector()[.node(1)] == dot.counter)
+        #expect(try wiped.storedItem(.named("x"))?.fields.map(\.json) == ["1"])
+        let next = try wiped.apply(.update([.set(.named("k"), .integer(2))]), to: .named("x"), wallMilliseconds: 1)
+        #expect(next.counter > dot.counter)
+    }
+
+    func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {
+        var stream = try from.deltaStream(for: try to.versionVector(), maxUpdates: 3)
+        while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: t0) }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import LansyncCore
+import LansyncStore
+import LansyncTestSupport
+import Testing
+
+/// The SQLite store implements exactly the merge core's semantics: random histories run in
+/// lockstep against in-memory reference replicas and against real replica files must show the
+/// same items, values, tombstones and conflicts after every step.
+@Suite struct StoreModelTests {
+    struct Pair {
+        var model: Replica
+        let store: ReplicaStore
+    }
+
+    static func makePairs(_ count: Int, in dir: String) throws -> [Pair] {
+        try (1...count).map { n in
+            let id = NodeID.node(UInt64(n))
+            let store = try ReplicaStore.create(path: "\(dir)/r\(n).sqlite", nodeID: id, clusterID: .node(99), nodeName: "r\(n)", fingerprint: "test")
+            return Pair(model: Replica(nodeID: id), store: store)
+        }
+    }
+
+    /// What users see of a replica, for comparison.
+    static func visible(_ store: ReplicaStore) throws -> [String] {
+        var lines: [String] = []
+        try store.forEachItem(includeDeleted: true) { item in
+            lines.append("\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.json)" }) \(item.conflicts)")
+        }
+        return lines + (try store.conflicts()).map { "\($0.item).\($0.field) \($0.values) \($0.shown)" }
+    }
+
+    static func visible(_ model: Replica) -> [String] {
+        model.views.map { view in
+            let fields = view.fields.keys.sorted().map { "\($0.rawValue)=\(view.fields[$0]!.jsonText)" }
+            return "\(view.id) \(view.type) \(view.deleted) \(fields) \(view.conflicts.map(\.rawValue))"
+        } + model.conflicts.map { "\($0.item).\($0.field) \($0.values) \($0.shown)" }
+    }
+
+    @Test(arguments: 0..<UInt64(propertyCases(default: 2500) / 100))
+    func storeMatchesModel(seed: UInt64) throws {
+        let dir = makeTemporaryDirectory("model")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var rng = SplitMix64(seed: seed)
+        var pairs = try Self.makePairs(Int.random(in: 2...4, using: &rng), in: dir)
+        var wall: UInt64 = 1_700_000_000_000
+        let fields = ["a", "b", "tags"].map(FieldName.named)
+        for step in 0..<40 {
+            wall += UInt64.random(in: 0...20, using: &rng)
+            let r = Int.random(in: 0..<pairs.count, using: &rng)
+            if rng.chance(60) {
+                let id = ItemID.named("i\(Int.random(in: 0..<4, using: &rng))")
+                let exists = pairs[r].model.items[id]?.exists ?? false
+                let edit: ItemEdit
+                let field = rng.pick(fields)
+                let value = EdgeValues.random(using: &rng)
+                if !exists {
+                    edit = .create(type: rng.pick(["task", "note"]), assignments: [.set(field, value)])
+                } else {
+                    switch Int.random(in: 0..<10, using: &rng) {
+                    case 0: edit = .delete
+                    case 1: edit = .restore
+                    case 2: edit = .resolve(field, value)
+                    case 3, 4: edit = .update([.add(.named("tags"), rng.pick(EdgeValues.elements))])
+                    case 5: edit = .update([.remove(.named("tags"), rng.pick(EdgeValues.elements))])
+                    default: edit = .update([.set(field, value)])
+                    }
+                }
+                let modelResult = Result { () throws(EditError) in try pairs[r].model.apply(edit, to: id, wallMilliseconds: wall) }
+                let storeResult = Result { () throws(StoreError) in try pairs[r].store.apply(edit, to: id, wallMilliseconds: wall) }
+                switch (modelResult, storeResult) {
+                case (.success, .success): break
+                case let (.failure(m), .failure(.edit(s, _))): #expect(m == s, "seed \(seed) step \(step)")
+                default: Issue.record("seed \(seed) step \(step): model \(modelResult), store \(storeResult)")
+                }
+            } else {
+                var b = Int.random(in: 0..<pairs.count - 1, using: &rng)
+                if b >= r { b += 1 }
+                let batchSize = Int.random(in: 1...6, using: &rng)
+                for batch in pairs[r].model.delta(for: pairs[b].model.versionVector, maxUpdates: batchSize) {
+                    pairs[b].model.apply(batch, wallMilliseconds: wall)
+                }
+                var stream = try pairs[r].store.deltaStream(for: try pairs[b].store.versionVector(), maxUpdates: batchSize)
+                while let batch = try stream.next() { try pairs[b].store.apply(batch, wallMilliseconds: wall) }
+            }
+            for pair in pairs {
+                let stored = try Self.visible(pair.store)
+                let modelled = Self.visible(pair.model)
+                if stored != modelled {
+                    Issue.record("seed \(seed) step \(step): store shows \(stored.filter { !modelled.contains($0) }), model shows \(modelled.filter { !stored.contains($0) })")
+                    return
+                }
+            }
+        }
+        for pair in pairs { #expect(try pair.store.integrityCheck() == "ok") }
+    }
+}
