@@ -57,6 +57,7 @@ extension ByteWriter {
             value(e.value)
             dot(e.dot)
             varint(e.addedAt.rawValue)
+            varint(UInt64(e.position))
         }
     }
 }
@@ -126,10 +127,13 @@ extension ByteReader {
             versions.append(FieldVersion(dot: dot, timestamp: timestamp, write: write))
         }
         var entries: [ListEntry] = []
-        for _ in 0..<(try count(minimumSize: 19)) {
+        for _ in 0..<(try count(minimumSize: 20)) {
             let value = try value()
             let dot = try dot()
-            entries.append(ListEntry(value: value, dot: dot, addedAt: HLCTimestamp(rawValue: try varint())))
+            let addedAt = HLCTimestamp(rawValue: try varint())
+            let position = try varint()
+            guard position <= UInt64(UInt32.max) else { throw fail("list position out of range") }
+            entries.append(ListEntry(value: value, dot: dot, addedAt: addedAt, position: UInt32(position)))
         }
         guard let state = FieldState(context: context, versions: versions, entries: entries) else {
             throw fail("field state breaks its invariants")

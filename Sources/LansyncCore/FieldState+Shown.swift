@@ -5,11 +5,10 @@ extension FieldState {
         versions.min { $0.isShown(before: $1) }
     }
 
-    /// The list the entries make up: each element once, in order of first add, then by value.
+    /// The list the entries make up: each element once, in order of first add (within one write,
+    /// in the order the writer gave), then by value.
     public var listValue: [Value] {
-        var firstAdded: [Value: HLCTimestamp] = [:]
-        for entry in entries { firstAdded[entry.value] = min(firstAdded[entry.value] ?? entry.addedAt, entry.addedAt) }
-        return firstAdded.sorted { $0.value != $1.value ? $0.value < $1.value : $0.key < $1.key }.map(\.key)
+        firstAddTimes().sorted { $0.value != $1.value ? $0.value < $1.value : $0.key < $1.key }.map(\.key)
     }
 
     /// The value users see; nil for an unwritten field. A deterministic function of the state, so

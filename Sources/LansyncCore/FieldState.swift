@@ -50,7 +50,10 @@ public struct FieldState: Hashable, Sendable {
         if case .list(let elements) = value {
             let unique = Self.uniqued(elements)
             let firstAdded = firstAddTimes()
-            entries = unique.map { ListEntry(value: $0, dot: dot, addedAt: firstAdded[$0] ?? timestamp) }
+            entries = unique.enumerated().map { index, value in
+                let first = firstAdded[value] ?? FirstAdded(timestamp: timestamp, position: UInt32(clamping: index))
+                return ListEntry(value: value, dot: dot, addedAt: first.timestamp, position: first.position)
+            }
             entries.sort(by: Self.entryOrder)
             versions = [FieldVersion(dot: dot, timestamp: timestamp, write: .list(ListChange(replaced: true, added: unique)))]
         } else {
@@ -74,10 +77,11 @@ public struct FieldState: Hashable, Sendable {
             // this edit replaced the list.
             if case .list(let earlier) = versions[0].write { change = earlier } else { change.replaced = true }
         }
-        let firstAdded = firstAddTimes()[element]
+        let first = firstAddTimes()[element]
+            ?? FirstAdded(timestamp: timestamp, position: UInt32(clamping: change.added.count))
         entries.removeAll { $0.value == element }
         if add {
-            entries.append(ListEntry(value: element, dot: dot, addedAt: firstAdded ?? timestamp))
+            entries.append(ListEntry(value: element, dot: dot, addedAt: first.timestamp, position: first.position))
             entries.sort(by: Self.entryOrder)
             change.added.append(element)
         } else {
@@ -120,9 +124,9 @@ public struct FieldState: Hashable, Sendable {
 
     // MARK: Helpers
 
-    private func firstAddTimes() -> [Value: HLCTimestamp] {
-        var times: [Value: HLCTimestamp] = [:]
-        for entry in entries { times[entry.value] = min(times[entry.value] ?? entry.addedAt, entry.addedAt) }
+    func firstAddTimes() -> [Value: FirstAdded] {
+        var times: [Value: FirstAdded] = [:]
+        for entry in entries { times[entry.value] = min(times[entry.value] ?? entry.firstAdded, entry.firstAdded) }
         return times
     }
 

@@ -47,18 +47,24 @@ public struct ListChange: Hashable, Sendable {
 ///
 /// Each add of an element makes a tag named by the adding write's dot; a remove deletes the tags
 /// its writer had seen. An element is in the list while it has a tag, so a concurrent add survives
-/// a remove that never saw it. ``addedAt`` is the timestamp of the element's first add (carried
-/// over when an element present already is added again), so re-adding never reorders a list.
+/// a remove that never saw it. ``addedAt`` and ``position`` say when the element was first added
+/// (the write's timestamp, and its place among the elements that write added); they carry over
+/// when an element already present is added again, so re-adding never reorders a list.
 public struct ListEntry: Hashable, Sendable {
     public let value: Value
     public let dot: Dot
     public let addedAt: HLCTimestamp
+    public let position: UInt32
 
-    public init(value: Value, dot: Dot, addedAt: HLCTimestamp) {
+    public init(value: Value, dot: Dot, addedAt: HLCTimestamp, position: UInt32 = 0) {
         self.value = value
         self.dot = dot
         self.addedAt = addedAt
+        self.position = position
     }
+
+    /// When the element was first added: the list's display order.
+    public var firstAdded: FirstAdded { FirstAdded(timestamp: addedAt, position: position) }
 
     struct Key: Hashable {
         let value: Value
@@ -66,4 +72,15 @@ public struct ListEntry: Hashable, Sendable {
     }
 
     var key: Key { Key(value: value, dot: dot) }
+}
+
+/// The moment an element was first added to a list: a write's timestamp and the element's place
+/// among that write's additions.
+public struct FirstAdded: Hashable, Comparable, Sendable {
+    public let timestamp: HLCTimestamp
+    public let position: UInt32
+
+    public static func < (lhs: FirstAdded, rhs: FirstAdded) -> Bool {
+        (lhs.timestamp, lhs.position) < (rhs.timestamp, rhs.position)
+    }
 }

@@ -156,3 +156,30 @@ import Testing
         #expect(a.items[item]!.fields.values.allSatisfy { $0.versions.map(\.dot) == [dot] })
     }
 }
+
+extension ScenarioTests {
+    /// Elements added by one edit keep the order the user gave; later adds go after them.
+    @Test func oneWriteKeepsTheGivenListOrder() throws {
+        var a = Replica(nodeID: .node(1))
+        let tags = FieldName.named("tags")
+        try a.apply(.create(type: "t", assignments: [.set(tags, .list([.string("z"), .string("a"), .string("m")]))]), to: item, wallMilliseconds: t0)
+        try a.apply(.update([.add(tags, .string("y")), .add(tags, .string("b"))]), to: item, wallMilliseconds: t0 + 1)
+        try a.apply(.update([.add(tags, .string("z"))]), to: item, wallMilliseconds: t0 + 2)
+        #expect(a.items[item]!.view.fields[tags] == .list(["z", "a", "m", "y", "b"].map(Value.string)))
+    }
+
+    /// Two machines creating one id with different types leave a `_type` conflict that a
+    /// resolution settles, with the value checked as a type.
+    @Test func typeConflictsAreListedAndResolvable() throws {
+        var a = Replica(nodeID: .node(1))
+        var b = Replica(nodeID: .node(2))
+        try a.apply(.create(type: "task", assignments: []), to: item, wallMilliseconds: t0)
+        try b.apply(.create(type: "note", assignments: []), to: item, wallMilliseconds: t0 + 1)
+        sync(&a, &b)
+        #expect(a.items[item]!.view.conflicts == [.type])
+        #expect(throws: EditError.invalidType("1")) { try a.apply(.resolve(.type, .integer(1)), to: item, wallMilliseconds: t0 + 2) }
+        try a.apply(.resolve(.type, .string("task")), to: item, wallMilliseconds: t0 + 2)
+        sync(&a, &b)
+        #expect(b.items[item]!.view.conflicts.isEmpty && b.items[item]!.type == "task")
+    }
+}

@@ -2,7 +2,7 @@
 # starting a service on the host (a policy-rc.d forbids it while apt runs).
 
 # What building and testing need beyond the Swift toolchain.
-LANSYNC_TEST_PACKAGES=()
+LANSYNC_TEST_PACKAGES=(libsqlite3-dev sqlite3)
 
 ensure_packages() {
     local missing=()

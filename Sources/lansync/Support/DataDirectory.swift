@@ -13,7 +13,9 @@ struct DataDirectoryOptions: ParsableArguments {
     var directory: DataDirectory {
         if let dir { return DataDirectory(path: dir) }
         if let env = ProcessInfo.processInfo.environment["LANSYNC_DIR"], !env.isEmpty { return DataDirectory(path: env) }
-        return DataDirectory(path: NSHomeDirectory() + "/.lansync")
+        // $HOME first, as a shell's ~ does (Foundation on Linux reads the password database).
+        let home = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return DataDirectory(path: home + "/.lansync")
     }
 }
 

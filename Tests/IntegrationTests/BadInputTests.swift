@@ -1,0 +1,90 @@
+import Foundation
+import LansyncCore
+import Testing
+
+/// Bad input gets one clear line on stderr, a non-zero exit, and leaves the replica untouched.
+@Suite(.serialized) struct BadInputTests {
+    /// Everything a replica holds that an edit could change: items, history, version vector.
+    static func snapshot(_ cli: CLI, _ dir: String) throws -> String {
+        let process = Process()
+        let pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [dir + "/replica.sqlite", "SELECT * FROM node; SELECT * FROM item; SELECT id, item, name, value, hex(state) FROM field; SELECT * FROM history; SELECT * FROM version; SELECT * FROM meta;"]
+        process.standardOutput = pipe
+        try process.run()
+        let out = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func expectRefused(_ cli: CLI, _ args: [String], input: String? = nil, mentions: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let dir = cli.path("a")
+        let before = try Self.snapshot(cli, dir)
+        let result = try await cli.run(args, input: input)
+        #expect(result.status != 0, "lansync \(args.prefix(3)) should fail", sourceLocation: sourceLocation)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "one line on stderr, got: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(mentions), "stderr '\(result.stderr)' should mention '\(mentions)'", sourceLocation: sourceLocation)
+        #expect(try Self.snapshot(cli, dir) == before, "the replica changed", sourceLocation: sourceLocation)
+    }
+
+    @Test func everyRefusalLeavesTheReplicaUntouched() async throws {
+        let cli = CLI("bad")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let d = ["--dir", cli.path("a")]
+        try await cli.ok(["add"] + d + ["--id", "x", "--type", "task", "title=Climb", #"tags=["a"]"#])
+        try await cli.ok(["add"] + d + ["--id", "gone", "k=1"])
+        try await cli.ok(["rm"] + d + ["gone"])
+
+        try await expectRefused(cli, ["set"] + d + ["nope", "k=1"], mentions: "no item with id nope")
+        try await expectRefused(cli, ["get"] + d + ["nope"], mentions: "no item with id nope")
+        try await expectRefused(cli, ["rm"] + d + ["nope"], mentions: "no item with id nope")
+        try await expectRefused(cli, ["history"] + d + ["nope"], mentions: "no item with id nope")
+        try await expectRefused(cli, ["set"] + d + ["x", "title"], mentions: "is not an assignment")
+        try await expectRefused(cli, ["set"] + d + ["x", "=v"], mentions: "invalid field name")
+        try await expectRefused(cli, ["set"] + d + ["x", "_type=note"], mentions: "reserved")
+        try await expectRefused(cli, ["set"] + d + ["x", "k=1", "title+=x"], mentions: "not a list")
+        try await expectRefused(cli, ["set"] + d + ["x"], mentions: "nothing to change")
+        try await expectRefused(cli, ["set"] + d + ["gone", "k=2"], mentions: "is deleted")
+        try await expectRefused(cli, ["rm"] + d + ["gone"], mentions: "is deleted")
+        try await expectRefused(cli, ["restore"] + d + ["x"], mentions: "is not deleted")
+        try await expectRefused(cli, ["resolve"] + d + ["x", "title", "v"], mentions: "no open conflict")
+        try await expectRefused(cli, ["add"] + d + ["--id", "x", "k=1"], mentions: "already exists")
+        try await expectRefused(cli, ["add"] + d + ["--id", "bad id", "k=1"], mentions: "invalid item id")
+        try await expectRefused(cli, ["add"] + d + ["--type", "", "k=1"], mentions: "invalid type")
+        let big = #"{"id":"big","fields":{"v":""# + String(repeating: "x", count: Limits.maxValueBytes) + #""}}"#
+        try await expectRefused(cli, ["import"] + d, input: big, mentions: "over the limit")
+        try await expectRefused(cli, ["import"] + d, input: "{\"id\":\"n1\"}\n{oops\n", mentions: "line 2")
+        try await expectRefused(cli, ["import"] + d, input: #"{"id":"n1","feilds":{}}"#, mentions: "unknown key 'feilds'")
+        try await expectRefused(cli, ["import"] + d, input: #"{"fields":{"a":{"b":1}}}"#, mentions: "holds an object")
+    }
+
+    @Test func missingCorruptAndForeignReplicasAreRefused() async throws {
+        let cli = CLI("files")
+        defer { cli.cleanUp() }
+        let missing = try await cli.run(["list", "--dir", cli.path("nothing")])
+        #expect(missing.status != 0 && missing.stderr.contains("holds no lansync replica") && missing.stderr.split(separator: "\n").count == 1)
+
+        try FileManager.default.createDirectory(atPath: cli.path("garbage"), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: cli.path("garbage/replica.sqlite"), contents: Data(repeating: 7, count: 4096))
+        let garbage = try await cli.run(["list", "--dir", cli.path("garbage")])
+        #expect(garbage.status != 0 && garbage.stderr.contains("not a lansync replica (not a SQLite database)"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: cli.path("garbage/replica.sqlite"))) == Data(repeating: 7, count: 4096))
+
+        try FileManager.default.createDirectory(atPath: cli.path("foreign"), withIntermediateDirectories: true)
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        sqlite.arguments = [cli.path("foreign/replica.sqlite"), "CREATE TABLE notes(x);"]
+        try sqlite.run()
+        sqlite.waitUntilExit()
+        let foreign = try await cli.run(["add", "--dir", cli.path("foreign"), "k=1"])
+        #expect(foreign.status != 0 && foreign.stderr.contains("a SQLite database of another program"))
+
+        let badSecret = cli.path("not-a-secret.pem")
+        FileManager.default.createFile(atPath: badSecret, contents: Data("hello".utf8))
+        let initBad = try await cli.run(["init", "--dir", cli.path("b"), "--cluster", badSecret])
+        #expect(initBad.status != 0 && initBad.stderr.contains("not a lansync cluster secret"))
+        #expect(!FileManager.default.fileExists(atPath: cli.path("b/replica.sqlite")))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import LansyncCore
+import Testing
+
+/// The CLI contract of issue 3, checked against the real binary.
+@Suite(.serialized) struct CLIContractTests {
+    @Test func clusterSecretIsPrivateAndNeverOverwritten() async throws {
+        let cli = CLI("secret")
+        defer { cli.cleanUp() }
+        try await cli.ok(["cluster", "create", cli.path("s.pem")])
+        let mode = try FileManager.default.attributesOfItem(atPath: cli.path("s.pem"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let before = try String(contentsOfFile: cli.path("s.pem"), encoding: .utf8)
+        let again = try await cli.run(["cluster", "create", cli.path("s.pem")])
+        #expect(again.status != 0 && again.stderr.contains("already exists"))
+        #expect(try String(contentsOfFile: cli.path("s.pem"), encoding: .utf8) == before)
+    }
+
+    @Test func initRefusesTwiceAndDirectoryResolves() async throws {
+        let cli = CLI("init")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let twice = try await cli.run(["init", "--dir", cli.path("a"), "--cluster", cli.path("cluster.pem")])
+        #expect(twice.status != 0 && twice.stderr.contains("already holds a lansync replica"))
+        // $LANSYNC_DIR, then ~/.lansync.
+        let viaEnv = try await cli.run(["add", "k=1"], environment: ["LANSYNC_DIR": cli.path("a")])
+        #expect(viaEnv.succeeded)
+        let listed = try await cli.ok(["list", "--dir", cli.path("a"), "--json"])
+        #expect(listed.contains(viaEnv.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        try await cli.ok(["init", "--cluster", cli.path("cluster.pem")])
+        #expect(FileManager.default.fileExists(atPath: cli.path(".lansync/replica.sqlite")))
+        let mode = try FileManager.default.attributesOfItem(atPath: cli.path(".lansync/node.pem"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    @Test func addSetGetListFollowTheContract() async throws {
+        let cli = CLI("edit")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let d = ["--dir", cli.path("a")]
+        let id = try await cli.ok(["add"] + d + ["--type", "task", "title=Climb", "n=3", "x=2.5", "flag=true", "none=null", #"q="42""#, #"tags=["climbing"]"#, "plain=hello world"])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(id.count == 36 && Array(id)[14] == "7", "a UUIDv7: \(id)")
+        try await cli.ok(["set"] + d + [id, "tags+=reading", "tags+=karaoke", "tags-=climbing", "n=4"])
+        let json = try await cli.ok(["get"] + d + [id, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(json == #"{"id":"\#(id)","type":"task","fields":{"flag":true,"n":4,"none":null,"plain":"hello world","q":"42","tags":["reading","karaoke"],"title":"Climb","x":2.5},"deleted":false,"conflicts":[]}"#)
+
+        try await cli.ok(["add"] + d + ["--id", "b-note", "--type", "note", "text=hi"])
+        try await cli.ok(["add"] + d + ["--id", "a-note", "--type", "note", "text=yo"])
+        let notes = try await cli.ok(["list"] + d + ["--type", "note", "--json"])
+        let parsed = try JSON(parsing: notes)
+        guard case .array(let items) = parsed else { Issue.record("not an array: \(notes)"); return }
+        #expect(items.compactMap { $0["id"] } == [.string("a-note"), .string("b-note")])
+
+        try await cli.ok(["rm"] + d + ["a-note"])
+        let live = try await cli.ok(["list"] + d + ["--json"])
+        #expect(!live.contains("a-note"))
+        let all = try await cli.ok(["list"] + d + ["--deleted", "--json"])
+        #expect(all.contains(#""id":"a-note","type":"note","fields":{"text":"yo"},"deleted":true"#))
+        try await cli.ok(["restore"] + d + ["a-note"])
+        #expect(try await cli.ok(["list"] + d + ["--json"]).contains("a-note"))
+
+        // Human output fits 80 columns.
+        for command in [["list"], ["get", id], ["history", id], ["conflicts"]] {
+            let text = try await cli.ok(command + d)
+            for line in text.split(separator: "\n") { #expect(line.count <= 80, "\(command): \(line)") }
+        }
+    }
+
+    @Test func historyListsEveryVersionNewestFirst() async throws {
+        let cli = CLI("history")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let d = ["--dir", cli.path("a")]
+        try await cli.ok(["add"] + d + ["--id", "h", "title=one"])
+        try await cli.ok(["set"] + d + ["h", "title=two"])
+        try await cli.ok(["set"] + d + ["h", "title=three"])
+        let json = try JSON(parsing: try await cli.ok(["history"] + d + ["h", "title", "--json"]))
+        guard case .array(let entries) = json else { Issue.record("not an array"); return }
+        #expect(entries.compactMap { $0["write"]?["set"] } == [.string("three"), .string("two"), .string("one")])
+        #expect(entries.compactMap { $0["live"] } == [.bool(true), .bool(false), .bool(false)])
+        #expect(entries.allSatisfy { $0["writer"] == .string("a") })
+        let unknownField = try await cli.run(["history"] + d + ["h", "nope"])
+        #expect(unknownField.status != 0)
+    }
+}
