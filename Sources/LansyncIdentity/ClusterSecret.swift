@@ -42,25 +42,11 @@ public struct ClusterSecret: Sendable {
 
     /// Reads a cluster secret file's contents; throws ``IdentityError`` if it is not one.
     public init(pem: String) throws(IdentityError) {
-        do {
-            let documents = try PEMDocument.parseMultiple(pemString: pem)
-            guard let certDoc = documents.first(where: { $0.discriminator == "CERTIFICATE" }),
-                  let keyDoc = documents.first(where: { $0.discriminator.hasSuffix("PRIVATE KEY") })
-            else { throw IdentityError.notAClusterSecret("it needs a CERTIFICATE and a PRIVATE KEY block") }
-            let certificate = try Certificate(pemDocument: certDoc)
-            let key = try P256.Signing.PrivateKey(pemRepresentation: keyDoc.pemString)
-            guard certificate.publicKey == Certificate.PublicKey(key.publicKey) else {
-                throw IdentityError.notAClusterSecret("its key does not match its certificate")
-            }
-            guard (try? certificate.extensions.basicConstraints) == .isCertificateAuthority(maxPathLength: 0) else {
-                throw IdentityError.notAClusterSecret("its certificate is not a cluster authority")
-            }
-            self.init(certificate: certificate, privateKey: key)
-        } catch let error as IdentityError {
-            throw error
-        } catch {
-            throw .notAClusterSecret("it is not PEM text lansync wrote (\(error))")
+        let (certificate, key) = try Identity.certificateAndKey(fromPEM: pem, orElse: IdentityError.notAClusterSecret)
+        guard (try? certificate.extensions.basicConstraints) == .isCertificateAuthority(maxPathLength: 0) else {
+            throw .notAClusterSecret("its certificate is not a cluster authority")
         }
+        self.init(certificate: certificate, privateKey: key)
     }
 
     init(certificate: Certificate, privateKey: P256.Signing.PrivateKey) {
@@ -127,22 +113,8 @@ public struct NodeIdentity: Sendable {
 
     /// Reads a node identity file's contents.
     public init(pem: String, name: String) throws(IdentityError) {
-        do {
-            let documents = try PEMDocument.parseMultiple(pemString: pem)
-            guard let certDoc = documents.first(where: { $0.discriminator == "CERTIFICATE" }),
-                  let keyDoc = documents.first(where: { $0.discriminator.hasSuffix("PRIVATE KEY") })
-            else { throw IdentityError.notANodeIdentity("it needs a CERTIFICATE and a PRIVATE KEY block") }
-            let certificate = try Certificate(pemDocument: certDoc)
-            let key = try P256.Signing.PrivateKey(pemRepresentation: keyDoc.pemString)
-            guard certificate.publicKey == Certificate.PublicKey(key.publicKey) else {
-                throw IdentityError.notANodeIdentity("its key does not match its certificate")
-            }
-            self.init(certificate: certificate, privateKey: key, name: name)
-        } catch let error as IdentityError {
-            throw error
-        } catch {
-            throw .notANodeIdentity("it is not PEM text lansync wrote (\(error))")
-        }
+        let (certificate, key) = try Identity.certificateAndKey(fromPEM: pem, orElse: IdentityError.notANodeIdentity)
+        self.init(certificate: certificate, privateKey: key, name: name)
     }
 
     public func certificatePEM() throws -> String { try certificate.serializeAsPEM().pemString + "\n" }
@@ -152,6 +124,26 @@ public struct NodeIdentity: Sendable {
 
 /// Identity helpers shared by the CLI and the transport.
 public enum Identity {
+    /// The certificate and matching P-256 key of a PEM file lansync wrote; `error` builds the
+    /// failure for the kind of file expected.
+    static func certificateAndKey(
+        fromPEM pem: String, orElse failure: (String) -> IdentityError
+    ) throws(IdentityError) -> (Certificate, P256.Signing.PrivateKey) {
+        let documents: [PEMDocument]
+        do { documents = try PEMDocument.parseMultiple(pemString: pem) } catch {
+            throw failure("it is not PEM text lansync wrote")
+        }
+        guard let certDoc = documents.first(where: { $0.discriminator == "CERTIFICATE" }),
+              let keyDoc = documents.first(where: { $0.discriminator.hasSuffix("PRIVATE KEY") }),
+              let certificate = try? Certificate(pemDocument: certDoc),
+              let key = try? P256.Signing.PrivateKey(pemRepresentation: keyDoc.pemString)
+        else { throw failure("it needs a CERTIFICATE and a P-256 PRIVATE KEY block") }
+        guard certificate.publicKey == Certificate.PublicKey(key.publicKey) else {
+            throw failure("its key does not match its certificate")
+        }
+        return (certificate, key)
+    }
+
     /// The id of the holder of a public key: the first 16 bytes of the SHA-256 of its
     /// SubjectPublicKeyInfo (as Syncthing's device ids are a hash of the certificate).
     public static func fingerprint(of key: Certificate.PublicKey) -> NodeID {
