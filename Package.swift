@@ -24,11 +24,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
     ],
     targets: [
         // Pure: values, dots, version vectors, clocks, registers, list sets, items, deltas, merge.
         // No Foundation, no I/O: everything time- or randomness-dependent is passed in.
         .target(name: "LansyncCore", swiftSettings: strict),
+        // Pure: protocol messages, frames and their binary encoding; a total decoder. No NIO.
+        .target(name: "LansyncWire", dependencies: ["LansyncCore"], swiftSettings: strict),
         // The replica in one SQLite file: schema, migrations, the version index, history.
         .target(
             name: "LansyncStore",
@@ -46,12 +51,38 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // TCP and mutual TLS 1.3 over SwiftNIO: identity, framing, listener, dialer, limits.
+        .target(
+            name: "LansyncTransport",
+            dependencies: [
+                "LansyncCore", "LansyncWire", "LansyncIdentity",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strict
+        ),
+        // The sync engine: the session state machine (pure), its runner, peers, the node.
+        .target(
+            name: "LansyncNode",
+            dependencies: [
+                "LansyncCore", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "lansync",
             dependencies: [
-                "LansyncCore",
-                "LansyncStore",
-                "LansyncIdentity",
+                "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

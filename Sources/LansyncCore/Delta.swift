@@ -83,9 +83,13 @@ public struct DeltaPlanner: Sendable {
     ///
     /// - Parameter versions: the version index lookup, `(node, afterCounter, limit)` → up to `limit`
     ///   rows of that node's versions with a greater counter, ordered by counter.
+    /// - Parameter limit: a smaller cap on field states for this batch (at least 1), used by
+    ///   callers that also bound a batch's bytes.
     public mutating func nextBatch(
+        limit: Int? = nil,
         versions: (NodeID, UInt64, Int) throws -> [IndexRow]
     ) rethrows -> (keys: [FieldKey], covers: VersionVector)? {
+        let maxUpdates = max(1, min(limit ?? self.maxUpdates, self.maxUpdates))
         guard !pending.isEmpty else { return nil }
         var keys: [FieldKey] = []
         var included = Set<FieldKey>()

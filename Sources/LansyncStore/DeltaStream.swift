@@ -2,29 +2,51 @@ public import LansyncCore
 
 /// The batches a replica sends to a peer whose version vector is known: ``DeltaPlanner`` driven
 /// by the store's version index, reading each batch's field states when it is asked for.
-public struct DeltaStream {
+///
+/// Batches are bounded both in field states (`maxUpdates`) and in bytes (`budgetBytes`): when the
+/// planned states weigh more than the budget, the batch is planned again with half as many (a
+/// single larger state still travels alone).
+public struct DeltaStream: Sendable {
     let store: ReplicaStore
     var planner: DeltaPlanner
+    let budgetBytes: Int
+    var limit: Int
 
     /// The next batch, or nil when the peer has everything.
     public mutating func next() throws(StoreError) -> DeltaBatch? {
         let store = self.store
-        let plan: (keys: [FieldKey], covers: VersionVector)?
-        do {
-            plan = try planner.nextBatch { node, after, limit in try store.versionRows(node: node, after: after, limit: limit) }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw .io("\(error)")
+        while true {
+            var trial = planner
+            let plan: (keys: [FieldKey], covers: VersionVector)?
+            do {
+                plan = try trial.nextBatch(limit: limit) { node, after, limit in try store.versionRows(node: node, after: after, limit: limit) }
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw .io("\(error)")
+            }
+            guard let plan else {
+                planner = trial
+                return nil
+            }
+            let updates = try store.fieldUpdates(plan.keys)
+            let bytes = updates.reduce(0) { $0 + $1.state.encoded.count + $1.key.item.rawValue.utf8.count + $1.key.field.rawValue.utf8.count }
+            if bytes > budgetBytes, plan.keys.count > 1 {
+                limit = max(1, plan.keys.count / 2)
+                continue
+            }
+            planner = trial
+            // Grow back towards the full batch size after a heavy stretch.
+            limit = min(planner.maxUpdates, limit * 2)
+            return DeltaBatch(updates: updates, covers: plan.covers)
         }
-        guard let plan else { return nil }
-        return DeltaBatch(updates: try store.fieldUpdates(plan.keys), covers: plan.covers)
     }
 }
 
 extension ReplicaStore {
     /// Starts the delta for a peer that announced `remote`.
-    public func deltaStream(for remote: VersionVector, maxUpdates: Int = 512) throws(StoreError) -> DeltaStream {
-        DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates))
+    public func deltaStream(for remote: VersionVector, maxUpdates: Int = 512, budgetBytes: Int = 2 << 20) throws(StoreError) -> DeltaStream {
+        DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates),
+                    budgetBytes: budgetBytes, limit: maxUpdates)
     }
 }

@@ -83,6 +83,22 @@ enum Schema {
                     WHERE substr(field.name, 1, 1) <> '_';
                 """)
         }
+        migrator.registerMigration("v2-peers") { db in
+            try db.execute(sql: """
+                -- What this node last knew of each peer it synced with, for 'lansync status' when
+                -- no node is running: address, how it was found, the last time both sides were up
+                -- to date (Unix ms), the last error, and the peer's version vector (binary).
+                CREATE TABLE peer (
+                    node_id        TEXT PRIMARY KEY NOT NULL,
+                    name           TEXT,
+                    address        TEXT,
+                    source         TEXT NOT NULL,
+                    last_sync      INTEGER,
+                    last_error     TEXT,
+                    version_vector BLOB
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

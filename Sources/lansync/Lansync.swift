@@ -2,7 +2,7 @@ import ArgumentParser
 
 /// The `lansync` command: the one binary for the CLI, the node daemon and the relay.
 @main
-struct Lansync: ParsableCommand {
+struct Lansync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lansync",
         abstract: "Keep a small database of items in sync across the machines of a LAN.",
@@ -18,6 +18,7 @@ struct Lansync: ParsableCommand {
             AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
             GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self,
             ExportCommand.self, ImportCommand.self,
+            NodeCommand.self, SyncCommand.self, StatusCommand.self,
             DebugCommand.self,
         ]
     )

@@ -6,6 +6,7 @@ import LansyncStore
 func performEdit(_ edit: ItemEdit, on id: ItemID, in data: DataDirectoryOptions) throws {
     let store = try data.directory.open()
     do { try store.apply(edit, to: id, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
+    data.directory.nudgeNode()
 }
 
 /// `lansync add`: creates an item and prints its id.

@@ -83,6 +83,7 @@ struct ImportCommand: ParsableCommand {
             throw CLIError(error)
         }
         if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+        data.directory.nudgeNode()
         let seconds = Date().timeIntervalSince(started)
         FileHandle.standardError.write(Data("imported \(lines.count) line(s) as \(edits.count) edit(s) in \(String(format: "%.1f", seconds)) s\n".utf8))
     }

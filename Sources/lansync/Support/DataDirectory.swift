@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import LansyncCore
 import LansyncIdentity
+import LansyncNode
 import LansyncStore
+import LansyncTransport
 
 /// The `--dir` option every replica command takes.
 struct DataDirectoryOptions: ParsableArguments {
@@ -26,6 +28,24 @@ struct DataDirectory {
     var replicaPath: String { path + "/" + ReplicaStore.fileName }
     var clusterPath: String { path + "/cluster.pem" }
     var nodePath: String { path + "/node.pem" }
+    var controlSocketPath: String { path + "/control.sock" }
+
+    /// This node's TLS credentials.
+    func tlsIdentity() throws -> TLSIdentity {
+        do {
+            return try TLSIdentity(nodePEM: String(contentsOfFile: nodePath, encoding: .utf8), clusterPEM: String(contentsOfFile: clusterPath, encoding: .utf8))
+        } catch {
+            throw CLIError("cannot load this node's identity from \(path) (\(error)): the directory may be damaged; 'lansync init' a new one")
+        }
+    }
+
+    /// Tells a node running on this directory that the replica changed, so it pushes the change
+    /// at once. Best effort: without a node, or if it does not answer, nothing happens (a running
+    /// node notices within a second anyway).
+    func nudgeNode() {
+        guard FileManager.default.fileExists(atPath: controlSocketPath) else { return }
+        _ = ControlClient.request(.object([("op", .string("nudge"))]), path: controlSocketPath, timeoutSeconds: 1)
+    }
 
     /// Identifies where this directory lives (machine id and canonical path), so a copy of it is
     /// recognised: two copies must never write under one node id.

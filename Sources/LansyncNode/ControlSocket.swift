@@ -1,0 +1,73 @@
+import Foundation
+public import LansyncCore
+import NIOCore
+import NIOPosix
+
+/// The node's local control socket (`DIR/control.sock`): the CLI nudges the node after an edit
+/// (so the edit is pushed at once) and asks it for its status. One JSON request line, one JSON
+/// answer line. Only processes that can open the data directory (mode 0700) can reach it.
+enum ControlServer {
+    static func serve(path: String, group: any EventLoopGroup, handle: @escaping @Sendable (JSON) async -> JSON) async throws {
+        let server = try await ServerBootstrap(group: group)
+            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        try await withThrowingDiscardingTaskGroup { tasks in
+            try await server.executeThenClose { connections in
+                for try await connection in connections {
+                    tasks.addTask {
+                        try? await connection.executeThenClose { inbound, outbound in
+                            var line: [UInt8] = []
+                            for try await chunk in inbound {
+                                line += chunk.readableBytesView
+                                if line.contains(0x0a) || line.count > 4096 { break }
+                            }
+                            let text = String(decoding: line.prefix { $0 != 0x0a }, as: UTF8.self)
+                            let request = (try? JSON(parsing: text)) ?? .null
+                            let answer = await handle(request)
+                            try await outbound.write(ByteBuffer(string: answer.text + "\n"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The CLI's side of the control socket: plain blocking POSIX calls with short timeouts, so a
+/// command never hangs on a stuck node.
+public enum ControlClient {
+    /// Sends one request; returns the answer, or nil if no node answers on `path`.
+    public static func request(_ request: JSON, path: String, timeoutSeconds: Int = 5) -> JSON? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: bytes)
+            buffer[bytes.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { return nil }
+        let line = Array((request.text + "\n").utf8)
+        guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == line.count else { return nil }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !answer.contains(0x0a) {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            answer += buffer.prefix(n)
+        }
+        return try? JSON(parsing: String(decoding: answer.prefix { $0 != 0x0a }, as: UTF8.self))
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import LansyncCore
+public import LansyncStore
+public import LansyncTransport
+import LansyncWire
+import NIOCore
+import NIOPosix
+
+/// What a node is told at start.
+public struct NodeOptions: Sendable {
+    public var listen: PeerAddress
+    public var staticPeers: [PeerAddress]
+    public var controlSocketPath: String
+    public var antiEntropyInterval: Duration = .seconds(15)
+    /// How often the node looks at the replica's version vector for changes nobody announced
+    /// (an edit made while the control socket was unreachable).
+    public var pollInterval: Duration = .milliseconds(500)
+
+    public init(listen: PeerAddress, staticPeers: [PeerAddress], controlSocketPath: String) {
+        self.listen = listen
+        self.staticPeers = staticPeers
+        self.controlSocketPath = controlSocketPath
+    }
+}
+
+/// A running lansync node: accepts peers, dials its configured peers (reconnecting with backoff
+/// and jitter), pushes every change of the replica to every connected peer at once, answers the
+/// CLI on its control socket, and stops cleanly when its task is cancelled.
+public final class Node: Sendable {
+    public let options: NodeOptions
+    let store: ReplicaStore
+    let identity: TLSIdentity
+    let info: ReplicaInfo
+    let hub = ChangeHub()
+    let io = BlockingIO()
+    public let registry: PeerRegistry
+    /// Prints one line about something worth knowing (a peer connected, an error).
+    let log: @Sendable (String) -> Void
+
+    public init(options: NodeOptions, store: ReplicaStore, identity: TLSIdentity, log: @escaping @Sendable (String) -> Void) throws {
+        self.options = options
+        self.store = store
+        self.identity = identity
+        self.log = log
+        info = try store.info()
+        guard info.nodeID == identity.nodeID else {
+            throw TransportError("node.pem is for node \(identity.nodeID.short) but the replica belongs to \(info.nodeID.short)")
+        }
+        registry = PeerRegistry(store: store, io: io, localNode: info.nodeID)
+    }
+
+    /// Runs until the calling task is cancelled. `ready` is called with the bound port.
+    public func run(ready: @Sendable (Int) -> Void = { _ in }) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer {
+            try? FileManager.default.removeItem(atPath: options.controlSocketPath)
+        }
+        do {
+            let transport = try Transport(identity: identity, group: group)
+            let listener = try await transport.listen(host: options.listen.host, port: options.listen.port)
+            await registry.load()
+            let listenAddress = PeerAddress(host: options.listen.host, port: listener.port).description
+            await registry.setListenAddress(listenAddress)
+            for peer in options.staticPeers { await registry.configure(address: peer.description, source: "static") }
+            log("node \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)")
+            ready(listener.port)
+            try await withThrowingDiscardingTaskGroup { tasks in
+                tasks.addTask { try await self.accept(listener) }
+                for peer in self.options.staticPeers {
+                    tasks.addTask { await self.dial(peer, transport: transport) }
+                }
+                tasks.addTask { try await self.pollForChanges() }
+                tasks.addTask {
+                    try await ControlServer.serve(path: self.options.controlSocketPath, group: group) { await self.control($0) }
+                }
+            }
+        } catch is CancellationError {
+        } catch {
+            try? await group.shutdownGracefully()
+            await io.shutdown()
+            throw error
+        }
+        try? await group.shutdownGracefully()
+        await io.shutdown()
+        log("node stopped")
+    }
+
+    private func accept(_ listener: Transport.Listener) async throws {
+        try await withThrowingDiscardingTaskGroup { sessions in
+            try await listener.channel.executeThenClose { inbound in
+                for try await pending in inbound {
+                    sessions.addTask {
+                        guard let connection = try? await pending.get() else { return }
+                        _ = await self.session(connection, address: connection.remoteAddress, source: "inbound")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps a configured peer connected: dial, run the session, wait (backoff with jitter), again.
+    private func dial(_ peer: PeerAddress, transport: Transport) async {
+        var backoff = Backoff()
+        var rng = SystemRandomNumberGenerator()
+        while !Task.isCancelled {
+            if let known = await registry.node(at: peer.description), await registry.isConnected(known) {
+                // Already connected (it dialled us); look again later.
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            do {
+                let connection = try await transport.connect(host: peer.host, port: peer.port)
+                let outcome = await session(connection, address: peer.description, source: "static")
+                if outcome.reachedUpToDate { backoff.reset() }
+                if outcome.isPermanent { backoff.giveUpForNow() }
+            } catch {
+                await registry.ended(node: nil, token: nil, address: peer.description, error: "cannot connect: \(error)")
+            }
+            try? await Task.sleep(for: backoff.next(using: &rng))
+        }
+    }
+
+    /// Runs one session and records what happened.
+    func session(_ connection: PeerConnection, address: String, source: String) async -> SessionOutcome {
+        let registry = self.registry
+        let peerID = connection.peerNodeID
+        let channel = connection.channel.channel
+        let token = TokenBox()
+        var config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: .peer, name: info.nodeName, authenticatedPeer: peerID)
+        config.antiEntropyInterval = options.antiEntropyInterval
+        var observer = SessionObserver()
+        observer.peerReady = { hello in
+            let claimed = await registry.claim(peer: hello, address: address, source: source, outbound: connection.outbound) {
+                channel.close(promise: nil)
+            }
+            if let claimed { token.set(claimed) } else { channel.close(promise: nil) }
+        }
+        observer.upToDate = { vv in await registry.upToDate(peerID, peerVersionVector: vv, at: Wall.milliseconds) }
+        observer.progress = { sent, received in await registry.progress(peerID, sent: sent, received: received) }
+        let runner = SessionRunner(store: store, io: io, hub: hub, config: config, observer: observer)
+        let outcome = await runner.run(connection)
+        if outcome.peer != nil, token.value == nil {
+            // A second connection to a peer we were already connected to: closed on purpose.
+            return outcome
+        }
+        var failure = outcome.failure
+        if outcome.peer?.role == .oneShot, outcome.reachedUpToDate { failure = nil }
+        let report = await registry.ended(node: outcome.peer == nil ? nil : peerID, token: token.value, address: address, error: failure)
+        if report, let failure {
+            log("session with \(outcome.peer?.name ?? address) (\(peerID.short)) ended: \(failure)")
+        }
+        return outcome
+    }
+
+    /// Notices replica changes nobody announced (an edit while the control socket was down).
+    private func pollForChanges() async throws {
+        let store = self.store
+        var last = try await io.run { try store.versionVector() }
+        while !Task.isCancelled {
+            try await Task.sleep(for: options.pollInterval)
+            let now = try await io.run { try store.versionVector() }
+            if now != last {
+                last = now
+                hub.notify()
+            }
+        }
+    }
+
+    private func control(_ request: JSON) async -> JSON {
+        switch request["op"] {
+        case .string("nudge")?:
+            hub.notify()
+            return .object([("ok", .bool(true))])
+        case .string("status")?:
+            let peers = await registry.snapshot()
+            let listen = await registry.listenAddress
+            let store = self.store
+            do {
+                return try await io.run { try StatusReport.make(store: store, running: true, listen: listen, peers: peers).json }
+            } catch {
+                return .object([("error", .string("\(error)"))])
+            }
+        default:
+            return .object([("error", .string("unknown request"))])
+        }
+    }
+}
+
+/// A session's registry token, set once its hello has been claimed.
+final class TokenBox: Sendable {
+    private let box = NIOLockedValueBoxInt()
+    var value: Int? { box.get() }
+    func set(_ v: Int) { box.set(v) }
+}
+
+import NIOConcurrencyHelpers
+
+/// A lock-protected optional Int.
+struct NIOLockedValueBoxInt: Sendable {
+    private let storage = NIOLockedValueBox<Int?>(nil)
+    func get() -> Int? { storage.withLockedValue { $0 } }
+    func set(_ v: Int) { storage.withLockedValue { $0 = v } }
+}

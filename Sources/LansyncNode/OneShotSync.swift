@@ -1,0 +1,54 @@
+import LansyncCore
+import LansyncWire
+import NIOCore
+public import LansyncStore
+public import LansyncTransport
+import NIOPosix
+
+/// `lansync sync`: connects to each peer, exchanges everything both ways, and reports.
+public enum OneShotSync {
+    public struct Result: Sendable {
+        public let peer: PeerAddress
+        public let outcome: SessionOutcome?
+        public let error: String?
+
+        public var succeeded: Bool { error == nil && outcome?.reachedUpToDate == true }
+    }
+
+    public static func run(store: ReplicaStore, identity: TLSIdentity, peers: [PeerAddress], timeout: Duration) async throws -> [Result] {
+        let info = try store.info()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let io = BlockingIO()
+        let hub = ChangeHub()
+        let transport = try Transport(identity: identity, group: group)
+        var results: [Result] = []
+        for peer in peers {
+            let result: Result = await withTaskGroup(of: Result?.self) { group in
+                group.addTask {
+                    do {
+                        let connection = try await transport.connect(host: peer.host, port: peer.port)
+                        let config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: .oneShot, name: info.nodeName, authenticatedPeer: connection.peerNodeID)
+                        let outcome = await SessionRunner(store: store, io: io, hub: hub, config: config).run(connection)
+                        if let hello = outcome.peer, outcome.reachedUpToDate {
+                            try? store.savePeer(PeerRecord(nodeID: hello.nodeID, name: hello.name, address: peer.description, source: "static", lastSync: Wall.milliseconds, versionVector: hello.versionVector))
+                        }
+                        return Result(peer: peer, outcome: outcome, error: outcome.reachedUpToDate ? nil : (outcome.failure ?? "the session ended before both sides were up to date"))
+                    } catch {
+                        return Result(peer: peer, outcome: nil, error: "cannot connect: \(error)")
+                    }
+                }
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    return Task.isCancelled ? nil : Result(peer: peer, outcome: nil, error: "timed out after \(timeout)")
+                }
+                let first = await group.next()!!
+                group.cancelAll()
+                return first
+            }
+            results.append(result)
+        }
+        await io.shutdown()
+        try? await group.shutdownGracefully()
+        return results
+    }
+}

@@ -1,0 +1,154 @@
+public import LansyncCore
+public import LansyncStore
+public import LansyncWire
+
+/// The live state of every peer a node knows: configured addresses not reached yet, connected
+/// sessions, and what each peer last reported. Persists what `status` shows when no node runs.
+///
+/// It also keeps at most one session per peer: when two nodes dial each other at once, both keep
+/// the connection dialled by the node with the lower id, so both sides agree without talking.
+public actor PeerRegistry {
+    public struct Entry: Sendable {
+        public var nodeID: NodeID?
+        public var name: String?
+        public var address: String?
+        public var source: String
+        public var connected = false
+        public var lastSync: UInt64?
+        public var lastError: String?
+        public var versionVector = VersionVector()
+        public var sentUpdates = 0
+        public var receivedUpdates = 0
+    }
+
+    struct ActiveSession {
+        let token: Int
+        let dialer: NodeID
+        let close: @Sendable () -> Void
+    }
+
+    let store: ReplicaStore
+    let io: BlockingIO
+    let localNode: NodeID
+    private var byNode: [NodeID: Entry] = [:]
+    private var configured: [String: Entry] = [:]   // static addresses, by address, until their node is known
+    private var active: [NodeID: ActiveSession] = [:]
+    /// Sessions closed because a better connection to the same peer replaced them.
+    private var superseded: Set<Int> = []
+    private var nextToken = 0
+    public private(set) var listenAddress: String?
+
+    public init(store: ReplicaStore, io: BlockingIO, localNode: NodeID) {
+        self.store = store
+        self.io = io
+        self.localNode = localNode
+    }
+
+    /// Loads what earlier runs recorded.
+    public func load() async {
+        let store = self.store
+        guard let records = try? await io.run({ try store.peers() }) else { return }
+        for r in records where r.nodeID != localNode {
+            byNode[r.nodeID] = Entry(nodeID: r.nodeID, name: r.name, address: r.address, source: r.source, lastSync: r.lastSync, lastError: r.lastError, versionVector: r.versionVector)
+        }
+    }
+
+    public func setListenAddress(_ address: String) { listenAddress = address }
+
+    public func configure(address: String, source: String) {
+        if !byNode.values.contains(where: { $0.address == address }) {
+            configured[address] = configured[address] ?? Entry(address: address, source: source)
+        }
+    }
+
+    /// The node last seen at `address`, if any.
+    public func node(at address: String) -> NodeID? {
+        byNode.values.first { $0.address == address }?.nodeID
+    }
+
+    public func isConnected(_ node: NodeID) -> Bool { active[node] != nil }
+
+    /// A session reached its peer. Returns a token, or nil if a session with that peer already
+    /// exists and wins the tie-break (the caller then closes its own).
+    public func claim(peer hello: Hello, address: String?, source: String, outbound: Bool, close: @escaping @Sendable () -> Void) -> Int? {
+        // What the hello teaches holds even for a connection about to be closed as a duplicate:
+        // the address we dialled belongs to this node.
+        var entry = byNode[hello.nodeID] ?? Entry(nodeID: hello.nodeID, source: source)
+        if outbound, let address {
+            configured.removeValue(forKey: address)
+            entry.address = address
+            entry.source = source
+        } else if entry.address == nil {
+            entry.address = address
+        }
+        entry.name = hello.name
+        entry.versionVector.join(hello.versionVector)
+        byNode[hello.nodeID] = entry
+        nextToken += 1
+        // A one-shot `lansync sync` (possibly from the directory of a running node, sharing its
+        // id) never replaces or blocks a node's session.
+        guard hello.role != .oneShot else {
+            persist(hello.nodeID)
+            return nextToken
+        }
+        let dialer = outbound ? localNode : hello.nodeID
+        if let existing = active[hello.nodeID] {
+            guard dialer < existing.dialer else { return nil }
+            superseded.insert(existing.token)
+            existing.close()
+        }
+        active[hello.nodeID] = ActiveSession(token: nextToken, dialer: dialer, close: close)
+        byNode[hello.nodeID]?.connected = true
+        byNode[hello.nodeID]?.lastError = nil
+        persist(hello.nodeID)
+        let store = self.store, name = hello.name, id = hello.nodeID
+        Task { try? await io.run { try store.setNodeName(name, for: id) } }
+        return nextToken
+    }
+
+    public func upToDate(_ node: NodeID, peerVersionVector: VersionVector, at time: UInt64) {
+        byNode[node]?.lastSync = time
+        byNode[node]?.versionVector.join(peerVersionVector)
+        persist(node)
+    }
+
+    public func progress(_ node: NodeID, sent: Int, received: Int) {
+        byNode[node]?.sentUpdates = sent
+        byNode[node]?.receivedUpdates = received
+    }
+
+    /// A session ended (token from ``claim``), or a dial failed before any hello (node nil).
+    /// Returns false if the session was closed on purpose, replaced by a better connection.
+    @discardableResult
+    public func ended(node: NodeID?, token: Int?, address: String?, error: String?) -> Bool {
+        if let token, superseded.remove(token) != nil { return false }
+        if let node, let token, active[node]?.token == token {
+            active.removeValue(forKey: node)
+            byNode[node]?.connected = false
+        }
+        if let node, byNode[node] != nil {
+            if let error { byNode[node]?.lastError = error }
+            persist(node)
+        } else if let address {
+            if let known = self.node(at: address) {
+                byNode[known]?.lastError = error
+                persist(known)
+            } else {
+                configured[address]?.lastError = error
+            }
+        }
+        return true
+    }
+
+    public func snapshot() -> [Entry] {
+        let known = byNode.values.sorted { ($0.name ?? "", $0.nodeID?.text ?? "") < ($1.name ?? "", $1.nodeID?.text ?? "") }
+        return known + configured.values.sorted { ($0.address ?? "") < ($1.address ?? "") }
+    }
+
+    private func persist(_ node: NodeID) {
+        guard let e = byNode[node] else { return }
+        let record = PeerRecord(nodeID: node, name: e.name, address: e.address, source: e.source, lastSync: e.lastSync, lastError: e.lastError, versionVector: e.versionVector)
+        let store = self.store
+        Task { try? await io.run { try store.savePeer(record) } }
+    }
+}

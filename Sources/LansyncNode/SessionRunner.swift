@@ -1,0 +1,177 @@
+import AsyncAlgorithms
+public import LansyncCore
+public import LansyncStore
+import Foundation
+public import LansyncTransport
+public import LansyncWire
+import NIOCore
+
+/// How a session ended.
+public struct SessionOutcome: Sendable {
+    public var peer: Hello?
+    /// The error this side reported, if any.
+    public var error: ProtocolError?
+    /// The error the peer reported, if any.
+    public var peerError: ProtocolError?
+    /// Set if the connection broke (rather than a protocol error).
+    public var connectionError: String?
+    /// True if both sides reached "up to date" at least once.
+    public var reachedUpToDate = false
+    public var sentUpdates = 0
+    public var receivedUpdates = 0
+
+    /// A one-line description of why the session ended, nil for a clean end.
+    public var failure: String? {
+        if let error { return error.description }
+        if let peerError { return "peer reported " + peerError.description }
+        return connectionError
+    }
+
+    /// True if retrying cannot help until someone changes something.
+    public var isPermanent: Bool { (error ?? peerError)?.isPermanent ?? false }
+}
+
+/// Callbacks through which a running session reports to its node.
+public struct SessionObserver: Sendable {
+    public var peerReady: @Sendable (Hello) async -> Void = { _ in }
+    public var upToDate: @Sendable (_ peerVersionVector: VersionVector) async -> Void = { _ in }
+    public var progress: @Sendable (_ sent: Int, _ received: Int) async -> Void = { _, _ in }
+
+    public init() {}
+}
+
+/// Executes a ``SessionMachine`` on an authenticated connection against the replica: the only
+/// place where protocol logic meets sockets and SQLite.
+public struct SessionRunner: Sendable {
+    let store: ReplicaStore
+    let io: BlockingIO
+    let hub: ChangeHub
+    let config: SessionMachine.SessionConfig
+    let observer: SessionObserver
+
+    public init(store: ReplicaStore, io: BlockingIO, hub: ChangeHub, config: SessionMachine.SessionConfig, observer: SessionObserver = SessionObserver()) {
+        self.store = store
+        self.io = io
+        self.hub = hub
+        self.config = config
+        self.observer = observer
+    }
+
+    /// Events of the runner: the machine's, plus the end of the peer's stream.
+    enum Input: Sendable {
+        case event(SessionMachine.Event)
+        case peerClosed
+    }
+
+    public func run(_ connection: PeerConnection) async -> SessionOutcome {
+        var outcome = SessionOutcome()
+        let (subscription, changes) = hub.subscribe()
+        defer { hub.unsubscribe(subscription) }
+        do {
+            try await connection.channel.executeThenClose { inbound, outbound in
+                var machine = SessionMachine(config: config)
+                var delta: DeltaStream?
+                let messages = inbound.map { incoming -> Input in
+                    switch incoming {
+                    case .message(let m): .event(.received(m, now: .now))
+                    case .invalid(let e): .event(.receivedInvalid(e, now: .now))
+                    }
+                }
+                let inputs = merge(
+                    chain(messages, [Input.peerClosed].async),
+                    AsyncTimerSequence.repeating(every: .seconds(1)).map { _ in Input.event(.tick(now: .now)) },
+                    changes.map { Input.event(.localChanged) }
+                )
+
+                /// Performs actions (and those they lead to); returns true when the session is over.
+                func perform(_ initial: [SessionMachine.Action]) async throws -> Bool {
+                    var queue = initial[...]
+                    while let action = queue.popFirst() {
+                        switch action {
+                        case .send(let message):
+                            try await outbound.write(message)
+                        case let .apply(sequence, batch):
+                            let store = self.store
+                            do {
+                                let changed = try await io.run { try store.apply(batch, wallMilliseconds: Wall.milliseconds) }
+                                if changed > 0 { hub.notify(except: subscription) }
+                                queue += machine.handle(.applied(sequence: sequence, now: .now))
+                            } catch {
+                                queue += machine.handle(.storageFailed("applying a batch: \(error)"))
+                            }
+                        case .startDelta(let vv):
+                            let store = self.store
+                            do {
+                                delta = try await io.run { try store.deltaStream(for: vv, maxUpdates: WireLimits.maxUpdatesPerBatch, budgetBytes: WireLimits.batchBudgetBytes) }
+                            } catch {
+                                queue += machine.handle(.storageFailed("reading the delta: \(error)"))
+                            }
+                        case .produceBatch:
+                            guard let current = delta else { continue }
+                            do {
+                                let (batch, advanced) = try await io.run { () throws -> (DeltaBatch?, DeltaStream) in
+                                    var s = current
+                                    let b = try s.next()
+                                    return (b, s)
+                                }
+                                delta = advanced
+                                queue += machine.handle(.produced(batch, now: .now))
+                            } catch {
+                                queue += machine.handle(.storageFailed("reading the delta: \(error)"))
+                            }
+                        case .sendSummary:
+                            let store = self.store
+                            let vv = try await io.run { try store.versionVector() }
+                            try await outbound.write(.summary(versionVector: vv))
+                        case .peerReady(let hello):
+                            outcome.peer = hello
+                            await observer.peerReady(hello)
+                        case .upToDate:
+                            outcome.reachedUpToDate = true
+                            await observer.upToDate(machine.peerVersionVector)
+                        case .finished:
+                            return true
+                        case let .close(error, peerError):
+                            outcome.error = error
+                            outcome.peerError = peerError
+                            return true
+                        }
+                    }
+                    outcome.sentUpdates = machine.sentUpdates
+                    outcome.receivedUpdates = machine.receivedUpdates
+                    return false
+                }
+
+                let store = self.store
+                let startVV = try await io.run { try store.versionVector() }
+                if try await perform(machine.handle(.start(versionVector: startVV, now: .now))) { return }
+                var lastReported = (0, 0)
+                for try await input in inputs {
+                    switch input {
+                    case .peerClosed:
+                        if machine.phase != .closed { outcome.connectionError = "the peer closed the connection" }
+                        return
+                    case .event(let event):
+                        if try await perform(machine.handle(event)) {
+                            outcome.sentUpdates = machine.sentUpdates
+                            outcome.receivedUpdates = machine.receivedUpdates
+                            return
+                        }
+                    }
+                    if (machine.sentUpdates, machine.receivedUpdates) != lastReported {
+                        lastReported = (machine.sentUpdates, machine.receivedUpdates)
+                        await observer.progress(lastReported.0, lastReported.1)
+                    }
+                }
+            }
+        } catch {
+            if outcome.error == nil, outcome.peerError == nil { outcome.connectionError = "connection lost: \(error)" }
+        }
+        return outcome
+    }
+}
+
+/// The wall clock, read only at the edges and passed into the core.
+enum Wall {
+    static var milliseconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
+}

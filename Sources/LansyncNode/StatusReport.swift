@@ -1,0 +1,60 @@
+import Foundation
+public import LansyncCore
+public import LansyncStore
+
+/// What `lansync status` shows: this node, its replica, and every peer. Built from the replica
+/// alone when no node runs, and from the running node's registry when one does.
+public struct StatusReport: Sendable {
+    public var json: JSON
+
+    /// - Parameters:
+    ///   - peers: the running node's live view; nil when no node runs (the recorded peers are used).
+    public static func make(store: ReplicaStore, running: Bool, listen: String?, peers live: [PeerRegistry.Entry]?) throws(StoreError) -> StatusReport {
+        let info = try store.info()
+        let vv = try store.versionVector()
+        let counts = try store.counts()
+        let digest = try ReplicaDigest.compute(store)
+        var peers: [PeerRegistry.Entry]
+        if let live { peers = live } else {
+            peers = try store.peers().filter { $0.nodeID != info.nodeID }.map {
+                PeerRegistry.Entry(nodeID: $0.nodeID, name: $0.name, address: $0.address, source: $0.source, connected: false, lastSync: $0.lastSync, lastError: $0.lastError, versionVector: $0.versionVector)
+            }
+        }
+        var peerJSON: [JSON] = []
+        for p in peers {
+            let lacks = p.nodeID == nil ? JSON.null : JSON.integer(Int64(try store.lacking(p.versionVector)))
+            peerJSON.append(.object([
+                ("node_id", p.nodeID.map { .string($0.text) } ?? .null),
+                ("name", p.name.map(JSON.string) ?? .null),
+                ("address", p.address.map(JSON.string) ?? .null),
+                ("source", .string(p.source)),
+                ("connected", .bool(p.connected)),
+                ("last_sync", p.lastSync.map { .string(Self.time($0)) } ?? .null),
+                ("lacks", lacks),
+                ("last_error", p.lastError.map(JSON.string) ?? .null),
+                ("sent_updates", .integer(Int64(p.sentUpdates))),
+                ("received_updates", .integer(Int64(p.receivedUpdates))),
+            ]))
+        }
+        let vvJSON = JSON.object(vv.nodes.map { ($0.text, JSON.integer(Int64(clamping: vv[$0]))) })
+        return StatusReport(json: .object([
+            ("node_id", .string(info.nodeID.text)),
+            ("name", .string(info.nodeName)),
+            ("cluster_id", .string(info.clusterID.text)),
+            ("running", .bool(running)),
+            ("listen", listen.map(JSON.string) ?? .null),
+            ("items", .integer(Int64(counts.items))),
+            ("deleted", .integer(Int64(counts.deleted))),
+            ("conflicts", .integer(Int64(counts.conflicts))),
+            ("digest", .string(digest)),
+            ("version_vector", vvJSON),
+            ("peers", .array(peerJSON)),
+        ]))
+    }
+
+    static func time(_ ms: UInt64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    }
+}

@@ -1,0 +1,94 @@
+public import LansyncCore
+import Foundation
+import GRDB
+
+/// What a node remembers of one peer between runs (table `peer`).
+public struct PeerRecord: Sendable, Equatable {
+    public var nodeID: NodeID
+    public var name: String?
+    public var address: String?
+    /// How the peer was found: `static`, `mdns`, `relay`, or `inbound` (it dialled us).
+    public var source: String
+    /// Unix milliseconds of the last time both sides were up to date.
+    public var lastSync: UInt64?
+    public var lastError: String?
+    /// What this node last knew the peer holds.
+    public var versionVector: VersionVector
+
+    public init(nodeID: NodeID, name: String? = nil, address: String? = nil, source: String, lastSync: UInt64? = nil, lastError: String? = nil, versionVector: VersionVector = VersionVector()) {
+        self.nodeID = nodeID
+        self.name = name
+        self.address = address
+        self.source = source
+        self.lastSync = lastSync
+        self.lastError = lastError
+        self.versionVector = versionVector
+    }
+}
+
+extension ReplicaStore {
+    public func savePeer(_ record: PeerRecord) throws(StoreError) {
+        var w = ByteWriter()
+        w.versionVector(record.versionVector)
+        let vv = Data(w.bytes)
+        try guarded {
+            try pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO peer(node_id, name, address, source, last_sync, last_error, version_vector)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, address = excluded.address,
+                        source = excluded.source, last_sync = excluded.last_sync, last_error = excluded.last_error,
+                        version_vector = excluded.version_vector
+                    """, arguments: [record.nodeID.text, record.name, record.address, record.source,
+                                     record.lastSync.map { Int64(clamping: $0) }, record.lastError, vv])
+            }
+        }
+    }
+
+    public func peers() throws(StoreError) -> [PeerRecord] {
+        try guarded {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT node_id, name, address, source, last_sync, last_error, version_vector FROM peer ORDER BY node_id").compactMap { row in
+                    guard let id = NodeID(text: row[0]) else { return nil }
+                    var vv = VersionVector()
+                    if let blob = row[6] as Data? {
+                        var r = ByteReader(Array(blob))
+                        vv = (try? r.versionVector()) ?? VersionVector()
+                    }
+                    return PeerRecord(nodeID: id, name: row[1], address: row[2], source: row[3],
+                                      lastSync: (row[4] as Int64?).map { UInt64(max(0, $0)) }, lastError: row[5], versionVector: vv)
+                }
+            }
+        }
+    }
+
+    /// How many field states this replica holds with a version the holder of `remote` has not
+    /// seen: what that peer still lacks. Counted through the version index, so proportional to
+    /// the answer (and stopping at `cap`).
+    public func lacking(_ remote: VersionVector, cap: Int = 1_000_000) throws(StoreError) -> Int {
+        let local = try versionVector()
+        return try guarded {
+            try pool.read { db in
+                var total = 0
+                for node in local.nodes where local[node] > remote[node] && total < cap {
+                    guard let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [node.text]) else { continue }
+                    total += try Int.fetchOne(db, sql: "SELECT count(*) FROM (SELECT 1 FROM version WHERE node = ? AND counter > ? LIMIT ?)",
+                                              arguments: [row, Int64(clamping: remote[node]), cap - total]) ?? 0
+                }
+                return total
+            }
+        }
+    }
+
+    /// Counts for status: items (live), deleted items, fields with open conflicts.
+    public func counts() throws(StoreError) -> (items: Int, deleted: Int, conflicts: Int) {
+        try guarded {
+            try pool.read { db in
+                let items = try Int.fetchOne(db, sql: "SELECT count(*) FROM item WHERE deleted = 0") ?? 0
+                let deleted = try Int.fetchOne(db, sql: "SELECT count(*) FROM item WHERE deleted = 1") ?? 0
+                let conflicts = try Int.fetchOne(db, sql: "SELECT count(*) FROM field WHERE conflict = 1") ?? 0
+                return (items, deleted, conflicts)
+            }
+        }
+    }
+}

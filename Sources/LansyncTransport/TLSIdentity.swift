@@ -1,0 +1,54 @@
+public import LansyncCore
+import LansyncIdentity
+import NIOSSL
+import X509
+import SwiftASN1
+
+/// This node's TLS credentials: its certificate and key, and the cluster authority it trusts.
+///
+/// Both sides of every connection present a certificate and verify the other's chain against the
+/// cluster authority alone (mutual TLS 1.3, no hostname checks: identity is the key, not the
+/// address). A peer without a certificate from this cluster's authority fails the handshake
+/// before a single byte of replica data is read or sent.
+public struct TLSIdentity: Sendable {
+    public let nodeID: NodeID
+    let certificate: NIOSSLCertificate
+    let privateKey: NIOSSLPrivateKey
+    let authority: NIOSSLCertificate
+
+    /// - Parameters:
+    ///   - nodePEM: the node's certificate and key (`DIR/node.pem`).
+    ///   - clusterPEM: the cluster secret (`DIR/cluster.pem`); only its certificate is used here.
+    public init(nodePEM: String, clusterPEM: String) throws {
+        let node = try NodeIdentity(pem: nodePEM, name: "")
+        let cluster = try ClusterSecret(pem: clusterPEM)
+        nodeID = node.nodeID
+        certificate = try NIOSSLCertificate(bytes: Array(try node.certificatePEM().utf8), format: .pem)
+        privateKey = try NIOSSLPrivateKey(bytes: Array(node.privateKeyPEM.utf8), format: .pem)
+        authority = try NIOSSLCertificate(bytes: Array(try cluster.certificatePEM().utf8), format: .pem)
+    }
+
+    func serverContext() throws -> NIOSSLContext {
+        var config = TLSConfiguration.makeServerConfigurationWithMTLS(
+            certificateChain: [.certificate(certificate)], privateKey: .privateKey(privateKey),
+            trustRoots: .certificates([authority]))
+        config.minimumTLSVersion = .tlsv13
+        return try NIOSSLContext(configuration: config)
+    }
+
+    func clientContext() throws -> NIOSSLContext {
+        var config = TLSConfiguration.makeClientConfiguration()
+        config.certificateChain = [.certificate(certificate)]
+        config.privateKey = .privateKey(privateKey)
+        config.trustRoots = .certificates([authority])
+        config.certificateVerification = .noHostnameVerification
+        config.minimumTLSVersion = .tlsv13
+        return try NIOSSLContext(configuration: config)
+    }
+
+    /// The node id a verified peer certificate proves: the hash of its public key.
+    static func nodeID(of certificate: NIOSSLCertificate) throws -> NodeID {
+        let parsed = try Certificate(derEncoded: try certificate.toDERBytes())
+        return Identity.fingerprint(of: parsed.publicKey)
+    }
+}

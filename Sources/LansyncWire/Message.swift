@@ -1,0 +1,127 @@
+public import LansyncCore
+
+/// Everything two nodes say to each other in a session, after the TLS handshake.
+///
+/// Each message travels in one frame (see ``Frame``). The encoding is versioned by the hello's
+/// ``ProtocolVersion``; a node that receives a message type it does not know closes the session
+/// with ``WireError``.
+public enum Message: Hashable, Sendable {
+    /// The first message each side sends: who it is and what it has.
+    case hello(Hello)
+    /// A piece of the sender's delta, numbered within the session; the receiver applies it in one
+    /// transaction and acknowledges it.
+    case batch(sequence: UInt64, DeltaBatch)
+    /// The receiver applied batches up to and including `sequence`.
+    case ack(sequence: UInt64)
+    /// The sender's delta is complete: the receiver now holds everything the sender had when it
+    /// started that delta (`versionVector`).
+    case done(versionVector: VersionVector)
+    /// Anti-entropy: the sender's current version vector, sent periodically and when idle. The
+    /// receiver answers with a delta only if the sender lacks something.
+    case summary(versionVector: VersionVector)
+    /// Why the sender is closing the session (or refusing a change).
+    case error(ProtocolError)
+}
+
+/// The hello: protocol version, identity, role and version vector.
+public struct Hello: Hashable, Sendable {
+    public var version: ProtocolVersion
+    public var nodeID: NodeID
+    public var clusterID: NodeID
+    public var role: Role
+    public var name: String
+    public var versionVector: VersionVector
+
+    public init(version: ProtocolVersion = .current, nodeID: NodeID, clusterID: NodeID, role: Role, name: String, versionVector: VersionVector) {
+        self.version = version
+        self.nodeID = nodeID
+        self.clusterID = clusterID
+        self.role = role
+        self.name = name
+        self.versionVector = versionVector
+    }
+
+    public enum Role: UInt8, Hashable, Sendable {
+        case peer = 0
+        case relay = 1
+        /// A one-shot `lansync sync`: exchanges everything and leaves.
+        case oneShot = 2
+    }
+}
+
+/// The protocol's version. Nodes with different ``major`` versions cannot talk and say so;
+/// ``minor`` versions add only what older nodes may ignore.
+public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let major: UInt32
+    public let minor: UInt32
+
+    public init(major: UInt32, minor: UInt32) {
+        self.major = major
+        self.minor = minor
+    }
+
+    public static let current = ProtocolVersion(major: 1, minor: 0)
+
+    public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
+    public var description: String { "\(major).\(minor)" }
+}
+
+/// An error a node reports to its peer: a stable code, whether retrying can help, and a message
+/// for people.
+public struct ProtocolError: Error, Hashable, Sendable {
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var isPermanent: Bool { code.isPermanent }
+
+    /// Error codes (stable across versions; Docs/PROTOCOL.md lists them).
+    public enum Code: UInt16, Hashable, Sendable, CaseIterable {
+        case protocolVersion = 1
+        case wrongCluster = 2
+        case identityMismatch = 3
+        case duplicateNodeID = 4
+        case malformedMessage = 5
+        case frameTooLarge = 6
+        case timeout = 7
+        case storage = 8
+        case rejectedChange = 9
+        case busy = 10
+        case shuttingDown = 11
+        case unexpectedMessage = 12
+
+        /// Permanent errors will not go away by retrying the same thing; temporary ones may.
+        public var isPermanent: Bool {
+            switch self {
+            case .protocolVersion, .wrongCluster, .identityMismatch, .duplicateNodeID, .malformedMessage,
+                 .frameTooLarge, .rejectedChange, .unexpectedMessage: true
+            case .timeout, .storage, .busy, .shuttingDown: false
+            }
+        }
+
+        public var name: String {
+            switch self {
+            case .protocolVersion: "protocol-version"
+            case .wrongCluster: "wrong-cluster"
+            case .identityMismatch: "identity-mismatch"
+            case .duplicateNodeID: "duplicate-node-id"
+            case .malformedMessage: "malformed-message"
+            case .frameTooLarge: "frame-too-large"
+            case .timeout: "timeout"
+            case .storage: "storage"
+            case .rejectedChange: "rejected-change"
+            case .busy: "busy"
+            case .shuttingDown: "shutting-down"
+            case .unexpectedMessage: "unexpected-message"
+            }
+        }
+    }
+}
+
+extension ProtocolError: CustomStringConvertible {
+    public var description: String { "\(code.name) (\(isPermanent ? "permanent" : "temporary")): \(message)" }
+}

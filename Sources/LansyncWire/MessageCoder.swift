@@ -1,0 +1,115 @@
+import LansyncCore
+
+/// The binary encoding of ``Message`` (protocol 1). Pure and total: ``decode(_:)`` returns a
+/// message or throws ``WireError`` for any input, never crashes, and allocates no more than the
+/// input's size.
+public enum MessageCoder {
+    enum Tag: UInt8 {
+        case hello = 1, batch = 2, ack = 3, done = 4, summary = 5, error = 6
+    }
+
+    /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
+    static let magic: [UInt8] = Array("LNSY".utf8)
+
+    public static func encode(_ message: Message) -> [UInt8] {
+        var w = ByteWriter()
+        switch message {
+        case .hello(let hello):
+            w.byte(Tag.hello.rawValue)
+            w.raw(magic)
+            w.varint(UInt64(hello.version.major))
+            w.varint(UInt64(hello.version.minor))
+            w.nodeID(hello.nodeID)
+            w.nodeID(hello.clusterID)
+            w.byte(hello.role.rawValue)
+            w.string(hello.name)
+            w.versionVector(hello.versionVector)
+        case let .batch(sequence, batch):
+            w.byte(Tag.batch.rawValue)
+            w.varint(sequence)
+            w.versionVector(batch.covers)
+            w.varint(UInt64(batch.updates.count))
+            for update in batch.updates {
+                w.string(update.key.item.rawValue)
+                w.string(update.key.field.rawValue)
+                w.fieldState(update.state)
+            }
+        case .ack(let sequence):
+            w.byte(Tag.ack.rawValue)
+            w.varint(sequence)
+        case .done(let vv):
+            w.byte(Tag.done.rawValue)
+            w.versionVector(vv)
+        case .summary(let vv):
+            w.byte(Tag.summary.rawValue)
+            w.versionVector(vv)
+        case .error(let error):
+            w.byte(Tag.error.rawValue)
+            w.varint(UInt64(error.code.rawValue))
+            w.string(error.message)
+        }
+        return w.bytes
+    }
+
+    public static func decode(_ payload: [UInt8]) throws(WireError) -> Message {
+        var r = ByteReader(payload)
+        do {
+            let tagByte = try r.byte()
+            guard let tag = Tag(rawValue: tagByte) else { throw WireError.unknownMessageType(tagByte) }
+            let message: Message
+            switch tag {
+            case .hello:
+                guard Array(try r.raw(4)) == magic else { throw WireError.malformed("hello without the LNSY magic") }
+                let major = try r.varint(), minor = try r.varint()
+                guard major <= UInt32.max, minor <= UInt32.max else { throw WireError.malformed("protocol version out of range") }
+                let node = try r.nodeID()
+                let cluster = try r.nodeID()
+                guard let role = Hello.Role(rawValue: try r.byte()) else { throw WireError.malformed("unknown role") }
+                let name = try r.string()
+                guard name.utf8.count <= WireLimits.maxNameBytes else { throw WireError.malformed("node name too long") }
+                let vv = try r.versionVector()
+                message = .hello(Hello(version: ProtocolVersion(major: UInt32(major), minor: UInt32(minor)), nodeID: node, clusterID: cluster, role: role, name: name, versionVector: vv))
+            case .batch:
+                let sequence = try r.varint()
+                let covers = try r.versionVector()
+                let count = try r.count(minimumSize: 8)
+                guard count <= WireLimits.maxUpdatesPerBatch else { throw WireError.malformed("batch of \(count) updates exceeds \(WireLimits.maxUpdatesPerBatch)") }
+                var updates: [FieldUpdate] = []
+                updates.reserveCapacity(count)
+                for _ in 0..<count {
+                    let item: ItemID
+                    do { item = try ItemID(try r.string()) } catch { throw WireError.malformed("invalid item id") }
+                    let field = try fieldName(try r.string())
+                    updates.append(FieldUpdate(key: FieldKey(item: item, field: field), state: try r.fieldState()))
+                }
+                message = .batch(sequence: sequence, DeltaBatch(updates: updates, covers: covers))
+            case .ack:
+                message = .ack(sequence: try r.varint())
+            case .done:
+                message = .done(versionVector: try r.versionVector())
+            case .summary:
+                message = .summary(versionVector: try r.versionVector())
+            case .error:
+                let raw = try r.varint()
+                let text = try r.string()
+                let code = UInt16(exactly: raw).flatMap(ProtocolError.Code.init(rawValue:)) ?? .unexpectedMessage
+                message = .error(ProtocolError(code, String(text.prefix(512))))
+            }
+            guard r.isAtEnd else { throw WireError.malformed("trailing bytes after a message") }
+            return message
+        } catch let error as WireError {
+            throw error
+        } catch let error as DecodingError {
+            throw WireError.malformed("\(error.message) at byte \(error.offset)")
+        } catch {
+            throw WireError.malformed("\(error)")
+        }
+    }
+
+    /// Field names from a peer: a user name, or one of the reserved names lansync writes.
+    static func fieldName(_ text: String) throws(WireError) -> FieldName {
+        if text == FieldName.type.rawValue { return .type }
+        if text == FieldName.deleted.rawValue { return .deleted }
+        do { return try FieldName(text) } catch { throw WireError.malformed("invalid field name") }
+    }
+}

@@ -1,0 +1,15 @@
+/// The hard limits of the wire protocol. They bound what one connection can make a node allocate.
+public enum WireLimits {
+    /// The largest frame a node sends or accepts (16 MiB). A larger announced length closes the
+    /// connection before anything is read into memory.
+    public static let maxFrameBytes = 16 << 20
+    /// The bytes of field states a sender puts in one batch before closing it (a single larger
+    /// field state still travels alone).
+    public static let batchBudgetBytes = 2 << 20
+    /// The most field states in one batch.
+    public static let maxUpdatesPerBatch = 512
+    /// Batches a sender may have in flight, unacknowledged, per session.
+    public static let window = 4
+    /// The longest node name in a hello.
+    public static let maxNameBytes = 64
+}

@@ -1,0 +1,184 @@
+public import ArgumentParser
+import Foundation
+import LansyncCore
+public import LansyncNode
+import LansyncStore
+import LansyncTransport
+import LansyncWire
+
+/// Parses `HOST:PORT` arguments.
+extension PeerAddress: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+}
+
+/// `lansync node`: the long-running node.
+struct NodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "node",
+        abstract: "Run this machine's node until SIGINT or SIGTERM.",
+        discussion: """
+            The node accepts peers on --listen, keeps a connection to every --peer (reconnecting with \
+            backoff), pushes each change of the replica to connected peers at once, and exchanges \
+            version vectors every 15 s to repair anything missed. Stop it with Ctrl-C or SIGTERM: it \
+            finishes or abandons in-flight batches (each is one transaction) and exits 0.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(help: ArgumentHelp("Where to accept peers.", valueName: "HOST:PORT"))
+    var listen = PeerAddress(host: "0.0.0.0", port: 7420)
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "HOST:PORT"))
+    var peers: [PeerAddress] = []
+    @Option(help: ArgumentHelp("The relay (not yet available).", valueName: "HOST:PORT"))
+    var relay: PeerAddress?
+    @Flag(help: "Do not use mDNS discovery (not yet available: only --peer is used for now).")
+    var noMdns = false
+    @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
+    var antiEntropy: Double = 15
+
+    func run() async throws {
+        if relay != nil { throw CLIError("--relay is not yet available: use --peer HOST:PORT for now") }
+        let directory = data.directory
+        let store = try directory.open()
+        let lock = try NodeLock(path: directory.path + "/node.lock")
+        defer { lock.release() }
+        let identity = try directory.tlsIdentity()
+        var options = NodeOptions(listen: listen, staticPeers: peers, controlSocketPath: directory.controlSocketPath)
+        options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        let node: Node
+        do { node = try Node(options: options, store: store, identity: identity, log: Log.line) } catch { throw CLIError("\(error)") }
+        let task = Task { try await node.run() }
+        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { task.cancel() }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+        do {
+            try await task.value
+        } catch {
+            throw CLIError("node stopped: \(error)")
+        }
+    }
+}
+
+/// Makes sure only one node runs on a data directory.
+struct NodeLock {
+    let fd: Int32
+
+    init(path: String) throws {
+        fd = Foundation.open(path, O_RDWR | O_CREAT, 0o600)
+        guard fd >= 0 else { throw CLIError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw CLIError("a node is already running on \((path as NSString).deletingLastPathComponent): stop it first, or use another --dir")
+        }
+    }
+
+    func release() {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}
+
+/// Timestamped log lines on stderr.
+enum Log {
+    static func line(_ text: String) {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        FileHandle.standardError.write(Data("\(formatter.string(from: Date())) \(text)\n".utf8))
+    }
+}
+
+/// `lansync sync`: one-shot exchange with peers.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Exchange everything with each --peer once, then exit.",
+        discussion: "Exits 0 when this replica and every peer are up to date with each other; otherwise non-zero, with a line per peer that failed."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A node to sync with (repeatable).", valueName: "HOST:PORT"))
+    var peers: [PeerAddress] = []
+    @Option(help: "Give up on a peer after this many seconds.")
+    var timeout: Double = 60
+
+    func validate() throws {
+        guard !peers.isEmpty else { throw ValidationError("give at least one --peer HOST:PORT") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        let directory = data.directory
+        let store = try directory.open()
+        let identity = try directory.tlsIdentity()
+        let results: [OneShotSync.Result]
+        do {
+            results = try await OneShotSync.run(store: store, identity: identity, peers: peers, timeout: .milliseconds(Int(timeout * 1000)))
+        } catch { throw CLIError("\(error)") }
+        var failures: [String] = []
+        for result in results {
+            if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
+                print("synced with \(peer.name) (\(peer.nodeID.short)) at \(result.peer): sent \(outcome.sentUpdates), received \(outcome.receivedUpdates) field states")
+            } else {
+                failures.append("\(result.peer): \(result.error ?? "failed")")
+            }
+        }
+        directory.nudgeNode()
+        if !failures.isEmpty { throw CLIError("sync failed with " + failures.joined(separator: "; ")) }
+    }
+}
+
+/// `lansync status`
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show this node, its replica and its peers.",
+        discussion: "Works whether or not the node runs: it asks a running node, and reads the replica otherwise. 'digest' is equal on replicas that have converged."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Flag(help: "Print one JSON object.") var json = false
+
+    func run() throws {
+        let directory = data.directory
+        let store = try directory.open()
+        var report: JSON
+        if let live = ControlClient.request(.object([("op", .string("status"))]), path: directory.controlSocketPath), live["node_id"] != nil {
+            report = live
+        } else {
+            do { report = try StatusReport.make(store: store, running: false, listen: nil, peers: nil).json } catch { throw CLIError(error) }
+        }
+        if json {
+            print(report.text)
+            return
+        }
+        func s(_ j: JSON?) -> String {
+            switch j {
+            case .string(let v)?: return v
+            case .integer(let i)?: return String(i)
+            case .bool(let b)?: return b ? "yes" : "no"
+            default: return "-"
+            }
+        }
+        print("node     \(s(report["node_id"])) (\(s(report["name"])))")
+        print("cluster  \(s(report["cluster_id"]))")
+        print("state    " + (report["running"] == .bool(true) ? "running, listening on \(s(report["listen"]))" : "no node running on this directory"))
+        print("replica  \(s(report["items"])) items, \(s(report["deleted"])) deleted, \(s(report["conflicts"])) conflicts; digest \(s(report["digest"]))")
+        if case .array(let peers)? = report["peers"], !peers.isEmpty {
+            let rows = peers.map { p -> [String] in
+                let id = s(p["node_id"])
+                let who = p["name"].map { s($0) } ?? "?"
+                return [who + (id == "-" ? "" : " (\(id.prefix(7)))"), s(p["address"]), s(p["source"]),
+                        p["connected"] == .bool(true) ? "connected" : "-", s(p["last_sync"]).prefix(19).description, s(p["lacks"]), s(p["last_error"])]
+            }
+            print("")
+            print(Render.table(["PEER", "ADDRESS", "VIA", "STATE", "LAST SYNC", "LACKS", "LAST ERROR"], rows))
+        } else {
+            print("peers    none yet (run 'lansync node --peer HOST:PORT')")
+        }
+    }
+}
