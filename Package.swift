@@ -84,6 +84,9 @@ let package = Package(
             dependencies: [
                 "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -100,6 +103,17 @@ let package = Package(
                 "LansyncCore", "LansyncTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LansyncWireTests",
+            dependencies: ["LansyncCore", "LansyncWire", "LansyncTestSupport"],
+            exclude: ["Regressions"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LansyncNodeTests",
+            dependencies: ["LansyncCore", "LansyncWire", "LansyncNode", "LansyncTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -80,6 +80,23 @@ public final class Transport: Sendable {
         return try await future.get()
     }
 
+    /// Dials `host:port`, completes the TLS handshake, and returns an unframed byte channel: for
+    /// tools that must send arbitrary bytes to a peer (the tests' garbage sender), never for sync.
+    public func connectRaw(host: String, port: Int) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
+        let future = try await ClientBootstrap(group: group)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let promise = channel.eventLoop.makePromise(of: NodeID.self)
+                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil))
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout))
+                    return promise.futureResult.flatMapThrowing { _ in
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            }
+        return try await future.get()
+    }
+
     /// Builds the pipeline: TLS, the handshake watcher, framing. Returns the future of the
     /// authenticated connection.
     private func configure(_ channel: any Channel, tls: NIOSSLHandler, outbound: Bool) throws -> EventLoopFuture<PeerConnection> {
@@ -98,13 +115,18 @@ public final class Transport: Sendable {
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(tls)
         try sync.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout))
-        try sync.addHandler(ByteToMessageHandler(FrameDecoder()))
-        try sync.addHandler(MessageToByteHandler(FrameEncoder()))
-        let asyncChannel = try NIOAsyncChannel<Incoming, Message>(
-            wrappingChannelSynchronously: channel,
-            configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4)))
         let remote = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
-        return promise.futureResult.map { PeerConnection(channel: asyncChannel, peerNodeID: $0, remoteAddress: remote, outbound: outbound) }
+        // Framing and the async wrapper come only once the peer is proven: a connection that
+        // fails its handshake never holds one (an unused wrapper must not be dropped).
+        return promise.futureResult.flatMapThrowing { peer in
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(ByteToMessageHandler(FrameDecoder()))
+            try sync.addHandler(MessageToByteHandler(FrameEncoder()))
+            let asyncChannel = try NIOAsyncChannel<Incoming, Message>(
+                wrappingChannelSynchronously: channel,
+                configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4)))
+            return PeerConnection(channel: asyncChannel, peerNodeID: peer, remoteAddress: remote, outbound: outbound)
+        }
     }
 }
 

@@ -2,6 +2,12 @@ import ArgumentParser
 import Foundation
 import LansyncCore
 import LansyncStore
+import LansyncNode
+import LansyncTransport
+import NIOCore
+import NIOPosix
+import NIOConcurrencyHelpers
+import LansyncWire
 
 /// Hidden tools for tests: not part of the user contract.
 struct DebugCommand: ParsableCommand {
@@ -9,7 +15,7 @@ struct DebugCommand: ParsableCommand {
         commandName: "debug",
         abstract: "Tools for lansync's own tests.",
         shouldDisplay: false,
-        subcommands: [EditLoop.self, Integrity.self]
+        subcommands: [EditLoop.self, Integrity.self, Raw.self]
     )
 
     /// Makes COUNT edits to one field, one transaction each, printing `COUNTER VALUE` after each
@@ -31,6 +37,54 @@ struct DebugCommand: ParsableCommand {
                 let line = "\(dot.counter) \(value)\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
+        }
+    }
+
+    /// Connects to a node as this directory's node (a real TLS handshake), sends standard input's
+    /// bytes as they are, and prints the kinds of the frames that come back until the node closes
+    /// the connection: how the tests play a cluster member that sends malformed frames.
+    struct Raw: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "raw")
+        @OptionGroup var data: DataDirectoryOptions
+        @Option var peer: PeerAddress
+        @Option var seconds: Double = 5
+
+        func run() async throws {
+            let identity = try data.directory.tlsIdentity()
+            let input = Array(FileHandle.standardInput.readDataToEndOfFile())
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let transport = try Transport(identity: identity, group: group)
+            let channel = try await transport.connectRaw(host: peer.host, port: peer.port)
+            let received = NIOLockedValueBox<[UInt8]>([])
+            let closedByPeer = NIOLockedValueBox(false)
+            try? await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(ByteBuffer(bytes: input))
+                await withTaskGroup(of: Void.self) { tasks in
+                    tasks.addTask {
+                        do {
+                            for try await chunk in inbound { received.withLockedValue { $0 += chunk.readableBytesView } }
+                            closedByPeer.withLockedValue { $0 = true }
+                        } catch {
+                            closedByPeer.withLockedValue { $0 = !(error is CancellationError) }
+                        }
+                    }
+                    tasks.addTask { try? await Task.sleep(for: .milliseconds(Int(seconds * 1000))) }
+                    await tasks.next()
+                    tasks.cancelAll()
+                }
+            }
+            var bytes = received.withLockedValue { $0 }[...]
+            while bytes.count >= 4, let length = try? Frame.payloadLength(prefix: Array(bytes.prefix(4))), bytes.count >= 4 + length {
+                let payload = Array(bytes.dropFirst(4).prefix(length))
+                bytes = bytes.dropFirst(4 + length)
+                switch try? MessageCoder.decode(payload) {
+                case .error(let e)?: print("error \(e.code.name)")
+                case let message?: print(message.kind)
+                case nil: print("undecodable")
+                }
+            }
+            print(closedByPeer.withLockedValue { $0 } ? "closed" : "open")
+            try await group.shutdownGracefully()
         }
     }
 

@@ -1,0 +1,103 @@
+import Foundation
+import LansyncCore
+import Testing
+
+/// A `lansync node` running as its own process for the length of a test.
+final class NodeProcess: @unchecked Sendable {
+    // @unchecked: every stored property is a `let`; `Process` is only touched from the test's
+    // own task (start, signal, wait), never concurrently.
+    let process = Process()
+    let dir: String
+    let port: Int
+    let log: String
+
+    /// Starts `lansync node --dir DIR --listen 127.0.0.1:PORT --peer ...`, and waits until it listens.
+    init(dir: String, port: Int, peers: [Int] = [], extra: [String] = []) throws {
+        self.dir = dir
+        self.port = port
+        log = dir + ".log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = ["node", "--dir", dir, "--listen", "127.0.0.1:\(port)"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] } + extra
+        process.standardError = FileHandle(forWritingAtPath: log)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !(logText.contains("listening on")) {
+            guard process.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGTERM, then waits; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func kill9() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Resident memory in KiB, from /proc.
+    var residentKiB: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    deinit { if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// Free TCP ports on loopback (bound and released: the kernel does not hand them out again at once).
+func freePorts(_ n: Int) -> [Int] {
+    (0..<n).map { _ in
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+extension CLI {
+    /// `lansync status --json` of a directory, parsed.
+    func status(_ dir: String) async throws -> JSON {
+        try JSON(parsing: try await ok(["status", "--dir", dir, "--json"]))
+    }
+
+    /// Polls until every directory's status shows the same digest and version vector; returns
+    /// how long it took, or nil after `timeout`.
+    func waitForConvergence(_ dirs: [String], timeout: Duration = .seconds(60)) async throws -> Duration? {
+        let clock = ContinuousClock()
+        let start = clock.now
+        while clock.now - start < timeout {
+            let statuses = try await dirs.asyncMap { try await self.status($0) }
+            let digests = Set(statuses.compactMap { $0["digest"] })
+            let vectors = Set(statuses.compactMap { $0["version_vector"] })
+            if digests.count == 1, vectors.count == 1 { return clock.now - start }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
+}

@@ -1,0 +1,168 @@
+import LansyncCore
+import LansyncNode
+import LansyncTestSupport
+import LansyncWire
+import Testing
+
+@Suite struct SessionMachineTests {
+    @Test func twoReplicasConvergeAndSayUpToDate() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        #expect(h.sides[0].replica.items == h.sides[1].replica.items)
+        #expect(h.sides[0].replica.versionVector == h.sides[1].replica.versionVector)
+        #expect(h.did(0) { $0.isUpToDate } && h.did(1) { $0.isUpToDate })
+        #expect(h.sides[0].machine.peerVersionVector == h.sides[1].replica.versionVector)
+    }
+
+    @Test func neverMoreThanTheWindowInFlight() throws {
+        let (a, b) = try sampleReplicas(items: 60)
+        var h = SessionHarness(a, b, window: 2)
+        h.batchSize = 2
+        h.start()
+        h.run()
+        #expect(h.sides[0].sentBatches > 10)
+        #expect(h.sides[0].maxInFlight <= 2 && h.sides[1].maxInFlight <= 2)
+        #expect(h.sides[0].replica.items == h.sides[1].replica.items)
+    }
+
+    /// A session cut half way leaves the receiver with what it acknowledged; the next session
+    /// sends only the rest.
+    @Test func anInterruptedSessionResumes() throws {
+        let (a, _) = try sampleReplicas(items: 60)
+        let empty = Replica(nodeID: .node(2))
+        var full = SessionHarness(a, empty)
+        full.start()
+        full.run()
+        let everything = full.sides[0].machine.sentUpdates
+
+        var first = SessionHarness(a, empty)
+        first.cutAfter = 30
+        first.start()
+        first.run()
+        let received = first.sides[1].replica
+        #expect(!received.items.isEmpty && received.items != a.items)
+
+        var second = SessionHarness(a, received)
+        second.start()
+        second.run()
+        #expect(second.sides[1].replica.items == a.items)
+        #expect(second.sides[0].machine.sentUpdates + first.sides[0].machine.sentUpdates < everything + 3 * 4,
+                "resending: \(first.sides[0].machine.sentUpdates) + \(second.sides[0].machine.sentUpdates) vs \(everything)")
+        #expect(second.sides[0].machine.sentUpdates < everything)
+    }
+
+    @Test func idleAntiEntropyCostsOneVersionVectorEachWay() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        let before = h.sides.map(\.sent.count)
+        h.tick(by: .seconds(16))
+        h.run()
+        let after = zip(h.sides.map(\.sent), before).map { Array($0.dropFirst($1)) }
+        #expect(after.allSatisfy { $0.count == 1 }, "\(after)")
+        #expect(after.allSatisfy { if case .summary = $0.first { true } else { false } })
+    }
+
+    @Test func aLocalEditIsPushedAtOnce() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        try h.sides[0].replica.apply(.update([.set(.named("v"), .string("live"))]), to: .named("a3"), wallMilliseconds: 1_700_000_000_100)
+        h.handle(0, .localChanged)
+        h.run()
+        #expect(h.sides[1].replica.items[.named("a3")]?.view.fields[.named("v")] == .string("live"))
+    }
+
+    @Test func oneShotFinishesWhenBothSidesAreUpToDate() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b, roleA: .oneShot)
+        h.start()
+        h.run()
+        #expect(h.did(0) { $0.isFinished })
+        #expect(!h.did(1) { $0.isFinished })
+        #expect(h.sides[0].replica.items == h.sides[1].replica.items)
+    }
+
+    @Test(arguments: [
+        ("cluster", ProtocolError.Code.wrongCluster),
+        ("identity", .identityMismatch),
+        ("version", .protocolVersion),
+        ("self", .duplicateNodeID),
+    ])
+    func badHellosAreRefused(kind: String, code: ProtocolError.Code) {
+        let me = NodeID.node(1), peer = NodeID.node(2)
+        var machine = SessionMachine(config: .init(nodeID: me, clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: kind == "self" ? me : peer))
+        _ = machine.handle(.start(versionVector: VersionVector(), now: .now))
+        var hello = Hello(nodeID: kind == "self" ? me : peer, clusterID: .node(99), role: .peer, name: "b", versionVector: VersionVector())
+        switch kind {
+        case "cluster": hello.clusterID = .node(98)
+        case "identity": hello.nodeID = .node(3)
+        case "version": hello.version = ProtocolVersion(major: 2, minor: 0)
+        default: break
+        }
+        let actions = machine.handle(.received(.hello(hello), now: .now))
+        #expect(actions.compactMap(\.closeError).map(\.code) == [code])
+        #expect(actions.contains(.send(.error(actions.compactMap(\.closeError)[0]))))
+        #expect(machine.phase == .closed)
+        #expect(!actions.contains { if case .startDelta = $0 { true } else { false } }, "no data before a good hello")
+    }
+
+    @Test func unexpectedMessagesAndBadBytesCloseTheSession() {
+        var machine = SessionMachine(config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2)))
+        _ = machine.handle(.start(versionVector: VersionVector(), now: .now))
+        let early = machine.handle(.received(.batch(sequence: 1, DeltaBatch(updates: [], covers: VersionVector())), now: .now))
+        #expect(early.compactMap(\.closeError).map(\.code) == [.unexpectedMessage])
+
+        var other = SessionMachine(config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2)))
+        _ = other.handle(.start(versionVector: VersionVector(), now: .now))
+        let garbage = other.handle(.receivedInvalid(.frameTooLarge(1 << 30), now: .now))
+        #expect(garbage.compactMap(\.closeError).map(\.code) == [.frameTooLarge])
+    }
+
+    @Test func silentOrStalledPeersTimeOut() throws {
+        var silent = SessionMachine(config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2)))
+        let t0 = ContinuousClock.now
+        _ = silent.handle(.start(versionVector: VersionVector(), now: t0))
+        #expect(silent.handle(.tick(now: t0 + .seconds(5))).isEmpty)
+        #expect(silent.handle(.tick(now: t0 + .seconds(11))).compactMap(\.closeError).map(\.code) == [.timeout])
+
+        // A peer that stops acknowledging: the sender gives up after the ack timeout.
+        let (a, b) = try sampleReplicas(items: 30)
+        var h = SessionHarness(a, b)
+        h.deaf = 0   // A never hears B, so B gets no batch acknowledged
+        h.start()
+        h.run()
+        #expect(h.sides[1].sentBatches > 0 && h.sides[1].acksReceived == 0)
+        h.tick(by: .seconds(61))
+        #expect(h.did(1) { $0.closeError?.code == .timeout })
+    }
+}
+
+@Suite struct BackoffTests {
+    @Test func growsWithJitterUpToTheCap() {
+        var backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(5))
+        var rng = SplitMix64(seed: 3)
+        var previousCeiling = Duration.zero
+        for _ in 0..<12 {
+            let ceiling = backoff.ceiling
+            let wait = backoff.next(using: &rng)
+            #expect(wait >= ceiling / 2 && wait <= ceiling)
+            #expect(ceiling >= previousCeiling && ceiling <= .seconds(5))
+            previousCeiling = ceiling
+        }
+        #expect(previousCeiling == .seconds(5))
+        backoff.reset()
+        #expect(backoff.ceiling == .milliseconds(100))
+    }
+
+    @Test func parsesAddresses() {
+        #expect(PeerAddress(parsing: "127.0.0.1:7420") == PeerAddress(host: "127.0.0.1", port: 7420))
+        #expect(PeerAddress(parsing: "[::1]:80")?.host == "::1")
+        #expect(PeerAddress(parsing: "localhost:1")?.host == "127.0.0.1")
+        for bad in ["", "host", "host:", ":80", "h:99999", "h:x"] { #expect(PeerAddress(parsing: bad) == nil, "\(bad)") }
+    }
+}
