@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .executable(name: "lansync", targets: ["lansync"]),
         .library(name: "LansyncCore", targets: ["LansyncCore"]),
+        .library(name: "LansyncWire", targets: ["LansyncWire"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),

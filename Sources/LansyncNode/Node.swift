@@ -136,7 +136,7 @@ public final class Node: Sendable {
             if let claimed { token.set(claimed) } else { channel.close(promise: nil) }
         }
         observer.upToDate = { vv in await registry.upToDate(peerID, peerVersionVector: vv, at: Wall.milliseconds) }
-        observer.progress = { sent, received in await registry.progress(peerID, sent: sent, received: received) }
+        observer.progress = { progress in await registry.progress(peerID, progress) }
         let runner = SessionRunner(store: store, io: io, hub: hub, config: config, observer: observer)
         let outcome = await runner.run(connection)
         if outcome.peer != nil, token.value == nil {

@@ -19,6 +19,8 @@ public actor PeerRegistry {
         public var versionVector = VersionVector()
         public var sentUpdates = 0
         public var receivedUpdates = 0
+        public var sentBytes = 0
+        public var receivedBytes = 0
     }
 
     struct ActiveSession {
@@ -112,9 +114,12 @@ public actor PeerRegistry {
         persist(node)
     }
 
-    public func progress(_ node: NodeID, sent: Int, received: Int) {
-        byNode[node]?.sentUpdates = sent
-        byNode[node]?.receivedUpdates = received
+    /// The counters of the current session with `node`.
+    public func progress(_ node: NodeID, _ p: SessionObserver.Progress) {
+        byNode[node]?.sentUpdates = p.sentUpdates
+        byNode[node]?.receivedUpdates = p.receivedUpdates
+        byNode[node]?.sentBytes = p.sentBytes
+        byNode[node]?.receivedBytes = p.receivedBytes
     }
 
     /// A session ended (token from ``claim``), or a dial failed before any hello (node nil).

@@ -19,6 +19,9 @@ public struct SessionOutcome: Sendable {
     public var reachedUpToDate = false
     public var sentUpdates = 0
     public var receivedUpdates = 0
+    /// Bytes on the wire, TLS included.
+    public var sentBytes = 0
+    public var receivedBytes = 0
 
     /// A one-line description of why the session ended, nil for a clean end.
     public var failure: String? {
@@ -35,7 +38,15 @@ public struct SessionOutcome: Sendable {
 public struct SessionObserver: Sendable {
     public var peerReady: @Sendable (Hello) async -> Void = { _ in }
     public var upToDate: @Sendable (_ peerVersionVector: VersionVector) async -> Void = { _ in }
-    public var progress: @Sendable (_ sent: Int, _ received: Int) async -> Void = { _, _ in }
+    public var progress: @Sendable (Progress) async -> Void = { _ in }
+
+    /// Counters of a session so far.
+    public struct Progress: Sendable, Equatable {
+        public var sentUpdates = 0
+        public var receivedUpdates = 0
+        public var sentBytes = 0
+        public var receivedBytes = 0
+    }
 
     public init() {}
 }
@@ -145,7 +156,7 @@ public struct SessionRunner: Sendable {
                 let store = self.store
                 let startVV = try await io.run { try store.versionVector() }
                 if try await perform(machine.handle(.start(versionVector: startVV, now: .now))) { return }
-                var lastReported = (0, 0)
+                var lastReported = SessionObserver.Progress()
                 for try await input in inputs {
                     switch input {
                     case .peerClosed:
@@ -158,15 +169,19 @@ public struct SessionRunner: Sendable {
                             return
                         }
                     }
-                    if (machine.sentUpdates, machine.receivedUpdates) != lastReported {
-                        lastReported = (machine.sentUpdates, machine.receivedUpdates)
-                        await observer.progress(lastReported.0, lastReported.1)
+                    let now = SessionObserver.Progress(sentUpdates: machine.sentUpdates, receivedUpdates: machine.receivedUpdates,
+                                                       sentBytes: connection.counters.sent, receivedBytes: connection.counters.received)
+                    if now != lastReported {
+                        lastReported = now
+                        await observer.progress(now)
                     }
                 }
             }
         } catch {
             if outcome.error == nil, outcome.peerError == nil { outcome.connectionError = "connection lost: \(error)" }
         }
+        outcome.sentBytes = connection.counters.sent
+        outcome.receivedBytes = connection.counters.received
         return outcome
     }
 }

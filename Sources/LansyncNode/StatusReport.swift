@@ -34,6 +34,8 @@ public struct StatusReport: Sendable {
                 ("last_error", p.lastError.map(JSON.string) ?? .null),
                 ("sent_updates", .integer(Int64(p.sentUpdates))),
                 ("received_updates", .integer(Int64(p.receivedUpdates))),
+                ("sent_bytes", .integer(Int64(p.sentBytes))),
+                ("received_bytes", .integer(Int64(p.receivedBytes))),
             ]))
         }
         let vvJSON = JSON.object(vv.nodes.map { ($0.text, JSON.integer(Int64(clamping: vv[$0]))) })

@@ -15,6 +15,8 @@ public struct PeerConnection: Sendable {
     public let remoteAddress: String
     /// True if this node dialled the connection.
     public let outbound: Bool
+    /// Bytes moved on the wire so far.
+    public let counters: WireCounters
 }
 
 /// Why a connection could not be made or accepted.
@@ -112,7 +114,9 @@ public final class Transport: Sendable {
         } else {
             promise.futureResult.whenComplete { _ in self.pending.withLockedValue { $0 -= 1 } }
         }
+        let counters = WireCounters()
         let sync = channel.pipeline.syncOperations
+        try sync.addHandler(ByteCountingHandler(counters: counters))
         try sync.addHandler(tls)
         try sync.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout))
         let remote = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
@@ -125,7 +129,7 @@ public final class Transport: Sendable {
             let asyncChannel = try NIOAsyncChannel<Incoming, Message>(
                 wrappingChannelSynchronously: channel,
                 configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4)))
-            return PeerConnection(channel: asyncChannel, peerNodeID: peer, remoteAddress: remote, outbound: outbound)
+            return PeerConnection(channel: asyncChannel, peerNodeID: peer, remoteAddress: remote, outbound: outbound, counters: counters)
         }
     }
 }

@@ -26,14 +26,7 @@ public enum MessageCoder {
             w.versionVector(hello.versionVector)
         case let .batch(sequence, batch):
             w.byte(Tag.batch.rawValue)
-            w.varint(sequence)
-            w.versionVector(batch.covers)
-            w.varint(UInt64(batch.updates.count))
-            for update in batch.updates {
-                w.string(update.key.item.rawValue)
-                w.string(update.key.field.rawValue)
-                w.fieldState(update.state)
-            }
+            BatchCoding.encode(sequence: sequence, batch, into: &w)
         case .ack(let sequence):
             w.byte(Tag.ack.rawValue)
             w.varint(sequence)
@@ -70,19 +63,8 @@ public enum MessageCoder {
                 let vv = try r.versionVector()
                 message = .hello(Hello(version: ProtocolVersion(major: UInt32(major), minor: UInt32(minor)), nodeID: node, clusterID: cluster, role: role, name: name, versionVector: vv))
             case .batch:
-                let sequence = try r.varint()
-                let covers = try r.versionVector()
-                let count = try r.count(minimumSize: 8)
-                guard count <= WireLimits.maxUpdatesPerBatch else { throw WireError.malformed("batch of \(count) updates exceeds \(WireLimits.maxUpdatesPerBatch)") }
-                var updates: [FieldUpdate] = []
-                updates.reserveCapacity(count)
-                for _ in 0..<count {
-                    let item: ItemID
-                    do { item = try ItemID(try r.string()) } catch { throw WireError.malformed("invalid item id") }
-                    let field = try fieldName(try r.string())
-                    updates.append(FieldUpdate(key: FieldKey(item: item, field: field), state: try r.fieldState()))
-                }
-                message = .batch(sequence: sequence, DeltaBatch(updates: updates, covers: covers))
+                let (sequence, batch) = try BatchCoding.decode(&r)
+                message = .batch(sequence: sequence, batch)
             case .ack:
                 message = .ack(sequence: try r.varint())
             case .done:

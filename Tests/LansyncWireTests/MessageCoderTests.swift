@@ -23,6 +23,23 @@ import Testing
         #expect(Frame.encode(.error(ProtocolError(.busy, "x"))) == [0, 0, 0, 4, 6, 10, 1, 0x78])
     }
 
+    @Test func goldenBatch() throws {
+        var field = FieldState()
+        field.assign(.string("Climb"), dot: Dot(node: Self.a, counter: 1000), timestamp: HLCTimestamp(rawValue: 1000))
+        let batch = DeltaBatch(updates: [FieldUpdate(key: FieldKey(item: try ItemID("t1"), field: try FieldName("title")), state: field)],
+                               covers: VersionVector([Self.a: 1000]))
+        let hex = Frame.encode(.batch(sequence: 1, batch)).map { String(format: "%02x", $0) }.joined()
+        #expect(hex == "00000033" + "02" + "01"                       // batch, sequence 1
+            + "01" + "0102030405060708090a0b0c0d0e0f10"                // node table: one node
+            + "01" + "00" + "e807"                                     // covers {#0: 1000}
+            + "01" + "02" + "7431" + "01"                              // one run: item "t1", one field
+            + "05" + "7469746c65"                                      // "title"
+            + "01" + "00" + "e807"                                     // context {#0: 1000}
+            + "01" + "00" + "00" + "00"                                // one version: #0, 0 below, same time
+            + "00" + "05" + "05" + "436c696d62"                        // assign "Climb"
+            + "00")                                                    // no list tags
+    }
+
     @Test func messagesRoundTrip() throws {
         var rng = SplitMix64(seed: 5)
         var replica = Replica(nodeID: Self.a)
