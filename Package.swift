@@ -67,11 +67,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // libavahi-client, as Debian ships it (pkg-config avahi-client).
+        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
+        // Finding peers: the Discovery interface and its Avahi (mDNS/DNS-SD) implementation.
+        .target(name: "LansyncDiscovery", dependencies: ["LansyncCore", "CAvahi"], swiftSettings: strict),
         // The sync engine: the session state machine (pure), its runner, peers, the node.
         .target(
             name: "LansyncNode",
             dependencies: [
-                "LansyncCore", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
+                "LansyncCore", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity", "LansyncDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -83,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "lansync",
             dependencies: [
-                "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire",
+                "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire", "LansyncDiscovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+public import LansyncDiscovery
 public import LansyncStore
 public import LansyncTransport
 import LansyncWire
@@ -15,6 +16,8 @@ public struct NodeOptions: Sendable {
     /// How often the node looks at the replica's version vector for changes nobody announced
     /// (an edit made while the control socket was unreachable).
     public var pollInterval: Duration = .milliseconds(500)
+    /// How peers are found on the LAN (mDNS through Avahi), or nil for static peers only.
+    public var discovery: (any Discovery)?
 
     public init(listen: PeerAddress, staticPeers: [PeerAddress], controlSocketPath: String) {
         self.listen = listen
@@ -70,6 +73,11 @@ public final class Node: Sendable {
                     tasks.addTask { await self.dial(peer, transport: transport) }
                 }
                 tasks.addTask { try await self.pollForChanges() }
+                if let discovery = self.options.discovery {
+                    tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
+                } else {
+                    await self.registry.setDiscoveryState("off (--no-mdns)")
+                }
                 tasks.addTask {
                     try await ControlServer.serve(path: self.options.controlSocketPath, group: group) { await self.control($0) }
                 }
@@ -115,6 +123,63 @@ public final class Node: Sendable {
                 if outcome.isPermanent { backoff.giveUpForNow() }
             } catch {
                 await registry.ended(node: nil, token: nil, address: peer.description, error: "cannot connect: \(error)")
+            }
+            try? await Task.sleep(for: backoff.next(using: &rng))
+        }
+    }
+
+    /// Advertises this node and dials the peers discovery finds, for as long as they are
+    /// advertised or connected. An advert is only a hint: the TLS handshake proves who answers.
+    private func discover(with discovery: any Discovery, port: Int, transport: Transport) async {
+        let advertisement = Advertisement(nodeID: info.nodeID, clusterID: info.clusterID, port: port, protocolMajor: ProtocolVersion.current.major)
+        let events = discovery.start(advertisement)
+        let seen = DiscoveredPeers()
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { dialers in
+                for await event in events {
+                    switch event {
+                    case .found(let peer):
+                        let address = PeerAddress(host: peer.host, port: peer.port)
+                        await registry.discovered(peer.nodeID, address: address.description)
+                        if await seen.found(peer.nodeID, at: address) {
+                            dialers.addTask { await self.dialDiscovered(peer.nodeID, seen: seen, transport: transport) }
+                        }
+                    case .lost(let node):
+                        await seen.lost(node)
+                    case .available:
+                        log("mDNS: advertising and browsing \(Advertisement.serviceType) through avahi-daemon")
+                        await registry.setDiscoveryState("running")
+                    case .unavailable(let why):
+                        log("mDNS unavailable: \(why)")
+                        await registry.setDiscoveryState("unavailable: \(why)")
+                    }
+                }
+            }
+        } onCancel: {
+            discovery.stop()
+        }
+    }
+
+    /// Keeps a discovered peer connected; gives up once it is no longer advertised and a
+    /// connection to it fails (it is found again when it comes back).
+    private func dialDiscovered(_ node: NodeID, seen: DiscoveredPeers, transport: Transport) async {
+        var backoff = Backoff()
+        var rng = SystemRandomNumberGenerator()
+        defer { Task { await seen.stoppedDialing(node) } }
+        while !Task.isCancelled {
+            if await registry.isConnected(node) {
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            guard let address = await seen.address(of: node) else { return }
+            do {
+                let connection = try await transport.connect(host: address.host, port: address.port)
+                let outcome = await session(connection, address: address.description, source: "mdns")
+                if outcome.reachedUpToDate { backoff.reset() }
+                if outcome.isPermanent { backoff.giveUpForNow() }
+            } catch {
+                await registry.ended(node: node, token: nil, address: address.description, error: "cannot connect: \(error)")
+                if await !seen.isAdvertised(node) { return }
             }
             try? await Task.sleep(for: backoff.next(using: &rng))
         }
@@ -174,9 +239,10 @@ public final class Node: Sendable {
         case .string("status")?:
             let peers = await registry.snapshot()
             let listen = await registry.listenAddress
+            let discovery = await registry.discoveryState
             let store = self.store
             do {
-                return try await io.run { try StatusReport.make(store: store, running: true, listen: listen, peers: peers).json }
+                return try await io.run { try StatusReport.make(store: store, running: true, listen: listen, peers: peers, discovery: discovery).json }
             } catch {
                 return .object([("error", .string("\(error)"))])
             }
@@ -200,4 +266,24 @@ struct NIOLockedValueBoxInt: Sendable {
     private let storage = NIOLockedValueBox<Int?>(nil)
     func get() -> Int? { storage.withLockedValue { $0 } }
     func set(_ v: Int) { storage.withLockedValue { $0 = v } }
+}
+
+/// The peers discovery currently advertises, and which of them have a dial loop.
+actor DiscoveredPeers {
+    private var advertised: [NodeID: PeerAddress] = [:]
+    private var lastKnown: [NodeID: PeerAddress] = [:]
+    private var dialing: Set<NodeID> = []
+
+    /// Records a sighting; true if a dial loop should start.
+    func found(_ node: NodeID, at address: PeerAddress) -> Bool {
+        advertised[node] = address
+        lastKnown[node] = address
+        return dialing.insert(node).inserted
+    }
+
+    func lost(_ node: NodeID) { advertised.removeValue(forKey: node) }
+    func isAdvertised(_ node: NodeID) -> Bool { advertised[node] != nil }
+    /// Where to dial: the advertised address, else the last one seen (until a connection fails).
+    func address(of node: NodeID) -> PeerAddress? { advertised[node] ?? lastKnown[node] }
+    func stoppedDialing(_ node: NodeID) { dialing.remove(node) }
 }

@@ -39,6 +39,8 @@ public actor PeerRegistry {
     private var superseded: Set<Int> = []
     private var nextToken = 0
     public private(set) var listenAddress: String?
+    /// mDNS: "running", "unavailable: why", or "off".
+    public private(set) var discoveryState = "starting"
 
     public init(store: ReplicaStore, io: BlockingIO, localNode: NodeID) {
         self.store = store
@@ -56,6 +58,19 @@ public actor PeerRegistry {
     }
 
     public func setListenAddress(_ address: String) { listenAddress = address }
+    public func setDiscoveryState(_ state: String) { discoveryState = state }
+
+    /// Discovery saw `node` at `address`.
+    public func discovered(_ node: NodeID, address: String) {
+        var entry = byNode[node] ?? Entry(nodeID: node, source: "mdns")
+        // The advertised address is where the peer listens: more useful than the ephemeral port
+        // of a connection it opened to us. A configured (static) address stays as configured.
+        if entry.source != "static" {
+            entry.address = address
+            entry.source = "mdns"
+        }
+        byNode[node] = entry
+    }
 
     public func configure(address: String, source: String) {
         if !byNode.values.contains(where: { $0.address == address }) {
@@ -82,6 +97,7 @@ public actor PeerRegistry {
             entry.source = source
         } else if entry.address == nil {
             entry.address = address
+            entry.source = source
         }
         entry.name = hello.name
         entry.versionVector.join(hello.versionVector)

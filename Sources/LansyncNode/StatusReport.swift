@@ -9,7 +9,7 @@ public struct StatusReport: Sendable {
 
     /// - Parameters:
     ///   - peers: the running node's live view; nil when no node runs (the recorded peers are used).
-    public static func make(store: ReplicaStore, running: Bool, listen: String?, peers live: [PeerRegistry.Entry]?) throws(StoreError) -> StatusReport {
+    public static func make(store: ReplicaStore, running: Bool, listen: String?, peers live: [PeerRegistry.Entry]?, discovery: String? = nil) throws(StoreError) -> StatusReport {
         let info = try store.info()
         let vv = try store.versionVector()
         let counts = try store.counts()
@@ -45,6 +45,7 @@ public struct StatusReport: Sendable {
             ("cluster_id", .string(info.clusterID.text)),
             ("running", .bool(running)),
             ("listen", listen.map(JSON.string) ?? .null),
+            ("mdns", discovery.map(JSON.string) ?? .null),
             ("items", .integer(Int64(counts.items))),
             ("deleted", .integer(Int64(counts.deleted))),
             ("conflicts", .integer(Int64(counts.conflicts))),

@@ -12,17 +12,30 @@ final class NodeProcess: @unchecked Sendable {
     let log: String
 
     /// Starts `lansync node --dir DIR --listen 127.0.0.1:PORT --peer ...`, and waits until it listens.
-    init(dir: String, port: Int, peers: [Int] = [], extra: [String] = []) throws {
+    convenience init(dir: String, port: Int, peers: [Int] = [], extra: [String] = []) throws {
+        // Loopback tests never touch the host's mDNS: the lab tests run nodes in their own namespaces.
+        try self.init(dir: dir, port: port, arguments: ["--listen", "127.0.0.1:\(port)", "--no-mdns"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] } + extra)
+    }
+
+    /// Starts `lansync node --dir DIR ARGUMENTS...` (inside lab host `labHost` if given).
+    init(dir: String, port: Int, arguments: [String], labHost: Int? = nil, waitForListening: Bool = true) throws {
         self.dir = dir
         self.port = port
         log = dir + ".log"
         FileManager.default.createFile(atPath: log, contents: nil)
-        process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = ["node", "--dir", dir, "--listen", "127.0.0.1:\(port)"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] } + extra
+        let command = ["node", "--dir", dir] + arguments
+        if let labHost {
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = Lab.exec(labHost) + [CLI.binary] + command
+            process.environment = ProcessInfo.processInfo.environment.merging(Lab.environment) { $1 }
+        } else {
+            process.executableURL = URL(fileURLWithPath: CLI.binary)
+            process.arguments = command
+        }
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(waitForListening ? 20 : 0)
         while Date() < deadline, !(logText.contains("listening on")) {
             guard process.isRunning else { break }
             Thread.sleep(forTimeInterval: 0.02)

@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import LansyncCore
+import LansyncDiscovery
 public import LansyncNode
 import LansyncStore
 import LansyncTransport
@@ -31,7 +32,7 @@ struct NodeCommand: AsyncParsableCommand {
     var peers: [PeerAddress] = []
     @Option(help: ArgumentHelp("The relay (not yet available).", valueName: "HOST:PORT"))
     var relay: PeerAddress?
-    @Flag(help: "Do not use mDNS discovery (not yet available: only --peer is used for now).")
+    @Flag(help: "Do not advertise or browse with mDNS (use only --peer and the relay).")
     var noMdns = false
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
@@ -45,6 +46,7 @@ struct NodeCommand: AsyncParsableCommand {
         let identity = try directory.tlsIdentity()
         var options = NodeOptions(listen: listen, staticPeers: peers, controlSocketPath: directory.controlSocketPath)
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        if !noMdns { options.discovery = AvahiDiscovery() }
         let node: Node
         do { node = try Node(options: options, store: store, identity: identity, log: Log.line) } catch { throw CLIError("\(error)") }
         let task = Task { try await node.run() }
@@ -166,7 +168,7 @@ struct StatusCommand: ParsableCommand {
         }
         print("node     \(s(report["node_id"])) (\(s(report["name"])))")
         print("cluster  \(s(report["cluster_id"]))")
-        print("state    " + (report["running"] == .bool(true) ? "running, listening on \(s(report["listen"]))" : "no node running on this directory"))
+        print("state    " + (report["running"] == .bool(true) ? "running, listening on \(s(report["listen"])); mDNS \(s(report["mdns"]))" : "no node running on this directory"))
         print("replica  \(s(report["items"])) items, \(s(report["deleted"])) deleted, \(s(report["conflicts"])) conflicts; digest \(s(report["digest"]))")
         if case .array(let peers)? = report["peers"], !peers.isEmpty {
             let rows = peers.map { p -> [String] in

@@ -1,0 +1,228 @@
+import CAvahi
+import Foundation
+import LansyncCore
+
+/// mDNS/DNS-SD through the system's Avahi daemon (libavahi-client, over D-Bus).
+///
+/// Publishes `_lansync._tcp` with our TXT record, browses for the same type, resolves what it finds,
+/// and reports peers of our cluster (never ourselves; a service without our TXT keys is ignored
+/// without error). It survives the daemon: absent at start, it says so once and keeps waiting
+/// (`AVAHI_CLIENT_NO_FAIL`); when the daemon restarts, it re-publishes and re-browses; without
+/// D-Bus at all it retries every few seconds.
+///
+/// All C callbacks arrive on Avahi's own poll thread and go no further than this class.
+public final class AvahiDiscovery: Discovery, @unchecked Sendable {
+    // @unchecked Sendable, and why it is safe: every mutable property below is read or written
+    // only (a) inside Avahi callbacks, which the threaded poll runs on its thread while holding
+    // its lock, or (b) in start/stop/retry, which take that same lock (`avahi_threaded_poll_lock`)
+    // first — or run before the poll thread starts / after it has stopped. So no two threads ever
+    // touch this state at once.
+    private var poll: OpaquePointer?
+    private var client: OpaquePointer?
+    private var group: OpaquePointer?
+    private var browser: OpaquePointer?
+    private var advertisement: Advertisement?
+    private var serviceName = ""
+    private var continuation: AsyncStream<DiscoveryEvent>.Continuation?
+    private var nodesByService: [String: NodeID] = [:]
+    private var lastUnavailable: String?
+    private var retry: Task<Void, Never>?
+    private var stopped = false
+
+    public init() {}
+
+    deinit { stop() }
+
+    public func start(_ advertisement: Advertisement) -> AsyncStream<DiscoveryEvent> {
+        let (stream, continuation) = AsyncStream<DiscoveryEvent>.makeStream(bufferingPolicy: .unbounded)
+        self.advertisement = advertisement
+        self.continuation = continuation
+        serviceName = "lansync-\(advertisement.nodeID.text)"
+        guard let poll = avahi_threaded_poll_new() else {
+            continuation.yield(.unavailable("cannot create the Avahi event loop"))
+            return stream
+        }
+        self.poll = poll
+        // Before the poll thread runs, nothing else touches our state: no lock needed yet.
+        connect()
+        avahi_threaded_poll_start(poll)
+        return stream
+    }
+
+    public func stop() {
+        guard let poll, !stopped else { return }
+        retry?.cancel()
+        avahi_threaded_poll_stop(poll)
+        stopped = true
+        if let client { avahi_client_free(client) }   // frees its groups, browsers and resolvers
+        client = nil
+        group = nil
+        browser = nil
+        avahi_threaded_poll_free(poll)
+        self.poll = nil
+        continuation?.finish()
+    }
+
+    private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    private static func from(_ userdata: UnsafeMutableRawPointer?) -> AvahiDiscovery? {
+        userdata.map { Unmanaged<AvahiDiscovery>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Creates the client (with the poll's lock held, or before the poll runs). Without D-Bus
+    /// this fails; we then retry every 3 s.
+    private func connect() {
+        guard let poll, client == nil, !stopped else { return }
+        var error: Int32 = 0
+        client = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, { client, state, userdata in
+            AvahiDiscovery.from(userdata)?.clientChanged(client, state)
+        }, context, &error)
+        if client == nil {
+            report(.unavailable("cannot reach the Avahi daemon over D-Bus (\(String(cString: avahi_strerror(error))))"))
+            scheduleRetry()
+        }
+    }
+
+    private func scheduleRetry() {
+        retry = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(3))
+            guard let self, !Task.isCancelled, let poll = self.poll else { return }
+            avahi_threaded_poll_lock(poll)
+            self.connect()
+            avahi_threaded_poll_unlock(poll)
+        }
+    }
+
+    /// Reports a change of availability once, not on every callback.
+    private func report(_ event: DiscoveryEvent) {
+        switch event {
+        case .unavailable(let why):
+            guard lastUnavailable == nil else { return }
+            lastUnavailable = why
+        case .available:
+            guard lastUnavailable != nil || nodesByService.isEmpty else { return }
+            lastUnavailable = nil
+        default: break
+        }
+        continuation?.yield(event)
+    }
+
+    // MARK: Callbacks (on the poll thread, lock held)
+
+    private func clientChanged(_ client: OpaquePointer?, _ state: AvahiClientState) {
+        switch state {
+        case AVAHI_CLIENT_S_RUNNING:
+            if let client { publish(client); browse(client) }
+            lastUnavailable = "" // force the next .available through
+            report(.available)
+        case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
+            if let group { avahi_entry_group_reset(group) }
+        case AVAHI_CLIENT_CONNECTING:
+            report(.unavailable("the Avahi daemon is not running; waiting for it (static peers still work)"))
+        case AVAHI_CLIENT_FAILURE:
+            let error = client.map { avahi_client_errno($0) } ?? 0
+            report(.unavailable("lost the Avahi daemon (\(String(cString: avahi_strerror(error)))); waiting for it to come back"))
+            // The daemon went away: start over with a new client, which waits for it.
+            if let client { avahi_client_free(client) }
+            self.client = nil
+            group = nil
+            browser = nil
+            for (_, node) in nodesByService { continuation?.yield(.lost(node)) }
+            nodesByService.removeAll()
+            connect()
+        default:
+            break
+        }
+    }
+
+    private func publish(_ client: OpaquePointer) {
+        guard let advertisement else { return }
+        if group == nil {
+            group = avahi_entry_group_new(client, { group, state, userdata in
+                AvahiDiscovery.from(userdata)?.groupChanged(group, state)
+            }, context)
+        }
+        guard let group, avahi_entry_group_is_empty(group) != 0 else { return }
+        var txt: UnsafeMutablePointer<AvahiStringList>?
+        for entry in advertisement.txt { txt = avahi_string_list_add(txt, entry) }
+        defer { avahi_string_list_free(txt) }
+        let added = avahi_entry_group_add_service_strlst(
+            group, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(0),
+            serviceName, Advertisement.serviceType, nil, nil, UInt16(advertisement.port), txt)
+        if added == AVAHI_ERR_COLLISION {
+            renameAfterCollision()
+            return
+        }
+        guard added >= 0, avahi_entry_group_commit(group) >= 0 else {
+            report(.unavailable("cannot publish our service: \(String(cString: avahi_strerror(added)))"))
+            return
+        }
+    }
+
+    private func renameAfterCollision() {
+        guard let next = avahi_alternative_service_name(serviceName) else { return }
+        serviceName = String(cString: next)
+        avahi_free(next)
+        if let group { avahi_entry_group_reset(group) }
+        if let client { publish(client) }
+    }
+
+    private func groupChanged(_ group: OpaquePointer?, _ state: AvahiEntryGroupState) {
+        if state == AVAHI_ENTRY_GROUP_COLLISION { renameAfterCollision() }
+    }
+
+    private func browse(_ client: OpaquePointer) {
+        guard browser == nil else { return }
+        browser = avahi_service_browser_new(
+            client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), Advertisement.serviceType, nil, AvahiLookupFlags(0),
+            { _, interface, proto, event, name, type, domain, _, userdata in
+                AvahiDiscovery.from(userdata)?.browsed(interface, proto, event, name, type, domain)
+            }, context)
+    }
+
+    private func browsed(_ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiBrowserEvent,
+                         _ name: UnsafePointer<CChar>?, _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?) {
+        guard let client, let name else { return }
+        let service = String(cString: name)
+        switch event {
+        case AVAHI_BROWSER_NEW:
+            // Resolve to an IPv4 address; the resolver frees itself in its callback.
+            _ = avahi_service_resolver_new(
+                client, interface, proto, name, type, domain, AvahiProtocol(AVAHI_PROTO_INET), AvahiLookupFlags(0),
+                { resolver, _, _, event, name, _, _, _, address, port, txt, _, userdata in
+                    AvahiDiscovery.from(userdata)?.resolved(event, name, address, port, txt)
+                    if let resolver { avahi_service_resolver_free(resolver) }
+                }, context)
+        case AVAHI_BROWSER_REMOVE:
+            if let node = nodesByService.removeValue(forKey: service) { continuation?.yield(.lost(node)) }
+        default:
+            break
+        }
+    }
+
+    private func resolved(_ event: AvahiResolverEvent, _ name: UnsafePointer<CChar>?, _ address: UnsafePointer<AvahiAddress>?,
+                          _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?) {
+        guard event == AVAHI_RESOLVER_FOUND, let name, let address, let advertisement else { return }
+        var entries: [String: String] = [:]
+        var item = txt
+        while let current = item {
+            var key: UnsafeMutablePointer<CChar>?
+            var value: UnsafeMutablePointer<CChar>?
+            if avahi_string_list_get_pair(current, &key, &value, nil) == 0, let key {
+                entries[String(cString: key)] = value.map { String(cString: $0) } ?? ""
+                avahi_free(key)
+                if let value { avahi_free(value) }
+            }
+            item = avahi_string_list_get_next(current)
+        }
+        // Strangers' services, other clusters and ourselves are ignored without a word.
+        guard let peer = Advertisement.peer(fromTXT: entries), peer.cluster == advertisement.clusterID,
+              peer.node != advertisement.nodeID, peer.proto == advertisement.protocolMajor
+        else { return }
+        var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
+        guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return }
+        let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        nodesByService[String(cString: name)] = peer.node
+        continuation?.yield(.found(DiscoveredPeer(nodeID: peer.node, host: host, port: Int(port))))
+    }
+}

@@ -1,0 +1,65 @@
+public import LansyncCore
+
+/// What a node announces on the LAN: `_lansync._tcp` on `port`, with a TXT record naming its node,
+/// its cluster and the protocol version.
+public struct Advertisement: Sendable, Equatable {
+    public var nodeID: NodeID
+    public var clusterID: NodeID
+    public var port: Int
+    public var protocolMajor: UInt32
+
+    public init(nodeID: NodeID, clusterID: NodeID, port: Int, protocolMajor: UInt32) {
+        self.nodeID = nodeID
+        self.clusterID = clusterID
+        self.port = port
+        self.protocolMajor = protocolMajor
+    }
+
+    /// The DNS-SD service type.
+    public static let serviceType = "_lansync._tcp"
+
+    /// The TXT record: `node=`, `cluster=`, `proto=`.
+    public var txt: [String] { ["node=\(nodeID.text)", "cluster=\(clusterID.text)", "proto=\(protocolMajor)"] }
+
+    /// Reads a peer's TXT record; nil if it lacks a key lansync needs (a stranger's service).
+    public static func peer(fromTXT entries: [String: String]) -> (node: NodeID, cluster: NodeID, proto: UInt32)? {
+        guard let node = entries["node"].flatMap(NodeID.init(text:)),
+              let cluster = entries["cluster"].flatMap(NodeID.init(text:)),
+              let proto = entries["proto"].flatMap({ UInt32($0) })
+        else { return nil }
+        return (node, cluster, proto)
+    }
+}
+
+/// A peer seen on the LAN. Only a hint: who it is gets proven by the TLS handshake.
+public struct DiscoveredPeer: Sendable, Hashable {
+    public var nodeID: NodeID
+    public var host: String
+    public var port: Int
+
+    public init(nodeID: NodeID, host: String, port: Int) {
+        self.nodeID = nodeID
+        self.host = host
+        self.port = port
+    }
+}
+
+/// What a discovery mechanism reports to the node.
+public enum DiscoveryEvent: Sendable, Equatable {
+    /// A peer of our cluster (not ourselves) announced itself, or moved.
+    case found(DiscoveredPeer)
+    /// A peer's announcement went away (it may just be restarting).
+    case lost(NodeID)
+    /// The mechanism works (the Avahi daemon is reachable, our service is published).
+    case available
+    /// The mechanism does not work right now, and why; it keeps trying.
+    case unavailable(String)
+}
+
+/// A way for nodes to find each other. The Avahi implementation speaks mDNS/DNS-SD; tests can
+/// substitute their own inside one module's unit tests.
+public protocol Discovery: Sendable {
+    /// Starts advertising and browsing; events arrive until ``stop()``.
+    func start(_ advertisement: Advertisement) -> AsyncStream<DiscoveryEvent>
+    func stop()
+}

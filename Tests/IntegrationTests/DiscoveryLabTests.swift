@@ -1,0 +1,128 @@
+import Foundation
+import LansyncCore
+import Testing
+
+/// Issue 5 in the mDNS lab: nodes with no --peer and no relay find each other through real
+/// avahi-daemons in their own network namespaces.
+@Suite(.serialized, .enabled(if: Lab.available, Comment(rawValue: Lab.unavailableReason ?? "")))
+struct DiscoveryLabTests {
+    /// Starts a node in lab host `i` on 10.77.0.i:7420, with no peers.
+    func node(_ cli: CLI, _ i: Int, dir: String? = nil) throws -> NodeProcess {
+        try NodeProcess(dir: dir ?? cli.path("d\(i)"), port: 7420, arguments: ["--listen", "\(Lab.address(i)):7420"], labHost: i)
+    }
+
+    /// The node ids a status lists as connected peers found by mDNS (or that dialled in).
+    func connectedPeers(_ cli: CLI, _ dir: String) async throws -> Set<String> {
+        let status = try await cli.status(dir)
+        guard case .array(let peers)? = status["peers"] else { return [] }
+        return Set(peers.filter { $0["connected"] == .bool(true) }.compactMap { if case .string(let id)? = $0["node_id"] { id } else { nil } })
+    }
+
+    func nodeID(_ cli: CLI, _ dir: String) async throws -> String {
+        if case .string(let id)? = try await cli.status(dir)["node_id"] { return id }
+        return ""
+    }
+
+    @Test func nodesFindEachOtherConvergeAndALateNodeCatchesUp() async throws {
+        let lab = try Lab(hosts: 5)
+        defer { lab.down() }
+        let cli = CLI("mdns")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1", "d2", "d3", "d4"])
+        for i in 1...4 { try await cli.ok(["add", "--dir", cli.path("d\(i)"), "--id", "from\(i)", "host=\(i)"]) }
+        var nodes = try (1...3).map { try node(cli, $0) }
+        let three = (1...3).map { cli.path("d\($0)") }
+        let took = try await cli.waitForConvergence(three, timeout: .seconds(30))
+        #expect(took != nil, "no convergence over mDNS: \(nodes.map(\.logText))")
+        print("three lab nodes with no --peer converged \(took.map { "\($0)" } ?? "never") after starting")
+        let status = try await cli.status(three[0])
+        #expect(status["mdns"] == .string("running"))
+
+        // A fourth node started later is found and catches up; how soon its peers see it.
+        let id4 = try await nodeID(cli, cli.path("d4"))
+        let clock = ContinuousClock()
+        let started = clock.now
+        nodes.append(try node(cli, 4))
+        var appeared: Duration?
+        while clock.now - started < .seconds(20) {
+            let seenBy = try await three.asyncMap { try await connectedPeers(cli, $0).contains(id4) }
+            if seenBy.allSatisfy({ $0 }) { appeared = clock.now - started; break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(appeared != nil, "node 4 never appeared: \(nodes[3].logText)")
+        print("a node appeared to all three peers \(appeared.map { "\($0)" } ?? "never") after its process started")
+        #expect(try await cli.waitForConvergence(three + [cli.path("d4")], timeout: .seconds(30)) != nil)
+        #expect(try await cli.ok(["list", "--dir", cli.path("d4"), "--json"]).contains("from1"))
+
+        // The stock client sees our service and its TXT record.
+        let (_, browse) = Lab.run(["exec", "5", "avahi-browse", "-rpt", "_lansync._tcp"])
+        #expect(browse.contains("node=\(id4)") && browse.contains("proto=1"), "\(browse)")
+        for node in nodes { #expect(node.stop() == 0) }
+    }
+
+    @Test func strangersAndOtherClustersAreIgnored() async throws {
+        let lab = try Lab(hosts: 4)
+        defer { lab.down() }
+        let cli = CLI("mdns-ignore")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1", "d2"])
+        try await cli.ok(["cluster", "create", cli.path("other.pem")])
+        try await cli.ok(["init", "--dir", cli.path("d3"), "--cluster", cli.path("other.pem"), "--name", "other"])
+        // A service of our type with no TXT keys, published with the stock client.
+        let publisher = Process()
+        publisher.executableURL = URL(fileURLWithPath: "/bin/bash")
+        publisher.arguments = Lab.exec(4) + ["avahi-publish", "-s", "not-lansync", "_lansync._tcp", "7420"]
+        publisher.environment = ProcessInfo.processInfo.environment.merging(Lab.environment) { $1 }
+        publisher.standardOutput = FileHandle.nullDevice
+        publisher.standardError = FileHandle.nullDevice
+        try publisher.run()
+        defer { publisher.terminate() }
+        let nodes = try (1...3).map { try node(cli, $0) }
+        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
+        try await Task.sleep(for: .seconds(2))
+        let id3 = try await nodeID(cli, cli.path("d3"))
+        for dir in [cli.path("d1"), cli.path("d2")] {
+            let status = try await cli.status(dir)
+            guard case .array(let peers)? = status["peers"] else { Issue.record("no peers"); continue }
+            #expect(peers.count == 1, "only the one real peer: \(status.text)")
+            #expect(!status.text.contains(id3) && !status.text.contains("10.77.0.4"))
+            #expect(peers.allSatisfy { $0["last_error"] == .null })
+        }
+        #expect(try await connectedPeers(cli, cli.path("d3")).isEmpty)
+        for node in nodes { #expect(node.stop() == 0) }
+        #expect(!nodes[0].logText.contains("error"), "\(nodes[0].logText)")
+    }
+
+    /// No daemon at start: the node says so once, keeps working, and picks mDNS up when the daemon
+    /// appears; when the daemon restarts, the node publishes and browses again.
+    @Test func theNodeOutlivesItsAvahiDaemon() async throws {
+        let lab = try Lab(hosts: 2)
+        defer { lab.down() }
+        let cli = CLI("mdns-daemon")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1", "d2"])
+        Lab.run(["avahi-stop", "1"])
+        let n1 = try node(cli, 1)
+        let n2 = try node(cli, 2)
+        try await Task.sleep(for: .seconds(1))
+        #expect(n1.isRunning)
+        let waiting = try await cli.status(cli.path("d1"))
+        if case .string(let state)? = waiting["mdns"] { #expect(state.hasPrefix("unavailable"), "\(state)") } else { Issue.record("no mdns state") }
+        #expect(n1.logText.components(separatedBy: "mDNS unavailable").count == 2, "said once: \(n1.logText)")
+
+        Lab.run(["avahi-start", "1"])
+        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
+        #expect(try await cli.status(cli.path("d1"))["mdns"] == .string("running"))
+
+        // Restart node 2's daemon: node 2 re-publishes; a node started afterwards still finds it.
+        Lab.run(["avahi-stop", "2"])
+        try await Task.sleep(for: .milliseconds(500))
+        Lab.run(["avahi-start", "2"])
+        n1.stop()
+        try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "after-restart", "v=1"])
+        let again = try node(cli, 1)
+        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil, "\(n2.logText)")
+        #expect(try await cli.ok(["list", "--dir", cli.path("d2"), "--json"]).contains("after-restart"))
+        again.stop(); n2.stop()
+    }
+}
