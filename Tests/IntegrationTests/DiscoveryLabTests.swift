@@ -125,4 +125,49 @@ struct DiscoveryLabTests {
         #expect(try await cli.ok(["list", "--dir", cli.path("d2"), "--json"]).contains("after-restart"))
         again.stop(); n2.stop()
     }
+
+    /// An advert is only a hint: one that claims our cluster but points at a stranger costs a
+    /// failed TLS handshake and nothing else. A peer that vanishes without a goodbye is dropped
+    /// when its connection fails, and found again when it comes back.
+    @Test func spoofedAdvertsAndVanishedPeers() async throws {
+        let lab = try Lab(hosts: 3)
+        defer { lab.down() }
+        let cli = CLI("mdns-spoof")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1", "d2"])
+        try await cli.ok(["cluster", "create", cli.path("other.pem")])
+        try await cli.ok(["init", "--dir", cli.path("x"), "--cluster", cli.path("other.pem"), "--name", "stranger"])
+        guard case .string(let cluster)? = try await cli.status(cli.path("d1"))["cluster_id"] else { Issue.record("no cluster id"); return }
+        // A stranger listens on host 3 (silent on mDNS); a spoofed advert there names our cluster.
+        let stranger = try NodeProcess(dir: cli.path("x"), port: 7420, arguments: ["--listen", "\(Lab.address(3)):7420", "--no-mdns"], labHost: 3)
+        let fake = NodeID(high: 1, low: 2).text
+        let spoof = Process()
+        spoof.executableURL = URL(fileURLWithPath: "/bin/bash")
+        spoof.arguments = Lab.exec(3) + ["avahi-publish", "-s", "spoof", "_lansync._tcp", "7420", "node=\(fake)", "cluster=\(cluster)", "proto=1"]
+        spoof.environment = ProcessInfo.processInfo.environment.merging(Lab.environment) { $1 }
+        spoof.standardOutput = FileHandle.nullDevice
+        spoof.standardError = FileHandle.nullDevice
+        try spoof.run()
+        defer { spoof.terminate() }
+        try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "one", "v=1"])
+        let n1 = try node(cli, 1)
+        var n2 = try node(cli, 2)
+        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
+        try await Task.sleep(for: .seconds(2))
+        let status = try await cli.status(cli.path("d1"))
+        #expect(status["running"] == .bool(true))
+        guard case .array(let peers)? = status["peers"] else { Issue.record("no peers"); return }
+        let spoofed = peers.first { $0["node_id"] == .string(fake) }
+        #expect(spoofed?["connected"] == .bool(false), "\(status.text)")
+        if case .string(let error)? = spoofed?["last_error"] { #expect(error.contains("cannot connect")) } else { Issue.record("the failed handshake is not shown: \(status.text)") }
+        #expect(try await cli.ok(["list", "--dir", cli.path("x"), "--json"]).trimmingCharacters(in: .whitespacesAndNewlines) == "[\n]", "the stranger learnt nothing")
+
+        // Node 2 vanishes without a goodbye, is edited offline, and comes back.
+        n2.kill9()
+        try await cli.ok(["add", "--dir", cli.path("d2"), "--id", "while-away", "v=2"])
+        n2 = try node(cli, 2)
+        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil, "\(n1.logText)")
+        #expect(try await cli.ok(["list", "--dir", cli.path("d1"), "--json"]).contains("while-away"))
+        n1.stop(); n2.stop(); stranger.stop()
+    }
 }
