@@ -3,7 +3,7 @@ import LansyncCore
 public import LansyncDiscovery
 public import LansyncStore
 public import LansyncTransport
-import LansyncWire
+public import LansyncWire
 import NIOCore
 import NIOPosix
 
@@ -18,6 +18,13 @@ public struct NodeOptions: Sendable {
     public var pollInterval: Duration = .milliseconds(500)
     /// How peers are found on the LAN (mDNS through Avahi), or nil for static peers only.
     public var discovery: (any Discovery)?
+    /// `.relay` for `lansync relay`, which settles conflicts with `settlePolicy`.
+    public var role: Hello.Role = .peer
+    public var settlePolicy: SettlePolicy = .latest
+    /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
+    public var relay: PeerAddress?
+    /// While direct peers are connected, how often the node still hands its changes to the relay.
+    public var relayInterval: Duration = .seconds(30)
 
     public init(listen: PeerAddress, staticPeers: [PeerAddress], controlSocketPath: String) {
         self.listen = listen
@@ -37,6 +44,8 @@ public final class Node: Sendable {
     let hub = ChangeHub()
     let io = BlockingIO()
     public let registry: PeerRegistry
+    /// The relay's authority (nil on ordinary nodes).
+    let authority: Authority?
     /// Prints one line about something worth knowing (a peer connected, an error).
     let log: @Sendable (String) -> Void
 
@@ -50,6 +59,7 @@ public final class Node: Sendable {
             throw TransportError("node.pem is for node \(identity.nodeID.short) but the replica belongs to \(info.nodeID.short)")
         }
         registry = PeerRegistry(store: store, io: io, localNode: info.nodeID)
+        authority = options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy) : nil
     }
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
@@ -65,12 +75,17 @@ public final class Node: Sendable {
             let listenAddress = PeerAddress(host: options.listen.host, port: listener.port).description
             await registry.setListenAddress(listenAddress)
             for peer in options.staticPeers { await registry.configure(address: peer.description, source: "static") }
-            log("node \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)")
+            log("\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)")
+            if let authority, await authority.settleAll() > 0 { hub.notify() }
             ready(listener.port)
             try await withThrowingDiscardingTaskGroup { tasks in
                 tasks.addTask { try await self.accept(listener) }
                 for peer in self.options.staticPeers {
                     tasks.addTask { await self.dial(peer, transport: transport) }
+                }
+                if let relay = self.options.relay {
+                    await self.registry.configure(address: relay.description, source: "relay")
+                    tasks.addTask { await self.dialRelay(relay, transport: transport) }
                 }
                 tasks.addTask { try await self.pollForChanges() }
                 if let discovery = self.options.discovery {
@@ -185,13 +200,38 @@ public final class Node: Sendable {
         }
     }
 
+    /// Keeps in touch with the relay: a live session while no direct peer is connected (the
+    /// fallback path), and otherwise a session every ``NodeOptions/relayInterval`` that hands over
+    /// what the relay lacks and collects what it holds, then closes.
+    private func dialRelay(_ relay: PeerAddress, transport: Transport) async {
+        var backoff = Backoff()
+        var rng = SystemRandomNumberGenerator()
+        while !Task.isCancelled {
+            do {
+                let connection = try await transport.connect(host: relay.host, port: relay.port)
+                let outcome = await session(connection, address: relay.description, source: "relay", closeWhenUpToDate: true)
+                if outcome.reachedUpToDate { backoff.reset() }
+                if outcome.isPermanent { backoff.giveUpForNow() }
+            } catch {
+                await registry.ended(node: nil, token: nil, address: relay.description, error: "cannot connect: \(error)")
+            }
+            if await registry.directPeersConnected() {
+                try? await Task.sleep(for: options.relayInterval)
+            } else {
+                try? await Task.sleep(for: backoff.next(using: &rng))
+            }
+        }
+    }
+
     /// Runs one session and records what happened.
-    func session(_ connection: PeerConnection, address: String, source: String) async -> SessionOutcome {
+    /// With `closeWhenUpToDate` (the relay as courier), the session ends once both sides are up to
+    /// date while a direct peer is connected.
+    func session(_ connection: PeerConnection, address: String, source: String, closeWhenUpToDate: Bool = false) async -> SessionOutcome {
         let registry = self.registry
         let peerID = connection.peerNodeID
         let channel = connection.channel.channel
         let token = TokenBox()
-        var config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: .peer, name: info.nodeName, authenticatedPeer: peerID)
+        var config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: options.role, name: info.nodeName, authenticatedPeer: peerID)
         config.antiEntropyInterval = options.antiEntropyInterval
         var observer = SessionObserver()
         observer.peerReady = { hello in
@@ -200,7 +240,14 @@ public final class Node: Sendable {
             }
             if let claimed { token.set(claimed) } else { channel.close(promise: nil) }
         }
-        observer.upToDate = { vv in await registry.upToDate(peerID, peerVersionVector: vv, at: Wall.milliseconds) }
+        observer.upToDate = { vv in
+            await registry.upToDate(peerID, peerVersionVector: vv, at: Wall.milliseconds)
+            if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
+        }
+        if let authority = self.authority {
+            let hub = self.hub
+            observer.applied = { if await authority.settleAll() > 0 { hub.notify() } }
+        }
         observer.progress = { progress in await registry.progress(peerID, progress) }
         let runner = SessionRunner(store: store, io: io, hub: hub, config: config, observer: observer)
         let outcome = await runner.run(connection)

@@ -26,6 +26,7 @@ public actor PeerRegistry {
     struct ActiveSession {
         let token: Int
         let dialer: NodeID
+        let source: String
         let close: @Sendable () -> Void
     }
 
@@ -85,6 +86,9 @@ public actor PeerRegistry {
 
     public func isConnected(_ node: NodeID) -> Bool { active[node] != nil }
 
+    /// True if some peer other than the relay is connected: the relay is then only a courier.
+    public func directPeersConnected() -> Bool { active.values.contains { $0.source != "relay" } }
+
     /// A session reached its peer. Returns a token, or nil if a session with that peer already
     /// exists and wins the tie-break (the caller then closes its own).
     public func claim(peer hello: Hello, address: String?, source: String, outbound: Bool, close: @escaping @Sendable () -> Void) -> Int? {
@@ -115,7 +119,7 @@ public actor PeerRegistry {
             superseded.insert(existing.token)
             existing.close()
         }
-        active[hello.nodeID] = ActiveSession(token: nextToken, dialer: dialer, close: close)
+        active[hello.nodeID] = ActiveSession(token: nextToken, dialer: dialer, source: source, close: close)
         byNode[hello.nodeID]?.connected = true
         byNode[hello.nodeID]?.lastError = nil
         persist(hello.nodeID)

@@ -39,6 +39,8 @@ public struct SessionObserver: Sendable {
     public var peerReady: @Sendable (Hello) async -> Void = { _ in }
     public var upToDate: @Sendable (_ peerVersionVector: VersionVector) async -> Void = { _ in }
     public var progress: @Sendable (Progress) async -> Void = { _ in }
+    /// A batch from the peer changed the replica.
+    public var applied: @Sendable () async -> Void = {}
 
     /// Counters of a session so far.
     public struct Progress: Sendable, Equatable {
@@ -105,7 +107,10 @@ public struct SessionRunner: Sendable {
                             let store = self.store
                             do {
                                 let changed = try await io.run { try store.apply(batch, wallMilliseconds: Wall.milliseconds) }
-                                if changed > 0 { hub.notify(except: subscription) }
+                                if changed > 0 {
+                                    hub.notify(except: subscription)
+                                    await observer.applied()
+                                }
                                 queue += machine.handle(.applied(sequence: sequence, now: .now))
                             } catch {
                                 queue += machine.handle(.storageFailed("applying a batch: \(error)"))

@@ -92,3 +92,24 @@ extension ReplicaStore {
         }
     }
 }
+
+extension ReplicaStore {
+    /// Of the given versions of a field, the one this replica received first (by arrival order in
+    /// `history`); nil if none is recorded.
+    public func firstSeen(_ dots: [Dot], item: ItemID, field: FieldName) throws(StoreError) -> Dot? {
+        try guarded {
+            try pool.read { db in
+                var best: (seq: Int64, dot: Dot)?
+                for dot in dots {
+                    let seq = try Int64.fetchOne(db, sql: """
+                        SELECT h.seq FROM history h JOIN field f ON f.id = h.field JOIN item i ON i.id = f.item
+                        JOIN node n ON n.id = h.node
+                        WHERE i.item_id = ? AND f.name = ? AND n.node_id = ? AND h.counter = ?
+                        """, arguments: [item.rawValue, field.rawValue, dot.node.text, Int64(clamping: dot.counter)])
+                    if let seq, seq < best?.seq ?? .max { best = (seq, dot) }
+                }
+                return best?.dot
+            }
+        }
+    }
+}

@@ -18,7 +18,7 @@ struct Lansync: AsyncParsableCommand {
             AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
             GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self,
             ExportCommand.self, ImportCommand.self,
-            NodeCommand.self, SyncCommand.self, StatusCommand.self,
+            NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self,
             DebugCommand.self,
         ]
     )

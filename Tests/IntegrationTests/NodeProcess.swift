@@ -18,12 +18,12 @@ final class NodeProcess: @unchecked Sendable {
     }
 
     /// Starts `lansync node --dir DIR ARGUMENTS...` (inside lab host `labHost` if given).
-    init(dir: String, port: Int, arguments: [String], labHost: Int? = nil, waitForListening: Bool = true) throws {
+    init(dir: String, port: Int, arguments: [String], labHost: Int? = nil, waitForListening: Bool = true, command: String = "node") throws {
         self.dir = dir
         self.port = port
         log = dir + ".log"
         FileManager.default.createFile(atPath: log, contents: nil)
-        let command = ["node", "--dir", dir] + arguments
+        let command = [command, "--dir", dir] + arguments
         if let labHost {
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = Lab.exec(labHost) + [CLI.binary] + command

@@ -30,23 +30,37 @@ struct NodeCommand: AsyncParsableCommand {
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
     @Option(name: .customLong("peer"), help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "HOST:PORT"))
     var peers: [PeerAddress] = []
-    @Option(help: ArgumentHelp("The relay (not yet available).", valueName: "HOST:PORT"))
+    @Option(help: ArgumentHelp("The relay: carries changes to nodes this one never meets, and is the fallback when no direct peer is reachable.", valueName: "HOST:PORT"))
     var relay: PeerAddress?
+    @Option(help: "While direct peers are connected, seconds between hand-overs to the relay.")
+    var relayInterval: Double = 30
     @Flag(help: "Do not advertise or browse with mDNS (use only --peer and the relay).")
     var noMdns = false
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
 
+    func validate() throws {
+        guard relayInterval > 0, antiEntropy > 0 else { throw ValidationError("intervals must be positive") }
+    }
+
     func run() async throws {
-        if relay != nil { throw CLIError("--relay is not yet available: use --peer HOST:PORT for now") }
+        var options = NodeOptions(listen: listen, staticPeers: peers, controlSocketPath: data.directory.controlSocketPath)
+        options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        if !noMdns { options.discovery = AvahiDiscovery() }
+        options.relay = relay
+        options.relayInterval = .milliseconds(Int(relayInterval * 1000))
+        try await runNode(options, data: data)
+    }
+}
+
+/// Runs a node (or the relay) on a data directory until SIGINT or SIGTERM.
+func runNode(_ options: NodeOptions, data: DataDirectoryOptions) async throws {
+    do {
         let directory = data.directory
         let store = try directory.open()
         let lock = try NodeLock(path: directory.path + "/node.lock")
         defer { lock.release() }
         let identity = try directory.tlsIdentity()
-        var options = NodeOptions(listen: listen, staticPeers: peers, controlSocketPath: directory.controlSocketPath)
-        options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
-        if !noMdns { options.discovery = AvahiDiscovery() }
         let node: Node
         do { node = try Node(options: options, store: store, identity: identity, log: Log.line) } catch { throw CLIError("\(error)") }
         let task = Task { try await node.run() }
@@ -63,6 +77,38 @@ struct NodeCommand: AsyncParsableCommand {
         } catch {
             throw CLIError("node stopped: \(error)")
         }
+    }
+}
+
+extension SettlePolicy: ExpressibleByArgument {}
+
+/// `lansync relay`: the designated node that carries changes and settles conflicts.
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Run this directory's node as the cluster's relay until SIGINT or SIGTERM.",
+        discussion: """
+            The relay is a full replica that every node can reach (a small server): it stores every             change, so nodes that are never online together still exchange their edits through it,             and it is the cluster's authority: when it holds concurrent values of a field it settles             them with its own write (--settle latest keeps the value every node already shows;             first-seen keeps the value that reached the relay first), and the losers stay in history.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(help: ArgumentHelp("Where to accept nodes.", valueName: "HOST:PORT"))
+    var listen = PeerAddress(host: "0.0.0.0", port: 7420)
+    @Option(help: "How to settle conflicts: latest or first-seen.")
+    var settle: SettlePolicy = .latest
+    @Flag(help: "Also advertise over mDNS (a relay is usually off the LAN).")
+    var mdns = false
+    @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
+    var antiEntropy: Double = 15
+
+    func run() async throws {
+        var options = NodeOptions(listen: listen, staticPeers: [], controlSocketPath: data.directory.controlSocketPath)
+        options.role = .relay
+        options.settlePolicy = settle
+        options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        if mdns { options.discovery = AvahiDiscovery() }
+        try await runNode(options, data: data)
     }
 }
 

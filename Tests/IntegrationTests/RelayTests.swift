@@ -1,0 +1,109 @@
+import Foundation
+import LansyncCore
+import LansyncStore
+import Testing
+
+/// The relay (issue 6), with real processes on loopback.
+@Suite(.serialized) struct RelayTests {
+    func relay(_ cli: CLI, port: Int, settle: String = "latest") throws -> NodeProcess {
+        try NodeProcess(dir: cli.path("r"), port: port, arguments: ["--listen", "127.0.0.1:\(port)", "--settle", settle], command: "relay")
+    }
+
+    func node(_ cli: CLI, _ name: String, port: Int, relay: Int, peers: [Int] = []) throws -> NodeProcess {
+        try NodeProcess(dir: cli.path(name), port: port, peers: peers, extra: ["--relay", "127.0.0.1:\(relay)", "--relay-interval", "1"])
+    }
+
+    /// Two groups whose members only know each other (and the relay) converge through it.
+    @Test func groupsThatNeverMeetConvergeThroughTheRelay() async throws {
+        let cli = CLI("relay-groups")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a1", "a2", "b1", "b2"])
+        for name in ["a1", "a2", "b1", "b2"] { try await cli.ok(["add", "--dir", cli.path(name), "--id", "from-\(name)", "v=1"]) }
+        let p = freePorts(5)
+        let r = try relay(cli, port: p[0])
+        let nodes = [
+            try node(cli, "a1", port: p[1], relay: p[0], peers: [p[2]]), try node(cli, "a2", port: p[2], relay: p[0], peers: [p[1]]),
+            try node(cli, "b1", port: p[3], relay: p[0], peers: [p[4]]), try node(cli, "b2", port: p[4], relay: p[0], peers: [p[3]]),
+        ]
+        let dirs = ["r", "a1", "a2", "b1", "b2"].map(cli.path)
+        #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(60)) != nil, "\(r.logText)")
+        let list = try await cli.ok(["list", "--dir", cli.path("b2"), "--json"])
+        #expect(list.contains("from-a1") && list.contains("from-a2"))
+        // A later edit in one group still crosses over (the relay is handed changes periodically).
+        try await cli.ok(["set", "--dir", cli.path("a1"), "from-a1", "v=2"])
+        #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(60)) != nil)
+        #expect(try await cli.ok(["get", "--dir", cli.path("b1"), "from-a1", "--json"]).contains(#""v":2"#))
+        for n in nodes + [r] { #expect(n.stop() == 0) }
+    }
+
+    /// A edits and stops; C starts only afterwards and gets A's edit from the relay.
+    @Test func storeAndForward() async throws {
+        let cli = CLI("relay-forward")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "c"])
+        let p = freePorts(3)
+        let r = try relay(cli, port: p[0])
+        let a = try node(cli, "a", port: p[1], relay: p[0])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "note", "text=left for C"])
+        #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("a")]) != nil)
+        #expect(a.stop() == 0)
+        let c = try node(cli, "c", port: p[2], relay: p[0])
+        #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("c")]) != nil)
+        #expect(try await cli.ok(["get", "--dir", cli.path("c"), "note", "--json"]).contains("left for C"))
+        c.stop(); r.stop()
+    }
+
+    /// A conflict made on two disconnected nodes is settled by the relay: one value everywhere,
+    /// no open conflict, the loser in history. `--settle first-seen` keeps what arrived first.
+    @Test(arguments: ["latest", "first-seen"])
+    func theRelaySettlesConflicts(policy: String) async throws {
+        let cli = CLI("relay-settle")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b"])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=base"])
+        let p = freePorts(3)
+        let r = try relay(cli, port: p[0], settle: policy)
+        try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
+        try await cli.ok(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(p[0])"])
+        // Apart: A edits first (and reaches the relay first), B edits later.
+        try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=from A"])
+        try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
+        try await Task.sleep(for: .milliseconds(20))
+        try await cli.ok(["set", "--dir", cli.path("b"), "t1", "title=from B"])
+        let a = try node(cli, "a", port: p[1], relay: p[0])
+        let b = try node(cli, "b", port: p[2], relay: p[0])
+        let dirs = ["r", "a", "b"].map(cli.path)
+        #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil)
+        let expected = policy == "latest" ? "from B" : "from A"
+        for dir in dirs {
+            #expect(try await cli.ok(["get", "--dir", dir, "t1", "--json"]).contains(#""title":"\#(expected)""#), "\(policy) on \(dir)")
+            #expect(try await cli.ok(["conflicts", "--dir", dir, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        }
+        let history = try await cli.ok(["history", "--dir", cli.path("b"), "t1", "title", "--json"])
+        #expect(history.contains(#""set":"from A""#) && history.contains(#""set":"from B""#))
+        a.stop(); b.stop(); r.stop()
+    }
+
+    /// The relay killed with SIGKILL during heavy sync restarts, and everyone converges.
+    @Test func aKilledRelayRestartsAndEveryoneConverges() async throws {
+        let cli = CLI("relay-kill")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b"])
+        let input = (0..<3000).map { #"{"id":"i\#($0)","fields":{"n":\#($0),"text":"row \#($0)"}}"# }.joined(separator: "\n")
+        try await cli.ok(["import", "--dir", cli.path("a")], input: input)
+        let p = freePorts(3)
+        var r = try relay(cli, port: p[0])
+        let a = try node(cli, "a", port: p[1], relay: p[0])
+        let rStore = try ReplicaStore.open(path: cli.path("r/replica.sqlite"))
+        let clock = ContinuousClock()
+        let start = clock.now
+        while clock.now - start < .seconds(60), try rStore.counts().items == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        r.kill9()
+        print("relay killed holding \(try rStore.counts().items) of 3000 items")
+        #expect(try rStore.integrityCheck() == "ok")
+        r = try relay(cli, port: p[0])
+        let b = try node(cli, "b", port: p[2], relay: p[0])
+        #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path), timeout: .seconds(90)) != nil)
+        a.stop(); b.stop(); r.stop()
+    }
+}
