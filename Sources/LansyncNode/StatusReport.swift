@@ -38,6 +38,39 @@ public struct StatusReport: Sendable {
                 ("received_bytes", .integer(Int64(p.receivedBytes))),
             ]))
         }
+        // Each peer's path: the relay itself, or direct; and the nodes known only through others.
+        for i in peerJSON.indices {
+            guard case .object(var members) = peerJSON[i] else { continue }
+            members.append(("path", .string(peers[i].source == "relay" ? "relay" : "direct")))
+            peerJSON[i] = .object(members)
+        }
+        let relayEntry = peers.first { $0.source == "relay" && $0.nodeID != nil }
+        let names = try store.nodeNames()
+        let directIDs = Set(peers.compactMap(\.nodeID))
+        for node in vv.nodes where node != info.nodeID && !directIDs.contains(node) {
+            peerJSON.append(.object([
+                ("node_id", .string(node.text)), ("name", names[node].map(JSON.string) ?? .null),
+                ("path", .string(relayEntry != nil ? "via relay" : "via other peers")), ("connected", .bool(false)),
+            ]))
+        }
+        // This node's own changes against the relay: SYNCED (the relay has them), SYNCING (a
+        // session with the relay is open, they are being handed over), DIRTY (waiting).
+        var changesJSON = JSON.null
+        if let relay = relayEntry, let relayID = relay.nodeID {
+            let relayHas = relay.versionVector[info.nodeID]
+            let local = try store.localChanges(limit: 20, splitAt: relayHas)
+            let pending = relay.connected ? "SYNCING" : "DIRTY"
+            changesJSON = .object([
+                ("relay", .string(relayID.text)),
+                ("synced", .integer(Int64(local.atOrBelow))),
+                (pending.lowercased(), .integer(Int64(local.above))),
+                ("recent", .array(local.recent.map { change in
+                    .object([("id", .string(change.item.rawValue)), ("field", .string(change.field.rawValue)),
+                             ("counter", .integer(Int64(clamping: change.counter))),
+                             ("state", .string(change.counter <= relayHas ? "SYNCED" : pending))])
+                })),
+            ])
+        }
         let vvJSON = JSON.object(vv.nodes.map { ($0.text, JSON.integer(Int64(clamping: vv[$0]))) })
         return StatusReport(json: .object([
             ("node_id", .string(info.nodeID.text)),
@@ -52,6 +85,7 @@ public struct StatusReport: Sendable {
             ("digest", .string(digest)),
             ("version_vector", vvJSON),
             ("peers", .array(peerJSON)),
+            ("changes", changesJSON),
         ]))
     }
 

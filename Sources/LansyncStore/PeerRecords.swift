@@ -113,3 +113,32 @@ extension ReplicaStore {
         }
     }
 }
+
+/// One of this node's own changes still live in the replica, for `status`.
+public struct LocalChange: Sendable, Equatable {
+    public let item: ItemID
+    public let field: FieldName
+    public let counter: UInt64
+}
+
+extension ReplicaStore {
+    /// This node's most recent live changes (newest first), and how many of its live changes lie
+    /// above `counter` (not yet seen by a holder of that counter) and at or below it.
+    public func localChanges(limit: Int, splitAt counter: UInt64) throws(StoreError) -> (recent: [LocalChange], above: Int, atOrBelow: Int) {
+        let me = try info().nodeID
+        return try guarded {
+            try pool.read { db in
+                guard let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [me.text]) else { return ([], 0, 0) }
+                let recent = try Row.fetchAll(db, sql: """
+                    SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                    WHERE v.node = ? ORDER BY v.counter DESC LIMIT ?
+                    """, arguments: [row, limit]).map {
+                    LocalChange(item: ItemID(unchecked: $0[1]), field: FieldName(unchecked: $0[2]), counter: UInt64($0[0] as Int64))
+                }
+                let above = try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter > ?", arguments: [row, Int64(clamping: counter)]) ?? 0
+                let below = try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter <= ?", arguments: [row, Int64(clamping: counter)]) ?? 0
+                return (recent, above, below)
+            }
+        }
+    }
+}

@@ -46,11 +46,23 @@ import Testing
         let a = try node(cli, "a", port: p[1], relay: p[0])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "note", "text=left for C"])
         #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("a")]) != nil)
+        // A's status: every change of A is on the relay; the relay is A's path.
+        try await Task.sleep(for: .milliseconds(300))
+        let status = try await cli.status(cli.path("a"))
+        #expect(status["changes"]?["synced"] == .integer(2), "\(status.text)")
+        #expect(status["changes"]?["syncing"] == .integer(0) || status["changes"]?["dirty"] == .integer(0))
+        if case .array(let peers)? = status["peers"] { #expect(peers.contains { $0["path"] == .string("relay") }) }
         #expect(a.stop() == 0)
+        // With the relay down, a new edit waits (DIRTY).
+        r.stop()
+        try await cli.ok(["set", "--dir", cli.path("a"), "note", "text=changed while the relay is away"])
+        let offline = try await cli.status(cli.path("a"))
+        #expect(offline["changes"]?["dirty"] == .integer(1), "\(offline.text)")
+        let r2 = try relay(cli, port: p[0])
         let c = try node(cli, "c", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("c")]) != nil)
         #expect(try await cli.ok(["get", "--dir", cli.path("c"), "note", "--json"]).contains("left for C"))
-        c.stop(); r.stop()
+        c.stop(); r2.stop()
     }
 
     /// A conflict made on two disconnected nodes is settled by the relay: one value everywhere,

@@ -216,11 +216,15 @@ struct StatusCommand: ParsableCommand {
         print("cluster  \(s(report["cluster_id"]))")
         print("state    " + (report["running"] == .bool(true) ? "running, listening on \(s(report["listen"])); mDNS \(s(report["mdns"]))" : "no node running on this directory"))
         print("replica  \(s(report["items"])) items, \(s(report["deleted"])) deleted, \(s(report["conflicts"])) conflicts; digest \(s(report["digest"]))")
+        if case .object? = report["changes"], let changes = report["changes"] {
+            let pending = changes["syncing"].map { "\(s($0)) syncing" } ?? "\(s(changes["dirty"])) waiting (DIRTY)"
+            print("changes  \(s(changes["synced"])) of this node's changes are on the relay (SYNCED), \(pending)")
+        }
         if case .array(let peers)? = report["peers"], !peers.isEmpty {
             let rows = peers.map { p -> [String] in
                 let id = s(p["node_id"])
                 let who = p["name"].map { s($0) } ?? "?"
-                return [who + (id == "-" ? "" : " (\(id.prefix(7)))"), s(p["address"]), s(p["source"]),
+                return [who + (id == "-" ? "" : " (\(id.prefix(7)))"), s(p["address"]), s(p["path"]) == "direct" ? s(p["source"]) : s(p["path"]),
                         p["connected"] == .bool(true) ? "connected" : "-", s(p["last_sync"]).prefix(19).description, s(p["lacks"]), s(p["last_error"])]
             }
             print("")
