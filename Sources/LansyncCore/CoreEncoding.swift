@@ -50,6 +50,12 @@ extension ByteWriter {
                 for e in change.added { value(e) }
                 varint(UInt64(change.removed.count))
                 for e in change.removed { value(e) }
+            case let .overrule(kept, rejected, reason):
+                byte(3)
+                value(kept)
+                varint(UInt64(rejected.count))
+                for d in rejected { dot(d) }
+                string(reason)
             }
         }
         varint(UInt64(s.entries.count))
@@ -116,6 +122,11 @@ extension ByteReader {
             let write: FieldVersion.Write
             switch try byte() {
             case 0: write = .assign(try value())
+            case 3:
+                let kept = try value()
+                var rejected: [Dot] = []
+                for _ in 0..<(try count(minimumSize: 17)) { rejected.append(try self.dot()) }
+                write = .overrule(kept: kept, rejected: rejected, reason: try string())
             case let tag where tag == 1 || tag == 2:
                 var added: [Value] = []
                 for _ in 0..<(try count()) { added.append(try value()) }

@@ -16,7 +16,7 @@ extension FieldState {
     public var shownValue: Value? {
         guard let shown = shownVersion else { return nil }
         switch shown.write {
-        case .assign(let value): return value
+        case .assign(let value), .overrule(let value, _, _): return value
         case .list: return .list(listValue)
         }
     }
@@ -28,7 +28,7 @@ extension FieldState {
         for version in versions.sorted(by: { $0.isShown(before: $1) }) {
             let value: Value
             switch version.write {
-            case .assign(let v): value = v
+            case .assign(let v), .overrule(let v, _, _): value = v
             case .list: value = .list(listValue)
             }
             if !result.contains(value) { result.append(value) }

@@ -91,6 +91,16 @@ public struct FieldState: Hashable, Sendable {
         context.insert(dot)
     }
 
+    /// The relay's refusal of a field state over its limits: absorbs what `refused` has seen (so
+    /// its versions are superseded everywhere) and writes `kept` instead, naming the refused
+    /// versions and why. `dot` is the relay's own new write.
+    public mutating func overrule(_ refused: FieldState, keeping kept: Value, reason: String, dot: Dot, timestamp: HLCTimestamp) {
+        let rejected = refused.versions.map(\.dot).filter { dot in !versions.contains { $0.dot == dot } }
+        context.join(refused.context)
+        assign(kept, dot: dot, timestamp: timestamp)
+        versions = [FieldVersion(dot: dot, timestamp: timestamp, write: .overrule(kept: kept, rejected: rejected.sorted(), reason: String(reason.prefix(256))))]
+    }
+
     // MARK: Merge
 
     /// Merges what another replica knows of this field into this state.

@@ -20,6 +20,9 @@ public struct FieldVersion: Hashable, Sendable {
     public enum Write: Hashable, Sendable {
         case assign(Value)
         case list(ListChange)
+        /// The relay refused the versions `rejected` (over its limits) and kept `kept` instead:
+        /// shown like an assignment, and recognised by the writers of the rejected versions.
+        case overrule(kept: Value, rejected: [Dot], reason: String)
     }
 
     /// The order in which siblings are shown: the highest timestamp first, then the highest node id.

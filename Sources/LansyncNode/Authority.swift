@@ -56,7 +56,7 @@ public actor Authority {
                   let version = state.versions.first(where: { $0.dot == first })
             else { return conflict.shown }
             switch version.write {
-            case .assign(let value): return value
+            case .assign(let value), .overrule(let value, _, _): return value
             case .list: return .list(state.listValue)
             }
         }

@@ -21,6 +21,8 @@ public struct NodeOptions: Sendable {
     /// `.relay` for `lansync relay`, which settles conflicts with `settlePolicy`.
     public var role: Hello.Role = .peer
     public var settlePolicy: SettlePolicy = .latest
+    /// The limits a relay enforces.
+    public var relayLimits = RelayLimits()
     /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
     public var relay: PeerAddress?
     /// While direct peers are connected, how often the node still hands its changes to the relay.
@@ -249,7 +251,9 @@ public final class Node: Sendable {
             observer.applied = { if await authority.settleAll() > 0 { hub.notify() } }
         }
         observer.progress = { progress in await registry.progress(peerID, progress) }
-        let runner = SessionRunner(store: store, io: io, hub: hub, config: config, observer: observer)
+        let limits = options.relayLimits
+        let refuse: ReplicaStore.Refusal? = options.role == .relay ? { @Sendable key, state, item in limits.refusal(key, state, item) } : nil
+        let runner = SessionRunner(store: store, io: io, hub: hub, config: config, observer: observer, refuse: refuse)
         let outcome = await runner.run(connection)
         if outcome.peer != nil, token.value == nil {
             // A second connection to a peer we were already connected to: closed on purpose.

@@ -61,8 +61,12 @@ public struct SessionRunner: Sendable {
     let hub: ChangeHub
     let config: SessionMachine.SessionConfig
     let observer: SessionObserver
+    /// The relay's limits, checked on every incoming field state.
+    let refuse: ReplicaStore.Refusal?
 
-    public init(store: ReplicaStore, io: BlockingIO, hub: ChangeHub, config: SessionMachine.SessionConfig, observer: SessionObserver = SessionObserver()) {
+    public init(store: ReplicaStore, io: BlockingIO, hub: ChangeHub, config: SessionMachine.SessionConfig,
+                observer: SessionObserver = SessionObserver(), refuse: ReplicaStore.Refusal? = nil) {
+        self.refuse = refuse
         self.store = store
         self.io = io
         self.hub = hub
@@ -106,7 +110,8 @@ public struct SessionRunner: Sendable {
                         case let .apply(sequence, batch):
                             let store = self.store
                             do {
-                                let changed = try await io.run { try store.apply(batch, wallMilliseconds: Wall.milliseconds) }
+                                let refuse = self.refuse
+                                let changed = try await io.run { try store.apply(batch, wallMilliseconds: Wall.milliseconds, refuse: refuse) }
                                 if changed > 0 {
                                     hub.notify(except: subscription)
                                     await observer.applied()

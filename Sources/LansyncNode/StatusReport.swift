@@ -71,6 +71,7 @@ public struct StatusReport: Sendable {
                 })),
             ])
         }
+        let rejected = try store.rejections(of: info.nodeID)
         let vvJSON = JSON.object(vv.nodes.map { ($0.text, JSON.integer(Int64(clamping: vv[$0]))) })
         return StatusReport(json: .object([
             ("node_id", .string(info.nodeID.text)),
@@ -86,6 +87,11 @@ public struct StatusReport: Sendable {
             ("version_vector", vvJSON),
             ("peers", .array(peerJSON)),
             ("changes", changesJSON),
+            // Permanent errors: this node's changes the relay refused (and overruled).
+            ("rejected", .array(rejected.map { r in
+                .object([("id", .string(r.item.rawValue)), ("field", .string(r.field.rawValue)),
+                         ("counter", .integer(Int64(clamping: r.counter))), ("reason", .string(r.reason))])
+            })),
         ]))
     }
 

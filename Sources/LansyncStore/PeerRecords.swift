@@ -142,3 +142,25 @@ extension ReplicaStore {
         }
     }
 }
+
+/// A change the relay refused.
+public struct Rejection: Sendable, Equatable {
+    public let item: ItemID
+    public let field: FieldName
+    public let counter: UInt64
+    public let reason: String
+}
+
+extension ReplicaStore {
+    /// The changes written by `node` that the relay refused, newest first.
+    public func rejections(of node: NodeID) throws(StoreError) -> [Rejection] {
+        try guarded {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT item_id, field, counter, reason FROM rejection WHERE node_id = ? ORDER BY counter DESC",
+                                 arguments: [node.text]).map {
+                    Rejection(item: ItemID(unchecked: $0[0]), field: FieldName(unchecked: $0[1]), counter: UInt64($0[2] as Int64), reason: $0[3])
+                }
+            }
+        }
+    }
+}

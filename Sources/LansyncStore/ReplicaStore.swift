@@ -200,7 +200,7 @@ public final class ReplicaStore: Sendable {
                         item.row = itemRow
                         for (name, state) in changed.sorted(by: { $0.key < $1.key }) {
                             item.fieldRows[name] = try tx.saveField(
-                                item: itemRow, name: name, row: item.fieldRows[name], old: item.state.fields[name], new: state)
+                                item: itemRow, itemID: id, name: name, row: item.fieldRows[name], old: item.state.fields[name], new: state)
                         }
                         try item.state.apply(edit, dot: dot, timestamp: timestamp)
                         try tx.updateItem(row: itemRow, from: item.state)
@@ -264,10 +264,19 @@ public final class ReplicaStore: Sendable {
         }
     }
 
+    /// Decides whether an incoming field state is refused (the relay's limits): a reason, or nil.
+    /// It sees the field key, the incoming state and the item as this replica holds it.
+    public typealias Refusal = @Sendable (FieldKey, FieldState, ItemState?) -> String?
+
     /// Merges a batch received from a peer, and records what it covers, in one transaction.
     /// Applying a batch again changes nothing. Returns how many fields changed.
+    ///
+    /// With `refuse` (the relay), a field state it refuses is not merged: this replica overrules
+    /// it instead, with a write of its own that has seen it and keeps the field's current value
+    /// (null if it had none), in the same transaction. So the refusal reaches every node and the
+    /// batch's other changes, and the stream, carry on.
     @discardableResult
-    public func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64) throws(StoreError) -> Int {
+    public func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64, refuse: Refusal? = nil) throws(StoreError) -> Int {
         let me = try info()
         return try guarded {
             try pool.writeWithoutTransaction { db in
@@ -275,18 +284,30 @@ public final class ReplicaStore: Sendable {
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit)
                     var touched = Set<Int64>()
+                    let selfRow = try tx.nodeRow(me.nodeID)
+                    var counter = try tx.counter(of: selfRow)
+                    var overruled = false
                     for update in batch.updates {
                         for version in update.state.versions {
                             tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
                         }
                         let itemRow = try tx.itemRow(update.key.item) ?? tx.insertItem(update.key.item)
                         let old = try tx.loadField(item: itemRow, name: update.key.field)
-                        let merged = (old?.state ?? FieldState()).merged(with: update.state)
+                        var merged = (old?.state ?? FieldState()).merged(with: update.state)
                         guard merged != old?.state else { continue }
-                        _ = try tx.saveField(item: itemRow, name: update.key.field, row: old?.row, old: old?.state, new: merged)
+                        if let refuse, let reason = refuse(update.key, update.state, try tx.loadItem(update.key.item).state) {
+                            let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
+                            counter = max(counter + 1, timestamp.rawValue)
+                            merged = old?.state ?? FieldState()
+                            merged.overrule(update.state, keeping: merged.shownValue ?? .null, reason: reason,
+                                            dot: Dot(node: me.nodeID, counter: counter), timestamp: timestamp)
+                            overruled = true
+                        }
+                        _ = try tx.saveField(item: itemRow, itemID: update.key.item, name: update.key.field, row: old?.row, old: old?.state, new: merged)
                         touched.insert(itemRow)
                         changed += 1
                     }
+                    if overruled { try tx.setCounter(of: selfRow, to: counter) }
                     for row in touched { try tx.refreshItem(row: row) }
                     for node in batch.covers.nodes {
                         let row = try tx.nodeRow(node)

@@ -99,6 +99,20 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3-rejections") { db in
+            try db.execute(sql: """
+                -- Versions the relay refused (over its limits) and overruled: who wrote them, which
+                -- field, and why. 'lansync status' shows the ones this node wrote.
+                CREATE TABLE rejection (
+                    node_id TEXT NOT NULL,
+                    counter INTEGER NOT NULL,
+                    item_id TEXT NOT NULL,
+                    field   TEXT NOT NULL,
+                    reason  TEXT NOT NULL,
+                    PRIMARY KEY (node_id, counter, item_id, field)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

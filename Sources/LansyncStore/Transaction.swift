@@ -82,7 +82,7 @@ struct Transaction {
 
     /// Writes a field's new state with its shown value, and brings the version index and history
     /// in step. Returns the field's row.
-    mutating func saveField(item: Int64, name: FieldName, row: Int64?, old: FieldState?, new: FieldState) throws -> Int64 {
+    mutating func saveField(item: Int64, itemID: ItemID, name: FieldName, row: Int64?, old: FieldState?, new: FieldState) throws -> Int64 {
         let value = new.shownValue?.jsonText ?? "null"
         let conflict = name != .deleted && new.hasConflict
         let blob = Data(new.encoded)
@@ -109,6 +109,12 @@ struct Transaction {
                 .execute(arguments: [node, Int64(version.dot.counter), fieldRow])
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)")
                 .execute(arguments: [fieldRow, node, Int64(version.dot.counter), Int64(clamping: version.timestamp.rawValue), HistoryJSON.encode(version.write)])
+            if case let .overrule(_, rejected, reason) = version.write {
+                for dot in rejected {
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO rejection(node_id, counter, item_id, field, reason) VALUES (?, ?, ?, ?, ?)")
+                        .execute(arguments: [dot.node.text, Int64(clamping: dot.counter), itemID.rawValue, name.rawValue, reason])
+                }
+            }
             addedHistory = true
         }
         if addedHistory, row != nil {
@@ -151,12 +157,28 @@ enum HistoryJSON {
                 ("added", .array(change.added.map(\.json))),
                 ("removed", .array(change.removed.map(\.json))),
             ]))]).text
+        case let .overrule(kept, rejected, reason):
+            return JSON.object([("overrule", .object([
+                ("kept", kept.json),
+                ("rejected", .array(rejected.map { .string("\($0.node.text):\($0.counter)") })),
+                ("reason", .string(reason)),
+            ]))]).text
         }
     }
 
     static func decode(_ text: String) -> FieldVersion.Write? {
         guard let json = try? JSON(parsing: text) else { return nil }
         if let set = json["set"]?.value { return .assign(set) }
+        if let o = json["overrule"], let kept = o["kept"]?.value, case .string(let reason)? = o["reason"],
+           case .array(let list)? = o["rejected"] {
+            let dots = list.compactMap { entry -> Dot? in
+                guard case .string(let text) = entry else { return nil }
+                let parts = text.split(separator: ":")
+                guard parts.count == 2, let node = NodeID(text: String(parts[0])), let counter = UInt64(parts[1]) else { return nil }
+                return Dot(node: node, counter: counter)
+            }
+            return .overrule(kept: kept, rejected: dots, reason: reason)
+        }
         if let list = json["list"], case .bool(let replaced)? = list["replaced"],
            case .list(let added)? = list["added"]?.value, case .list(let removed)? = list["removed"]?.value {
             return .list(ListChange(replaced: replaced, added: added, removed: removed))

@@ -26,7 +26,10 @@ enum BatchCoding {
     static func encode(sequence: UInt64, _ batch: DeltaBatch, into w: inout ByteWriter) {
         var table = NodeTable()
         for node in batch.covers.nodes { _ = table.ref(node) }
-        for update in batch.updates { for node in update.state.context.nodes { _ = table.ref(node) } }
+        for update in batch.updates {
+            for node in update.state.context.nodes { _ = table.ref(node) }
+            for case .overrule(_, let rejected, _) in update.state.versions.map(\.write) { for d in rejected { _ = table.ref(d.node) } }
+        }
 
         w.varint(sequence)
         w.varint(UInt64(table.ids.count))
@@ -81,6 +84,15 @@ enum BatchCoding {
                 for e in change.added { w.value(e) }
                 w.varint(UInt64(change.removed.count))
                 for e in change.removed { w.value(e) }
+            case let .overrule(kept, rejected, reason):
+                w.byte(3)
+                w.value(kept)
+                w.varint(UInt64(rejected.count))
+                for d in rejected {
+                    w.varint(UInt64(table.ref(d.node)))
+                    w.varint(d.counter)
+                }
+                w.string(reason)
             }
         }
         w.varint(UInt64(s.entries.count))
@@ -161,6 +173,18 @@ enum BatchCoding {
             let write: FieldVersion.Write
             switch try r.byte() {
             case 0: write = .assign(try r.value())
+            case 3:
+                let kept = try r.value()
+                var rejected: [Dot] = []
+                for _ in 0..<(try r.count(minimumSize: 2)) {
+                    let id = try node(&r, nodes)
+                    let counter = try r.varint()
+                    guard counter > 0, counter <= Limits.maxCounter, context.contains(Dot(node: id, counter: counter)) else {
+                        throw WireError.malformed("overruled dot outside its field's context")
+                    }
+                    rejected.append(Dot(node: id, counter: counter))
+                }
+                write = .overrule(kept: kept, rejected: rejected, reason: String((try r.string()).prefix(256)))
             case let tag where tag == 1 || tag == 2:
                 var added: [Value] = []
                 for _ in 0..<(try r.count()) { added.append(try r.value()) }

@@ -118,4 +118,35 @@ import Testing
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path), timeout: .seconds(90)) != nil)
         a.stop(); b.stop(); r.stop()
     }
+
+    /// An over-limit change is refused and overruled by the relay, shown in status on the node
+    /// that wrote it (and kept in its history), while its other changes flow.
+    @Test func anOverLimitChangeIsRejectedAndOthersFlow() async throws {
+        let cli = CLI("relay-limits")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b"])
+        let p = freePorts(3)
+        let r = try NodeProcess(dir: cli.path("r"), port: p[0], arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-value-bytes", "1000"], command: "relay")
+        let a = try node(cli, "a", port: p[1], relay: p[0])
+        let b = try node(cli, "b", port: p[2], relay: p[0])
+        let big = String(repeating: "x", count: 3000)
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "small=1", "big=\(big)"])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t2", "ok=yes"])
+        let dirs = ["r", "a", "b"].map(cli.path)
+        #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil, "\(r.logText)")
+        for dir in dirs {
+            let t1 = try JSON(parsing: try await cli.ok(["get", "--dir", dir, "t1", "--json"]))
+            #expect(t1["fields"]?["big"] == .null && t1["fields"]?["small"] == .integer(1), "\(dir): \(t1.text)")
+            #expect(try await cli.ok(["get", "--dir", dir, "t2", "--json"]).contains(#""ok":"yes""#))
+        }
+        let status = try await cli.status(cli.path("a"))
+        guard case .array(let rejected)? = status["rejected"], rejected.count == 1 else { Issue.record("no rejection in \(status.text)"); return }
+        #expect(rejected[0]["id"] == .string("t1") && rejected[0]["field"] == .string("big"))
+        if case .string(let reason)? = rejected[0]["reason"] { #expect(reason.contains("over the relay's limit of 1000")) }
+        #expect(try await cli.ok(["status", "--dir", cli.path("a")]).contains("REJECTED"))
+        // Not lost silently: the refused value stays in the writer's history.
+        #expect(try await cli.ok(["history", "--dir", cli.path("a"), "t1", "big", "--json"]).contains(big))
+        #expect(try await cli.status(cli.path("b"))["rejected"] == .array([]))
+        a.stop(); b.stop(); r.stop()
+    }
 }

@@ -183,3 +183,27 @@ extension ScenarioTests {
         #expect(b.items[item]!.view.conflicts.isEmpty && b.items[item]!.type == "task")
     }
 }
+
+extension ScenarioTests {
+    /// The relay's refusal supersedes the refused version everywhere, whatever the merge order,
+    /// names it, and survives both encodings.
+    @Test func anOverruleConvergesAndNamesWhatItRefused() throws {
+        let writer = Dot(node: .node(1), counter: 10)
+        var base = FieldState()
+        base.assign(.string("ok"), dot: Dot(node: .node(1), counter: 5), timestamp: HLCTimestamp(rawValue: 5))
+        var refused = base
+        refused.assign(.string(String(repeating: "x", count: 5000)), dot: writer, timestamp: HLCTimestamp(rawValue: 10))
+        var relay = base
+        relay.overrule(refused, keeping: relay.shownValue!, reason: "too big", dot: Dot(node: .node(9), counter: 20), timestamp: HLCTimestamp(rawValue: 20))
+        #expect(relay.shownValue == .string("ok"))
+        #expect(relay.versions.count == 1)
+        if case let .overrule(_, rejected, reason)? = relay.versions.first?.write {
+            #expect(rejected == [writer] && reason == "too big")
+        } else { Issue.record("not an overrule") }
+        // The writer, merging the relay's state, shows the kept value; every order agrees.
+        #expect(refused.merged(with: relay) == relay.merged(with: refused))
+        #expect(refused.merged(with: relay).shownValue == .string("ok"))
+        #expect(!refused.merged(with: relay).hasConflict)
+        #expect(try FieldState(decoding: relay.encoded) == relay)
+    }
+}

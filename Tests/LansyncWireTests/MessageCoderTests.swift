@@ -55,6 +55,12 @@ import Testing
             .ack(sequence: .max), .done(versionVector: replica.versionVector), .summary(versionVector: VersionVector()),
         ] + ProtocolError.Code.allCases.map { .error(ProtocolError($0, "why \($0)")) }
         for (i, batch) in replica.delta(for: VersionVector(), maxUpdates: 7).enumerated() { messages.append(.batch(sequence: UInt64(i + 1), batch)) }
+        // A relay's overrule travels too.
+        var refused = FieldState()
+        refused.assign(.string("too big"), dot: Dot(node: Self.c, counter: 7), timestamp: HLCTimestamp(rawValue: 7))
+        var overruled = FieldState()
+        overruled.overrule(refused, keeping: .null, reason: "over the limit", dot: Dot(node: Self.a, counter: 9), timestamp: HLCTimestamp(rawValue: 9))
+        messages.append(.batch(sequence: 99, DeltaBatch(updates: [FieldUpdate(key: FieldKey(item: try ItemID("x"), field: try FieldName("f")), state: overruled)], covers: VersionVector([Self.a: 9]))))
         for message in messages {
             let frame = Frame.encode(message)
             #expect(try Frame.payloadLength(prefix: Array(frame.prefix(4))) == frame.count - 4)

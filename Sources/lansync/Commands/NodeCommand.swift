@@ -99,6 +99,10 @@ struct RelayCommand: AsyncParsableCommand {
     var settle: SettlePolicy = .latest
     @Flag(help: "Also advertise over mDNS (a relay is usually off the LAN).")
     var mdns = false
+    @Option(help: "The largest field value the relay accepts, in bytes.")
+    var maxValueBytes = Limits.maxValueBytes
+    @Option(help: "The most fields an item may have.")
+    var maxFields = Limits.maxFieldsPerItem
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
 
@@ -106,6 +110,7 @@ struct RelayCommand: AsyncParsableCommand {
         var options = NodeOptions(listen: listen, staticPeers: [], controlSocketPath: data.directory.controlSocketPath)
         options.role = .relay
         options.settlePolicy = settle
+        options.relayLimits = RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields)
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         if mdns { options.discovery = AvahiDiscovery() }
         try await runNode(options, data: data)
@@ -219,6 +224,10 @@ struct StatusCommand: ParsableCommand {
         if case .object? = report["changes"], let changes = report["changes"] {
             let pending = changes["syncing"].map { "\(s($0)) syncing" } ?? "\(s(changes["dirty"])) waiting (DIRTY)"
             print("changes  \(s(changes["synced"])) of this node's changes are on the relay (SYNCED), \(pending)")
+        }
+        if case .array(let rejected)? = report["rejected"], !rejected.isEmpty {
+            print("REJECTED \(rejected.count) of this node's changes were refused by the relay (permanent; the relay kept the earlier value):")
+            for r in rejected.prefix(5) { print("         \(s(r["id"])).\(s(r["field"])): \(s(r["reason"]))") }
         }
         if case .array(let peers)? = report["peers"], !peers.isEmpty {
             let rows = peers.map { p -> [String] in

@@ -73,6 +73,7 @@ enum Render {
     static func change(_ write: FieldVersion.Write) -> String {
         switch write {
         case .assign(let value): return "= " + human(json: value.jsonText, width: 200)
+        case let .overrule(kept, _, reason): return "relay kept " + human(json: kept.jsonText, width: 60) + " (" + reason + ")"
         case .list(let change):
             var parts: [String] = []
             if change.replaced { parts.append("= [list]") }
@@ -85,6 +86,8 @@ enum Render {
     static func writeJSON(_ write: FieldVersion.Write) -> JSON {
         switch write {
         case .assign(let value): .object([("set", value.json)])
+        case let .overrule(kept, rejected, reason):
+            .object([("overrule", .object([("kept", kept.json), ("rejected", .array(rejected.map { .string("\($0.node.text):\($0.counter)") })), ("reason", .string(reason))]))])
         case .list(let change):
             .object([("list", .object([
                 ("replaced", .bool(change.replaced)), ("added", .array(change.added.map(\.json))),
