@@ -23,6 +23,9 @@ public struct NodeOptions: Sendable {
     public var settlePolicy: SettlePolicy = .latest
     /// The limits a relay enforces.
     public var relayLimits = RelayLimits()
+    /// The most sessions a node serves at once (each one's memory is bounded, so this bounds the
+    /// total); more are told `busy` and retry later.
+    public var maxSessions = 128
     /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
     public var relay: PeerAddress?
     /// While direct peers are connected, how often the node still hands its changes to the relay.
@@ -45,6 +48,7 @@ public final class Node: Sendable {
     let info: ReplicaInfo
     let hub = ChangeHub()
     let io = BlockingIO()
+    private let sessions = NIOLockedValueBox(0)
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
     let authority: Authority?
@@ -229,6 +233,34 @@ public final class Node: Sendable {
     /// With `closeWhenUpToDate` (the relay as courier), the session ends once both sides are up to
     /// date while a direct peer is connected.
     func session(_ connection: PeerConnection, address: String, source: String, closeWhenUpToDate: Bool = false) async -> SessionOutcome {
+        let admitted = sessions.withLockedValue { count -> Bool in
+            guard count < options.maxSessions else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            let busy = ProtocolError(.busy, "this node serves \(options.maxSessions) sessions already; try again later")
+            // Read the peer's hello first (for at most 5 s), so that our answer is not lost in a race
+            // with its first write.
+            try? await connection.channel.executeThenClose { inbound, outbound in
+                await withTaskGroup(of: Void.self) { race in
+                    race.addTask {
+                        var messages = inbound.makeAsyncIterator()
+                        _ = try? await messages.next()
+                    }
+                    race.addTask { try? await Task.sleep(for: .seconds(5)) }
+                    await race.next()
+                    race.cancelAll()
+                }
+                try await outbound.write(.error(busy))
+            }
+            return SessionOutcome(error: busy)
+        }
+        defer { sessions.withLockedValue { $0 -= 1 } }
+        return await admittedSession(connection, address: address, source: source, closeWhenUpToDate: closeWhenUpToDate)
+    }
+
+    private func admittedSession(_ connection: PeerConnection, address: String, source: String, closeWhenUpToDate: Bool) async -> SessionOutcome {
         let registry = self.registry
         let peerID = connection.peerNodeID
         let channel = connection.channel.channel

@@ -8,6 +8,8 @@ import NIOCore
 
 /// How a session ended.
 public struct SessionOutcome: Sendable {
+    public init(error: ProtocolError? = nil) { self.error = error }
+
     public var peer: Hello?
     /// The error this side reported, if any.
     public var error: ProtocolError?

@@ -149,4 +149,31 @@ import Testing
         #expect(try await cli.status(cli.path("b"))["rejected"] == .array([]))
         a.stop(); b.stop(); r.stop()
     }
+
+    /// The relay serves a bounded number of nodes at once: one more is told it is busy (shown in
+    /// its status), the others keep syncing, and it gets in once a place frees up.
+    @Test func theRelayBoundsItsSessions() async throws {
+        let cli = CLI("relay-busy")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b", "c"])
+        let p = freePorts(4)
+        let r = try NodeProcess(dir: cli.path("r"), port: p[0], arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-sessions", "2"], command: "relay")
+        let a = try node(cli, "a", port: p[1], relay: p[0])
+        let b = try node(cli, "b", port: p[2], relay: p[0])
+        #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path)) != nil)
+        let c = try node(cli, "c", port: p[3], relay: p[0])
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "from-c", "v=1"])
+        try await Task.sleep(for: .seconds(2))
+        let busy = try await cli.status(cli.path("c"))
+        #expect(busy.text.contains("busy"), "\(busy.text)")
+        // The admitted nodes keep syncing.
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "from-a", "v=1"])
+        #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path)) != nil)
+        #expect(r.isRunning)
+        // A place frees up: C gets in and everyone converges.
+        a.stop()
+        #expect(try await cli.waitForConvergence(["r", "b", "c"].map(cli.path), timeout: .seconds(90)) != nil)
+        #expect(try await cli.ok(["list", "--dir", cli.path("b"), "--json"]).contains("from-c"))
+        b.stop(); c.stop(); r.stop()
+    }
 }

@@ -103,6 +103,8 @@ struct RelayCommand: AsyncParsableCommand {
     var maxValueBytes = Limits.maxValueBytes
     @Option(help: "The most fields an item may have.")
     var maxFields = Limits.maxFieldsPerItem
+    @Option(help: "The most nodes served at once; more are told to retry later.")
+    var maxSessions = 128
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
 
@@ -111,6 +113,7 @@ struct RelayCommand: AsyncParsableCommand {
         options.role = .relay
         options.settlePolicy = settle
         options.relayLimits = RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields)
+        options.maxSessions = maxSessions
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         if mdns { options.discovery = AvahiDiscovery() }
         try await runNode(options, data: data)
