@@ -7,6 +7,7 @@ import NIOPosix
 
 /// `lansync sync`: connects to each peer, exchanges everything both ways, and reports.
 public enum OneShotSync {
+    /// How the exchange with one peer went.
     public struct Result: Sendable {
         public let peer: PeerAddress
         public let outcome: SessionOutcome?

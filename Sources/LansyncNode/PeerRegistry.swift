@@ -8,6 +8,8 @@ public import LansyncWire
 /// It also keeps at most one session per peer: when two nodes dial each other at once, both keep
 /// the connection dialled by the node with the lower id, so both sides agree without talking.
 public actor PeerRegistry {
+    /// What the node knows of one peer now: identity, address, how it was found, connection,
+    /// last sync and error, its version vector, and the current session's counters.
     public struct Entry: Sendable {
         public var nodeID: NodeID?
         public var name: String?

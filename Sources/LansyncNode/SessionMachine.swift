@@ -38,6 +38,7 @@ public struct SessionMachine: Sendable {
         }
     }
 
+    /// What happens to a session: the runner reports each to ``handle(_:)``.
     public enum Event: Sendable {
         /// The session begins; `versionVector` is the local replica's.
         case start(versionVector: VersionVector, now: ContinuousClock.Instant)
@@ -56,6 +57,7 @@ public struct SessionMachine: Sendable {
         case storageFailed(String)
     }
 
+    /// What the machine asks its runner to do, in order.
     public enum Action: Sendable, Equatable {
         case send(Message)
         /// Apply this batch in one transaction, then report ``Event/applied(sequence:now:)``.
@@ -77,6 +79,7 @@ public struct SessionMachine: Sendable {
         case close(error: ProtocolError?, peerError: ProtocolError?)
     }
 
+    /// Where the session stands: not started, waiting for the peer's hello, open, or over.
     public enum Phase: Sendable, Equatable { case idle, awaitingHello, open, closed }
 
     public let config: SessionConfig

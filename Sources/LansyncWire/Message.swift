@@ -41,6 +41,7 @@ public struct Hello: Hashable, Sendable {
         self.versionVector = versionVector
     }
 
+    /// What the sender is: an ordinary node, the relay, or a one-shot `lansync sync`.
     public enum Role: UInt8, Hashable, Sendable {
         case peer = 0
         case relay = 1
