@@ -60,7 +60,8 @@ public enum ControlClient {
         }
         guard connected == 0 else { return nil }
         let line = Array((request.text + "\n").utf8)
-        guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == line.count else { return nil }
+        // MSG_NOSIGNAL: a node that closes early must not kill the CLI (its edit is already saved).
+        guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else { return nil }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !answer.contains(0x0a) {

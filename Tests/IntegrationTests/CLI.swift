@@ -8,6 +8,9 @@ import Testing
 struct CLI {
     /// Where `swift build` put the binary: beside the test bundle, or `LANSYNC_BIN`.
     static let binary: String = {
+        // Children die mid-input in the crash tests: a write to their stdin must fail with EPIPE,
+        // not kill the test process with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         if let override = ProcessInfo.processInfo.environment["LANSYNC_BIN"] { return override }
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return me.deletingLastPathComponent().appendingPathComponent("lansync").path
