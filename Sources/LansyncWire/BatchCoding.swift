@@ -127,12 +127,8 @@ enum BatchCoding {
                 }
             }
             return (sequence, DeltaBatch(updates: updates, covers: covers))
-        } catch let error as WireError {
-            throw error
-        } catch let error as DecodingError {
-            throw WireError.malformed("\(error.message) at byte \(error.offset)")
         } catch {
-            throw WireError.malformed("\(error)")
+            throw WireError(decoding: error)
         }
     }
 

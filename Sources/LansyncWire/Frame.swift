@@ -26,6 +26,15 @@ public enum WireError: Error, Equatable, Sendable {
     case frameTooLarge(Int)
     case unknownMessageType(UInt8)
 
+    /// Any error met while decoding, as a wire error.
+    init(decoding error: any Error) {
+        switch error {
+        case let error as WireError: self = error
+        case let error as DecodingError: self = .malformed("\(error.message) at byte \(error.offset)")
+        default: self = .malformed("\(error)")
+        }
+    }
+
     public var protocolError: ProtocolError {
         switch self {
         case .malformed(let why): ProtocolError(.malformedMessage, why)

@@ -79,12 +79,8 @@ public enum MessageCoder {
             }
             guard r.isAtEnd else { throw WireError.malformed("trailing bytes after a message") }
             return message
-        } catch let error as WireError {
-            throw error
-        } catch let error as DecodingError {
-            throw WireError.malformed("\(error.message) at byte \(error.offset)")
         } catch {
-            throw WireError.malformed("\(error)")
+            throw WireError(decoding: error)
         }
     }
 

@@ -57,12 +57,7 @@ import Testing
     @Test func aLiveEditReachesThePeer() async throws {
         let cli = CLI("live")
         defer { cli.cleanUp() }
-        try await cli.cluster(["a", "b"])
-        let ports = freePorts(2)
-        let na = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
-        let nb = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
-        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "x", "v=0"])
-        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        let (na, nb) = try await twoConnectedNodes(cli)
         let b = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
         var latencies: [Duration] = []
         for i in 1...5 {
@@ -159,12 +154,7 @@ import Testing
     @Test func unannouncedChangesAreNoticed() async throws {
         let cli = CLI("poll")
         defer { cli.cleanUp() }
-        try await cli.cluster(["a", "b"])
-        let ports = freePorts(2)
-        let na = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
-        let nb = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
-        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "x", "v=0"])
-        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        let (na, nb) = try await twoConnectedNodes(cli)
         // Written through the store directly: no nudge.
         let store = try ReplicaStore.open(path: cli.path("a/replica.sqlite"))
         try store.apply(.update([.set(try FieldName("v"), .integer(7))]), to: try ItemID("x"), wallMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
@@ -178,4 +168,15 @@ import Testing
         print("an unannounced change reached the peer after \(clock.now - start)")
         na.stop(); nb.stop()
     }
+}
+
+/// Two running nodes, A and B, each the other's static peer, sharing item `x` (v=0).
+func twoConnectedNodes(_ cli: CLI) async throws -> (NodeProcess, NodeProcess) {
+    try await cli.cluster(["a", "b"])
+    let ports = freePorts(2)
+    let na = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+    let nb = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+    try await cli.ok(["add", "--dir", cli.path("a"), "--id", "x", "v=0"])
+    #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+    return (na, nb)
 }
