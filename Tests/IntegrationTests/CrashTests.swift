@@ -13,10 +13,10 @@ import Testing
 
     /// Runs `lansync ARGS`, kills it with SIGKILL after `delay`, and returns its stdout lines
     /// (everything it printed before dying) and whether it had already exited by itself.
-    static func runAndKill(_ arguments: [String], input: String? = nil, after delay: Duration) async throws -> (lines: [String], finished: Bool) {
+    static func runAndKill(_ arguments: [String], after delay: Duration) async throws -> (lines: [String], finished: Bool) {
         let result = try await Subprocess.run(
             .path(FilePath(CLI.binary)), arguments: Arguments(arguments),
-            input: .string(input ?? ""), output: .sequence, error: .discarded
+            input: .none, output: .sequence, error: .discarded
         ) { execution in
             async let collected: [String] = {
                 var lines: [String] = []
@@ -76,9 +76,13 @@ import Testing
         var killed = 0
         defer { print("import crash test (seed \(Self.seed)): \(killed) of 8 imports killed mid-way") }
         for round in 0..<8 {
+            // The input comes from a file, not stdin: a process killed while we still fed its
+            // stdin would make the feeding fail under us.
             let input = (0..<size).map { #"{"id":"r\#(round)-\#($0)","type":"bulk","fields":{"i":\#($0),"text":"row \#($0)"}}"# }.joined(separator: "\n")
+            let file = cli.path("round-\(round).jsonl")
+            try input.write(toFile: file, atomically: true, encoding: .utf8)
             let delay = Duration.milliseconds(Int.random(in: 20...600, using: &rng))
-            let (_, finished) = try await Self.runAndKill(["import", "--dir", cli.path("a")], input: input, after: delay)
+            let (_, finished) = try await Self.runAndKill(["import", "--dir", cli.path("a"), file], after: delay)
             let store = try ReplicaStore.open(path: cli.path("a/replica.sqlite"))
             var count = 0
             try store.forEachItem(type: "bulk") { if $0.id.hasPrefix("r\(round)-") { count += 1 } }
