@@ -29,8 +29,7 @@ public struct DeltaStream: Sendable {
                 planner = trial
                 return nil
             }
-            let updates = try store.fieldUpdates(plan.keys)
-            let bytes = updates.reduce(0) { $0 + $1.state.encoded.count + $1.key.item.rawValue.utf8.count + $1.key.field.rawValue.utf8.count }
+            let (updates, bytes) = try store.sizedFieldUpdates(plan.keys)
             if bytes > budgetBytes, plan.keys.count > 1 {
                 limit = max(1, plan.keys.count / 2)
                 continue

@@ -251,15 +251,24 @@ public final class ReplicaStore: Sendable {
 
     /// The current states of the given fields (fields that do not exist are skipped).
     public func fieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> [FieldUpdate] {
+        try sizedFieldUpdates(keys).updates
+    }
+
+    /// The same, with their stored size in bytes (states, item ids and names): what a batch of
+    /// them weighs, without encoding anything again.
+    func sizedFieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> (updates: [FieldUpdate], bytes: Int) {
         try guarded {
             try pool.read { db in
                 let statement = try db.cachedStatement(sql: """
                     SELECT f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
                     """)
-                return try keys.compactMap { key in
+                var bytes = 0
+                let updates = try keys.compactMap { key -> FieldUpdate? in
                     guard let blob = try Data.fetchOne(statement, arguments: [key.item.rawValue, key.field.rawValue]) else { return nil }
+                    bytes += blob.count + key.item.rawValue.utf8.count + key.field.rawValue.utf8.count
                     return FieldUpdate(key: key, state: try FieldState(decoding: Array(blob)))
                 }
+                return (updates, bytes)
             }
         }
     }
