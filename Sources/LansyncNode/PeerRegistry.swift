@@ -23,6 +23,7 @@ public actor PeerRegistry {
         public var receivedUpdates = 0
         public var sentBytes = 0
         public var receivedBytes = 0
+        public var waitedRoundTrips = 0
     }
 
     struct ActiveSession {
@@ -142,6 +143,7 @@ public actor PeerRegistry {
         byNode[node]?.receivedUpdates = p.receivedUpdates
         byNode[node]?.sentBytes = p.sentBytes
         byNode[node]?.receivedBytes = p.receivedBytes
+        byNode[node]?.waitedRoundTrips = p.waitedRoundTrips
     }
 
     /// A session ended (token from ``claim``), or a dial failed before any hello (node nil).

@@ -90,6 +90,12 @@ public struct SessionMachine: Sendable {
     /// Field states sent and received in this session.
     public private(set) var sentUpdates = 0
     public private(set) var receivedUpdates = 0
+    /// Round trips the outgoing stream waited on: times it stood still with a full window until
+    /// an acknowledgement came, counted once per window's worth of batches (the acks of batches
+    /// sent in one round arrive together). A slow link adds this many round-trip times to the
+    /// session, beyond the hello's one.
+    public private(set) var waitedRoundTrips = 0
+    private var roundBoundary: UInt64 = 0
 
     // Outgoing delta.
     private var streaming = false
@@ -187,6 +193,7 @@ public struct SessionMachine: Sendable {
             return [.apply(sequence: sequence, batch)]
 
         case (.open, .ack(let sequence)):
+            let windowWasFull = inFlight.count >= config.window
             var acknowledged = false
             while let first = inFlight.first, first.sequence <= sequence {
                 peerVersionVector.join(first.covers)
@@ -196,6 +203,10 @@ public struct SessionMachine: Sendable {
             guard acknowledged else { return fail(ProtocolError(.unexpectedMessage, "ack of \(sequence), which was not sent")) }
             var actions: [Action] = []
             if streaming, !exhausted, !producing, inFlight.count < config.window {
+                if windowWasFull, sequence >= roundBoundary {
+                    waitedRoundTrips += 1
+                    roundBoundary = nextSequence
+                }
                 producing = true
                 actions.append(.produceBatch)
             }

@@ -50,6 +50,8 @@ public struct SessionObserver: Sendable {
         public var receivedUpdates = 0
         public var sentBytes = 0
         public var receivedBytes = 0
+        /// ``SessionMachine/waitedRoundTrips``.
+        public var waitedRoundTrips = 0
     }
 
     public init() {}
@@ -182,7 +184,8 @@ public struct SessionRunner: Sendable {
                         }
                     }
                     let now = SessionObserver.Progress(sentUpdates: machine.sentUpdates, receivedUpdates: machine.receivedUpdates,
-                                                       sentBytes: connection.counters.sent, receivedBytes: connection.counters.received)
+                                                       sentBytes: connection.counters.sent, receivedBytes: connection.counters.received,
+                                                       waitedRoundTrips: machine.waitedRoundTrips)
                     if now != lastReported {
                         lastReported = now
                         await observer.progress(now)

@@ -36,6 +36,7 @@ public struct StatusReport: Sendable {
                 ("received_updates", .integer(Int64(p.receivedUpdates))),
                 ("sent_bytes", .integer(Int64(p.sentBytes))),
                 ("received_bytes", .integer(Int64(p.receivedBytes))),
+                ("round_trips_waited", .integer(Int64(p.waitedRoundTrips))),
             ]))
         }
         // Each peer's path: the relay itself, or direct; and the nodes known only through others.

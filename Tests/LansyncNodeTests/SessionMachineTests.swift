@@ -25,6 +25,19 @@ import Testing
         #expect(h.sides[0].sentBatches > 10)
         #expect(h.sides[0].maxInFlight <= 2 && h.sides[1].maxInFlight <= 2)
         #expect(h.sides[0].replica.items == h.sides[1].replica.items)
+        // The stream waits one round trip per window's worth of batches, not one per batch.
+        let waits = h.sides[0].machine.waitedRoundTrips, batches = h.sides[0].sentBatches
+        #expect(waits >= batches / 2 - 1 && waits <= batches / 2 + 1, "\(waits) round trips for \(batches) batches")
+    }
+
+    @Test func aDeltaWithinTheWindowNeverWaits() throws {
+        let (a, b) = try sampleReplicas(items: 6)
+        var h = SessionHarness(a, b, window: 4)
+        h.batchSize = 100
+        h.start()
+        h.run()
+        #expect(h.sides[0].sentBatches >= 1 && h.sides[0].sentBatches <= 4)
+        #expect(h.sides[0].machine.waitedRoundTrips == 0 && h.sides[1].machine.waitedRoundTrips == 0)
     }
 
     /// A session cut half way leaves the receiver with what it acknowledged; the next session
