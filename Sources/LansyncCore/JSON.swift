@@ -116,6 +116,13 @@ extension JSON {
 
     static func quote(_ s: String, into out: inout String) {
         out += "\""
+        // Most strings need no escaping: append them whole (the per-scalar loop below is the
+        // largest cost of writing a synced field's shown value and history).
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c || $0 == 0x7f }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

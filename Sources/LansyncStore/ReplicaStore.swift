@@ -296,12 +296,28 @@ public final class ReplicaStore: Sendable {
                     let selfRow = try tx.nodeRow(me.nodeID)
                     var counter = try tx.counter(of: selfRow)
                     var overruled = false
+                    // A batch carries an item's fields together: look each item up once, and skip
+                    // reading fields of an item this transaction created (they cannot exist yet).
+                    var itemRows: [ItemID: Int64] = [:]
+                    var createdItems = Set<Int64>()
+                    var savedInCreatedItems = Set<FieldKey>()
                     for update in batch.updates {
                         for version in update.state.versions {
                             tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
                         }
-                        let itemRow = try tx.itemRow(update.key.item) ?? tx.insertItem(update.key.item)
-                        let old = try tx.loadField(item: itemRow, name: update.key.field)
+                        let itemRow: Int64
+                        if let known = itemRows[update.key.item] {
+                            itemRow = known
+                        } else if let stored = try tx.itemRow(update.key.item) {
+                            itemRow = stored
+                        } else {
+                            itemRow = try tx.insertItem(update.key.item)
+                            createdItems.insert(itemRow)
+                        }
+                        itemRows[update.key.item] = itemRow
+                        let created = createdItems.contains(itemRow)
+                        let old = created && !savedInCreatedItems.contains(update.key) ? nil
+                            : try tx.loadField(item: itemRow, name: update.key.field)
                         var merged = (old?.state ?? FieldState()).merged(with: update.state)
                         guard merged != old?.state else { continue }
                         if let refuse, let reason = refuse(update.key, update.state, try tx.loadItem(update.key.item).state) {
@@ -313,6 +329,7 @@ public final class ReplicaStore: Sendable {
                             overruled = true
                         }
                         _ = try tx.saveField(item: itemRow, itemID: update.key.item, name: update.key.field, row: old?.row, old: old?.state, new: merged)
+                        if created { savedInCreatedItems.insert(update.key) }
                         touched.insert(itemRow)
                         changed += 1
                     }
