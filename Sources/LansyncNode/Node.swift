@@ -49,6 +49,7 @@ public final class Node: Sendable {
     let hub = ChangeHub()
     let io = BlockingIO()
     private let sessions = NIOLockedValueBox(0)
+    private let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
     let authority: Authority?
@@ -323,9 +324,9 @@ public final class Node: Sendable {
             let peers = await registry.snapshot()
             let listen = await registry.listenAddress
             let discovery = await registry.discoveryState
-            let store = self.store
+            let store = self.store, digests = self.digests
             do {
-                return try await io.run { try StatusReport.make(store: store, running: true, listen: listen, peers: peers, discovery: discovery).json }
+                return try await io.run { try StatusReport.make(store: store, running: true, listen: listen, peers: peers, discovery: discovery, digests: digests).json }
             } catch {
                 return .object([("error", .string("\(error)"))])
             }

@@ -1,5 +1,7 @@
 import Crypto
+import LansyncCore
 public import LansyncStore
+import NIOConcurrencyHelpers
 
 /// A digest of what a replica shows: every item (deleted ones too) with its type, tombstone, shown
 /// values and open conflicts, in id order. Replicas that have converged have equal digests;
@@ -17,5 +19,24 @@ public enum ReplicaDigest {
             let hex = Array("0123456789abcdef")
             return String([hex[Int(byte >> 4)], hex[Int(byte & 15)]])
         }.joined()
+    }
+
+    /// The last digest a running node computed, with the version vector it was computed at.
+    /// Every change to what a replica shows comes with a dot the replica had not seen, so an
+    /// unchanged version vector means an unchanged digest: `status` on a replica of 100,000 items
+    /// answers in milliseconds instead of re-reading every item.
+    public final class Cache: Sendable {
+        private let last = NIOLockedValueBox<(VersionVector, String)?>(nil)
+
+        public init() {}
+
+        public func digest(_ store: ReplicaStore) throws(StoreError) -> String {
+            let before = try store.versionVector()
+            if let (vv, digest) = last.withLockedValue({ $0 }), vv == before { return digest }
+            let digest = try ReplicaDigest.compute(store)
+            // Cached only if nothing arrived while it was computed.
+            if try store.versionVector() == before { last.withLockedValue { $0 = (before, digest) } }
+            return digest
+        }
     }
 }

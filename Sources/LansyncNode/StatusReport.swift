@@ -9,11 +9,13 @@ public struct StatusReport: Sendable {
 
     /// - Parameters:
     ///   - peers: the running node's live view; nil when no node runs (the recorded peers are used).
-    public static func make(store: ReplicaStore, running: Bool, listen: String?, peers live: [PeerRegistry.Entry]?, discovery: String? = nil) throws(StoreError) -> StatusReport {
+    ///   - digests: a running node's cache of the replica's digest.
+    public static func make(store: ReplicaStore, running: Bool, listen: String?, peers live: [PeerRegistry.Entry]?, discovery: String? = nil,
+                            digests: ReplicaDigest.Cache? = nil) throws(StoreError) -> StatusReport {
         let info = try store.info()
         let vv = try store.versionVector()
         let counts = try store.counts()
-        let digest = try ReplicaDigest.compute(store)
+        let digest = if let digests { try digests.digest(store) } else { try ReplicaDigest.compute(store) }
         var peers: [PeerRegistry.Entry]
         if let live { peers = live } else {
             peers = try store.peers().filter { $0.nodeID != info.nodeID }.map {

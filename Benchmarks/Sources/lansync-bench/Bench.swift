@@ -28,6 +28,7 @@ final class Bench {
     /// Two synced replicas of `settings.items` items (from W1) and of `settings.smallItems`.
     var bigPair: (a: Replica, b: Replica)?
     var smallPair: (a: Replica, b: Replica)?
+    private var sectionStarted: Double?
 
     init(settings: Settings, lansync: Lansync, report: Report) {
         self.settings = settings
@@ -35,7 +36,10 @@ final class Bench {
         self.report = report
     }
 
+    /// Prints a section's title, and how long the previous one took.
     func section(_ title: String) {
+        if let sectionStarted { print("    (\(Int((now() - sectionStarted).rounded())) s)") }
+        sectionStarted = now()
         print("==> \(title)")
         fflushOut()
     }

@@ -84,6 +84,7 @@ struct BenchCommand: ParsableCommand {
             try bench.limits()
         }
 
+        bench.section("report")
         bench.report.seconds = now() - started
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         let encoder = JSONEncoder()

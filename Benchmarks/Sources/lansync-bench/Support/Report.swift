@@ -97,7 +97,7 @@ struct Report: Codable {
     static func format(_ x: Double) -> String {
         guard x.isFinite else { return "–" }
         let a = abs(x)
-        if a >= 100_000 { return String(format: "%.0f", x).withThousands }
+        if a >= 10_000 { return String(format: "%.0f", x).withThousands }
         if a >= 100 { return String(format: "%.0f", x) }
         if a >= 10 { return String(format: "%.1f", x) }
         if a >= 1 { return String(format: "%.2f", x) }
