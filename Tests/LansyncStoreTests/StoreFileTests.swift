@@ -76,18 +76,11 @@ import Testing
     /// "Unseen by V" is answered by a search of the version index, not a scan of the replica.
     @Test func unseenQueryUsesTheIndex() throws {
         _ = try create()
-        let process = Process()
-        let pipe = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [path, """
-            EXPLAIN QUERY PLAN SELECT v.counter, i.item_id, f.name FROM version v
+        let plan = try queryPlan("""
+            SELECT v.counter, i.item_id, f.name FROM version v
             JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
             WHERE v.node = 1 AND v.counter > 5 ORDER BY v.counter LIMIT 10;
-            """]
-        process.standardOutput = pipe
-        try process.run()
-        process.waitUntilExit()
-        let plan = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            """)
         #expect(plan.contains("SEARCH v USING PRIMARY KEY (node=? AND counter>?)"), "\(plan)")
         #expect(!plan.contains("SCAN"), "\(plan)")
         #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
@@ -98,20 +91,22 @@ import Testing
     /// conflicting field in the replica, which made merging N conflicts cost N² (the W3 benchmark).
     @Test func itemConflictCountReadsOnlyThatItem() throws {
         _ = try create()
-        func plan(_ sql: String) throws -> String {
-            let process = Process()
-            let pipe = Pipe()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            process.arguments = [path, "EXPLAIN QUERY PLAN " + sql]
-            process.standardOutput = pipe
-            try process.run()
-            process.waitUntilExit()
-            return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        }
-        let used = try plan("SELECT count(*) FROM field WHERE item = 7 AND +conflict = 1")
+        let used = try queryPlan("SELECT count(*) FROM field WHERE item = 7 AND +conflict = 1")
         #expect(used.contains("(item=?)") && !used.contains("field_conflicts"), "\(used)")
-        let plain = try plan("SELECT count(*) FROM field WHERE item = 7 AND conflict = 1")
+        let plain = try queryPlan("SELECT count(*) FROM field WHERE item = 7 AND conflict = 1")
         #expect(plain.contains("field_conflicts"), "SQLite no longer prefers the partial index; the + may go: \(plain)")
+    }
+
+    /// SQLite's plan for `sql` on the test replica, as the sqlite3 shell prints it.
+    private func queryPlan(_ sql: String) throws -> String {
+        let process = Process()
+        let pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [path, "EXPLAIN QUERY PLAN " + sql]
+        process.standardOutput = pipe
+        try process.run()
+        process.waitUntilExit()
+        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
     @Test func historyKeepsLosersAndIsBounded() throws {
