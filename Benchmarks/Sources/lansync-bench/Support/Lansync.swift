@@ -50,10 +50,10 @@ final class Lansync {
     /// Starts a node on `replica` listening on a fresh loopback port, with static peers and no
     /// mDNS, and waits until its log says it listens. (Not by asking `status`: that computes the
     /// replica's digest, which takes most of a second at 100,000 items and would be timed too.)
-    func start(_ replica: Replica, peers: [NodeProcess] = [], peerPorts: [Int] = [], antiEntropy: Double? = nil) throws -> NodeProcess {
+    func start(_ replica: Replica, peers: [NodeProcess] = [], antiEntropy: Double? = nil) throws -> NodeProcess {
         let port = port()
         var args = [binary, "node", "--dir", replica.dir, "--listen", "127.0.0.1:\(port)", "--no-mdns"]
-        for p in peers.map(\.port) + peerPorts { args += ["--peer", "127.0.0.1:\(p)"] }
+        for p in peers.map(\.port) { args += ["--peer", "127.0.0.1:\(p)"] }
         if let antiEntropy { args += ["--anti-entropy", String(antiEntropy)] }
         let log = replica.dir + ".log"
         func listening() -> Int {
