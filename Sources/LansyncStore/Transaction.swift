@@ -134,14 +134,17 @@ struct Transaction {
     }
 
     /// Updates an item's derived columns from its stored fields (after merging remote states).
+    /// How many of one item's fields are in conflict. `+conflict` keeps SQLite off the partial
+    /// index of all conflicting fields, which it would otherwise walk whole for each item:
+    /// quadratic when thousands of fields conflict (StoreFileTests checks the plan).
+    static let itemConflictCountSQL = "SELECT count(*) FROM field WHERE item = ? AND +conflict = 1"
+
     func refreshItem(row: Int64) throws {
         var state = ItemState(id: ItemID(unchecked: ""))
         for field in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ? AND name IN ('_type', '_deleted')"), arguments: [row]) {
             state.merge(FieldName(unchecked: field[0]), try FieldState(decoding: Array(field[1] as Data)))
         }
-        // `+conflict` keeps SQLite off the partial index of all conflicting fields, which it
-        // would otherwise scan whole for each item: quadratic when thousands of fields conflict.
-        let conflicts = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM field WHERE item = ? AND +conflict = 1"), arguments: [row]) ?? 0
+        let conflicts = try Int.fetchOne(db.cachedStatement(sql: Self.itemConflictCountSQL), arguments: [row]) ?? 0
         try db.cachedStatement(sql: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?")
             .execute(arguments: [state.type, state.isDeleted, conflicts, row])
     }

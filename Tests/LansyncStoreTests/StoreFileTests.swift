@@ -1,6 +1,7 @@
 import Foundation
 import LansyncCore
-import LansyncStore
+// @testable: the conflict-count plan test checks the store's own statement, not a copy of it.
+@testable import LansyncStore
 import LansyncTestSupport
 import Testing
 
@@ -91,9 +92,9 @@ import Testing
     /// conflicting field in the replica, which made merging N conflicts cost N² (the W3 benchmark).
     @Test func itemConflictCountReadsOnlyThatItem() throws {
         _ = try create()
-        let used = try queryPlan("SELECT count(*) FROM field WHERE item = 7 AND +conflict = 1")
+        let used = try queryPlan(Transaction.itemConflictCountSQL)
         #expect(used.contains("(item=?)") && !used.contains("field_conflicts"), "\(used)")
-        let plain = try queryPlan("SELECT count(*) FROM field WHERE item = 7 AND conflict = 1")
+        let plain = try queryPlan(Transaction.itemConflictCountSQL.replacingOccurrences(of: "+conflict", with: "conflict"))
         #expect(plain.contains("field_conflicts"), "SQLite no longer prefers the partial index; the + may go: \(plain)")
     }
 
