@@ -48,7 +48,7 @@ extension Bench {
         for _ in 0..<settings.runs { throughput.append(try loopbackThroughput(bytes: 2 << 30)) }
         report.add(Figure("Limit: raw TCP over loopback", "one connection, 256 KiB writes", unit: "MB/s", samples: throughput))
 
-        let sqliteInsert = Figure.percentile(insertRates.sorted(), 0.5)
+        let sqliteInsert = median(insertRates)
         if let w1 = report.figure("W1 initial sync, \(settings.items.grouped) items", "field changes per second") {
             report.comparisons.append(Comparison(what: "W1 field changes per second", unit: "fields/s", lansync: w1.median,
                                                  against: "plain SQLite inserts", other: sqliteInsert, ratio: w1.median / sqliteInsert,
@@ -56,14 +56,14 @@ extension Bench {
             if let wire = report.figure("W1 initial sync, \(settings.items.grouped) items", "wire bytes A→B ÷ payload bytes"),
                let time = report.figure("W1 initial sync, \(settings.items.grouped) items", "wall time, from starting the empty node") {
                 let ours = wire.median * Double(Dataset(items: settings.items).payloadBytes) / time.median / 1e6
-                let tcp = Figure.percentile(throughput.sorted(), 0.5)
+                let tcp = median(throughput)
                 report.comparisons.append(Comparison(what: "W1 bytes on the wire per second", unit: "MB/s", lansync: ours,
                                                      against: "raw loopback TCP", other: tcp, ratio: ours / tcp,
                                                      meaning: "the fraction of the network limit lansync uses"))
             }
         }
         if let w3 = report.figure("W3 conflicts, \(settings.conflicts.grouped) fields edited on both sides", "merges per second (each node merges every field)") {
-            let sqliteUpdate = Figure.percentile(updateRates.sorted(), 0.5)
+            let sqliteUpdate = median(updateRates)
             report.comparisons.append(Comparison(what: "W3 merges per second", unit: "fields/s", lansync: w3.median,
                                                  against: "plain SQLite updates", other: sqliteUpdate, ratio: w3.median / sqliteUpdate,
                                                  meaning: "the fraction of the storage limit lansync reaches end to end"))

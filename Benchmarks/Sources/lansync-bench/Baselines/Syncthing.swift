@@ -171,16 +171,16 @@ extension Bench {
         // lansync at the same size, for the ratios.
         section("lansync W1 at Syncthing's size (\(n.grouped) items)")
         let ours = try initialSync(items: n, runs: settings.runs, record: false)
-        let oursSeconds = Figure.percentile(ours.map(\.seconds).sorted(), 0.5)
+        let oursSeconds = median(ours.map(\.seconds))
         report.add(Figure("W1 initial sync, \(n.grouped) items", "wall time, from starting the empty node", unit: "s", samples: ours.map(\.seconds)))
-        let theirs = Figure.percentile(seconds.sorted(), 0.5)
+        let theirs = median(seconds)
         report.comparisons.append(Comparison(what: "W1 initial sync of \(n.grouped) items", unit: "s", lansync: oursSeconds,
                                              against: "Syncthing", other: theirs, ratio: oursSeconds / theirs,
                                              meaning: "below 1: lansync is faster"))
-        let ourWire = Figure.percentile(ours.map(\.wireToPayload).sorted(), 0.5), theirWire = Figure.percentile(wire.sorted(), 0.5)
+        let ourWire = median(ours.map(\.wireToPayload)), theirWire = median(wire)
         report.comparisons.append(Comparison(what: "W1 wire bytes ÷ payload", unit: "×", lansync: ourWire, against: "Syncthing",
                                              other: theirWire, ratio: ourWire / theirWire, meaning: "below 1: lansync sends less"))
-        let ourRSS = Figure.percentile(ours.map { Double($0.targetRSS) / 1e6 }.sorted(), 0.5), theirRSS = Figure.percentile(rssB.sorted(), 0.5)
+        let ourRSS = median(ours.map { Double($0.targetRSS) / 1e6 }), theirRSS = median(rssB)
         report.comparisons.append(Comparison(what: "W1 peak RSS of the receiver", unit: "MB", lansync: ourRSS, against: "Syncthing",
                                              other: theirRSS, ratio: ourRSS / theirRSS, meaning: "below 1: lansync uses less memory"))
         if let w5 = report.figures.first(where: { $0.workload.hasPrefix("W5 ") }) {

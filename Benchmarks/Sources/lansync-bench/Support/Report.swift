@@ -39,6 +39,9 @@ struct Figure: Codable {
     }
 }
 
+/// The median of some samples, as a figure of them would report it.
+func median(_ samples: [Double]) -> Double { Figure.percentile(samples.sorted(), 0.5) }
+
 /// lansync beside something else measured in the same run: Syncthing, or a physical limit.
 struct Comparison: Codable {
     var what: String

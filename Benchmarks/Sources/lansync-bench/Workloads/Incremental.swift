@@ -35,7 +35,7 @@ extension Bench {
                 report.add(Figure(label, "bytes B→A", unit: "B", samples: back))
                 report.add(Figure(label, "protocol round trips (hello + window waits)", unit: "", samples: trips))
                 report.add(Figure(label, "time to catch up, from starting B's node", unit: "s", samples: seconds))
-                perEditBytes[k, default: [:]][m] = Figure.percentile(sent.sorted(), 0.5)
+                perEditBytes[k, default: [:]][m] = median(sent)
             }
         }
         if pairs.count == 2 {
