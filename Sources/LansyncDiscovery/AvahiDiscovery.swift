@@ -14,9 +14,12 @@ import LansyncCore
 public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     // @unchecked Sendable, and why it is safe: every mutable property below is read or written
     // only (a) inside Avahi callbacks, which the threaded poll runs on its thread while holding
-    // its lock, or (b) in start/stop/retry, which take that same lock (`avahi_threaded_poll_lock`)
-    // first — or run before the poll thread starts / after it has stopped. So no two threads ever
-    // touch this state at once.
+    // its lock, or (b) in stop and the retry task, which take `lifecycle` and then that same
+    // poll lock (`avahi_threaded_poll_lock`) — or (c) in start before the poll thread runs, and
+    // in stop after `stopped` is set under both locks and the thread has been stopped. The retry
+    // task holds `lifecycle` from reading `poll` until it is done with it, so stop cannot free
+    // the poll under it. Lock order is always lifecycle, then poll; callbacks take neither.
+    private let lifecycle = NSLock()
     private var poll: OpaquePointer?
     private var client: OpaquePointer?
     private var group: OpaquePointer?
@@ -50,10 +53,15 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     }
 
     public func stop() {
-        guard let poll, !stopped else { return }
-        retry?.cancel()
-        avahi_threaded_poll_stop(poll)
+        lifecycle.lock()
+        guard let poll, !stopped else { lifecycle.unlock(); return }
+        avahi_threaded_poll_lock(poll)
         stopped = true
+        retry?.cancel()
+        avahi_threaded_poll_unlock(poll)
+        lifecycle.unlock()
+        // From here no callback or retry touches our state: the poll thread can be stopped.
+        avahi_threaded_poll_stop(poll)
         if let client { avahi_client_free(client) }   // frees its groups, browsers and resolvers
         client = nil
         group = nil
@@ -86,10 +94,13 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func scheduleRetry() {
         retry = Task { [weak self] in
             try? await Task.sleep(for: .seconds(3))
-            guard let self, !Task.isCancelled, let poll = self.poll else { return }
-            avahi_threaded_poll_lock(poll)
-            self.connect()
-            avahi_threaded_poll_unlock(poll)
+            guard let self, !Task.isCancelled else { return }
+            self.lifecycle.withLock {
+                guard !self.stopped, let poll = self.poll else { return }
+                avahi_threaded_poll_lock(poll)
+                self.connect()
+                avahi_threaded_poll_unlock(poll)
+            }
         }
     }
 

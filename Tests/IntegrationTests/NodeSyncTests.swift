@@ -124,6 +124,24 @@ import Testing
     }
 }
 
+/// Node and relay options that would start a useless or harmful daemon are refused up front:
+/// an error naming the option, exit 64, nothing started.
+@Test func badNodeAndRelayOptionsAreRefused() async throws {
+    let cli = CLI("badoptions")
+    defer { cli.cleanUp() }
+    try await cli.cluster(["a"])
+    let port = freePorts(1)[0]
+    for arguments in [["relay", "--max-value-bytes", "0"], ["relay", "--max-fields=-1"], ["relay", "--max-sessions", "0"],
+                      ["relay", "--anti-entropy", "0"], ["node", "--relay-interval", "inf"], ["node", "--anti-entropy=-2"]] {
+        let option = arguments[1].split(separator: "=")[0]
+        let result = try await cli.run(arguments + ["--dir", cli.path("a"), "--listen", "127.0.0.1:\(port)", "--no-mdns"].filter { arguments[0] == "node" || $0 != "--no-mdns" })
+        #expect(result.status == 64, "\(arguments): \(result.stderr)")
+        // The first line says what is wrong (argument-parser then shows the usage, as for every usage error).
+        let first = result.stderr.split(separator: "\n").first ?? ""
+        #expect(first.hasPrefix("Error: \(option)"), "\(arguments): \(result.stderr)")
+    }
+}
+
 @Suite(.serialized) struct OneShotSyncTests {
     /// `lansync sync` exchanges both ways with a running node and exits 0; an unreachable peer
     /// makes it fail with one line naming the peer.

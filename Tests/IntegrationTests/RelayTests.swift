@@ -51,7 +51,8 @@ import Testing
         let status = try await cli.status(cli.path("a"))
         #expect(status["changes"]?["synced"] == .integer(2), "\(status.text)")
         #expect(status["changes"]?["syncing"] == .integer(0) || status["changes"]?["dirty"] == .integer(0))
-        if case .array(let peers)? = status["peers"] { #expect(peers.contains { $0["path"] == .string("relay") }) }
+        guard case .array(let peers)? = status["peers"] else { Issue.record("status has no peers array: \(status)"); return }
+        #expect(peers.contains { $0["path"] == .string("relay") })
         #expect(a.stop() == 0)
         // With the relay down, a new edit waits (DIRTY).
         r.stop()
@@ -142,7 +143,8 @@ import Testing
         let status = try await cli.status(cli.path("a"))
         guard case .array(let rejected)? = status["rejected"], rejected.count == 1 else { Issue.record("no rejection in \(status.text)"); return }
         #expect(rejected[0]["id"] == .string("t1") && rejected[0]["field"] == .string("big"))
-        if case .string(let reason)? = rejected[0]["reason"] { #expect(reason.contains("over the relay's limit of 1000")) }
+        guard case .string(let reason)? = rejected[0]["reason"] else { Issue.record("rejection without a reason: \(rejected[0])"); return }
+        #expect(reason.contains("over the relay's limit of 1000"))
         #expect(try await cli.ok(["status", "--dir", cli.path("a")]).contains("REJECTED"))
         // Not lost silently: the refused value stays in the writer's history.
         #expect(try await cli.ok(["history", "--dir", cli.path("a"), "t1", "big", "--json"]).contains(big))

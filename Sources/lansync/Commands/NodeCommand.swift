@@ -40,7 +40,8 @@ struct NodeCommand: AsyncParsableCommand {
     var antiEntropy: Double = 15
 
     func validate() throws {
-        guard relayInterval > 0, antiEntropy > 0 else { throw ValidationError("intervals must be positive") }
+        try validateInterval(relayInterval, "--relay-interval")
+        try validateInterval(antiEntropy, "--anti-entropy")
     }
 
     func run() async throws {
@@ -108,6 +109,14 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
 
+    func validate() throws {
+        // A zero or negative limit would make the relay overrule every change it is sent.
+        guard maxValueBytes > 0 else { throw ValidationError("--max-value-bytes must be at least 1") }
+        guard maxFields > 0 else { throw ValidationError("--max-fields must be at least 1") }
+        guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
+        try validateInterval(antiEntropy, "--anti-entropy")
+    }
+
     func run() async throws {
         var options = NodeOptions(listen: listen, staticPeers: [], controlSocketPath: data.directory.controlSocketPath)
         options.role = .relay
@@ -117,6 +126,13 @@ struct RelayCommand: AsyncParsableCommand {
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         if mdns { options.discovery = AvahiDiscovery() }
         try await runNode(options, data: data)
+    }
+}
+
+/// An interval option in seconds: positive, finite, at most a day (it becomes whole milliseconds).
+func validateInterval(_ seconds: Double, _ option: String) throws {
+    guard seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+        throw ValidationError("\(option) must be a number of seconds above 0 and at most 86400")
     }
 }
 
