@@ -6,6 +6,11 @@
 /// the SQLite store follows the same steps inside transactions.
 public struct Replica: Sendable {
     public let nodeID: NodeID
+    /// The writer id local edits are issued under (``WriterContinuity``): the node id at first.
+    public private(set) var writer: NodeID
+    /// Set when a peer proved that this replica lost writes of ``writer``: the next local edit
+    /// must come from a fresh writer (``startWriter(_:)``).
+    public private(set) var writerRetired = false
     public private(set) var versionVector: VersionVector
     public private(set) var items: [ItemID: ItemState]
     public private(set) var clock: HybridLogicalClock
@@ -14,6 +19,7 @@ public struct Replica: Sendable {
 
     public init(nodeID: NodeID) {
         self.nodeID = nodeID
+        writer = nodeID
         versionVector = VersionVector()
         items = [:]
         clock = HybridLogicalClock()
@@ -21,11 +27,25 @@ public struct Replica: Sendable {
     }
 
     /// The next dot this replica will write with.
-    public var nextDot: Dot { Dot(node: nodeID, counter: versionVector[nodeID] + 1) }
+    public var nextDot: Dot { Dot(node: writer, counter: versionVector[writer] + 1) }
+
+    /// Issues the following local edits under `id`, a writer id never used before.
+    public mutating func startWriter(_ id: NodeID) {
+        precondition(versionVector[id] == 0, "a new writer has written nothing")
+        writer = id
+        writerRetired = false
+    }
+
+    /// Takes a peer's version vector into account (its hello, a summary): if the peer holds more
+    /// of this replica's current writer than the replica does, the writer is retired.
+    public mutating func observe(peer: VersionVector) {
+        if WriterContinuity.peerWitnessesRollback(writer: writer, held: versionVector, peer: peer) { writerRetired = true }
+    }
 
     /// Performs a local edit; returns its dot. Throws, changing nothing, if the edit is refused.
     @discardableResult
     public mutating func apply(_ edit: ItemEdit, to id: ItemID, wallMilliseconds: UInt64) throws(EditError) -> Dot {
+        precondition(!writerRetired, "a retired writer issues no more dots: start a new one")
         let dot = nextDot
         var probe = clock
         let timestamp = probe.tick(wallMilliseconds: wallMilliseconds)
@@ -64,8 +84,10 @@ public struct Replica: Sendable {
         return batches
     }
 
-    /// Merges a batch received from another replica. Applying a batch twice changes nothing.
+    /// Merges a batch received from another replica. Applying a batch twice changes nothing. A
+    /// batch covering more of this replica's own writer than it holds retires that writer.
     public mutating func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64) {
+        observe(peer: batch.covers)
         for update in batch.updates {
             var state = fieldState(update.key) ?? FieldState()
             state.merge(update.state)

@@ -17,6 +17,9 @@ public struct SessionOutcome: Sendable {
     public var peerError: ProtocolError?
     /// Set if the connection broke (rather than a protocol error).
     public var connectionError: String?
+    /// True if the peer held more of this replica's own writer than the replica: it was rolled
+    /// back (restored from a backup or snapshot), and has retired that writer.
+    public var witnessedRollback = false
     /// True if both sides reached "up to date" at least once.
     public var reachedUpToDate = false
     public var sentUpdates = 0
@@ -150,6 +153,12 @@ public struct SessionRunner: Sendable {
                             try await outbound.write(.summary(versionVector: vv))
                         case .peerReady(let hello):
                             outcome.peer = hello
+                            // A peer holding more of this replica's own writer than the replica is
+                            // the witness of a rollback: the next local write starts a new writer.
+                            let store = self.store
+                            if (try? await io.run { try store.noteWitness(hello.versionVector) }) == true {
+                                outcome.witnessedRollback = true
+                            }
                             await observer.peerReady(hello)
                         case .upToDate:
                             outcome.reachedUpToDate = true

@@ -50,7 +50,8 @@ public struct StatusReport: Sendable {
         let relayEntry = peers.first { $0.source == "relay" && $0.nodeID != nil }
         let names = try store.nodeNames()
         let directIDs = Set(peers.compactMap(\.nodeID))
-        for node in vv.nodes where node != info.nodeID && !directIDs.contains(node) {
+        let ownWriters = Set(try store.writers().map(\.id)).union([info.nodeID])
+        for node in vv.nodes where !ownWriters.contains(node) && !directIDs.contains(node) {
             peerJSON.append(.object([
                 ("node_id", .string(node.text)), ("name", names[node].map(JSON.string) ?? .null),
                 ("path", .string(relayEntry != nil ? "via relay" : "via other peers")), ("connected", .bool(false)),
@@ -60,8 +61,7 @@ public struct StatusReport: Sendable {
         // session with the relay is open, they are being handed over), DIRTY (waiting).
         var changesJSON = JSON.null
         if let relay = relayEntry, let relayID = relay.nodeID {
-            let relayHas = relay.versionVector[info.nodeID]
-            let local = try store.localChanges(limit: 20, splitAt: relayHas)
+            let local = try store.localChanges(limit: 20, seenBy: relay.versionVector)
             let pending = relay.connected ? "SYNCING" : "DIRTY"
             changesJSON = .object([
                 ("relay", .string(relayID.text)),
@@ -70,11 +70,11 @@ public struct StatusReport: Sendable {
                 ("recent", .array(local.recent.map { change in
                     .object([("id", .string(change.item.rawValue)), ("field", .string(change.field.rawValue)),
                              ("counter", .integer(Int64(clamping: change.counter))),
-                             ("state", .string(change.counter <= relayHas ? "SYNCED" : pending))])
+                             ("state", .string(change.seen ? "SYNCED" : pending))])
                 })),
             ])
         }
-        let rejected = try store.rejections(of: info.nodeID)
+        let rejected = try store.ownRejections()
         let vvJSON = JSON.object(vv.nodes.map { ($0.text, JSON.integer(Int64(clamping: vv[$0]))) })
         return StatusReport(json: .object([
             ("node_id", .string(info.nodeID.text)),

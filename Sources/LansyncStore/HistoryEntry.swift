@@ -34,4 +34,32 @@ public struct ReplicaInfo: Sendable, Equatable {
     public let nodeName: String
     public let fingerprint: String
     public let historyLimit: Int
+    /// The id this replica's next local write will be issued under (unless it must start a new
+    /// one first, see ``WriterContinuity``).
+    public let writerID: NodeID
+}
+
+/// One of this replica's write identities (table `writer`).
+public struct WriterRecord: Sendable, Equatable {
+    public let id: NodeID
+    /// Unix milliseconds when it started (0 for the first, made at `init`).
+    public let started: UInt64
+    public let reason: Reason
+
+    /// Why a writer started.
+    public enum Reason: String, Sendable {
+        /// The replica's first writer, its node id.
+        case `init`
+        /// No marker of this boot proved the previous writer's continuity (a reboot, an upgrade,
+        /// another machine).
+        case unproven
+        /// The replica held less than its writer's marker: it was restored from an older copy.
+        case restored
+        /// A peer held more of the previous writer than the replica: it was rolled back.
+        case witness
+        /// The data directory was copied or moved and took a new node identity.
+        case copied
+        /// `lansync repair` rebuilt the replica.
+        case repair
+    }
 }

@@ -119,24 +119,37 @@ public struct LocalChange: Sendable, Equatable {
     public let item: ItemID
     public let field: FieldName
     public let counter: UInt64
+    /// The writer id it was issued under (one of this replica's, see ``writers()``).
+    public let writer: NodeID
+    /// True if the holder of the version vector given to ``ReplicaStore/localChanges(limit:seenBy:)`` has it.
+    public let seen: Bool
 }
 
 extension ReplicaStore {
-    /// This node's most recent live changes (newest first), and how many of its live changes lie
-    /// above `counter` (not yet seen by a holder of that counter) and at or below it.
-    public func localChanges(limit: Int, splitAt counter: UInt64) throws(StoreError) -> (recent: [LocalChange], above: Int, atOrBelow: Int) {
-        let me = try info().nodeID
+    /// This replica's most recent live changes under any of its writers (newest writer first,
+    /// then newest change), and how many of its live changes a holder of `seen` lacks, and has.
+    public func localChanges(limit: Int, seenBy seen: VersionVector) throws(StoreError) -> (recent: [LocalChange], above: Int, atOrBelow: Int) {
+        let writers = try self.writers().map(\.id).reversed()
         return try guarded {
             try pool.read { db in
-                guard let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [me.text]) else { return ([], 0, 0) }
-                let recent = try Row.fetchAll(db, sql: """
-                    SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
-                    WHERE v.node = ? ORDER BY v.counter DESC LIMIT ?
-                    """, arguments: [row, limit]).map {
-                    LocalChange(item: ItemID(unchecked: $0[1]), field: FieldName(unchecked: $0[2]), counter: UInt64($0[0] as Int64))
+                var recent: [LocalChange] = []
+                var above = 0, below = 0
+                for writer in writers {
+                    guard let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [writer.text]) else { continue }
+                    let split = Int64(clamping: seen[writer])
+                    if recent.count < limit {
+                        recent += try Row.fetchAll(db, sql: """
+                            SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                            WHERE v.node = ? ORDER BY v.counter DESC LIMIT ?
+                            """, arguments: [row, limit - recent.count]).map {
+                            let counter = UInt64($0[0] as Int64)
+                            return LocalChange(item: ItemID(unchecked: $0[1]), field: FieldName(unchecked: $0[2]), counter: counter,
+                                               writer: writer, seen: counter <= seen[writer])
+                        }
+                    }
+                    above += try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter > ?", arguments: [row, split]) ?? 0
+                    below += try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter <= ?", arguments: [row, split]) ?? 0
                 }
-                let above = try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter > ?", arguments: [row, Int64(clamping: counter)]) ?? 0
-                let below = try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter <= ?", arguments: [row, Int64(clamping: counter)]) ?? 0
                 return (recent, above, below)
             }
         }
@@ -152,12 +165,15 @@ public struct Rejection: Sendable, Equatable {
 }
 
 extension ReplicaStore {
-    /// The changes written by `node` that the relay refused, newest first.
-    public func rejections(of node: NodeID) throws(StoreError) -> [Rejection] {
+    /// The changes this replica wrote (under any of its writers) that the relay refused, newest
+    /// first.
+    public func ownRejections() throws(StoreError) -> [Rejection] {
         try guarded {
             try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT item_id, field, counter, reason FROM rejection WHERE node_id = ? ORDER BY counter DESC",
-                                 arguments: [node.text]).map {
+                try Row.fetchAll(db, sql: """
+                    SELECT item_id, field, counter, reason FROM rejection WHERE node_id IN (SELECT writer_id FROM writer)
+                    ORDER BY counter DESC
+                    """).map {
                     Rejection(item: ItemID(unchecked: $0[0]), field: FieldName(unchecked: $0[1]), counter: UInt64($0[2] as Int64), reason: $0[3])
                 }
             }

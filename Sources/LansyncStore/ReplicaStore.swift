@@ -8,9 +8,11 @@ import GRDB
 /// Guarantees:
 /// - every local edit is one transaction, and so is every applied batch: a crash at any point
 ///   leaves the file as it was before or after, never between;
-/// - a dot is never reused: the counter is taken from the persisted hybrid logical clock, so it
-///   moves past everything issued before even after a restored backup (unless the machine's clock
-///   was also set back), and it is raised past any of this node's dots a peer reports having seen;
+/// - a dot is never reused, and the version vector never claims a write the file does not hold,
+///   even after the file is rolled back (a backup restored, a VM snapshot, a copied directory):
+///   local writes are issued under a writer id whose continuity is proven by a marker outside the
+///   file (``WriterLease``), and a new writer starts when it is not, or when a peer shows it holds
+///   more of the writer than this file (``WriterContinuity``);
 /// - "field states holding a version unseen by V" is answered by range scans of the `version`
 ///   index, in time proportional to the answer;
 /// - the file is refused, with a clear error, if it is not a lansync replica or was written by a
@@ -21,15 +23,18 @@ import GRDB
 public final class ReplicaStore: Sendable {
     public let path: String
     let pool: DatabasePool
+    /// Where this replica's writer markers are kept.
+    public let lease: WriterLease
 
     /// The replica file's name inside a data directory.
     public static let fileName = "replica.sqlite"
     /// Versions kept per field in `history` unless `init --history` says otherwise.
     public static let defaultHistoryLimit = 1000
 
-    private init(path: String, pool: DatabasePool) {
+    private init(path: String, pool: DatabasePool, lease: WriterLease) {
         self.path = path
         self.pool = pool
+        self.lease = lease
     }
 
     // MARK: Opening
@@ -37,32 +42,35 @@ public final class ReplicaStore: Sendable {
     /// Creates a new replica file; refuses if one exists at `path`.
     public static func create(
         path: String, nodeID: NodeID, clusterID: NodeID, nodeName: String, fingerprint: String,
-        historyLimit: Int = defaultHistoryLimit
+        historyLimit: Int = defaultHistoryLimit, lease: WriterLease = .standard()
     ) throws(StoreError) -> ReplicaStore {
         let directory = (path as NSString).deletingLastPathComponent
         guard !FileManager.default.fileExists(atPath: path) else { throw .alreadyInitialised(directory: directory) }
-        let store = try ReplicaStore(path: path, pool: openPool(path))
+        let store = try ReplicaStore(path: path, pool: openPool(path), lease: lease)
         try store.guarded {
             try Schema.migrator.migrate(store.pool)
             try store.pool.write { db in
                 for (key, value) in [
                     ("node_id", nodeID.text), ("cluster_id", clusterID.text), ("node_name", nodeName),
                     ("fingerprint", fingerprint), ("clock", "0"), ("history_limit", String(historyLimit)),
+                    ("writer_id", nodeID.text),
                 ] {
                     try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?)", arguments: [key, value])
                 }
                 try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?)", arguments: [nodeID.text, nodeName])
+                try db.execute(sql: "INSERT INTO writer(writer_id, started, reason) VALUES (?, 0, 'init')", arguments: [nodeID.text])
             }
         }
+        lease.record(nodeID, counter: 0)
         return store
     }
 
     /// Opens an existing replica file.
-    public static func open(path: String) throws(StoreError) -> ReplicaStore {
+    public static func open(path: String, lease: WriterLease = .standard()) throws(StoreError) -> ReplicaStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw .notInitialised(directory: (path as NSString).deletingLastPathComponent)
         }
-        let store = try ReplicaStore(path: path, pool: openPool(path))
+        let store = try ReplicaStore(path: path, pool: openPool(path), lease: lease)
         try store.guarded {
             let (applicationID, superseded, hasMeta) = try store.pool.read { db in
                 (try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0,
@@ -133,7 +141,8 @@ public final class ReplicaStore: Sendable {
                 else { throw StoreError.corrupt(path: path, detail: "its identity is missing from table meta") }
                 return ReplicaInfo(
                     nodeID: node, clusterID: cluster, nodeName: meta["node_name"] ?? "",
-                    fingerprint: meta["fingerprint"] ?? "", historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit)
+                    fingerprint: meta["fingerprint"] ?? "", historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit,
+                    writerID: meta["writer_id"].flatMap(NodeID.init(text:)) ?? node)
             }
         }
     }
@@ -148,8 +157,10 @@ public final class ReplicaStore: Sendable {
                 try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'node_id'", arguments: [nodeID.text])
                 try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'fingerprint'", arguments: [fingerprint])
                 try db.execute(sql: "INSERT OR IGNORE INTO node(node_id, name) VALUES (?, ?)", arguments: [nodeID.text, name])
+                try Transaction.startWriter(nodeID, name: name, reason: .copied, db: db)
             }
         }
+        lease.record(nodeID, counter: 0)
     }
 
     /// Records the display name of a node (learnt from its hello).
@@ -182,13 +193,13 @@ public final class ReplicaStore: Sendable {
                 var dots: [Dot] = []
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit)
-                    let selfRow = try tx.nodeRow(me.nodeID)
-                    var counter = try tx.counter(of: selfRow)
+                    let writer = try tx.claimWriter(lease: lease, name: me.nodeName)
+                    var counter = writer.counter
                     var loaded: [ItemID: LoadedItem] = [:]
                     for (index, (id, edit)) in edits.enumerated() {
                         let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
-                        counter = max(counter + 1, timestamp.rawValue)
-                        let dot = Dot(node: me.nodeID, counter: counter)
+                        counter += 1
+                        let dot = Dot(node: writer.id, counter: counter)
                         var item = try loaded[id] ?? tx.loadItem(id)
                         let changed: [FieldName: FieldState]
                         do {
@@ -208,10 +219,11 @@ public final class ReplicaStore: Sendable {
                         dots.append(dot)
                         progress?(index + 1)
                     }
-                    try tx.setCounter(of: selfRow, to: counter)
+                    try tx.setCounter(of: writer.row, to: counter)
                     try tx.saveClock()
                     return .commit
                 }
+                if let last = dots.last { lease.record(last.node, counter: last.counter) }
                 return dots
             }
         }
@@ -284,18 +296,21 @@ public final class ReplicaStore: Sendable {
     /// it instead, with a write of its own that has seen it and keeps the field's current value
     /// (null if it had none), in the same transaction. So the refusal reaches every node and the
     /// batch's other changes, and the stream, carry on.
+    ///
+    /// A batch that covers more of this replica's own writer than the replica holds retires that
+    /// writer (``WriterContinuity``).
     @discardableResult
     public func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64, refuse: Refusal? = nil) throws(StoreError) -> Int {
         let me = try info()
-        return try guarded {
+        var overruleDot: Dot?
+        let changed = try guarded {
             try pool.writeWithoutTransaction { db in
                 var changed = 0
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit)
                     var touched = Set<Int64>()
-                    let selfRow = try tx.nodeRow(me.nodeID)
-                    var counter = try tx.counter(of: selfRow)
-                    var overruled = false
+                    try tx.retireWriterIfWitnessed(by: batch.covers)
+                    var writer: Transaction.ClaimedWriter?
                     // A batch carries an item's fields together: look each item up once, and skip
                     // reading fields of an item this transaction created (they cannot exist yet).
                     var itemRows: [ItemID: Int64] = [:]
@@ -322,18 +337,19 @@ public final class ReplicaStore: Sendable {
                         guard merged != old?.state else { continue }
                         if let refuse, let reason = refuse(update.key, update.state, try tx.loadItem(update.key.item).state) {
                             let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
-                            counter = max(counter + 1, timestamp.rawValue)
+                            if writer == nil { writer = try tx.claimWriter(lease: lease, name: me.nodeName) }
+                            writer!.counter += 1
+                            let dot = Dot(node: writer!.id, counter: writer!.counter)
                             merged = old?.state ?? FieldState()
-                            merged.overrule(update.state, keeping: merged.shownValue ?? .null, reason: reason,
-                                            dot: Dot(node: me.nodeID, counter: counter), timestamp: timestamp)
-                            overruled = true
+                            merged.overrule(update.state, keeping: merged.shownValue ?? .null, reason: reason, dot: dot, timestamp: timestamp)
+                            overruleDot = dot
                         }
                         _ = try tx.saveField(item: itemRow, itemID: update.key.item, name: update.key.field, row: old?.row, old: old?.state, new: merged)
                         if created { savedInCreatedItems.insert(update.key) }
                         touched.insert(itemRow)
                         changed += 1
                     }
-                    if overruled { try tx.setCounter(of: selfRow, to: counter) }
+                    if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
                     for row in touched { try tx.refreshItem(row: row) }
                     for node in batch.covers.nodes {
                         let row = try tx.nodeRow(node)
@@ -343,6 +359,33 @@ public final class ReplicaStore: Sendable {
                     return .commit
                 }
                 return changed
+            }
+        }
+        if let overruleDot { lease.record(overruleDot.node, counter: overruleDot.counter) }
+        return changed
+    }
+
+    /// Takes a peer's version vector (its hello) into account: if the peer holds more of this
+    /// replica's current writer than the replica does, the replica was rolled back, and the writer
+    /// is retired (the next local write starts a new one). Returns true if it was retired now.
+    @discardableResult
+    public func noteWitness(_ peer: VersionVector) throws(StoreError) -> Bool {
+        try guarded {
+            try pool.write { db in
+                var tx = try Transaction(db: db, historyLimit: 0)
+                return try tx.retireWriterIfWitnessed(by: peer)
+            }
+        }
+    }
+
+    /// This replica's write identities, oldest first.
+    public func writers() throws(StoreError) -> [WriterRecord] {
+        try guarded {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT writer_id, started, reason FROM writer ORDER BY started, writer_id").compactMap { row in
+                    guard let id = NodeID(text: row[0]) else { return nil }
+                    return WriterRecord(id: id, started: UInt64(max(0, row[1] as Int64)), reason: WriterRecord.Reason(rawValue: row[2]) ?? .unproven)
+                }
             }
         }
     }

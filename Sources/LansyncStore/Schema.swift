@@ -15,7 +15,9 @@ enum Schema {
 
                 -- Settings and this replica's identity: node_id, cluster_id, node_name,
                 -- fingerprint (machine and path, to detect a copied directory), clock (the
-                -- hybrid logical clock's latest value), history_limit.
+                -- hybrid logical clock's latest value), history_limit; since v4 writer_id (the
+                -- id local writes are issued under) and writer_retired ('1' once a peer showed
+                -- it holds more of that writer than this replica).
                 CREATE TABLE meta (
                     key   TEXT PRIMARY KEY NOT NULL,
                     value TEXT NOT NULL
@@ -111,6 +113,23 @@ enum Schema {
                     reason  TEXT NOT NULL,
                     PRIMARY KEY (node_id, counter, item_id, field)
                 ) WITHOUT ROWID;
+                """)
+        }
+        migrator.registerMigration("v4-writers") { db in
+            try db.execute(sql: """
+                -- This replica's write identities, oldest first (Docs/MERGE.md, "Rolled-back
+                -- replicas"). Dots are issued under meta 'writer_id'; a new writer starts whenever
+                -- the replica cannot prove it continues the history its writer last wrote in.
+                -- 'reason': init, unproven (no marker of this boot), restored (the replica holds
+                -- less than its marker), witness (a peer held more of it), repair.
+                CREATE TABLE writer (
+                    writer_id TEXT PRIMARY KEY NOT NULL,
+                    started   INTEGER NOT NULL,
+                    reason    TEXT NOT NULL
+                ) WITHOUT ROWID;
+
+                INSERT INTO meta(key, value) SELECT 'writer_id', value FROM meta WHERE key = 'node_id';
+                INSERT INTO writer(writer_id, started, reason) SELECT value, 0, 'init' FROM meta WHERE key = 'node_id';
                 """)
         }
         return migrator

@@ -49,6 +49,63 @@ struct Transaction {
         try db.execute(sql: "UPDATE node SET counter = max(counter, ?) WHERE id = ?", arguments: [Int64(clamping: counter), nodeRow])
     }
 
+    // MARK: Writers (``WriterContinuity``)
+
+    /// The writer a transaction issues its local dots under, and its counter so far.
+    struct ClaimedWriter {
+        let id: NodeID
+        let row: Int64
+        var counter: UInt64
+    }
+
+    static func currentWriter(db: Database) throws -> NodeID {
+        let meta = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_id'")
+            ?? String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_id'")
+        guard let id = meta.flatMap(NodeID.init(text:)) else { throw DecodingError("table meta holds no valid writer_id", offset: 0) }
+        return id
+    }
+
+    /// The writer for this transaction's local writes: the current one if its continuity is
+    /// proven and no peer has witnessed a rollback, else a new one, started in this transaction.
+    mutating func claimWriter(lease: WriterLease, name: String) throws -> ClaimedWriter {
+        let current = try Self.currentWriter(db: db)
+        let retired = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_retired'") == "1"
+        let row = try nodeRow(current)
+        let held = try counter(of: row)
+        let marker = lease.marker(for: current)
+        if !retired, WriterContinuity.isProven(marker: marker, held: held) {
+            return ClaimedWriter(id: current, row: row, counter: held)
+        }
+        let reason: WriterRecord.Reason = retired ? .witness : marker != nil ? .restored : .unproven
+        let fresh = NodeID.random()
+        lease.record(fresh, counter: 0)
+        try Self.startWriter(fresh, name: name, reason: reason, db: db)
+        return ClaimedWriter(id: fresh, row: try nodeRow(fresh), counter: 0)
+    }
+
+    /// Makes `id` the current writer (recorded in table `writer` with why).
+    static func startWriter(_ id: NodeID, name: String?, reason: WriterRecord.Reason, db: Database) throws {
+        try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
+                       arguments: [id.text, name])
+        for (key, value) in [("writer_id", id.text), ("writer_retired", "0")] {
+            try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [key, value])
+        }
+        let now = Int64(max(0, Date().timeIntervalSince1970 * 1000))
+        try db.execute(sql: "INSERT OR REPLACE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)", arguments: [id.text, now, reason.rawValue])
+    }
+
+    /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of it
+    /// than this replica: only a rollback of this replica can cause that. True if retired now.
+    mutating func retireWriterIfWitnessed(by peer: VersionVector) throws -> Bool {
+        let current = try Self.currentWriter(db: db)
+        guard peer[current] > 0 else { return false }
+        let held = try counter(of: try nodeRow(current))
+        guard WriterContinuity.peerWitnessesRollback(writer: current, held: VersionVector([current: held]), peer: peer) else { return false }
+        try db.execute(sql: "INSERT INTO meta(key, value) VALUES ('writer_retired', '1') ON CONFLICT(key) DO UPDATE SET value = '1'")
+        return true
+    }
+
     func itemRow(_ id: ItemID) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"), arguments: [id.rawValue])
     }

@@ -41,7 +41,7 @@ import Testing
     static func check(seed: UInt64, replicas: Int, steps: Int) {
         var history = History(seed: seed, replicaCount: replicas)
         history.run(steps: steps)
-        let problems = Invariants.converged(history) + Invariants.noWriteLost(history)
+        let problems = Invariants.converged(history) + Invariants.noWriteLost(history) + Invariants.rollbacksHarmless(history)
         #expect(problems.isEmpty, "\(problems.prefix(5).joined(separator: "\n"))\nreplay: LANSYNC_REPLAY=\(seed),\(replicas),\(steps)\n\(history.replayHint)")
     }
 }

@@ -11,15 +11,18 @@ import Testing
     let dir = makeTemporaryDirectory("store")
     let t0: UInt64 = 1_700_000_000_000
     var path: String { dir + "/replica.sqlite" }
+    /// This test's writer markers, apart from every other test's.
+    var lease: WriterLease { WriterLease(directory: dir) }
 
     func create(_ path: String? = nil, node: UInt64 = 1, historyLimit: Int = 1000) throws -> ReplicaStore {
-        try ReplicaStore.create(path: path ?? self.path, nodeID: .node(node), clusterID: .node(99), nodeName: "n\(node)", fingerprint: "fp", historyLimit: historyLimit)
+        try ReplicaStore.create(path: path ?? self.path, nodeID: .node(node), clusterID: .node(99), nodeName: "n\(node)", fingerprint: "fp",
+                                historyLimit: historyLimit, lease: lease)
     }
 
     @Test func editsSurviveReopening() throws {
         let store = try create()
         try store.apply(.create(type: "task", assignments: [.set(.named("title"), .string("Climb")), .add(.named("tags"), .string("x"))]), to: .named("a"), wallMilliseconds: t0)
-        let reopened = try ReplicaStore.open(path: path)
+        let reopened = try ReplicaStore.open(path: path, lease: lease)
         let item = try #require(try reopened.storedItem(.named("a")))
         #expect(item.type == "task")
         #expect(item.fields.map(\.name) == ["tags", "title"])
@@ -71,7 +74,7 @@ import Testing
         process.arguments = [path, "INSERT INTO grdb_migrations VALUES ('v99-from-the-future');"]
         try process.run()
         process.waitUntilExit()
-        #expect(throws: StoreError.newerSchema(path: path)) { try ReplicaStore.open(path: path) }
+        #expect(throws: StoreError.newerSchema(path: path)) { try ReplicaStore.open(path: path, lease: lease) }
     }
 
     /// "Unseen by V" is answered by a search of the version index, not a scan of the replica.
@@ -134,9 +137,9 @@ import Testing
         #expect(try a.history(id, field: title).first?.write == .assign(.integer(19)))
     }
 
-    /// A restored backup must not reuse counters: they come from the persisted clock, which the
-    /// wall clock moves past what the lost edits used.
-    @Test func aRestoredBackupIssuesNewCounters() throws {
+    /// A restored backup must not reuse a dot, and its vector must not claim the lost writes: its
+    /// next write starts a new writer, whatever the clocks say (the restore happens "earlier").
+    @Test func aRestoredBackupWritesAsANewWriter() throws {
         let store = try create()
         try store.apply(.create(type: "t", assignments: []), to: .named("a"), wallMilliseconds: t0)
         // A backup taken while the file is open must include the write-ahead log.
@@ -149,13 +152,31 @@ import Testing
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: dir + "/backup.sqlite" + suffix) {
             try FileManager.default.copyItem(atPath: dir + "/backup.sqlite" + suffix, toPath: path + suffix)
         }
-        let restored = try ReplicaStore.open(path: path)
-        let next = try restored.apply(.update([.set(.named("n"), .string("after restore"))]), to: .named("a"), wallMilliseconds: t0 + 1000)
-        #expect(next.counter > issued.max()!)
+        let restored = try ReplicaStore.open(path: path, lease: lease)
+        let next = try restored.apply(.update([.set(.named("n"), .string("after restore"))]), to: .named("a"), wallMilliseconds: t0 - 86_400_000)
+        #expect(next.node != NodeID.node(1))
+        #expect(next.counter == 1)
+        #expect(try restored.writers().map(\.reason) == [.`init`, .restored])
+        #expect(try restored.versionVector()[.node(1)] == 1, "the old writer's entry stays at what the file holds")
+        #expect(try restored.info().writerID == next.node)
+        // The new writer's continuity is proven from now on: no third writer.
+        let after = try restored.apply(.update([.set(.named("n"), .string("again"))]), to: .named("a"), wallMilliseconds: t0)
+        #expect(after == Dot(node: next.node, counter: 2))
     }
 
-    /// A peer reporting more of our own writes than we have (our replica lost them) raises our
-    /// counter past them, and gives them back.
+    /// Without a marker of this boot (a reboot, a snapshot booted again) continuity is unproven.
+    @Test func aMissingMarkerStartsANewWriter() throws {
+        let store = try create()
+        try store.apply(.create(type: "t", assignments: []), to: .named("a"), wallMilliseconds: t0)
+        let otherBoot = WriterLease(directory: dir, bootID: "another-boot")
+        let reopened = try ReplicaStore.open(path: path, lease: otherBoot)
+        let next = try reopened.apply(.update([.set(.named("n"), .integer(1))]), to: .named("a"), wallMilliseconds: t0)
+        #expect(next.node != NodeID.node(1))
+        #expect(try reopened.writers().last?.reason == .unproven)
+    }
+
+    /// A peer holding more of our own writes than we have (our replica lost them) gives them back,
+    /// and retires the writer, so the next write takes a new one.
     @Test func ownWritesComeBackFromPeers() throws {
         let a = try create(dir + "/a.sqlite", node: 1)
         let b = try create(dir + "/b.sqlite", node: 2)
@@ -166,7 +187,8 @@ import Testing
         #expect(try wiped.versionVector()[.node(1)] == dot.counter)
         #expect(try wiped.storedItem(.named("x"))?.fields.map(\.json) == ["1"])
         let next = try wiped.apply(.update([.set(.named("k"), .integer(2))]), to: .named("x"), wallMilliseconds: 1)
-        #expect(next.counter > dot.counter)
+        #expect(next.node != dot.node)
+        #expect(try wiped.writers().last?.reason == .witness)
     }
 
     func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {

@@ -16,7 +16,8 @@ import Testing
     static func makePairs(_ count: Int, in dir: String) throws -> [Pair] {
         try (1...count).map { n in
             let id = NodeID.node(UInt64(n))
-            let store = try ReplicaStore.create(path: "\(dir)/r\(n).sqlite", nodeID: id, clusterID: .node(99), nodeName: "r\(n)", fingerprint: "test")
+            let store = try ReplicaStore.create(path: "\(dir)/r\(n).sqlite", nodeID: id, clusterID: .node(99), nodeName: "r\(n)", fingerprint: "test",
+                                                lease: WriterLease(directory: dir))
             return Pair(model: Replica(nodeID: id), store: store)
         }
     }

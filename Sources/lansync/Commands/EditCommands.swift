@@ -5,7 +5,9 @@ import LansyncStore
 /// Runs one local edit against the replica in the data directory.
 func performEdit(_ edit: ItemEdit, on id: ItemID, in data: DataDirectoryOptions) throws {
     let store = try data.directory.open()
-    do { try store.apply(edit, to: id, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
+    let dot: Dot
+    do { dot = try store.apply(edit, to: id, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
+    data.directory.noteNewWriter(store, issued: dot)
     data.directory.nudgeNode()
 }
 

@@ -73,9 +73,10 @@ struct ImportCommand: ParsableCommand {
         let showProgress = FileIO.stderrIsTerminal && edits.count >= 1000
         let started = Date()
         do {
-            try store.apply(edits, wallMilliseconds: WallClock.milliseconds) { done in
+            let dots = try store.apply(edits, wallMilliseconds: WallClock.milliseconds) { done in
                 if showProgress, done % 1000 == 0 || done == edits.count { Self.progress(done, edits.count) }
             }
+            if let first = dots.first { data.directory.noteNewWriter(store, issued: first) }
         } catch let StoreError.edit(error, index) {
             if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
             throw CLIError("line \(lineOfEdit[index]): \(error.message); nothing was imported")

@@ -47,6 +47,21 @@ struct DataDirectory {
         _ = ControlClient.request(.object([("op", .string("nudge"))]), path: controlSocketPath, timeoutSeconds: 1)
     }
 
+    /// Says so when a write had to start a new writer because this replica was found rolled back
+    /// (a restored backup or snapshot): the user should know that peers will send back what the
+    /// restore lost. A new writer after a reboot is routine and goes unsaid.
+    func noteNewWriter(_ store: ReplicaStore, issued dot: Dot) {
+        guard dot.counter == 1, let writer = try? store.writers().last, writer.id == dot.node else { return }
+        switch writer.reason {
+        case .restored:
+            FileIO.note("this replica holds less than it had written before (restored from a backup or snapshot?): it now writes as \(dot.node.short), and peers will send back what the restore lost")
+        case .witness:
+            FileIO.note("a peer holds more of this replica's writes than it does (restored from a backup or snapshot?): it now writes as \(dot.node.short), and peers will send back what it lost")
+        case .`init`, .unproven, .copied, .repair:
+            break
+        }
+    }
+
     /// Identifies where this directory lives (machine id and canonical path), so a copy of it is
     /// recognised: two copies must never write under one node id.
     var fingerprint: String {

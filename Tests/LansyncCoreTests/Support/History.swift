@@ -5,6 +5,12 @@ import LansyncTestSupport
 /// resolve) and pairwise delta exchanges that may be interrupted (only a prefix of the batches
 /// arrives), duplicated, or replayed late, then a complete exchange.
 ///
+/// Replicas are also snapshotted and rolled back to their snapshot, as a restored backup or VM
+/// snapshot does: either with the writer markers kept (a data directory restored) or lost (the
+/// machine rebooted). Writes follow the store's writer rule (``WriterContinuity``): a replica
+/// edits under its current writer only while the marker proves continuity and no peer has
+/// witnessed a rollback, and takes a fresh writer otherwise.
+///
 /// Every edit a replica acknowledged is recorded with the context its writer had, so the checks
 /// can tell a legitimately superseded write from a lost one.
 struct History {
@@ -27,6 +33,27 @@ struct History {
     /// Old session prefixes, replayed later as duplicates and reorderings.
     var inFlight: [(to: Int, batches: [DeltaBatch])] = []
     var log: [String] = []
+    /// The last snapshot of each replica, as a backup would hold it.
+    var snapshots: [Int: Replica] = [:]
+    /// The writer markers kept outside the replicas' files: the highest counter each writer issued.
+    var markers: [NodeID: UInt64] = [:]
+    /// Writes that existed only on a replica when it was rolled back: the user's restore lost them.
+    var lostWithRollback: Set<FieldWrite> = []
+    struct FieldWrite: Hashable {
+        let dot: Dot
+        let field: FieldName
+    }
+    /// A dot issued twice (it must never happen).
+    var reissued: [String] = []
+    /// Vector claims of writes a replica did not hold, found after any step.
+    var dishonest: [String] = []
+    private var writersIssued: UInt64 = 0
+    /// Interrupted streams whose receiver holds part of them (until a complete one follows).
+    var partialStreams: Set<Pair> = []
+    struct Pair: Hashable {
+        let from: Int
+        let to: Int
+    }
 
     static let fields = ["a", "b", "title", "tags"].map(FieldName.named)
 
@@ -36,6 +63,7 @@ struct History {
         replicas = (1...replicaCount).map { Replica(nodeID: .node(UInt64($0))) }
         walls = (0..<replicaCount).map { _ in 1_700_000_000_000 }
         for i in walls.indices where rng.chance(30) { walls[i] -= 3_600_000 }
+        for replica in replicas { markers[replica.writer] = 0 }
     }
 
     mutating func run(steps: Int) {
@@ -49,6 +77,12 @@ struct History {
         let roll = Int.random(in: 0..<100, using: &rng)
         if roll < 55 {
             localEdit(Int.random(in: 0..<replicas.count, using: &rng))
+        } else if roll < 60 {
+            let r = Int.random(in: 0..<replicas.count, using: &rng)
+            snapshots[r] = replicas[r]
+            log.append("snapshot r\(r) at \(replicas[r].versionVector)")
+        } else if roll < 63 {
+            rollBack(Int.random(in: 0..<replicas.count, using: &rng), reboot: rng.chance(40))
         } else if roll < 90 {
             let a = Int.random(in: 0..<replicas.count, using: &rng)
             var b = Int.random(in: 0..<replicas.count - 1, using: &rng)
@@ -63,7 +97,81 @@ struct History {
         }
     }
 
+    /// Puts replica `r` back to its last snapshot (or to its empty start). Writes only it held are
+    /// lost to the cluster, as with a real restore; everything else must come back.
+    mutating func rollBack(_ r: Int, reboot: Bool) {
+        // Known gap (issue 12): a receiver holding part of an interrupted stream from a replica
+        // that is then rolled back can stay apart; `RollbackTests.interruptedStreamFromARolledBackSender`
+        // records it. Histories skip that case until it is solved.
+        if partialStreams.contains(where: { $0.from == r }) {
+            log.append("roll back r\(r) skipped: a peer holds part of an interrupted stream from it")
+            return
+        }
+        let current = replicas[r]
+        let restored = snapshots[r] ?? Replica(nodeID: current.nodeID)
+        // What only this replica held (in a field's state, not just claimed) is gone with it.
+        func holds(_ replica: Replica, _ write: Write, _ field: FieldName) -> Bool {
+            replica.items[write.item]?.fields[field]?.context.contains(write.dot) == true
+        }
+        for write in writes.values {
+            for field in write.contexts.keys where holds(current, write, field) && !holds(restored, write, field) {
+                let elsewhere = replicas.indices.contains { $0 != r && holds(replicas[$0], write, field) }
+                if !elsewhere { lostWithRollback.insert(FieldWrite(dot: write.dot, field: field)) }
+            }
+        }
+        replicas[r] = restored
+        // A batch's covers hold only against the version vector its stream was planned for; a
+        // restored replica's sessions all start anew (its process restarted), so no batch of an
+        // earlier stream reaches it. Batches it sent earlier carry real writes and may still arrive.
+        inFlight.removeAll { $0.to == r }
+        if reboot {
+            for writer in Set(writes.keys.map(\.node)).union([current.writer, restored.writer]) where isWriter(writer, of: r) {
+                markers[writer] = nil
+            }
+        }
+        log.append("roll back r\(r) to \(restored.versionVector)\(reboot ? " after a reboot" : "")")
+    }
+
+    func isWriter(_ writer: NodeID, of r: Int) -> Bool {
+        writer == replicas[r].nodeID || writer.high == 0xF000 + UInt64(r)
+    }
+
+    /// The store's rule before a local edit: keep the writer only while its continuity is proven.
+    mutating func renewWriterIfNeeded(_ r: Int) {
+        let writer = replicas[r].writer
+        let held = replicas[r].versionVector[writer]
+        guard replicas[r].writerRetired || !WriterContinuity.isProven(marker: markers[writer], held: held) else { return }
+        writersIssued += 1
+        let fresh = NodeID(high: 0xF000 + UInt64(r), low: writersIssued)
+        replicas[r].startWriter(fresh)
+        markers[fresh] = 0
+        log.append("r\(r) writes as \(fresh.short)-\(writersIssued) from now on")
+    }
+
+    /// No replica's version vector may claim a write it does not hold.
+    mutating func checkHonesty(after step: String) {
+        for replica in replicas {
+            for write in writes.values where replica.versionVector.contains(write.dot) {
+                for field in write.contexts.keys {
+                    let context = replica.items[write.item]?.fields[field]?.context ?? VersionVector()
+                    // A claim may run ahead of a field whose newer state is still to come (an
+                    // interrupted delta covers superseded writes): it is honest as long as a later
+                    // write to the field is still unclaimed, so the field will be sent.
+                    if context.contains(write.dot) { continue }
+                    let stillToCome = writes.values.contains { later in
+                        later.item == write.item && later.dot != write.dot && later.contexts[field]?.contains(write.dot) == true
+                            && !replica.versionVector.contains(later.dot)
+                    }
+                    if !stillToCome {
+                        dishonest.append("after \(step): r\(replicas.firstIndex { $0.nodeID == replica.nodeID }!) claims \(write.dot) but its \(write.item).\(field) has not seen it")
+                    }
+                }
+            }
+        }
+    }
+
     mutating func localEdit(_ r: Int) {
+        renewWriterIfNeeded(r)
         let existing = replicas[r].items.keys.sorted()
         let id: ItemID = (existing.isEmpty || rng.chance(20))
             ? ItemID.named("i\(Int.random(in: 0..<6, using: &rng))")
@@ -87,6 +195,8 @@ struct History {
         let dot = replicas[r].nextDot
         do {
             try replicas[r].apply(edit, to: id, wallMilliseconds: walls[r])
+            markers[dot.node] = max(markers[dot.node] ?? 0, dot.counter)
+            if writes[dot] != nil { reissued.append("r\(r) issued \(dot) a second time") }
             record(edit, dot: dot, item: id, on: r)
             log.append("r\(r) \(dot) \(id) \(edit)".prefix(200).description)
         } catch {
@@ -129,11 +239,17 @@ struct History {
     /// Sends `from`'s delta for `to`'s version vector in small batches; the session may break
     /// after any batch, and what was sent may arrive again later.
     mutating func exchange(from a: Int, to b: Int, interruptible: Bool) {
+        // The hellos: each side learns what the other holds of its own writer.
+        replicas[a].observe(peer: replicas[b].versionVector)
+        replicas[b].observe(peer: replicas[a].versionVector)
         let batches = replicas[a].delta(for: replicas[b].versionVector, maxUpdates: Int.random(in: 1...8, using: &rng))
         var delivered = batches.count
         if interruptible, rng.chance(30) { delivered = Int.random(in: 0...batches.count, using: &rng) }
         log.append("sync r\(a)->r\(b) \(delivered)/\(batches.count) batches")
         for batch in batches.prefix(delivered) { replicas[b].apply(batch, wallMilliseconds: walls[b]) }
+        if delivered < batches.count, delivered > 0 { partialStreams.insert(Pair(from: a, to: b)) }
+        if delivered == batches.count { partialStreams.remove(Pair(from: a, to: b)) }
+        checkHonesty(after: "sync r\(a)->r\(b)")
         if interruptible, rng.chance(20), delivered > 0 { inFlight.append((b, Array(batches.prefix(delivered)))) }
     }
 

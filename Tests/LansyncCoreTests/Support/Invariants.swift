@@ -22,14 +22,22 @@ enum Invariants {
         return problems
     }
 
-    /// Nothing acknowledged is lost: every write is either still a live version of each field it
+    /// Rollbacks stay harmless: no dot named two writes, and no version vector ever claimed a write
+    /// its replica did not hold (checked after every exchange).
+    static func rollbacksHarmless(_ history: History) -> [String] {
+        history.reissued + history.dishonest
+    }
+
+    /// Nothing acknowledged is lost (except writes a rollback took from the only replica that had
+    /// them): every write is either still a live version of each field it
     /// touched, or was seen by the writer of a live version (superseded by a causally later write);
     /// every list element a write added is still listed, or a write that saw the add removed it.
     static func noWriteLost(_ history: History) -> [String] {
         var problems: [String] = []
         let replica = history.replicas[0]
         for write in history.writes.values {
-            for (field, _) in write.contexts {
+            for (field, _) in write.contexts where !history.lostWithRollback.contains(.init(dot: write.dot, field: field))
+                || replica.items[write.item]?.fields[field]?.context.contains(write.dot) == true {
                 guard let state = replica.items[write.item]?.fields[field] else {
                     problems.append("write \(write.dot) to \(write.item).\(field) vanished: the field is gone")
                     continue

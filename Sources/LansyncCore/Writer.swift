@@ -1,0 +1,45 @@
+/// The rules that keep a replica's own dots unique and its version vector honest when its files
+/// are rolled back (a backup restored, a VM snapshot, a directory copied and used twice).
+///
+/// A dot is `(writer, counter)`. A replica writes under one *writer id* at a time: at first its
+/// node id, later fresh random ids. A writer's counters are used by one replica history only, and
+/// a replica takes a fresh writer whenever it cannot prove that its history continues the one its
+/// current writer last wrote in. After a rollback the old writer's entry in the version vector
+/// therefore stays at what the replica really holds (so peers send the lost writes back), and no
+/// new write can take a dot a lost write already had. Docs/MERGE.md argues this in full.
+///
+/// Two witnesses decide "continuity":
+/// - a *marker* outside the replica's files (storage keeps it where backups and restores of the
+///   data directory do not reach, tagged with the machine's boot), recording the highest counter
+///   the writer issued; a replica holding less than its marker has been rolled back, and a missing
+///   marker (a reboot, another machine) proves nothing;
+/// - a *peer* that holds more of the current writer's writes than the replica itself: only a
+///   rollback can cause that, since every write of a writer starts on its replica.
+public enum WriterContinuity {
+    /// Whether the current writer may issue its next counter: only if a marker exists and this
+    /// replica holds at least what the marker recorded. (A replica ahead of its marker is one whose
+    /// process stopped between committing a write and recording it.)
+    public static func isProven(marker: UInt64?, held: UInt64) -> Bool {
+        guard let marker else { return false }
+        return marker <= held
+    }
+
+    /// Whether a peer's version vector (or a batch's covers) proves that this replica lost writes
+    /// of its own current writer: the peer holds more of them than the replica does.
+    public static func peerWitnessesRollback(writer: NodeID, held: VersionVector, peer: VersionVector) -> Bool {
+        peer[writer] > held[writer]
+    }
+}
+
+extension NodeID {
+    /// A fresh random id, for a new writer.
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> NodeID {
+        NodeID(high: generator.next(), low: generator.next())
+    }
+
+    public static func random() -> NodeID {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+}
+
