@@ -370,7 +370,10 @@ public final class ReplicaStore: Sendable {
     /// is retired (the next local write starts a new one). Returns true if it was retired now.
     @discardableResult
     public func noteWitness(_ peer: VersionVector) throws(StoreError) -> Bool {
-        try guarded {
+        // Read first: a session start should not take the write lock for nothing.
+        let current = try info().writerID
+        guard peer[current] > (try versionVector())[current] else { return false }
+        return try guarded {
             try pool.write { db in
                 var tx = try Transaction(db: db, historyLimit: 0)
                 return try tx.retireWriterIfWitnessed(by: peer)
@@ -382,7 +385,7 @@ public final class ReplicaStore: Sendable {
     public func writers() throws(StoreError) -> [WriterRecord] {
         try guarded {
             try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT writer_id, started, reason FROM writer ORDER BY started, writer_id").compactMap { row in
+                try Row.fetchAll(db, sql: "SELECT writer_id, started, reason FROM writer ORDER BY seq").compactMap { row in
                     guard let id = NodeID(text: row[0]) else { return nil }
                     return WriterRecord(id: id, started: UInt64(max(0, row[1] as Int64)), reason: WriterRecord.Reason(rawValue: row[2]) ?? .unproven)
                 }

@@ -117,16 +117,17 @@ enum Schema {
         }
         migrator.registerMigration("v4-writers") { db in
             try db.execute(sql: """
-                -- This replica's write identities, oldest first (Docs/MERGE.md, "Rolled-back
+                -- This replica's write identities in the order they started (Docs/MERGE.md, "Rolled-back
                 -- replicas"). Dots are issued under meta 'writer_id'; a new writer starts whenever
                 -- the replica cannot prove it continues the history its writer last wrote in.
                 -- 'reason': init, unproven (no marker of this boot), restored (the replica holds
                 -- less than its marker), witness (a peer held more of it), repair.
                 CREATE TABLE writer (
-                    writer_id TEXT PRIMARY KEY NOT NULL,
+                    seq       INTEGER PRIMARY KEY,
+                    writer_id TEXT NOT NULL UNIQUE,
                     started   INTEGER NOT NULL,
                     reason    TEXT NOT NULL
-                ) WITHOUT ROWID;
+                );
 
                 INSERT INTO meta(key, value) SELECT 'writer_id', value FROM meta WHERE key = 'node_id';
                 INSERT INTO writer(writer_id, started, reason) SELECT value, 0, 'init' FROM meta WHERE key = 'node_id';

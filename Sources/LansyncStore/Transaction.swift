@@ -92,7 +92,7 @@ struct Transaction {
                            arguments: [key, value])
         }
         let now = Int64(max(0, Date().timeIntervalSince1970 * 1000))
-        try db.execute(sql: "INSERT OR REPLACE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)", arguments: [id.text, now, reason.rawValue])
+        try db.execute(sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)", arguments: [id.text, now, reason.rawValue])
     }
 
     /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of it

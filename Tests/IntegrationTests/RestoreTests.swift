@@ -1,0 +1,75 @@
+import Foundation
+import LansyncCore
+import Testing
+
+/// Issue 12: data directories restored from a backup, or copied and used twice, with the real
+/// binary: they find out on first contact, get back what they lost, and converge.
+@Suite(.serialized) struct RestoreTests {
+    static func copyDirectory(_ from: String, _ to: String) throws {
+        try? FileManager.default.removeItem(atPath: to)
+        try FileManager.default.copyItem(atPath: from, toPath: to)
+    }
+
+    func item(_ cli: CLI, _ dir: String, _ id: String) async throws -> JSON {
+        try JSON(parsing: try await cli.ok(["get", "--dir", dir, id, "--json"]))
+    }
+
+    /// The issue's scenario: B syncs with A; B's directory is copied; B edits and syncs; the copy is
+    /// put back; B edits once, offline; B syncs. Before: "sent 0, received 0" and B stayed without
+    /// the lost edit forever. Now B gets it back and both show the same.
+    @Test(arguments: [true, false])
+    func aRestoredBackupGetsBackWhatItLost(editsOffline: Bool) async throws {
+        let cli = CLI("restore")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        let port = freePorts(1)[0]
+        let node = try NodeProcess(dir: a, port: port)
+        defer { node.stop() }
+        let sync = ["sync", "--dir", b, "--peer", "127.0.0.1:\(port)"]
+        let id = try await cli.ok(["add", "--dir", b, "v=1"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        try await cli.ok(sync)
+        try Self.copyDirectory(b, cli.path("backup"))
+        try await cli.ok(["set", "--dir", b, id, "after=1"])
+        try await cli.ok(sync)
+        try Self.copyDirectory(cli.path("backup"), b)
+        if editsOffline {
+            let edit = try await cli.run(["set", "--dir", b, id, "new=2"])
+            #expect(edit.succeeded)
+            #expect(edit.stderr.contains("restored from a backup"), "the user is told: \(edit.stderr)")
+        }
+        let result = try await cli.ok(sync)
+        print("restore (offline edit: \(editsOffline)): \(result.trimmingCharacters(in: .whitespacesAndNewlines))")
+        #expect(result.contains("received 1"), "the lost edit comes back: \(result)")
+        let onA = try await item(cli, a, id), onB = try await item(cli, b, id)
+        #expect(onA == onB)
+        #expect(onB["fields"]?["after"] == .integer(1))
+        if editsOffline { #expect(onA["fields"]?["new"] == .integer(2)) }
+        #expect(try await cli.waitForConvergence([a, b], timeout: .seconds(20)) != nil)
+    }
+
+    /// A directory copied to a second place and used there too (a fork): the copy takes its own
+    /// identity, and all three replicas converge with every edit of both copies.
+    @Test func aForkedDirectoryConverges() async throws {
+        let cli = CLI("fork")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b, b2) = (cli.path("a"), cli.path("b"), cli.path("b2"))
+        let port = freePorts(1)[0]
+        let node = try NodeProcess(dir: a, port: port)
+        defer { node.stop() }
+        let id = try await cli.ok(["add", "--dir", b, "v=1"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        try await cli.ok(["sync", "--dir", b, "--peer", "127.0.0.1:\(port)"])
+        try Self.copyDirectory(b, b2)
+        let forked = try await cli.run(["set", "--dir", b2, id, "from-copy=1"])
+        #expect(forked.succeeded && forked.stderr.contains("copied or moved"), "\(forked.stderr)")
+        try await cli.ok(["set", "--dir", b, id, "from-original=1"])
+        for dir in [b, b2, b] { try await cli.ok(["sync", "--dir", dir, "--peer", "127.0.0.1:\(port)"]) }
+        let ids = try await [b, b2].asyncMap { try await cli.status($0)["node_id"] }
+        #expect(ids[0] != ids[1])
+        #expect(try await cli.waitForConvergence([a, b, b2], timeout: .seconds(20)) != nil)
+        let shown = try await item(cli, b2, id)
+        #expect(shown["fields"]?["from-copy"] == .integer(1))
+        #expect(shown["fields"]?["from-original"] == .integer(1))
+    }
+}
