@@ -28,19 +28,20 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
 /// TCP + TLS for lansync: a listener that accepts peers, and a dialer. Both frame messages and
 /// prove the peer's identity before handing the connection over.
 ///
-/// Limits that keep a node up whatever a stranger does: at most ``maxPendingHandshakes``
-/// connections may be mid-handshake at once (more are closed at once); a handshake that does not
-/// finish within ``handshakeTimeout`` is closed; frames are bounded by
-/// ``WireLimits/maxFrameBytes``.
+/// Limits that keep a node up and reachable whatever strangers do: pending handshakes are bounded
+/// per source and in all, inbound apart from outbound (``HandshakeSlots``); an inbound connection
+/// that sends nothing within ``firstByteTimeout`` is closed, and any handshake that does not finish
+/// within ``handshakeTimeout``; frames are bounded by ``WireLimits/maxFrameBytes``.
 public final class Transport: Sendable {
-    public static let maxPendingHandshakes = 16
     public static let handshakeTimeout: TimeAmount = .seconds(10)
+    /// A TLS client speaks first: an inbound connection silent this long is no client of ours.
+    public static let firstByteTimeout: TimeAmount = .seconds(2)
 
     let identity: TLSIdentity
     let group: any EventLoopGroup
     let serverContext: NIOSSLContext
     let clientContext: NIOSSLContext
-    private let pending = NIOLockedValueBox(0)
+    private let slots = HandshakeSlots()
 
     public init(identity: TLSIdentity, group: any EventLoopGroup) throws {
         self.identity = identity
@@ -90,7 +91,7 @@ public final class Transport: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let promise = channel.eventLoop.makePromise(of: NodeID.self)
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil))
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout))
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout, firstByte: nil, counters: nil))
                     return promise.futureResult.flatMapThrowing { _ in
                         try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
@@ -102,23 +103,24 @@ public final class Transport: Sendable {
     /// Builds the pipeline: TLS, the handshake watcher, framing. Returns the future of the
     /// authenticated connection.
     private func configure(_ channel: any Channel, tls: NIOSSLHandler, outbound: Bool) throws -> EventLoopFuture<PeerConnection> {
-        let overLimit = pending.withLockedValue { count -> Bool in
-            if count >= Self.maxPendingHandshakes { return true }
-            count += 1
-            return false
-        }
         let promise = channel.eventLoop.makePromise(of: NodeID.self)
-        if overLimit {
-            channel.close(promise: nil)
-            promise.fail(TransportError("too many connections waiting for a handshake"))
-        } else {
-            promise.futureResult.whenComplete { _ in self.pending.withLockedValue { $0 -= 1 } }
-        }
         let counters = WireCounters()
+        if outbound {
+            if slots.admitOutbound() {
+                promise.futureResult.whenComplete { _ in self.slots.releaseOutbound() }
+            } else {
+                channel.close(promise: nil)
+                promise.fail(TransportError("too many of this node's own connections waiting for a handshake"))
+            }
+        } else {
+            slots.admitInbound(channel, source: channel.remoteAddress?.ipAddress ?? "?", counters: counters)
+            promise.futureResult.whenComplete { _ in self.slots.releaseInbound(channel) }
+        }
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(ByteCountingHandler(counters: counters))
         try sync.addHandler(tls)
-        try sync.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout))
+        try sync.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout,
+                                             firstByte: outbound ? nil : Self.firstByteTimeout, counters: counters))
         let remote = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
         // Framing and the async wrapper come only once the peer is proven: a connection that
         // fails its handshake never holds one (an unused wrapper must not be dropped).
@@ -141,12 +143,18 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = ByteBuffer
     private let promise: EventLoopPromise<NodeID>
     private let timeout: TimeAmount
+    private let firstByte: TimeAmount?
+    private let counters: WireCounters?
     private var timer: Scheduled<Void>?
+    private var silenceTimer: Scheduled<Void>?
     private var done = false
 
-    init(promise: EventLoopPromise<NodeID>, timeout: TimeAmount) {
+    /// - Parameter firstByte: close the connection if the peer has sent nothing by then.
+    init(promise: EventLoopPromise<NodeID>, timeout: TimeAmount, firstByte: TimeAmount?, counters: WireCounters?) {
         self.promise = promise
         self.timeout = timeout
+        self.firstByte = firstByte
+        self.counters = counters
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -155,6 +163,12 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
         timer = context.eventLoop.scheduleTask(in: timeout) {
             let (watcher, context) = bound.value
             watcher.fail(context, TransportError("TLS handshake not finished within \(seconds) s"))
+        }
+        if let firstByte, let counters {
+            silenceTimer = context.eventLoop.scheduleTask(in: firstByte) {
+                let (watcher, context) = bound.value
+                if counters.received == 0 { watcher.fail(context, TransportError("the peer sent nothing")) }
+            }
         }
     }
 
@@ -166,6 +180,7 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
                 let id = try TLSIdentity.nodeID(of: certificate)
                 done = true
                 timer?.cancel()
+                silenceTimer?.cancel()
                 promise.succeed(id)
             } catch {
                 fail(context, error)
@@ -187,6 +202,7 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
         guard !done else { return }
         done = true
         timer?.cancel()
+        silenceTimer?.cancel()
         promise.fail(error)
         context.close(promise: nil)
     }

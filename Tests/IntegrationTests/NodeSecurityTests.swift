@@ -88,6 +88,46 @@ import Testing
         a.stop(); b.stop()
     }
 
+    /// Issue 12: 200 strangers holding idle or slowly dribbling TCP connections must not stop a
+    /// member from reaching the node, nor the node from dialling out. (Before: 16 idle sockets took
+    /// every handshake slot, inbound and outbound alike, for 10 s each.)
+    @Test func strangersCannotStarveMembers() async throws {
+        let cli = CLI("strangers")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b", "c"])
+        let ports = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        defer { a.stop() }
+        let idle = (0..<150).compactMap { _ in tcpSend(port: ports[0], bytes: [], keepOpen: true) }
+        let slow = (0..<50).compactMap { _ in tcpSend(port: ports[0], bytes: [0x16], keepOpen: true) }
+        defer { for fd in idle + slow { close(fd) } }
+        #expect(idle.count + slow.count == 200, "the strangers got their connections")
+        let dribble = Task {
+            for _ in 0..<60 where !Task.isCancelled {
+                for fd in slow { _ = [UInt8(0x03)].withUnsafeBytes { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) } }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        defer { dribble.cancel() }
+        // A member reaches the node while they hold on.
+        let clock = ContinuousClock()
+        try await cli.ok(["add", "--dir", cli.path("b"), "--id", "from-b", "v=1"])
+        let started = clock.now
+        let reached = try await cli.run(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(ports[0])"])
+        #expect(reached.succeeded, "a member is refused while strangers hold connections: \(reached.stderr)")
+        print("member sync with 200 strangers holding connections: \(clock.now - started)")
+        // The node dials out: C comes up, A's dialler reaches it, and an edit crosses.
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "from-c", "v=1"])
+        let c = try NodeProcess(dir: cli.path("c"), port: ports[1])
+        defer { c.stop() }
+        let dialled = clock.now
+        let took = try await cli.waitForConvergence([cli.path("a"), cli.path("c")], timeout: .seconds(30))
+        #expect(took != nil, "the node could not dial out while strangers held connections: \(a.logText)")
+        print("node dialled out and converged with 200 strangers holding connections: \(clock.now - dialled)")
+        #expect(try await cli.ok(["get", "--dir", cli.path("c"), "from-b", "--json"]).contains(#""v":1"#))
+        #expect(a.isRunning)
+    }
+
     /// Sends bytes as an authenticated member (`lansync debug raw`) and returns what it saw.
     func rawExchange(_ cli: CLI, port: Int, bytes: [UInt8]) async throws -> String {
         let file = cli.path("raw-input")
