@@ -76,6 +76,14 @@ public struct DeltaPlanner: Sendable {
     /// The most version rows one write can have: one per field of an item, reserved ones included.
     static let maxRowsPerWrite = Limits.maxFieldsPerItem + 2
 
+    /// Stops planning `node`'s versions: later batches do not cover it beyond where it stands
+    /// (used when a state that must be sent cannot be read). False if it was not pending.
+    public mutating func abandon(_ node: NodeID) -> Bool {
+        guard let index = pending.firstIndex(of: node) else { return false }
+        pending.remove(at: index)
+        return true
+    }
+
     /// True once every batch has been planned.
     public var isFinished: Bool { pending.isEmpty }
 

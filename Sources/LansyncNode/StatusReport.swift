@@ -87,6 +87,8 @@ public struct StatusReport: Sendable {
             ("deleted", .integer(Int64(counts.deleted))),
             ("conflicts", .integer(Int64(counts.conflicts))),
             ("digest", .string(digest)),
+            // Set when the replica was found damaged: writes are refused until it is repaired.
+            ("damaged", store.damage.map(JSON.string) ?? .null),
             ("version_vector", vvJSON),
             ("peers", .array(peerJSON)),
             ("changes", changesJSON),

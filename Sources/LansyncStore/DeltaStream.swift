@@ -29,7 +29,19 @@ public struct DeltaStream: Sendable {
                 planner = trial
                 return nil
             }
-            let (updates, bytes) = try store.sizedFieldUpdates(plan.keys)
+            let (updates, bytes, broken) = try store.sizedFieldUpdates(plan.keys)
+            if !broken.isEmpty {
+                // A state that does not decode is never sent, and the batch must not claim it: stop
+                // streaming the nodes whose writes it holds (their covers stay below it, so the peer
+                // gets those from someone else) and plan the batch again without it.
+                var abandoned = false
+                for key in broken {
+                    for node in try store.indexedNodes(of: key) where planner.abandon(node) { abandoned = true }
+                }
+                // Nothing left to abandon (the index is damaged too): end the stream here.
+                guard abandoned else { return nil }
+                continue
+            }
             if bytes > budgetBytes, plan.keys.count > 1 {
                 limit = max(1, plan.keys.count / 2)
                 continue
@@ -45,7 +57,7 @@ public struct DeltaStream: Sendable {
 extension ReplicaStore {
     /// Starts the delta for a peer that announced `remote`.
     public func deltaStream(for remote: VersionVector, maxUpdates: Int = 512, budgetBytes: Int = 2 << 20) throws(StoreError) -> DeltaStream {
-        DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates),
+        return DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates),
                     budgetBytes: budgetBytes, limit: maxUpdates)
     }
 }

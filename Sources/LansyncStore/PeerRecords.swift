@@ -49,14 +49,14 @@ extension ReplicaStore {
         try guarded {
             try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT node_id, name, address, source, last_sync, last_error, version_vector FROM peer ORDER BY node_id").compactMap { row in
-                    guard let id = NodeID(text: row[0]) else { return nil }
+                    guard let id = NodeID(text: (try row.decode(atIndex: 0))) else { return nil }
                     var vv = VersionVector()
-                    if let blob = row[6] as Data? {
+                    if let blob = (try row.decode(atIndex: 6) as Data?) {
                         var r = ByteReader(Array(blob))
                         vv = (try? r.versionVector()) ?? VersionVector()
                     }
-                    return PeerRecord(nodeID: id, name: row[1], address: row[2], source: row[3],
-                                      lastSync: (row[4] as Int64?).map { UInt64(max(0, $0)) }, lastError: row[5], versionVector: vv)
+                    return PeerRecord(nodeID: id, name: (try row.decode(atIndex: 1)), address: (try row.decode(atIndex: 2)), source: (try row.decode(atIndex: 3)),
+                                      lastSync: ((try row.decode(atIndex: 4) as Int64?)).map { UInt64(max(0, $0)) }, lastError: (try row.decode(atIndex: 5)), versionVector: vv)
                 }
             }
         }
@@ -142,8 +142,8 @@ extension ReplicaStore {
                             SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
                             WHERE v.node = ? ORDER BY v.counter DESC LIMIT ?
                             """, arguments: [row, limit - recent.count]).map {
-                            let counter = UInt64($0[0] as Int64)
-                            return LocalChange(item: ItemID(unchecked: $0[1]), field: FieldName(unchecked: $0[2]), counter: counter,
+                            let counter = UInt64((try $0.decode(atIndex: 0) as Int64))
+                            return LocalChange(item: ItemID(unchecked: (try $0.decode(atIndex: 1))), field: FieldName(unchecked: (try $0.decode(atIndex: 2))), counter: counter,
                                                writer: writer, seen: counter <= seen[writer])
                         }
                     }
@@ -174,7 +174,7 @@ extension ReplicaStore {
                     SELECT item_id, field, counter, reason FROM rejection WHERE node_id IN (SELECT writer_id FROM writer)
                     ORDER BY counter DESC
                     """).map {
-                    Rejection(item: ItemID(unchecked: $0[0]), field: FieldName(unchecked: $0[1]), counter: UInt64($0[2] as Int64), reason: $0[3])
+                    Rejection(item: ItemID(unchecked: (try $0.decode(atIndex: 0))), field: FieldName(unchecked: (try $0.decode(atIndex: 1))), counter: UInt64((try $0.decode(atIndex: 2) as Int64)), reason: (try $0.decode(atIndex: 3)))
                 }
             }
         }

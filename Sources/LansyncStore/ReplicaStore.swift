@@ -100,11 +100,14 @@ public final class ReplicaStore: Sendable {
     }
 
     /// Runs `body`, turning database errors into ``StoreError``s.
+    /// Damage met here leaves the damage mark (see ``damage``).
     func guarded<T>(_ body: () throws -> T) throws(StoreError) -> T {
         do {
             return try body()
         } catch {
-            throw Self.mapError(error, path: path)
+            let mapped = Self.mapError(error, path: path)
+            if case let .corrupt(_, detail) = mapped { markDamaged(detail) }
+            throw mapped
         }
     }
 
@@ -124,6 +127,8 @@ public final class ReplicaStore: Sendable {
             }
         case let error as DecodingError:
             return .corrupt(path: path, detail: "a stored field state does not decode: \(error.message)")
+        case is RowDecodingError:
+            return .corrupt(path: path, detail: "a row holds a value of the wrong kind")
         default:
             return .io("\(path): \(error)")
         }
@@ -135,7 +140,7 @@ public final class ReplicaStore: Sendable {
     public func info() throws(StoreError) -> ReplicaInfo {
         try guarded {
             try pool.read { db in
-                let meta = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM meta").map { ($0[0] as String, $0[1] as String) })
+                let meta = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM meta").map { ((try $0.decode(atIndex: 0) as String), (try $0.decode(atIndex: 1) as String)) })
                 guard let node = meta["node_id"].flatMap(NodeID.init(text:)),
                       let cluster = meta["cluster_id"].flatMap(NodeID.init(text:))
                 else { throw StoreError.corrupt(path: path, detail: "its identity is missing from table meta") }
@@ -187,6 +192,7 @@ public final class ReplicaStore: Sendable {
     public func apply(
         _ edits: [(ItemID, ItemEdit)], wallMilliseconds: UInt64, progress: ((Int) -> Void)? = nil
     ) throws(StoreError) -> [Dot] {
+        try refuseIfDamaged()
         let me = try info()
         return try guarded {
             try pool.writeWithoutTransaction { db in
@@ -237,7 +243,7 @@ public final class ReplicaStore: Sendable {
             try pool.read { db in
                 var counters: [NodeID: UInt64] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node_id, counter FROM node WHERE counter > 0") {
-                    if let id = NodeID(text: row[0]) { counters[id] = UInt64(row[1] as Int64) }
+                    if let id = NodeID(text: (try row.decode(atIndex: 0))) { counters[id] = UInt64((try row.decode(atIndex: 1) as Int64)) }
                 }
                 return VersionVector(counters)
             }
@@ -254,8 +260,8 @@ public final class ReplicaStore: Sendable {
                     JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
                     WHERE v.node = ? AND v.counter > ? ORDER BY v.counter LIMIT ?
                     """, arguments: [nodeRow, Int64(clamping: counter), min(limit, Int(Int32.max))])
-                return rows.map { row in
-                    (UInt64(row[0] as Int64), FieldKey(item: ItemID(unchecked: row[1]), field: FieldName(unchecked: row[2])))
+                return try rows.map { row in
+                    (UInt64((try row.decode(atIndex: 0) as Int64)), FieldKey(item: ItemID(unchecked: (try row.decode(atIndex: 1))), field: FieldName(unchecked: (try row.decode(atIndex: 2)))))
                 }
             }
         }
@@ -263,13 +269,17 @@ public final class ReplicaStore: Sendable {
 
     /// The current states of the given fields (fields that do not exist are skipped).
     public func fieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> [FieldUpdate] {
-        try sizedFieldUpdates(keys).updates
+        let read = try sizedFieldUpdates(keys)
+        if let broken = read.broken.first { throw .corrupt(path: path, detail: "the state of \(broken.item).\(broken.field) does not decode") }
+        return read.updates
     }
 
     /// The same, with their stored size in bytes (states, item ids and names): what a batch of
-    /// them weighs, without encoding anything again.
-    func sizedFieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> (updates: [FieldUpdate], bytes: Int) {
-        try guarded {
+    /// them weighs, without encoding anything again; and the keys whose state does not decode
+    /// (damage: the replica is marked damaged, the caller decides what to send instead).
+    func sizedFieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> (updates: [FieldUpdate], bytes: Int, broken: [FieldKey]) {
+        var broken: [FieldKey] = []
+        let read = try guarded {
             try pool.read { db in
                 let statement = try db.cachedStatement(sql: """
                     SELECT f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
@@ -278,11 +288,17 @@ public final class ReplicaStore: Sendable {
                 let updates = try keys.compactMap { key -> FieldUpdate? in
                     guard let blob = try Data.fetchOne(statement, arguments: [key.item.rawValue, key.field.rawValue]) else { return nil }
                     bytes += blob.count + key.item.rawValue.utf8.count + key.field.rawValue.utf8.count
-                    return FieldUpdate(key: key, state: try FieldState(decoding: Array(blob)))
+                    guard let state = try? FieldState(decoding: Array(blob)) else {
+                        broken.append(key)
+                        return nil
+                    }
+                    return FieldUpdate(key: key, state: state)
                 }
                 return (updates, bytes)
             }
         }
+        if let first = broken.first { markDamaged("the state of \(first.item).\(first.field) does not decode") }
+        return (read.0, read.1, broken)
     }
 
     /// Decides whether an incoming field state is refused (the relay's limits): a reason, or nil.
@@ -301,6 +317,7 @@ public final class ReplicaStore: Sendable {
     /// writer (``WriterContinuity``).
     @discardableResult
     public func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64, refuse: Refusal? = nil) throws(StoreError) -> Int {
+        try refuseIfDamaged()
         let me = try info()
         var overruleDot: Dot?
         let changed = try guarded {
@@ -386,8 +403,8 @@ public final class ReplicaStore: Sendable {
         try guarded {
             try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT writer_id, started, reason FROM writer ORDER BY seq").compactMap { row in
-                    guard let id = NodeID(text: row[0]) else { return nil }
-                    return WriterRecord(id: id, started: UInt64(max(0, row[1] as Int64)), reason: WriterRecord.Reason(rawValue: row[2]) ?? .unproven)
+                    guard let id = NodeID(text: (try row.decode(atIndex: 0))) else { return nil }
+                    return WriterRecord(id: id, started: UInt64(max(0, (try row.decode(atIndex: 1) as Int64))), reason: WriterRecord.Reason(rawValue: (try row.decode(atIndex: 2))) ?? .unproven)
                 }
             }
         }
@@ -448,15 +465,15 @@ public final class ReplicaStore: Sendable {
                     conflicts = []
                 }
                 while let row = try cursor.next() {
-                    let id: String = row[0]
+                    let id: String = (try row.decode(atIndex: 0))
                     if current?.id != id {
                         try flush()
-                        current = (id, row[1], row[2])
+                        current = (id, (try row.decode(atIndex: 1)), (try row.decode(atIndex: 2)))
                     }
-                    if let name: String = row[3] {
+                    if let name: String = (try row.decode(atIndex: 3)) {
                         // Reserved fields are not shown, but a conflict on one (`_type`) is.
-                        if !name.hasPrefix("_") { fields.append((name, row[4])) }
-                        if row[5] as Bool { conflicts.append(name) }
+                        if !name.hasPrefix("_") { fields.append((name, (try row.decode(atIndex: 4)))) }
+                        if (try row.decode(atIndex: 5) as Bool) { conflicts.append(name) }
                     }
                 }
                 try flush()
@@ -472,9 +489,9 @@ public final class ReplicaStore: Sendable {
                     SELECT i.item_id, f.name, f.state FROM field f JOIN item i ON i.id = f.item
                     WHERE f.conflict = 1 ORDER BY i.item_id, f.name
                     """).compactMap { row in
-                    let state = try FieldState(decoding: Array(row[2] as Data))
+                    let state = try FieldState(decoding: Array((try row.decode(atIndex: 2) as Data)))
                     guard let shown = state.shownValue else { return nil }
-                    return FieldConflict(item: ItemID(unchecked: row[0]), field: FieldName(unchecked: row[1]), values: state.candidateValues, shown: shown)
+                    return FieldConflict(item: ItemID(unchecked: (try row.decode(atIndex: 0))), field: FieldName(unchecked: (try row.decode(atIndex: 1))), values: state.candidateValues, shown: shown)
                 }
             }
         }
@@ -494,10 +511,10 @@ public final class ReplicaStore: Sendable {
                 if let field { sql += " AND f.name = ?"; arguments.append(field.rawValue) }
                 sql += " ORDER BY h.timestamp DESC, n.node_id DESC"
                 return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).compactMap { row in
-                    guard let node = NodeID(text: row[1]), let write = HistoryJSON.decode(row[5]) else { return nil }
+                    guard let node = NodeID(text: (try row.decode(atIndex: 1))), let write = HistoryJSON.decode((try row.decode(atIndex: 5))) else { return nil }
                     return HistoryEntry(
-                        field: FieldName(unchecked: row[0]), dot: Dot(node: node, counter: UInt64(row[3] as Int64)),
-                        writerName: row[2], timestamp: HLCTimestamp(rawValue: UInt64(row[4] as Int64)), write: write, isLive: row[6])
+                        field: FieldName(unchecked: (try row.decode(atIndex: 0))), dot: Dot(node: node, counter: UInt64((try row.decode(atIndex: 3) as Int64))),
+                        writerName: (try row.decode(atIndex: 2)), timestamp: HLCTimestamp(rawValue: UInt64((try row.decode(atIndex: 4) as Int64))), write: write, isLive: (try row.decode(atIndex: 6)))
                 }
             }
         }
@@ -509,7 +526,7 @@ public final class ReplicaStore: Sendable {
             try pool.read { db in
                 var names: [NodeID: String] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node_id, name FROM node WHERE name IS NOT NULL") {
-                    if let id = NodeID(text: row[0]) { names[id] = row[1] }
+                    if let id = NodeID(text: (try row.decode(atIndex: 0))) { names[id] = (try row.decode(atIndex: 1)) }
                 }
                 return names
             }

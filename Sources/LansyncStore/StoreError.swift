@@ -24,7 +24,7 @@ public enum StoreError: Error, Equatable, Sendable {
         case .newerSchema(let path):
             "\(path) was written by a newer lansync: upgrade lansync to use it"
         case let .corrupt(path, detail):
-            "\(path) is damaged (\(detail)): restore it from a backup, or let a peer resend it into a new replica"
+            "\(path) is damaged (\(detail)): run 'lansync check' for a full report, then 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
         case .io(let message): message
         }
     }

@@ -124,9 +124,9 @@ struct Transaction {
         var fields: [FieldName: FieldState] = [:]
         var rows: [FieldName: Int64] = [:]
         for field in try Row.fetchAll(db.cachedStatement(sql: "SELECT id, name, state FROM field WHERE item = ?"), arguments: [row]) {
-            let name = FieldName(unchecked: field[1])
-            fields[name] = try FieldState(decoding: Array(field[2] as Data))
-            rows[name] = field[0]
+            let name = FieldName(unchecked: (try field.decode(atIndex: 1)))
+            fields[name] = try FieldState(decoding: Array((try field.decode(atIndex: 2) as Data)))
+            rows[name] = (try field.decode(atIndex: 0))
         }
         return LoadedItem(row: row, state: ItemState(id: id, fields: fields), fieldRows: rows)
     }
@@ -134,7 +134,7 @@ struct Transaction {
     func loadField(item: Int64, name: FieldName) throws -> (row: Int64, state: FieldState)? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM field WHERE item = ? AND name = ?"),
                                          arguments: [item, name.rawValue]) else { return nil }
-        return (row[0], try FieldState(decoding: Array(row[1] as Data)))
+        return ((try row.decode(atIndex: 0)), try FieldState(decoding: Array((try row.decode(atIndex: 1) as Data))))
     }
 
     /// Writes a field's new state with its shown value, and brings the version index and history
@@ -199,7 +199,7 @@ struct Transaction {
     func refreshItem(row: Int64) throws {
         var state = ItemState(id: ItemID(unchecked: ""))
         for field in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ? AND name IN ('_type', '_deleted')"), arguments: [row]) {
-            state.merge(FieldName(unchecked: field[0]), try FieldState(decoding: Array(field[1] as Data)))
+            state.merge(FieldName(unchecked: (try field.decode(atIndex: 0))), try FieldState(decoding: Array((try field.decode(atIndex: 1) as Data))))
         }
         let conflicts = try Int.fetchOne(db.cachedStatement(sql: Self.itemConflictCountSQL), arguments: [row]) ?? 0
         try db.cachedStatement(sql: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?")

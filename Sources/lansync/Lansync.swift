@@ -19,7 +19,7 @@ struct Lansync: AsyncParsableCommand {
             GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self,
             ExportCommand.self, ImportCommand.self,
             NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self,
-            DebugCommand.self,
+            CheckCommand.self, RepairCommand.self, DebugCommand.self,
         ]
     )
 }

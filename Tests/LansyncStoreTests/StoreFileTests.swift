@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LansyncCore
 // @testable: the conflict-count plan test checks the store's own statement, not a copy of it.
 @testable import LansyncStore
@@ -189,6 +190,31 @@ import Testing
         let next = try wiped.apply(.update([.set(.named("k"), .integer(2))]), to: .named("x"), wallMilliseconds: 1)
         #expect(next.node != dot.node)
         #expect(try wiped.writers().last?.reason == .witness)
+    }
+
+    /// A state that does not decode is never sent and never claimed, and the rest of the delta
+    /// still goes (issue 12: ten such rows used to stop a node sending anything).
+    @Test func aBrokenStateIsSkippedAndNeverClaimed() throws {
+        let a = try create(dir + "/a.sqlite", node: 1)
+        let b = try create(dir + "/b.sqlite", node: 2)
+        var dots: [String: Dot] = [:]
+        for i in 0..<10 {
+            dots["a\(i)"] = try a.apply(.create(type: "t", assignments: [.set(.named("n"), .integer(Int64(i)))]), to: .named("a\(i)"), wallMilliseconds: t0)
+            try b.apply(.create(type: "t", assignments: [.set(.named("n"), .integer(Int64(i)))]), to: .named("b\(i)"), wallMilliseconds: t0)
+        }
+        try sync(b, a)
+        try a.pool.write { db in
+            try db.execute(sql: "UPDATE field SET state = X'DEADBEEF' WHERE name = 'n' AND item = (SELECT id FROM item WHERE item_id = 'a5')")
+        }
+        let c = try create(dir + "/c.sqlite", node: 3)
+        try sync(a, c)
+        #expect(a.damage?.contains("a5.n") == true, "the sender is marked damaged")
+        let vv = try c.versionVector()
+        #expect(vv[.node(2)] == (try b.versionVector())[.node(2)], "every other origin's writes went")
+        #expect(vv[.node(1)] < dots["a5"]!.counter, "the broken write is not claimed")
+        #expect(try c.storedItem(.named("b9")) != nil)
+        #expect(try c.storedItem(.named("a5")) == nil)
+        #expect(throws: StoreError.self) { try a.apply(.update([.set(.named("n"), .integer(1))]), to: .named("a1"), wallMilliseconds: t0) }
     }
 
     func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {

@@ -61,6 +61,12 @@ func runNode(_ options: NodeOptions, data: DataDirectoryOptions) async throws {
         let store = try directory.open()
         let lock = try NodeLock(path: directory.path + "/node.lock")
         defer { lock.release() }
+        // Damage is refused, never served: check the file before anything is read from it.
+        let check: DamageReport
+        do { check = try store.quickCheck() } catch { throw CLIError(error) }
+        if let damage = store.damage ?? check.problems.first {
+            throw CLIError(StoreError.corrupt(path: store.path, detail: damage).message + "; the node does not start on a damaged replica")
+        }
         let identity = try directory.tlsIdentity()
         let node: Node
         do { node = try Node(options: options, store: store, identity: identity, log: Log.line) } catch { throw CLIError("\(error)") }

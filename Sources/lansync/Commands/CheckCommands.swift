@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import LansyncCore
+import LansyncStore
+
+/// `lansync check [--json]`: the full check of the replica file.
+struct CheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Check the replica file for damage.",
+        discussion: """
+            Runs SQLite's integrity check, decodes every field state and checks it against the version \
+            index. Exit status 0 if the replica is sound, 1 if it is damaged. A damaged replica is \
+            refused for writes and by the node until 'lansync repair' rebuilds it (or a backup is \
+            restored); a sound result lifts that.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Flag(help: "Print one JSON object.") var json = false
+
+    func run() throws {
+        let store = try data.directory.open()
+        let report: DamageReport
+        do { report = try store.fullCheck() } catch { throw CLIError(error) }
+        if json {
+            print(JSON.object([
+                ("sound", .bool(report.isSound)), ("fields_checked", .integer(Int64(report.fieldsChecked))),
+                ("problems", .array(report.problems.map(JSON.string))),
+            ]).text)
+        } else if report.isSound {
+            print("\(store.path): sound (\(report.fieldsChecked) field states checked)")
+        } else {
+            for problem in report.problems { print(problem) }
+        }
+        if !report.isSound {
+            throw CLIError("\(store.path) is damaged (\(report.problems.count) problem(s)): run 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup")
+        }
+    }
+}
+
+/// `lansync repair`: rebuilds a damaged replica from what is sound in it; peers resend the rest.
+struct RepairCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "repair",
+        abstract: "Rebuild a damaged replica from what is sound in it and from peers.",
+        discussion: """
+            Stop the node first. Every field state that still reads goes into a new file with the same \
+            identity; the damaged file is kept beside it. The new replica claims none of the lost \
+            rows' edits, so peers send them again at the next sync, and it sends them the edits of \
+            its own that survived. Edits that existed only in the lost rows are gone: restore a \
+            backup instead if you have a recent one.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+
+    func run() throws {
+        let directory = data.directory
+        let lock = try NodeLock(path: directory.path + "/node.lock")
+        defer { lock.release() }
+        let report: RepairReport
+        do { report = try ReplicaStore.repair(path: directory.replicaPath, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
+        print("rebuilt \(directory.replicaPath): \(report.salvaged) field state(s) kept, \(report.lost) lost (peers resend them at the next sync); the damaged file is \(report.damagedCopy)")
+    }
+}
