@@ -60,6 +60,12 @@ public struct JSONError: Error, Equatable, Sendable {
     public let message: String
     public let offset: Int
 
+    static let integerOutOfRange = "integer out of range (at most 9223372036854775807 either way): write it as a string, or as a double such as 1e20"
+    static let doubleOutOfRange = "number out of range for a double: write Infinity or -Infinity if that is what you mean"
+
+    /// True for a number too large for its kind (refused rather than rounded).
+    public var isNumberOutOfRange: Bool { message == Self.integerOutOfRange || message == Self.doubleOutOfRange }
+
     public var description: String { "\(message) at byte \(offset)" }
 }
 
@@ -328,9 +334,13 @@ struct JSONParser {
             guard digits() > 0 else { throw fail("expected digits in exponent") }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let i = Int64(text) { return .integer(i) }
-        // Integers beyond Int64 become doubles, as JSON numbers.
-        guard let d = Double(text) else { throw fail("number out of range") }
+        // Out of range is refused, never rounded: an integer beyond Int64 silently becoming a
+        // double, or 1e999 becoming Infinity, would store something the writer did not write.
+        if isInteger {
+            guard let i = Int64(text) else { throw JSONError(message: JSONError.integerOutOfRange, offset: start) }
+            return .integer(i)
+        }
+        guard let d = Double(text), d.isFinite else { throw JSONError(message: JSONError.doubleOutOfRange, offset: start) }
         return .double(d)
     }
 }

@@ -15,6 +15,11 @@ public struct ClusterSecret: Sendable {
     let privateKey: P256.Signing.PrivateKey
 
     /// Makes a new cluster authority, valid for 100 years (a cluster has no expiry date to renew).
+    /// Certificates are valid from 2000-01-01: a machine whose clock is days or years behind must
+    /// still sync (issue 12). A validity start protects nothing here; membership is taken away by
+    /// a new cluster secret, not by expiry.
+    static let validFrom = Date(timeIntervalSince1970: 946_684_800)
+
     public static func generate(now: Date = Date()) throws -> ClusterSecret {
         let key = P256.Signing.PrivateKey()
         let id = Identity.fingerprint(of: Certificate.PublicKey(key.publicKey))
@@ -26,7 +31,7 @@ public struct ClusterSecret: Sendable {
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
             publicKey: Certificate.PublicKey(key.publicKey),
-            notValidBefore: now.addingTimeInterval(-86_400),
+            notValidBefore: Self.validFrom,
             notValidAfter: now.addingTimeInterval(100 * 365 * 86_400),
             issuer: name,
             subject: name,
@@ -76,7 +81,7 @@ public struct ClusterSecret: Sendable {
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
             publicKey: publicKey,
-            notValidBefore: now.addingTimeInterval(-86_400),
+            notValidBefore: Self.validFrom,
             notValidAfter: now.addingTimeInterval(100 * 365 * 86_400),
             issuer: self.certificate.subject,
             subject: try DistinguishedName {

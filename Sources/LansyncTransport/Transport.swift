@@ -190,7 +190,13 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if !done { fail(context, TransportError("TLS handshake failed: \(error)")) } else { context.fireErrorCaught(error) }
+        guard !done else { return context.fireErrorCaught(error) }
+        if "\(error)".contains("CERTIFICATE_VERIFY_FAILED") {
+            // BoringSSL says no more than this; the two causes seen in practice are named instead.
+            fail(context, TransportError("TLS handshake failed: a certificate was refused (a node of another cluster, or a certificate not valid at one machine's clock: check the clock of both machines)"))
+        } else {
+            fail(context, TransportError("TLS handshake failed: \(error)"))
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

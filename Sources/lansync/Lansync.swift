@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `lansync` command: the one binary for the CLI, the node daemon and the relay.
 @main
@@ -22,4 +23,16 @@ struct Lansync: AsyncParsableCommand {
             CheckCommand.self, RepairCommand.self, DebugCommand.self,
         ]
     )
+
+    /// Refuses arguments that are not valid UTF-8 before anything parses them: Swift would turn
+    /// the bad bytes into U+FFFD and store that, silently (import refuses such bytes too).
+    static func main() async {
+        let argv = UnsafeBufferPointer(start: CommandLine.unsafeArgv, count: Int(CommandLine.argc))
+        for (position, raw) in argv.enumerated().dropFirst() {
+            guard let raw, String(validatingCString: raw) == nil else { continue }
+            FileHandle.standardError.write(Data("Error: argument \(position) is not valid UTF-8 text: convert it first (for example with iconv -t UTF-8)\n".utf8))
+            Foundation.exit(1)
+        }
+        await main(nil)
+    }
 }

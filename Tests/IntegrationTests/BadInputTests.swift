@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import Subprocess
 import Testing
 
 /// Bad input gets one clear line on stderr, a non-zero exit, and leaves the replica untouched.
@@ -86,5 +87,75 @@ import Testing
         let initBad = try await cli.run(["init", "--dir", cli.path("b"), "--cluster", badSecret])
         #expect(initBad.status != 0 && initBad.stderr.contains("not a lansync cluster secret"))
         #expect(!FileManager.default.fileExists(atPath: cli.path("b/replica.sqlite")))
+    }
+
+    /// Issue 12's smaller defects: values that used to be changed silently are refused.
+    @Test func valuesAreNeverSilentlyChanged() async throws {
+        let cli = CLI("silent")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let d = ["--dir", cli.path("a")]
+        try await cli.ok(["add"] + d + ["--id", "x", "k=1"])
+        try await cli.ok(["add"] + d + ["--id", "gone", "k=1"])
+        try await cli.ok(["rm"] + d + ["gone"])
+        try await expectRefused(cli, ["set"] + d + ["x", "n=99999999999999999999"], mentions: "integer out of range")
+        try await expectRefused(cli, ["set"] + d + ["x", "n=1e999"], mentions: "out of range for a double")
+        try await expectRefused(cli, ["set"] + d + ["x", "n=[1, -99999999999999999999]"], mentions: "integer out of range")
+        try await expectRefused(cli, ["import"] + d, input: #"{"id":"x","fields":{"n":99999999999999999999}}"#, mentions: "integer out of range")
+        // An import line that says nothing of deletion used to restore a deleted item.
+        try await expectRefused(cli, ["import"] + d, input: #"{"id":"gone","fields":{"k":2}}"#, mentions: "is deleted")
+        try await cli.ok(["import"] + d, input: #"{"id":"gone","fields":{"k":2},"deleted":false}"#)
+        #expect(try await cli.ok(["get"] + d + ["gone", "--json"]).contains(#""deleted":false"#))
+        // What is in range still works, and non-finite doubles written out stay allowed.
+        try await cli.ok(["set"] + d + ["x", "a=1e20", "b=-9223372036854775808", "c=Infinity"])
+        #expect(try await cli.ok(["get"] + d + ["x", "--json"]).contains(#""a":1e+20,"b":-9223372036854775808,"c":Infinity"#))
+    }
+
+    /// Invalid UTF-8 cannot be typed into Swift source as a String: this one builds the bytes.
+    @Test func invalidUTF8ArgumentsAreRefused() async throws {
+        let cli = CLI("utf8")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let before = try Self.snapshot(cli, cli.path("a"))
+        let process = Process()
+        let errors = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // printf makes the byte 0xFF; the shell passes it through untouched.
+        process.arguments = ["-c", #"exec "$0" add --dir "$1" "t=a$(printf '\377')b""#, CLI.binary, cli.path("a")]
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 1)
+        #expect(stderr.contains("not valid UTF-8") && stderr.split(separator: "\n").count == 1, "\(stderr)")
+        #expect(try Self.snapshot(cli, cli.path("a")) == before)
+    }
+
+    /// Clocks far off: a machine days behind syncs (certificates are valid from 2000), and one set
+    /// past the year 6429 edits without crashing (its clock is clamped).
+    @Test func farOffClocksStillWork() async throws {
+        let cli = CLI("clocks")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let port = freePorts(1)[0]
+        let node = try NodeProcess(dir: cli.path("a"), port: port)
+        defer { node.stop() }
+        /// Runs lansync under libfaketime: `time` is faketime's own arguments.
+        func faked(_ time: [String], _ args: [String]) async throws -> CLI.Result {
+            let result = try await Subprocess.run(
+                .name("faketime"), arguments: Arguments(time + [CLI.binary] + args),
+                environment: .inherit.updating(["HOME": cli.root, "LANSYNC_DIR": nil]),
+                output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+            let status: Int32 = if case .exited(let code) = result.terminationStatus { code } else { 128 }
+            return CLI.Result(status: status, stdout: result.standardOutput, stderr: result.standardError)
+        }
+        let behind = try await faked(["-f", "-3d"], ["add", "--dir", cli.path("b"), "--id", "behind", "v=1"])
+        #expect(behind.succeeded, "\(behind.stderr)")
+        let sync = try await faked(["-f", "-3d"], ["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(port)"])
+        #expect(sync.succeeded, "a machine three days behind syncs: \(sync.stderr)")
+        let far = try await faked(["7000-01-01 00:00:00"], ["set", "--dir", cli.path("b"), "behind", "v=2"])
+        #expect(far.succeeded, "an edit in the year 7000: \(far.status) \(far.stderr)")
+        #expect(try await cli.ok(["get", "--dir", cli.path("b"), "behind", "--json"]).contains(#""v":2"#))
     }
 }

@@ -103,6 +103,6 @@ struct ResolveCommand: ParsableCommand {
         // through the reserved field `_type`.
         let name: FieldName
         do { name = field == FieldName.type.rawValue ? .type : try FieldName(field) } catch { throw CLIError(error) }
-        try performEdit(.resolve(name, AssignmentParser.parseValue(value)), on: itemID, in: data)
+        try performEdit(.resolve(name, try AssignmentParser.parseValue(value, field: name.rawValue)), on: itemID, in: data)
     }
 }

@@ -169,6 +169,11 @@ struct ImportCommand: ParsableCommand {
                 let assignments = line.fields.filter { shown[$0.0] != $0.1 || state.fields[$0.0]?.hasConflict == true }.map { Assignment.set($0.0, $0.1) }
                 let retype = line.type.flatMap { $0 != state.type ? $0 : nil }
                 let changes = !assignments.isEmpty || retype != nil
+                // A line that says nothing of deletion must not bring a deleted item back (as 'set'
+                // refuses to edit one): the line has to say which it means.
+                if state.isDeleted, changes, line.deleted == nil {
+                    throw CLIError("line \(line.number): item \(id) is deleted; add \"deleted\": false to restore it with these values, or \"deleted\": true to change it and keep it deleted; nothing was imported")
+                }
                 if state.isDeleted, line.deleted == false || changes { lineEdits.append(.restore) }
                 if let retype { lineEdits.append(.retype(retype)) }
                 if !assignments.isEmpty { lineEdits.append(.update(assignments)) }

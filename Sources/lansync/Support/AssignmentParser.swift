@@ -12,7 +12,7 @@ enum AssignmentParser {
         }
         var name = String(argument[..<equals])
         let text = String(argument[argument.index(after: equals)...])
-        let value = parseValue(text)
+        let value = try parseValue(text, field: String(name.prefix(40)))
         let kind: (FieldName, Value) -> Assignment
         if name.hasSuffix("+") {
             name.removeLast()
@@ -30,8 +30,13 @@ enum AssignmentParser {
         }
     }
 
-    static func parseValue(_ text: String) -> Value {
-        if let json = try? JSON(parsing: text), let value = json.value { return value }
+    /// JSON when valid, plain text otherwise; but a number out of range is an error, not text.
+    static func parseValue(_ text: String, field: String) throws -> Value {
+        do {
+            if let value = try JSON(parsing: text).value { return value }
+        } catch where error.isNumberOutOfRange {
+            throw CLIError("\(field)=\(text.prefix(40)): \(error.message)")
+        } catch {}
         return .string(text)
     }
 
