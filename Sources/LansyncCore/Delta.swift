@@ -59,17 +59,25 @@ public struct DeltaPlanner: Sendable {
     private let sender: VersionVector
     private var position: VersionVector
     private var pending: [NodeID]
+    /// Nodes whose versions the sender holds beyond its own vector (part of a stream it has not
+    /// finished receiving): sent after everything else, and never covered.
+    private var unclaimed: [NodeID]
+    private var unclaimedPosition: [NodeID: UInt64] = [:]
     public let maxUpdates: Int
 
     /// - Parameters:
     ///   - sender: the sending replica's version vector when the session started.
     ///   - receiver: the version vector the receiver announced.
     ///   - maxUpdates: the most field states per batch.
-    public init(sender: VersionVector, receiver: VersionVector, maxUpdates: Int) {
+    ///   - unclaimed: nodes of which the sender holds versions beyond `sender` (its index says so);
+    ///     their states go too, so that what only this replica holds spreads, but no batch claims them.
+    public init(sender: VersionVector, receiver: VersionVector, maxUpdates: Int, unclaimed: [NodeID] = []) {
         precondition(maxUpdates > 0)
         self.sender = sender
         self.position = receiver
         self.pending = sender.nodes.filter { sender[$0] > receiver[$0] }
+        self.unclaimed = unclaimed.sorted()
+        for node in unclaimed { unclaimedPosition[node] = max(sender[node], receiver[node]) }
         self.maxUpdates = maxUpdates
     }
 
@@ -79,13 +87,14 @@ public struct DeltaPlanner: Sendable {
     /// Stops planning `node`'s versions: later batches do not cover it beyond where it stands
     /// (used when a state that must be sent cannot be read). False if it was not pending.
     public mutating func abandon(_ node: NodeID) -> Bool {
-        guard let index = pending.firstIndex(of: node) else { return false }
-        pending.remove(at: index)
-        return true
+        let before = pending.count + unclaimed.count
+        pending.removeAll { $0 == node }
+        unclaimed.removeAll { $0 == node }
+        return pending.count + unclaimed.count < before
     }
 
     /// True once every batch has been planned.
-    public var isFinished: Bool { pending.isEmpty }
+    public var isFinished: Bool { pending.isEmpty && unclaimed.isEmpty }
 
     /// Plans the next batch: the keys to send and what the batch covers; nil when finished.
     ///
@@ -98,21 +107,23 @@ public struct DeltaPlanner: Sendable {
         versions: (NodeID, UInt64, Int) throws -> [IndexRow]
     ) rethrows -> (keys: [FieldKey], covers: VersionVector)? {
         let maxUpdates = max(1, min(limit ?? self.maxUpdates, self.maxUpdates))
-        guard !pending.isEmpty else { return nil }
+        guard !isFinished else { return nil }
         var keys: [FieldKey] = []
         var included = Set<FieldKey>()
         var covers = VersionVector()
         func take(_ rows: some Sequence<IndexRow>) {
             for row in rows where included.insert(row.key).inserted { keys.append(row.key) }
         }
-
-        while let node = pending.first, keys.count < maxUpdates {
-            let end = sender[node]
+        while keys.count < maxUpdates {
+            let node: NodeID, claimed: Bool
+            if let next = pending.first { (node, claimed) = (next, true) } else if let next = unclaimed.first { (node, claimed) = (next, false) } else { break }
+            let end = claimed ? sender[node] : .max
+            let start = claimed ? position[node] : unclaimedPosition[node] ?? 0
             let room = maxUpdates - keys.count
             // Ask for enough rows to hold a whole write even when room is small, plus one to see
             // whether the node has more.
             let limit = max(room, Self.maxRowsPerWrite) + 1
-            let fetched = try versions(node, position[node], limit)
+            let fetched = try versions(node, start, limit)
             let rows = fetched.filter { $0.counter <= end }
             let exhausted = fetched.count < limit || rows.count < fetched.count
             var cut = min(room, rows.count)
@@ -128,16 +139,25 @@ public struct DeltaPlanner: Sendable {
             }
             take(rows.prefix(cut))
             if cut == rows.count && exhausted {
-                covers.raise(node, to: end)
-                position.raise(node, to: end)
-                pending.removeFirst()
+                if claimed {
+                    covers.raise(node, to: end)
+                    position.raise(node, to: end)
+                    pending.removeFirst()
+                } else {
+                    unclaimed.removeFirst()
+                }
             } else {
                 let reached = rows[cut - 1].counter
-                covers.raise(node, to: reached)
-                position.raise(node, to: reached)
+                if claimed {
+                    covers.raise(node, to: reached)
+                    position.raise(node, to: reached)
+                } else {
+                    unclaimedPosition[node] = reached
+                }
                 break
             }
         }
+        if keys.isEmpty, covers.isEmpty, isFinished { return nil }
         return (keys, covers)
     }
 }

@@ -14,6 +14,9 @@ public struct Replica: Sendable {
     public private(set) var versionVector: VersionVector
     public private(set) var items: [ItemID: ItemState]
     public private(set) var clock: HybridLogicalClock
+    /// The stream each sender has under way to this replica: what its batches covered so far, and
+    /// the sender's writer (its incarnation) when it sent them (``StreamResume``).
+    private var streams: [NodeID: (covers: VersionVector, incarnation: NodeID)] = [:]
     /// The version index: which fields hold a version with a given dot.
     private var index: [NodeID: [UInt64: Set<FieldKey>]]
 
@@ -73,9 +76,11 @@ public struct Replica: Sendable {
     }
 
     /// Everything a replica with version vector `remote` lacks, in batches of at most `maxUpdates`
-    /// field states (a single write larger than that travels whole).
+    /// field states (a single write larger than that travels whole); then, unclaimed, what this
+    /// replica holds beyond its own vector.
     public func delta(for remote: VersionVector, maxUpdates: Int = 256) -> [DeltaBatch] {
-        var planner = DeltaPlanner(sender: versionVector, receiver: remote, maxUpdates: maxUpdates)
+        let unclaimed = index.filter { node, counters in counters.keys.contains { $0 > versionVector[node] } }.map(\.key)
+        var planner = DeltaPlanner(sender: versionVector, receiver: remote, maxUpdates: maxUpdates, unclaimed: unclaimed)
         var batches: [DeltaBatch] = []
         while let plan = planner.nextBatch(versions: { versionRows(node: $0, after: $1, limit: $2) }) {
             let updates = plan.keys.compactMap { key in fieldState(key).map { FieldUpdate(key: key, state: $0) } }
@@ -84,9 +89,42 @@ public struct Replica: Sendable {
         return batches
     }
 
-    /// Merges a batch received from another replica. Applying a batch twice changes nothing. A
-    /// batch covering more of this replica's own writer than it holds retires that writer.
+    /// Merges a batch of a stream known to be delivered whole (tests, whole-delta merges): what it
+    /// covers counts at once. Applying a batch twice changes nothing.
     public mutating func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64) {
+        merge(batch, wallMilliseconds: wallMilliseconds)
+        versionVector.join(batch.covers)
+    }
+
+    /// Merges a batch of `sender`'s stream, sent while `sender` wrote as `incarnation`. What it
+    /// covers is that stream's progress, and joins the version vector only when the stream
+    /// completes (``completeStream(from:)``): a covered write may have been superseded in a field
+    /// whose newer state is still to come, and if the sender lost that state meanwhile (a rollback)
+    /// the vector would claim a write this replica never held.
+    public mutating func apply(_ batch: DeltaBatch, from sender: NodeID, incarnation: NodeID, wallMilliseconds: UInt64) {
+        merge(batch, wallMilliseconds: wallMilliseconds)
+        if streams[sender]?.incarnation != incarnation { streams[sender] = (VersionVector(), incarnation) }
+        streams[sender]!.covers.join(batch.covers)
+    }
+
+    /// `sender`'s stream is complete (its `done`): what its batches covered is held whole.
+    public mutating func completeStream(from sender: NodeID) {
+        if let stream = streams.removeValue(forKey: sender) { versionVector.join(stream.covers) }
+    }
+
+    /// How far `sender`'s interrupted stream got, and the sender's incarnation then: told to the
+    /// sender in the hello so the next stream resumes (``StreamResume``).
+    public func resume(from sender: NodeID) -> (covers: VersionVector, incarnation: NodeID)? {
+        streams[sender]
+    }
+
+    /// The sender said hello as `incarnation`: progress recorded under another incarnation is
+    /// dropped (the sender may have lost what it streamed).
+    public mutating func meet(_ sender: NodeID, incarnation: NodeID) {
+        if let stream = streams[sender], stream.incarnation != incarnation { streams[sender] = nil }
+    }
+
+    private mutating func merge(_ batch: DeltaBatch, wallMilliseconds: UInt64) {
         observe(peer: batch.covers)
         for update in batch.updates {
             var state = fieldState(update.key) ?? FieldState()
@@ -94,7 +132,6 @@ public struct Replica: Sendable {
             for version in update.state.versions { clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds) }
             store(update.key, state)
         }
-        versionVector.join(batch.covers)
     }
 
     /// Every item's view, sorted by id.

@@ -43,3 +43,18 @@ extension NodeID {
     }
 }
 
+
+/// Resuming an interrupted delta stream (Docs/MERGE.md, "Rolled-back replicas").
+///
+/// A receiver counts a stream's batches in its version vector only when the stream completes, and
+/// tells the sender in its hello how far the stream got, and which incarnation (writer id) of the
+/// sender sent it. The sender resumes from there only if it is still that incarnation: a sender
+/// that was rolled back since (and so writes under a new writer) may have lost the newer states of
+/// fields whose older writes the stream already covered, and must start again from the receiver's
+/// vector; the receiver drops the progress for the same reason.
+public enum StreamResume {
+    /// Where `sender`'s delta starts for a receiver that said hello with `vector` and `resume`.
+    public static func start(receiver vector: VersionVector, resume: VersionVector, resumeFor: NodeID?, senderWriter: NodeID) -> VersionVector {
+        resumeFor == senderWriter ? vector.joined(with: resume) : vector
+    }
+}

@@ -71,6 +71,9 @@ public final class Node: Sendable {
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
     public func run(ready: @Sendable (Int) -> Void = { _ in }) async throws {
+        // A restored or rebooted replica takes its new writer now, before any hello, so that peers
+        // see a new incarnation and do not resume streams it may no longer hold.
+        try store.renewWriterIfUnproven()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer {
             try? FileManager.default.removeItem(atPath: options.controlSocketPath)
@@ -266,7 +269,12 @@ public final class Node: Sendable {
         let peerID = connection.peerNodeID
         let channel = connection.channel.channel
         let token = TokenBox()
-        var config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: options.role, name: info.nodeName, authenticatedPeer: peerID)
+        // The writer can change while the node runs (a witnessed rollback): each session announces
+        // the current one.
+        let store = self.store
+        let writer = (try? await io.run { try store.info().writerID }) ?? info.writerID
+        var config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: options.role, name: info.nodeName,
+                                                  authenticatedPeer: peerID, writer: writer)
         config.antiEntropyInterval = options.antiEntropyInterval
         var observer = SessionObserver()
         observer.peerReady = { hello in

@@ -17,6 +17,7 @@ public enum OneShotSync {
     }
 
     public static func run(store: ReplicaStore, identity: TLSIdentity, peers: [PeerAddress], timeout: Duration) async throws -> [Result] {
+        let writer = try store.renewWriterIfUnproven()
         let info = try store.info()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let io = BlockingIO()
@@ -28,7 +29,8 @@ public enum OneShotSync {
                 group.addTask {
                     do {
                         let connection = try await transport.connect(host: peer.host, port: peer.port)
-                        let config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: .oneShot, name: info.nodeName, authenticatedPeer: connection.peerNodeID)
+                        let config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: .oneShot, name: info.nodeName,
+                                                                  authenticatedPeer: connection.peerNodeID, writer: writer)
                         let outcome = await SessionRunner(store: store, io: io, hub: hub, config: config).run(connection)
                         if let hello = outcome.peer, outcome.reachedUpToDate {
                             try? store.savePeer(PeerRecord(nodeID: hello.nodeID, name: hello.name, address: peer.description, source: "static", lastSync: Wall.milliseconds, versionVector: hello.versionVector))

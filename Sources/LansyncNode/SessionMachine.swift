@@ -21,6 +21,8 @@ public struct SessionMachine: Sendable {
         public var clusterID: NodeID
         public var role: Hello.Role
         public var name: String
+        /// The writer id this node issues its writes under (its incarnation, ``StreamResume``).
+        public var writer: NodeID
         /// The peer's node id as its TLS certificate proves it; the hello must agree.
         public var authenticatedPeer: NodeID
         public var window = WireLimits.window
@@ -29,8 +31,9 @@ public struct SessionMachine: Sendable {
         public var idleTimeout: Duration = .seconds(60)
         public var ackTimeout: Duration = .seconds(60)
 
-        public init(nodeID: NodeID, clusterID: NodeID, role: Hello.Role, name: String, authenticatedPeer: NodeID) {
+        public init(nodeID: NodeID, clusterID: NodeID, role: Hello.Role, name: String, authenticatedPeer: NodeID, writer: NodeID? = nil) {
             self.nodeID = nodeID
+            self.writer = writer ?? nodeID
             self.clusterID = clusterID
             self.role = role
             self.name = name
@@ -40,8 +43,9 @@ public struct SessionMachine: Sendable {
 
     /// What happens to a session: the runner reports each to ``handle(_:)``.
     public enum Event: Sendable {
-        /// The session begins; `versionVector` is the local replica's.
-        case start(versionVector: VersionVector, now: ContinuousClock.Instant)
+        /// The session begins; `versionVector` is the local replica's, `resume` how far the peer's
+        /// last stream to it got and `resumeFor` the peer's incarnation then (``StreamResume``).
+        case start(versionVector: VersionVector, resume: VersionVector = VersionVector(), resumeFor: NodeID? = nil, now: ContinuousClock.Instant)
         case received(Message, now: ContinuousClock.Instant)
         /// The bytes from the peer were not a valid message.
         case receivedInvalid(WireError, now: ContinuousClock.Instant)
@@ -62,6 +66,9 @@ public struct SessionMachine: Sendable {
         case send(Message)
         /// Apply this batch in one transaction, then report ``Event/applied(sequence:now:)``.
         case apply(sequence: UInt64, DeltaBatch)
+        /// The peer's stream is complete (its `done` came after every batch was applied): count
+        /// what its batches covered as held (``ReplicaStore/completeStream(from:)``).
+        case completeStream
         /// Begin a delta for a peer known to hold `peerVersionVector`.
         case startDelta(peerVersionVector: VersionVector)
         /// Produce the next batch of the current delta, then report ``Event/produced(_:now:)``.
@@ -123,13 +130,14 @@ public struct SessionMachine: Sendable {
     public mutating func handle(_ event: Event) -> [Action] {
         guard phase != .closed else { return [] }
         switch event {
-        case let .start(vv, now):
+        case let .start(vv, resume, resumeFor, now):
             guard phase == .idle else { return [] }
             phase = .awaitingHello
             startedAt = now
             lastReceived = now
             lastSummary = now
-            return [.send(.hello(Hello(nodeID: config.nodeID, clusterID: config.clusterID, role: config.role, name: config.name, versionVector: vv)))]
+            return [.send(.hello(Hello(nodeID: config.nodeID, clusterID: config.clusterID, role: config.role, name: config.name, versionVector: vv,
+                                       writer: config.writer, resume: resume, resumeFor: resumeFor)))]
 
         case let .received(message, now):
             lastReceived = now
@@ -180,7 +188,10 @@ public struct SessionMachine: Sendable {
         case (.awaitingHello, .hello(let hello)):
             if let refusal = check(hello) { return fail(refusal) }
             peer = hello
-            peerVersionVector = hello.versionVector
+            // Resume the peer's interrupted stream from us only if we are still the incarnation
+            // that sent it; the peer drops it otherwise (``StreamResume``).
+            peerVersionVector = StreamResume.start(receiver: hello.versionVector, resume: hello.resume, resumeFor: hello.resumeFor,
+                                                   senderWriter: config.writer)
             phase = .open
             return [.peerReady(hello)] + beginDelta(initial: true)
 
@@ -216,7 +227,7 @@ public struct SessionMachine: Sendable {
 
         case (.open, .done):
             peerInitialDone = true
-            return checkUpToDate()
+            return [.completeStream] + checkUpToDate()
 
         case (.open, .summary(let vv)):
             peerVersionVector.join(vv)

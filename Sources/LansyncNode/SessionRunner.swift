@@ -118,7 +118,10 @@ public struct SessionRunner: Sendable {
                             let store = self.store
                             do {
                                 let refuse = self.refuse
-                                let changed = try await io.run { try store.apply(batch, wallMilliseconds: Wall.milliseconds, refuse: refuse) }
+                                let peer = config.authenticatedPeer, incarnation = machine.peer?.writer ?? peer
+                                let changed = try await io.run {
+                                    try store.apply(batch, from: peer, incarnation: incarnation, wallMilliseconds: Wall.milliseconds, refuse: refuse)
+                                }
                                 if changed > 0 {
                                     hub.notify(except: subscription)
                                     await observer.applied()
@@ -126,6 +129,14 @@ public struct SessionRunner: Sendable {
                                 queue += machine.handle(.applied(sequence: sequence, now: .now))
                             } catch {
                                 queue += machine.handle(.storageFailed("applying a batch: \(error)"))
+                            }
+                        case .completeStream:
+                            let store = self.store, peer = config.authenticatedPeer
+                            do {
+                                try await io.run { try store.completeStream(from: peer) }
+                                hub.notify(except: subscription)
+                            } catch {
+                                queue += machine.handle(.storageFailed("recording a complete stream: \(error)"))
                             }
                         case .startDelta(let vv):
                             let store = self.store
@@ -159,6 +170,8 @@ public struct SessionRunner: Sendable {
                             if (try? await io.run { try store.noteWitness(hello.versionVector) }) == true {
                                 outcome.witnessedRollback = true
                             }
+                            // Progress the peer made as another incarnation will not be resumed.
+                            try? await io.run { try store.meet(hello.nodeID, incarnation: hello.writer) }
                             await observer.peerReady(hello)
                         case .upToDate:
                             outcome.reachedUpToDate = true
@@ -176,9 +189,10 @@ public struct SessionRunner: Sendable {
                     return false
                 }
 
-                let store = self.store
-                let startVV = try await io.run { try store.versionVector() }
-                if try await perform(machine.handle(.start(versionVector: startVV, now: .now))) { return }
+                let store = self.store, peer = config.authenticatedPeer
+                let (startVV, resume) = try await io.run { (try store.versionVector(), try store.resume(from: peer)) }
+                if try await perform(machine.handle(.start(versionVector: startVV, resume: resume?.covers ?? VersionVector(),
+                                                           resumeFor: resume?.incarnation, now: .now))) { return }
                 var lastReported = SessionObserver.Progress()
                 for try await input in inputs {
                     switch input {

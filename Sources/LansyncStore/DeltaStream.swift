@@ -57,7 +57,8 @@ public struct DeltaStream: Sendable {
 extension ReplicaStore {
     /// Starts the delta for a peer that announced `remote`.
     public func deltaStream(for remote: VersionVector, maxUpdates: Int = 512, budgetBytes: Int = 2 << 20) throws(StoreError) -> DeltaStream {
-        return DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates),
+        return DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates,
+                                                              unclaimed: try unclaimedNodes()),
                     budgetBytes: budgetBytes, limit: maxUpdates)
     }
 }

@@ -317,6 +317,21 @@ public final class ReplicaStore: Sendable {
     /// writer (``WriterContinuity``).
     @discardableResult
     public func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64, refuse: Refusal? = nil) throws(StoreError) -> Int {
+        try apply(batch, stream: nil, wallMilliseconds: wallMilliseconds, refuse: refuse)
+    }
+
+    /// Merges a batch of `sender`'s stream (sent while it wrote as `incarnation`). What the batch
+    /// covers is recorded as that stream's progress (``resume(from:)``) and joins the version
+    /// vector only when the stream completes (``completeStream(from:)``), so an interrupted stream
+    /// never leaves a claim on writes whose newer states were still to come (``StreamResume``).
+    @discardableResult
+    public func apply(_ batch: DeltaBatch, from sender: NodeID, incarnation: NodeID, wallMilliseconds: UInt64,
+                      refuse: Refusal? = nil) throws(StoreError) -> Int {
+        try apply(batch, stream: (sender, incarnation), wallMilliseconds: wallMilliseconds, refuse: refuse)
+    }
+
+    private func apply(_ batch: DeltaBatch, stream: (sender: NodeID, incarnation: NodeID)?, wallMilliseconds: UInt64,
+                       refuse: Refusal?) throws(StoreError) -> Int {
         try refuseIfDamaged()
         let me = try info()
         var overruleDot: Dot?
@@ -368,9 +383,13 @@ public final class ReplicaStore: Sendable {
                     }
                     if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
                     for row in touched { try tx.refreshItem(row: row) }
-                    for node in batch.covers.nodes {
-                        let row = try tx.nodeRow(node)
-                        try tx.raiseCounter(of: row, to: batch.covers[node])
+                    if let stream {
+                        try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: batch.covers)
+                    } else {
+                        for node in batch.covers.nodes {
+                            let row = try tx.nodeRow(node)
+                            try tx.raiseCounter(of: row, to: batch.covers[node])
+                        }
                     }
                     try tx.saveClock()
                     return .commit
@@ -380,6 +399,65 @@ public final class ReplicaStore: Sendable {
         }
         if let overruleDot { lease.record(overruleDot.node, counter: overruleDot.counter) }
         return changed
+    }
+
+    /// `sender`'s stream is complete (its `done` came after every batch was applied): what its
+    /// batches covered joins the version vector, in one transaction.
+    public func completeStream(from sender: NodeID) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                var tx = try Transaction(db: db, historyLimit: 0)
+                guard let stream = try Transaction.stream(db: db, from: sender) else { return }
+                for node in stream.covers.nodes { try tx.raiseCounter(of: try tx.nodeRow(node), to: stream.covers[node]) }
+                try db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
+            }
+        }
+    }
+
+    /// How far `sender`'s interrupted stream got, and its incarnation then (for the hello).
+    public func resume(from sender: NodeID) throws(StoreError) -> (covers: VersionVector, incarnation: NodeID)? {
+        try guarded { try pool.read { db in try Transaction.stream(db: db, from: sender) } }
+    }
+
+    /// `sender` said hello as `incarnation`: progress it made as another incarnation is dropped.
+    public func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                try db.execute(sql: "DELETE FROM stream WHERE peer_id = ? AND incarnation <> ?", arguments: [sender.text, incarnation.text])
+            }
+        }
+    }
+
+    /// Origin nodes of which this replica holds versions beyond its own version vector (states
+    /// of streams not yet complete): a delta sends them too, unclaimed. One index seek per node.
+    func unclaimedNodes() throws(StoreError) -> [NodeID] {
+        try guarded {
+            try pool.read { db in
+                try String.fetchAll(db, sql: """
+                    SELECT n.node_id FROM node n WHERE EXISTS (SELECT 1 FROM version v WHERE v.node = n.id AND v.counter > n.counter)
+                    """).compactMap(NodeID.init(text:))
+            }
+        }
+    }
+
+    /// Checks the writer's continuity now, as a process that will sync starts: a replica found
+    /// rolled back (or on a new boot) takes a new writer before it says hello, so its peers see a
+    /// new incarnation (``StreamResume``). Returns the writer to announce.
+    @discardableResult
+    public func renewWriterIfUnproven() throws(StoreError) -> NodeID {
+        try refuseIfDamaged()
+        let me = try info()
+        return try guarded {
+            try pool.writeWithoutTransaction { db in
+                var id = me.writerID
+                try db.inTransaction(.immediate) {
+                    var tx = try Transaction(db: db, historyLimit: me.historyLimit)
+                    id = try tx.claimWriter(lease: lease, name: me.nodeName).id
+                    return .commit
+                }
+                return id
+            }
+        }
     }
 
     /// Takes a peer's version vector (its hello) into account: if the peer holds more of this

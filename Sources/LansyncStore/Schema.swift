@@ -133,6 +133,19 @@ enum Schema {
                 INSERT INTO writer(writer_id, started, reason) SELECT value, 0, 'init' FROM meta WHERE key = 'node_id';
                 """)
         }
+        migrator.registerMigration("v5-streams") { db in
+            try db.execute(sql: """
+                -- The stream each peer has under way to this replica (Docs/MERGE.md, "Rolled-back
+                -- replicas"): what its batches covered so far (a binary version vector), and the
+                -- peer's writer id when it sent them. node.counter takes it in only when the stream
+                -- completes; the hello tells the peer, so an interrupted stream resumes.
+                CREATE TABLE stream (
+                    peer_id     TEXT PRIMARY KEY NOT NULL,
+                    incarnation TEXT NOT NULL,
+                    covers      BLOB NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -106,6 +106,28 @@ struct Transaction {
         return true
     }
 
+    // MARK: Streams (``StreamResume``)
+
+    static func stream(db: Database, from peer: NodeID) throws -> (covers: VersionVector, incarnation: NodeID)? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT incarnation, covers FROM stream WHERE peer_id = ?", arguments: [peer.text]) else { return nil }
+        guard let incarnation = NodeID(text: try row.decode(atIndex: 0)) else { throw DecodingError("bad incarnation in table stream", offset: 0) }
+        var reader = ByteReader(Array(try row.decode(atIndex: 1) as Data))
+        return (try reader.versionVector(), incarnation)
+    }
+
+    /// Adds a batch's covers to `peer`'s stream (a stream of another incarnation starts over).
+    func recordStream(from peer: NodeID, incarnation: NodeID, covers: VersionVector) throws {
+        var progress = VersionVector()
+        if let existing = try Self.stream(db: db, from: peer), existing.incarnation == incarnation { progress = existing.covers }
+        progress.join(covers)
+        var writer = ByteWriter()
+        writer.versionVector(progress)
+        try db.execute(sql: """
+            INSERT INTO stream(peer_id, incarnation, covers) VALUES (?, ?, ?)
+            ON CONFLICT(peer_id) DO UPDATE SET incarnation = excluded.incarnation, covers = excluded.covers
+            """, arguments: [peer.text, incarnation.text, Data(writer.bytes)])
+    }
+
     func itemRow(_ id: ItemID) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"), arguments: [id.rawValue])
     }

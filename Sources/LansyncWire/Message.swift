@@ -23,7 +23,8 @@ public enum Message: Hashable, Sendable {
     case error(ProtocolError)
 }
 
-/// The hello: protocol version, identity, role and version vector.
+/// The hello: protocol version, identity, role and version vector; since 1.1 also the sender's
+/// writer id and how far the receiver's last stream to the sender got (``StreamResume``).
 public struct Hello: Hashable, Sendable {
     public var version: ProtocolVersion
     public var nodeID: NodeID
@@ -31,14 +32,25 @@ public struct Hello: Hashable, Sendable {
     public var role: Role
     public var name: String
     public var versionVector: VersionVector
+    /// The writer id the sender issues its writes under now: its incarnation. (A 1.0 hello has
+    /// none; it reads as the node id.)
+    public var writer: NodeID
+    /// What the stream the *receiver* last sent to this sender covered, without completing it,
+    /// and the receiver's writer id when it sent it; empty and nil when there is none.
+    public var resume: VersionVector
+    public var resumeFor: NodeID?
 
-    public init(version: ProtocolVersion = .current, nodeID: NodeID, clusterID: NodeID, role: Role, name: String, versionVector: VersionVector) {
+    public init(version: ProtocolVersion = .current, nodeID: NodeID, clusterID: NodeID, role: Role, name: String, versionVector: VersionVector,
+                writer: NodeID? = nil, resume: VersionVector = VersionVector(), resumeFor: NodeID? = nil) {
         self.version = version
         self.nodeID = nodeID
         self.clusterID = clusterID
         self.role = role
         self.name = name
         self.versionVector = versionVector
+        self.writer = writer ?? nodeID
+        self.resume = resume
+        self.resumeFor = resumeFor
     }
 
     /// What the sender is: an ordinary node, the relay, or a one-shot `lansync sync`.
@@ -61,7 +73,8 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
         self.minor = minor
     }
 
-    public static let current = ProtocolVersion(major: 1, minor: 0)
+    /// 1.1 added the writer and the resume point to the hello.
+    public static let current = ProtocolVersion(major: 1, minor: 1)
 
     public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
     public var description: String { "\(major).\(minor)" }

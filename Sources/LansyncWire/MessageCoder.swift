@@ -24,6 +24,16 @@ public enum MessageCoder {
             w.byte(hello.role.rawValue)
             w.string(hello.name)
             w.versionVector(hello.versionVector)
+            if hello.version.minor >= 1 || hello.version.major > 1 {
+                w.nodeID(hello.writer)
+                w.versionVector(hello.resume)
+                if let resumeFor = hello.resumeFor {
+                    w.byte(1)
+                    w.nodeID(resumeFor)
+                } else {
+                    w.byte(0)
+                }
+            }
         case let .batch(sequence, batch):
             w.byte(Tag.batch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -61,7 +71,20 @@ public enum MessageCoder {
                 let name = try r.string()
                 guard name.utf8.count <= WireLimits.maxNameBytes else { throw WireError.malformed("node name too long") }
                 let vv = try r.versionVector()
-                message = .hello(Hello(version: ProtocolVersion(major: UInt32(major), minor: UInt32(minor)), nodeID: node, clusterID: cluster, role: role, name: name, versionVector: vv))
+                let version = ProtocolVersion(major: UInt32(major), minor: UInt32(minor))
+                var hello = Hello(version: version, nodeID: node, clusterID: cluster, role: role, name: name, versionVector: vv)
+                if minor >= 1 || major > 1 {
+                    hello.writer = try r.nodeID()
+                    hello.resume = try r.versionVector()
+                    switch try r.byte() {
+                    case 0: hello.resumeFor = nil
+                    case 1: hello.resumeFor = try r.nodeID()
+                    default: throw WireError.malformed("bad resume flag")
+                    }
+                }
+                // A newer minor version may append what this one does not know: skip it.
+                if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major { _ = try r.raw(r.remaining) }
+                message = .hello(hello)
             case .batch:
                 let (sequence, batch) = try BatchCoding.decode(&r)
                 message = .batch(sequence: sequence, batch)

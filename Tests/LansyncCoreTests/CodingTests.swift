@@ -76,7 +76,11 @@ import Testing
     @Test func jsonParsesWhatUsersType() throws {
         #expect(try JSON(parsing: " 42 ").value == .integer(42))
         #expect(try JSON(parsing: "-9223372036854775808").value == .integer(.min))
-        #expect(try JSON(parsing: "9223372036854775808").value == .double(9223372036854775808.0))
+        // Out of range is refused, not rounded to a double or to Infinity (issue 12).
+        for outOfRange in ["9223372036854775808", "-9223372036854775809", "1e999", "-1e400", "[1, 99999999999999999999]"] {
+            #expect(throws: JSONError.self, "\(outOfRange)") { try JSON(parsing: outOfRange) }
+        }
+        #expect(try JSON(parsing: "9223372036854775808.0").value == .double(9223372036854775808.0))
         #expect(try JSON(parsing: "[1, \"two\", [3.5], null]").value == .list([.integer(1), .string("two"), .list([.double(3.5)]), .null]))
         #expect(try JSON(parsing: #""\ud83d\ude00""#).value == .string("😀"))
         #expect(try JSON(parsing: #"{"a": 1}"#).value == nil)

@@ -41,7 +41,10 @@ struct SessionHarness {
     }
 
     mutating func start() {
-        for i in 0..<2 { handle(i, .start(versionVector: sides[i].replica.versionVector, now: now)) }
+        for i in 0..<2 {
+            let resume = sides[i].replica.resume(from: sides[1 - i].replica.nodeID)
+            handle(i, .start(versionVector: sides[i].replica.versionVector, resume: resume?.covers ?? VersionVector(), resumeFor: resume?.incarnation, now: now))
+        }
     }
 
     mutating func handle(_ i: Int, _ event: SessionMachine.Event) {
@@ -57,8 +60,11 @@ struct SessionHarness {
                 }
                 if linkUp, deaf != 1 - i { sides[1 - i].inbox.append(message) }
             case let .apply(sequence, batch):
-                sides[i].replica.apply(batch, wallMilliseconds: 1_700_000_000_000)
+                let sender = sides[1 - i].replica
+                sides[i].replica.apply(batch, from: sender.nodeID, incarnation: sender.writer, wallMilliseconds: 1_700_000_000_000)
                 queue += sides[i].machine.handle(.applied(sequence: sequence, now: now))
+            case .completeStream:
+                sides[i].replica.completeStream(from: sides[1 - i].replica.nodeID)
             case .startDelta(let vv):
                 sides[i].delta = sides[i].replica.delta(for: vv, maxUpdates: batchSize)
             case .produceBatch:
@@ -68,7 +74,9 @@ struct SessionHarness {
                 let message = Message.summary(versionVector: sides[i].replica.versionVector)
                 sides[i].sent.append(message)
                 if linkUp { sides[1 - i].inbox.append(message) }
-            case .peerReady, .upToDate, .finished, .close:
+            case .peerReady(let hello):
+                sides[i].replica.meet(hello.nodeID, incarnation: hello.writer)
+            case .upToDate, .finished, .close:
                 break
             }
         }

@@ -9,12 +9,36 @@ import Testing
     static let c = NodeID(high: 0xAAAA_AAAA_AAAA_AAAA, low: 0xBBBB_BBBB_BBBB_BBBB)
 
     /// The bytes of protocol 1 are fixed: a change here breaks old nodes, and needs a new version.
-    @Test func goldenHello() {
-        let hello = Message.hello(Hello(nodeID: Self.a, clusterID: Self.c, role: .peer, name: "kitchen", versionVector: VersionVector([Self.a: 300])))
+    /// A 1.0 hello still encodes and decodes as it did.
+    @Test func goldenHello() throws {
+        let hello = Message.hello(Hello(version: ProtocolVersion(major: 1, minor: 0), nodeID: Self.a, clusterID: Self.c, role: .peer,
+                                        name: "kitchen", versionVector: VersionVector([Self.a: 300])))
         let hex = Frame.encode(hello).map { String(format: "%02x", $0) }.joined()
         #expect(hex == "00000043" + "01" + "4c4e5359" + "01" + "00"
             + "0102030405060708090a0b0c0d0e0f10" + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "00"
             + "07" + "6b69746368656e" + "01" + "0102030405060708090a0b0c0d0e0f10" + "ac02")
+        #expect(try MessageCoder.decode(MessageCoder.encode(hello)) == hello)
+    }
+
+    /// 1.1 appends the writer id and the resume point (its vector, then 0, or 1 and a writer id).
+    @Test func goldenHello11() throws {
+        let hello = Message.hello(Hello(nodeID: Self.a, clusterID: Self.c, role: .peer, name: "k", versionVector: VersionVector(),
+                                        writer: Self.c, resume: VersionVector([Self.a: 2]), resumeFor: Self.a))
+        let hex = Frame.encode(hello).map { String(format: "%02x", $0) }.joined()
+        #expect(hex == "0000005e" + "01" + "4c4e5359" + "01" + "01"
+            + "0102030405060708090a0b0c0d0e0f10" + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "00" + "01" + "6b" + "00"
+            + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "01" + "0102030405060708090a0b0c0d0e0f10" + "02"
+            + "01" + "0102030405060708090a0b0c0d0e0f10")
+        #expect(try MessageCoder.decode(MessageCoder.encode(hello)) == hello)
+        // A later minor version may append fields this one skips; the same minor may not.
+        var newer = MessageCoder.encode(.hello(Hello(version: ProtocolVersion(major: 1, minor: 9), nodeID: Self.a, clusterID: Self.c, role: .peer,
+                                                     name: "k", versionVector: VersionVector())))
+        newer += [1, 2, 3]
+        guard case .hello(let decoded) = try MessageCoder.decode(newer) else { Issue.record("not a hello"); return }
+        #expect(decoded.version.minor == 9)
+        var same = MessageCoder.encode(hello)
+        same += [1]
+        #expect(throws: WireError.self) { try MessageCoder.decode(same) }
     }
 
     @Test func goldenAckDoneError() {
