@@ -69,8 +69,10 @@ public struct SessionMachine: Sendable {
         /// The peer's stream is complete (its `done` came after every batch was applied): count
         /// what its batches covered as held (``ReplicaStore/completeStream(from:)``).
         case completeStream
-        /// Begin a delta for a peer known to hold `peerVersionVector`.
-        case startDelta(peerVersionVector: VersionVector)
+        /// Begin a delta for a peer known to hold `peerVersionVector`. The session's first delta
+        /// (`initial`) also carries, uncovered, what this replica holds beyond its own vector; later
+        /// ones do not, so an unfinished stream is not sent again on every change.
+        case startDelta(peerVersionVector: VersionVector, initial: Bool)
         /// Produce the next batch of the current delta, then report ``Event/produced(_:now:)``.
         case produceBatch
         /// Send the local version vector as a `summary`.
@@ -268,9 +270,9 @@ public struct SessionMachine: Sendable {
         var planned = peerVersionVector
         for batch in inFlight { planned.join(batch.covers) }
         deltaStartVV = planned
-        guard inFlight.count < config.window else { return [.startDelta(peerVersionVector: planned)] }
+        guard inFlight.count < config.window else { return [.startDelta(peerVersionVector: planned, initial: initial)] }
         producing = true
-        return [.startDelta(peerVersionVector: planned), .produceBatch]
+        return [.startDelta(peerVersionVector: planned, initial: initial), .produceBatch]
     }
 
     /// Ends the outgoing delta once it is exhausted and acknowledged.

@@ -138,10 +138,10 @@ public struct SessionRunner: Sendable {
                             } catch {
                                 queue += machine.handle(.storageFailed("recording a complete stream: \(error)"))
                             }
-                        case .startDelta(let vv):
+                        case let .startDelta(vv, initial):
                             let store = self.store
                             do {
-                                delta = try await io.run { try store.deltaStream(for: vv, maxUpdates: WireLimits.maxUpdatesPerBatch, budgetBytes: WireLimits.batchBudgetBytes) }
+                                delta = try await io.run { try store.deltaStream(for: vv, maxUpdates: WireLimits.maxUpdatesPerBatch, budgetBytes: WireLimits.batchBudgetBytes, unclaimed: initial) }
                             } catch {
                                 queue += machine.handle(.storageFailed("reading the delta: \(error)"))
                             }

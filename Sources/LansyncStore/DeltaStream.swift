@@ -55,10 +55,12 @@ public struct DeltaStream: Sendable {
 }
 
 extension ReplicaStore {
-    /// Starts the delta for a peer that announced `remote`.
-    public func deltaStream(for remote: VersionVector, maxUpdates: Int = 512, budgetBytes: Int = 2 << 20) throws(StoreError) -> DeltaStream {
+    /// Starts the delta for a peer that announced `remote`; with `unclaimed`, it ends with what this
+    /// replica holds beyond its own vector, uncovered (a session's first delta).
+    public func deltaStream(for remote: VersionVector, maxUpdates: Int = 512, budgetBytes: Int = 2 << 20,
+                            unclaimed: Bool = true) throws(StoreError) -> DeltaStream {
         return DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates,
-                                                              unclaimed: try unclaimedNodes()),
+                                                              unclaimed: unclaimed ? try unclaimedNodes() : []),
                     budgetBytes: budgetBytes, limit: maxUpdates)
     }
 }

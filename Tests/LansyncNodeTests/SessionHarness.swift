@@ -65,7 +65,7 @@ struct SessionHarness {
                 queue += sides[i].machine.handle(.applied(sequence: sequence, now: now))
             case .completeStream:
                 sides[i].replica.completeStream(from: sides[1 - i].replica.nodeID)
-            case .startDelta(let vv):
+            case .startDelta(let vv, _):
                 sides[i].delta = sides[i].replica.delta(for: vv, maxUpdates: batchSize)
             case .produceBatch:
                 let next = sides[i].delta.isEmpty ? nil : sides[i].delta.removeFirst()
