@@ -226,6 +226,7 @@ public final class ReplicaStore: Sendable {
                         progress?(index + 1)
                     }
                     try tx.setCounter(of: writer.row, to: counter)
+                    try tx.countChange()
                     try tx.saveClock()
                     return .commit
                 }
@@ -382,6 +383,7 @@ public final class ReplicaStore: Sendable {
                         changed += 1
                     }
                     if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
+                    if changed > 0 { try tx.countChange() }
                     for row in touched { try tx.refreshItem(row: row) }
                     if let stream {
                         try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: batch.covers)
@@ -472,6 +474,16 @@ public final class ReplicaStore: Sendable {
             try pool.write { db in
                 var tx = try Transaction(db: db, historyLimit: 0)
                 return try tx.retireWriterIfWitnessed(by: peer)
+            }
+        }
+    }
+
+    /// A number that grows with every transaction that changed a field: equal numbers mean the
+    /// replica shows the same thing.
+    public func changeStamp() throws(StoreError) -> UInt64 {
+        try guarded {
+            try pool.read { db in
+                UInt64(try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'changes'") ?? "0") ?? 0
             }
         }
     }

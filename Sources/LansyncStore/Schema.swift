@@ -144,6 +144,11 @@ enum Schema {
                     incarnation TEXT NOT NULL,
                     covers      BLOB NOT NULL
                 ) WITHOUT ROWID;
+
+                -- meta 'changes': counts the transactions that changed a field, so a cache of what
+                -- the replica shows knows when it is stale (a stream's batches change fields
+                -- before the version vector moves).
+                INSERT OR IGNORE INTO meta(key, value) VALUES ('changes', '0');
                 """)
         }
         return migrator

@@ -25,6 +25,11 @@ struct Transaction {
         clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: raw))
     }
 
+    /// Counts this transaction as one that changed fields (meta 'changes').
+    func countChange() throws {
+        try db.execute(sql: "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'changes'")
+    }
+
     func saveClock() throws {
         try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'clock'", arguments: [String(clock.latest.rawValue)])
     }
