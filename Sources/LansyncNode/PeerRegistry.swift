@@ -126,8 +126,9 @@ public actor PeerRegistry {
         byNode[hello.nodeID]?.connected = true
         byNode[hello.nodeID]?.lastError = nil
         persist(hello.nodeID)
-        let store = self.store, name = hello.name, id = hello.nodeID
-        Task { try? await io.run { try store.setNodeName(name, for: id) } }
+        // The peer's current writer id names its writes too (history shows "who").
+        let store = self.store, name = hello.name, ids = Set([hello.nodeID, hello.writer])
+        Task { try? await io.run { for id in ids { try store.setNodeName(name, for: id) } } }
         return nextToken
     }
 
