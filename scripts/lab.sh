@@ -8,6 +8,9 @@
 #   scripts/lab.sh avahi-stop I    stop host I's avahi-daemon     (to test a daemon that goes away)
 #   scripts/lab.sh avahi-start I   start it again
 #   scripts/lab.sh cut I | heal I  drop / restore host I's traffic on the bridge (nftables)
+#   scripts/lab.sh loss I PERCENT  drop PERCENT% of host I's frames on the bridge, at random, in
+#                                  each direction (0 removes it; a frame between two lossy hosts
+#                                  meets both rules)
 #   scripts/lab.sh down            stop everything and delete the namespaces (safe to repeat)
 #   scripts/lab.sh check           exit 0 if a lab can run here (root, netns, avahi-daemon)
 #
@@ -122,6 +125,19 @@ nft_rule() { # cut|heal I: nftables on the bridge drops host I's frames in both 
     fi
 }
 
+nft_loss() { # loss I PERCENT: nftables on the bridge drops a random PERCENT% of host I's frames
+    local i=$1 pct=$2
+    [[ $pct =~ ^[0-9]+$ ]] && [ "$pct" -le 100 ] || { echo "lab.sh: loss PERCENT must be 0..100" >&2; return 2; }
+    ip netns exec "$P-hub" nft add table bridge lab 2>/dev/null || true
+    ip netns exec "$P-hub" nft add chain bridge lab forward '{ type filter hook forward priority 0; }' 2>/dev/null || true
+    for h in $(ip netns exec "$P-hub" nft -a list chain bridge lab forward | awk -v c="\"loss-$i\"" 'index($0, c) {print $NF}'); do
+        ip netns exec "$P-hub" nft delete rule bridge lab forward handle "$h"
+    done
+    [ "$pct" = 0 ] && return 0
+    ip netns exec "$P-hub" nft add rule bridge lab forward iifname "p$i" numgen random mod 100 lt "$pct" drop comment "\"loss-$i\""
+    ip netns exec "$P-hub" nft add rule bridge lab forward oifname "p$i" numgen random mod 100 lt "$pct" drop comment "\"loss-$i\""
+}
+
 case ${1:-} in
     up) up "${2:-3}" ;;
     down) down ;;
@@ -131,6 +147,7 @@ case ${1:-} in
     avahi-stop) stop_avahi "$2" ;;
     avahi-start) start_avahi "$2" ;;
     cut|heal) nft_rule "$1" "$2" ;;
+    loss) nft_loss "$2" "${3:?usage: $0 loss I PERCENT}" ;;
     check) check ;;
-    *) echo "usage: $0 up N | exec I CMD... | avahi-stop I | avahi-start I | cut I | heal I | down | check" >&2; exit 2 ;;
+    *) echo "usage: $0 up N | exec I CMD... | avahi-stop I | avahi-start I | cut I | heal I | loss I PERCENT | down | check" >&2; exit 2 ;;
 esac

@@ -29,11 +29,11 @@ extension ReplicaStore {
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Leaves the damage mark (keeps the first one: it says what was found first).
+    /// Leaves the damage mark (keeps the first one: it says what was found first), in one line.
     func markDamaged(_ detail: String) {
         let mark = Self.damageMarkPath(path)
         guard !FileManager.default.fileExists(atPath: mark) else { return }
-        FileManager.default.createFile(atPath: mark, contents: Data((detail + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: mark, contents: Data((StoreError.oneLine(detail) + "\n").utf8), attributes: [.posixPermissions: 0o600])
     }
 
     /// Refuses a write to a replica marked damaged.
@@ -58,46 +58,80 @@ extension ReplicaStore {
         return report
     }
 
-    /// Everything `quick_check` sees, plus every field state decoded and checked against the
-    /// version index and the item rows. `lansync check` runs it; a sound result clears the damage
-    /// mark, a damaged one sets it.
+    /// Everything `quick_check` sees, plus every row read as lansync reads it: field states
+    /// decoded and checked against the version index, their shown value and conflict flag; node,
+    /// item and history rows of the right kinds. `lansync check` runs it; a sound result clears
+    /// the damage mark, a damaged one sets it.
     public func fullCheck() throws(StoreError) -> DamageReport {
         var report = DamageReport(problems: [])
+        func problem(_ text: String) { if report.problems.count < 20 { report.problems.append(text) } }
         do {
             let lines = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
-            if lines != ["ok"] { report.problems += lines.prefix(5).map { "SQLite: \($0)" } }
-            do { _ = try info() } catch { report.problems.append(error.detailText) }
+            if lines != ["ok"] { for line in lines.prefix(5) { problem("SQLite: " + line) } }
+            do { _ = try info() } catch { problem(error.detailText) }
             try pool.read { db in
-                let versions = try Row.fetchCursor(db, sql: """
-                    SELECT f.id, i.item_id, f.name, f.state, f.conflict,
-                           (SELECT group_concat(n.node_id || ':' || v.counter) FROM version v JOIN node n ON n.id = v.node WHERE v.field = f.id)
-                    FROM field f LEFT JOIN item i ON i.id = f.item ORDER BY f.id
+                for row in try Row.fetchAll(db, sql: "SELECT id, node_id, typeof(counter), counter FROM node") {
+                    let text: String? = try? row.decode(atIndex: 1)
+                    if text.flatMap(NodeID.init(text:)) == nil || (try? row.decode(atIndex: 2) as String) != "integer"
+                        || ((try? row.decode(atIndex: 3) as Int64) ?? -1) < 0 {
+                        problem("node row \((try? row.decode(atIndex: 0) as Int64) ?? -1) is not a node id with a counter")
+                    }
+                }
+                let badItems = try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM item WHERE typeof(item_id) <> 'text' OR typeof(type) <> 'text' OR typeof(deleted) <> 'integer'
+                        OR typeof(conflicts) <> 'integer'
+                    """) ?? 0
+                if badItems > 0 { problem("\(badItems) item row(s) hold values of the wrong kind") }
+                // Field rows against their live versions, walked side by side in field order (one
+                // pass over each table, not a lookup per field).
+                let fields = try Row.fetchCursor(db, sql: """
+                    SELECT f.id, i.item_id, f.name, f.state, f.conflict, f.value FROM field f LEFT JOIN item i ON i.id = f.item ORDER BY f.id
                     """)
-                while let row = try versions.next() {
+                let versions = try Row.fetchCursor(db, sql: """
+                    SELECT v.field, n.node_id, v.counter FROM version v JOIN node n ON n.id = v.node ORDER BY v.field
+                    """)
+                var pendingVersion = try versions.next()
+                while let row = try fields.next() {
                     report.fieldsChecked += 1
                     let rowID: Int64 = (try? row.decode(atIndex: 0)) ?? -1
-                    guard report.problems.count < 20 else { continue }
+                    var indexed = Set<String>()
+                    while let version = pendingVersion, let field: Int64 = try? version.decode(atIndex: 0), field <= rowID {
+                        if field == rowID {
+                            indexed.insert("\((try? version.decode(atIndex: 1) as String) ?? "?"):\((try? version.decode(atIndex: 2) as Int64) ?? -1)")
+                        }
+                        pendingVersion = try versions.next()
+                    }
                     guard let item: String = try? row.decode(atIndex: 1), let name: String = try? row.decode(atIndex: 2) else {
-                        report.problems.append("field row \(rowID) has no valid item or name")
+                        problem("field row \(rowID) has no valid item or name")
                         continue
                     }
                     guard let blob: Data = try? row.decode(atIndex: 3), let state = try? FieldState(decoding: Array(blob)) else {
-                        report.problems.append("the state of \(item).\(name) (field row \(rowID)) does not decode")
+                        problem("the state of \(item).\(name) (field row \(rowID)) does not decode")
                         continue
                     }
-                    let indexed = Set(((try? row.decode(atIndex: 5) as String?) ?? nil)?.split(separator: ",").map(String.init) ?? [])
                     let live = Set(state.versions.map { "\($0.dot.node.text):\($0.dot.counter)" })
-                    if indexed != live {
-                        report.problems.append("the version index disagrees with the state of \(item).\(name)")
-                    }
+                    if indexed != live { problem("the version index disagrees with the state of \(item).\(name)") }
                     let flagged: Bool? = try? row.decode(atIndex: 4)
                     if flagged != (name != FieldName.deleted.rawValue && state.hasConflict) {
-                        report.problems.append("the conflict flag of \(item).\(name) disagrees with its state")
+                        problem("the conflict flag of \(item).\(name) disagrees with its state")
+                    }
+                    if (try? row.decode(atIndex: 5) as String) != (state.shownValue?.jsonText ?? "null") {
+                        problem("the shown value of \(item).\(name) disagrees with its state")
                     }
                 }
+                let history = try Row.fetchCursor(db, sql: """
+                    SELECT seq, typeof(counter), typeof(timestamp), write FROM history
+                    """)
+                var badHistory = 0
+                while let row = try history.next() {
+                    let kinds = ((try? row.decode(atIndex: 1) as String) ?? "", (try? row.decode(atIndex: 2) as String) ?? "")
+                    let write = (try? row.decode(atIndex: 3) as String).flatMap(HistoryJSON.decode)
+                    if kinds != ("integer", "integer") || write == nil { badHistory += 1 }
+                }
+                if badHistory > 0 { problem("\(badHistory) history row(s) do not read") }
             }
         } catch {
-            report.problems.append("reading it failed: \(Self.mapError(error, path: path).detailText)")
+            problem("reading it failed: \(Self.mapError(error, path: path).detailText)")
         }
         if let first = report.problems.first {
             markDamaged(first)

@@ -562,7 +562,15 @@ public final class ReplicaStore: Sendable {
                     }
                     if let name: String = (try row.decode(atIndex: 3)) {
                         // Reserved fields are not shown, but a conflict on one (`_type`) is.
-                        if !name.hasPrefix("_") { fields.append((name, (try row.decode(atIndex: 4)))) }
+                        if !name.hasPrefix("_") {
+                            // The shown value is copied into output as JSON: damage there must not
+                            // reach a user or a script as broken JSON.
+                            let json: String = try row.decode(atIndex: 4)
+                            guard (try? JSON(parsing: json)) != nil else {
+                                throw StoreError.corrupt(path: path, detail: "the shown value of \(id).\(name) is not JSON")
+                            }
+                            fields.append((name, json))
+                        }
                         if (try row.decode(atIndex: 5) as Bool) { conflicts.append(name) }
                     }
                 }

@@ -1,3 +1,4 @@
+import Foundation
 public import LansyncCore
 
 /// Why the replica could not be opened, read or changed. A failed change leaves the file as it
@@ -24,8 +25,17 @@ public enum StoreError: Error, Equatable, Sendable {
         case .newerSchema(let path):
             "\(path) was written by a newer lansync: upgrade lansync to use it"
         case let .corrupt(path, detail):
-            "\(path) is damaged (\(detail)): run 'lansync check' for a full report, then 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
+            "\(path) is damaged (\(Self.oneLine(detail))): run 'lansync check' for a full report, then 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
         case .io(let message): message
         }
+    }
+}
+
+extension StoreError {
+    /// `text` on one line and at most 200 characters: SQLite's reports can span many lines, and an
+    /// error is one line.
+    static func oneLine(_ text: String) -> String {
+        let flat = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+        return flat.count > 200 ? String(flat.prefix(199)) + "…" : flat
     }
 }

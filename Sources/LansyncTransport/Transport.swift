@@ -61,7 +61,7 @@ public final class Transport: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.configure(channel, tls: NIOSSLServerHandler(context: self.serverContext), outbound: false)
@@ -74,7 +74,7 @@ public final class Transport: Sendable {
     public func connect(host: String, port: Int, timeout: TimeAmount = .seconds(5)) async throws -> PeerConnection {
         let future = try await ClientBootstrap(group: group)
             .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.configure(channel, tls: try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil), outbound: true)
