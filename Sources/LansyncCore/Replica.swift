@@ -12,6 +12,9 @@ public struct Replica: Sendable {
     /// must come from a fresh writer (``startWriter(_:)``).
     public private(set) var writerRetired = false
     public private(set) var versionVector: VersionVector
+    /// How many edits and merges changed a field here: what a writer marker records
+    /// (``WriterContinuity``), so a rollback that loses received changes is caught too.
+    public private(set) var changes: UInt64 = 0
     public private(set) var items: [ItemID: ItemState]
     public private(set) var clock: HybridLogicalClock
     /// The stream each sender has under way to this replica: what its batches covered so far, and
@@ -56,6 +59,7 @@ public struct Replica: Sendable {
         let changed = try item.applying(edit, dot: dot, timestamp: timestamp)
         clock = probe
         versionVector.insert(dot)
+        changes += 1
         for (name, state) in changed { store(FieldKey(item: id, field: name), state) }
         return dot
     }
@@ -126,9 +130,13 @@ public struct Replica: Sendable {
 
     private mutating func merge(_ batch: DeltaBatch, wallMilliseconds: UInt64) {
         observe(peer: batch.covers)
+        var changed = false
+        defer { if changed { changes += 1 } }
         for update in batch.updates {
             var state = fieldState(update.key) ?? FieldState()
+            let before = state
             state.merge(update.state)
+            if state != before { changed = true }
             for version in update.state.versions { clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds) }
             store(update.key, state)
         }

@@ -10,15 +10,16 @@
 ///
 /// Two witnesses decide "continuity":
 /// - a *marker* outside the replica's files (storage keeps it where backups and restores of the
-///   data directory do not reach, tagged with the machine's boot), recording the highest counter
-///   the writer issued; a replica holding less than its marker has been rolled back, and a missing
-///   marker (a reboot, another machine) proves nothing;
+///   data directory do not reach, tagged with the machine's boot), recording how many changes the
+///   replica had made or received when its writer last wrote (or received); a replica counting
+///   fewer has been rolled back, whether it lost local edits or received ones, and a missing marker
+///   (a reboot, another machine) proves nothing;
 /// - a *peer* that holds more of the current writer's writes than the replica itself: only a
 ///   rollback can cause that, since every write of a writer starts on its replica.
 public enum WriterContinuity {
-    /// Whether the current writer may issue its next counter: only if a marker exists and this
-    /// replica holds at least what the marker recorded. (A replica ahead of its marker is one whose
-    /// process stopped between committing a write and recording it.)
+    /// Whether the current writer may go on: only if a marker of this boot exists and the replica
+    /// counts at least the changes the marker recorded (`held`). (A replica ahead of its marker is
+    /// one whose process stopped between committing and recording.)
     public static func isProven(marker: UInt64?, held: UInt64) -> Bool {
         guard let marker else { return false }
         return marker <= held

@@ -274,7 +274,7 @@ extension ReplicaStore {
         }
         try rebuilt.apply(DeltaBatch(updates: [], covers: claims), wallMilliseconds: wallMilliseconds)
         let newWriter = try rebuilt.info().writerID
-        rebuilt.lease.record(newWriter, counter: 0)
+        rebuilt.lease.record(newWriter, stamp: try rebuilt.changeStamp())
 
         let stamp = Int(Date().timeIntervalSince1970)
         report.damagedCopy = path + ".damaged-\(stamp)"

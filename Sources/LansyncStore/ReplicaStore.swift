@@ -61,7 +61,7 @@ public final class ReplicaStore: Sendable {
                 try db.execute(sql: "INSERT INTO writer(writer_id, started, reason) VALUES (?, 0, 'init')", arguments: [nodeID.text])
             }
         }
-        lease.record(nodeID, counter: 0)
+        lease.record(nodeID, stamp: 0)
         return store
     }
 
@@ -165,7 +165,7 @@ public final class ReplicaStore: Sendable {
                 try Transaction.startWriter(nodeID, name: name, reason: .copied, db: db)
             }
         }
-        lease.record(nodeID, counter: 0)
+        lease.record(nodeID, stamp: try changeStamp())
     }
 
     /// Records the display name of a node (learnt from its hello).
@@ -197,6 +197,7 @@ public final class ReplicaStore: Sendable {
         return try guarded {
             try pool.writeWithoutTransaction { db in
                 var dots: [Dot] = []
+                var stamp: UInt64 = 0
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit)
                     let writer = try tx.claimWriter(lease: lease, name: me.nodeName)
@@ -226,11 +227,11 @@ public final class ReplicaStore: Sendable {
                         progress?(index + 1)
                     }
                     try tx.setCounter(of: writer.row, to: counter)
-                    try tx.countChange()
+                    stamp = try tx.countChange()
                     try tx.saveClock()
                     return .commit
                 }
-                if let last = dots.last { lease.record(last.node, counter: last.counter) }
+                if let last = dots.last { lease.record(last.node, stamp: stamp) }
                 return dots
             }
         }
@@ -335,7 +336,7 @@ public final class ReplicaStore: Sendable {
                        refuse: Refusal?) throws(StoreError) -> Int {
         try refuseIfDamaged()
         let me = try info()
-        var overruleDot: Dot?
+        var marker: (writer: NodeID, stamp: UInt64)?
         let changed = try guarded {
             try pool.writeWithoutTransaction { db in
                 var changed = 0
@@ -375,7 +376,6 @@ public final class ReplicaStore: Sendable {
                             let dot = Dot(node: writer!.id, counter: writer!.counter)
                             merged = old?.state ?? FieldState()
                             merged.overrule(update.state, keeping: merged.shownValue ?? .null, reason: reason, dot: dot, timestamp: timestamp)
-                            overruleDot = dot
                         }
                         _ = try tx.saveField(item: itemRow, itemID: update.key.item, name: update.key.field, row: old?.row, old: old?.state, new: merged)
                         if created { savedInCreatedItems.insert(update.key) }
@@ -383,7 +383,9 @@ public final class ReplicaStore: Sendable {
                         changed += 1
                     }
                     if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
-                    if changed > 0 { try tx.countChange() }
+                    // The writer's marker follows received changes too: a restore that loses them
+                    // is a rollback as much as one that loses local edits.
+                    if changed > 0 { marker = (try Transaction.currentWriter(db: db), try tx.countChange()) }
                     for row in touched { try tx.refreshItem(row: row) }
                     if let stream {
                         try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: batch.covers)
@@ -399,7 +401,7 @@ public final class ReplicaStore: Sendable {
                 return changed
             }
         }
-        if let overruleDot { lease.record(overruleDot.node, counter: overruleDot.counter) }
+        if let marker { lease.record(marker.writer, stamp: marker.stamp) }
         return changed
     }
 

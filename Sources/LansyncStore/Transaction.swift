@@ -25,9 +25,16 @@ struct Transaction {
         clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: raw))
     }
 
-    /// Counts this transaction as one that changed fields (meta 'changes').
-    func countChange() throws {
+    /// Counts this transaction as one that changed fields (meta 'changes'); returns the new count.
+    @discardableResult
+    func countChange() throws -> UInt64 {
         try db.execute(sql: "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'changes'")
+        return try changeStamp()
+    }
+
+    /// meta 'changes': how many transactions changed a field in this file.
+    func changeStamp() throws -> UInt64 {
+        UInt64(try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'changes'") ?? "0") ?? 0
     }
 
     func saveClock() throws {
@@ -76,14 +83,14 @@ struct Transaction {
         let current = try Self.currentWriter(db: db)
         let retired = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_retired'") == "1"
         let row = try nodeRow(current)
-        let held = try counter(of: row)
+        let held = try changeStamp()
         let marker = lease.marker(for: current)
         if !retired, WriterContinuity.isProven(marker: marker, held: held) {
-            return ClaimedWriter(id: current, row: row, counter: held)
+            return ClaimedWriter(id: current, row: row, counter: try counter(of: row))
         }
         let reason: WriterRecord.Reason = retired ? .witness : marker != nil ? .restored : .unproven
         let fresh = NodeID.random()
-        lease.record(fresh, counter: 0)
+        lease.record(fresh, stamp: held)
         try Self.startWriter(fresh, name: name, reason: reason, db: db)
         return ClaimedWriter(id: fresh, row: try nodeRow(fresh), counter: 0)
     }

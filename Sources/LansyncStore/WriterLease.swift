@@ -2,13 +2,15 @@ import Foundation
 public import LansyncCore
 
 /// The writer markers of ``WriterContinuity``, kept outside the replica's files: one small file per
-/// writer id holding the machine's boot id and the highest counter that writer issued.
+/// writer id holding the machine's boot id and the replica's change count (meta `changes`, raised
+/// by every transaction that changes a field, local or received) when it last wrote.
 ///
 /// They live in a directory that restoring or copying a data directory does not touch: by default
 /// `/dev/shm/lansync-UID` (memory, gone at reboot), else `/tmp/lansync-UID`; `$LANSYNC_RUNTIME_DIR`
 /// overrides both. A marker written during another boot proves nothing and reads as missing, so a
 /// reboot, a VM snapshot booted again or a cloned disk all start a new writer; so does a data
-/// directory restored from a backup (it holds less than its marker).
+/// directory restored from a backup (it counts fewer changes than its marker: it lost local edits
+/// or received ones).
 ///
 /// Recording is best effort and only ever raises a marker: a marker that lags its replica (a
 /// process stopped between commit and record) is accepted, a missing one costs one new writer id.
@@ -40,14 +42,14 @@ public struct WriterLease: Sendable {
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown-boot"
     }()
 
-    /// The counter recorded for `writer` during this boot; nil if none.
+    /// The change count recorded for `writer` during this boot; nil if none.
     public func marker(for writer: NodeID) -> UInt64? {
         guard let path = path(writer), let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         return parse(text)
     }
 
-    /// Raises `writer`'s marker to `counter` (never lowers it).
-    public func record(_ writer: NodeID, counter: UInt64) {
+    /// Raises `writer`'s marker to `stamp` (never lowers it).
+    public func record(_ writer: NodeID, stamp counter: UInt64) {
         guard let path = path(writer) else { return }
         let fd = open(path, O_RDWR | O_CREAT, 0o600)
         guard fd >= 0 else { return }

@@ -57,7 +57,7 @@ struct History {
         replicas = (1...replicaCount).map { Replica(nodeID: .node(UInt64($0))) }
         walls = (0..<replicaCount).map { _ in 1_700_000_000_000 }
         for i in walls.indices where rng.chance(30) { walls[i] -= 3_600_000 }
-        for replica in replicas { markers[replica.writer] = 0 }
+        for replica in replicas { markers[replica.writer] = 0 }   // `init` records the fresh replica
     }
 
     mutating func run(steps: Int) {
@@ -89,6 +89,8 @@ struct History {
             for batch in replay.batches {
                 replicas[replay.to].apply(batch, from: replay.from, incarnation: replay.incarnation, wallMilliseconds: walls[replay.to])
             }
+            let writer = replicas[replay.to].writer
+            markers[writer] = max(markers[writer] ?? 0, replicas[replay.to].changes)
             if rng.chance(50) { inFlight.remove(at: k) }
         }
     }
@@ -130,12 +132,12 @@ struct History {
     /// The store's rule before a local edit: keep the writer only while its continuity is proven.
     mutating func renewWriterIfNeeded(_ r: Int) {
         let writer = replicas[r].writer
-        let held = replicas[r].versionVector[writer]
+        let held = replicas[r].changes
         guard replicas[r].writerRetired || !WriterContinuity.isProven(marker: markers[writer], held: held) else { return }
         writersIssued += 1
         let fresh = NodeID(high: 0xF000 + UInt64(r), low: writersIssued)
         replicas[r].startWriter(fresh)
-        markers[fresh] = 0
+        markers[fresh] = replicas[r].changes
         log.append("r\(r) writes as \(fresh.short)-\(writersIssued) from now on")
     }
 
@@ -178,7 +180,7 @@ struct History {
         let dot = replicas[r].nextDot
         do {
             try replicas[r].apply(edit, to: id, wallMilliseconds: walls[r])
-            markers[dot.node] = max(markers[dot.node] ?? 0, dot.counter)
+            markers[dot.node] = max(markers[dot.node] ?? 0, replicas[r].changes)
             if writes[dot] != nil { reissued.append("r\(r) issued \(dot) a second time") }
             record(edit, dot: dot, item: id, on: r)
             log.append("r\(r) \(dot) \(id) \(edit)".prefix(200).description)
@@ -238,6 +240,8 @@ struct History {
         if interruptible, rng.chance(30) { delivered = Int.random(in: 0...batches.count, using: &rng) }
         log.append("sync r\(a)->r\(b) \(delivered)/\(batches.count) batches")
         for batch in batches.prefix(delivered) { replicas[b].apply(batch, from: sender, incarnation: incarnation, wallMilliseconds: walls[b]) }
+        // The receiver's marker follows what it received, as the store's does.
+        markers[replicas[b].writer] = max(markers[replicas[b].writer] ?? 0, replicas[b].changes)
         if delivered == batches.count { replicas[b].completeStream(from: sender) }
         checkHonesty(after: "sync r\(a)->r\(b)")
         if interruptible, rng.chance(20), delivered > 0 { inFlight.append((sender, incarnation, b, Array(batches.prefix(delivered)))) }
