@@ -33,12 +33,15 @@ let package = Package(
         // Pure: values, dots, version vectors, clocks, registers, list sets, items, deltas, merge.
         // No Foundation, no I/O: everything time- or randomness-dependent is passed in.
         .target(name: "LansyncCore", swiftSettings: strict),
+        // Pure: JSON text (parser and writer) and the JSON forms of values and writes. Outside the
+        // merge core, which keeps no text formats.
+        .target(name: "LansyncJSON", dependencies: ["LansyncCore"], swiftSettings: strict),
         // Pure: protocol messages, frames and their binary encoding; a total decoder. No NIO.
         .target(name: "LansyncWire", dependencies: ["LansyncCore"], swiftSettings: strict),
         // The replica in one SQLite file: schema, migrations, the version index, history.
         .target(
             name: "LansyncStore",
-            dependencies: ["LansyncCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["LansyncCore", "LansyncJSON", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         // The cluster authority and node certificates; node ids derive from public keys.
@@ -75,7 +78,8 @@ let package = Package(
         .target(
             name: "LansyncNode",
             dependencies: [
-                "LansyncCore", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity", "LansyncDiscovery",
+                "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
+                "LansyncDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -87,7 +91,8 @@ let package = Package(
         .executableTarget(
             name: "lansync",
             dependencies: [
-                "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire", "LansyncDiscovery",
+                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
+                "LansyncWire", "LansyncDiscovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -105,7 +110,7 @@ let package = Package(
         .testTarget(
             name: "LansyncCoreTests",
             dependencies: [
-                "LansyncCore", "LansyncTestSupport",
+                "LansyncCore", "LansyncJSON", "LansyncTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strict
@@ -124,13 +129,13 @@ let package = Package(
         .testTarget(
             name: "LansyncStoreTests",
             // GRDB: the damage tests break a file's rows on purpose.
-            dependencies: ["LansyncCore", "LansyncStore", "LansyncTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LansyncCore", "LansyncStore", "LansyncTestSupport",
+                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

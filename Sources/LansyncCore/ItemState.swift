@@ -100,7 +100,7 @@ public struct ItemState: Hashable, Sendable {
             guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
             guard value.encodedSize <= Limits.maxValueBytes else { throw .valueTooLarge(name, bytes: value.encodedSize) }
             if name == .type {
-                guard case .string(let type) = value else { throw .invalidType(value.jsonText) }
+                guard case .string(let type) = value else { throw .invalidType("(\(value.kindName), not text)") }
                 try Self.validate(type: type)
             }
             var resolved = state(name)

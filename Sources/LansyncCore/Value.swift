@@ -114,7 +114,7 @@ extension Double {
 extension String {
     /// Byte-for-byte equality of the UTF-8 forms (unlike `==`, which equates canonically
     /// equivalent strings).
-    func utf8EqualsExactly(_ other: String) -> Bool {
+    package func utf8EqualsExactly(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         if let same = utf8.withContiguousStorageIfAvailable({ mine in
             other.utf8.withContiguousStorageIfAvailable { theirs in
@@ -127,7 +127,7 @@ extension String {
     }
 
     /// Hashes the UTF-8 bytes in one call, consistent with ``utf8EqualsExactly(_:)``.
-    func hashUTF8(into hasher: inout Hasher) {
+    package func hashUTF8(into hasher: inout Hasher) {
         hasher.combine(utf8.count)
         if utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
             for byte in utf8 { hasher.combine(byte) }

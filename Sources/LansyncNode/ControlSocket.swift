@@ -1,5 +1,6 @@
 import Foundation
 public import LansyncCore
+public import LansyncJSON
 import NIOCore
 import NIOPosix
 

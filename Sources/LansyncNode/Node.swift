@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 public import LansyncDiscovery
 public import LansyncStore
 public import LansyncTransport

@@ -1,5 +1,6 @@
 import Crypto
 import LansyncCore
+import LansyncJSON
 public import LansyncStore
 import NIOConcurrencyHelpers
 

@@ -1,5 +1,6 @@
 import Foundation
 public import LansyncCore
+public import LansyncJSON
 public import LansyncStore
 
 /// What `lansync status` shows: this node, its replica, and every peer. Built from the replica

@@ -1,5 +1,6 @@
 import Foundation
-public import LansyncCore
+import LansyncCore
+import LansyncJSON
 import GRDB
 
 /// What a check of the replica file found: nothing (sound), or one line per problem.
@@ -33,7 +34,7 @@ extension ReplicaStore {
     func markDamaged(_ detail: String) {
         let mark = Self.damageMarkPath(path)
         guard !FileManager.default.fileExists(atPath: mark) else { return }
-        FileManager.default.createFile(atPath: mark, contents: Data((StoreError.oneLine(detail) + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: mark, contents: Data((StoreError.oneLine(detail) + "\n").utf8), attributes: [.posixPermissions: 0o600])
     }
 
     /// Refuses a write to a replica marked damaged.
@@ -125,7 +126,7 @@ extension ReplicaStore {
                 var badHistory = 0
                 while let row = try history.next() {
                     let kinds = ((try? row.decode(atIndex: 1) as String) ?? "", (try? row.decode(atIndex: 2) as String) ?? "")
-                    let write = (try? row.decode(atIndex: 3) as String).flatMap(HistoryJSON.decode)
+                    let write = (try? row.decode(atIndex: 3) as String).flatMap(FieldVersion.Write.init(historyText:))
                     if kinds != ("integer", "integer") || write == nil { badHistory += 1 }
                 }
                 if badHistory > 0 { problem("\(badHistory) history row(s) do not read") }

@@ -1,4 +1,5 @@
 public import LansyncCore
+import LansyncJSON
 
 /// One version of one field, as `lansync history` shows it.
 public struct HistoryEntry: Sendable, Equatable {

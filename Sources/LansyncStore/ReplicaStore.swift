@@ -1,4 +1,5 @@
 public import LansyncCore
+import LansyncJSON
 import Foundation
 import GRDB
 
@@ -343,7 +344,7 @@ public final class ReplicaStore: Sendable {
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit)
                     var touched = Set<Int64>()
-                    try tx.retireWriterIfWitnessed(by: batch.covers)
+                    _ = try tx.retireWriterIfWitnessed(by: batch.covers)
                     var writer: Transaction.ClaimedWriter?
                     // A batch carries an item's fields together: look each item up once, and skip
                     // reading fields of an item this transaction created (they cannot exist yet).
@@ -611,7 +612,7 @@ public final class ReplicaStore: Sendable {
                 if let field { sql += " AND f.name = ?"; arguments.append(field.rawValue) }
                 sql += " ORDER BY h.timestamp DESC, n.node_id DESC"
                 return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).compactMap { row in
-                    guard let node = NodeID(text: (try row.decode(atIndex: 1))), let write = HistoryJSON.decode((try row.decode(atIndex: 5))) else { return nil }
+                    guard let node = NodeID(text: (try row.decode(atIndex: 1))), let write = FieldVersion.Write(historyText: try row.decode(atIndex: 5)) else { return nil }
                     return HistoryEntry(
                         field: FieldName(unchecked: (try row.decode(atIndex: 0))), dot: Dot(node: node, counter: UInt64((try row.decode(atIndex: 3) as Int64))),
                         writerName: (try row.decode(atIndex: 2)), timestamp: HLCTimestamp(rawValue: UInt64((try row.decode(atIndex: 4) as Int64))), write: write, isLive: (try row.decode(atIndex: 6)))

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+import LansyncJSON
 
 /// An item as loaded inside a transaction: its row (nil if new), state and field rows.
 struct LoadedItem {
@@ -199,7 +200,7 @@ struct Transaction {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)")
                 .execute(arguments: [node, Int64(version.dot.counter), fieldRow])
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [fieldRow, node, Int64(version.dot.counter), Int64(clamping: version.timestamp.rawValue), HistoryJSON.encode(version.write)])
+                .execute(arguments: [fieldRow, node, Int64(version.dot.counter), Int64(clamping: version.timestamp.rawValue), version.write.json.text])
             if case let .overrule(_, rejected, reason) = version.write {
                 for dot in rejected {
                     try db.cachedStatement(sql: "INSERT OR IGNORE INTO rejection(node_id, counter, item_id, field, reason) VALUES (?, ?, ?, ?, ?)")
@@ -241,44 +242,10 @@ struct Transaction {
     }
 }
 
-/// The JSON form of a write in the `history` table, readable with the sqlite3 shell.
-enum HistoryJSON {
-    static func encode(_ write: FieldVersion.Write) -> String {
-        switch write {
-        case .assign(let value):
-            return JSON.object([("set", value.json)]).text
-        case .list(let change):
-            return JSON.object([("list", .object([
-                ("replaced", .bool(change.replaced)),
-                ("added", .array(change.added.map(\.json))),
-                ("removed", .array(change.removed.map(\.json))),
-            ]))]).text
-        case let .overrule(kept, rejected, reason):
-            return JSON.object([("overrule", .object([
-                ("kept", kept.json),
-                ("rejected", .array(rejected.map { .string("\($0.node.text):\($0.counter)") })),
-                ("reason", .string(reason)),
-            ]))]).text
-        }
-    }
-
-    static func decode(_ text: String) -> FieldVersion.Write? {
+extension FieldVersion.Write {
+    /// Reads the `history` table's `write` column (``json``); nil if it is not such a write.
+    init?(historyText text: String) {
         guard let json = try? JSON(parsing: text) else { return nil }
-        if let set = json["set"]?.value { return .assign(set) }
-        if let o = json["overrule"], let kept = o["kept"]?.value, case .string(let reason)? = o["reason"],
-           case .array(let list)? = o["rejected"] {
-            let dots = list.compactMap { entry -> Dot? in
-                guard case .string(let text) = entry else { return nil }
-                let parts = text.split(separator: ":")
-                guard parts.count == 2, let node = NodeID(text: String(parts[0])), let counter = UInt64(parts[1]) else { return nil }
-                return Dot(node: node, counter: counter)
-            }
-            return .overrule(kept: kept, rejected: dots, reason: reason)
-        }
-        if let list = json["list"], case .bool(let replaced)? = list["replaced"],
-           case .list(let added)? = list["added"]?.value, case .list(let removed)? = list["removed"]?.value {
-            return .list(ListChange(replaced: replaced, added: added, removed: removed))
-        }
-        return nil
+        self.init(json: json)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import Subprocess
 import Testing
 
@@ -68,7 +69,7 @@ import Testing
         #expect(missing.status != 0 && missing.stderr.contains("holds no lansync replica") && missing.stderr.split(separator: "\n").count == 1)
 
         try FileManager.default.createDirectory(atPath: cli.path("garbage"), withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: cli.path("garbage/replica.sqlite"), contents: Data(repeating: 7, count: 4096))
+        _ = FileManager.default.createFile(atPath: cli.path("garbage/replica.sqlite"), contents: Data(repeating: 7, count: 4096))
         let garbage = try await cli.run(["list", "--dir", cli.path("garbage")])
         #expect(garbage.status != 0 && garbage.stderr.contains("not a lansync replica (not a SQLite database)"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: cli.path("garbage/replica.sqlite"))) == Data(repeating: 7, count: 4096))
@@ -83,7 +84,7 @@ import Testing
         #expect(foreign.status != 0 && foreign.stderr.contains("a SQLite database of another program"))
 
         let badSecret = cli.path("not-a-secret.pem")
-        FileManager.default.createFile(atPath: badSecret, contents: Data("hello".utf8))
+        _ = FileManager.default.createFile(atPath: badSecret, contents: Data("hello".utf8))
         let initBad = try await cli.run(["init", "--dir", cli.path("b"), "--cluster", badSecret])
         #expect(initBad.status != 0 && initBad.stderr.contains("not a lansync cluster secret"))
         #expect(!FileManager.default.fileExists(atPath: cli.path("b/replica.sqlite")))

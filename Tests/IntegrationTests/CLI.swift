@@ -53,7 +53,7 @@ struct CLI {
         case .exited(let code): status = code
         case .signaled(let signal): status = 128 + signal
         }
-        return Result(status: status, stdout: result.standardOutput ?? "", stderr: result.standardError ?? "")
+        return Result(status: status, stdout: result.standardOutput, stderr: result.standardError)
     }
 
     /// `lansync ARGS...`, expecting success; returns stdout.

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import Testing
 
 /// The CLI contract of issue 3, checked against the real binary.

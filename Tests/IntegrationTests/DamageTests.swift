@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import Testing
 
 /// Issue 12: a damaged replica file is detected and contained with the real binary: no command

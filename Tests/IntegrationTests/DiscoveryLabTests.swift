@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import Testing
 
 /// Issue 5 in the mDNS lab: nodes with no --peer and no relay find each other through real

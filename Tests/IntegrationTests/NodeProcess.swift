@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import Testing
 
 /// A `lansync node` running as its own process for the length of a test.
@@ -22,7 +23,7 @@ final class NodeProcess: @unchecked Sendable {
         self.dir = dir
         self.port = port
         log = dir + ".log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let command = [command, "--dir", dir] + arguments
         if let labHost {
             process.executableURL = URL(fileURLWithPath: "/bin/bash")

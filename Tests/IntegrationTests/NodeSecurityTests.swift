@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import LansyncStore
 import LansyncTestSupport
 import Testing
@@ -131,7 +132,7 @@ import Testing
     /// Sends bytes as an authenticated member (`lansync debug raw`) and returns what it saw.
     func rawExchange(_ cli: CLI, port: Int, bytes: [UInt8]) async throws -> String {
         let file = cli.path("raw-input")
-        FileManager.default.createFile(atPath: file, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
         let process = Process()
         let pipe = Pipe()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import LansyncStore
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import Testing
 
 /// Issue 12: data directories restored from a backup, or copied and used twice, with the real

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncJSON
 import LansyncTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncJSON
 import LansyncTestSupport
 import Testing
 
@@ -177,7 +178,7 @@ extension ScenarioTests {
         try b.apply(.create(type: "note", assignments: []), to: item, wallMilliseconds: t0 + 1)
         sync(&a, &b)
         #expect(a.items[item]!.view.conflicts == [.type])
-        #expect(throws: EditError.invalidType("1")) { try a.apply(.resolve(.type, .integer(1)), to: item, wallMilliseconds: t0 + 2) }
+        #expect(throws: EditError.invalidType("(integer, not text)")) { try a.apply(.resolve(.type, .integer(1)), to: item, wallMilliseconds: t0 + 2) }
         try a.apply(.resolve(.type, .string("task")), to: item, wallMilliseconds: t0 + 2)
         sync(&a, &b)
         #expect(b.items[item]!.view.conflicts.isEmpty && b.items[item]!.type == "task")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+import LansyncJSON
 // @testable: the conflict-count plan test checks the store's own statement, not a copy of it.
 @testable import LansyncStore
 import LansyncTestSupport
@@ -53,7 +54,7 @@ import Testing
         #expect(throws: StoreError.notInitialised(directory: dir + "/none")) { try ReplicaStore.open(path: dir + "/none/replica.sqlite") }
 
         let garbage = dir + "/garbage.sqlite"
-        FileManager.default.createFile(atPath: garbage, contents: Data(repeating: 0x42, count: 8192))
+        _ = FileManager.default.createFile(atPath: garbage, contents: Data(repeating: 0x42, count: 8192))
         #expect(throws: StoreError.notAReplica(path: garbage, reason: "not a SQLite database")) { try ReplicaStore.open(path: garbage) }
 
         let foreign = dir + "/foreign.sqlite"

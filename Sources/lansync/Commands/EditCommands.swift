@@ -1,5 +1,6 @@
 import ArgumentParser
 import LansyncCore
+import LansyncJSON
 import LansyncStore
 
 /// Runs one local edit against the replica in the data directory.

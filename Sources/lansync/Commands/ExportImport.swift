@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LansyncCore
+import LansyncJSON
 import LansyncStore
 
 /// `lansync export [FILE]`

@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import LansyncCore
+import LansyncJSON
 import LansyncDiscovery
 public import LansyncNode
 import LansyncStore

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LansyncCore
+import LansyncJSON
 import LansyncStore
 
 /// `lansync get ID [--json]`
@@ -96,7 +97,7 @@ struct HistoryCommand: ParsableCommand {
         if json {
             let array = JSON.array(entries.map { e in
                 .object([
-                    ("field", .string(e.field.rawValue)), ("write", Render.writeJSON(e.write)),
+                    ("field", .string(e.field.rawValue)), ("write", e.write.json),
                     ("node", .string(e.dot.node.text)), ("writer", e.writerName.map(JSON.string) ?? .null),
                     ("counter", .integer(Int64(e.dot.counter))), ("time", .string(Render.time(e.timestamp))),
                     ("live", .bool(e.isLive)),

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncJSON
 
 /// Parses command-line assignments: `FIELD=VALUE`, `FIELD+=ELEM`, `FIELD-=ELEM`.
 ///

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LansyncCore
+import LansyncJSON
 import LansyncIdentity
 import LansyncNode
 import LansyncStore

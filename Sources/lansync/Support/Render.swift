@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import LansyncStore
 
 /// Turns replica data into the JSON the contract specifies and into aligned text that fits 80
@@ -80,19 +81,6 @@ enum Render {
             parts += change.added.map { "+" + human(json: $0.jsonText, width: 200) }
             parts += change.removed.map { "-" + human(json: $0.jsonText, width: 200) }
             return parts.isEmpty ? "(list edit)" : parts.joined(separator: " ")
-        }
-    }
-
-    static func writeJSON(_ write: FieldVersion.Write) -> JSON {
-        switch write {
-        case .assign(let value): .object([("set", value.json)])
-        case let .overrule(kept, rejected, reason):
-            .object([("overrule", .object([("kept", kept.json), ("rejected", .array(rejected.map { .string("\($0.node.text):\($0.counter)") })), ("reason", .string(reason))]))])
-        case .list(let change):
-            .object([("list", .object([
-                ("replaced", .bool(change.replaced)), ("added", .array(change.added.map(\.json))),
-                ("removed", .array(change.removed.map(\.json))),
-            ]))])
         }
     }
 }

@@ -1,0 +1,188 @@
+/// The one binary codec of field states and their writes, used by the SQLite file and the wire.
+///
+/// Both containers write the same structure (context, versions with their writes, list entries)
+/// in the same order; they differ only in how a node id, a dot and a timestamp are spelled, which a
+/// ``FieldStateForm`` decides:
+/// - ``AbsoluteForm`` (the replica file): 16-byte node ids, absolute counters and timestamps;
+/// - the wire's batch form: an index into the batch's node table, a dot's counter as its distance
+///   below the field's context, a timestamp as its distance from the dot's counter.
+///
+/// Decoding is total and rebuilds the state through ``FieldState``'s validating initialiser, so a
+/// corrupt file or a lying peer produces a ``DecodingError``, never a crash or a bad merge.
+public enum FieldStateCodec {
+    // Tags of ``FieldVersion/Write``: stable, shared by every container.
+    static let assignTag: UInt8 = 0
+    static let listTag: UInt8 = 1
+    static let listReplacedTag: UInt8 = 2
+    static let overruleTag: UInt8 = 3
+    /// The longest overrule reason kept when decoding (a peer cannot make history rows huge).
+    public static let maxReasonLength = 256
+
+    public static func write<Form: FieldStateForm>(_ s: FieldState, to w: inout ByteWriter, form: inout Form) {
+        write(s.context, to: &w, form: &form)
+        w.varint(UInt64(s.versions.count))
+        for v in s.versions {
+            form.write(v.dot, context: s.context, to: &w)
+            form.write(v.timestamp, of: v.dot, to: &w)
+            write(v.write, to: &w, form: &form)
+        }
+        w.varint(UInt64(s.entries.count))
+        for e in s.entries {
+            w.value(e.value)
+            form.write(e.dot, context: s.context, to: &w)
+            form.write(e.addedAt, of: e.dot, to: &w)
+            w.varint(UInt64(e.position))
+        }
+    }
+
+    public static func write<Form: FieldStateForm>(_ write: FieldVersion.Write, to w: inout ByteWriter, form: inout Form) {
+        switch write {
+        case .assign(let value):
+            w.byte(assignTag)
+            w.value(value)
+        case .list(let change):
+            w.byte(change.replaced ? listReplacedTag : listTag)
+            w.varint(UInt64(change.added.count))
+            for e in change.added { w.value(e) }
+            w.varint(UInt64(change.removed.count))
+            for e in change.removed { w.value(e) }
+        case let .overrule(kept, rejected, reason):
+            w.byte(overruleTag)
+            w.value(kept)
+            w.varint(UInt64(rejected.count))
+            for d in rejected {
+                form.write(d.node, to: &w)
+                w.varint(d.counter)
+            }
+            w.string(reason)
+        }
+    }
+
+    public static func write<Form: FieldStateForm>(_ v: VersionVector, to w: inout ByteWriter, form: inout Form) {
+        w.varint(UInt64(v.counters.count))
+        for node in v.nodes {
+            form.write(node, to: &w)
+            w.varint(v[node])
+        }
+    }
+
+    public static func read<Form: FieldStateForm>(from r: inout ByteReader, form: Form) throws(DecodingError) -> FieldState {
+        let context = try readVersionVector(from: &r, form: form)
+        let nodeSize = form.minimumNodeSize
+        var versions: [FieldVersion] = []
+        for _ in 0..<(try r.count(minimumSize: nodeSize + 3)) {
+            let dot = try form.readDot(from: &r, context: context)
+            let timestamp = try form.readTimestamp(from: &r, of: dot)
+            let write = try readWrite(from: &r, context: context, form: form)
+            versions.append(FieldVersion(dot: dot, timestamp: timestamp, write: write))
+        }
+        var entries: [ListEntry] = []
+        for _ in 0..<(try r.count(minimumSize: nodeSize + 4)) {
+            let value = try r.value()
+            let dot = try form.readDot(from: &r, context: context)
+            let addedAt = try form.readTimestamp(from: &r, of: dot)
+            let position = try r.varint()
+            guard position <= UInt64(UInt32.max) else { throw r.fail("list position out of range") }
+            entries.append(ListEntry(value: value, dot: dot, addedAt: addedAt, position: UInt32(position)))
+        }
+        guard let state = FieldState(context: context, versions: versions, entries: entries) else {
+            throw r.fail("field state breaks its invariants")
+        }
+        return state
+    }
+
+    static func readWrite<Form: FieldStateForm>(
+        from r: inout ByteReader, context: VersionVector, form: Form
+    ) throws(DecodingError) -> FieldVersion.Write {
+        switch try r.byte() {
+        case assignTag:
+            return .assign(try r.value())
+        case overruleTag:
+            let kept = try r.value()
+            var rejected: [Dot] = []
+            for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 1)) {
+                let node = try form.readNode(from: &r)
+                let counter = try r.varint()
+                // Only versions the relay held can be overruled, so they lie inside the context.
+                guard counter > 0, counter <= Limits.maxCounter, context.contains(Dot(node: node, counter: counter)) else {
+                    throw r.fail("overruled dot outside its field's context")
+                }
+                rejected.append(Dot(node: node, counter: counter))
+            }
+            let reason = String(try r.string().prefix(maxReasonLength))
+            return .overrule(kept: kept, rejected: rejected, reason: reason)
+        case let tag where tag == listTag || tag == listReplacedTag:
+            var added: [Value] = []
+            for _ in 0..<(try r.count()) { added.append(try r.value()) }
+            var removed: [Value] = []
+            for _ in 0..<(try r.count()) { removed.append(try r.value()) }
+            return .list(ListChange(replaced: tag == listReplacedTag, added: added, removed: removed))
+        case let tag:
+            throw r.fail("unknown write tag \(tag)")
+        }
+    }
+
+    public static func readVersionVector<Form: FieldStateForm>(
+        from r: inout ByteReader, form: Form
+    ) throws(DecodingError) -> VersionVector {
+        var counters: [NodeID: UInt64] = [:]
+        for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 1)) {
+            let node = try form.readNode(from: &r)
+            let counter = try r.varint()
+            guard counter <= Limits.maxCounter else { throw r.fail("version vector counter out of range") }
+            guard counters.updateValue(counter, forKey: node) == nil else {
+                throw r.fail("node listed twice in a version vector")
+            }
+        }
+        return VersionVector(counters)
+    }
+}
+
+/// How a container spells node ids, dots and timestamps inside ``FieldStateCodec``'s structure.
+public protocol FieldStateForm {
+    /// The fewest bytes a node reference takes (bounds counts against the input's size).
+    var minimumNodeSize: Int { get }
+    mutating func write(_ node: NodeID, to w: inout ByteWriter)
+    mutating func write(_ dot: Dot, context: VersionVector, to w: inout ByteWriter)
+    func write(_ timestamp: HLCTimestamp, of dot: Dot, to w: inout ByteWriter)
+    func readNode(from r: inout ByteReader) throws(DecodingError) -> NodeID
+    func readDot(from r: inout ByteReader, context: VersionVector) throws(DecodingError) -> Dot
+    func readTimestamp(from r: inout ByteReader, of dot: Dot) throws(DecodingError) -> HLCTimestamp
+}
+
+/// The replica file's form: every node id in full, counters and timestamps as they are.
+public struct AbsoluteForm: FieldStateForm {
+    public init() {}
+
+    public var minimumNodeSize: Int { 16 }
+    public func write(_ node: NodeID, to w: inout ByteWriter) { w.nodeID(node) }
+    public func write(_ dot: Dot, context: VersionVector, to w: inout ByteWriter) { w.dot(dot) }
+    public func write(_ timestamp: HLCTimestamp, of dot: Dot, to w: inout ByteWriter) { w.varint(timestamp.rawValue) }
+    public func readNode(from r: inout ByteReader) throws(DecodingError) -> NodeID { try r.nodeID() }
+    public func readDot(from r: inout ByteReader, context: VersionVector) throws(DecodingError) -> Dot { try r.dot() }
+    public func readTimestamp(from r: inout ByteReader, of dot: Dot) throws(DecodingError) -> HLCTimestamp {
+        HLCTimestamp(rawValue: try r.varint())
+    }
+}
+
+extension FieldState {
+    /// The format byte that leads a field state in the replica file.
+    static let fileFormat: UInt8 = 1
+
+    /// The state's binary encoding in the replica file (a format byte, then the absolute form).
+    public var encoded: [UInt8] {
+        var w = ByteWriter()
+        w.byte(Self.fileFormat)
+        var form = AbsoluteForm()
+        FieldStateCodec.write(self, to: &w, form: &form)
+        return w.bytes
+    }
+
+    /// Decodes a whole buffer holding one field state as ``encoded`` writes it.
+    public init(decoding bytes: [UInt8]) throws(DecodingError) {
+        var r = ByteReader(bytes)
+        guard try r.byte() == Self.fileFormat else { throw r.fail("unknown field state format") }
+        self = try FieldStateCodec.read(from: &r, form: AbsoluteForm())
+        guard r.isAtEnd else { throw r.fail("trailing bytes after a field state") }
+    }
+}
