@@ -88,11 +88,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The host: a machine's data directory (its lock, identity and copies), local edits and
+        // imports, running the node, and the JSON forms of what read commands print. Shared by
+        // every front end (the CLI, the local API).
+        .target(
+            name: "LansyncHost",
+            dependencies: ["LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode"],
+            swiftSettings: strict
+        ),
+        // The CLI: argument parsing and rendering only.
         .executableTarget(
             name: "lansync",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
-                "LansyncWire", "LansyncDiscovery",
+                "LansyncWire", "LansyncDiscovery", "LansyncHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -35,7 +35,7 @@ public struct ByteWriter: Sendable {
 }
 
 /// Why bytes could not be decoded. Decoding is total: malformed input always ends here.
-public struct DecodingError: Error, Equatable, Sendable {
+public struct DecodingError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
     public let offset: Int
 
@@ -43,6 +43,8 @@ public struct DecodingError: Error, Equatable, Sendable {
         self.message = message
         self.offset = offset
     }
+
+    public var description: String { "\(message) at byte \(offset)" }
 }
 
 /// Reads what ``ByteWriter`` writes, checking every length against what is left, so a lying

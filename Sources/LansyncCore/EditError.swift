@@ -1,6 +1,6 @@
-/// Why an edit was refused. Every case leaves the replica unchanged, and its ``message`` says what
+/// Why an edit was refused. Every case leaves the replica unchanged, and its ``description`` says what
 /// was wrong and what to do, in one line.
-public enum EditError: Error, Equatable, Sendable {
+public enum EditError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidItemID(String)
     case invalidFieldName(String, reason: String)
     case invalidType(String)
@@ -14,7 +14,7 @@ public enum EditError: Error, Equatable, Sendable {
     case tooManyFields(ItemID, count: Int)
     case noConflict(ItemID, FieldName)
 
-    public var message: String {
+    public var description: String {
         switch self {
         case .invalidItemID(let id):
             "invalid item id '\(id.prefix(40))': use 1 to \(Limits.maxItemIDBytes) characters from A-Z a-z 0-9 . _ : -"

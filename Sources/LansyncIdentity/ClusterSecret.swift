@@ -157,14 +157,16 @@ public enum Identity {
 }
 
 /// Why an identity file could not be used.
-public enum IdentityError: Error, Equatable, Sendable {
+public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
     case notAClusterSecret(String)
     case notANodeIdentity(String)
 
-    public var message: String {
+    public var description: String {
         switch self {
-        case .notAClusterSecret(let why): "not a lansync cluster secret: \(why)"
-        case .notANodeIdentity(let why): "not a lansync node identity: \(why)"
+        case .notAClusterSecret(let why):
+            "not a lansync cluster secret (\(why)): give the file 'lansync cluster create' wrote, or copy it again from a machine of the cluster"
+        case .notANodeIdentity(let why):
+            "not a lansync node identity (\(why)): restore node.pem from a backup, or 'lansync init' a new data directory"
         }
     }
 }

@@ -58,7 +58,7 @@ public indirect enum JSON: Hashable, Sendable {
 }
 
 /// Why a text is not JSON: what was expected, and where (a byte offset).
-public struct JSONError: Error, Equatable, Sendable {
+public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
     public let offset: Int
 

@@ -1,43 +1,12 @@
 import Foundation
 import LansyncCore
 import LansyncJSON
-public import LansyncDiscovery
+import LansyncDiscovery
 public import LansyncStore
 public import LansyncTransport
-public import LansyncWire
+import LansyncWire
 import NIOCore
 import NIOPosix
-
-/// What a node is told at start.
-public struct NodeOptions: Sendable {
-    public var listen: PeerAddress
-    public var staticPeers: [PeerAddress]
-    public var controlSocketPath: String
-    public var antiEntropyInterval: Duration = .seconds(15)
-    /// How often the node looks at the replica's version vector for changes nobody announced
-    /// (an edit made while the control socket was unreachable).
-    public var pollInterval: Duration = .milliseconds(500)
-    /// How peers are found on the LAN (mDNS through Avahi), or nil for static peers only.
-    public var discovery: (any Discovery)?
-    /// `.relay` for `lansync relay`, which settles conflicts with `settlePolicy`.
-    public var role: Hello.Role = .peer
-    public var settlePolicy: SettlePolicy = .latest
-    /// The limits a relay enforces.
-    public var relayLimits = RelayLimits()
-    /// The most sessions a node serves at once (each one's memory is bounded, so this bounds the
-    /// total); more are told `busy` and retry later.
-    public var maxSessions = 128
-    /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
-    public var relay: PeerAddress?
-    /// While direct peers are connected, how often the node still hands its changes to the relay.
-    public var relayInterval: Duration = .seconds(30)
-
-    public init(listen: PeerAddress, staticPeers: [PeerAddress], controlSocketPath: String) {
-        self.listen = listen
-        self.staticPeers = staticPeers
-        self.controlSocketPath = controlSocketPath
-    }
-}
 
 /// A running lansync node: accepts peers, dials its configured peers (reconnecting with backoff
 /// and jitter), pushes every change of the replica to every connected peer at once, answers the
@@ -66,8 +35,8 @@ public final class Node: Sendable {
         guard info.nodeID == identity.nodeID else {
             throw TransportError("node.pem is for node \(identity.nodeID.short) but the replica belongs to \(info.nodeID.short)")
         }
-        registry = PeerRegistry(store: store, io: io, localNode: info.nodeID)
-        authority = options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy) : nil
+        registry = PeerRegistry(store: store, io: io, localNode: info.nodeID, log: log)
+        authority = options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
     }
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
@@ -85,20 +54,21 @@ public final class Node: Sendable {
             await registry.load()
             let listenAddress = PeerAddress(host: options.listen.host, port: listener.port).description
             await registry.setListenAddress(listenAddress)
-            for peer in options.staticPeers { await registry.configure(address: peer.description, source: "static") }
+            for peer in options.staticPeers { await registry.configure(address: peer.description, source: .configured) }
             log("\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)")
             if let authority, await authority.settleAll() > 0 { hub.notify() }
             ready(listener.port)
             try await withThrowingDiscardingTaskGroup { tasks in
                 tasks.addTask { try await self.accept(listener) }
                 for peer in self.options.staticPeers {
-                    tasks.addTask { await self.dial(peer, transport: transport) }
+                    tasks.addTask { await self.keepConnected(.configured(peer), transport: transport) }
                 }
                 if let relay = self.options.relay {
-                    await self.registry.configure(address: relay.description, source: "relay")
-                    tasks.addTask { await self.dialRelay(relay, transport: transport) }
+                    await self.registry.configure(address: relay.description, source: .relay)
+                    tasks.addTask { await self.keepConnected(.relay(relay), transport: transport) }
                 }
                 tasks.addTask { try await self.pollForChanges() }
+                tasks.addTask { await self.registry.runPersistence() }
                 if let discovery = self.options.discovery {
                     tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
                 } else {
@@ -125,32 +95,10 @@ public final class Node: Sendable {
                 for try await pending in inbound {
                     sessions.addTask {
                         guard let connection = try? await pending.get() else { return }
-                        _ = await self.session(connection, address: connection.remoteAddress, source: "inbound")
+                        _ = await self.session(connection, address: connection.remoteAddress, source: .inbound)
                     }
                 }
             }
-        }
-    }
-
-    /// Keeps a configured peer connected: dial, run the session, wait (backoff with jitter), again.
-    private func dial(_ peer: PeerAddress, transport: Transport) async {
-        var backoff = Backoff()
-        var rng = SystemRandomNumberGenerator()
-        while !Task.isCancelled {
-            if let known = await registry.node(at: peer.description), await registry.isConnected(known) {
-                // Already connected (it dialled us); look again later.
-                try? await Task.sleep(for: .seconds(1))
-                continue
-            }
-            do {
-                let connection = try await transport.connect(host: peer.host, port: peer.port)
-                let outcome = await session(connection, address: peer.description, source: "static")
-                if outcome.reachedUpToDate { backoff.reset() }
-                if outcome.isPermanent { backoff.giveUpForNow() }
-            } catch {
-                await registry.ended(node: nil, token: nil, address: peer.description, error: "cannot connect: \(error)")
-            }
-            try? await Task.sleep(for: backoff.next(using: &rng))
         }
     }
 
@@ -168,7 +116,7 @@ public final class Node: Sendable {
                         let address = PeerAddress(host: peer.host, port: peer.port)
                         await registry.discovered(peer.nodeID, address: address.description)
                         if await seen.found(peer.nodeID, at: address) {
-                            dialers.addTask { await self.dialDiscovered(peer.nodeID, seen: seen, transport: transport) }
+                            dialers.addTask { await self.keepConnected(.discovered(peer.nodeID, seen), transport: transport) }
                         }
                     case .lost(let node):
                         await seen.lost(node)
@@ -186,58 +134,10 @@ public final class Node: Sendable {
         }
     }
 
-    /// Keeps a discovered peer connected; gives up once it is no longer advertised and a
-    /// connection to it fails (it is found again when it comes back).
-    private func dialDiscovered(_ node: NodeID, seen: DiscoveredPeers, transport: Transport) async {
-        var backoff = Backoff()
-        var rng = SystemRandomNumberGenerator()
-        defer { Task { await seen.stoppedDialing(node) } }
-        while !Task.isCancelled {
-            if await registry.isConnected(node) {
-                try? await Task.sleep(for: .seconds(1))
-                continue
-            }
-            guard let address = await seen.address(of: node) else { return }
-            do {
-                let connection = try await transport.connect(host: address.host, port: address.port)
-                let outcome = await session(connection, address: address.description, source: "mdns")
-                if outcome.reachedUpToDate { backoff.reset() }
-                if outcome.isPermanent { backoff.giveUpForNow() }
-            } catch {
-                await registry.ended(node: node, token: nil, address: address.description, error: "cannot connect: \(error)")
-                if await !seen.isAdvertised(node) { return }
-            }
-            try? await Task.sleep(for: backoff.next(using: &rng))
-        }
-    }
-
-    /// Keeps in touch with the relay: a live session while no direct peer is connected (the
-    /// fallback path), and otherwise a session every ``NodeOptions/relayInterval`` that hands over
-    /// what the relay lacks and collects what it holds, then closes.
-    private func dialRelay(_ relay: PeerAddress, transport: Transport) async {
-        var backoff = Backoff()
-        var rng = SystemRandomNumberGenerator()
-        while !Task.isCancelled {
-            do {
-                let connection = try await transport.connect(host: relay.host, port: relay.port)
-                let outcome = await session(connection, address: relay.description, source: "relay", closeWhenUpToDate: true)
-                if outcome.reachedUpToDate { backoff.reset() }
-                if outcome.isPermanent { backoff.giveUpForNow() }
-            } catch {
-                await registry.ended(node: nil, token: nil, address: relay.description, error: "cannot connect: \(error)")
-            }
-            if await registry.directPeersConnected() {
-                try? await Task.sleep(for: options.relayInterval)
-            } else {
-                try? await Task.sleep(for: backoff.next(using: &rng))
-            }
-        }
-    }
-
     /// Runs one session and records what happened.
     /// With `closeWhenUpToDate` (the relay as courier), the session ends once both sides are up to
     /// date while a direct peer is connected.
-    func session(_ connection: PeerConnection, address: String, source: String, closeWhenUpToDate: Bool = false) async -> SessionOutcome {
+    func session(_ connection: PeerConnection, address: String, source: PeerSource, closeWhenUpToDate: Bool = false) async -> SessionOutcome {
         let admitted = sessions.withLockedValue { count -> Bool in
             guard count < options.maxSessions else { return false }
             count += 1
@@ -265,7 +165,7 @@ public final class Node: Sendable {
         return await admittedSession(connection, address: address, source: source, closeWhenUpToDate: closeWhenUpToDate)
     }
 
-    private func admittedSession(_ connection: PeerConnection, address: String, source: String, closeWhenUpToDate: Bool) async -> SessionOutcome {
+    private func admittedSession(_ connection: PeerConnection, address: String, source: PeerSource, closeWhenUpToDate: Bool) async -> SessionOutcome {
         let registry = self.registry
         let peerID = connection.peerNodeID
         let channel = connection.channel.channel
@@ -285,7 +185,7 @@ public final class Node: Sendable {
             if let claimed { token.set(claimed) } else { channel.close(promise: nil) }
         }
         observer.upToDate = { vv in
-            await registry.upToDate(peerID, peerVersionVector: vv, at: Wall.milliseconds)
+            await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
             if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
         }
         if let authority = self.authority {
@@ -324,23 +224,25 @@ public final class Node: Sendable {
         }
     }
 
-    private func control(_ request: JSON) async -> JSON {
-        switch request["op"] {
-        case .string("nudge")?:
+    private func control(_ request: ControlRequest?) async -> String {
+        switch request?.op {
+        case .nudge?:
             hub.notify()
-            return .object([("ok", .bool(true))])
-        case .string("status")?:
+            return #"{"ok":true}"#
+        case .status?:
             let peers = await registry.snapshot()
             let listen = await registry.listenAddress
             let discovery = await registry.discoveryState
             let store = self.store, digests = self.digests
             do {
-                return try await io.run { try StatusReport.make(store: store, running: true, listen: listen, peers: peers, discovery: discovery, digests: digests).json }
+                return try await io.run {
+                    try StatusReport.make(store: store, running: true, listen: listen, peers: peers, discovery: discovery, digests: digests).json
+                }
             } catch {
-                return .object([("error", .string("\(error)"))])
+                return #"{"error":"the replica could not be read"}"#
             }
-        default:
-            return .object([("error", .string("unknown request"))])
+        case nil:
+            return #"{"error":"unknown request: send {\"op\":\"status\"} or {\"op\":\"nudge\"}"}"#
         }
     }
 }
@@ -359,24 +261,4 @@ struct NIOLockedValueBoxInt: Sendable {
     private let storage = NIOLockedValueBox<Int?>(nil)
     func get() -> Int? { storage.withLockedValue { $0 } }
     func set(_ v: Int) { storage.withLockedValue { $0 = v } }
-}
-
-/// The peers discovery currently advertises, and which of them have a dial loop.
-actor DiscoveredPeers {
-    private var advertised: [NodeID: PeerAddress] = [:]
-    private var lastKnown: [NodeID: PeerAddress] = [:]
-    private var dialing: Set<NodeID> = []
-
-    /// Records a sighting; true if a dial loop should start.
-    func found(_ node: NodeID, at address: PeerAddress) -> Bool {
-        advertised[node] = address
-        lastKnown[node] = address
-        return dialing.insert(node).inserted
-    }
-
-    func lost(_ node: NodeID) { advertised.removeValue(forKey: node) }
-    func isAdvertised(_ node: NodeID) -> Bool { advertised[node] != nil }
-    /// Where to dial: the advertised address, else the last one seen (until a connection fails).
-    func address(of node: NodeID) -> PeerAddress? { advertised[node] ?? lastKnown[node] }
-    func stoppedDialing(_ node: NodeID) { dialing.remove(node) }
 }

@@ -161,7 +161,7 @@ extension StoreError {
     /// The part of the message that says what is wrong, for reports that add their own advice.
     public var detailText: String {
         if case let .corrupt(_, detail) = self { return detail }
-        return message
+        return description
     }
 }
 

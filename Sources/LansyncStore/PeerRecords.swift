@@ -2,20 +2,31 @@ public import LansyncCore
 import Foundation
 import GRDB
 
+/// How a node found a peer. Stored in table `peer` and shown by `status` as its raw value.
+public enum PeerSource: String, Sendable, Codable, CaseIterable {
+    /// Configured with `--peer HOST:PORT` (or dialled by `lansync sync`).
+    case configured = "static"
+    /// Advertised on the LAN over mDNS.
+    case mdns
+    /// The relay configured with `--relay`.
+    case relay
+    /// It dialled this node.
+    case inbound
+}
+
 /// What a node remembers of one peer between runs (table `peer`).
 public struct PeerRecord: Sendable, Equatable {
     public var nodeID: NodeID
     public var name: String?
     public var address: String?
-    /// How the peer was found: `static`, `mdns`, `relay`, or `inbound` (it dialled us).
-    public var source: String
+    public var source: PeerSource
     /// Unix milliseconds of the last time both sides were up to date.
     public var lastSync: UInt64?
     public var lastError: String?
     /// What this node last knew the peer holds.
     public var versionVector: VersionVector
 
-    public init(nodeID: NodeID, name: String? = nil, address: String? = nil, source: String, lastSync: UInt64? = nil, lastError: String? = nil, versionVector: VersionVector = VersionVector()) {
+    public init(nodeID: NodeID, name: String? = nil, address: String? = nil, source: PeerSource, lastSync: UInt64? = nil, lastError: String? = nil, versionVector: VersionVector = VersionVector()) {
         self.nodeID = nodeID
         self.name = name
         self.address = address
@@ -39,7 +50,7 @@ extension ReplicaStore {
                     ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, address = excluded.address,
                         source = excluded.source, last_sync = excluded.last_sync, last_error = excluded.last_error,
                         version_vector = excluded.version_vector
-                    """, arguments: [record.nodeID.text, record.name, record.address, record.source,
+                    """, arguments: [record.nodeID.text, record.name, record.address, record.source.rawValue,
                                      record.lastSync.map { Int64(clamping: $0) }, record.lastError, vv])
             }
         }
@@ -55,7 +66,7 @@ extension ReplicaStore {
                         var r = ByteReader(Array(blob))
                         vv = (try? r.versionVector()) ?? VersionVector()
                     }
-                    return PeerRecord(nodeID: id, name: (try row.decode(atIndex: 1)), address: (try row.decode(atIndex: 2)), source: (try row.decode(atIndex: 3)),
+                    return PeerRecord(nodeID: id, name: (try row.decode(atIndex: 1)), address: (try row.decode(atIndex: 2)), source: PeerSource(rawValue: try row.decode(atIndex: 3)) ?? .inbound,
                                       lastSync: ((try row.decode(atIndex: 4) as Int64?)).map { UInt64(max(0, $0)) }, lastError: (try row.decode(atIndex: 5)), versionVector: vv)
                 }
             }

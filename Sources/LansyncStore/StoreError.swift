@@ -2,8 +2,8 @@ import Foundation
 public import LansyncCore
 
 /// Why the replica could not be opened, read or changed. A failed change leaves the file as it
-/// was (every change is one transaction). ``message`` is one line: what was wrong, what to do.
-public enum StoreError: Error, Equatable, Sendable {
+/// was (every change is one transaction). ``description`` is one line: what was wrong, what to do.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The merge core refused an edit (`index`: its position in a batch of edits, 0 for one edit).
     case edit(EditError, index: Int)
     case notInitialised(directory: String)
@@ -13,9 +13,9 @@ public enum StoreError: Error, Equatable, Sendable {
     case corrupt(path: String, detail: String)
     case io(String)
 
-    public var message: String {
+    public var description: String {
         switch self {
-        case .edit(let error, _): error.message
+        case .edit(let error, _): error.description
         case .notInitialised(let dir):
             "\(dir) holds no lansync replica: run 'lansync init --cluster FILE' (or pass --dir)"
         case .alreadyInitialised(let dir):

@@ -104,7 +104,7 @@ struct Transaction {
             try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                            arguments: [key, value])
         }
-        let now = Int64(max(0, Date().timeIntervalSince1970 * 1000))
+        let now = Int64(clamping: WallClock.milliseconds)
         try db.execute(sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)", arguments: [id.text, now, reason.rawValue])
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 public import LansyncCore
 public import LansyncWire
 public import NIOCore
@@ -19,10 +20,35 @@ public struct PeerConnection: Sendable {
     public let counters: WireCounters
 }
 
-/// Why a connection could not be made or accepted.
+/// Why a connection could not be made or accepted: one line for people, never a library's enum
+/// case.
 public struct TransportError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
+
+    /// Describes what SwiftNIO reports when a dial fails.
+    init(connecting error: any Error, timeout: TimeAmount) {
+        switch error {
+        case let error as TransportError:
+            self = error
+        case ChannelError.connectTimeout:
+            self.init("no answer within \(timeout.nanoseconds / 1_000_000_000) s: is the address right, and the machine up?")
+        case let error as NIOConnectionError:
+            if let first = error.connectionErrors.first {
+                self.init(connecting: first.error, timeout: timeout)
+            } else if error.dnsAError != nil || error.dnsAAAAError != nil {
+                self.init("cannot resolve \(error.host): check the name")
+            } else {
+                self.init("cannot reach \(error.host):\(error.port)")
+            }
+        case let error as IOError where error.errnoCode == ECONNREFUSED:
+            self.init("connection refused: no node listens there")
+        case let error as IOError:
+            self.init("\(String(cString: strerror(error.errnoCode)).lowercased())")
+        default:
+            self.init("\(error)")
+        }
+    }
 }
 
 /// TCP + TLS for lansync: a listener that accepts peers, and a dialer. Both frame messages and
@@ -71,16 +97,20 @@ public final class Transport: Sendable {
     }
 
     /// Dials `host:port` and completes the TLS handshake.
-    public func connect(host: String, port: Int, timeout: TimeAmount = .seconds(5)) async throws -> PeerConnection {
-        let future = try await ClientBootstrap(group: group)
-            .connectTimeout(timeout)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .connect(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try self.configure(channel, tls: try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil), outbound: true)
+    public func connect(host: String, port: Int, timeout: TimeAmount = .seconds(5)) async throws(TransportError) -> PeerConnection {
+        do {
+            let future = try await ClientBootstrap(group: group)
+                .connectTimeout(timeout)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .connect(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try self.configure(channel, tls: try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil), outbound: true)
+                    }
                 }
-            }
-        return try await future.get()
+            return try await future.get()
+        } catch {
+            throw TransportError(connecting: error, timeout: timeout)
+        }
     }
 
     /// Dials `host:port`, completes the TLS handshake, and returns an unframed byte channel: for

@@ -21,7 +21,7 @@ public enum Frame {
 }
 
 /// Why bytes from a peer were refused. Each maps to a ``ProtocolError`` sent before closing.
-public enum WireError: Error, Equatable, Sendable {
+public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformed(String)
     case frameTooLarge(Int)
     case unknownMessageType(UInt8)
@@ -30,10 +30,13 @@ public enum WireError: Error, Equatable, Sendable {
     init(decoding error: any Error) {
         switch error {
         case let error as WireError: self = error
-        case let error as DecodingError: self = .malformed("\(error.message) at byte \(error.offset)")
+        case let error as DecodingError: self = .malformed(error.description)
         default: self = .malformed("\(error)")
         }
     }
+
+    /// What was wrong with the peer's bytes (it is told the same in an error message).
+    public var description: String { protocolError.description }
 
     public var protocolError: ProtocolError {
         switch self {

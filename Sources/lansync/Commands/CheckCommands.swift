@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import LansyncCore
+import LansyncHost
 import LansyncJSON
 import LansyncStore
 
@@ -22,13 +22,9 @@ struct CheckCommand: ParsableCommand {
 
     func run() throws {
         let store = try data.directory.open()
-        let report: DamageReport
-        do { report = try store.fullCheck() } catch { throw CLIError(error) }
+        let report = try store.fullCheck()
         if json {
-            print(JSON.object([
-                ("sound", .bool(report.isSound)), ("fields_checked", .integer(Int64(report.fieldsChecked))),
-                ("problems", .array(report.problems.map(JSON.string))),
-            ]).text)
+            print(report.json.text)
         } else if report.isSound {
             print("\(store.path): sound (\(report.fieldsChecked) field states checked)")
         } else {
@@ -58,10 +54,7 @@ struct RepairCommand: ParsableCommand {
 
     func run() throws {
         let directory = data.directory
-        let lock = try NodeLock(path: directory.path + "/node.lock")
-        defer { lock.release() }
-        let report: RepairReport
-        do { report = try ReplicaStore.repair(path: directory.replicaPath, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
+        let report = try directory.repair()
         print("rebuilt \(directory.replicaPath): \(report.salvaged) field state(s) kept, \(report.lost) lost (peers resend them at the next sync); the damaged file is \(report.damagedCopy)")
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import LansyncCore
+import LansyncHost
 import LansyncIdentity
 
 /// `lansync cluster create FILE`: makes a new cluster secret.
@@ -25,7 +25,7 @@ struct ClusterCommand: ParsableCommand {
 
         func run() throws {
             let secret = try ClusterSecret.generate()
-            try FileIO.writeSecret(try secret.pem(), to: file)
+            try SecretFile.write(try secret.pem(), to: file)
             print("wrote cluster secret \(file) (cluster \(secret.clusterID.text)); run 'lansync init --cluster \(file)' on each machine")
         }
     }

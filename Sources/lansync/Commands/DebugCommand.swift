@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LansyncCore
+import LansyncHost
 import LansyncStore
 import LansyncNode
 import LansyncTransport
@@ -32,8 +33,8 @@ struct DebugCommand: ParsableCommand {
             let itemID = try AssignmentParser.parseItemID(id)
             for i in 0..<count {
                 let value = "\(tag)-\(i)"
-                let dot: Dot
-                do { dot = try store.apply(.update([.set(FieldName(unchecked: "n"), .string(value))]), to: itemID, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
+                let edit = ItemEdit.update([.set(FieldName(unchecked: "n"), .string(value))])
+                let dot = try store.apply(edit, to: itemID, wallMilliseconds: WallClock.milliseconds)
                 let line = "\(dot.counter) \(value)\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
@@ -95,7 +96,7 @@ struct DebugCommand: ParsableCommand {
 
         func run() throws {
             let store = try data.directory.open()
-            do { print(try store.integrityCheck()) } catch { throw CLIError(error) }
+            print(try store.integrityCheck())
         }
     }
 }

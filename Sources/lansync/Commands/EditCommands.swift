@@ -1,15 +1,12 @@
 import ArgumentParser
 import LansyncCore
-import LansyncJSON
+import LansyncHost
 import LansyncStore
 
 /// Runs one local edit against the replica in the data directory.
 func performEdit(_ edit: ItemEdit, on id: ItemID, in data: DataDirectoryOptions) throws {
-    let store = try data.directory.open()
-    let dot: Dot
-    do { dot = try store.apply(edit, to: id, wallMilliseconds: WallClock.milliseconds) } catch { throw CLIError(error) }
-    data.directory.noteNewWriter(store, issued: dot)
-    data.directory.nudgeNode()
+    let directory = data.directory
+    try directory.edit(edit, on: id, in: try directory.open())
 }
 
 /// `lansync add`: creates an item and prints its id.
@@ -102,8 +99,7 @@ struct ResolveCommand: ParsableCommand {
         let itemID = try AssignmentParser.parseItemID(id)
         // A type conflict (two machines created one id with different types) is settled
         // through the reserved field `_type`.
-        let name: FieldName
-        do { name = field == FieldName.type.rawValue ? .type : try FieldName(field) } catch { throw CLIError(error) }
+        let name = field == FieldName.type.rawValue ? .type : try FieldName(field)
         try performEdit(.resolve(name, try AssignmentParser.parseValue(value, field: name.rawValue)), on: itemID, in: data)
     }
 }

@@ -1,7 +1,6 @@
 import ArgumentParser
-import Foundation
 import LansyncCore
-import LansyncIdentity
+import LansyncHost
 import LansyncStore
 
 /// `lansync init --cluster FILE [--name NAME]`: creates this machine's replica and identity.
@@ -27,33 +26,7 @@ struct InitCommand: ParsableCommand {
 
     func run() throws {
         let directory = data.directory
-        guard !FileManager.default.fileExists(atPath: directory.replicaPath) else {
-            throw CLIError(StoreError.alreadyInitialised(directory: directory.path))
-        }
-        let secretText: String
-        do { secretText = try String(contentsOfFile: cluster, encoding: .utf8) } catch {
-            throw CLIError("cannot read cluster secret \(cluster): check the path ('lansync cluster create FILE' makes one)")
-        }
-        let secret: ClusterSecret
-        do { secret = try ClusterSecret(pem: secretText) } catch { throw CLIError("\(cluster) is \(error.message)") }
-
-        do {
-            try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CLIError("cannot create \(directory.path): \(error.localizedDescription)")
-        }
-        let nodeName = name ?? ProcessInfo.processInfo.hostName
-        let identity = try secret.issueNode(name: nodeName)
-        try FileIO.writeSecret(try secret.pem(), to: directory.clusterPath, replace: true)
-        try FileIO.writeSecret(try identity.pem(), to: directory.nodePath, replace: true)
-        do {
-            _ = try ReplicaStore.create(
-                path: directory.replicaPath, nodeID: identity.nodeID, clusterID: secret.clusterID,
-                nodeName: nodeName, fingerprint: directory.fingerprint, historyLimit: history)
-        } catch {
-            try? FileManager.default.removeItem(atPath: directory.replicaPath)
-            throw CLIError(error)
-        }
-        print("initialised node \(identity.nodeID.text) (\(nodeName)) of cluster \(secret.clusterID.text) in \(directory.path)")
+        let made = try directory.initialise(clusterSecretFile: cluster, name: name, historyLimit: history)
+        print("initialised node \(made.nodeID.text) (\(made.nodeName)) of cluster \(made.clusterID.text) in \(directory.path)")
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LansyncCore
+import LansyncHost
 import LansyncJSON
 import LansyncStore
 
@@ -14,11 +15,9 @@ struct GetCommand: ParsableCommand {
     func run() throws {
         let itemID = try AssignmentParser.parseItemID(id)
         let store = try data.directory.open()
-        let found: StoredItem?
-        do { found = try store.storedItem(itemID) } catch { throw CLIError(error) }
-        guard let item = found else { throw CLIError(EditError.unknownItem(itemID)) }
+        guard let item = try store.storedItem(itemID) else { throw EditError.unknownItem(itemID) }
         if json {
-            print(Render.itemJSON(item))
+            print(item.jsonText)
             return
         }
         var rows: [[String]] = [["id", item.id], ["type", item.type]]
@@ -47,25 +46,21 @@ struct ListCommand: ParsableCommand {
         if json {
             var first = true
             out.line("[")
-            do {
-                try store.forEachItem(type: type, includeDeleted: deleted) { item in
-                    out.line((first ? "" : ",") + Render.itemJSON(item))
-                    first = false
-                }
-            } catch { throw CLIError(error) }
+            try store.forEachItem(type: type, includeDeleted: deleted) { item in
+                out.line((first ? "" : ",") + item.jsonText)
+                first = false
+            }
             out.line("]")
             out.flush()
             return
         }
         var rows: [[String]] = []
-        do {
-            try store.forEachItem(type: type, includeDeleted: deleted) { item in
-                let fields = item.fields.map { f in
-                    f.name + (item.conflicts.contains(f.name) ? "!" : "") + "=" + Render.human(json: f.json, width: 24)
-                }.joined(separator: " ")
-                rows.append([item.id, item.type + (item.deleted ? " (deleted)" : ""), fields])
-            }
-        } catch { throw CLIError(error) }
+        try store.forEachItem(type: type, includeDeleted: deleted) { item in
+            let fields = item.fields.map { f in
+                f.name + (item.conflicts.contains(f.name) ? "!" : "") + "=" + Render.human(json: f.json, width: 24)
+            }.joined(separator: " ")
+            rows.append([item.id, item.type + (item.deleted ? " (deleted)" : ""), fields])
+        }
         out.line(Render.table(["ID", "TYPE", "FIELDS"], rows))
         out.line("\(rows.count) item(s)" + (rows.contains { $0[2].contains("!=") } ? "; '!' marks a field with an open conflict" : ""))
         out.flush()
@@ -88,22 +83,11 @@ struct HistoryCommand: ParsableCommand {
         let itemID = try AssignmentParser.parseItemID(id)
         let name = field.map { FieldName(unchecked: $0) }
         let store = try data.directory.open()
-        let entries: [HistoryEntry]
-        do {
-            guard try store.itemState(itemID) != nil else { throw CLIError(EditError.unknownItem(itemID)) }
-            entries = try store.history(itemID, field: name)
-        } catch let error as StoreError { throw CLIError(error) }
+        guard try store.itemState(itemID) != nil else { throw EditError.unknownItem(itemID) }
+        let entries = try store.history(itemID, field: name)
         if let name, entries.isEmpty { throw CLIError("item \(itemID) has no field '\(name)'") }
         if json {
-            let array = JSON.array(entries.map { e in
-                .object([
-                    ("field", .string(e.field.rawValue)), ("write", e.write.json),
-                    ("node", .string(e.dot.node.text)), ("writer", e.writerName.map(JSON.string) ?? .null),
-                    ("counter", .integer(Int64(e.dot.counter))), ("time", .string(Render.time(e.timestamp))),
-                    ("live", .bool(e.isLive)),
-                ])
-            })
-            print(array.text)
+            print(entries.jsonText)
             return
         }
         let rows = entries.map { e in
@@ -126,13 +110,9 @@ struct ConflictsCommand: ParsableCommand {
 
     func run() throws {
         let store = try data.directory.open()
-        let conflicts: [FieldConflict]
-        do { conflicts = try store.conflicts() } catch { throw CLIError(error) }
+        let conflicts = try store.conflicts()
         if json {
-            print(JSON.array(conflicts.map { c in
-                .object([("id", .string(c.item.rawValue)), ("field", .string(c.field.rawValue)),
-                         ("values", .array(c.values.map(\.json))), ("shown", c.shown.json)])
-            }).text)
+            print(conflicts.jsonText)
             return
         }
         if conflicts.isEmpty {

@@ -24,11 +24,7 @@ enum AssignmentParser {
         } else {
             kind = Assignment.set
         }
-        do {
-            return kind(try FieldName(name), value)
-        } catch {
-            throw CLIError(error)
-        }
+        return kind(try FieldName(name), value)
     }
 
     /// JSON when valid, plain text otherwise; but a number out of range is an error, not text.
@@ -42,6 +38,6 @@ enum AssignmentParser {
     }
 
     static func parseItemID(_ text: String) throws -> ItemID {
-        do { return try ItemID(text) } catch { throw CLIError(error) }
+        try ItemID(text)
     }
 }

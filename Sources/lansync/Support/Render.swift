@@ -1,31 +1,9 @@
-import Foundation
 import LansyncCore
 import LansyncJSON
 import LansyncStore
 
-/// Turns replica data into the JSON the contract specifies and into aligned text that fits 80
-/// columns.
+/// Turns replica data into aligned text that fits 80 columns (the JSON forms are the host's).
 enum Render {
-    /// `{"id": ID, "type": TYPE, "fields": {...}, "deleted": BOOL, "conflicts": [...]}`, one line.
-    static func itemJSON(_ item: StoredItem) -> String {
-        var out = "{\"id\":"
-        JSONText.quote(item.id, into: &out)
-        out += ",\"type\":"
-        JSONText.quote(item.type, into: &out)
-        out += ",\"fields\":{"
-        for (i, field) in item.fields.enumerated() {
-            if i > 0 { out += "," }
-            JSONText.quote(field.name, into: &out)
-            out += ":" + field.json
-        }
-        out += "},\"deleted\":" + (item.deleted ? "true" : "false") + ",\"conflicts\":["
-        for (i, name) in item.conflicts.enumerated() {
-            if i > 0 { out += "," }
-            JSONText.quote(name, into: &out)
-        }
-        return out + "]}"
-    }
-
     /// A value for people: strings bare, everything else as JSON, cut to `width` columns.
     static func human(json: String, width: Int = 60) -> String {
         var text = json
@@ -59,10 +37,7 @@ enum Render {
     }
 
     static func time(_ timestamp: HLCTimestamp) -> String {
-        let date = Date(timeIntervalSince1970: Double(timestamp.milliseconds) / 1000)
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        WallClock.iso8601(milliseconds: timestamp.milliseconds)
     }
 
     static func writer(_ dot: Dot, name: String?) -> String {
@@ -82,29 +57,5 @@ enum Render {
             parts += change.removed.map { "-" + human(json: $0.jsonText, width: 200) }
             return parts.isEmpty ? "(list edit)" : parts.joined(separator: " ")
         }
-    }
-}
-
-/// JSON string quoting for hand-assembled output.
-enum JSONText {
-    static func quote(_ s: String, into out: inout String) {
-        out += JSON.string(s).text
-    }
-}
-
-/// Buffered standard output (one write per 64 KiB, not per line).
-struct Output {
-    private var buffer: [UInt8] = []
-
-    mutating func line(_ text: String) {
-        buffer.append(contentsOf: text.utf8)
-        buffer.append(0x0a)
-        if buffer.count >= 1 << 16 { flush() }
-    }
-
-    mutating func flush() {
-        guard !buffer.isEmpty else { return }
-        FileHandle.standardOutput.write(Data(buffer))
-        buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -120,7 +120,7 @@ public struct SessionRunner: Sendable {
                                 let refuse = self.refuse
                                 let peer = config.authenticatedPeer, incarnation = machine.peer?.writer ?? peer
                                 let changed = try await io.run {
-                                    try store.apply(batch, from: peer, incarnation: incarnation, wallMilliseconds: Wall.milliseconds, refuse: refuse)
+                                    try store.apply(batch, from: peer, incarnation: incarnation, wallMilliseconds: WallClock.milliseconds, refuse: refuse)
                                 }
                                 if changed > 0 {
                                     hub.notify(except: subscription)
@@ -160,18 +160,25 @@ public struct SessionRunner: Sendable {
                             }
                         case .sendSummary:
                             let store = self.store
-                            let vv = try await io.run { try store.versionVector() }
+                            let vv: VersionVector
+                            do { vv = try await io.run { try store.versionVector() } } catch {
+                                queue += machine.handle(.storageFailed("reading the version vector: \(error)"))
+                                continue
+                            }
                             try await outbound.write(.summary(versionVector: vv))
                         case .peerReady(let hello):
                             outcome.peer = hello
                             // A peer holding more of this replica's own writer than the replica is
                             // the witness of a rollback: the next local write starts a new writer.
                             let store = self.store
-                            if (try? await io.run { try store.noteWitness(hello.versionVector) }) == true {
-                                outcome.witnessedRollback = true
+                            do {
+                                outcome.witnessedRollback = try await io.run { try store.noteWitness(hello.versionVector) }
+                                // Progress the peer made as another incarnation will not be resumed.
+                                try await io.run { try store.meet(hello.nodeID, incarnation: hello.writer) }
+                            } catch {
+                                queue += machine.handle(.storageFailed("recording the peer's hello: \(error)"))
+                                continue
                             }
-                            // Progress the peer made as another incarnation will not be resumed.
-                            try? await io.run { try store.meet(hello.nodeID, incarnation: hello.writer) }
                             await observer.peerReady(hello)
                         case .upToDate:
                             outcome.reachedUpToDate = true
@@ -190,9 +197,17 @@ public struct SessionRunner: Sendable {
                 }
 
                 let store = self.store, peer = config.authenticatedPeer
-                let (startVV, resume) = try await io.run { (try store.versionVector(), try store.resume(from: peer)) }
-                if try await perform(machine.handle(.start(versionVector: startVV, resume: resume?.covers ?? VersionVector(),
-                                                           resumeFor: resume?.incarnation, now: .now))) { return }
+                let start: SessionMachine.Event
+                do {
+                    let (startVV, resume) = try await io.run { (try store.versionVector(), try store.resume(from: peer)) }
+                    start = .start(versionVector: startVV, resume: resume?.covers ?? VersionVector(), resumeFor: resume?.incarnation, now: .now)
+                } catch {
+                    // Nothing was sent yet: the peer learns why from an error message.
+                    _ = machine.handle(.start(versionVector: VersionVector(), now: .now))
+                    _ = try await perform(machine.handle(.storageFailed("reading the replica: \(error)")))
+                    return
+                }
+                if try await perform(machine.handle(start)) { return }
                 var lastReported = SessionObserver.Progress()
                 for try await input in inputs {
                     switch input {
@@ -222,9 +237,4 @@ public struct SessionRunner: Sendable {
         outcome.receivedBytes = connection.counters.received
         return outcome
     }
-}
-
-/// The wall clock, read only at the edges and passed into the core.
-enum Wall {
-    static var milliseconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
 }

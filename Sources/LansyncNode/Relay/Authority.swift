@@ -18,31 +18,40 @@ public actor Authority {
     let io: BlockingIO
     let policy: SettlePolicy
     public private(set) var settled = 0
+    let log: @Sendable (String) -> Void
 
-    public init(store: ReplicaStore, io: BlockingIO, policy: SettlePolicy) {
+    public init(store: ReplicaStore, io: BlockingIO, policy: SettlePolicy, log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.store = store
         self.io = io
         self.policy = policy
+        self.log = log
     }
 
     /// Settles every open conflict; returns how many it settled.
     @discardableResult
     public func settleAll() async -> Int {
         let store = self.store, policy = self.policy
-        let count = (try? await io.run { () throws -> Int in
+        let count: Int
+        do {
+            count = try await io.run { () throws -> Int in
             var count = 0
             for conflict in try store.conflicts() {
                 guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict else { continue }
                 let value = try Self.choose(policy, state: state, conflict: conflict, store: store)
                 do {
-                    try store.apply(.resolve(conflict.field, value), to: conflict.item, wallMilliseconds: Wall.milliseconds)
+                    try store.apply(.resolve(conflict.field, value), to: conflict.item, wallMilliseconds: WallClock.milliseconds)
                     count += 1
                 } catch StoreError.edit(.noConflict, _) {
                     // Settled meanwhile (by a concurrent batch or a user): nothing to do.
                 }
             }
             return count
-        }) ?? 0
+            }
+        } catch {
+            // Left open, the conflicts stay visible and are tried again after the next change.
+            log("the relay could not settle conflicts: \(error)")
+            return 0
+        }
         settled += count
         return count
     }

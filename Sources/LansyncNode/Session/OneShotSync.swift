@@ -33,7 +33,7 @@ public enum OneShotSync {
                                                                   authenticatedPeer: connection.peerNodeID, writer: writer)
                         let outcome = await SessionRunner(store: store, io: io, hub: hub, config: config).run(connection)
                         if let hello = outcome.peer, outcome.reachedUpToDate {
-                            try? store.savePeer(PeerRecord(nodeID: hello.nodeID, name: hello.name, address: peer.description, source: "static", lastSync: Wall.milliseconds, versionVector: hello.versionVector))
+                            try? store.savePeer(PeerRecord(nodeID: hello.nodeID, name: hello.name, address: peer.description, source: .configured, lastSync: WallClock.milliseconds, versionVector: hello.versionVector))
                         }
                         return Result(peer: peer, outcome: outcome, error: outcome.reachedUpToDate ? nil : (outcome.failure ?? "the session ended before both sides were up to date"))
                     } catch {

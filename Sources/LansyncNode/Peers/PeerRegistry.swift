@@ -14,7 +14,7 @@ public actor PeerRegistry {
         public var nodeID: NodeID?
         public var name: String?
         public var address: String?
-        public var source: String
+        public var source: PeerSource
         public var connected = false
         public var lastSync: UInt64?
         public var lastError: String?
@@ -29,7 +29,7 @@ public actor PeerRegistry {
     struct ActiveSession {
         let token: Int
         let dialer: NodeID
-        let source: String
+        let source: PeerSource
         let close: @Sendable () -> Void
     }
 
@@ -45,17 +45,29 @@ public actor PeerRegistry {
     public private(set) var listenAddress: String?
     /// mDNS: "running", "unavailable: why", or "off".
     public private(set) var discoveryState = "starting"
+    /// Peers whose record changed since it was last saved, and peer names to record.
+    private var unsaved: Set<NodeID> = []
+    private var unsavedNames: [(name: String, ids: Set<NodeID>)] = []
+    private let saves: AsyncStream<Void>
+    private let requestSave: AsyncStream<Void>.Continuation
+    let log: @Sendable (String) -> Void
 
-    public init(store: ReplicaStore, io: BlockingIO, localNode: NodeID) {
+    public init(store: ReplicaStore, io: BlockingIO, localNode: NodeID, log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.store = store
         self.io = io
         self.localNode = localNode
+        self.log = log
+        (saves, requestSave) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Loads what earlier runs recorded.
     public func load() async {
         let store = self.store
-        guard let records = try? await io.run({ try store.peers() }) else { return }
+        let records: [PeerRecord]
+        do { records = try await io.run { try store.peers() } } catch {
+            log("could not read the peers recorded by earlier runs: \(error)")
+            return
+        }
         for r in records where r.nodeID != localNode {
             byNode[r.nodeID] = Entry(nodeID: r.nodeID, name: r.name, address: r.address, source: r.source, lastSync: r.lastSync, lastError: r.lastError, versionVector: r.versionVector)
         }
@@ -66,17 +78,17 @@ public actor PeerRegistry {
 
     /// Discovery saw `node` at `address`.
     public func discovered(_ node: NodeID, address: String) {
-        var entry = byNode[node] ?? Entry(nodeID: node, source: "mdns")
+        var entry = byNode[node] ?? Entry(nodeID: node, source: .mdns)
         // The advertised address is where the peer listens: more useful than the ephemeral port
         // of a connection it opened to us. A configured (static) address stays as configured.
-        if entry.source != "static" {
+        if entry.source != .configured {
             entry.address = address
-            entry.source = "mdns"
+            entry.source = .mdns
         }
         byNode[node] = entry
     }
 
-    public func configure(address: String, source: String) {
+    public func configure(address: String, source: PeerSource) {
         if !byNode.values.contains(where: { $0.address == address }) {
             configured[address] = configured[address] ?? Entry(address: address, source: source)
         }
@@ -90,11 +102,11 @@ public actor PeerRegistry {
     public func isConnected(_ node: NodeID) -> Bool { active[node] != nil }
 
     /// True if some peer other than the relay is connected: the relay is then only a courier.
-    public func directPeersConnected() -> Bool { active.values.contains { $0.source != "relay" } }
+    public func directPeersConnected() -> Bool { active.values.contains { $0.source != .relay } }
 
     /// A session reached its peer. Returns a token, or nil if a session with that peer already
     /// exists and wins the tie-break (the caller then closes its own).
-    public func claim(peer hello: Hello, address: String?, source: String, outbound: Bool, close: @escaping @Sendable () -> Void) -> Int? {
+    public func claim(peer hello: Hello, address: String?, source: PeerSource, outbound: Bool, close: @escaping @Sendable () -> Void) -> Int? {
         // What the hello teaches holds even for a connection about to be closed as a duplicate:
         // the address we dialled belongs to this node.
         var entry = byNode[hello.nodeID] ?? Entry(nodeID: hello.nodeID, source: source)
@@ -127,8 +139,8 @@ public actor PeerRegistry {
         byNode[hello.nodeID]?.lastError = nil
         persist(hello.nodeID)
         // The peer's current writer id names its writes too (history shows "who").
-        let store = self.store, name = hello.name, ids = Set([hello.nodeID, hello.writer])
-        Task { try? await io.run { for id in ids { try store.setNodeName(name, for: id) } } }
+        unsavedNames.append((hello.name, [hello.nodeID, hello.writer]))
+        requestSave.yield()
         return nextToken
     }
 
@@ -176,9 +188,36 @@ public actor PeerRegistry {
     }
 
     private func persist(_ node: NodeID) {
-        guard let e = byNode[node] else { return }
-        let record = PeerRecord(nodeID: node, name: e.name, address: e.address, source: e.source, lastSync: e.lastSync, lastError: e.lastError, versionVector: e.versionVector)
+        unsaved.insert(node)
+        requestSave.yield()
+    }
+
+    /// Saves what changed, one save at a time and in order, until the calling task is cancelled;
+    /// then saves what changed last. The node runs it as one of its tasks.
+    public func runPersistence() async {
+        for await _ in saves { await saveChanges() }
+        await saveChanges()
+    }
+
+    private func saveChanges() async {
+        let records = unsaved.sorted().compactMap { node -> PeerRecord? in
+            guard let e = byNode[node] else { return nil }
+            return PeerRecord(
+                nodeID: node, name: e.name, address: e.address, source: e.source, lastSync: e.lastSync, lastError: e.lastError,
+                versionVector: e.versionVector)
+        }
+        let names = unsavedNames
+        unsaved.removeAll()
+        unsavedNames.removeAll()
+        guard !records.isEmpty || !names.isEmpty else { return }
         let store = self.store
-        Task { try? await io.run { try store.savePeer(record) } }
+        do {
+            try await io.run {
+                for record in records { try store.savePeer(record) }
+                for (name, ids) in names { for id in ids { try store.setNodeName(name, for: id) } }
+            }
+        } catch {
+            log("could not record what this node knows of its peers (status shows it while the node runs): \(error)")
+        }
     }
 }

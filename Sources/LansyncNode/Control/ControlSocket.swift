@@ -1,6 +1,4 @@
 import Foundation
-public import LansyncCore
-public import LansyncJSON
 import NIOCore
 import NIOPosix
 
@@ -8,7 +6,7 @@ import NIOPosix
 /// (so the edit is pushed at once) and asks it for its status. One JSON request line, one JSON
 /// answer line. Only processes that can open the data directory (mode 0700) can reach it.
 enum ControlServer {
-    static func serve(path: String, group: any EventLoopGroup, handle: @escaping @Sendable (JSON) async -> JSON) async throws {
+    static func serve(path: String, group: any EventLoopGroup, handle: @escaping @Sendable (ControlRequest?) async -> String) async throws {
         let server = try await ServerBootstrap(group: group)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -25,10 +23,9 @@ enum ControlServer {
                                 line += chunk.readableBytesView
                                 if line.contains(0x0a) || line.count > 4096 { break }
                             }
-                            let text = String(decoding: line.prefix { $0 != 0x0a }, as: UTF8.self)
-                            let request = (try? JSON(parsing: text)) ?? .null
+                            let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line.prefix { $0 != 0x0a }))
                             let answer = await handle(request)
-                            try await outbound.write(ByteBuffer(string: answer.text + "\n"))
+                            try await outbound.write(ByteBuffer(string: answer + "\n"))
                         }
                     }
                 }
@@ -40,8 +37,21 @@ enum ControlServer {
 /// The CLI's side of the control socket: plain blocking POSIX calls with short timeouts, so a
 /// command never hangs on a stuck node.
 public enum ControlClient {
-    /// Sends one request; returns the answer, or nil if no node answers on `path`.
-    public static func request(_ request: JSON, path: String, timeoutSeconds: Int = 5) -> JSON? {
+    /// The running node's status, or nil if no node answers on `path`.
+    public static func status(path: String) -> NodeStatus? {
+        request(.status, path: path).flatMap { try? NodeStatus(json: $0) }
+    }
+
+    /// Tells a running node that the replica changed, so it pushes the change at once. Best
+    /// effort: without a node, or if it does not answer within a second, nothing happens (a
+    /// running node notices within a second anyway).
+    public static func nudge(path: String) {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        _ = request(.nudge, path: path, timeoutSeconds: 1)
+    }
+
+    /// Sends one request; returns the answer line, or nil if no node answers on `path`.
+    static func request(_ op: ControlRequest.Op, path: String, timeoutSeconds: Int = 5) -> [UInt8]? {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -60,7 +70,8 @@ public enum ControlClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else { return nil }
-        let line = Array((request.text + "\n").utf8)
+        guard let encoded = try? JSONEncoder().encode(ControlRequest(op: op)) else { return nil }
+        let line = Array(encoded) + [0x0a]
         // MSG_NOSIGNAL: a node that closes early must not kill the CLI (its edit is already saved).
         guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else { return nil }
         var answer: [UInt8] = []
@@ -70,6 +81,33 @@ public enum ControlClient {
             guard n > 0 else { break }
             answer += buffer.prefix(n)
         }
-        return try? JSON(parsing: String(decoding: answer.prefix { $0 != 0x0a }, as: UTF8.self))
+        return Array(answer.prefix { $0 != 0x0a })
+    }
+}
+
+/// A request on the control socket, one JSON line: `{"op":"nudge"}` or `{"op":"status"}`.
+struct ControlRequest: Codable, Sendable {
+    enum Op: String, Codable, Sendable {
+        /// The replica changed: push it now. Answered `{"ok":true}`.
+        case nudge
+        /// Answered with ``NodeStatus``'s JSON, or `{"error":"..."}`.
+        case status
+    }
+
+    var op: Op
+}
+
+extension NodeStatus {
+    /// The JSON text of `status --json` (and of the control socket's answer): keys sorted.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding plain strings, numbers and arrays cannot fail.
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// Reads what ``json`` writes.
+    public init(json: [UInt8]) throws {
+        self = try JSONDecoder().decode(NodeStatus.self, from: Data(json))
     }
 }

@@ -91,8 +91,50 @@ public struct SessionMachine: Sendable {
     /// Where the session stands: not started, waiting for the peer's hello, open, or over.
     public enum Phase: Sendable, Equatable { case idle, awaitingHello, open, closed }
 
+    /// The session's state: each case carries only what makes sense in it.
+    enum State: Sendable {
+        case idle
+        case awaitingHello(since: ContinuousClock.Instant)
+        case open(Open)
+        case closed
+    }
+
+    /// An open session: both deltas' progress, the batches in flight, the incoming sequence.
+    struct Open: Sendable {
+        /// The outgoing delta, if one is being streamed.
+        var outgoing: Delta?
+        var inFlight: [(sequence: UInt64, covers: VersionVector, sentAt: ContinuousClock.Instant)] = []
+        var nextSequence: UInt64 = 1
+        var expectedSequence: UInt64 = 1
+        var initialDeltaDone = false
+        var peerInitialDone = false
+        var lastSummary: ContinuousClock.Instant
+        /// The sequence whose acknowledgement ends the current round of waiting (``waitedRoundTrips``).
+        var roundBoundary: UInt64 = 0
+    }
+
+    /// An outgoing delta being streamed.
+    struct Delta: Sendable {
+        /// The first delta of the session: it also carries unclaimed states, and always ends with `done`.
+        let isInitial: Bool
+        /// What the peer was known to hold when the delta began: its `done` says so.
+        let startVersionVector: VersionVector
+        var producing = false
+        var exhausted = false
+        var changedWhileStreaming = false
+        var sentBatches = 0
+    }
+
     public let config: SessionConfig
-    public private(set) var phase: Phase = .idle
+    private var state: State = .idle
+    public var phase: Phase {
+        switch state {
+        case .idle: .idle
+        case .awaitingHello: .awaitingHello
+        case .open: .open
+        case .closed: .closed
+        }
+    }
     /// What this side knows the peer holds (its hello, then acknowledged batches and summaries).
     public private(set) var peerVersionVector = VersionVector()
     public private(set) var peer: Hello?
@@ -104,140 +146,132 @@ public struct SessionMachine: Sendable {
     /// sent in one round arrive together). A slow link adds this many round-trip times to the
     /// session, beyond the hello's one.
     public private(set) var waitedRoundTrips = 0
-    private var roundBoundary: UInt64 = 0
-
-    // Outgoing delta.
-    private var streaming = false
-    private var producing = false
-    private var exhausted = false
-    private var changedWhileStreaming = false
-    private var sentInThisDelta = 0
-    private var deltaIsInitial = true
-    private var deltaStartVV = VersionVector()
-    private var nextSequence: UInt64 = 1
-    private var inFlight: [(sequence: UInt64, covers: VersionVector, sentAt: ContinuousClock.Instant)] = []
-    private var initialDeltaDone = false
-    // Incoming.
-    private var expectedSequence: UInt64 = 1
-    private var peerInitialDone = false
-    // Timers.
-    private var startedAt: ContinuousClock.Instant?
+    /// When the peer last sent anything (the idle timeout runs in every phase).
     private var lastReceived: ContinuousClock.Instant?
-    private var lastSummary: ContinuousClock.Instant?
 
     public init(config: SessionConfig) {
         self.config = config
     }
 
     public mutating func handle(_ event: Event) -> [Action] {
-        guard phase != .closed else { return [] }
-        switch event {
-        case let .start(vv, resume, resumeFor, now):
-            guard phase == .idle else { return [] }
-            phase = .awaitingHello
-            startedAt = now
-            lastReceived = now
-            lastSummary = now
-            return [.send(.hello(Hello(nodeID: config.nodeID, clusterID: config.clusterID, role: config.role, name: config.name, versionVector: vv,
-                                       writer: config.writer, resume: resume, resumeFor: resumeFor)))]
+        switch (state, event) {
+        case (.closed, _):
+            return []
 
-        case let .received(message, now):
+        case let (.idle, .start(vv, resume, resumeFor, now)):
+            state = .awaitingHello(since: now)
+            lastReceived = now
+            let hello = Hello(
+                nodeID: config.nodeID, clusterID: config.clusterID, role: config.role, name: config.name, versionVector: vv,
+                writer: config.writer, resume: resume, resumeFor: resumeFor)
+            return [.send(.hello(hello))]
+        case (_, .start):
+            return []
+
+        case let (_, .received(message, now)):
             lastReceived = now
             return receive(message, now: now)
 
-        case let .receivedInvalid(error, _):
+        case let (_, .receivedInvalid(error, _)):
             return fail(error.protocolError)
 
-        case let .applied(sequence, _):
+        case let (.open, .applied(sequence, _)):
             return [.send(.ack(sequence: sequence))]
 
-        case let .produced(batch, now):
-            producing = false
-            guard let batch else {
-                exhausted = true
-                return finishDeltaIfComplete()
-            }
-            let sequence = nextSequence
-            nextSequence += 1
-            inFlight.append((sequence, batch.covers, now))
-            sentUpdates += batch.updates.count
-            sentInThisDelta += 1
-            var actions: [Action] = [.send(.batch(sequence: sequence, batch))]
-            if inFlight.count < config.window {
-                producing = true
-                actions.append(.produceBatch)
-            }
-            return actions
+        case (.open(var open), .produced(let batch, let now)):
+            let actions = produced(batch, now: now, &open)
+            return settle(open, actions)
 
-        case .localChanged:
-            guard phase == .open else { return [] }
-            if streaming {
-                changedWhileStreaming = true
-                return []
+        case (.open(var open), .localChanged):
+            guard open.outgoing != nil else {
+                let actions = beginDelta(initial: false, &open)
+                return settle(open, actions)
             }
-            return beginDelta(initial: false)
+            open.outgoing?.changedWhileStreaming = true
+            state = .open(open)
+            return []
 
-        case let .tick(now):
+        // Results of actions of a state the session has left, and changes before it opened.
+        case (_, .applied), (_, .produced), (_, .localChanged):
+            return []
+
+        case let (_, .tick(now)):
             return tick(now)
 
-        case let .storageFailed(why):
+        case let (_, .storageFailed(why)):
             return fail(ProtocolError(.storage, why))
         }
     }
 
+    /// Stores the open state back, unless the actions close the session.
+    private mutating func settle(_ open: Open, _ actions: [Action]) -> [Action] {
+        let closes = actions.contains {
+            switch $0 {
+            case .close, .finished: true
+            default: false
+            }
+        }
+        state = closes ? .closed : .open(open)
+        return actions
+    }
+
     private mutating func receive(_ message: Message, now: ContinuousClock.Instant) -> [Action] {
-        switch (phase, message) {
+        switch (state, message) {
         case (.awaitingHello, .hello(let hello)):
             if let refusal = check(hello) { return fail(refusal) }
             peer = hello
             // Resume the peer's interrupted stream from us only if we are still the incarnation
             // that sent it; the peer drops it otherwise (``StreamResume``).
-            peerVersionVector = StreamResume.start(receiver: hello.versionVector, resume: hello.resume, resumeFor: hello.resumeFor,
-                                                   senderWriter: config.writer)
-            phase = .open
-            return [.peerReady(hello)] + beginDelta(initial: true)
+            peerVersionVector = StreamResume.start(
+                receiver: hello.versionVector, resume: hello.resume, resumeFor: hello.resumeFor, senderWriter: config.writer)
+            var open = Open(lastSummary: now)
+            let actions = [.peerReady(hello)] + beginDelta(initial: true, &open)
+            return settle(open, actions)
 
-        case (.open, let .batch(sequence, batch)):
-            guard sequence == expectedSequence else {
-                return fail(ProtocolError(.unexpectedMessage, "batch \(sequence) arrived, expected \(expectedSequence)"))
+        case (.open(var open), let .batch(sequence, batch)):
+            guard sequence == open.expectedSequence else {
+                return fail(ProtocolError(.unexpectedMessage, "batch \(sequence) arrived, expected \(open.expectedSequence)"))
             }
-            expectedSequence += 1
+            open.expectedSequence += 1
             receivedUpdates += batch.updates.count
-            return [.apply(sequence: sequence, batch)]
+            return settle(open, [.apply(sequence: sequence, batch)])
 
-        case (.open, .ack(let sequence)):
-            let windowWasFull = inFlight.count >= config.window
+        case (.open(var open), .ack(let sequence)):
+            let windowWasFull = open.inFlight.count >= config.window
             var acknowledged = false
-            while let first = inFlight.first, first.sequence <= sequence {
+            while let first = open.inFlight.first, first.sequence <= sequence {
                 peerVersionVector.join(first.covers)
-                inFlight.removeFirst()
+                open.inFlight.removeFirst()
                 acknowledged = true
             }
             guard acknowledged else { return fail(ProtocolError(.unexpectedMessage, "ack of \(sequence), which was not sent")) }
             var actions: [Action] = []
-            if streaming, !exhausted, !producing, inFlight.count < config.window {
-                if windowWasFull, sequence >= roundBoundary {
+            if var delta = open.outgoing, !delta.exhausted, !delta.producing, open.inFlight.count < config.window {
+                if windowWasFull, sequence >= open.roundBoundary {
                     waitedRoundTrips += 1
-                    roundBoundary = nextSequence
+                    open.roundBoundary = open.nextSequence
                 }
-                producing = true
+                delta.producing = true
+                open.outgoing = delta
                 actions.append(.produceBatch)
             }
-            actions += finishDeltaIfComplete()
-            if !streaming, inFlight.isEmpty { actions += checkUpToDate() }
-            return actions
+            actions += finishDeltaIfComplete(&open)
+            if open.outgoing == nil, open.inFlight.isEmpty { actions += checkUpToDate(open) }
+            return settle(open, actions)
 
-        case (.open, .done):
-            peerInitialDone = true
-            return [.completeStream] + checkUpToDate()
+        case (.open(var open), .done):
+            open.peerInitialDone = true
+            let actions = [.completeStream] + checkUpToDate(open)
+            return settle(open, actions)
 
-        case (.open, .summary(let vv)):
+        case (.open(var open), .summary(let vv)):
             peerVersionVector.join(vv)
             // Send what the peer lacks; a delta that finds nothing sends nothing.
-            return streaming ? [] : beginDelta(initial: false)
+            let actions = open.outgoing != nil ? [] : beginDelta(initial: false, &open)
+            return settle(open, actions)
 
         case (_, .error(let error)):
-            phase = .closed
+            state = .closed
             return [.close(error: nil, peerError: error)]
 
         default:
@@ -253,72 +287,91 @@ public struct SessionMachine: Sendable {
             return ProtocolError(.wrongCluster, "peer belongs to cluster \(hello.clusterID.short), this node to \(config.clusterID.short)")
         }
         if hello.nodeID != config.authenticatedPeer {
-            return ProtocolError(.identityMismatch, "hello claims node \(hello.nodeID.short) but the certificate proves \(config.authenticatedPeer.short)")
+            return ProtocolError(
+                .identityMismatch, "hello claims node \(hello.nodeID.short) but the certificate proves \(config.authenticatedPeer.short)")
         }
         if hello.nodeID == config.nodeID {
-            return ProtocolError(.duplicateNodeID, "peer has this node's own id \(hello.nodeID.short): a copied data directory, or a node connected to itself")
+            return ProtocolError(
+                .duplicateNodeID, "peer has this node's own id \(hello.nodeID.short): a copied data directory, or a node connected to itself")
         }
         return nil
     }
 
-    private mutating func beginDelta(initial: Bool) -> [Action] {
-        streaming = true
-        exhausted = false
-        changedWhileStreaming = false
-        sentInThisDelta = 0
-        deltaIsInitial = initial
+    private mutating func produced(_ batch: DeltaBatch?, now: ContinuousClock.Instant, _ open: inout Open) -> [Action] {
+        guard var delta = open.outgoing else { return [] }
+        delta.producing = false
+        guard let batch else {
+            delta.exhausted = true
+            open.outgoing = delta
+            return finishDeltaIfComplete(&open)
+        }
+        let sequence = open.nextSequence
+        open.nextSequence += 1
+        open.inFlight.append((sequence, batch.covers, now))
+        sentUpdates += batch.updates.count
+        delta.sentBatches += 1
+        var actions: [Action] = [.send(.batch(sequence: sequence, batch))]
+        if open.inFlight.count < config.window {
+            delta.producing = true
+            actions.append(.produceBatch)
+        }
+        open.outgoing = delta
+        return actions
+    }
+
+    private func beginDelta(initial: Bool, _ open: inout Open) -> [Action] {
         var planned = peerVersionVector
-        for batch in inFlight { planned.join(batch.covers) }
-        deltaStartVV = planned
-        guard inFlight.count < config.window else { return [.startDelta(peerVersionVector: planned, initial: initial)] }
-        producing = true
-        return [.startDelta(peerVersionVector: planned, initial: initial), .produceBatch]
+        for batch in open.inFlight { planned.join(batch.covers) }
+        var delta = Delta(isInitial: initial, startVersionVector: planned)
+        var actions: [Action] = [.startDelta(peerVersionVector: planned, initial: initial)]
+        if open.inFlight.count < config.window {
+            delta.producing = true
+            actions.append(.produceBatch)
+        }
+        open.outgoing = delta
+        return actions
     }
 
     /// Ends the outgoing delta once it is exhausted and acknowledged.
-    private mutating func finishDeltaIfComplete() -> [Action] {
-        guard streaming, exhausted, !producing else { return [] }
+    private func finishDeltaIfComplete(_ open: inout Open) -> [Action] {
+        guard let delta = open.outgoing, delta.exhausted, !delta.producing else { return [] }
         var actions: [Action] = []
-        if deltaIsInitial || sentInThisDelta > 0 {
+        if delta.isInitial || delta.sentBatches > 0 {
             // The receiver learns it is up to date with us; an empty anti-entropy answer stays silent.
-            actions.append(.send(.done(versionVector: deltaStartVV)))
+            actions.append(.send(.done(versionVector: delta.startVersionVector)))
         }
-        streaming = false
-        if deltaIsInitial { initialDeltaDone = true }
-        if changedWhileStreaming { actions += beginDelta(initial: false) }
-        return actions + checkUpToDate()
+        open.outgoing = nil
+        if delta.isInitial { open.initialDeltaDone = true }
+        if delta.changedWhileStreaming { actions += beginDelta(initial: false, &open) }
+        return actions + checkUpToDate(open)
     }
 
     /// Reports "up to date" once both initial deltas are through, and again after every later
     /// delta in either direction completes (a one-shot session then finishes).
-    private mutating func checkUpToDate() -> [Action] {
-        guard initialDeltaDone, peerInitialDone, inFlight.isEmpty, !streaming else { return [] }
-        if config.role == .oneShot {
-            phase = .closed
-            return [.upToDate, .finished]
-        }
-        return [.upToDate]
+    private func checkUpToDate(_ open: Open) -> [Action] {
+        guard open.initialDeltaDone, open.peerInitialDone, open.inFlight.isEmpty, open.outgoing == nil else { return [] }
+        return config.role == .oneShot ? [.upToDate, .finished] : [.upToDate]
     }
 
     private mutating func tick(_ now: ContinuousClock.Instant) -> [Action] {
-        if phase == .awaitingHello, let startedAt, now - startedAt > config.helloTimeout {
+        if case .awaitingHello(let since) = state, now - since > config.helloTimeout {
             return fail(ProtocolError(.timeout, "no hello within \(config.helloTimeout)"))
         }
         if let lastReceived, now - lastReceived > config.idleTimeout {
             return fail(ProtocolError(.timeout, "peer silent for \(config.idleTimeout)"))
         }
-        if let oldest = inFlight.first, now - oldest.sentAt > config.ackTimeout {
+        guard case .open(var open) = state else { return [] }
+        if let oldest = open.inFlight.first, now - oldest.sentAt > config.ackTimeout {
             return fail(ProtocolError(.timeout, "batch \(oldest.sequence) unacknowledged for \(config.ackTimeout)"))
         }
-        if phase == .open, let lastSummary, now - lastSummary >= config.antiEntropyInterval {
-            self.lastSummary = now
-            return [.sendSummary]
-        }
-        return []
+        guard now - open.lastSummary >= config.antiEntropyInterval else { return [] }
+        open.lastSummary = now
+        state = .open(open)
+        return [.sendSummary]
     }
 
     private mutating func fail(_ error: ProtocolError) -> [Action] {
-        phase = .closed
+        state = .closed
         return [.send(.error(error)), .close(error: error, peerError: nil)]
     }
 }

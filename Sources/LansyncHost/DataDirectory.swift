@@ -1,0 +1,74 @@
+import Foundation
+import LansyncIdentity
+public import LansyncNode
+public import LansyncStore
+public import LansyncTransport
+
+/// A machine's data directory: the replica, the cluster secret, this node's identity, the node's
+/// lock and control socket. Everything the CLI (and later the local API) does to a replica goes
+/// through here, so the rules about copied directories, rolled-back writers and nudging a running
+/// node hold for every front end.
+public struct DataDirectory: Sendable {
+    public let path: String
+    /// Where the host says what a user should know but that is no error (a copied directory took a
+    /// new identity, a restored replica a new writer). The CLI prints these on stderr.
+    public var note: @Sendable (String) -> Void
+
+    public init(path: String, note: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.path = path
+        self.note = note
+    }
+
+    /// The directory as the contract resolves it: `dir` (--dir), else `$LANSYNC_DIR`, else
+    /// `~/.lansync` ($HOME first, as a shell's `~` does).
+    public static func resolve(
+        dir: String?, environment: [String: String]? = nil,
+        note: @escaping @Sendable (String) -> Void = { _ in }
+    ) -> DataDirectory {
+        let environment = environment ?? ProcessInfo.processInfo.environment
+        if let dir { return DataDirectory(path: dir, note: note) }
+        if let env = environment["LANSYNC_DIR"], !env.isEmpty { return DataDirectory(path: env, note: note) }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return DataDirectory(path: home + "/.lansync", note: note)
+    }
+
+    public var replicaPath: String { path + "/" + ReplicaStore.fileName }
+    public var clusterPath: String { path + "/cluster.pem" }
+    public var nodePath: String { path + "/node.pem" }
+    public var controlSocketPath: String { path + "/control.sock" }
+    public var lockPath: String { path + "/node.lock" }
+
+    /// This node's TLS credentials.
+    public func tlsIdentity() throws(HostError) -> TLSIdentity {
+        do {
+            return try TLSIdentity(
+                nodePEM: String(contentsOfFile: nodePath, encoding: .utf8), clusterPEM: String(contentsOfFile: clusterPath, encoding: .utf8))
+        } catch {
+            throw HostError("cannot load this node's identity from \(path) (\(error)): the directory may be damaged; 'lansync init' a new one")
+        }
+    }
+
+    /// Opens the replica. If the directory was copied (or moved) from where it was created, this
+    /// copy first takes a new node identity, issued with the cluster secret it holds, and says so:
+    /// two copies must never write under one node id.
+    public func open() throws -> ReplicaStore {
+        let store = try ReplicaStore.open(path: replicaPath)
+        let info = try store.info()
+        if info.fingerprint != fingerprint {
+            try reidentify(store, info: info)
+        }
+        return store
+    }
+
+    /// Tells a node running on this directory that the replica changed, so it pushes the change
+    /// at once (best effort: ``ControlClient/nudge(path:)``).
+    public func nudgeNode() {
+        ControlClient.nudge(path: controlSocketPath)
+    }
+
+    /// The status: the running node's, else what the replica alone says.
+    public func status(of store: ReplicaStore) throws -> NodeStatus {
+        if let live = ControlClient.status(path: controlSocketPath) { return live }
+        return try StatusReport.make(store: store, running: false, listen: nil, peers: nil)
+    }
+}

@@ -1,0 +1,65 @@
+public import LansyncCore
+public import LansyncJSON
+public import LansyncStore
+
+/// The JSON forms of what read commands print with `--json` (Docs/CLI.md is their contract), kept
+/// here so that every front end prints the same thing.
+extension StoredItem {
+    /// `{"id": ID, "type": TYPE, "fields": {...}, "deleted": BOOL, "conflicts": [...]}`, one line:
+    /// what `get --json` prints and `export` writes a line of.
+    ///
+    /// Written as text directly: the replica keeps each field's shown value as JSON text already,
+    /// and an export of many items should not parse it again.
+    public var jsonText: String {
+        var out = #"{"id":"# + JSON.string(id).text + #","type":"# + JSON.string(type).text + #","fields":{"#
+        for (i, field) in fields.enumerated() {
+            if i > 0 { out += "," }
+            out += JSON.string(field.name).text + ":" + field.json
+        }
+        out += #"},"deleted":"# + (deleted ? "true" : "false") + #","conflicts":"#
+        out += JSON.array(conflicts.map(JSON.string)).text
+        return out + "}"
+    }
+}
+
+extension HistoryEntry {
+    /// One entry of `history --json`.
+    public var json: JSON {
+        .object([
+            ("field", .string(field.rawValue)), ("write", write.json),
+            ("node", .string(dot.node.text)), ("writer", writerName.map(JSON.string) ?? .null),
+            ("counter", .integer(Int64(clamping: dot.counter))), ("time", .string(WallClock.iso8601(milliseconds: timestamp.milliseconds))),
+            ("live", .bool(isLive)),
+        ])
+    }
+}
+
+extension FieldConflict {
+    /// One entry of `conflicts --json`.
+    public var json: JSON {
+        .object([
+            ("id", .string(item.rawValue)), ("field", .string(field.rawValue)),
+            ("values", .array(values.map(\.json))), ("shown", shown.json),
+        ])
+    }
+}
+
+extension DamageReport {
+    /// What `check --json` prints.
+    public var json: JSON {
+        .object([
+            ("sound", .bool(isSound)), ("fields_checked", .integer(Int64(fieldsChecked))),
+            ("problems", .array(problems.map(JSON.string))),
+        ])
+    }
+}
+
+extension Sequence<HistoryEntry> {
+    /// What `history --json` prints: an array of ``HistoryEntry/json``.
+    public var jsonText: String { JSON.array(map(\.json)).text }
+}
+
+extension Sequence<FieldConflict> {
+    /// What `conflicts --json` prints: an array of ``FieldConflict/json``.
+    public var jsonText: String { JSON.array(map(\.json)).text }
+}

@@ -1,0 +1,151 @@
+public import LansyncStore
+
+/// What `lansync status` shows: this node, its replica and every peer, as one `Codable` value.
+///
+/// A running node answers it on its control socket; without a node it is built from the replica
+/// alone (``StatusReport``). Its JSON form is the contract of `status --json` (Docs/CLI.md): the
+/// keys are snake_case and every key is present, `null` when it has no value.
+public struct NodeStatus: Codable, Sendable, Equatable {
+    public var nodeID: String
+    public var name: String
+    public var clusterID: String
+    public var running: Bool
+    /// Where the node listens (nil without a running node).
+    public var listen: String?
+    /// The discovery state: "running", "unavailable: why", "off (--no-mdns)" (nil without a node).
+    public var mdns: String?
+    public var items: Int
+    public var deleted: Int
+    public var conflicts: Int
+    /// Equal on replicas that have converged.
+    public var digest: String
+    /// Set when the replica was found damaged: writes are refused until it is repaired.
+    public var damaged: String?
+    /// Node id (text) → counter.
+    public var versionVector: [String: UInt64]
+    public var peers: [Peer]
+    /// This node's own changes against the relay, when a relay is configured and known.
+    public var changes: Changes?
+    /// Permanent errors: this node's changes the relay refused (and overruled).
+    public var rejected: [Rejection]
+
+    /// One peer: a known node (direct, or met only through others), or a configured address not
+    /// reached yet.
+    public struct Peer: Codable, Sendable, Equatable {
+        public var nodeID: String?
+        public var name: String?
+        public var address: String?
+        public var source: PeerSource?
+        public var path: Path
+        public var connected: Bool
+        public var lastSync: String?
+        /// How many field states it lacks (nil for an address whose node is not known yet).
+        public var lacks: Int?
+        public var lastError: String?
+        /// The current session's counters (nil for a node met only through others).
+        public var sentUpdates: Int?
+        public var receivedUpdates: Int?
+        public var sentBytes: Int?
+        public var receivedBytes: Int?
+        public var roundTripsWaited: Int?
+
+        public init(nodeID: String?, name: String?, path: Path, connected: Bool) {
+            self.nodeID = nodeID
+            self.name = name
+            self.path = path
+            self.connected = connected
+        }
+
+        /// How this node's changes reach the peer.
+        public enum Path: String, Codable, Sendable {
+            case direct
+            case relay
+            case viaRelay = "via relay"
+            case viaOtherPeers = "via other peers"
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case nodeID = "node_id", name, address, source, path, connected, lastSync = "last_sync", lacks
+            case lastError = "last_error", sentUpdates = "sent_updates", receivedUpdates = "received_updates"
+            case sentBytes = "sent_bytes", receivedBytes = "received_bytes", roundTripsWaited = "round_trips_waited"
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(nodeID, forKey: .nodeID)
+            try c.encode(name, forKey: .name)
+            try c.encode(path, forKey: .path)
+            try c.encode(connected, forKey: .connected)
+            // A node met only through others has no address, source or session of its own.
+            guard path == .direct || path == .relay else { return }
+            try c.encode(address, forKey: .address)
+            try c.encode(source, forKey: .source)
+            try c.encode(lastSync, forKey: .lastSync)
+            try c.encode(lacks, forKey: .lacks)
+            try c.encode(lastError, forKey: .lastError)
+            try c.encode(sentUpdates, forKey: .sentUpdates)
+            try c.encode(receivedUpdates, forKey: .receivedUpdates)
+            try c.encode(sentBytes, forKey: .sentBytes)
+            try c.encode(receivedBytes, forKey: .receivedBytes)
+            try c.encode(roundTripsWaited, forKey: .roundTripsWaited)
+        }
+    }
+
+    /// Where this node's own changes stand against the relay: `synced` (the relay has them), and
+    /// `syncing` (a session with the relay is open) or `dirty` (waiting for one).
+    public struct Changes: Codable, Sendable, Equatable {
+        public var relay: String
+        public var synced: Int
+        public var syncing: Int?
+        public var dirty: Int?
+        /// The most recent of them, newest first.
+        public var recent: [Change]
+    }
+
+    /// One of this node's own field changes.
+    public struct Change: Codable, Sendable, Equatable {
+        public var id: String
+        public var field: String
+        public var counter: UInt64
+        public var state: State
+
+        public enum State: String, Codable, Sendable {
+            case synced = "SYNCED"
+            case syncing = "SYNCING"
+            case dirty = "DIRTY"
+        }
+    }
+
+    /// A change of this node's that the relay refused.
+    public struct Rejection: Codable, Sendable, Equatable {
+        public var id: String
+        public var field: String
+        public var counter: UInt64
+        public var reason: String
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case nodeID = "node_id", name, clusterID = "cluster_id", running, listen, mdns, items, deleted, conflicts
+        case digest, damaged, versionVector = "version_vector", peers, changes, rejected
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        // Every key, with null for no value (the synthesized form would leave such keys out).
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(nodeID, forKey: .nodeID)
+        try c.encode(name, forKey: .name)
+        try c.encode(clusterID, forKey: .clusterID)
+        try c.encode(running, forKey: .running)
+        try c.encode(listen, forKey: .listen)
+        try c.encode(mdns, forKey: .mdns)
+        try c.encode(items, forKey: .items)
+        try c.encode(deleted, forKey: .deleted)
+        try c.encode(conflicts, forKey: .conflicts)
+        try c.encode(digest, forKey: .digest)
+        try c.encode(damaged, forKey: .damaged)
+        try c.encode(versionVector, forKey: .versionVector)
+        try c.encode(peers, forKey: .peers)
+        try c.encode(changes, forKey: .changes)
+        try c.encode(rejected, forKey: .rejected)
+    }
+}

@@ -1,0 +1,33 @@
+public import LansyncDiscovery
+public import LansyncWire
+
+/// What a node is told at start.
+public struct NodeOptions: Sendable {
+    public var listen: PeerAddress
+    public var staticPeers: [PeerAddress]
+    public var controlSocketPath: String
+    public var antiEntropyInterval: Duration = .seconds(15)
+    /// How often the node looks at the replica's version vector for changes nobody announced
+    /// (an edit made while the control socket was unreachable).
+    public var pollInterval: Duration = .milliseconds(500)
+    /// How peers are found on the LAN (mDNS through Avahi), or nil for static peers only.
+    public var discovery: (any Discovery)?
+    /// `.relay` for `lansync relay`, which settles conflicts with `settlePolicy`.
+    public var role: Hello.Role = .peer
+    public var settlePolicy: SettlePolicy = .latest
+    /// The limits a relay enforces.
+    public var relayLimits = RelayLimits()
+    /// The most sessions a node serves at once (each one's memory is bounded, so this bounds the
+    /// total); more are told `busy` and retry later.
+    public var maxSessions = 128
+    /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
+    public var relay: PeerAddress?
+    /// While direct peers are connected, how often the node still hands its changes to the relay.
+    public var relayInterval: Duration = .seconds(30)
+
+    public init(listen: PeerAddress, staticPeers: [PeerAddress], controlSocketPath: String = "") {
+        self.listen = listen
+        self.staticPeers = staticPeers
+        self.controlSocketPath = controlSocketPath
+    }
+}

@@ -1,0 +1,89 @@
+import LansyncCore
+import LansyncStore
+import LansyncTransport
+
+/// What a dial loop keeps connected: a configured address, a peer that discovery found, or the
+/// relay.
+enum DialTarget: Sendable {
+    case configured(PeerAddress)
+    case discovered(NodeID, DiscoveredPeers)
+    case relay(PeerAddress)
+
+    var source: PeerSource {
+        switch self {
+        case .configured: .configured
+        case .discovered: .mdns
+        case .relay: .relay
+        }
+    }
+}
+
+extension Node {
+    /// The one dial loop: dial the target, run the session, wait (backoff with jitter), again.
+    ///
+    /// - A configured or discovered peer that is connected already (it dialled us) is looked at
+    ///   again a second later.
+    /// - A discovered peer is given up once it is no longer advertised and a connection to it fails
+    ///   (it is found again when it comes back).
+    /// - The relay is kept as a live session while no direct peer is connected (the fallback path);
+    ///   otherwise a session every ``NodeOptions/relayInterval`` hands over what it lacks and
+    ///   collects what it holds, then closes.
+    func keepConnected(_ target: DialTarget, transport: Transport) async {
+        var backoff = Backoff()
+        var rng = SystemRandomNumberGenerator()
+        while !Task.isCancelled {
+            if await isConnected(target) {
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            guard let address = await address(of: target) else { break }
+            do {
+                let connection = try await transport.connect(host: address.host, port: address.port)
+                let outcome = await session(connection, address: address.description, source: target.source, closeWhenUpToDate: target.isRelay)
+                if outcome.reachedUpToDate { backoff.reset() }
+                if outcome.isPermanent { backoff.giveUpForNow() }
+            } catch {
+                await registry.ended(node: target.node, token: nil, address: address.description, error: "cannot connect: \(error)")
+                if case .discovered(let node, let seen) = target, await !seen.isAdvertised(node) { break }
+            }
+            if target.isRelay, await registry.directPeersConnected() {
+                try? await Task.sleep(for: options.relayInterval)
+            } else {
+                try? await Task.sleep(for: backoff.next(using: &rng))
+            }
+        }
+        if case .discovered(let node, let seen) = target { await seen.stoppedDialing(node) }
+    }
+
+    private func isConnected(_ target: DialTarget) async -> Bool {
+        switch target {
+        case .configured(let peer):
+            guard let known = await registry.node(at: peer.description) else { return false }
+            return await registry.isConnected(known)
+        case .discovered(let node, _):
+            return await registry.isConnected(node)
+        case .relay:
+            return false
+        }
+    }
+
+    private func address(of target: DialTarget) async -> PeerAddress? {
+        switch target {
+        case .configured(let peer), .relay(let peer): peer
+        case .discovered(let node, let seen): await seen.address(of: node)
+        }
+    }
+}
+
+extension DialTarget {
+    var isRelay: Bool {
+        if case .relay = self { return true }
+        return false
+    }
+
+    /// The peer's node id when the target names one.
+    var node: NodeID? {
+        if case .discovered(let node, _) = self { return node }
+        return nil
+    }
+}

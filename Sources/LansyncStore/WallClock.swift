@@ -1,0 +1,16 @@
+import Foundation
+
+/// The wall clock: read only at the edges (the CLI, the host layer, the node) and passed into the
+/// merge core and the store as milliseconds since 1970, so everything below stays testable.
+public enum WallClock {
+    /// Milliseconds since 1970 now (0 for a clock set before 1970).
+    public static var milliseconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
+
+    /// How lansync shows a moment: ISO 8601 in UTC with milliseconds (`2026-11-22T20:10:03.120Z`).
+    public static func iso8601(milliseconds: UInt64) -> String {
+        // A formatter per call: ISO8601DateFormatter is not Sendable, and this is never hot.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+}

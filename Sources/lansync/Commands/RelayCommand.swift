@@ -1,0 +1,56 @@
+import ArgumentParser
+import LansyncCore
+import LansyncDiscovery
+import LansyncHost
+import LansyncNode
+import LansyncWire
+
+/// `lansync relay`: the designated node that carries changes and settles conflicts.
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Run this directory's node as the cluster's relay until SIGINT or SIGTERM.",
+        discussion: """
+            The relay is a full replica that every node can reach (a small server): it stores every \
+            change, so nodes that are never online together still exchange their edits through it, \
+            and it is the cluster's authority: when it holds concurrent values of a field it settles \
+            them with its own write (--settle latest keeps the value every node already shows; \
+            first-seen keeps the value that reached the relay first), and the losers stay in history.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(help: ArgumentHelp("Where to accept nodes.", valueName: "HOST:PORT"))
+    var listen = PeerAddress(host: "0.0.0.0", port: 7420)
+    @Option(help: "How to settle conflicts: latest or first-seen.")
+    var settle: SettlePolicy = .latest
+    @Flag(help: "Also advertise over mDNS (a relay is usually off the LAN).")
+    var mdns = false
+    @Option(help: "The largest field value the relay accepts, in bytes.")
+    var maxValueBytes = Limits.maxValueBytes
+    @Option(help: "The most fields an item may have.")
+    var maxFields = Limits.maxFieldsPerItem
+    @Option(help: "The most nodes served at once; more are told to retry later.")
+    var maxSessions = 128
+    @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
+    var antiEntropy: Double = 15
+
+    func validate() throws {
+        // A zero or negative limit would make the relay overrule every change it is sent.
+        guard maxValueBytes > 0 else { throw ValidationError("--max-value-bytes must be at least 1") }
+        guard maxFields > 0 else { throw ValidationError("--max-fields must be at least 1") }
+        guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
+        try validateInterval(antiEntropy, "--anti-entropy")
+    }
+
+    func run() async throws {
+        var options = NodeOptions(listen: listen, staticPeers: [])
+        options.role = .relay
+        options.settlePolicy = settle
+        options.relayLimits = RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields)
+        options.maxSessions = maxSessions
+        options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        if mdns { options.discovery = AvahiDiscovery() }
+        try await data.directory.runNode(options)
+    }
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import LansyncHost
+import LansyncNode
+import LansyncStore
+
+/// `lansync status`
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show this node, its replica and its peers.",
+        discussion: "Works whether or not the node runs: it asks a running node, and reads the replica otherwise. 'digest' is equal on replicas that have converged."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Flag(help: "Print one JSON object.") var json = false
+
+    func run() throws {
+        let directory = data.directory
+        let status = try directory.status(of: try directory.open())
+        if json {
+            print(status.json)
+        } else {
+            print(Self.render(status))
+        }
+    }
+
+    static func render(_ status: NodeStatus) -> String {
+        var lines: [String] = []
+        lines.append("node     \(status.nodeID) (\(status.name))")
+        lines.append("cluster  \(status.clusterID)")
+        if status.running {
+            lines.append("state    running, listening on \(status.listen ?? "-"); mDNS \(status.mdns ?? "-")")
+        } else {
+            lines.append("state    no node running on this directory")
+        }
+        lines.append(
+            "replica  \(status.items) items, \(status.deleted) deleted, \(status.conflicts) conflicts; digest \(status.digest)")
+        if let changes = status.changes {
+            let pending = changes.syncing.map { "\($0) syncing" } ?? "\(changes.dirty ?? 0) waiting (DIRTY)"
+            lines.append("changes  \(changes.synced) of this node's changes are on the relay (SYNCED), \(pending)")
+        }
+        if !status.rejected.isEmpty {
+            lines.append(
+                "REJECTED \(status.rejected.count) of this node's changes were refused by the relay (permanent; the relay kept the earlier value):")
+            for r in status.rejected.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
+        }
+        guard !status.peers.isEmpty else {
+            lines.append("peers    none yet (run 'lansync node --peer HOST:PORT')")
+            return lines.joined(separator: "\n")
+        }
+        let rows = status.peers.map { p -> [String] in
+            let who = (p.name ?? "?") + (p.nodeID.map { " (\($0.prefix(7)))" } ?? "")
+            let via = p.path == .direct ? p.source?.rawValue ?? "-" : p.path.rawValue
+            return [
+                who, p.address ?? "-", via, p.connected ? "connected" : "-", String((p.lastSync ?? "-").prefix(19)),
+                p.lacks.map(String.init) ?? "-", p.lastError ?? "-",
+            ]
+        }
+        lines.append("")
+        lines.append(Render.table(["PEER", "ADDRESS", "VIA", "STATE", "LAST SYNC", "LACKS", "LAST ERROR"], rows))
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import LansyncCore
+import LansyncHost
+import LansyncNode
+import LansyncWire
+
+/// `lansync sync`: one-shot exchange with peers.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Exchange everything with each --peer once, then exit.",
+        discussion: "Exits 0 when this replica and every peer are up to date with each other; otherwise non-zero, with a line per peer that failed."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A node to sync with (repeatable).", valueName: "HOST:PORT"))
+    var peers: [PeerAddress] = []
+    @Option(help: "Give up on a peer after this many seconds.")
+    var timeout: Double = 60
+
+    func validate() throws {
+        guard !peers.isEmpty else { throw ValidationError("give at least one --peer HOST:PORT") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        let results = try await data.directory.syncOnce(with: peers, timeout: .milliseconds(Int(timeout * 1000)))
+        var failures: [String] = []
+        for result in results {
+            if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
+                print("synced with \(peer.name) (\(peer.nodeID.short)) at \(result.peer): sent \(outcome.sentUpdates), received \(outcome.receivedUpdates) field states")
+            } else {
+                failures.append("\(result.peer): \(result.error ?? "failed")")
+            }
+        }
+        if !failures.isEmpty { throw CLIError("sync failed with " + failures.joined(separator: "; ")) }
+    }
+}

@@ -1,0 +1,16 @@
+public import ArgumentParser
+public import LansyncNode
+
+/// Parses `HOST:PORT` arguments.
+extension PeerAddress: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+}
+
+extension SettlePolicy: ExpressibleByArgument {}
+
+/// An interval option in seconds: positive, finite, at most a day (it becomes whole milliseconds).
+func validateInterval(_ seconds: Double, _ option: String) throws {
+    guard seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+        throw ValidationError("\(option) must be a number of seconds above 0 and at most 86400")
+    }
+}
