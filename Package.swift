@@ -142,6 +142,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LansyncHostTests",
+            dependencies: [
+                "LansyncCore", "LansyncHost", "LansyncNode", "LansyncStore", "LansyncTransport", "LansyncTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport",

@@ -40,11 +40,17 @@ public struct DataDirectory: Sendable {
 
     /// This node's TLS credentials.
     public func tlsIdentity() throws(HostError) -> TLSIdentity {
+        let nodePEM: String, clusterPEM: String
         do {
-            return try TLSIdentity(
-                nodePEM: String(contentsOfFile: nodePath, encoding: .utf8), clusterPEM: String(contentsOfFile: clusterPath, encoding: .utf8))
+            nodePEM = try String(contentsOfFile: nodePath, encoding: .utf8)
+            clusterPEM = try String(contentsOfFile: clusterPath, encoding: .utf8)
         } catch {
-            throw HostError("cannot load this node's identity from \(path) (\(error)): the directory may be damaged; 'lansync init' a new one")
+            throw HostError("cannot read this node's identity (node.pem, cluster.pem) in \(path): restore them from a backup, or 'lansync init' a new directory")
+        }
+        do {
+            return try TLSIdentity(nodePEM: nodePEM, clusterPEM: clusterPEM)
+        } catch {
+            throw HostError("cannot load this node's identity from \(path) (\(TransportError.describing(error))): the directory may be damaged; 'lansync init' a new one")
         }
     }
 

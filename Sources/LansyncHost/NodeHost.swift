@@ -1,6 +1,7 @@
 import Foundation
 public import LansyncNode
 import LansyncStore
+import LansyncTransport
 
 extension DataDirectory {
     /// Runs this directory's node (or relay) until SIGINT or SIGTERM, holding the node lock.
@@ -30,7 +31,7 @@ extension DataDirectory {
         do {
             try await task.value
         } catch {
-            throw HostError("node stopped: \(error)")
+            throw HostError("node stopped: \(TransportError.describing(error))")
         }
     }
 }

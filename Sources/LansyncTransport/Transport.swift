@@ -43,10 +43,34 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
             }
         case let error as IOError where error.errnoCode == ECONNREFUSED:
             self.init("connection refused: no node listens there")
-        case let error as IOError:
-            self.init("\(String(cString: strerror(error.errnoCode)).lowercased())")
         default:
-            self.init("\(error)")
+            self.init(Self.describing(error))
+        }
+    }
+
+    /// One line for people about what SwiftNIO, NIOSSL or the system reported, in place of the
+    /// library's enum case.
+    public static func describing(_ error: any Error) -> String {
+        switch error {
+        case let error as TransportError:
+            return error.description
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case ChannelError.connectTimeout(let timeout):
+            return "no answer within \(timeout.nanoseconds / 1_000_000_000) s"
+        case ChannelError.ioOnClosedChannel, ChannelError.alreadyClosed, ChannelError.outputClosed, ChannelError.inputClosed,
+            ChannelError.eof:
+            return "the connection closed"
+        case is ChannelError:
+            return "the connection failed"
+        case NIOSSLError.uncleanShutdown:
+            return "the peer closed the connection without ending TLS"
+        case is NIOSSLError:
+            return "TLS failed"
+        case let error as any CustomStringConvertible:
+            return error.description
+        default:
+            return "\(type(of: error))"
         }
     }
 }
@@ -225,7 +249,7 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
             // BoringSSL says no more than this; the two causes seen in practice are named instead.
             fail(context, TransportError("TLS handshake failed: a certificate was refused (a node of another cluster, or a certificate not valid at one machine's clock: check the clock of both machines)"))
         } else {
-            fail(context, TransportError("TLS handshake failed: \(error)"))
+            fail(context, TransportError("TLS handshake failed: \(TransportError.describing(error))"))
         }
     }
 

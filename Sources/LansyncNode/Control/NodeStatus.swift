@@ -29,6 +29,28 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// Permanent errors: this node's changes the relay refused (and overruled).
     public var rejected: [Rejection]
 
+    public init(
+        nodeID: String, name: String, clusterID: String, running: Bool, listen: String?, mdns: String?, items: Int, deleted: Int,
+        conflicts: Int, digest: String, damaged: String?, versionVector: [String: UInt64], peers: [Peer], changes: Changes?,
+        rejected: [Rejection]
+    ) {
+        self.nodeID = nodeID
+        self.name = name
+        self.clusterID = clusterID
+        self.running = running
+        self.listen = listen
+        self.mdns = mdns
+        self.items = items
+        self.deleted = deleted
+        self.conflicts = conflicts
+        self.digest = digest
+        self.damaged = damaged
+        self.versionVector = versionVector
+        self.peers = peers
+        self.changes = changes
+        self.rejected = rejected
+    }
+
     /// One peer: a known node (direct, or met only through others), or a configured address not
     /// reached yet.
     public struct Peer: Codable, Sendable, Equatable {

@@ -231,7 +231,7 @@ public struct SessionRunner: Sendable {
                 }
             }
         } catch {
-            if outcome.error == nil, outcome.peerError == nil { outcome.connectionError = "connection lost: \(error)" }
+            if outcome.error == nil, outcome.peerError == nil { outcome.connectionError = "connection lost: \(TransportError.describing(error))" }
         }
         outcome.sentBytes = connection.counters.sent
         outcome.receivedBytes = connection.counters.received

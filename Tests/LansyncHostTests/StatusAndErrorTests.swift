@@ -1,0 +1,51 @@
+import Foundation
+import LansyncNode
+import LansyncStore
+import LansyncTransport
+import NIOCore
+import Testing
+
+/// The status model's JSON contract (`status --json`, Docs/CLI.md) and what transport failures say.
+@Suite struct StatusAndErrorTests {
+    func sample() -> NodeStatus {
+        var direct = NodeStatus.Peer(nodeID: "b", name: "bob", path: .direct, connected: true)
+        direct.address = "10.0.0.2:7420"
+        direct.source = .configured
+        direct.lacks = 0
+        direct.sentUpdates = 3
+        return NodeStatus(
+            nodeID: "a", name: "alice", clusterID: "c", running: false, listen: nil, mdns: nil, items: 2, deleted: 0, conflicts: 1,
+            digest: "d", damaged: nil, versionVector: ["a": 3],
+            peers: [direct, NodeStatus.Peer(nodeID: "z", name: nil, path: .viaRelay, connected: false)],
+            changes: nil, rejected: [])
+    }
+
+    @Test func everyKeyIsPresentWithNullForNoValue() throws {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sample().json.utf8)) as? [String: Any])
+        let keys = [
+            "node_id", "name", "cluster_id", "running", "listen", "mdns", "items", "deleted", "conflicts", "digest", "damaged",
+            "version_vector", "peers", "changes", "rejected",
+        ]
+        #expect(Set(object.keys) == Set(keys))
+        #expect(object["listen"] is NSNull)
+        let peers = try #require(object["peers"] as? [[String: Any]])
+        #expect(peers[0]["source"] as? String == "static")
+        #expect(peers[0]["last_sync"] is NSNull)
+        #expect(peers[0]["round_trips_waited"] is NSNull)
+        // A node known only through others has no address or session of its own.
+        #expect(Set(peers[1].keys) == ["node_id", "name", "path", "connected"])
+        #expect(peers[1]["path"] as? String == "via relay")
+    }
+
+    @Test func theJSONReadsBackAsItWasWritten() throws {
+        let status = sample()
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+    }
+
+    @Test func transportFailuresSayWhatHappenedNotAnEnumCase() {
+        #expect(TransportError.describing(IOError(errnoCode: ECONNRESET, reason: "read")) == "connection reset by peer")
+        #expect(TransportError.describing(ChannelError.eof) == "the connection closed")
+        #expect(TransportError.describing(ChannelError.connectTimeout(.seconds(5))) == "no answer within 5 s")
+        #expect(TransportError.describing(TransportError("the peer sent nothing")) == "the peer sent nothing")
+    }
+}
