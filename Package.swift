@@ -93,7 +93,9 @@ let package = Package(
         // every front end (the CLI, the local API).
         .target(
             name: "LansyncHost",
-            dependencies: ["LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode"],
+            dependencies: [
+                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
+            ],
             swiftSettings: strict
         ),
         // The CLI: argument parsing and rendering only.
@@ -138,7 +140,10 @@ let package = Package(
         .testTarget(
             name: "LansyncStoreTests",
             // GRDB: the damage tests break a file's rows on purpose.
-            dependencies: ["LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -8,7 +8,7 @@ let package = Package(
     name: "LansyncBenchmarks",
     products: [.executable(name: "lansync-bench", targets: ["lansync-bench"])],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2")
     ],
     targets: [
         // The system SQLite, for the "plain SQLite table" limit and for watching replicas commit.

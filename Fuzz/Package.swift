@@ -14,6 +14,6 @@ let package = Package(
                 .product(name: "LansyncCore", package: "lansync"),
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
-        ),
+        )
     ]
 )

@@ -115,8 +115,15 @@ public struct DeltaPlanner: Sendable {
             for row in rows where included.insert(row.key).inserted { keys.append(row.key) }
         }
         while keys.count < maxUpdates {
-            let node: NodeID, claimed: Bool
-            if let next = pending.first { (node, claimed) = (next, true) } else if let next = unclaimed.first { (node, claimed) = (next, false) } else { break }
+            let node: NodeID
+            let claimed: Bool
+            if let next = pending.first {
+                (node, claimed) = (next, true)
+            } else if let next = unclaimed.first {
+                (node, claimed) = (next, false)
+            } else {
+                break
+            }
             let end = claimed ? sender[node] : .max
             let start = claimed ? position[node] : unclaimedPosition[node] ?? 0
             let room = maxUpdates - keys.count

@@ -36,7 +36,9 @@ public struct FieldName: Hashable, Comparable, Sendable {
 
     public static func == (lhs: FieldName, rhs: FieldName) -> Bool { lhs.rawValue.utf8EqualsExactly(rhs.rawValue) }
     public func hash(into hasher: inout Hasher) { rawValue.hashUTF8(into: &hasher) }
-    public static func < (lhs: FieldName, rhs: FieldName) -> Bool { lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8) }
+    public static func < (lhs: FieldName, rhs: FieldName) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
 }
 
 extension FieldName: CustomStringConvertible {

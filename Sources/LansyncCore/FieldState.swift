@@ -27,10 +27,10 @@ public struct FieldState: Hashable, Sendable {
     public init?(context: VersionVector, versions: [FieldVersion], entries: [ListEntry]) {
         let versionDots = Set(versions.map(\.dot))
         guard versionDots.count == versions.count,
-              Set(entries.map(\.key)).count == entries.count,
-              versions.allSatisfy({ context.contains($0.dot) }),
-              entries.allSatisfy({ context.contains($0.dot) }),
-              !versions.isEmpty || (entries.isEmpty && context.isEmpty)
+            Set(entries.map(\.key)).count == entries.count,
+            versions.allSatisfy({ context.contains($0.dot) }),
+            entries.allSatisfy({ context.contains($0.dot) }),
+            !versions.isEmpty || (entries.isEmpty && context.isEmpty)
         else { return nil }
         self.context = context
         self.versions = versions.sorted { $0.dot < $1.dot }
@@ -55,7 +55,9 @@ public struct FieldState: Hashable, Sendable {
                 return ListEntry(value: value, dot: dot, addedAt: first.timestamp, position: first.position)
             }
             entries.sort(by: Self.entryOrder)
-            versions = [FieldVersion(dot: dot, timestamp: timestamp, write: .list(ListChange(replaced: true, added: unique)))]
+            versions = [
+                FieldVersion(dot: dot, timestamp: timestamp, write: .list(ListChange(replaced: true, added: unique)))
+            ]
         } else {
             entries = []
             versions = [FieldVersion(dot: dot, timestamp: timestamp, write: .assign(value))]
@@ -77,7 +79,8 @@ public struct FieldState: Hashable, Sendable {
             // this edit replaced the list.
             if case .list(let earlier) = versions[0].write { change = earlier } else { change.replaced = true }
         }
-        let first = firstAddTimes()[element]
+        let first =
+            firstAddTimes()[element]
             ?? FirstAdded(timestamp: timestamp, position: UInt32(clamping: change.added.count))
         entries.removeAll { $0.value == element }
         if add {
@@ -94,11 +97,23 @@ public struct FieldState: Hashable, Sendable {
     /// The relay's refusal of a field state over its limits: absorbs what `refused` has seen (so
     /// its versions are superseded everywhere) and writes `kept` instead, naming the refused
     /// versions and why. `dot` is the relay's own new write.
-    public mutating func overrule(_ refused: FieldState, keeping kept: Value, reason: String, dot: Dot, timestamp: HLCTimestamp) {
+    public mutating func overrule(
+        _ refused: FieldState,
+        keeping kept: Value,
+        reason: String,
+        dot: Dot,
+        timestamp: HLCTimestamp
+    ) {
         let rejected = refused.versions.map(\.dot).filter { dot in !versions.contains { $0.dot == dot } }
         context.join(refused.context)
         assign(kept, dot: dot, timestamp: timestamp)
-        versions = [FieldVersion(dot: dot, timestamp: timestamp, write: .overrule(kept: kept, rejected: rejected.sorted(), reason: String(reason.prefix(256))))]
+        versions = [
+            FieldVersion(
+                dot: dot,
+                timestamp: timestamp,
+                write: .overrule(kept: kept, rejected: rejected.sorted(), reason: String(reason.prefix(256)))
+            )
+        ]
     }
 
     // MARK: Merge
@@ -121,8 +136,10 @@ public struct FieldState: Hashable, Sendable {
     /// The observed-remove rule shared by versions and list tags: an element survives if both
     /// sides hold it, or if the side that lacks it has never seen its dot.
     private static func mergeTagged<Element, Key: Hashable>(
-        _ left: [Element], _ leftContext: VersionVector,
-        _ right: [Element], _ rightContext: VersionVector,
+        _ left: [Element],
+        _ leftContext: VersionVector,
+        _ right: [Element],
+        _ rightContext: VersionVector,
         key: (Element) -> Key
     ) -> [Element] where Element: DottedElement {
         let rightKeys = Set(right.map(key))

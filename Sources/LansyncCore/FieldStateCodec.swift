@@ -35,7 +35,11 @@ public enum FieldStateCodec {
         }
     }
 
-    public static func write<Form: FieldStateForm>(_ write: FieldVersion.Write, to w: inout ByteWriter, form: inout Form) {
+    public static func write<Form: FieldStateForm>(
+        _ write: FieldVersion.Write,
+        to w: inout ByteWriter,
+        form: inout Form
+    ) {
         switch write {
         case .assign(let value):
             w.byte(assignTag)
@@ -66,7 +70,10 @@ public enum FieldStateCodec {
         }
     }
 
-    public static func read<Form: FieldStateForm>(from r: inout ByteReader, form: Form) throws(DecodingError) -> FieldState {
+    public static func read<Form: FieldStateForm>(
+        from r: inout ByteReader,
+        form: Form
+    ) throws(DecodingError) -> FieldState {
         let context = try readVersionVector(from: &r, form: form)
         let nodeSize = form.minimumNodeSize
         var versions: [FieldVersion] = []
@@ -92,7 +99,9 @@ public enum FieldStateCodec {
     }
 
     static func readWrite<Form: FieldStateForm>(
-        from r: inout ByteReader, context: VersionVector, form: Form
+        from r: inout ByteReader,
+        context: VersionVector,
+        form: Form
     ) throws(DecodingError) -> FieldVersion.Write {
         switch try r.byte() {
         case assignTag:
@@ -104,7 +113,8 @@ public enum FieldStateCodec {
                 let node = try form.readNode(from: &r)
                 let counter = try r.varint()
                 // Only versions the relay held can be overruled, so they lie inside the context.
-                guard counter > 0, counter <= Limits.maxCounter, context.contains(Dot(node: node, counter: counter)) else {
+                guard counter > 0, counter <= Limits.maxCounter, context.contains(Dot(node: node, counter: counter))
+                else {
                     throw r.fail("overruled dot outside its field's context")
                 }
                 rejected.append(Dot(node: node, counter: counter))
@@ -123,7 +133,8 @@ public enum FieldStateCodec {
     }
 
     public static func readVersionVector<Form: FieldStateForm>(
-        from r: inout ByteReader, form: Form
+        from r: inout ByteReader,
+        form: Form
     ) throws(DecodingError) -> VersionVector {
         var counters: [NodeID: UInt64] = [:]
         for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 1)) {

@@ -50,7 +50,10 @@ public struct HybridLogicalClock: Hashable, Sendable {
 
     /// Takes a timestamp seen on a remote write into account.
     public mutating func observe(_ remote: HLCTimestamp, wallMilliseconds: UInt64) {
-        let ceiling = HLCTimestamp(milliseconds: min(wallMilliseconds &+ Self.maxForwardDrift, (1 << 48) - 1), logical: UInt16.max)
+        let ceiling = HLCTimestamp(
+            milliseconds: min(wallMilliseconds &+ Self.maxForwardDrift, (1 << 48) - 1),
+            logical: UInt16.max
+        )
         let bounded = min(remote, ceiling)
         if bounded > latest { latest = bounded }
     }

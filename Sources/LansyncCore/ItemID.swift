@@ -8,7 +8,7 @@ public struct ItemID: Hashable, Comparable, Sendable {
 
     public init(_ text: String) throws(EditError) {
         guard !text.isEmpty, text.utf8.count <= Limits.maxItemIDBytes,
-              text.utf8.allSatisfy({ Self.allowed($0) })
+            text.utf8.allSatisfy({ Self.allowed($0) })
         else { throw .invalidItemID(text) }
         rawValue = text
     }
@@ -19,8 +19,8 @@ public struct ItemID: Hashable, Comparable, Sendable {
     private static func allowed(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"),
-             UInt8(ascii: ":"), UInt8(ascii: "-"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: ":"), UInt8(ascii: "-"):
             true
         default: false
         }
@@ -34,8 +34,8 @@ public struct ItemID: Hashable, Comparable, Sendable {
         let r1 = random.next() as UInt64
         let r2 = random.next() as UInt64
         for i in 6..<16 { bytes[i] = UInt8(truncatingIfNeeded: (i < 11 ? r1 : r2) >> (8 * UInt64(i % 8))) }
-        bytes[6] = 0x70 | (bytes[6] & 0x0f)   // version 7
-        bytes[8] = 0x80 | (bytes[8] & 0x3f)   // RFC 9562 variant
+        bytes[6] = 0x70 | (bytes[6] & 0x0f)  // version 7
+        bytes[8] = 0x80 | (bytes[8] & 0x3f)  // RFC 9562 variant
         let hex = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for (i, byte) in bytes.enumerated() {
@@ -48,7 +48,9 @@ public struct ItemID: Hashable, Comparable, Sendable {
 
     public static func == (lhs: ItemID, rhs: ItemID) -> Bool { lhs.rawValue.utf8EqualsExactly(rhs.rawValue) }
     public func hash(into hasher: inout Hasher) { rawValue.hashUTF8(into: &hasher) }
-    public static func < (lhs: ItemID, rhs: ItemID) -> Bool { lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8) }
+    public static func < (lhs: ItemID, rhs: ItemID) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
 }
 
 extension ItemID: CustomStringConvertible {

@@ -57,7 +57,11 @@ public struct ItemState: Hashable, Sendable {
 
     /// Checks an edit against this state and returns the field states it produces, all written
     /// with `dot`. Throws, changing nothing, if the edit is not valid here.
-    public func applying(_ edit: ItemEdit, dot: Dot, timestamp: HLCTimestamp) throws(EditError) -> [FieldName: FieldState] {
+    public func applying(
+        _ edit: ItemEdit,
+        dot: Dot,
+        timestamp: HLCTimestamp
+    ) throws(EditError) -> [FieldName: FieldState] {
         var changed: [FieldName: FieldState] = [:]
         func state(_ name: FieldName) -> FieldState { changed[name] ?? fields[name] ?? FieldState() }
 
@@ -98,7 +102,9 @@ public struct ItemState: Hashable, Sendable {
         case let .resolve(name, value):
             guard exists else { throw .unknownItem(id) }
             guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
-            guard value.encodedSize <= Limits.maxValueBytes else { throw .valueTooLarge(name, bytes: value.encodedSize) }
+            guard value.encodedSize <= Limits.maxValueBytes else {
+                throw .valueTooLarge(name, bytes: value.encodedSize)
+            }
             if name == .type {
                 guard case .string(let type) = value else { throw .invalidType("(\(value.kindName), not text)") }
                 try Self.validate(type: type)
@@ -113,7 +119,11 @@ public struct ItemState: Hashable, Sendable {
     /// Applies a local edit (validated as in ``applying(_:dot:timestamp:)``) and returns the changed
     /// field states.
     @discardableResult
-    public mutating func apply(_ edit: ItemEdit, dot: Dot, timestamp: HLCTimestamp) throws(EditError) -> [FieldName: FieldState] {
+    public mutating func apply(
+        _ edit: ItemEdit,
+        dot: Dot,
+        timestamp: HLCTimestamp
+    ) throws(EditError) -> [FieldName: FieldState] {
         let changed = try applying(edit, dot: dot, timestamp: timestamp)
         for (name, state) in changed { fields[name] = state }
         return changed
@@ -122,7 +132,7 @@ public struct ItemState: Hashable, Sendable {
     /// Item types: 1 to ``Limits/maxTypeBytes`` bytes with no control characters.
     public static func validate(type: String) throws(EditError) {
         guard !type.isEmpty, type.utf8.count <= Limits.maxTypeBytes,
-              !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
+            !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
         else { throw .invalidType(type) }
     }
 
@@ -131,10 +141,17 @@ public struct ItemState: Hashable, Sendable {
         guard !isDeleted else { throw .itemDeleted(id) }
     }
 
-    private func apply(_ assignments: [Assignment], to changed: inout [FieldName: FieldState], dot: Dot, timestamp: HLCTimestamp) throws(EditError) {
+    private func apply(
+        _ assignments: [Assignment],
+        to changed: inout [FieldName: FieldState],
+        dot: Dot,
+        timestamp: HLCTimestamp
+    ) throws(EditError) {
         for assignment in assignments {
             let name = assignment.field
-            guard !name.isReserved else { throw .invalidFieldName(name.rawValue, reason: "names starting with '_' are reserved") }
+            guard !name.isReserved else {
+                throw .invalidFieldName(name.rawValue, reason: "names starting with '_' are reserved")
+            }
             var field = changed[name] ?? fields[name] ?? FieldState()
             switch assignment {
             case .set(_, let value):

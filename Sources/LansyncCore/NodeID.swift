@@ -20,7 +20,11 @@ public struct NodeID: Hashable, Comparable, Sendable {
         var h: UInt64 = 0
         var l: UInt64 = 0
         for (i, byte) in bytes.prefix(16).enumerated() {
-            if i < 8 { h |= UInt64(byte) << (56 - 8 * UInt64(i)) } else { l |= UInt64(byte) << (56 - 8 * UInt64(i - 8)) }
+            if i < 8 {
+                h |= UInt64(byte) << (56 - 8 * UInt64(i))
+            } else {
+                l |= UInt64(byte) << (56 - 8 * UInt64(i - 8))
+            }
         }
         self.init(high: h, low: l)
     }
@@ -32,7 +36,9 @@ public struct NodeID: Hashable, Comparable, Sendable {
     /// The 16 bytes, big-endian.
     public var bytes: [UInt8] {
         (0..<16).map { i in
-            i < 8 ? UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i))) : UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(i - 8)))
+            i < 8
+                ? UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i)))
+                : UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(i - 8)))
         }
     }
 

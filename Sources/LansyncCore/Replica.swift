@@ -45,7 +45,9 @@ public struct Replica: Sendable {
     /// Takes a peer's version vector into account (its hello, a summary): if the peer holds more
     /// of this replica's current writer than the replica does, the writer is retired.
     public mutating func observe(peer: VersionVector) {
-        if WriterContinuity.peerWitnessesRollback(writer: writer, held: versionVector, peer: peer) { writerRetired = true }
+        if WriterContinuity.peerWitnessesRollback(writer: writer, held: versionVector, peer: peer) {
+            writerRetired = true
+        }
     }
 
     /// Performs a local edit; returns its dot. Throws, changing nothing, if the edit is refused.
@@ -83,8 +85,15 @@ public struct Replica: Sendable {
     /// field states (a single write larger than that travels whole); then, unclaimed, what this
     /// replica holds beyond its own vector.
     public func delta(for remote: VersionVector, maxUpdates: Int = 256) -> [DeltaBatch] {
-        let unclaimed = index.filter { node, counters in counters.keys.contains { $0 > versionVector[node] } }.map(\.key)
-        var planner = DeltaPlanner(sender: versionVector, receiver: remote, maxUpdates: maxUpdates, unclaimed: unclaimed)
+        let unclaimed = index.filter { node, counters in counters.keys.contains { $0 > versionVector[node] } }.map(
+            \.key
+        )
+        var planner = DeltaPlanner(
+            sender: versionVector,
+            receiver: remote,
+            maxUpdates: maxUpdates,
+            unclaimed: unclaimed
+        )
         var batches: [DeltaBatch] = []
         while let plan = planner.nextBatch(versions: { versionRows(node: $0, after: $1, limit: $2) }) {
             let updates = plan.keys.compactMap { key in fieldState(key).map { FieldUpdate(key: key, state: $0) } }
@@ -105,7 +114,8 @@ public struct Replica: Sendable {
     /// completes (``completeStream(from:)``): a covered write may have been superseded in a field
     /// whose newer state is still to come, and if the sender lost that state meanwhile (a rollback)
     /// the vector would claim a write this replica never held.
-    public mutating func apply(_ batch: DeltaBatch, from sender: NodeID, incarnation: NodeID, wallMilliseconds: UInt64) {
+    public mutating func apply(_ batch: DeltaBatch, from sender: NodeID, incarnation: NodeID, wallMilliseconds: UInt64)
+    {
         merge(batch, wallMilliseconds: wallMilliseconds)
         if streams[sender]?.incarnation != incarnation { streams[sender] = (VersionVector(), incarnation) }
         streams[sender]!.covers.join(batch.covers)
@@ -137,7 +147,9 @@ public struct Replica: Sendable {
             let before = state
             state.merge(update.state)
             if state != before { changed = true }
-            for version in update.state.versions { clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds) }
+            for version in update.state.versions {
+                clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
+            }
             store(update.key, state)
         }
     }
@@ -158,7 +170,9 @@ public struct Replica: Sendable {
         for version in old?.versions ?? [] where index[version.dot.node]?[version.dot.counter]?.isEmpty == true {
             index[version.dot.node]?[version.dot.counter] = nil
         }
-        for version in state.versions { index[version.dot.node, default: [:]][version.dot.counter, default: []].insert(key) }
+        for version in state.versions {
+            index[version.dot.node, default: [:]][version.dot.counter, default: []].insert(key)
+        }
         var item = items[key.item] ?? ItemState(id: key.item)
         item.merge(key.field, state)
         items[key.item] = item

@@ -118,7 +118,8 @@ extension String {
         guard utf8.count == other.utf8.count else { return false }
         if let same = utf8.withContiguousStorageIfAvailable({ mine in
             other.utf8.withContiguousStorageIfAvailable { theirs in
-                mine.count == 0 || mine.baseAddress == theirs.baseAddress || UnsafeRawBufferPointer(mine).elementsEqual(UnsafeRawBufferPointer(theirs))
+                mine.count == 0 || mine.baseAddress == theirs.baseAddress
+                    || UnsafeRawBufferPointer(mine).elementsEqual(UnsafeRawBufferPointer(theirs))
             }
         }), let result = same {
             return result

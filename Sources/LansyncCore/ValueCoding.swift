@@ -9,9 +9,15 @@ extension ByteWriter {
         switch v {
         case .null: byte(0)
         case .bool(let b): byte(b ? 2 : 1)
-        case .integer(let i): byte(3); signedVarint(i)
-        case .double(let d): byte(4); fixed64(d.bitPattern)
-        case .string(let s): byte(5); string(s)
+        case .integer(let i):
+            byte(3)
+            signedVarint(i)
+        case .double(let d):
+            byte(4)
+            fixed64(d.bitPattern)
+        case .string(let s):
+            byte(5)
+            string(s)
         case .list(let elements):
             byte(6)
             varint(UInt64(elements.count))

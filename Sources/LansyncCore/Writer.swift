@@ -44,7 +44,6 @@ extension NodeID {
     }
 }
 
-
 /// Resuming an interrupted delta stream (Docs/MERGE.md, "Rolled-back replicas").
 ///
 /// A receiver counts a stream's batches in its version vector only when the stream completes, and
@@ -55,7 +54,12 @@ extension NodeID {
 /// vector; the receiver drops the progress for the same reason.
 public enum StreamResume {
     /// Where `sender`'s delta starts for a receiver that said hello with `vector` and `resume`.
-    public static func start(receiver vector: VersionVector, resume: VersionVector, resumeFor: NodeID?, senderWriter: NodeID) -> VersionVector {
+    public static func start(
+        receiver vector: VersionVector,
+        resume: VersionVector,
+        resumeFor: NodeID?,
+        senderWriter: NodeID
+    ) -> VersionVector {
         resumeFor == senderWriter ? vector.joined(with: resume) : vector
     }
 }

@@ -54,7 +54,10 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 
     public func stop() {
         lifecycle.lock()
-        guard let poll, !stopped else { lifecycle.unlock(); return }
+        guard let poll, !stopped else {
+            lifecycle.unlock()
+            return
+        }
         avahi_threaded_poll_lock(poll)
         stopped = true
         retry?.cancel()
@@ -62,7 +65,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         lifecycle.unlock()
         // From here no callback or retry touches our state: the poll thread can be stopped.
         avahi_threaded_poll_stop(poll)
-        if let client { avahi_client_free(client) }   // frees its groups, browsers and resolvers
+        if let client { avahi_client_free(client) }  // frees its groups, browsers and resolvers
         client = nil
         group = nil
         browser = nil
@@ -82,9 +85,15 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func connect() {
         guard let poll, client == nil, !stopped else { return }
         var error: Int32 = 0
-        client = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, { client, state, userdata in
-            AvahiDiscovery.from(userdata)?.clientChanged(client, state)
-        }, context, &error)
+        client = avahi_client_new(
+            avahi_threaded_poll_get(poll),
+            AVAHI_CLIENT_NO_FAIL,
+            { client, state, userdata in
+                AvahiDiscovery.from(userdata)?.clientChanged(client, state)
+            },
+            context,
+            &error
+        )
         if client == nil {
             report(.unavailable("cannot reach the Avahi daemon over D-Bus (\(String(cString: avahi_strerror(error))))"))
             scheduleRetry()
@@ -123,8 +132,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func clientChanged(_ client: OpaquePointer?, _ state: AvahiClientState) {
         switch state {
         case AVAHI_CLIENT_S_RUNNING:
-            if let client { publish(client); browse(client) }
-            lastUnavailable = "" // force the next .available through
+            if let client {
+                publish(client)
+                browse(client)
+            }
+            lastUnavailable = ""  // force the next .available through
             report(.available)
         case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
             if let group { avahi_entry_group_reset(group) }
@@ -132,7 +144,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             report(.unavailable("the Avahi daemon is not running; waiting for it (static peers still work)"))
         case AVAHI_CLIENT_FAILURE:
             let error = client.map { avahi_client_errno($0) } ?? 0
-            report(.unavailable("lost the Avahi daemon (\(String(cString: avahi_strerror(error)))); waiting for it to come back"))
+            report(
+                .unavailable(
+                    "lost the Avahi daemon (\(String(cString: avahi_strerror(error)))); waiting for it to come back"
+                )
+            )
             // The daemon went away: start over with a new client, which waits for it.
             if let client { avahi_client_free(client) }
             self.client = nil
@@ -149,17 +165,30 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func publish(_ client: OpaquePointer) {
         guard let advertisement else { return }
         if group == nil {
-            group = avahi_entry_group_new(client, { group, state, userdata in
-                AvahiDiscovery.from(userdata)?.groupChanged(group, state)
-            }, context)
+            group = avahi_entry_group_new(
+                client,
+                { group, state, userdata in
+                    AvahiDiscovery.from(userdata)?.groupChanged(group, state)
+                },
+                context
+            )
         }
         guard let group, avahi_entry_group_is_empty(group) != 0 else { return }
         var txt: UnsafeMutablePointer<AvahiStringList>?
         for entry in advertisement.txt { txt = avahi_string_list_add(txt, entry) }
         defer { avahi_string_list_free(txt) }
         let added = avahi_entry_group_add_service_strlst(
-            group, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(0),
-            serviceName, Advertisement.serviceType, nil, nil, UInt16(advertisement.port), txt)
+            group,
+            AvahiIfIndex(AVAHI_IF_UNSPEC),
+            AvahiProtocol(AVAHI_PROTO_UNSPEC),
+            AvahiPublishFlags(0),
+            serviceName,
+            Advertisement.serviceType,
+            nil,
+            nil,
+            UInt16(advertisement.port),
+            txt
+        )
         if added == AVAHI_ERR_COLLISION {
             renameAfterCollision()
             return
@@ -185,25 +214,47 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func browse(_ client: OpaquePointer) {
         guard browser == nil else { return }
         browser = avahi_service_browser_new(
-            client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), Advertisement.serviceType, nil, AvahiLookupFlags(0),
+            client,
+            AvahiIfIndex(AVAHI_IF_UNSPEC),
+            AvahiProtocol(AVAHI_PROTO_UNSPEC),
+            Advertisement.serviceType,
+            nil,
+            AvahiLookupFlags(0),
             { _, interface, proto, event, name, type, domain, _, userdata in
                 AvahiDiscovery.from(userdata)?.browsed(interface, proto, event, name, type, domain)
-            }, context)
+            },
+            context
+        )
     }
 
-    private func browsed(_ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiBrowserEvent,
-                         _ name: UnsafePointer<CChar>?, _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?) {
+    private func browsed(
+        _ interface: AvahiIfIndex,
+        _ proto: AvahiProtocol,
+        _ event: AvahiBrowserEvent,
+        _ name: UnsafePointer<CChar>?,
+        _ type: UnsafePointer<CChar>?,
+        _ domain: UnsafePointer<CChar>?
+    ) {
         guard let client, let name else { return }
         let service = String(cString: name)
         switch event {
         case AVAHI_BROWSER_NEW:
             // Resolve to an IPv4 address; the resolver frees itself in its callback.
             _ = avahi_service_resolver_new(
-                client, interface, proto, name, type, domain, AvahiProtocol(AVAHI_PROTO_INET), AvahiLookupFlags(0),
+                client,
+                interface,
+                proto,
+                name,
+                type,
+                domain,
+                AvahiProtocol(AVAHI_PROTO_INET),
+                AvahiLookupFlags(0),
                 { resolver, _, _, event, name, _, _, _, address, port, txt, _, userdata in
                     AvahiDiscovery.from(userdata)?.resolved(event, name, address, port, txt)
                     if let resolver { avahi_service_resolver_free(resolver) }
-                }, context)
+                },
+                context
+            )
         case AVAHI_BROWSER_REMOVE:
             if let node = nodesByService.removeValue(forKey: service) { continuation?.yield(.lost(node)) }
         default:
@@ -211,8 +262,13 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         }
     }
 
-    private func resolved(_ event: AvahiResolverEvent, _ name: UnsafePointer<CChar>?, _ address: UnsafePointer<AvahiAddress>?,
-                          _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?) {
+    private func resolved(
+        _ event: AvahiResolverEvent,
+        _ name: UnsafePointer<CChar>?,
+        _ address: UnsafePointer<AvahiAddress>?,
+        _ port: UInt16,
+        _ txt: UnsafeMutablePointer<AvahiStringList>?
+    ) {
         guard event == AVAHI_RESOLVER_FOUND, let name, let address, let advertisement else { return }
         var entries: [String: String] = [:]
         var item = txt
@@ -228,7 +284,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         }
         // Strangers' services, other clusters and ourselves are ignored without a word.
         guard let peer = Advertisement.peer(fromTXT: entries), peer.cluster == advertisement.clusterID,
-              peer.node != advertisement.nodeID, peer.proto == advertisement.protocolMajor
+            peer.node != advertisement.nodeID, peer.proto == advertisement.protocolMajor
         else { return }
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
         guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return }

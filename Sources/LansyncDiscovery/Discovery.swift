@@ -24,8 +24,8 @@ public struct Advertisement: Sendable, Equatable {
     /// Reads a peer's TXT record; nil if it lacks a key lansync needs (a stranger's service).
     public static func peer(fromTXT entries: [String: String]) -> (node: NodeID, cluster: NodeID, proto: UInt32)? {
         guard let node = entries["node"].flatMap(NodeID.init(text:)),
-              let cluster = entries["cluster"].flatMap(NodeID.init(text:)),
-              let proto = entries["proto"].flatMap({ UInt32($0) })
+            let cluster = entries["cluster"].flatMap(NodeID.init(text:)),
+            let proto = entries["proto"].flatMap({ UInt32($0) })
         else { return nil }
         return (node, cluster, proto)
     }

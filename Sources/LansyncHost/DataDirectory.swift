@@ -22,7 +22,8 @@ public struct DataDirectory: Sendable {
     /// The directory as the contract resolves it: `dir` (--dir), else `$LANSYNC_DIR`, else
     /// `~/.lansync` ($HOME first, as a shell's `~` does).
     public static func resolve(
-        dir: String?, environment: [String: String]? = nil,
+        dir: String?,
+        environment: [String: String]? = nil,
         note: @escaping @Sendable (String) -> Void = { _ in }
     ) -> DataDirectory {
         let environment = environment ?? ProcessInfo.processInfo.environment
@@ -40,17 +41,22 @@ public struct DataDirectory: Sendable {
 
     /// This node's TLS credentials.
     public func tlsIdentity() throws(HostError) -> TLSIdentity {
-        let nodePEM: String, clusterPEM: String
+        let nodePEM: String
+        let clusterPEM: String
         do {
             nodePEM = try String(contentsOfFile: nodePath, encoding: .utf8)
             clusterPEM = try String(contentsOfFile: clusterPath, encoding: .utf8)
         } catch {
-            throw HostError("cannot read this node's identity (node.pem, cluster.pem) in \(path): restore them from a backup, or 'lansync init' a new directory")
+            throw HostError(
+                "cannot read this node's identity (node.pem, cluster.pem) in \(path): restore them from a backup, or 'lansync init' a new directory"
+            )
         }
         do {
             return try TLSIdentity(nodePEM: nodePEM, clusterPEM: clusterPEM)
         } catch {
-            throw HostError("cannot load this node's identity from \(path) (\(TransportError.describing(error))): the directory may be damaged; 'lansync init' a new one")
+            throw HostError(
+                "cannot load this node's identity from \(path) (\(TransportError.describing(error))): the directory may be damaged; 'lansync init' a new one"
+            )
         }
     }
 

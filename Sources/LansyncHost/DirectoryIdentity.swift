@@ -21,13 +21,18 @@ extension DataDirectory {
         }
         let secretText: String
         do { secretText = try String(contentsOfFile: clusterSecretFile, encoding: .utf8) } catch {
-            throw HostError("cannot read cluster secret \(clusterSecretFile): check the path ('lansync cluster create FILE' makes one)")
+            throw HostError(
+                "cannot read cluster secret \(clusterSecretFile): check the path ('lansync cluster create FILE' makes one)"
+            )
         }
         let secret: ClusterSecret
         do { secret = try ClusterSecret(pem: secretText) } catch { throw HostError("\(clusterSecretFile) is \(error)") }
         do {
             try FileManager.default.createDirectory(
-                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                atPath: path,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         } catch {
             throw HostError("cannot create \(path): \(error.localizedDescription)")
         }
@@ -37,8 +42,13 @@ extension DataDirectory {
         try SecretFile.write(try identity.pem(), to: nodePath, replace: true)
         do {
             _ = try ReplicaStore.create(
-                path: replicaPath, nodeID: identity.nodeID, clusterID: secret.clusterID, nodeName: nodeName, fingerprint: fingerprint,
-                historyLimit: historyLimit)
+                path: replicaPath,
+                nodeID: identity.nodeID,
+                clusterID: secret.clusterID,
+                nodeName: nodeName,
+                fingerprint: fingerprint,
+                historyLimit: historyLimit
+            )
         } catch {
             try? FileManager.default.removeItem(atPath: replicaPath)
             throw error
@@ -56,7 +66,9 @@ extension DataDirectory {
 
     static let machineID: String = {
         for file in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
-            if let id = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !id.isEmpty {
+            if let id = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines
+            ), !id.isEmpty {
                 return id
             }
         }

@@ -54,7 +54,9 @@ public struct ImportPlan: Sendable {
         guard let text = String(validating: bytes, as: UTF8.self) else { throw fail("not valid UTF-8") }
         let json: JSON
         do { json = try JSON(parsing: text) } catch { throw fail("not JSON (\(error.description))") }
-        guard case .object(let members) = json else { throw fail("expected a JSON object like 'lansync get --json' prints") }
+        guard case .object(let members) = json else {
+            throw fail("expected a JSON object like 'lansync get --json' prints")
+        }
         if let unknown = members.first(where: { !knownKeys.contains($0.key) }) {
             throw fail("unknown key '\(unknown.key)' (expected id, type, fields, deleted)")
         }
@@ -92,7 +94,11 @@ public struct ImportPlan: Sendable {
     /// Turns lines into edits. Each edit is tried on the item's state as the lines so far leave
     /// it (under a planning node that never writes), so a line the merge core would refuse is
     /// reported with its number before anything is written.
-    static func plan(_ lines: [Line], store: ReplicaStore, wallMilliseconds: UInt64) throws -> ([(ItemID, ItemEdit)], [Int]) {
+    static func plan(
+        _ lines: [Line],
+        store: ReplicaStore,
+        wallMilliseconds: UInt64
+    ) throws -> ([(ItemID, ItemEdit)], [Int]) {
         var edits: [(ItemID, ItemEdit)] = []
         var lineOfEdit: [Int] = []
         var known: [ItemID: ItemState] = [:]
@@ -105,7 +111,11 @@ public struct ImportPlan: Sendable {
             for edit in try lineEdits(line, id: id, state: state) {
                 planningCounter += 1
                 do {
-                    try state.apply(edit, dot: Dot(node: planner, counter: planningCounter), timestamp: HLCTimestamp(rawValue: planningCounter))
+                    try state.apply(
+                        edit,
+                        dot: Dot(node: planner, counter: planningCounter),
+                        timestamp: HLCTimestamp(rawValue: planningCounter)
+                    )
                 } catch {
                     throw failure(line.number, error.description)
                 }
@@ -120,7 +130,9 @@ public struct ImportPlan: Sendable {
     /// The edits that make `state` what `line` says, nothing for what it already is.
     static func lineEdits(_ line: Line, id: ItemID, state: ItemState) throws(HostError) -> [ItemEdit] {
         guard state.exists else {
-            var edits: [ItemEdit] = [.create(type: line.type ?? ItemState.defaultType, assignments: line.fields.map { .set($0.0, $0.1) })]
+            var edits: [ItemEdit] = [
+                .create(type: line.type ?? ItemState.defaultType, assignments: line.fields.map { .set($0.0, $0.1) })
+            ]
             if line.deleted == true { edits.append(.delete) }
             return edits
         }

@@ -14,7 +14,10 @@ extension DataDirectory {
         defer { lock.release() }
         let check = try store.quickCheck()
         if let damage = store.damage ?? check.problems.first {
-            throw HostError(StoreError.corrupt(path: store.path, detail: damage).description + "; the node does not start on a damaged replica")
+            throw HostError(
+                StoreError.corrupt(path: store.path, detail: damage).description
+                    + "; the node does not start on a damaged replica"
+            )
         }
         var options = options
         options.controlSocketPath = controlSocketPath
@@ -39,7 +42,9 @@ extension DataDirectory {
 /// The node's log: one timestamped line per event on stderr.
 public enum NodeLog {
     @Sendable public static func line(_ text: String) {
-        FileHandle.standardError.write(Data("\(WallClock.iso8601(milliseconds: WallClock.milliseconds)) \(text)\n".utf8))
+        FileHandle.standardError.write(
+            Data("\(WallClock.iso8601(milliseconds: WallClock.milliseconds)) \(text)\n".utf8)
+        )
     }
 }
 
@@ -48,7 +53,12 @@ extension DataDirectory {
     /// node running on this directory to pass on what arrived.
     public func syncOnce(with peers: [PeerAddress], timeout: Duration) async throws -> [OneShotSync.Result] {
         let store = try open()
-        let results = try await OneShotSync.run(store: store, identity: try tlsIdentity(), peers: peers, timeout: timeout)
+        let results = try await OneShotSync.run(
+            store: store,
+            identity: try tlsIdentity(),
+            peers: peers,
+            timeout: timeout
+        )
         nudgeNode()
         return results
     }

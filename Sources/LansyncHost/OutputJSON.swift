@@ -28,7 +28,8 @@ extension HistoryEntry {
         .object([
             ("field", .string(field.rawValue)), ("write", write.json),
             ("node", .string(dot.node.text)), ("writer", writerName.map(JSON.string) ?? .null),
-            ("counter", .integer(Int64(clamping: dot.counter))), ("time", .string(WallClock.iso8601(milliseconds: timestamp.milliseconds))),
+            ("counter", .integer(Int64(clamping: dot.counter))),
+            ("time", .string(WallClock.iso8601(milliseconds: timestamp.milliseconds))),
             ("live", .bool(isLive)),
         ])
     }

@@ -8,7 +8,9 @@ public enum SecretFile {
         let flags = O_WRONLY | O_CREAT | (replace ? O_TRUNC : O_EXCL)
         let fd = Foundation.open(path, flags, 0o600)
         guard fd >= 0 else {
-            if errno == EEXIST { throw HostError("\(path) already exists: choose another file name, or remove it first") }
+            if errno == EEXIST {
+                throw HostError("\(path) already exists: choose another file name, or remove it first")
+            }
             throw HostError("cannot write \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }

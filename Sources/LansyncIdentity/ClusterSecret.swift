@@ -1,8 +1,8 @@
 public import Crypto
 public import Foundation
 public import LansyncCore
-public import X509
 import SwiftASN1
+public import X509
 
 /// The cluster secret: a cluster certificate authority (a P-256 key and its self-signed
 /// certificate). Whoever holds it can join the cluster, by issuing itself a node certificate.
@@ -132,16 +132,17 @@ public enum Identity {
     /// The certificate and matching P-256 key of a PEM file lansync wrote; `error` builds the
     /// failure for the kind of file expected.
     static func certificateAndKey(
-        fromPEM pem: String, orElse failure: (String) -> IdentityError
+        fromPEM pem: String,
+        orElse failure: (String) -> IdentityError
     ) throws(IdentityError) -> (Certificate, P256.Signing.PrivateKey) {
         let documents: [PEMDocument]
         do { documents = try PEMDocument.parseMultiple(pemString: pem) } catch {
             throw failure("it is not PEM text lansync wrote")
         }
         guard let certDoc = documents.first(where: { $0.discriminator == "CERTIFICATE" }),
-              let keyDoc = documents.first(where: { $0.discriminator.hasSuffix("PRIVATE KEY") }),
-              let certificate = try? Certificate(pemDocument: certDoc),
-              let key = try? P256.Signing.PrivateKey(pemRepresentation: keyDoc.pemString)
+            let keyDoc = documents.first(where: { $0.discriminator.hasSuffix("PRIVATE KEY") }),
+            let certificate = try? Certificate(pemDocument: certDoc),
+            let key = try? P256.Signing.PrivateKey(pemRepresentation: keyDoc.pemString)
         else { throw failure("it needs a CERTIFICATE and a P-256 PRIVATE KEY block") }
         guard certificate.publicKey == Certificate.PublicKey(key.publicKey) else {
             throw failure("its key does not match its certificate")

@@ -28,7 +28,10 @@ public indirect enum JSON: Hashable, Sendable {
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .object(let members):
-            for m in members { m.key.hashUTF8(into: &hasher); hasher.combine(m.value) }
+            for m in members {
+                m.key.hashUTF8(into: &hasher)
+                hasher.combine(m.value)
+            }
         case .array(let elements): hasher.combine(elements)
         default: hasher.combine(value)
         }
@@ -62,8 +65,10 @@ public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
     public let offset: Int
 
-    static let integerOutOfRange = "integer out of range (at most 9223372036854775807 either way): write it as a string, or as a double such as 1e20"
-    static let doubleOutOfRange = "number out of range for a double: write Infinity or -Infinity if that is what you mean"
+    static let integerOutOfRange =
+        "integer out of range (at most 9223372036854775807 either way): write it as a string, or as a double such as 1e20"
+    static let doubleOutOfRange =
+        "number out of range for a double: write Infinity or -Infinity if that is what you mean"
 
     /// True for a number too large for its kind (refused rather than rounded).
     public var isNumberOutOfRange: Bool { message == Self.integerOutOfRange || message == Self.doubleOutOfRange }

@@ -1,10 +1,11 @@
 import Foundation
 import LansyncCore
-import LansyncJSON
 import LansyncDiscovery
+import LansyncJSON
 public import LansyncStore
 public import LansyncTransport
 import LansyncWire
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -26,17 +27,25 @@ public final class Node: Sendable {
     /// Prints one line about something worth knowing (a peer connected, an error).
     let log: @Sendable (String) -> Void
 
-    public init(options: NodeOptions, store: ReplicaStore, identity: TLSIdentity, log: @escaping @Sendable (String) -> Void) throws {
+    public init(
+        options: NodeOptions,
+        store: ReplicaStore,
+        identity: TLSIdentity,
+        log: @escaping @Sendable (String) -> Void
+    ) throws {
         self.options = options
         self.store = store
         self.identity = identity
         self.log = log
         info = try store.info()
         guard info.nodeID == identity.nodeID else {
-            throw TransportError("node.pem is for node \(identity.nodeID.short) but the replica belongs to \(info.nodeID.short)")
+            throw TransportError(
+                "node.pem is for node \(identity.nodeID.short) but the replica belongs to \(info.nodeID.short)"
+            )
         }
         registry = PeerRegistry(store: store, io: io, localNode: info.nodeID, log: log)
-        authority = options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
+        authority =
+            options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
     }
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
@@ -55,7 +64,9 @@ public final class Node: Sendable {
             let listenAddress = PeerAddress(host: options.listen.host, port: listener.port).description
             await registry.setListenAddress(listenAddress)
             for peer in options.staticPeers { await registry.configure(address: peer.description, source: .configured) }
-            log("\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)")
+            log(
+                "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
+            )
             if let authority, await authority.settleAll() > 0 { hub.notify() }
             ready(listener.port)
             try await withThrowingDiscardingTaskGroup { tasks in
@@ -75,7 +86,9 @@ public final class Node: Sendable {
                     await self.registry.setDiscoveryState("off (--no-mdns)")
                 }
                 tasks.addTask {
-                    try await ControlServer.serve(path: self.options.controlSocketPath, group: group) { await self.control($0) }
+                    try await ControlServer.serve(path: self.options.controlSocketPath, group: group) {
+                        await self.control($0)
+                    }
                 }
             }
         } catch is CancellationError {
@@ -105,7 +118,12 @@ public final class Node: Sendable {
     /// Advertises this node and dials the peers discovery finds, for as long as they are
     /// advertised or connected. An advert is only a hint: the TLS handshake proves who answers.
     private func discover(with discovery: any Discovery, port: Int, transport: Transport) async {
-        let advertisement = Advertisement(nodeID: info.nodeID, clusterID: info.clusterID, port: port, protocolMajor: ProtocolVersion.current.major)
+        let advertisement = Advertisement(
+            nodeID: info.nodeID,
+            clusterID: info.clusterID,
+            port: port,
+            protocolMajor: ProtocolVersion.current.major
+        )
         let events = discovery.start(advertisement)
         let seen = DiscoveredPeers()
         await withTaskCancellationHandler {
@@ -116,7 +134,9 @@ public final class Node: Sendable {
                         let address = PeerAddress(host: peer.host, port: peer.port)
                         await registry.discovered(peer.nodeID, address: address.description)
                         if await seen.found(peer.nodeID, at: address) {
-                            dialers.addTask { await self.keepConnected(.discovered(peer.nodeID, seen), transport: transport) }
+                            dialers.addTask {
+                                await self.keepConnected(.discovered(peer.nodeID, seen), transport: transport)
+                            }
                         }
                     case .lost(let node):
                         await seen.lost(node)
@@ -137,7 +157,12 @@ public final class Node: Sendable {
     /// Runs one session and records what happened.
     /// With `closeWhenUpToDate` (the relay as courier), the session ends once both sides are up to
     /// date while a direct peer is connected.
-    func session(_ connection: PeerConnection, address: String, source: PeerSource, closeWhenUpToDate: Bool = false) async -> SessionOutcome {
+    func session(
+        _ connection: PeerConnection,
+        address: String,
+        source: PeerSource,
+        closeWhenUpToDate: Bool = false
+    ) async -> SessionOutcome {
         let admitted = sessions.withLockedValue { count -> Bool in
             guard count < options.maxSessions else { return false }
             count += 1
@@ -165,7 +190,12 @@ public final class Node: Sendable {
         return await admittedSession(connection, address: address, source: source, closeWhenUpToDate: closeWhenUpToDate)
     }
 
-    private func admittedSession(_ connection: PeerConnection, address: String, source: PeerSource, closeWhenUpToDate: Bool) async -> SessionOutcome {
+    private func admittedSession(
+        _ connection: PeerConnection,
+        address: String,
+        source: PeerSource,
+        closeWhenUpToDate: Bool
+    ) async -> SessionOutcome {
         let registry = self.registry
         let peerID = connection.peerNodeID
         let channel = connection.channel.channel
@@ -174,12 +204,23 @@ public final class Node: Sendable {
         // the current one.
         let store = self.store
         let writer = (try? await io.run { try store.info().writerID }) ?? info.writerID
-        var config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: options.role, name: info.nodeName,
-                                                  authenticatedPeer: peerID, writer: writer)
+        var config = SessionMachine.SessionConfig(
+            nodeID: info.nodeID,
+            clusterID: info.clusterID,
+            role: options.role,
+            name: info.nodeName,
+            authenticatedPeer: peerID,
+            writer: writer
+        )
         config.antiEntropyInterval = options.antiEntropyInterval
         var observer = SessionObserver()
         observer.peerReady = { hello in
-            let claimed = await registry.claim(peer: hello, address: address, source: source, outbound: connection.outbound) {
+            let claimed = await registry.claim(
+                peer: hello,
+                address: address,
+                source: source,
+                outbound: connection.outbound
+            ) {
                 channel.close(promise: nil)
             }
             if let claimed { token.set(claimed) } else { channel.close(promise: nil) }
@@ -194,7 +235,8 @@ public final class Node: Sendable {
         }
         observer.progress = { progress in await registry.progress(peerID, progress) }
         let limits = options.relayLimits
-        let refuse: ReplicaStore.Refusal? = options.role == .relay ? { @Sendable key, state, item in limits.refusal(key, state, item) } : nil
+        let refuse: ReplicaStore.Refusal? =
+            options.role == .relay ? { @Sendable key, state, item in limits.refusal(key, state, item) } : nil
         let runner = SessionRunner(store: store, io: io, hub: hub, config: config, observer: observer, refuse: refuse)
         let outcome = await runner.run(connection)
         if outcome.peer != nil, token.value == nil {
@@ -203,7 +245,12 @@ public final class Node: Sendable {
         }
         var failure = outcome.failure
         if outcome.peer?.role == .oneShot, outcome.reachedUpToDate { failure = nil }
-        let report = await registry.ended(node: outcome.peer == nil ? nil : peerID, token: token.value, address: address, error: failure)
+        let report = await registry.ended(
+            node: outcome.peer == nil ? nil : peerID,
+            token: token.value,
+            address: address,
+            error: failure
+        )
         if report, let failure {
             log("session with \(outcome.peer?.name ?? address) (\(peerID.short)) ended: \(failure)")
         }
@@ -233,10 +280,18 @@ public final class Node: Sendable {
             let peers = await registry.snapshot()
             let listen = await registry.listenAddress
             let discovery = await registry.discoveryState
-            let store = self.store, digests = self.digests
+            let store = self.store
+            let digests = self.digests
             do {
                 return try await io.run {
-                    try StatusReport.make(store: store, running: true, listen: listen, peers: peers, discovery: discovery, digests: digests).json
+                    try StatusReport.make(
+                        store: store,
+                        running: true,
+                        listen: listen,
+                        peers: peers,
+                        discovery: discovery,
+                        digests: digests
+                    ).json
                 }
             } catch {
                 return #"{"error":"the replica could not be read"}"#
@@ -253,8 +308,6 @@ final class TokenBox: Sendable {
     var value: Int? { box.get() }
     func set(_ v: Int) { box.set(v) }
 }
-
-import NIOConcurrencyHelpers
 
 /// A lock-protected optional Int.
 struct NIOLockedValueBoxInt: Sendable {

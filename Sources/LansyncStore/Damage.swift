@@ -1,7 +1,7 @@
 import Foundation
+import GRDB
 import LansyncCore
 import LansyncJSON
-import GRDB
 
 /// What a check of the replica file found: nothing (sound), or one line per problem.
 public struct DamageReport: Sendable, Equatable {
@@ -34,7 +34,11 @@ extension ReplicaStore {
     func markDamaged(_ detail: String) {
         let mark = Self.damageMarkPath(path)
         guard !FileManager.default.fileExists(atPath: mark) else { return }
-        _ = FileManager.default.createFile(atPath: mark, contents: Data((StoreError.oneLine(detail) + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: mark,
+            contents: Data((StoreError.oneLine(detail) + "\n").utf8),
+            attributes: [.posixPermissions: 0o600]
+        )
     }
 
     /// Refuses a write to a replica marked damaged.
@@ -74,39 +78,59 @@ extension ReplicaStore {
                 for row in try Row.fetchAll(db, sql: "SELECT id, node_id, typeof(counter), counter FROM node") {
                     let text: String? = try? row.decode(atIndex: 1)
                     if text.flatMap(NodeID.init(text:)) == nil || (try? row.decode(atIndex: 2) as String) != "integer"
-                        || ((try? row.decode(atIndex: 3) as Int64) ?? -1) < 0 {
-                        problem("node row \((try? row.decode(atIndex: 0) as Int64) ?? -1) is not a node id with a counter")
+                        || ((try? row.decode(atIndex: 3) as Int64) ?? -1) < 0
+                    {
+                        problem(
+                            "node row \((try? row.decode(atIndex: 0) as Int64) ?? -1) is not a node id with a counter"
+                        )
                     }
                 }
-                let badItems = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM item WHERE typeof(item_id) <> 'text' OR typeof(type) <> 'text' OR typeof(deleted) <> 'integer'
-                        OR typeof(conflicts) <> 'integer'
-                    """) ?? 0
+                let badItems =
+                    try Int.fetchOne(
+                        db,
+                        sql: """
+                            SELECT count(*) FROM item WHERE typeof(item_id) <> 'text' OR typeof(type) <> 'text' OR typeof(deleted) <> 'integer'
+                                OR typeof(conflicts) <> 'integer'
+                            """
+                    ) ?? 0
                 if badItems > 0 { problem("\(badItems) item row(s) hold values of the wrong kind") }
                 // Field rows against their live versions, walked side by side in field order (one
                 // pass over each table, not a lookup per field).
-                let fields = try Row.fetchCursor(db, sql: """
-                    SELECT f.id, i.item_id, f.name, f.state, f.conflict, f.value FROM field f LEFT JOIN item i ON i.id = f.item ORDER BY f.id
-                    """)
-                let versions = try Row.fetchCursor(db, sql: """
-                    SELECT v.field, n.node_id, v.counter FROM version v JOIN node n ON n.id = v.node ORDER BY v.field
-                    """)
+                let fields = try Row.fetchCursor(
+                    db,
+                    sql: """
+                        SELECT f.id, i.item_id, f.name, f.state, f.conflict, f.value FROM field f LEFT JOIN item i ON i.id = f.item ORDER BY f.id
+                        """
+                )
+                let versions = try Row.fetchCursor(
+                    db,
+                    sql: """
+                        SELECT v.field, n.node_id, v.counter FROM version v JOIN node n ON n.id = v.node ORDER BY v.field
+                        """
+                )
                 var pendingVersion = try versions.next()
                 while let row = try fields.next() {
                     report.fieldsChecked += 1
                     let rowID: Int64 = (try? row.decode(atIndex: 0)) ?? -1
                     var indexed = Set<String>()
-                    while let version = pendingVersion, let field: Int64 = try? version.decode(atIndex: 0), field <= rowID {
+                    while let version = pendingVersion, let field: Int64 = try? version.decode(atIndex: 0),
+                        field <= rowID
+                    {
                         if field == rowID {
-                            indexed.insert("\((try? version.decode(atIndex: 1) as String) ?? "?"):\((try? version.decode(atIndex: 2) as Int64) ?? -1)")
+                            indexed.insert(
+                                "\((try? version.decode(atIndex: 1) as String) ?? "?"):\((try? version.decode(atIndex: 2) as Int64) ?? -1)"
+                            )
                         }
                         pendingVersion = try versions.next()
                     }
-                    guard let item: String = try? row.decode(atIndex: 1), let name: String = try? row.decode(atIndex: 2) else {
+                    guard let item: String = try? row.decode(atIndex: 1), let name: String = try? row.decode(atIndex: 2)
+                    else {
                         problem("field row \(rowID) has no valid item or name")
                         continue
                     }
-                    guard let blob: Data = try? row.decode(atIndex: 3), let state = try? FieldState(decoding: Array(blob)) else {
+                    guard let blob: Data = try? row.decode(atIndex: 3),
+                        let state = try? FieldState(decoding: Array(blob))
+                    else {
                         problem("the state of \(item).\(name) (field row \(rowID)) does not decode")
                         continue
                     }
@@ -120,12 +144,17 @@ extension ReplicaStore {
                         problem("the shown value of \(item).\(name) disagrees with its state")
                     }
                 }
-                let history = try Row.fetchCursor(db, sql: """
-                    SELECT seq, typeof(counter), typeof(timestamp), write FROM history
-                    """)
+                let history = try Row.fetchCursor(
+                    db,
+                    sql: """
+                        SELECT seq, typeof(counter), typeof(timestamp), write FROM history
+                        """
+                )
                 var badHistory = 0
                 while let row = try history.next() {
-                    let kinds = ((try? row.decode(atIndex: 1) as String) ?? "", (try? row.decode(atIndex: 2) as String) ?? "")
+                    let kinds = (
+                        (try? row.decode(atIndex: 1) as String) ?? "", (try? row.decode(atIndex: 2) as String) ?? ""
+                    )
                     let write = (try? row.decode(atIndex: 3) as String).flatMap(FieldVersion.Write.init(historyText:))
                     if kinds != ("integer", "integer") || write == nil { badHistory += 1 }
                 }
@@ -147,10 +176,14 @@ extension ReplicaStore {
     func indexedNodes(of key: FieldKey) throws(StoreError) -> Set<NodeID> {
         try guarded {
             try pool.read { db in
-                let texts = try String.fetchAll(db, sql: """
-                    SELECT DISTINCT n.node_id FROM version v JOIN node n ON n.id = v.node JOIN field f ON f.id = v.field
-                    JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
-                    """, arguments: [key.item.rawValue, key.field.rawValue])
+                let texts = try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT DISTINCT n.node_id FROM version v JOIN node n ON n.id = v.node JOIN field f ON f.id = v.field
+                        JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
+                        """,
+                    arguments: [key.item.rawValue, key.field.rawValue]
+                )
                 return Set(texts.compactMap(NodeID.init(text:)))
             }
         }
@@ -185,7 +218,11 @@ extension ReplicaStore {
     ///
     /// The vector keeps each origin's entry below the lowest live write the version index names in
     /// a lost row; if the index cannot be read, it claims nothing at all and peers resend everything.
-    public static func repair(path: String, wallMilliseconds: UInt64, lease: WriterLease = .standard()) throws(StoreError) -> RepairReport {
+    public static func repair(
+        path: String,
+        wallMilliseconds: UInt64,
+        lease: WriterLease = .standard()
+    ) throws(StoreError) -> RepairReport {
         let old = try open(path: path, lease: lease)
         let info = try old.info()
         let writers = (try? old.writers()) ?? []
@@ -206,16 +243,29 @@ extension ReplicaStore {
         for rowID in stride(from: Int64(1), through: maxRow, by: 1) {
             do {
                 let read = try old.pool.read { db -> FieldUpdate? in
-                    guard let row = try Row.fetchOne(db, sql: """
-                        SELECT i.item_id, f.name, f.state FROM field f LEFT JOIN item i ON i.id = f.item WHERE f.id = ?
-                        """, arguments: [rowID]) else { return nil }
-                    let item: String = try row.decode(atIndex: 0), name: String = try row.decode(atIndex: 1), blob: Data = try row.decode(atIndex: 2)
+                    guard
+                        let row = try Row.fetchOne(
+                            db,
+                            sql: """
+                                SELECT i.item_id, f.name, f.state FROM field f LEFT JOIN item i ON i.id = f.item WHERE f.id = ?
+                                """,
+                            arguments: [rowID]
+                        )
+                    else { return nil }
+                    let item: String = try row.decode(atIndex: 0)
+                    let name: String = try row.decode(atIndex: 1)
+                    let blob: Data = try row.decode(atIndex: 2)
                     let id = try ItemID(item)
-                    let field = name == FieldName.type.rawValue ? FieldName.type
+                    let field =
+                        name == FieldName.type.rawValue
+                        ? FieldName.type
                         : name == FieldName.deleted.rawValue ? FieldName.deleted : try FieldName(name)
-                    return FieldUpdate(key: FieldKey(item: id, field: field), state: try FieldState(decoding: Array(blob)))
+                    return FieldUpdate(
+                        key: FieldKey(item: id, field: field),
+                        state: try FieldState(decoding: Array(blob))
+                    )
                 }
-                if let read { sound.append(read) }   // nil: no such row
+                if let read { sound.append(read) }  // nil: no such row
             } catch {
                 lostRows.append(rowID)
             }
@@ -229,10 +279,16 @@ extension ReplicaStore {
             let lowest: [NodeID: UInt64]? = try? old.pool.read { db in
                 var lowest: [NodeID: UInt64] = [:]
                 for rowID in lostRows {
-                    for row in try Row.fetchAll(db, sql: """
-                        SELECT n.node_id, min(v.counter) FROM version v JOIN node n ON n.id = v.node WHERE v.field = ? GROUP BY n.node_id
-                        """, arguments: [rowID]) {
-                        guard let node = NodeID(text: try row.decode(atIndex: 0)) else { throw DecodingError("bad node id", offset: 0) }
+                    for row in try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT n.node_id, min(v.counter) FROM version v JOIN node n ON n.id = v.node WHERE v.field = ? GROUP BY n.node_id
+                            """,
+                        arguments: [rowID]
+                    ) {
+                        guard let node = NodeID(text: try row.decode(atIndex: 0)) else {
+                            throw DecodingError("bad node id", offset: 0)
+                        }
                         let counter = UInt64(try row.decode(atIndex: 1) as Int64)
                         lowest[node] = min(lowest[node] ?? .max, counter)
                     }
@@ -240,9 +296,13 @@ extension ReplicaStore {
                 return lowest
             }
             if let lowest {
-                claims = VersionVector(Dictionary(uniqueKeysWithValues: claims.nodes.map { node in
-                    (node, min(claims[node], lowest[node].map { $0 - 1 } ?? .max))
-                }))
+                claims = VersionVector(
+                    Dictionary(
+                        uniqueKeysWithValues: claims.nodes.map { node in
+                            (node, min(claims[node], lowest[node].map { $0 - 1 } ?? .max))
+                        }
+                    )
+                )
             } else {
                 claims = VersionVector()
             }
@@ -250,17 +310,29 @@ extension ReplicaStore {
 
         let fresh = path + ".repairing"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fresh + suffix) }
-        let rebuilt = try create(path: fresh, nodeID: info.nodeID, clusterID: info.clusterID, nodeName: info.nodeName,
-                                 fingerprint: info.fingerprint, historyLimit: info.historyLimit, lease: lease)
+        let rebuilt = try create(
+            path: fresh,
+            nodeID: info.nodeID,
+            clusterID: info.clusterID,
+            nodeName: info.nodeName,
+            fingerprint: info.fingerprint,
+            historyLimit: info.historyLimit,
+            lease: lease
+        )
         try rebuilt.guarded {
             try rebuilt.pool.write { db in
                 for (node, name) in names {
-                    try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
-                                   arguments: [node.text, name])
+                    try db.execute(
+                        sql:
+                            "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
+                        arguments: [node.text, name]
+                    )
                 }
                 for writer in writers where writer.id != info.nodeID {
-                    try db.execute(sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)",
-                                   arguments: [writer.id.text, Int64(clamping: writer.started), writer.reason.rawValue])
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)",
+                        arguments: [writer.id.text, Int64(clamping: writer.started), writer.reason.rawValue]
+                    )
                 }
                 // The file it was rebuilt from may have been ahead of anything this writer's marker
                 // proves: write on under a new writer.
@@ -289,7 +361,9 @@ extension ReplicaStore {
                 try FileManager.default.moveItem(atPath: fresh + suffix, toPath: path + suffix)
             }
         } catch {
-            throw .io("cannot put the rebuilt replica in place of \(path) (\(error.localizedDescription)): the rebuilt one is \(fresh)")
+            throw .io(
+                "cannot put the rebuilt replica in place of \(path) (\(error.localizedDescription)): the rebuilt one is \(fresh)"
+            )
         }
         try? FileManager.default.removeItem(atPath: damageMarkPath(path))
         return report

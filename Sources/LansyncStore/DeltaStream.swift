@@ -19,7 +19,9 @@ public struct DeltaStream: Sendable {
             var trial = planner
             let plan: (keys: [FieldKey], covers: VersionVector)?
             do {
-                plan = try trial.nextBatch(limit: limit) { node, after, limit in try store.versionRows(node: node, after: after, limit: limit) }
+                plan = try trial.nextBatch(limit: limit) { node, after, limit in
+                    try store.versionRows(node: node, after: after, limit: limit)
+                }
             } catch let error as StoreError {
                 throw error
             } catch {
@@ -57,10 +59,22 @@ public struct DeltaStream: Sendable {
 extension ReplicaStore {
     /// Starts the delta for a peer that announced `remote`; with `unclaimed`, it ends with what this
     /// replica holds beyond its own vector, uncovered (a session's first delta).
-    public func deltaStream(for remote: VersionVector, maxUpdates: Int = 512, budgetBytes: Int = 2 << 20,
-                            unclaimed: Bool = true) throws(StoreError) -> DeltaStream {
-        return DeltaStream(store: self, planner: DeltaPlanner(sender: try versionVector(), receiver: remote, maxUpdates: maxUpdates,
-                                                              unclaimed: unclaimed ? try unclaimedNodes() : []),
-                    budgetBytes: budgetBytes, limit: maxUpdates)
+    public func deltaStream(
+        for remote: VersionVector,
+        maxUpdates: Int = 512,
+        budgetBytes: Int = 2 << 20,
+        unclaimed: Bool = true
+    ) throws(StoreError) -> DeltaStream {
+        DeltaStream(
+            store: self,
+            planner: DeltaPlanner(
+                sender: try versionVector(),
+                receiver: remote,
+                maxUpdates: maxUpdates,
+                unclaimed: unclaimed ? try unclaimedNodes() : []
+            ),
+            budgetBytes: budgetBytes,
+            limit: maxUpdates
+        )
     }
 }

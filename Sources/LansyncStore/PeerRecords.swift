@@ -1,6 +1,6 @@
-public import LansyncCore
 import Foundation
 import GRDB
+public import LansyncCore
 
 /// How a node found a peer. Stored in table `peer` and shown by `status` as its raw value.
 public enum PeerSource: String, Sendable, Codable, CaseIterable {
@@ -26,7 +26,15 @@ public struct PeerRecord: Sendable, Equatable {
     /// What this node last knew the peer holds.
     public var versionVector: VersionVector
 
-    public init(nodeID: NodeID, name: String? = nil, address: String? = nil, source: PeerSource, lastSync: UInt64? = nil, lastError: String? = nil, versionVector: VersionVector = VersionVector()) {
+    public init(
+        nodeID: NodeID,
+        name: String? = nil,
+        address: String? = nil,
+        source: PeerSource,
+        lastSync: UInt64? = nil,
+        lastError: String? = nil,
+        versionVector: VersionVector = VersionVector()
+    ) {
         self.nodeID = nodeID
         self.name = name
         self.address = address
@@ -44,14 +52,19 @@ extension ReplicaStore {
         let vv = Data(w.bytes)
         try guarded {
             try pool.write { db in
-                try db.execute(sql: """
-                    INSERT INTO peer(node_id, name, address, source, last_sync, last_error, version_vector)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, address = excluded.address,
-                        source = excluded.source, last_sync = excluded.last_sync, last_error = excluded.last_error,
-                        version_vector = excluded.version_vector
-                    """, arguments: [record.nodeID.text, record.name, record.address, record.source.rawValue,
-                                     record.lastSync.map { Int64(clamping: $0) }, record.lastError, vv])
+                try db.execute(
+                    sql: """
+                        INSERT INTO peer(node_id, name, address, source, last_sync, last_error, version_vector)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, address = excluded.address,
+                            source = excluded.source, last_sync = excluded.last_sync, last_error = excluded.last_error,
+                            version_vector = excluded.version_vector
+                        """,
+                    arguments: [
+                        record.nodeID.text, record.name, record.address, record.source.rawValue,
+                        record.lastSync.map { Int64(clamping: $0) }, record.lastError, vv,
+                    ]
+                )
             }
         }
     }
@@ -59,15 +72,26 @@ extension ReplicaStore {
     public func peers() throws(StoreError) -> [PeerRecord] {
         try guarded {
             try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT node_id, name, address, source, last_sync, last_error, version_vector FROM peer ORDER BY node_id").compactMap { row in
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT node_id, name, address, source, last_sync, last_error, version_vector FROM peer ORDER BY node_id"
+                ).compactMap { row in
                     guard let id = NodeID(text: (try row.decode(atIndex: 0))) else { return nil }
                     var vv = VersionVector()
                     if let blob = (try row.decode(atIndex: 6) as Data?) {
                         var r = ByteReader(Array(blob))
                         vv = (try? r.versionVector()) ?? VersionVector()
                     }
-                    return PeerRecord(nodeID: id, name: (try row.decode(atIndex: 1)), address: (try row.decode(atIndex: 2)), source: PeerSource(rawValue: try row.decode(atIndex: 3)) ?? .inbound,
-                                      lastSync: ((try row.decode(atIndex: 4) as Int64?)).map { UInt64(max(0, $0)) }, lastError: (try row.decode(atIndex: 5)), versionVector: vv)
+                    return PeerRecord(
+                        nodeID: id,
+                        name: (try row.decode(atIndex: 1)),
+                        address: (try row.decode(atIndex: 2)),
+                        source: PeerSource(rawValue: try row.decode(atIndex: 3)) ?? .inbound,
+                        lastSync: ((try row.decode(atIndex: 4) as Int64?)).map { UInt64(max(0, $0)) },
+                        lastError: (try row.decode(atIndex: 5)),
+                        versionVector: vv
+                    )
                 }
             }
         }
@@ -82,9 +106,19 @@ extension ReplicaStore {
             try pool.read { db in
                 var total = 0
                 for node in local.nodes where local[node] > remote[node] && total < cap {
-                    guard let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [node.text]) else { continue }
-                    total += try Int.fetchOne(db, sql: "SELECT count(*) FROM (SELECT 1 FROM version WHERE node = ? AND counter > ? LIMIT ?)",
-                                              arguments: [row, Int64(clamping: remote[node]), cap - total]) ?? 0
+                    guard
+                        let row = try Int64.fetchOne(
+                            db,
+                            sql: "SELECT id FROM node WHERE node_id = ?",
+                            arguments: [node.text]
+                        )
+                    else { continue }
+                    total +=
+                        try Int.fetchOne(
+                            db,
+                            sql: "SELECT count(*) FROM (SELECT 1 FROM version WHERE node = ? AND counter > ? LIMIT ?)",
+                            arguments: [row, Int64(clamping: remote[node]), cap - total]
+                        ) ?? 0
                 }
                 return total
             }
@@ -112,11 +146,15 @@ extension ReplicaStore {
             try pool.read { db in
                 var best: (seq: Int64, dot: Dot)?
                 for dot in dots {
-                    let seq = try Int64.fetchOne(db, sql: """
-                        SELECT h.seq FROM history h JOIN field f ON f.id = h.field JOIN item i ON i.id = f.item
-                        JOIN node n ON n.id = h.node
-                        WHERE i.item_id = ? AND f.name = ? AND n.node_id = ? AND h.counter = ?
-                        """, arguments: [item.rawValue, field.rawValue, dot.node.text, Int64(clamping: dot.counter)])
+                    let seq = try Int64.fetchOne(
+                        db,
+                        sql: """
+                            SELECT h.seq FROM history h JOIN field f ON f.id = h.field JOIN item i ON i.id = f.item
+                            JOIN node n ON n.id = h.node
+                            WHERE i.item_id = ? AND f.name = ? AND n.node_id = ? AND h.counter = ?
+                            """,
+                        arguments: [item.rawValue, field.rawValue, dot.node.text, Int64(clamping: dot.counter)]
+                    )
                     if let seq, seq < best?.seq ?? .max { best = (seq, dot) }
                 }
                 return best?.dot
@@ -139,27 +177,56 @@ public struct LocalChange: Sendable, Equatable {
 extension ReplicaStore {
     /// This replica's most recent live changes under any of its writers (newest writer first,
     /// then newest change), and how many of its live changes a holder of `seen` lacks, and has.
-    public func localChanges(limit: Int, seenBy seen: VersionVector) throws(StoreError) -> (recent: [LocalChange], above: Int, atOrBelow: Int) {
+    public func localChanges(
+        limit: Int,
+        seenBy seen: VersionVector
+    ) throws(StoreError) -> (recent: [LocalChange], above: Int, atOrBelow: Int) {
         let writers = try self.writers().map(\.id).reversed()
         return try guarded {
             try pool.read { db in
                 var recent: [LocalChange] = []
-                var above = 0, below = 0
+                var above = 0
+                var below = 0
                 for writer in writers {
-                    guard let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [writer.text]) else { continue }
+                    guard
+                        let row = try Int64.fetchOne(
+                            db,
+                            sql: "SELECT id FROM node WHERE node_id = ?",
+                            arguments: [writer.text]
+                        )
+                    else { continue }
                     let split = Int64(clamping: seen[writer])
                     if recent.count < limit {
-                        recent += try Row.fetchAll(db, sql: """
-                            SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
-                            WHERE v.node = ? ORDER BY v.counter DESC LIMIT ?
-                            """, arguments: [row, limit - recent.count]).map {
+                        recent += try Row.fetchAll(
+                            db,
+                            sql: """
+                                SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                                WHERE v.node = ? ORDER BY v.counter DESC LIMIT ?
+                                """,
+                            arguments: [row, limit - recent.count]
+                        ).map {
                             let counter = UInt64((try $0.decode(atIndex: 0) as Int64))
-                            return LocalChange(item: ItemID(unchecked: (try $0.decode(atIndex: 1))), field: FieldName(unchecked: (try $0.decode(atIndex: 2))), counter: counter,
-                                               writer: writer, seen: counter <= seen[writer])
+                            return LocalChange(
+                                item: ItemID(unchecked: (try $0.decode(atIndex: 1))),
+                                field: FieldName(unchecked: (try $0.decode(atIndex: 2))),
+                                counter: counter,
+                                writer: writer,
+                                seen: counter <= seen[writer]
+                            )
                         }
                     }
-                    above += try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter > ?", arguments: [row, split]) ?? 0
-                    below += try Int.fetchOne(db, sql: "SELECT count(*) FROM version WHERE node = ? AND counter <= ?", arguments: [row, split]) ?? 0
+                    above +=
+                        try Int.fetchOne(
+                            db,
+                            sql: "SELECT count(*) FROM version WHERE node = ? AND counter > ?",
+                            arguments: [row, split]
+                        ) ?? 0
+                    below +=
+                        try Int.fetchOne(
+                            db,
+                            sql: "SELECT count(*) FROM version WHERE node = ? AND counter <= ?",
+                            arguments: [row, split]
+                        ) ?? 0
                 }
                 return (recent, above, below)
             }
@@ -181,11 +248,19 @@ extension ReplicaStore {
     public func ownRejections() throws(StoreError) -> [Rejection] {
         try guarded {
             try pool.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT item_id, field, counter, reason FROM rejection WHERE node_id IN (SELECT writer_id FROM writer)
-                    ORDER BY counter DESC
-                    """).map {
-                    Rejection(item: ItemID(unchecked: (try $0.decode(atIndex: 0))), field: FieldName(unchecked: (try $0.decode(atIndex: 1))), counter: UInt64((try $0.decode(atIndex: 2) as Int64)), reason: (try $0.decode(atIndex: 3)))
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT item_id, field, counter, reason FROM rejection WHERE node_id IN (SELECT writer_id FROM writer)
+                        ORDER BY counter DESC
+                        """
+                ).map {
+                    Rejection(
+                        item: ItemID(unchecked: (try $0.decode(atIndex: 0))),
+                        field: FieldName(unchecked: (try $0.decode(atIndex: 1))),
+                        counter: UInt64((try $0.decode(atIndex: 2) as Int64)),
+                        reason: (try $0.decode(atIndex: 3))
+                    )
                 }
             }
         }

@@ -1,7 +1,7 @@
-public import LansyncCore
-import LansyncJSON
 import Foundation
 import GRDB
+public import LansyncCore
+import LansyncJSON
 
 /// A replica kept in one SQLite file (WAL mode, `synchronous = FULL`): the durable home of
 /// everything a node knows.
@@ -42,8 +42,13 @@ public final class ReplicaStore: Sendable {
 
     /// Creates a new replica file; refuses if one exists at `path`.
     public static func create(
-        path: String, nodeID: NodeID, clusterID: NodeID, nodeName: String, fingerprint: String,
-        historyLimit: Int = defaultHistoryLimit, lease: WriterLease = .standard()
+        path: String,
+        nodeID: NodeID,
+        clusterID: NodeID,
+        nodeName: String,
+        fingerprint: String,
+        historyLimit: Int = defaultHistoryLimit,
+        lease: WriterLease = .standard()
     ) throws(StoreError) -> ReplicaStore {
         let directory = (path as NSString).deletingLastPathComponent
         guard !FileManager.default.fileExists(atPath: path) else { throw .alreadyInitialised(directory: directory) }
@@ -58,8 +63,14 @@ public final class ReplicaStore: Sendable {
                 ] {
                     try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?)", arguments: [key, value])
                 }
-                try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?)", arguments: [nodeID.text, nodeName])
-                try db.execute(sql: "INSERT INTO writer(writer_id, started, reason) VALUES (?, 0, 'init')", arguments: [nodeID.text])
+                try db.execute(
+                    sql: "INSERT INTO node(node_id, name) VALUES (?, ?)",
+                    arguments: [nodeID.text, nodeName]
+                )
+                try db.execute(
+                    sql: "INSERT INTO writer(writer_id, started, reason) VALUES (?, 0, 'init')",
+                    arguments: [nodeID.text]
+                )
             }
         }
         lease.record(nodeID, stamp: 0)
@@ -74,9 +85,11 @@ public final class ReplicaStore: Sendable {
         let store = try ReplicaStore(path: path, pool: openPool(path), lease: lease)
         try store.guarded {
             let (applicationID, superseded, hasMeta) = try store.pool.read { db in
-                (try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0,
-                 try Schema.migrator.hasBeenSuperseded(db),
-                 try db.tableExists("meta"))
+                (
+                    try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0,
+                    try Schema.migrator.hasBeenSuperseded(db),
+                    try db.tableExists("meta")
+                )
             }
             guard applicationID == Schema.applicationID, hasMeta else {
                 throw StoreError.notAReplica(path: path, reason: "a SQLite database of another program")
@@ -120,7 +133,8 @@ public final class ReplicaStore: Sendable {
             switch error.resultCode {
             case .SQLITE_NOTADB: return .notAReplica(path: path, reason: "not a SQLite database")
             case .SQLITE_CORRUPT: return .corrupt(path: path, detail: error.message ?? "corrupt")
-            case .SQLITE_BUSY, .SQLITE_LOCKED: return .io("\(path) stayed locked by another process for 30 s: try again")
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return .io("\(path) stayed locked by another process for 30 s: try again")
             case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
                 return .io("cannot write \(path) (\(error.message ?? "permission denied")): check its permissions")
             case .SQLITE_FULL: return .io("the disk holding \(path) is full: free some space and try again")
@@ -141,14 +155,22 @@ public final class ReplicaStore: Sendable {
     public func info() throws(StoreError) -> ReplicaInfo {
         try guarded {
             try pool.read { db in
-                let meta = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM meta").map { ((try $0.decode(atIndex: 0) as String), (try $0.decode(atIndex: 1) as String)) })
+                let meta = try Dictionary(
+                    uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM meta").map {
+                        ((try $0.decode(atIndex: 0) as String), (try $0.decode(atIndex: 1) as String))
+                    }
+                )
                 guard let node = meta["node_id"].flatMap(NodeID.init(text:)),
-                      let cluster = meta["cluster_id"].flatMap(NodeID.init(text:))
+                    let cluster = meta["cluster_id"].flatMap(NodeID.init(text:))
                 else { throw StoreError.corrupt(path: path, detail: "its identity is missing from table meta") }
                 return ReplicaInfo(
-                    nodeID: node, clusterID: cluster, nodeName: meta["node_name"] ?? "",
-                    fingerprint: meta["fingerprint"] ?? "", historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit,
-                    writerID: meta["writer_id"].flatMap(NodeID.init(text:)) ?? node)
+                    nodeID: node,
+                    clusterID: cluster,
+                    nodeName: meta["node_name"] ?? "",
+                    fingerprint: meta["fingerprint"] ?? "",
+                    historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit,
+                    writerID: meta["writer_id"].flatMap(NodeID.init(text:)) ?? node
+                )
             }
         }
     }
@@ -162,7 +184,10 @@ public final class ReplicaStore: Sendable {
                 let name = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_name'")
                 try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'node_id'", arguments: [nodeID.text])
                 try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'fingerprint'", arguments: [fingerprint])
-                try db.execute(sql: "INSERT OR IGNORE INTO node(node_id, name) VALUES (?, ?)", arguments: [nodeID.text, name])
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO node(node_id, name) VALUES (?, ?)",
+                    arguments: [nodeID.text, name]
+                )
                 try Transaction.startWriter(nodeID, name: name, reason: .copied, db: db)
             }
         }
@@ -173,8 +198,11 @@ public final class ReplicaStore: Sendable {
     public func setNodeName(_ name: String, for node: NodeID) throws(StoreError) {
         try guarded {
             try pool.write { db in
-                try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
-                               arguments: [node.text, name])
+                try db.execute(
+                    sql:
+                        "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
+                    arguments: [node.text, name]
+                )
             }
         }
     }
@@ -191,7 +219,9 @@ public final class ReplicaStore: Sendable {
     /// `progress` is called with the number of edits done so far.
     @discardableResult
     public func apply(
-        _ edits: [(ItemID, ItemEdit)], wallMilliseconds: UInt64, progress: ((Int) -> Void)? = nil
+        _ edits: [(ItemID, ItemEdit)],
+        wallMilliseconds: UInt64,
+        progress: ((Int) -> Void)? = nil
     ) throws(StoreError) -> [Dot] {
         try refuseIfDamaged()
         let me = try info()
@@ -219,7 +249,13 @@ public final class ReplicaStore: Sendable {
                         item.row = itemRow
                         for (name, state) in changed.sorted(by: { $0.key < $1.key }) {
                             item.fieldRows[name] = try tx.saveField(
-                                item: itemRow, itemID: id, name: name, row: item.fieldRows[name], old: item.state.fields[name], new: state)
+                                item: itemRow,
+                                itemID: id,
+                                name: name,
+                                row: item.fieldRows[name],
+                                old: item.state.fields[name],
+                                new: state
+                            )
                         }
                         try item.state.apply(edit, dot: dot, timestamp: timestamp)
                         try tx.updateItem(row: itemRow, from: item.state)
@@ -246,7 +282,9 @@ public final class ReplicaStore: Sendable {
             try pool.read { db in
                 var counters: [NodeID: UInt64] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node_id, counter FROM node WHERE counter > 0") {
-                    if let id = NodeID(text: (try row.decode(atIndex: 0))) { counters[id] = UInt64((try row.decode(atIndex: 1) as Int64)) }
+                    if let id = NodeID(text: (try row.decode(atIndex: 0))) {
+                        counters[id] = UInt64((try row.decode(atIndex: 1) as Int64))
+                    }
                 }
                 return VersionVector(counters)
             }
@@ -254,17 +292,37 @@ public final class ReplicaStore: Sendable {
     }
 
     /// The version index rows of one origin node after a counter, for ``DeltaPlanner``.
-    public func versionRows(node: NodeID, after counter: UInt64, limit: Int) throws(StoreError) -> [DeltaPlanner.IndexRow] {
+    public func versionRows(
+        node: NodeID,
+        after counter: UInt64,
+        limit: Int
+    ) throws(StoreError) -> [DeltaPlanner.IndexRow] {
         try guarded {
             try pool.read { db in
-                guard let nodeRow = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [node.text]) else { return [] }
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT v.counter, i.item_id, f.name FROM version v
-                    JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
-                    WHERE v.node = ? AND v.counter > ? ORDER BY v.counter LIMIT ?
-                    """, arguments: [nodeRow, Int64(clamping: counter), min(limit, Int(Int32.max))])
+                guard
+                    let nodeRow = try Int64.fetchOne(
+                        db,
+                        sql: "SELECT id FROM node WHERE node_id = ?",
+                        arguments: [node.text]
+                    )
+                else { return [] }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT v.counter, i.item_id, f.name FROM version v
+                        JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                        WHERE v.node = ? AND v.counter > ? ORDER BY v.counter LIMIT ?
+                        """,
+                    arguments: [nodeRow, Int64(clamping: counter), min(limit, Int(Int32.max))]
+                )
                 return try rows.map { row in
-                    (UInt64((try row.decode(atIndex: 0) as Int64)), FieldKey(item: ItemID(unchecked: (try row.decode(atIndex: 1))), field: FieldName(unchecked: (try row.decode(atIndex: 2)))))
+                    (
+                        UInt64((try row.decode(atIndex: 0) as Int64)),
+                        FieldKey(
+                            item: ItemID(unchecked: (try row.decode(atIndex: 1))),
+                            field: FieldName(unchecked: (try row.decode(atIndex: 2)))
+                        )
+                    )
                 }
             }
         }
@@ -273,23 +331,30 @@ public final class ReplicaStore: Sendable {
     /// The current states of the given fields (fields that do not exist are skipped).
     public func fieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> [FieldUpdate] {
         let read = try sizedFieldUpdates(keys)
-        if let broken = read.broken.first { throw .corrupt(path: path, detail: "the state of \(broken.item).\(broken.field) does not decode") }
+        if let broken = read.broken.first {
+            throw .corrupt(path: path, detail: "the state of \(broken.item).\(broken.field) does not decode")
+        }
         return read.updates
     }
 
     /// The same, with their stored size in bytes (states, item ids and names): what a batch of
     /// them weighs, without encoding anything again; and the keys whose state does not decode
     /// (damage: the replica is marked damaged, the caller decides what to send instead).
-    func sizedFieldUpdates(_ keys: [FieldKey]) throws(StoreError) -> (updates: [FieldUpdate], bytes: Int, broken: [FieldKey]) {
+    func sizedFieldUpdates(
+        _ keys: [FieldKey]
+    ) throws(StoreError) -> (updates: [FieldUpdate], bytes: Int, broken: [FieldKey]) {
         var broken: [FieldKey] = []
         let read = try guarded {
             try pool.read { db in
-                let statement = try db.cachedStatement(sql: """
-                    SELECT f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
-                    """)
+                let statement = try db.cachedStatement(
+                    sql: """
+                        SELECT f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
+                        """
+                )
                 var bytes = 0
                 let updates = try keys.compactMap { key -> FieldUpdate? in
-                    guard let blob = try Data.fetchOne(statement, arguments: [key.item.rawValue, key.field.rawValue]) else { return nil }
+                    guard let blob = try Data.fetchOne(statement, arguments: [key.item.rawValue, key.field.rawValue])
+                    else { return nil }
                     bytes += blob.count + key.item.rawValue.utf8.count + key.field.rawValue.utf8.count
                     guard let state = try? FieldState(decoding: Array(blob)) else {
                         broken.append(key)
@@ -328,13 +393,22 @@ public final class ReplicaStore: Sendable {
     /// vector only when the stream completes (``completeStream(from:)``), so an interrupted stream
     /// never leaves a claim on writes whose newer states were still to come (``StreamResume``).
     @discardableResult
-    public func apply(_ batch: DeltaBatch, from sender: NodeID, incarnation: NodeID, wallMilliseconds: UInt64,
-                      refuse: Refusal? = nil) throws(StoreError) -> Int {
+    public func apply(
+        _ batch: DeltaBatch,
+        from sender: NodeID,
+        incarnation: NodeID,
+        wallMilliseconds: UInt64,
+        refuse: Refusal? = nil
+    ) throws(StoreError) -> Int {
         try apply(batch, stream: (sender, incarnation), wallMilliseconds: wallMilliseconds, refuse: refuse)
     }
 
-    private func apply(_ batch: DeltaBatch, stream: (sender: NodeID, incarnation: NodeID)?, wallMilliseconds: UInt64,
-                       refuse: Refusal?) throws(StoreError) -> Int {
+    private func apply(
+        _ batch: DeltaBatch,
+        stream: (sender: NodeID, incarnation: NodeID)?,
+        wallMilliseconds: UInt64,
+        refuse: Refusal?
+    ) throws(StoreError) -> Int {
         try refuseIfDamaged()
         let me = try info()
         var marker: (writer: NodeID, stamp: UInt64)?
@@ -366,19 +440,36 @@ public final class ReplicaStore: Sendable {
                         }
                         itemRows[update.key.item] = itemRow
                         let created = createdItems.contains(itemRow)
-                        let old = created && !savedInCreatedItems.contains(update.key) ? nil
+                        let old =
+                            created && !savedInCreatedItems.contains(update.key)
+                            ? nil
                             : try tx.loadField(item: itemRow, name: update.key.field)
                         var merged = (old?.state ?? FieldState()).merged(with: update.state)
                         guard merged != old?.state else { continue }
-                        if let refuse, let reason = refuse(update.key, update.state, try tx.loadItem(update.key.item).state) {
+                        if let refuse,
+                            let reason = refuse(update.key, update.state, try tx.loadItem(update.key.item).state)
+                        {
                             let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
                             if writer == nil { writer = try tx.claimWriter(lease: lease, name: me.nodeName) }
                             writer!.counter += 1
                             let dot = Dot(node: writer!.id, counter: writer!.counter)
                             merged = old?.state ?? FieldState()
-                            merged.overrule(update.state, keeping: merged.shownValue ?? .null, reason: reason, dot: dot, timestamp: timestamp)
+                            merged.overrule(
+                                update.state,
+                                keeping: merged.shownValue ?? .null,
+                                reason: reason,
+                                dot: dot,
+                                timestamp: timestamp
+                            )
                         }
-                        _ = try tx.saveField(item: itemRow, itemID: update.key.item, name: update.key.field, row: old?.row, old: old?.state, new: merged)
+                        _ = try tx.saveField(
+                            item: itemRow,
+                            itemID: update.key.item,
+                            name: update.key.field,
+                            row: old?.row,
+                            old: old?.state,
+                            new: merged
+                        )
                         if created { savedInCreatedItems.insert(update.key) }
                         touched.insert(itemRow)
                         changed += 1
@@ -413,7 +504,9 @@ public final class ReplicaStore: Sendable {
             try pool.write { db in
                 var tx = try Transaction(db: db, historyLimit: 0)
                 guard let stream = try Transaction.stream(db: db, from: sender) else { return }
-                for node in stream.covers.nodes { try tx.raiseCounter(of: try tx.nodeRow(node), to: stream.covers[node]) }
+                for node in stream.covers.nodes {
+                    try tx.raiseCounter(of: try tx.nodeRow(node), to: stream.covers[node])
+                }
                 try db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
             }
         }
@@ -428,7 +521,10 @@ public final class ReplicaStore: Sendable {
     public func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
         try guarded {
             try pool.write { db in
-                try db.execute(sql: "DELETE FROM stream WHERE peer_id = ? AND incarnation <> ?", arguments: [sender.text, incarnation.text])
+                try db.execute(
+                    sql: "DELETE FROM stream WHERE peer_id = ? AND incarnation <> ?",
+                    arguments: [sender.text, incarnation.text]
+                )
             }
         }
     }
@@ -438,9 +534,12 @@ public final class ReplicaStore: Sendable {
     func unclaimedNodes() throws(StoreError) -> [NodeID] {
         try guarded {
             try pool.read { db in
-                try String.fetchAll(db, sql: """
-                    SELECT n.node_id FROM node n WHERE EXISTS (SELECT 1 FROM version v WHERE v.node = n.id AND v.counter > n.counter)
-                    """).compactMap(NodeID.init(text:))
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT n.node_id FROM node n WHERE EXISTS (SELECT 1 FROM version v WHERE v.node = n.id AND v.counter > n.counter)
+                        """
+                ).compactMap(NodeID.init(text:))
             }
         }
     }
@@ -495,9 +594,14 @@ public final class ReplicaStore: Sendable {
     public func writers() throws(StoreError) -> [WriterRecord] {
         try guarded {
             try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT writer_id, started, reason FROM writer ORDER BY seq").compactMap { row in
+                try Row.fetchAll(db, sql: "SELECT writer_id, started, reason FROM writer ORDER BY seq").compactMap {
+                    row in
                     guard let id = NodeID(text: (try row.decode(atIndex: 0))) else { return nil }
-                    return WriterRecord(id: id, started: UInt64(max(0, (try row.decode(atIndex: 1) as Int64))), reason: WriterRecord.Reason(rawValue: (try row.decode(atIndex: 2))) ?? .unproven)
+                    return WriterRecord(
+                        id: id,
+                        started: UInt64(max(0, (try row.decode(atIndex: 1) as Int64))),
+                        reason: WriterRecord.Reason(rawValue: (try row.decode(atIndex: 2))) ?? .unproven
+                    )
                 }
             }
         }
@@ -525,18 +629,29 @@ public final class ReplicaStore: Sendable {
     /// Calls `body` with every item, sorted by id, reading in one snapshot without holding all
     /// items in memory.
     public func forEachItem(
-        type: String? = nil, includeDeleted: Bool = false, _ body: (StoredItem) throws -> Void
+        type: String? = nil,
+        includeDeleted: Bool = false,
+        _ body: (StoredItem) throws -> Void
     ) throws(StoreError) {
         try forEachItem(type: type, includeDeleted: includeDeleted, only: nil, body)
     }
 
     private func forEachItem(
-        type: String? = nil, includeDeleted: Bool = true, only: ItemID?, _ body: (StoredItem) throws -> Void
+        type: String? = nil,
+        includeDeleted: Bool = true,
+        only: ItemID?,
+        _ body: (StoredItem) throws -> Void
     ) throws(StoreError) {
         var conditions: [String] = []
         var arguments: [any DatabaseValueConvertible] = []
-        if let only { conditions.append("i.item_id = ?"); arguments.append(only.rawValue) }
-        if let type { conditions.append("i.type = ?"); arguments.append(type) }
+        if let only {
+            conditions.append("i.item_id = ?")
+            arguments.append(only.rawValue)
+        }
+        if let type {
+            conditions.append("i.type = ?")
+            arguments.append(type)
+        }
         if !includeDeleted { conditions.append("i.deleted = 0") }
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = """
@@ -552,7 +667,9 @@ public final class ReplicaStore: Sendable {
                 var conflicts: [String] = []
                 func flush() throws {
                     if let c = current {
-                        try body(StoredItem(id: c.id, type: c.type, deleted: c.deleted, fields: fields, conflicts: conflicts))
+                        try body(
+                            StoredItem(id: c.id, type: c.type, deleted: c.deleted, fields: fields, conflicts: conflicts)
+                        )
                     }
                     fields = []
                     conflicts = []
@@ -570,11 +687,14 @@ public final class ReplicaStore: Sendable {
                             // reach a user or a script as broken JSON.
                             let json: String = try row.decode(atIndex: 4)
                             guard (try? JSON(parsing: json)) != nil else {
-                                throw StoreError.corrupt(path: path, detail: "the shown value of \(id).\(name) is not JSON")
+                                throw StoreError.corrupt(
+                                    path: path,
+                                    detail: "the shown value of \(id).\(name) is not JSON"
+                                )
                             }
                             fields.append((name, json))
                         }
-                        if (try row.decode(atIndex: 5) as Bool) { conflicts.append(name) }
+                        if try row.decode(atIndex: 5) as Bool { conflicts.append(name) }
                     }
                 }
                 try flush()
@@ -586,13 +706,21 @@ public final class ReplicaStore: Sendable {
     public func conflicts() throws(StoreError) -> [FieldConflict] {
         try guarded {
             try pool.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT i.item_id, f.name, f.state FROM field f JOIN item i ON i.id = f.item
-                    WHERE f.conflict = 1 ORDER BY i.item_id, f.name
-                    """).compactMap { row in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT i.item_id, f.name, f.state FROM field f JOIN item i ON i.id = f.item
+                        WHERE f.conflict = 1 ORDER BY i.item_id, f.name
+                        """
+                ).compactMap { row in
                     let state = try FieldState(decoding: Array((try row.decode(atIndex: 2) as Data)))
                     guard let shown = state.shownValue else { return nil }
-                    return FieldConflict(item: ItemID(unchecked: (try row.decode(atIndex: 0))), field: FieldName(unchecked: (try row.decode(atIndex: 1))), values: state.candidateValues, shown: shown)
+                    return FieldConflict(
+                        item: ItemID(unchecked: (try row.decode(atIndex: 0))),
+                        field: FieldName(unchecked: (try row.decode(atIndex: 1))),
+                        values: state.candidateValues,
+                        shown: shown
+                    )
                 }
             }
         }
@@ -609,13 +737,23 @@ public final class ReplicaStore: Sendable {
                     JOIN item i ON i.id = f.item WHERE i.item_id = ?
                     """
                 var arguments: [any DatabaseValueConvertible] = [id.rawValue]
-                if let field { sql += " AND f.name = ?"; arguments.append(field.rawValue) }
+                if let field {
+                    sql += " AND f.name = ?"
+                    arguments.append(field.rawValue)
+                }
                 sql += " ORDER BY h.timestamp DESC, n.node_id DESC"
                 return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).compactMap { row in
-                    guard let node = NodeID(text: (try row.decode(atIndex: 1))), let write = FieldVersion.Write(historyText: try row.decode(atIndex: 5)) else { return nil }
+                    guard let node = NodeID(text: (try row.decode(atIndex: 1))),
+                        let write = FieldVersion.Write(historyText: try row.decode(atIndex: 5))
+                    else { return nil }
                     return HistoryEntry(
-                        field: FieldName(unchecked: (try row.decode(atIndex: 0))), dot: Dot(node: node, counter: UInt64((try row.decode(atIndex: 3) as Int64))),
-                        writerName: (try row.decode(atIndex: 2)), timestamp: HLCTimestamp(rawValue: UInt64((try row.decode(atIndex: 4) as Int64))), write: write, isLive: (try row.decode(atIndex: 6)))
+                        field: FieldName(unchecked: (try row.decode(atIndex: 0))),
+                        dot: Dot(node: node, counter: UInt64((try row.decode(atIndex: 3) as Int64))),
+                        writerName: (try row.decode(atIndex: 2)),
+                        timestamp: HLCTimestamp(rawValue: UInt64((try row.decode(atIndex: 4) as Int64))),
+                        write: write,
+                        isLive: (try row.decode(atIndex: 6))
+                    )
                 }
             }
         }
@@ -636,6 +774,8 @@ public final class ReplicaStore: Sendable {
 
     /// `PRAGMA integrity_check`: "ok", or SQLite's description of the damage.
     public func integrityCheck() throws(StoreError) -> String {
-        try guarded { try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") } }
+        try guarded {
+            try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+        }
     }
 }

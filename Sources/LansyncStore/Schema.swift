@@ -10,146 +10,156 @@ enum Schema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                PRAGMA application_id = \(applicationID);
+            try db.execute(
+                sql: """
+                    PRAGMA application_id = \(applicationID);
 
-                -- Settings and this replica's identity: node_id, cluster_id, node_name,
-                -- fingerprint (machine and path, to detect a copied directory), clock (the
-                -- hybrid logical clock's latest value), history_limit; since v4 writer_id (the
-                -- id local writes are issued under) and writer_retired ('1' once a peer showed
-                -- it holds more of that writer than this replica).
-                CREATE TABLE meta (
-                    key   TEXT PRIMARY KEY NOT NULL,
-                    value TEXT NOT NULL
-                ) WITHOUT ROWID;
+                    -- Settings and this replica's identity: node_id, cluster_id, node_name,
+                    -- fingerprint (machine and path, to detect a copied directory), clock (the
+                    -- hybrid logical clock's latest value), history_limit; since v4 writer_id (the
+                    -- id local writes are issued under) and writer_retired ('1' once a peer showed
+                    -- it holds more of that writer than this replica).
+                    CREATE TABLE meta (
+                        key   TEXT PRIMARY KEY NOT NULL,
+                        value TEXT NOT NULL
+                    ) WITHOUT ROWID;
 
-                -- Every node this replica has heard of. 'counter' is the replica's version
-                -- vector: how far this replica has received that node's writes.
-                CREATE TABLE node (
-                    id      INTEGER PRIMARY KEY,
-                    node_id TEXT NOT NULL UNIQUE,
-                    name    TEXT,
-                    counter INTEGER NOT NULL DEFAULT 0
-                );
+                    -- Every node this replica has heard of. 'counter' is the replica's version
+                    -- vector: how far this replica has received that node's writes.
+                    CREATE TABLE node (
+                        id      INTEGER PRIMARY KEY,
+                        node_id TEXT NOT NULL UNIQUE,
+                        name    TEXT,
+                        counter INTEGER NOT NULL DEFAULT 0
+                    );
 
-                -- One row per item; type, deleted and conflicts are derived from its fields.
-                CREATE TABLE item (
-                    id        INTEGER PRIMARY KEY,
-                    item_id   TEXT NOT NULL UNIQUE,
-                    type      TEXT NOT NULL,
-                    deleted   INTEGER NOT NULL DEFAULT 0,
-                    conflicts INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE INDEX item_by_type ON item(type, item_id);
+                    -- One row per item; type, deleted and conflicts are derived from its fields.
+                    CREATE TABLE item (
+                        id        INTEGER PRIMARY KEY,
+                        item_id   TEXT NOT NULL UNIQUE,
+                        type      TEXT NOT NULL,
+                        deleted   INTEGER NOT NULL DEFAULT 0,
+                        conflicts INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX item_by_type ON item(type, item_id);
 
-                -- One row per field of an item. 'state' is the whole replicated state (binary);
-                -- 'value' is the shown value as JSON, kept in step with it.
-                CREATE TABLE field (
-                    id       INTEGER PRIMARY KEY,
-                    item     INTEGER NOT NULL REFERENCES item(id),
-                    name     TEXT NOT NULL,
-                    value    TEXT NOT NULL,
-                    conflict INTEGER NOT NULL DEFAULT 0,
-                    state    BLOB NOT NULL,
-                    UNIQUE (item, name)
-                );
-                CREATE INDEX field_conflicts ON field(conflict) WHERE conflict = 1;
+                    -- One row per field of an item. 'state' is the whole replicated state (binary);
+                    -- 'value' is the shown value as JSON, kept in step with it.
+                    CREATE TABLE field (
+                        id       INTEGER PRIMARY KEY,
+                        item     INTEGER NOT NULL REFERENCES item(id),
+                        name     TEXT NOT NULL,
+                        value    TEXT NOT NULL,
+                        conflict INTEGER NOT NULL DEFAULT 0,
+                        state    BLOB NOT NULL,
+                        UNIQUE (item, name)
+                    );
+                    CREATE INDEX field_conflicts ON field(conflict) WHERE conflict = 1;
 
-                -- The version index: which field holds a live version with dot (node, counter).
-                -- "Field states with a dot unseen by version vector V" is one range scan per node.
-                CREATE TABLE version (
-                    node    INTEGER NOT NULL REFERENCES node(id),
-                    counter INTEGER NOT NULL,
-                    field   INTEGER NOT NULL REFERENCES field(id),
-                    PRIMARY KEY (node, counter, field)
-                ) WITHOUT ROWID;
+                    -- The version index: which field holds a live version with dot (node, counter).
+                    -- "Field states with a dot unseen by version vector V" is one range scan per node.
+                    CREATE TABLE version (
+                        node    INTEGER NOT NULL REFERENCES node(id),
+                        counter INTEGER NOT NULL,
+                        field   INTEGER NOT NULL REFERENCES field(id),
+                        PRIMARY KEY (node, counter, field)
+                    ) WITHOUT ROWID;
 
-                -- Every version of every field this replica has seen, conflict losers included,
-                -- up to history_limit per field. 'write' is JSON: {"set": VALUE} or
-                -- {"list": {"replaced": BOOL, "added": [...], "removed": [...]}}.
-                CREATE TABLE history (
-                    seq       INTEGER PRIMARY KEY,
-                    field     INTEGER NOT NULL REFERENCES field(id),
-                    node      INTEGER NOT NULL REFERENCES node(id),
-                    counter   INTEGER NOT NULL,
-                    timestamp INTEGER NOT NULL,
-                    write     TEXT NOT NULL,
-                    UNIQUE (field, node, counter)
-                );
-                CREATE INDEX history_by_field ON history(field, seq);
+                    -- Every version of every field this replica has seen, conflict losers included,
+                    -- up to history_limit per field. 'write' is JSON: {"set": VALUE} or
+                    -- {"list": {"replaced": BOOL, "added": [...], "removed": [...]}}.
+                    CREATE TABLE history (
+                        seq       INTEGER PRIMARY KEY,
+                        field     INTEGER NOT NULL REFERENCES field(id),
+                        node      INTEGER NOT NULL REFERENCES node(id),
+                        counter   INTEGER NOT NULL,
+                        timestamp INTEGER NOT NULL,
+                        write     TEXT NOT NULL,
+                        UNIQUE (field, node, counter)
+                    );
+                    CREATE INDEX history_by_field ON history(field, seq);
 
-                -- What users see, for reading the file with the sqlite3 shell.
-                CREATE VIEW shown AS
-                    SELECT item.item_id, item.type, item.deleted, field.name, field.value, field.conflict
-                    FROM item JOIN field ON field.item = item.id
-                    WHERE substr(field.name, 1, 1) <> '_';
-                """)
+                    -- What users see, for reading the file with the sqlite3 shell.
+                    CREATE VIEW shown AS
+                        SELECT item.item_id, item.type, item.deleted, field.name, field.value, field.conflict
+                        FROM item JOIN field ON field.item = item.id
+                        WHERE substr(field.name, 1, 1) <> '_';
+                    """
+            )
         }
         migrator.registerMigration("v2-peers") { db in
-            try db.execute(sql: """
-                -- What this node last knew of each peer it synced with, for 'lansync status' when
-                -- no node is running: address, how it was found, the last time both sides were up
-                -- to date (Unix ms), the last error, and the peer's version vector (binary).
-                CREATE TABLE peer (
-                    node_id        TEXT PRIMARY KEY NOT NULL,
-                    name           TEXT,
-                    address        TEXT,
-                    source         TEXT NOT NULL,
-                    last_sync      INTEGER,
-                    last_error     TEXT,
-                    version_vector BLOB
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    -- What this node last knew of each peer it synced with, for 'lansync status' when
+                    -- no node is running: address, how it was found, the last time both sides were up
+                    -- to date (Unix ms), the last error, and the peer's version vector (binary).
+                    CREATE TABLE peer (
+                        node_id        TEXT PRIMARY KEY NOT NULL,
+                        name           TEXT,
+                        address        TEXT,
+                        source         TEXT NOT NULL,
+                        last_sync      INTEGER,
+                        last_error     TEXT,
+                        version_vector BLOB
+                    ) WITHOUT ROWID;
+                    """
+            )
         }
         migrator.registerMigration("v3-rejections") { db in
-            try db.execute(sql: """
-                -- Versions the relay refused (over its limits) and overruled: who wrote them, which
-                -- field, and why. 'lansync status' shows the ones this node wrote.
-                CREATE TABLE rejection (
-                    node_id TEXT NOT NULL,
-                    counter INTEGER NOT NULL,
-                    item_id TEXT NOT NULL,
-                    field   TEXT NOT NULL,
-                    reason  TEXT NOT NULL,
-                    PRIMARY KEY (node_id, counter, item_id, field)
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    -- Versions the relay refused (over its limits) and overruled: who wrote them, which
+                    -- field, and why. 'lansync status' shows the ones this node wrote.
+                    CREATE TABLE rejection (
+                        node_id TEXT NOT NULL,
+                        counter INTEGER NOT NULL,
+                        item_id TEXT NOT NULL,
+                        field   TEXT NOT NULL,
+                        reason  TEXT NOT NULL,
+                        PRIMARY KEY (node_id, counter, item_id, field)
+                    ) WITHOUT ROWID;
+                    """
+            )
         }
         migrator.registerMigration("v4-writers") { db in
-            try db.execute(sql: """
-                -- This replica's write identities in the order they started (Docs/MERGE.md, "Rolled-back
-                -- replicas"). Dots are issued under meta 'writer_id'; a new writer starts whenever
-                -- the replica cannot prove it continues the history its writer last wrote in.
-                -- 'reason': init, unproven (no marker of this boot), restored (the replica holds
-                -- less than its marker), witness (a peer held more of it), repair.
-                CREATE TABLE writer (
-                    seq       INTEGER PRIMARY KEY,
-                    writer_id TEXT NOT NULL UNIQUE,
-                    started   INTEGER NOT NULL,
-                    reason    TEXT NOT NULL
-                );
+            try db.execute(
+                sql: """
+                    -- This replica's write identities in the order they started (Docs/MERGE.md, "Rolled-back
+                    -- replicas"). Dots are issued under meta 'writer_id'; a new writer starts whenever
+                    -- the replica cannot prove it continues the history its writer last wrote in.
+                    -- 'reason': init, unproven (no marker of this boot), restored (the replica holds
+                    -- less than its marker), witness (a peer held more of it), repair.
+                    CREATE TABLE writer (
+                        seq       INTEGER PRIMARY KEY,
+                        writer_id TEXT NOT NULL UNIQUE,
+                        started   INTEGER NOT NULL,
+                        reason    TEXT NOT NULL
+                    );
 
-                INSERT INTO meta(key, value) SELECT 'writer_id', value FROM meta WHERE key = 'node_id';
-                INSERT INTO writer(writer_id, started, reason) SELECT value, 0, 'init' FROM meta WHERE key = 'node_id';
-                """)
+                    INSERT INTO meta(key, value) SELECT 'writer_id', value FROM meta WHERE key = 'node_id';
+                    INSERT INTO writer(writer_id, started, reason) SELECT value, 0, 'init' FROM meta WHERE key = 'node_id';
+                    """
+            )
         }
         migrator.registerMigration("v5-streams") { db in
-            try db.execute(sql: """
-                -- The stream each peer has under way to this replica (Docs/MERGE.md, "Rolled-back
-                -- replicas"): what its batches covered so far (a binary version vector), and the
-                -- peer's writer id when it sent them. node.counter takes it in only when the stream
-                -- completes; the hello tells the peer, so an interrupted stream resumes.
-                CREATE TABLE stream (
-                    peer_id     TEXT PRIMARY KEY NOT NULL,
-                    incarnation TEXT NOT NULL,
-                    covers      BLOB NOT NULL
-                ) WITHOUT ROWID;
+            try db.execute(
+                sql: """
+                    -- The stream each peer has under way to this replica (Docs/MERGE.md, "Rolled-back
+                    -- replicas"): what its batches covered so far (a binary version vector), and the
+                    -- peer's writer id when it sent them. node.counter takes it in only when the stream
+                    -- completes; the hello tells the peer, so an interrupted stream resumes.
+                    CREATE TABLE stream (
+                        peer_id     TEXT PRIMARY KEY NOT NULL,
+                        incarnation TEXT NOT NULL,
+                        covers      BLOB NOT NULL
+                    ) WITHOUT ROWID;
 
-                -- meta 'changes': counts the transactions that changed a field, so a cache of what
-                -- the replica shows knows when it is stale (a stream's batches change fields
-                -- before the version vector moves).
-                INSERT OR IGNORE INTO meta(key, value) VALUES ('changes', '0');
-                """)
+                    -- meta 'changes': counts the transactions that changed a field, so a cache of what
+                    -- the replica shows knows when it is stale (a stream's batches change fields
+                    -- before the version vector moves).
+                    INSERT OR IGNORE INTO meta(key, value) VALUES ('changes', '0');
+                    """
+            )
         }
         return migrator
     }

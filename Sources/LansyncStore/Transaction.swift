@@ -59,7 +59,10 @@ struct Transaction {
     }
 
     func raiseCounter(of nodeRow: Int64, to counter: UInt64) throws {
-        try db.execute(sql: "UPDATE node SET counter = max(counter, ?) WHERE id = ?", arguments: [Int64(clamping: counter), nodeRow])
+        try db.execute(
+            sql: "UPDATE node SET counter = max(counter, ?) WHERE id = ?",
+            arguments: [Int64(clamping: counter), nodeRow]
+        )
     }
 
     // MARK: Writers (``WriterContinuity``)
@@ -72,9 +75,12 @@ struct Transaction {
     }
 
     static func currentWriter(db: Database) throws -> NodeID {
-        let meta = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_id'")
+        let meta =
+            try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_id'")
             ?? String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_id'")
-        guard let id = meta.flatMap(NodeID.init(text:)) else { throw DecodingError("table meta holds no valid writer_id", offset: 0) }
+        guard let id = meta.flatMap(NodeID.init(text:)) else {
+            throw DecodingError("table meta holds no valid writer_id", offset: 0)
+        }
         return id
     }
 
@@ -98,14 +104,22 @@ struct Transaction {
 
     /// Makes `id` the current writer (recorded in table `writer` with why).
     static func startWriter(_ id: NodeID, name: String?, reason: WriterRecord.Reason, db: Database) throws {
-        try db.execute(sql: "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
-                       arguments: [id.text, name])
+        try db.execute(
+            sql:
+                "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
+            arguments: [id.text, name]
+        )
         for (key, value) in [("writer_id", id.text), ("writer_retired", "0")] {
-            try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                           arguments: [key, value])
+            try db.execute(
+                sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [key, value]
+            )
         }
         let now = Int64(clamping: WallClock.milliseconds)
-        try db.execute(sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)", arguments: [id.text, now, reason.rawValue])
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)",
+            arguments: [id.text, now, reason.rawValue]
+        )
     }
 
     /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of it
@@ -114,16 +128,28 @@ struct Transaction {
         let current = try Self.currentWriter(db: db)
         guard peer[current] > 0 else { return false }
         let held = try counter(of: try nodeRow(current))
-        guard WriterContinuity.peerWitnessesRollback(writer: current, held: VersionVector([current: held]), peer: peer) else { return false }
-        try db.execute(sql: "INSERT INTO meta(key, value) VALUES ('writer_retired', '1') ON CONFLICT(key) DO UPDATE SET value = '1'")
+        guard WriterContinuity.peerWitnessesRollback(writer: current, held: VersionVector([current: held]), peer: peer)
+        else { return false }
+        try db.execute(
+            sql:
+                "INSERT INTO meta(key, value) VALUES ('writer_retired', '1') ON CONFLICT(key) DO UPDATE SET value = '1'"
+        )
         return true
     }
 
     // MARK: Streams (``StreamResume``)
 
     static func stream(db: Database, from peer: NodeID) throws -> (covers: VersionVector, incarnation: NodeID)? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT incarnation, covers FROM stream WHERE peer_id = ?", arguments: [peer.text]) else { return nil }
-        guard let incarnation = NodeID(text: try row.decode(atIndex: 0)) else { throw DecodingError("bad incarnation in table stream", offset: 0) }
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT incarnation, covers FROM stream WHERE peer_id = ?",
+                arguments: [peer.text]
+            )
+        else { return nil }
+        guard let incarnation = NodeID(text: try row.decode(atIndex: 0)) else {
+            throw DecodingError("bad incarnation in table stream", offset: 0)
+        }
         var reader = ByteReader(Array(try row.decode(atIndex: 1) as Data))
         return (try reader.versionVector(), incarnation)
     }
@@ -131,14 +157,19 @@ struct Transaction {
     /// Adds a batch's covers to `peer`'s stream (a stream of another incarnation starts over).
     func recordStream(from peer: NodeID, incarnation: NodeID, covers: VersionVector) throws {
         var progress = VersionVector()
-        if let existing = try Self.stream(db: db, from: peer), existing.incarnation == incarnation { progress = existing.covers }
+        if let existing = try Self.stream(db: db, from: peer), existing.incarnation == incarnation {
+            progress = existing.covers
+        }
         progress.join(covers)
         var writer = ByteWriter()
         writer.versionVector(progress)
-        try db.execute(sql: """
-            INSERT INTO stream(peer_id, incarnation, covers) VALUES (?, ?, ?)
-            ON CONFLICT(peer_id) DO UPDATE SET incarnation = excluded.incarnation, covers = excluded.covers
-            """, arguments: [peer.text, incarnation.text, Data(writer.bytes)])
+        try db.execute(
+            sql: """
+                INSERT INTO stream(peer_id, incarnation, covers) VALUES (?, ?, ?)
+                ON CONFLICT(peer_id) DO UPDATE SET incarnation = excluded.incarnation, covers = excluded.covers
+                """,
+            arguments: [peer.text, incarnation.text, Data(writer.bytes)]
+        )
     }
 
     func itemRow(_ id: ItemID) throws -> Int64? {
@@ -146,19 +177,29 @@ struct Transaction {
     }
 
     func insertItem(_ id: ItemID) throws -> Int64 {
-        try db.cachedStatement(sql: "INSERT INTO item(item_id, type) VALUES (?, ?)").execute(arguments: [id.rawValue, ItemState.defaultType])
+        try db.cachedStatement(sql: "INSERT INTO item(item_id, type) VALUES (?, ?)").execute(arguments: [
+            id.rawValue, ItemState.defaultType,
+        ])
         return db.lastInsertedRowID
     }
 
     func loadItem(_ id: ItemID) throws -> LoadedItem { try Self.loadItem(db: db, id) }
 
     static func loadItem(db: Database, _ id: ItemID) throws -> LoadedItem {
-        guard let row = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"), arguments: [id.rawValue]) else {
+        guard
+            let row = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"),
+                arguments: [id.rawValue]
+            )
+        else {
             return LoadedItem(row: nil, state: ItemState(id: id), fieldRows: [:])
         }
         var fields: [FieldName: FieldState] = [:]
         var rows: [FieldName: Int64] = [:]
-        for field in try Row.fetchAll(db.cachedStatement(sql: "SELECT id, name, state FROM field WHERE item = ?"), arguments: [row]) {
+        for field in try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT id, name, state FROM field WHERE item = ?"),
+            arguments: [row]
+        ) {
             let name = FieldName(unchecked: (try field.decode(atIndex: 1)))
             fields[name] = try FieldState(decoding: Array((try field.decode(atIndex: 2) as Data)))
             rows[name] = (try field.decode(atIndex: 0))
@@ -167,14 +208,25 @@ struct Transaction {
     }
 
     func loadField(item: Int64, name: FieldName) throws -> (row: Int64, state: FieldState)? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM field WHERE item = ? AND name = ?"),
-                                         arguments: [item, name.rawValue]) else { return nil }
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT id, state FROM field WHERE item = ? AND name = ?"),
+                arguments: [item, name.rawValue]
+            )
+        else { return nil }
         return ((try row.decode(atIndex: 0)), try FieldState(decoding: Array((try row.decode(atIndex: 1) as Data))))
     }
 
     /// Writes a field's new state with its shown value, and brings the version index and history
     /// in step. Returns the field's row.
-    mutating func saveField(item: Int64, itemID: ItemID, name: FieldName, row: Int64?, old: FieldState?, new: FieldState) throws -> Int64 {
+    mutating func saveField(
+        item: Int64,
+        itemID: ItemID,
+        name: FieldName,
+        row: Int64?,
+        old: FieldState?,
+        new: FieldState
+    ) throws -> Int64 {
         let value = new.shownValue?.jsonText ?? "null"
         let conflict = name != .deleted && new.hasConflict
         let blob = Data(new.encoded)
@@ -199,22 +251,34 @@ struct Transaction {
             let node = try nodeRow(version.dot.node)
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)")
                 .execute(arguments: [node, Int64(version.dot.counter), fieldRow])
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [fieldRow, node, Int64(version.dot.counter), Int64(clamping: version.timestamp.rawValue), version.write.json.text])
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)"
+            )
+            .execute(arguments: [
+                fieldRow, node, Int64(version.dot.counter), Int64(clamping: version.timestamp.rawValue),
+                version.write.json.text,
+            ])
             if case let .overrule(_, rejected, reason) = version.write {
                 for dot in rejected {
-                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO rejection(node_id, counter, item_id, field, reason) VALUES (?, ?, ?, ?, ?)")
-                        .execute(arguments: [dot.node.text, Int64(clamping: dot.counter), itemID.rawValue, name.rawValue, reason])
+                    try db.cachedStatement(
+                        sql:
+                            "INSERT OR IGNORE INTO rejection(node_id, counter, item_id, field, reason) VALUES (?, ?, ?, ?, ?)"
+                    )
+                    .execute(arguments: [
+                        dot.node.text, Int64(clamping: dot.counter), itemID.rawValue, name.rawValue, reason,
+                    ])
                 }
             }
             addedHistory = true
         }
         if addedHistory, row != nil {
             // Keep the newest historyLimit versions of this field.
-            try db.cachedStatement(sql: """
-                DELETE FROM history WHERE field = ?1 AND seq < (
-                    SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
-                """).execute(arguments: [fieldRow, historyLimit - 1])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM history WHERE field = ?1 AND seq < (
+                        SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
+                    """
+            ).execute(arguments: [fieldRow, historyLimit - 1])
         }
         return fieldRow
     }
@@ -233,8 +297,14 @@ struct Transaction {
 
     func refreshItem(row: Int64) throws {
         var state = ItemState(id: ItemID(unchecked: ""))
-        for field in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ? AND name IN ('_type', '_deleted')"), arguments: [row]) {
-            state.merge(FieldName(unchecked: (try field.decode(atIndex: 0))), try FieldState(decoding: Array((try field.decode(atIndex: 1) as Data))))
+        for field in try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ? AND name IN ('_type', '_deleted')"),
+            arguments: [row]
+        ) {
+            state.merge(
+                FieldName(unchecked: (try field.decode(atIndex: 0))),
+                try FieldState(decoding: Array((try field.decode(atIndex: 1) as Data)))
+            )
         }
         let conflicts = try Int.fetchOne(db.cachedStatement(sql: Self.itemConflictCountSQL), arguments: [row]) ?? 0
         try db.cachedStatement(sql: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?")

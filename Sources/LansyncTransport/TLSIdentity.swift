@@ -1,8 +1,8 @@
 public import LansyncCore
 import LansyncIdentity
 import NIOSSL
-import X509
 import SwiftASN1
+import X509
 
 /// This node's TLS credentials: its certificate and key, and the cluster authority it trusts.
 ///
@@ -30,8 +30,10 @@ public struct TLSIdentity: Sendable {
 
     func serverContext() throws -> NIOSSLContext {
         var config = TLSConfiguration.makeServerConfigurationWithMTLS(
-            certificateChain: [.certificate(certificate)], privateKey: .privateKey(privateKey),
-            trustRoots: .certificates([authority]))
+            certificateChain: [.certificate(certificate)],
+            privateKey: .privateKey(privateKey),
+            trustRoots: .certificates([authority])
+        )
         config.minimumTLSVersion = .tlsv13
         return try NIOSSLContext(configuration: config)
     }

@@ -1,8 +1,8 @@
 import Foundation
 public import LansyncCore
 public import LansyncWire
-public import NIOCore
 import NIOConcurrencyHelpers
+public import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
@@ -32,7 +32,9 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
         case let error as TransportError:
             self = error
         case ChannelError.connectTimeout:
-            self.init("no answer within \(timeout.nanoseconds / 1_000_000_000) s: is the address right, and the machine up?")
+            self.init(
+                "no answer within \(timeout.nanoseconds / 1_000_000_000) s: is the address right, and the machine up?"
+            )
         case let error as NIOConnectionError:
             if let first = error.connectionErrors.first {
                 self.init(connecting: first.error, timeout: timeout)
@@ -58,7 +60,8 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
             return String(cString: strerror(error.errnoCode)).lowercased()
         case ChannelError.connectTimeout(let timeout):
             return "no answer within \(timeout.nanoseconds / 1_000_000_000) s"
-        case ChannelError.ioOnClosedChannel, ChannelError.alreadyClosed, ChannelError.outputClosed, ChannelError.inputClosed,
+        case ChannelError.ioOnClosedChannel, ChannelError.alreadyClosed, ChannelError.outputClosed,
+            ChannelError.inputClosed,
             ChannelError.eof:
             return "the connection closed"
         case is ChannelError:
@@ -121,14 +124,22 @@ public final class Transport: Sendable {
     }
 
     /// Dials `host:port` and completes the TLS handshake.
-    public func connect(host: String, port: Int, timeout: TimeAmount = .seconds(5)) async throws(TransportError) -> PeerConnection {
+    public func connect(
+        host: String,
+        port: Int,
+        timeout: TimeAmount = .seconds(5)
+    ) async throws(TransportError) -> PeerConnection {
         do {
             let future = try await ClientBootstrap(group: group)
                 .connectTimeout(timeout)
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .connect(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try self.configure(channel, tls: try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil), outbound: true)
+                        try self.configure(
+                            channel,
+                            tls: try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil),
+                            outbound: true
+                        )
                     }
                 }
             return try await future.get()
@@ -144,8 +155,17 @@ public final class Transport: Sendable {
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let promise = channel.eventLoop.makePromise(of: NodeID.self)
-                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil))
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout, firstByte: nil, counters: nil))
+                    try channel.pipeline.syncOperations.addHandler(
+                        try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil)
+                    )
+                    try channel.pipeline.syncOperations.addHandler(
+                        HandshakeWatcher(
+                            promise: promise,
+                            timeout: Self.handshakeTimeout,
+                            firstByte: nil,
+                            counters: nil
+                        )
+                    )
                     return promise.futureResult.flatMapThrowing { _ in
                         try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
@@ -156,7 +176,11 @@ public final class Transport: Sendable {
 
     /// Builds the pipeline: TLS, the handshake watcher, framing. Returns the future of the
     /// authenticated connection.
-    private func configure(_ channel: any Channel, tls: NIOSSLHandler, outbound: Bool) throws -> EventLoopFuture<PeerConnection> {
+    private func configure(
+        _ channel: any Channel,
+        tls: NIOSSLHandler,
+        outbound: Bool
+    ) throws -> EventLoopFuture<PeerConnection> {
         let promise = channel.eventLoop.makePromise(of: NodeID.self)
         let counters = WireCounters()
         if outbound {
@@ -173,8 +197,14 @@ public final class Transport: Sendable {
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(ByteCountingHandler(counters: counters))
         try sync.addHandler(tls)
-        try sync.addHandler(HandshakeWatcher(promise: promise, timeout: Self.handshakeTimeout,
-                                             firstByte: outbound ? nil : Self.firstByteTimeout, counters: counters))
+        try sync.addHandler(
+            HandshakeWatcher(
+                promise: promise,
+                timeout: Self.handshakeTimeout,
+                firstByte: outbound ? nil : Self.firstByteTimeout,
+                counters: counters
+            )
+        )
         let remote = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
         // Framing and the async wrapper come only once the peer is proven: a connection that
         // fails its handshake never holds one (an unused wrapper must not be dropped).
@@ -184,8 +214,15 @@ public final class Transport: Sendable {
             try sync.addHandler(MessageToByteHandler(FrameEncoder()))
             let asyncChannel = try NIOAsyncChannel<Incoming, Message>(
                 wrappingChannelSynchronously: channel,
-                configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4)))
-            return PeerConnection(channel: asyncChannel, peerNodeID: peer, remoteAddress: remote, outbound: outbound, counters: counters)
+                configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4))
+            )
+            return PeerConnection(
+                channel: asyncChannel,
+                peerNodeID: peer,
+                remoteAddress: remote,
+                outbound: outbound,
+                counters: counters
+            )
         }
     }
 }
@@ -230,7 +267,9 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
         if case TLSUserEvent.handshakeCompleted = event, !done {
             do {
                 let handler = try context.pipeline.syncOperations.handler(type: NIOSSLHandler.self)
-                guard let certificate = handler.peerCertificate else { throw TransportError("peer sent no certificate") }
+                guard let certificate = handler.peerCertificate else {
+                    throw TransportError("peer sent no certificate")
+                }
                 let id = try TLSIdentity.nodeID(of: certificate)
                 done = true
                 timer?.cancel()
@@ -247,7 +286,12 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
         guard !done else { return context.fireErrorCaught(error) }
         if "\(error)".contains("CERTIFICATE_VERIFY_FAILED") {
             // BoringSSL says no more than this; the two causes seen in practice are named instead.
-            fail(context, TransportError("TLS handshake failed: a certificate was refused (a node of another cluster, or a certificate not valid at one machine's clock: check the clock of both machines)"))
+            fail(
+                context,
+                TransportError(
+                    "TLS handshake failed: a certificate was refused (a node of another cluster, or a certificate not valid at one machine's clock: check the clock of both machines)"
+                )
+            )
         } else {
             fail(context, TransportError("TLS handshake failed: \(TransportError.describing(error))"))
         }

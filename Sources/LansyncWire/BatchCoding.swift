@@ -50,7 +50,9 @@ enum BatchCoding {
             let nodeCount = try r.count(minimumSize: 16)
             var nodes: [NodeID] = []
             for _ in 0..<nodeCount { nodes.append(try r.nodeID()) }
-            guard Set(nodes).count == nodes.count else { throw WireError.malformed("node listed twice in a batch's table") }
+            guard Set(nodes).count == nodes.count else {
+                throw WireError.malformed("node listed twice in a batch's table")
+            }
             let form = BatchForm(ids: nodes)
             let covers = try FieldStateCodec.readVersionVector(from: &r, form: form)
             var updates: [FieldUpdate] = []

@@ -16,7 +16,10 @@ public enum Frame {
     public static func encode(_ message: Message) -> [UInt8] {
         let payload = MessageCoder.encode(message)
         let n = payload.count
-        return [UInt8(truncatingIfNeeded: n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)] + payload
+        return [
+            UInt8(truncatingIfNeeded: n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8),
+            UInt8(truncatingIfNeeded: n),
+        ] + payload
     }
 }
 
@@ -41,7 +44,8 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     public var protocolError: ProtocolError {
         switch self {
         case .malformed(let why): ProtocolError(.malformedMessage, why)
-        case .frameTooLarge(let n): ProtocolError(.frameTooLarge, "frame of \(n) bytes exceeds \(WireLimits.maxFrameBytes)")
+        case .frameTooLarge(let n):
+            ProtocolError(.frameTooLarge, "frame of \(n) bytes exceeds \(WireLimits.maxFrameBytes)")
         case .unknownMessageType(let t): ProtocolError(.malformedMessage, "unknown message type \(t)")
         }
     }

@@ -40,8 +40,17 @@ public struct Hello: Hashable, Sendable {
     public var resume: VersionVector
     public var resumeFor: NodeID?
 
-    public init(version: ProtocolVersion = .current, nodeID: NodeID, clusterID: NodeID, role: Role, name: String, versionVector: VersionVector,
-                writer: NodeID? = nil, resume: VersionVector = VersionVector(), resumeFor: NodeID? = nil) {
+    public init(
+        version: ProtocolVersion = .current,
+        nodeID: NodeID,
+        clusterID: NodeID,
+        role: Role,
+        name: String,
+        versionVector: VersionVector,
+        writer: NodeID? = nil,
+        resume: VersionVector = VersionVector(),
+        resumeFor: NodeID? = nil
+    ) {
         self.version = version
         self.nodeID = nodeID
         self.clusterID = clusterID
@@ -76,7 +85,9 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// 1.1 added the writer and the resume point to the hello.
     public static let current = ProtocolVersion(major: 1, minor: 1)
 
-    public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
+    public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool {
+        (lhs.major, lhs.minor) < (rhs.major, rhs.minor)
+    }
     public var description: String { "\(major).\(minor)" }
 }
 
@@ -112,7 +123,8 @@ public struct ProtocolError: Error, Hashable, Sendable {
         public var isPermanent: Bool {
             switch self {
             case .protocolVersion, .wrongCluster, .identityMismatch, .duplicateNodeID, .malformedMessage,
-                 .frameTooLarge, .rejectedChange, .unexpectedMessage: true
+                .frameTooLarge, .rejectedChange, .unexpectedMessage:
+                true
             case .timeout, .storage, .busy, .shuttingDown: false
             }
         }

@@ -63,16 +63,28 @@ public enum MessageCoder {
             switch tag {
             case .hello:
                 guard Array(try r.raw(4)) == magic else { throw WireError.malformed("hello without the LNSY magic") }
-                let major = try r.varint(), minor = try r.varint()
-                guard major <= UInt32.max, minor <= UInt32.max else { throw WireError.malformed("protocol version out of range") }
+                let major = try r.varint()
+                let minor = try r.varint()
+                guard major <= UInt32.max, minor <= UInt32.max else {
+                    throw WireError.malformed("protocol version out of range")
+                }
                 let node = try r.nodeID()
                 let cluster = try r.nodeID()
                 guard let role = Hello.Role(rawValue: try r.byte()) else { throw WireError.malformed("unknown role") }
                 let name = try r.string()
-                guard name.utf8.count <= WireLimits.maxNameBytes else { throw WireError.malformed("node name too long") }
+                guard name.utf8.count <= WireLimits.maxNameBytes else {
+                    throw WireError.malformed("node name too long")
+                }
                 let vv = try r.versionVector()
                 let version = ProtocolVersion(major: UInt32(major), minor: UInt32(minor))
-                var hello = Hello(version: version, nodeID: node, clusterID: cluster, role: role, name: name, versionVector: vv)
+                var hello = Hello(
+                    version: version,
+                    nodeID: node,
+                    clusterID: cluster,
+                    role: role,
+                    name: name,
+                    versionVector: vv
+                )
                 if minor >= 1 || major > 1 {
                     hello.writer = try r.nodeID()
                     hello.resume = try r.versionVector()
@@ -83,7 +95,9 @@ public enum MessageCoder {
                     }
                 }
                 // A newer minor version may append what this one does not know: skip it.
-                if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major { _ = try r.raw(r.remaining) }
+                if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {
+                    _ = try r.raw(r.remaining)
+                }
                 message = .hello(hello)
             case .batch:
                 let (sequence, batch) = try BatchCoding.decode(&r)

@@ -30,7 +30,12 @@ struct Lansync: AsyncParsableCommand {
         let argv = UnsafeBufferPointer(start: CommandLine.unsafeArgv, count: Int(CommandLine.argc))
         for (position, raw) in argv.enumerated().dropFirst() {
             guard let raw, String(validatingCString: raw) == nil else { continue }
-            FileHandle.standardError.write(Data("Error: argument \(position) is not valid UTF-8 text: convert it first (for example with iconv -t UTF-8)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "Error: argument \(position) is not valid UTF-8 text: convert it first (for example with iconv -t UTF-8)\n"
+                        .utf8
+                )
+            )
             Foundation.exit(1)
         }
         await main(nil)

@@ -11,7 +11,10 @@ import Testing
         let process = Process()
         let pipe = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [dir + "/replica.sqlite", "SELECT * FROM node; SELECT * FROM item; SELECT id, item, name, value, hex(state) FROM field; SELECT * FROM history; SELECT * FROM version; SELECT * FROM meta;"]
+        process.arguments = [
+            dir + "/replica.sqlite",
+            "SELECT * FROM node; SELECT * FROM item; SELECT id, item, name, value, hex(state) FROM field; SELECT * FROM history; SELECT * FROM version; SELECT * FROM meta;",
+        ]
         process.standardOutput = pipe
         try process.run()
         let out = pipe.fileHandleForReading.readDataToEndOfFile()
@@ -19,14 +22,24 @@ import Testing
         return String(decoding: out, as: UTF8.self)
     }
 
-    func expectRefused(_ cli: CLI, _ args: [String], input: String? = nil, mentions: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    func expectRefused(
+        _ cli: CLI,
+        _ args: [String],
+        input: String? = nil,
+        mentions: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let dir = cli.path("a")
         let before = try Self.snapshot(cli, dir)
         let result = try await cli.run(args, input: input)
         #expect(result.status != 0, "lansync \(args.prefix(3)) should fail", sourceLocation: sourceLocation)
         let lines = result.stderr.split(separator: "\n")
         #expect(lines.count == 1, "one line on stderr, got: \(result.stderr)", sourceLocation: sourceLocation)
-        #expect(result.stderr.contains(mentions), "stderr '\(result.stderr)' should mention '\(mentions)'", sourceLocation: sourceLocation)
+        #expect(
+            result.stderr.contains(mentions),
+            "stderr '\(result.stderr)' should mention '\(mentions)'",
+            sourceLocation: sourceLocation
+        )
         #expect(try Self.snapshot(cli, dir) == before, "the replica changed", sourceLocation: sourceLocation)
     }
 
@@ -58,7 +71,12 @@ import Testing
         let big = #"{"id":"big","fields":{"v":""# + String(repeating: "x", count: Limits.maxValueBytes) + #""}}"#
         try await expectRefused(cli, ["import"] + d, input: big, mentions: "over the limit")
         try await expectRefused(cli, ["import"] + d, input: "{\"id\":\"n1\"}\n{oops\n", mentions: "line 2")
-        try await expectRefused(cli, ["import"] + d, input: #"{"id":"n1","feilds":{}}"#, mentions: "unknown key 'feilds'")
+        try await expectRefused(
+            cli,
+            ["import"] + d,
+            input: #"{"id":"n1","feilds":{}}"#,
+            mentions: "unknown key 'feilds'"
+        )
         try await expectRefused(cli, ["import"] + d, input: #"{"fields":{"a":{"b":1}}}"#, mentions: "holds an object")
     }
 
@@ -66,13 +84,22 @@ import Testing
         let cli = CLI("files")
         defer { cli.cleanUp() }
         let missing = try await cli.run(["list", "--dir", cli.path("nothing")])
-        #expect(missing.status != 0 && missing.stderr.contains("holds no lansync replica") && missing.stderr.split(separator: "\n").count == 1)
+        #expect(
+            missing.status != 0 && missing.stderr.contains("holds no lansync replica")
+                && missing.stderr.split(separator: "\n").count == 1
+        )
 
         try FileManager.default.createDirectory(atPath: cli.path("garbage"), withIntermediateDirectories: true)
-        _ = FileManager.default.createFile(atPath: cli.path("garbage/replica.sqlite"), contents: Data(repeating: 7, count: 4096))
+        _ = FileManager.default.createFile(
+            atPath: cli.path("garbage/replica.sqlite"),
+            contents: Data(repeating: 7, count: 4096)
+        )
         let garbage = try await cli.run(["list", "--dir", cli.path("garbage")])
         #expect(garbage.status != 0 && garbage.stderr.contains("not a lansync replica (not a SQLite database)"))
-        #expect(try Data(contentsOf: URL(fileURLWithPath: cli.path("garbage/replica.sqlite"))) == Data(repeating: 7, count: 4096))
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: cli.path("garbage/replica.sqlite")))
+                == Data(repeating: 7, count: 4096)
+        )
 
         try FileManager.default.createDirectory(atPath: cli.path("foreign"), withIntermediateDirectories: true)
         let sqlite = Process()
@@ -101,15 +128,28 @@ import Testing
         try await cli.ok(["rm"] + d + ["gone"])
         try await expectRefused(cli, ["set"] + d + ["x", "n=99999999999999999999"], mentions: "integer out of range")
         try await expectRefused(cli, ["set"] + d + ["x", "n=1e999"], mentions: "out of range for a double")
-        try await expectRefused(cli, ["set"] + d + ["x", "n=[1, -99999999999999999999]"], mentions: "integer out of range")
-        try await expectRefused(cli, ["import"] + d, input: #"{"id":"x","fields":{"n":99999999999999999999}}"#, mentions: "integer out of range")
+        try await expectRefused(
+            cli,
+            ["set"] + d + ["x", "n=[1, -99999999999999999999]"],
+            mentions: "integer out of range"
+        )
+        try await expectRefused(
+            cli,
+            ["import"] + d,
+            input: #"{"id":"x","fields":{"n":99999999999999999999}}"#,
+            mentions: "integer out of range"
+        )
         // An import line that says nothing of deletion used to restore a deleted item.
         try await expectRefused(cli, ["import"] + d, input: #"{"id":"gone","fields":{"k":2}}"#, mentions: "is deleted")
         try await cli.ok(["import"] + d, input: #"{"id":"gone","fields":{"k":2},"deleted":false}"#)
         #expect(try await cli.ok(["get"] + d + ["gone", "--json"]).contains(#""deleted":false"#))
         // What is in range still works, and non-finite doubles written out stay allowed.
         try await cli.ok(["set"] + d + ["x", "a=1e20", "b=-9223372036854775808", "c=Infinity"])
-        #expect(try await cli.ok(["get"] + d + ["x", "--json"]).contains(#""a":1e+20,"b":-9223372036854775808,"c":Infinity"#))
+        #expect(
+            try await cli.ok(["get"] + d + ["x", "--json"]).contains(
+                #""a":1e+20,"b":-9223372036854775808,"c":Infinity"#
+            )
+        )
     }
 
     /// Invalid UTF-8 cannot be typed into Swift source as a String: this one builds the bytes.
@@ -145,9 +185,12 @@ import Testing
         /// Runs lansync under libfaketime: `time` is faketime's own arguments.
         func faked(_ time: [String], _ args: [String]) async throws -> CLI.Result {
             let result = try await Subprocess.run(
-                .name("faketime"), arguments: Arguments(time + [CLI.binary] + args),
+                .name("faketime"),
+                arguments: Arguments(time + [CLI.binary] + args),
                 environment: .inherit.updating(["HOME": cli.root, "LANSYNC_DIR": nil]),
-                output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+                output: .string(limit: 1 << 20),
+                error: .string(limit: 1 << 20)
+            )
             let status: Int32 = if case .exited(let code) = result.terminationStatus { code } else { 128 }
             return CLI.Result(status: status, stdout: result.standardOutput, stderr: result.standardError)
         }

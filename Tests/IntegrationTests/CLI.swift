@@ -36,8 +36,15 @@ struct CLI {
 
     /// Runs `lansync ARGS...` with HOME pointing into the scratch area and no LANSYNC_DIR.
     @discardableResult
-    func run(_ arguments: [String], input: String? = nil, environment extra: [String: String] = [:]) async throws -> Result {
-        precondition(FileManager.default.isExecutableFile(atPath: Self.binary), "build the lansync binary first: \(Self.binary)")
+    func run(
+        _ arguments: [String],
+        input: String? = nil,
+        environment extra: [String: String] = [:]
+    ) async throws -> Result {
+        precondition(
+            FileManager.default.isExecutableFile(atPath: Self.binary),
+            "build the lansync binary first: \(Self.binary)"
+        )
         var env: [Environment.Key: String?] = ["HOME": root, "LANSYNC_DIR": nil]
         for (k, v) in extra { env[Environment.Key(stringLiteral: k)] = v }
         let result = try await Subprocess.run(
@@ -58,9 +65,17 @@ struct CLI {
 
     /// `lansync ARGS...`, expecting success; returns stdout.
     @discardableResult
-    func ok(_ arguments: [String], input: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
+    func ok(
+        _ arguments: [String],
+        input: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> String {
         let result = try await run(arguments, input: input)
-        #expect(result.status == 0, "lansync \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            result.status == 0,
+            "lansync \(arguments.joined(separator: " ")) failed: \(result.stderr)",
+            sourceLocation: sourceLocation
+        )
         return result.stdout
     }
 
@@ -69,7 +84,9 @@ struct CLI {
         if !FileManager.default.fileExists(atPath: path("cluster.pem")) {
             try await ok(["cluster", "create", path("cluster.pem")])
         }
-        for name in names { try await ok(["init", "--dir", path(name), "--cluster", path("cluster.pem"), "--name", name]) }
+        for name in names {
+            try await ok(["init", "--dir", path(name), "--cluster", path("cluster.pem"), "--name", name])
+        }
     }
 
     func cleanUp() { try? FileManager.default.removeItem(atPath: root) }

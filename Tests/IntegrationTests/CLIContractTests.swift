@@ -30,7 +30,8 @@ import Testing
         #expect(listed.contains(viaEnv.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
         try await cli.ok(["init", "--cluster", cli.path("cluster.pem")])
         #expect(FileManager.default.fileExists(atPath: cli.path(".lansync/replica.sqlite")))
-        let mode = try FileManager.default.attributesOfItem(atPath: cli.path(".lansync/node.pem"))[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: cli.path(".lansync/node.pem"))[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }
 
@@ -39,18 +40,29 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a"])
         let d = ["--dir", cli.path("a")]
-        let id = try await cli.ok(["add"] + d + ["--type", "task", "title=Climb", "n=3", "x=2.5", "flag=true", "none=null", #"q="42""#, #"tags=["climbing"]"#, "plain=hello world"])
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try await cli.ok(
+            ["add"] + d + [
+                "--type", "task", "title=Climb", "n=3", "x=2.5", "flag=true", "none=null", #"q="42""#,
+                #"tags=["climbing"]"#, "plain=hello world",
+            ]
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(id.count == 36 && Array(id)[14] == "7", "a UUIDv7: \(id)")
         try await cli.ok(["set"] + d + [id, "tags+=reading", "tags+=karaoke", "tags-=climbing", "n=4"])
         let json = try await cli.ok(["get"] + d + [id, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(json == #"{"id":"\#(id)","type":"task","fields":{"flag":true,"n":4,"none":null,"plain":"hello world","q":"42","tags":["reading","karaoke"],"title":"Climb","x":2.5},"deleted":false,"conflicts":[]}"#)
+        #expect(
+            json
+                == #"{"id":"\#(id)","type":"task","fields":{"flag":true,"n":4,"none":null,"plain":"hello world","q":"42","tags":["reading","karaoke"],"title":"Climb","x":2.5},"deleted":false,"conflicts":[]}"#
+        )
 
         try await cli.ok(["add"] + d + ["--id", "b-note", "--type", "note", "text=hi"])
         try await cli.ok(["add"] + d + ["--id", "a-note", "--type", "note", "text=yo"])
         let notes = try await cli.ok(["list"] + d + ["--type", "note", "--json"])
         let parsed = try JSON(parsing: notes)
-        guard case .array(let items) = parsed else { Issue.record("not an array: \(notes)"); return }
+        guard case .array(let items) = parsed else {
+            Issue.record("not an array: \(notes)")
+            return
+        }
         #expect(items.compactMap { $0["id"] } == [.string("a-note"), .string("b-note")])
 
         try await cli.ok(["rm"] + d + ["a-note"])
@@ -77,7 +89,10 @@ import Testing
         try await cli.ok(["set"] + d + ["h", "title=two"])
         try await cli.ok(["set"] + d + ["h", "title=three"])
         let json = try JSON(parsing: try await cli.ok(["history"] + d + ["h", "title", "--json"]))
-        guard case .array(let entries) = json else { Issue.record("not an array"); return }
+        guard case .array(let entries) = json else {
+            Issue.record("not an array")
+            return
+        }
         #expect(entries.compactMap { $0["write"]?["set"] } == [.string("three"), .string("two"), .string("one")])
         #expect(entries.compactMap { $0["live"] } == [.bool(true), .bool(false), .bool(false)])
         #expect(entries.allSatisfy { $0["writer"] == .string("a") })

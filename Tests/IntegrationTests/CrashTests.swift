@@ -10,14 +10,21 @@ import Testing
 /// Writers killed with SIGKILL at random points: the file stays intact, every acknowledged edit
 /// is there, no counter is issued twice, and an import is all or nothing.
 @Suite(.serialized) struct CrashTests {
-    static let seed: UInt64 = getenvString("LANSYNC_CRASH_SEED").flatMap { UInt64($0) } ?? UInt64(Date().timeIntervalSince1970)
+    static let seed: UInt64 =
+        getenvString("LANSYNC_CRASH_SEED").flatMap { UInt64($0) } ?? UInt64(Date().timeIntervalSince1970)
 
     /// Runs `lansync ARGS`, kills it with SIGKILL after `delay`, and returns its stdout lines
     /// (everything it printed before dying) and whether it had already exited by itself.
-    static func runAndKill(_ arguments: [String], after delay: Duration) async throws -> (lines: [String], finished: Bool) {
+    static func runAndKill(
+        _ arguments: [String],
+        after delay: Duration
+    ) async throws -> (lines: [String], finished: Bool) {
         let result = try await Subprocess.run(
-            .path(FilePath(CLI.binary)), arguments: Arguments(arguments),
-            input: .none, output: .sequence, error: .discarded
+            .path(FilePath(CLI.binary)),
+            arguments: Arguments(arguments),
+            input: .none,
+            output: .sequence,
+            error: .discarded
         ) { execution in
             async let collected: [String] = {
                 var lines: [String] = []
@@ -44,10 +51,16 @@ import Testing
         let rounds = 30
         for round in 0..<rounds {
             let delay = Duration.milliseconds(Int.random(in: 5...150, using: &rng))
-            let (lines, _) = try await Self.runAndKill(["debug", "edit-loop", "--dir", cli.path("a"), "c", "1000000", "--tag", "r\(round)"], after: delay)
+            let (lines, _) = try await Self.runAndKill(
+                ["debug", "edit-loop", "--dir", cli.path("a"), "c", "1000000", "--tag", "r\(round)"],
+                after: delay
+            )
             for line in lines {
                 let parts = line.split(separator: " ", maxSplits: 1)
-                guard parts.count == 2, let counter = UInt64(parts[0]) else { Issue.record("odd line '\(line)'"); continue }
+                guard parts.count == 2, let counter = UInt64(parts[0]) else {
+                    Issue.record("odd line '\(line)'")
+                    continue
+                }
                 acknowledged.append((counter, String(parts[1])))
             }
         }
@@ -58,11 +71,20 @@ import Testing
         let history = try store.history(try ItemID("c"), field: try FieldName("n"))
         var stored: [UInt64: FieldVersion.Write] = [:]
         for entry in history {
-            #expect(stored.updateValue(entry.write, forKey: entry.dot.counter) == nil, "counter \(entry.dot.counter) stored twice")
+            #expect(
+                stored.updateValue(entry.write, forKey: entry.dot.counter) == nil,
+                "counter \(entry.dot.counter) stored twice"
+            )
         }
-        #expect(Set(acknowledged.map(\.counter)).count == acknowledged.count, "a counter was acknowledged twice (seed \(Self.seed))")
+        #expect(
+            Set(acknowledged.map(\.counter)).count == acknowledged.count,
+            "a counter was acknowledged twice (seed \(Self.seed))"
+        )
         for ack in acknowledged {
-            #expect(stored[ack.counter] == .assign(.string(ack.value)), "acknowledged edit \(ack.counter)=\(ack.value) is missing (seed \(Self.seed))")
+            #expect(
+                stored[ack.counter] == .assign(.string(ack.value)),
+                "acknowledged edit \(ack.counter)=\(ack.value) is missing (seed \(Self.seed))"
+            )
         }
         // The version vector covers every issued counter, so the next one is new.
         #expect(try store.versionVector()[try store.info().nodeID] >= acknowledged.map(\.counter).max() ?? 0)
@@ -79,7 +101,9 @@ import Testing
         for round in 0..<8 {
             // The input comes from a file, not stdin: a process killed while we still fed its
             // stdin would make the feeding fail under us.
-            let input = (0..<size).map { #"{"id":"r\#(round)-\#($0)","type":"bulk","fields":{"i":\#($0),"text":"row \#($0)"}}"# }.joined(separator: "\n")
+            let input = (0..<size).map {
+                #"{"id":"r\#(round)-\#($0)","type":"bulk","fields":{"i":\#($0),"text":"row \#($0)"}}"#
+            }.joined(separator: "\n")
             let file = cli.path("round-\(round).jsonl")
             try input.write(toFile: file, atomically: true, encoding: .utf8)
             let delay = Duration.milliseconds(Int.random(in: 20...600, using: &rng))

@@ -27,10 +27,18 @@ import Testing
 
     /// Every command either works or fails with one line, never a crash.
     static func expectNoCrash(_ result: CLI.Result, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(result.status < 128, "\(what) crashed: \(result.status) \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            result.status < 128,
+            "\(what) crashed: \(result.status) \(result.stderr)",
+            sourceLocation: sourceLocation
+        )
         if !result.succeeded {
             let lines = result.stderr.split(separator: "\n")
-            #expect(lines.count == 1, "\(what): one line on stderr, got \(result.stderr)", sourceLocation: sourceLocation)
+            #expect(
+                lines.count == 1,
+                "\(what): one line on stderr, got \(result.stderr)",
+                sourceLocation: sourceLocation
+            )
         }
     }
 
@@ -41,7 +49,9 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let (a, b) = (cli.path("a"), cli.path("b"))
-        let lines = (0..<30).map { #"{"id":"i\#($0)","type":"t","fields":{"n":\#($0),"title":"item \#($0)"}}"# }.joined(separator: "\n")
+        let lines = (0..<30).map { #"{"id":"i\#($0)","type":"t","fields":{"n":\#($0),"title":"item \#($0)"}}"# }.joined(
+            separator: "\n"
+        )
         try await cli.ok(["import", "--dir", a], input: lines)
         let ports = freePorts(1)
         do {
@@ -50,33 +60,59 @@ import Testing
             nodeB.stop()
         }
         let file = a + "/replica.sqlite"
-        try Self.sqlite(file, "UPDATE field SET state = X'DEADBEEF' WHERE id IN (SELECT id FROM field WHERE name = 'n' LIMIT 10)")
+        try Self.sqlite(
+            file,
+            "UPDATE field SET state = X'DEADBEEF' WHERE id IN (SELECT id FROM field WHERE name = 'n' LIMIT 10)"
+        )
         // A NULL where the schema allows none (what one bit flip in a record header produced):
         // loosen the column's constraint in the schema text, then write the NULL.
-        try Self.sqlite(file, "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = replace(sql, 'conflict INTEGER NOT NULL', 'conflict INTEGER') WHERE name = 'field'")
-        try Self.sqlite(file, "UPDATE field SET conflict = NULL WHERE id = (SELECT id FROM field WHERE name = 'title' LIMIT 1)")
+        try Self.sqlite(
+            file,
+            "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = replace(sql, 'conflict INTEGER NOT NULL', 'conflict INTEGER') WHERE name = 'field'"
+        )
+        try Self.sqlite(
+            file,
+            "UPDATE field SET conflict = NULL WHERE id = (SELECT id FROM field WHERE name = 'title' LIMIT 1)"
+        )
 
         for command in [["list"], ["status"], ["get", "i3"], ["export"], ["conflicts"], ["history", "i0"]] {
             Self.expectNoCrash(try await cli.run(command + ["--dir", a]), command.joined(separator: " "))
         }
         let list = try await cli.run(["list", "--dir", a])
-        #expect(!list.succeeded && list.stderr.contains("damaged") && list.stderr.contains("lansync check"), "\(list.stderr)")
+        #expect(
+            !list.succeeded && list.stderr.contains("damaged") && list.stderr.contains("lansync check"),
+            "\(list.stderr)"
+        )
         let add = try await cli.run(["add", "--dir", a, "v=1"])
-        #expect(!add.succeeded && add.stderr.contains("damaged"), "a write to a damaged replica is refused: \(add.stderr)")
+        #expect(
+            !add.succeeded && add.stderr.contains("damaged"),
+            "a write to a damaged replica is refused: \(add.stderr)"
+        )
         let check = try await cli.run(["check", "--dir", a, "--json"])
         #expect(!check.succeeded)
         let report = try JSON(parsing: check.stdout)
         #expect(report["sound"] == .bool(false))
-        guard case .array(let problems)? = report["problems"] else { Issue.record("no problems listed: \(check.stdout)"); return }
+        guard case .array(let problems)? = report["problems"] else {
+            Issue.record("no problems listed: \(check.stdout)")
+            return
+        }
         #expect(problems.count >= 11, "ten undecodable states and a bad flag: \(problems)")
-        let node = try NodeProcess(dir: a, port: 0, arguments: ["--listen", "127.0.0.1:\(freePorts(1)[0])", "--no-mdns"], waitForListening: false)
+        let node = try NodeProcess(
+            dir: a,
+            port: 0,
+            arguments: ["--listen", "127.0.0.1:\(freePorts(1)[0])", "--no-mdns"],
+            waitForListening: false
+        )
         node.process.waitUntilExit()
         #expect(node.process.terminationStatus == 1, "the node refuses a damaged replica")
         #expect(node.logText.contains("does not start on a damaged replica"), "\(node.logText)")
 
         let repair = try await cli.ok(["repair", "--dir", a])
         print("repair: \(repair.trimmingCharacters(in: .whitespacesAndNewlines))")
-        #expect(repair.contains("10 lost"), "the ten undecodable states; the row with the NULL flag has a sound state and is kept: \(repair)")
+        #expect(
+            repair.contains("10 lost"),
+            "the ten undecodable states; the row with the NULL flag has a sound state and is kept: \(repair)"
+        )
         #expect(try await cli.ok(["check", "--dir", a]).contains("sound"))
         try await cli.ok(["add", "--dir", a, "--id", "after-repair", "v=1"])
         // A peer that has everything brings back what was lost.
@@ -96,13 +132,20 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a"])
         let a = cli.path("a")
-        let lines = (0..<3000).map { #"{"id":"i\#($0)","type":"t","fields":{"title":"a title long enough to fill some pages \#($0)"}}"# }
+        let lines = (0..<3000).map {
+            #"{"id":"i\#($0)","type":"t","fields":{"title":"a title long enough to fill some pages \#($0)"}}"#
+        }
         try await cli.ok(["import", "--dir", a], input: lines.joined(separator: "\n"))
         let file = a + "/replica.sqlite"
         try Self.sqlite(file, "PRAGMA wal_checkpoint(TRUNCATE)")
         let pages = Int(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int ?? 0) / 4096
         try Self.zeroPages(file, first: pages / 2, count: 4)
-        let node = try NodeProcess(dir: a, port: 0, arguments: ["--listen", "127.0.0.1:\(freePorts(1)[0])", "--no-mdns"], waitForListening: false)
+        let node = try NodeProcess(
+            dir: a,
+            port: 0,
+            arguments: ["--listen", "127.0.0.1:\(freePorts(1)[0])", "--no-mdns"],
+            waitForListening: false
+        )
         node.process.waitUntilExit()
         #expect(node.process.terminationStatus == 1)
         #expect(node.logText.contains("damaged"), "\(node.logText)")
@@ -111,7 +154,9 @@ import Testing
         }
         let repair = try await cli.run(["repair", "--dir", a])
         Self.expectNoCrash(repair, "repair")
-        print("repair after zeroed pages: \(repair.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) \(repair.stderr)")
+        print(
+            "repair after zeroed pages: \(repair.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) \(repair.stderr)"
+        )
         if repair.succeeded {
             #expect(try await cli.ok(["check", "--dir", a]).contains("sound"))
             try await cli.ok(["add", "--dir", a, "v=1"])

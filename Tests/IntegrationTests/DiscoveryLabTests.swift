@@ -9,14 +9,23 @@ import Testing
 struct DiscoveryLabTests {
     /// Starts a node in lab host `i` on 10.77.0.i:7420, with no peers.
     func node(_ cli: CLI, _ i: Int, dir: String? = nil) throws -> NodeProcess {
-        try NodeProcess(dir: dir ?? cli.path("d\(i)"), port: 7420, arguments: ["--listen", "\(Lab.address(i)):7420"], labHost: i)
+        try NodeProcess(
+            dir: dir ?? cli.path("d\(i)"),
+            port: 7420,
+            arguments: ["--listen", "\(Lab.address(i)):7420"],
+            labHost: i
+        )
     }
 
     /// The node ids a status lists as connected peers found by mDNS (or that dialled in).
     func connectedPeers(_ cli: CLI, _ dir: String) async throws -> Set<String> {
         let status = try await cli.status(dir)
         guard case .array(let peers)? = status["peers"] else { return [] }
-        return Set(peers.filter { $0["connected"] == .bool(true) }.compactMap { if case .string(let id)? = $0["node_id"] { id } else { nil } })
+        return Set(
+            peers.filter { $0["connected"] == .bool(true) }.compactMap {
+                if case .string(let id)? = $0["node_id"] { id } else { nil }
+            }
+        )
     }
 
     func nodeID(_ cli: CLI, _ dir: String) async throws -> String {
@@ -47,7 +56,10 @@ struct DiscoveryLabTests {
         var appeared: Duration?
         while clock.now - started < .seconds(20) {
             let seenBy = try await three.asyncMap { try await connectedPeers(cli, $0).contains(id4) }
-            if seenBy.allSatisfy({ $0 }) { appeared = clock.now - started; break }
+            if seenBy.allSatisfy({ $0 }) {
+                appeared = clock.now - started
+                break
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(appeared != nil, "node 4 never appeared: \(nodes[3].logText)")
@@ -84,7 +96,10 @@ struct DiscoveryLabTests {
         let id3 = try await nodeID(cli, cli.path("d3"))
         for dir in [cli.path("d1"), cli.path("d2")] {
             let status = try await cli.status(dir)
-            guard case .array(let peers)? = status["peers"] else { Issue.record("no peers"); continue }
+            guard case .array(let peers)? = status["peers"] else {
+                Issue.record("no peers")
+                continue
+            }
             #expect(peers.count == 1, "only the one real peer: \(status.text)")
             #expect(!status.text.contains(id3) && !status.text.contains("10.77.0.4"))
             #expect(peers.allSatisfy { $0["last_error"] == .null })
@@ -108,7 +123,11 @@ struct DiscoveryLabTests {
         try await Task.sleep(for: .seconds(1))
         #expect(n1.isRunning)
         let waiting = try await cli.status(cli.path("d1"))
-        if case .string(let state)? = waiting["mdns"] { #expect(state.hasPrefix("unavailable"), "\(state)") } else { Issue.record("no mdns state") }
+        if case .string(let state)? = waiting["mdns"] {
+            #expect(state.hasPrefix("unavailable"), "\(state)")
+        } else {
+            Issue.record("no mdns state")
+        }
         #expect(n1.logText.components(separatedBy: "mDNS unavailable").count == 2, "said once: \(n1.logText)")
 
         Lab.run(["avahi-start", "1"])
@@ -122,9 +141,13 @@ struct DiscoveryLabTests {
         n1.stop()
         try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "after-restart", "v=1"])
         let again = try node(cli, 1)
-        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil, "\(n2.logText)")
+        #expect(
+            try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil,
+            "\(n2.logText)"
+        )
         #expect(try await cli.ok(["list", "--dir", cli.path("d2"), "--json"]).contains("after-restart"))
-        again.stop(); n2.stop()
+        again.stop()
+        n2.stop()
     }
 
     /// An advert is only a hint: one that claims our cluster but points at a stranger costs a
@@ -138,13 +161,25 @@ struct DiscoveryLabTests {
         try await cli.cluster(["d1", "d2"])
         try await cli.ok(["cluster", "create", cli.path("other.pem")])
         try await cli.ok(["init", "--dir", cli.path("x"), "--cluster", cli.path("other.pem"), "--name", "stranger"])
-        guard case .string(let cluster)? = try await cli.status(cli.path("d1"))["cluster_id"] else { Issue.record("no cluster id"); return }
+        guard case .string(let cluster)? = try await cli.status(cli.path("d1"))["cluster_id"] else {
+            Issue.record("no cluster id")
+            return
+        }
         // A stranger listens on host 3 (silent on mDNS); a spoofed advert there names our cluster.
-        let stranger = try NodeProcess(dir: cli.path("x"), port: 7420, arguments: ["--listen", "\(Lab.address(3)):7420", "--no-mdns"], labHost: 3)
+        let stranger = try NodeProcess(
+            dir: cli.path("x"),
+            port: 7420,
+            arguments: ["--listen", "\(Lab.address(3)):7420", "--no-mdns"],
+            labHost: 3
+        )
         let fake = NodeID(high: 1, low: 2).text
         let spoof = Process()
         spoof.executableURL = URL(fileURLWithPath: "/bin/bash")
-        spoof.arguments = Lab.exec(3) + ["avahi-publish", "-s", "spoof", "_lansync._tcp", "7420", "node=\(fake)", "cluster=\(cluster)", "proto=1"]
+        spoof.arguments =
+            Lab.exec(3) + [
+                "avahi-publish", "-s", "spoof", "_lansync._tcp", "7420", "node=\(fake)", "cluster=\(cluster)",
+                "proto=1",
+            ]
         spoof.environment = ProcessInfo.processInfo.environment.merging(Lab.environment) { $1 }
         spoof.standardOutput = FileHandle.nullDevice
         spoof.standardError = FileHandle.nullDevice
@@ -157,18 +192,34 @@ struct DiscoveryLabTests {
         try await Task.sleep(for: .seconds(2))
         let status = try await cli.status(cli.path("d1"))
         #expect(status["running"] == .bool(true))
-        guard case .array(let peers)? = status["peers"] else { Issue.record("no peers"); return }
+        guard case .array(let peers)? = status["peers"] else {
+            Issue.record("no peers")
+            return
+        }
         let spoofed = peers.first { $0["node_id"] == .string(fake) }
         #expect(spoofed?["connected"] == .bool(false), "\(status.text)")
-        if case .string(let error)? = spoofed?["last_error"] { #expect(error.contains("cannot connect")) } else { Issue.record("the failed handshake is not shown: \(status.text)") }
-        #expect(try await cli.ok(["list", "--dir", cli.path("x"), "--json"]).trimmingCharacters(in: .whitespacesAndNewlines) == "[\n]", "the stranger learnt nothing")
+        if case .string(let error)? = spoofed?["last_error"] {
+            #expect(error.contains("cannot connect"))
+        } else {
+            Issue.record("the failed handshake is not shown: \(status.text)")
+        }
+        #expect(
+            try await cli.ok(["list", "--dir", cli.path("x"), "--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                == "[\n]",
+            "the stranger learnt nothing"
+        )
 
         // Node 2 vanishes without a goodbye, is edited offline, and comes back.
         n2.kill9()
         try await cli.ok(["add", "--dir", cli.path("d2"), "--id", "while-away", "v=2"])
         n2 = try node(cli, 2)
-        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil, "\(n1.logText)")
+        #expect(
+            try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil,
+            "\(n1.logText)"
+        )
         #expect(try await cli.ok(["list", "--dir", cli.path("d1"), "--json"]).contains("while-away"))
-        n1.stop(); n2.stop(); stranger.stop()
+        n1.stop()
+        n2.stop()
+        stranger.stop()
     }
 }

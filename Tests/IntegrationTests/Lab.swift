@@ -3,7 +3,8 @@ import Testing
 
 /// The project's mDNS lab (`scripts/lab.sh`): hosts in their own network namespaces, each with its
 /// own D-Bus and avahi-daemon. Tests that use it run only where it can (root, network namespaces,
-/// avahi-daemon installed), and otherwise are skipped with the reason.
+/// avahi-daemon installed), and otherwise are skipped with the reason, or fail with it when
+/// `LANSYNC_REQUIRE_LAB=1` (set by `.ci/run` where the lab should work).
 struct Lab {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/lab.sh").path
@@ -12,10 +13,13 @@ struct Lab {
     /// Nil if the lab can run here, else why not.
     static let unavailableReason: String? = {
         let (status, output) = run(["check"])
-        return status == 0 ? nil : "mDNS lab tests skipped: " + output.trimmingCharacters(in: .whitespacesAndNewlines)
+        return status == 0 ? nil : "mDNS lab unavailable: " + output.trimmingCharacters(in: .whitespacesAndNewlines)
     }()
 
-    static var available: Bool { unavailableReason == nil }
+    /// `LANSYNC_REQUIRE_LAB=1`: the lab tests run even where the lab is unavailable, and fail there.
+    static let required = ProcessInfo.processInfo.environment["LANSYNC_REQUIRE_LAB"] == "1"
+
+    static var available: Bool { unavailableReason == nil || required }
 
     /// Runs `scripts/lab.sh ARGUMENTS...` to completion and returns its status and output.
     ///
@@ -37,9 +41,14 @@ struct Lab {
         let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
         var cArgs = argv.map { strdup($0) } + [nil]
         var cEnv = env.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) }; cEnv.forEach { free($0) } }
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
         var pid: pid_t = 0
-        guard posix_spawn(&pid, "/bin/bash", &actions, nil, &cArgs, &cEnv) == 0 else { return (127, "cannot run \(script)") }
+        guard posix_spawn(&pid, "/bin/bash", &actions, nil, &cArgs, &cEnv) == 0 else {
+            return (127, "cannot run \(script)")
+        }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
@@ -52,6 +61,9 @@ struct Lab {
     /// Brings up `hosts` lab hosts; `down()` (in a defer) removes them even when the test fails.
     init(hosts: Int) throws {
         self.hosts = hosts
+        if let reason = Self.unavailableReason {
+            throw LabError(description: "LANSYNC_REQUIRE_LAB=1, but \(reason)")
+        }
         let (status, output) = Self.run(["up", String(hosts)])
         guard status == 0 else {
             Self.run(["down"])

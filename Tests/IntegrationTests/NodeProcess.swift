@@ -15,11 +15,23 @@ final class NodeProcess: @unchecked Sendable {
     /// Starts `lansync node --dir DIR --listen 127.0.0.1:PORT --peer ...`, and waits until it listens.
     convenience init(dir: String, port: Int, peers: [Int] = [], extra: [String] = []) throws {
         // Loopback tests never touch the host's mDNS: the lab tests run nodes in their own namespaces.
-        try self.init(dir: dir, port: port, arguments: ["--listen", "127.0.0.1:\(port)", "--no-mdns"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] } + extra)
+        try self.init(
+            dir: dir,
+            port: port,
+            arguments: ["--listen", "127.0.0.1:\(port)", "--no-mdns"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
+                + extra
+        )
     }
 
     /// Starts `lansync node --dir DIR ARGUMENTS...` (inside lab host `labHost` if given).
-    init(dir: String, port: Int, arguments: [String], labHost: Int? = nil, waitForListening: Bool = true, command: String = "node") throws {
+    init(
+        dir: String,
+        port: Int,
+        arguments: [String],
+        labHost: Int? = nil,
+        waitForListening: Bool = true,
+        command: String = "node"
+    ) throws {
         self.dir = dir
         self.port = port
         log = dir + ".log"
@@ -79,9 +91,15 @@ func freePorts(_ n: Int) -> [Int] {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }

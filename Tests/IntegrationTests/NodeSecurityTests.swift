@@ -26,11 +26,19 @@ import Testing
         let strangerItems = try await cli.ok(["list", "--dir", cli.path("x"), "--json"])
         #expect(!strangerItems.contains("secret") && strangerItems.contains("junk"))
         #expect(after["running"] == .bool(true), "the node survived: \(a.logText)")
-        guard case .array(let peers)? = after["peers"], peers.count == 1 else { Issue.record("expected one peer: \(after.text)"); return }
+        guard case .array(let peers)? = after["peers"], peers.count == 1 else {
+            Issue.record("expected one peer: \(after.text)")
+            return
+        }
         #expect(peers[0]["node_id"] == .null, "the stranger's identity was never learnt")
-        if case .string(let error)? = peers[0]["last_error"] { #expect(error.contains("connect") || error.contains("TLS")) } else { Issue.record("no error recorded: \(after.text)") }
+        if case .string(let error)? = peers[0]["last_error"] {
+            #expect(error.contains("connect") || error.contains("TLS"))
+        } else {
+            Issue.record("no error recorded: \(after.text)")
+        }
         #expect(a.isRunning && x.isRunning)
-        a.stop(); x.stop()
+        a.stop()
+        x.stop()
     }
 
     /// Random bytes, stalled connections (more than the handshake cap), and malformed frames from
@@ -50,7 +58,13 @@ import Testing
 
         var rng = SplitMix64(seed: 1)
         // Plain TCP garbage, and 24 connections that say nothing (the handshake cap is 16).
-        for _ in 0..<20 { _ = tcpSend(port: ports[0], bytes: (0..<Int.random(in: 1...4000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, keepOpen: false) }
+        for _ in 0..<20 {
+            _ = tcpSend(
+                port: ports[0],
+                bytes: (0..<Int.random(in: 1...4000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) },
+                keepOpen: false
+            )
+        }
         let stalled = (0..<24).compactMap { _ in tcpSend(port: ports[0], bytes: [], keepOpen: true) }
         // While they hold every handshake slot, the established peer keeps syncing.
         try await cli.ok(["set", "--dir", cli.path("b"), "keep", "v=2"])
@@ -73,20 +87,23 @@ import Testing
                 answer = try await rawExchange(cli, port: ports[0], bytes: bytes)
             }
             #expect(answer.contains("hello"), "\(name): \(answer)")
-            if name != "truncated frame" { #expect(answer.contains("error") && answer.contains("closed"), "\(name): \(answer)") }
+            if name != "truncated frame" {
+                #expect(answer.contains("error") && answer.contains("closed"), "\(name): \(answer)")
+            }
         }
         // The node is up, answers, and still syncs with B.
         #expect(a.isRunning)
         try await cli.ok(["set", "--dir", cli.path("b"), "keep", "v=3"])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         #expect(try await cli.ok(["get", "--dir", cli.path("a"), "keep", "--json"]).contains(#""v":3"#))
-        #expect(try await cli.status(cli.path("a"))["digest"] != digest)   // B's edit, and only that, arrived
+        #expect(try await cli.status(cli.path("a"))["digest"] != digest)  // B's edit, and only that, arrived
         let items = try await cli.ok(["list", "--dir", cli.path("a"), "--json"])
         #expect(items.components(separatedBy: "\"id\"").count == 2, "only the one real item: \(items)")
         let memoryAfter = a.residentKiB
         print("node memory before/after the garbage: \(memoryBefore) / \(memoryAfter) KiB")
         #expect(memoryAfter < 400_000, "memory stays bounded")
-        a.stop(); b.stop()
+        a.stop()
+        b.stop()
     }
 
     /// Issue 12: 200 strangers holding idle or slowly dribbling TCP connections must not stop a
@@ -105,7 +122,9 @@ import Testing
         #expect(idle.count + slow.count == 200, "the strangers got their connections")
         let dribble = Task {
             for _ in 0..<60 where !Task.isCancelled {
-                for fd in slow { _ = [UInt8(0x03)].withUnsafeBytes { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) } }
+                for fd in slow {
+                    _ = [UInt8(0x03)].withUnsafeBytes { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                }
                 try? await Task.sleep(for: .milliseconds(500))
             }
         }
@@ -136,7 +155,10 @@ import Testing
         let process = Process()
         let pipe = Pipe()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "\"$0\" debug raw --dir \"$1\" --peer 127.0.0.1:\(port) --seconds 3 < \"$2\"", CLI.binary, cli.path("m"), file]
+        process.arguments = [
+            "-c", "\"$0\" debug raw --dir \"$1\" --peer 127.0.0.1:\(port) --seconds 3 < \"$2\"", CLI.binary,
+            cli.path("m"), file,
+        ]
         process.standardOutput = pipe
         // Its stderr joins the answer, so a failed expectation shows why the exchange failed.
         process.standardError = pipe
@@ -155,8 +177,15 @@ func tcpSend(port: Int, bytes: [UInt8], keepOpen: Bool) -> Int32? {
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     address.sin_port = UInt16(port).bigEndian
-    let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    guard connected == 0 else { close(fd); return nil }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
     if !bytes.isEmpty { _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
     if keepOpen { return fd }
     close(fd)

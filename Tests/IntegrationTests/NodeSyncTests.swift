@@ -15,17 +15,25 @@ import Testing
         let dirs = ["a", "b", "c"].map(cli.path)
         let ports = freePorts(3)
         func start(_ i: Int) throws -> NodeProcess {
-            try NodeProcess(dir: dirs[i], port: ports[i], peers: ports.enumerated().filter { $0.offset != i }.map(\.element))
+            try NodeProcess(
+                dir: dirs[i],
+                port: ports[i],
+                peers: ports.enumerated().filter { $0.offset != i }.map(\.element)
+            )
         }
         // A base every node shares.
-        try await cli.ok(["add", "--dir", dirs[0], "--id", "t1", "--type", "task", "title=Climb", #"tags=["climbing"]"#])
+        try await cli.ok([
+            "add", "--dir", dirs[0], "--id", "t1", "--type", "task", "title=Climb", #"tags=["climbing"]"#,
+        ])
         try await cli.ok(["add", "--dir", dirs[0], "--id", "t2", "--type", "task", "title=Old"])
         var nodes = try (0..<3).map(start)
         #expect(try await cli.waitForConvergence(dirs) != nil)
         for node in nodes { #expect(node.stop() == 0, "a node stopped by SIGTERM exits 0") }
 
         // Apart: every node edits offline.
-        let a = ["--dir", dirs[0]], b = ["--dir", dirs[1]], c = ["--dir", dirs[2]]
+        let a = ["--dir", dirs[0]]
+        let b = ["--dir", dirs[1]]
+        let c = ["--dir", dirs[2]]
         try await cli.ok(["set"] + a + ["t1", "location=Fontainebleau", "tags+=reading", "title=from A"])
         try await cli.ok(["rm"] + a + ["t2"])
         try await Task.sleep(for: .milliseconds(20))
@@ -67,14 +75,18 @@ import Testing
             let start = clock.now
             var seen = false
             while clock.now - start < .seconds(10) {
-                if try b.storedItem(try ItemID("x"))?.fields.first?.json == "\(i)" { seen = true; break }
+                if try b.storedItem(try ItemID("x"))?.fields.first?.json == "\(i)" {
+                    seen = true
+                    break
+                }
                 try await Task.sleep(for: .milliseconds(2))
             }
             #expect(seen, "edit \(i) never reached B")
             latencies.append(clock.now - start)
         }
         print("edit-to-visibility after the CLI returned (debug build): \(latencies)")
-        na.stop(); nb.stop()
+        na.stop()
+        nb.stop()
     }
 
     /// A sync killed mid-way (SIGKILL on either side) resumes where it stopped and converges.
@@ -83,9 +95,11 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let items = 4000
-        let input = (0..<items).map { #"{"id":"i\#($0)","fields":{"n":\#($0),"text":"some text for item \#($0)","tags":["x","y"]}}"# }.joined(separator: "\n")
+        let input = (0..<items).map {
+            #"{"id":"i\#($0)","fields":{"n":\#($0),"text":"some text for item \#($0)","tags":["x","y"]}}"#
+        }.joined(separator: "\n")
         try await cli.ok(["import", "--dir", cli.path("a")], input: input)
-        let total = items * 4   // field states, with _type
+        let total = items * 4  // field states, with _type
         let ports = freePorts(2)
         let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
         let bStore = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
@@ -107,8 +121,13 @@ import Testing
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         if partial < items {
             let status = try await cli.status(cli.path("b"))
-            guard case .array(let peers)? = status["peers"], let peer = peers.first(where: { $0["connected"] == .bool(true) }),
-                  case .integer(let received)? = peer["received_updates"] else { Issue.record("no peer in \(status.text)"); return }
+            guard case .array(let peers)? = status["peers"],
+                let peer = peers.first(where: { $0["connected"] == .bool(true) }),
+                case .integer(let received)? = peer["received_updates"]
+            else {
+                Issue.record("no peer in \(status.text)")
+                return
+            }
             print("after restart B received \(received) of \(total) field states")
             #expect(Int(received) < total, "the resumed sync resent everything")
         }
@@ -117,7 +136,9 @@ import Testing
         let cPort = freePorts(1)[0]
         let cStore = try ReplicaStore.open(path: cli.path("c/replica.sqlite"))
         let c = try NodeProcess(dir: cli.path("c"), port: cPort, peers: [ports[0]])
-        while clock.now - start < .seconds(120), try cStore.counts().items == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        while clock.now - start < .seconds(120), try cStore.counts().items == 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         a.kill9()
         let a2 = try NodeProcess(dir: cli.path("a"), port: ports[0])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
@@ -132,10 +153,17 @@ import Testing
     defer { cli.cleanUp() }
     try await cli.cluster(["a"])
     let port = freePorts(1)[0]
-    for arguments in [["relay", "--max-value-bytes", "0"], ["relay", "--max-fields=-1"], ["relay", "--max-sessions", "0"],
-                      ["relay", "--anti-entropy", "0"], ["node", "--relay-interval", "inf"], ["node", "--anti-entropy=-2"]] {
+    for arguments in [
+        ["relay", "--max-value-bytes", "0"], ["relay", "--max-fields=-1"], ["relay", "--max-sessions", "0"],
+        ["relay", "--anti-entropy", "0"], ["node", "--relay-interval", "inf"], ["node", "--anti-entropy=-2"],
+    ] {
         let option = arguments[1].split(separator: "=")[0]
-        let result = try await cli.run(arguments + ["--dir", cli.path("a"), "--listen", "127.0.0.1:\(port)", "--no-mdns"].filter { arguments[0] == "node" || $0 != "--no-mdns" })
+        let result = try await cli.run(
+            arguments
+                + ["--dir", cli.path("a"), "--listen", "127.0.0.1:\(port)", "--no-mdns"].filter {
+                    arguments[0] == "node" || $0 != "--no-mdns"
+                }
+        )
         #expect(result.status == 64, "\(arguments): \(result.stderr)")
         // The first line says what is wrong (argument-parser then shows the usage, as for every usage error).
         let first = result.stderr.split(separator: "\n").first ?? ""
@@ -156,13 +184,19 @@ import Testing
         let b = try NodeProcess(dir: cli.path("b"), port: ports[0])
         let out = try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(ports[0])"])
         #expect(out.contains("synced with b"))
-        let a = try await cli.status(cli.path("a")), bs = try await cli.status(cli.path("b"))
+        let a = try await cli.status(cli.path("a"))
+        let bs = try await cli.status(cli.path("b"))
         #expect(a["digest"] == bs["digest"])
         #expect(try await cli.ok(["list", "--dir", cli.path("a"), "--json"]).contains("from-b"))
 
-        let failed = try await cli.run(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(ports[1])", "--timeout", "5"])
+        let failed = try await cli.run([
+            "sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(ports[1])", "--timeout", "5",
+        ])
         #expect(failed.status != 0)
-        #expect(failed.stderr.split(separator: "\n").count == 1 && failed.stderr.contains("127.0.0.1:\(ports[1])"), "\(failed.stderr)")
+        #expect(
+            failed.stderr.split(separator: "\n").count == 1 && failed.stderr.contains("127.0.0.1:\(ports[1])"),
+            "\(failed.stderr)"
+        )
         let usage = try await cli.run(["sync", "--dir", cli.path("a")])
         #expect(usage.status == 64)
         b.stop()
@@ -176,7 +210,11 @@ import Testing
         let (na, nb) = try await twoConnectedNodes(cli)
         // Written through the store directly: no nudge.
         let store = try ReplicaStore.open(path: cli.path("a/replica.sqlite"))
-        try store.apply(.update([.set(try FieldName("v"), .integer(7))]), to: try ItemID("x"), wallMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
+        try store.apply(
+            .update([.set(try FieldName("v"), .integer(7))]),
+            to: try ItemID("x"),
+            wallMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000)
+        )
         let clock = ContinuousClock()
         let start = clock.now
         let b = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
@@ -185,7 +223,8 @@ import Testing
         }
         #expect(try b.storedItem(try ItemID("x"))?.fields.first?.json == "7")
         print("an unannounced change reached the peer after \(clock.now - start)")
-        na.stop(); nb.stop()
+        na.stop()
+        nb.stop()
     }
 }
 

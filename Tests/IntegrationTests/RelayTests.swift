@@ -7,11 +7,21 @@ import Testing
 /// The relay (issue 6), with real processes on loopback.
 @Suite(.serialized) struct RelayTests {
     func relay(_ cli: CLI, port: Int, settle: String = "latest") throws -> NodeProcess {
-        try NodeProcess(dir: cli.path("r"), port: port, arguments: ["--listen", "127.0.0.1:\(port)", "--settle", settle], command: "relay")
+        try NodeProcess(
+            dir: cli.path("r"),
+            port: port,
+            arguments: ["--listen", "127.0.0.1:\(port)", "--settle", settle],
+            command: "relay"
+        )
     }
 
     func node(_ cli: CLI, _ name: String, port: Int, relay: Int, peers: [Int] = []) throws -> NodeProcess {
-        try NodeProcess(dir: cli.path(name), port: port, peers: peers, extra: ["--relay", "127.0.0.1:\(relay)", "--relay-interval", "1"])
+        try NodeProcess(
+            dir: cli.path(name),
+            port: port,
+            peers: peers,
+            extra: ["--relay", "127.0.0.1:\(relay)", "--relay-interval", "1"]
+        )
     }
 
     /// Two groups whose members only know each other (and the relay) converge through it.
@@ -19,12 +29,16 @@ import Testing
         let cli = CLI("relay-groups")
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a1", "a2", "b1", "b2"])
-        for name in ["a1", "a2", "b1", "b2"] { try await cli.ok(["add", "--dir", cli.path(name), "--id", "from-\(name)", "v=1"]) }
+        for name in ["a1", "a2", "b1", "b2"] {
+            try await cli.ok(["add", "--dir", cli.path(name), "--id", "from-\(name)", "v=1"])
+        }
         let p = freePorts(5)
         let r = try relay(cli, port: p[0])
         let nodes = [
-            try node(cli, "a1", port: p[1], relay: p[0], peers: [p[2]]), try node(cli, "a2", port: p[2], relay: p[0], peers: [p[1]]),
-            try node(cli, "b1", port: p[3], relay: p[0], peers: [p[4]]), try node(cli, "b2", port: p[4], relay: p[0], peers: [p[3]]),
+            try node(cli, "a1", port: p[1], relay: p[0], peers: [p[2]]),
+            try node(cli, "a2", port: p[2], relay: p[0], peers: [p[1]]),
+            try node(cli, "b1", port: p[3], relay: p[0], peers: [p[4]]),
+            try node(cli, "b2", port: p[4], relay: p[0], peers: [p[3]]),
         ]
         let dirs = ["r", "a1", "a2", "b1", "b2"].map(cli.path)
         #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(60)) != nil, "\(r.logText)")
@@ -52,7 +66,10 @@ import Testing
         let status = try await cli.status(cli.path("a"))
         #expect(status["changes"]?["synced"] == .integer(2), "\(status.text)")
         #expect(status["changes"]?["syncing"] == .integer(0) || status["changes"]?["dirty"] == .integer(0))
-        guard case .array(let peers)? = status["peers"] else { Issue.record("status has no peers array: \(status)"); return }
+        guard case .array(let peers)? = status["peers"] else {
+            Issue.record("status has no peers array: \(status)")
+            return
+        }
         #expect(peers.contains { $0["path"] == .string("relay") })
         #expect(a.stop() == 0)
         // With the relay down, a new edit waits (DIRTY).
@@ -64,7 +81,8 @@ import Testing
         let c = try node(cli, "c", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("c")]) != nil)
         #expect(try await cli.ok(["get", "--dir", cli.path("c"), "note", "--json"]).contains("left for C"))
-        c.stop(); r2.stop()
+        c.stop()
+        r2.stop()
     }
 
     /// A conflict made on two disconnected nodes is settled by the relay: one value everywhere,
@@ -90,12 +108,20 @@ import Testing
         #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil)
         let expected = policy == "latest" ? "from B" : "from A"
         for dir in dirs {
-            #expect(try await cli.ok(["get", "--dir", dir, "t1", "--json"]).contains(#""title":"\#(expected)""#), "\(policy) on \(dir)")
-            #expect(try await cli.ok(["conflicts", "--dir", dir, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+            #expect(
+                try await cli.ok(["get", "--dir", dir, "t1", "--json"]).contains(#""title":"\#(expected)""#),
+                "\(policy) on \(dir)"
+            )
+            #expect(
+                try await cli.ok(["conflicts", "--dir", dir, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                    == "[]"
+            )
         }
         let history = try await cli.ok(["history", "--dir", cli.path("b"), "t1", "title", "--json"])
         #expect(history.contains(#""set":"from A""#) && history.contains(#""set":"from B""#))
-        a.stop(); b.stop(); r.stop()
+        a.stop()
+        b.stop()
+        r.stop()
     }
 
     /// The relay killed with SIGKILL during heavy sync restarts, and everyone converges.
@@ -103,7 +129,9 @@ import Testing
         let cli = CLI("relay-kill")
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "b"])
-        let input = (0..<3000).map { #"{"id":"i\#($0)","fields":{"n":\#($0),"text":"row \#($0)"}}"# }.joined(separator: "\n")
+        let input = (0..<3000).map { #"{"id":"i\#($0)","fields":{"n":\#($0),"text":"row \#($0)"}}"# }.joined(
+            separator: "\n"
+        )
         try await cli.ok(["import", "--dir", cli.path("a")], input: input)
         let p = freePorts(3)
         var r = try relay(cli, port: p[0])
@@ -111,14 +139,18 @@ import Testing
         let rStore = try ReplicaStore.open(path: cli.path("r/replica.sqlite"))
         let clock = ContinuousClock()
         let start = clock.now
-        while clock.now - start < .seconds(60), try rStore.counts().items == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        while clock.now - start < .seconds(60), try rStore.counts().items == 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         r.kill9()
         print("relay killed holding \(try rStore.counts().items) of 3000 items")
         #expect(try rStore.integrityCheck() == "ok")
         r = try relay(cli, port: p[0])
         let b = try node(cli, "b", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path), timeout: .seconds(90)) != nil)
-        a.stop(); b.stop(); r.stop()
+        a.stop()
+        b.stop()
+        r.stop()
     }
 
     /// An over-limit change is refused and overruled by the relay, shown in status on the node
@@ -128,7 +160,12 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "b"])
         let p = freePorts(3)
-        let r = try NodeProcess(dir: cli.path("r"), port: p[0], arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-value-bytes", "1000"], command: "relay")
+        let r = try NodeProcess(
+            dir: cli.path("r"),
+            port: p[0],
+            arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-value-bytes", "1000"],
+            command: "relay"
+        )
         let a = try node(cli, "a", port: p[1], relay: p[0])
         let b = try node(cli, "b", port: p[2], relay: p[0])
         let big = String(repeating: "x", count: 3000)
@@ -142,15 +179,23 @@ import Testing
             #expect(try await cli.ok(["get", "--dir", dir, "t2", "--json"]).contains(#""ok":"yes""#))
         }
         let status = try await cli.status(cli.path("a"))
-        guard case .array(let rejected)? = status["rejected"], rejected.count == 1 else { Issue.record("no rejection in \(status.text)"); return }
+        guard case .array(let rejected)? = status["rejected"], rejected.count == 1 else {
+            Issue.record("no rejection in \(status.text)")
+            return
+        }
         #expect(rejected[0]["id"] == .string("t1") && rejected[0]["field"] == .string("big"))
-        guard case .string(let reason)? = rejected[0]["reason"] else { Issue.record("rejection without a reason: \(rejected[0])"); return }
+        guard case .string(let reason)? = rejected[0]["reason"] else {
+            Issue.record("rejection without a reason: \(rejected[0])")
+            return
+        }
         #expect(reason.contains("over the relay's limit of 1000"))
         #expect(try await cli.ok(["status", "--dir", cli.path("a")]).contains("REJECTED"))
         // Not lost silently: the refused value stays in the writer's history.
         #expect(try await cli.ok(["history", "--dir", cli.path("a"), "t1", "big", "--json"]).contains(big))
         #expect(try await cli.status(cli.path("b"))["rejected"] == .array([]))
-        a.stop(); b.stop(); r.stop()
+        a.stop()
+        b.stop()
+        r.stop()
     }
 
     /// The relay serves a bounded number of nodes at once: one more is told it is busy (shown in
@@ -160,7 +205,12 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "b", "c"])
         let p = freePorts(4)
-        let r = try NodeProcess(dir: cli.path("r"), port: p[0], arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-sessions", "2"], command: "relay")
+        let r = try NodeProcess(
+            dir: cli.path("r"),
+            port: p[0],
+            arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-sessions", "2"],
+            command: "relay"
+        )
         let a = try node(cli, "a", port: p[1], relay: p[0])
         let b = try node(cli, "b", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path)) != nil)
@@ -177,6 +227,8 @@ import Testing
         a.stop()
         #expect(try await cli.waitForConvergence(["r", "b", "c"].map(cli.path), timeout: .seconds(90)) != nil)
         #expect(try await cli.ok(["list", "--dir", cli.path("b"), "--json"]).contains("from-c"))
-        b.stop(); c.stop(); r.stop()
+        b.stop()
+        c.stop()
+        r.stop()
     }
 }

@@ -20,7 +20,8 @@ import Testing
         let cli = CLI("conflict")
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
-        let a = ["--dir", cli.path("a")], b = ["--dir", cli.path("b")]
+        let a = ["--dir", cli.path("a")]
+        let b = ["--dir", cli.path("b")]
         try await cli.ok(["add"] + a + ["--id", "t1", "--type", "task", "title=Climb"])
         try Self.exchange(cli.path("a"), cli.path("b"))
         try await cli.ok(["set"] + a + ["t1", "title=from A", "location=Fontainebleau"])
@@ -29,24 +30,34 @@ import Testing
         try Self.exchange(cli.path("a"), cli.path("b"))
         try Self.exchange(cli.path("b"), cli.path("a"))
         for dir in [a, b] {
-            let conflicts = try await cli.ok(["conflicts"] + dir + ["--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
+            let conflicts = try await cli.ok(["conflicts"] + dir + ["--json"]).trimmingCharacters(
+                in: .whitespacesAndNewlines
+            )
             #expect(conflicts == #"[{"id":"t1","field":"title","values":["from B","from A"],"shown":"from B"}]"#)
             let item = try await cli.ok(["get"] + dir + ["t1", "--json"])
             #expect(item.contains(#""location":"Fontainebleau""#) && item.contains(#""conflicts":["title"]"#))
         }
         try await cli.ok(["resolve"] + b + ["t1", "title", "Climb together"])
         try Self.exchange(cli.path("b"), cli.path("a"))
-        #expect(try await cli.ok(["conflicts"] + a + ["--json"]).trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        #expect(
+            try await cli.ok(["conflicts"] + a + ["--json"]).trimmingCharacters(in: .whitespacesAndNewlines) == "[]"
+        )
         let history = try await cli.ok(["history"] + a + ["t1", "title", "--json"])
-        #expect(history.contains(#""set":"from A""#) && history.contains(#""set":"from B""#) && history.contains(#""set":"Climb together""#))
+        #expect(
+            history.contains(#""set":"from A""#) && history.contains(#""set":"from B""#)
+                && history.contains(#""set":"Climb together""#)
+        )
     }
 
     @Test func exportImportRoundTrips() async throws {
         let cli = CLI("export")
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
-        let a = ["--dir", cli.path("a")], b = ["--dir", cli.path("b")]
-        try await cli.ok(["add"] + a + ["--id", "one", "--type", "task", "n=1", "d=-0.0", #"u="é""#, #"tags=["x","y"]"#])
+        let a = ["--dir", cli.path("a")]
+        let b = ["--dir", cli.path("b")]
+        try await cli.ok(
+            ["add"] + a + ["--id", "one", "--type", "task", "n=1", "d=-0.0", #"u="é""#, #"tags=["x","y"]"#]
+        )
         try await cli.ok(["add"] + a + ["--id", "two", "k=true"])
         try await cli.ok(["rm"] + a + ["two"])
         try await cli.ok(["export"] + a + [cli.path("out.jsonl")])
@@ -63,7 +74,10 @@ import Testing
         #expect(try ReplicaStore.open(path: cli.path("a/replica.sqlite")).versionVector() == vvBefore)
 
         // Lines without an id create new items; a known id gets what differs.
-        try await cli.ok(["import"] + b, input: "{\"fields\":{\"new\":1}}\n\n{\"id\":\"one\",\"fields\":{\"n\":2},\"deleted\":true}\n")
+        try await cli.ok(
+            ["import"] + b,
+            input: "{\"fields\":{\"new\":1}}\n\n{\"id\":\"one\",\"fields\":{\"n\":2},\"deleted\":true}\n"
+        )
         let one = try await cli.ok(["get"] + b + ["one", "--json"])
         #expect(one.contains(#""n":2"#) && one.contains(#""deleted":true"#) && one.contains(#""tags":["x","y"]"#))
         #expect(try await cli.ok(["list"] + b + ["--json"]).contains(#""new":1"#))

@@ -42,7 +42,8 @@ import Testing
         let result = try await cli.ok(sync)
         print("restore (offline edit: \(editsOffline)): \(result.trimmingCharacters(in: .whitespacesAndNewlines))")
         #expect(result.contains("received 1"), "the lost edit comes back: \(result)")
-        let onA = try await item(cli, a, id), onB = try await item(cli, b, id)
+        let onA = try await item(cli, a, id)
+        let onB = try await item(cli, b, id)
         #expect(onA == onB)
         #expect(onB["fields"]?["after"] == .integer(1))
         if editsOffline { #expect(onA["fields"]?["new"] == .integer(2)) }

@@ -10,7 +10,12 @@ import Testing
     /// truncation or single-byte corruption of its encoding is either refused or decodes to a
     /// well-formed state (never a crash).
     @Test func fieldStatesRoundTripAndDecodingIsTotal() async {
-        await propertyCheck(count: propertyCases(default: 150), input: Gen.uint64(in: 0 ... .max), Gen.int(in: 2...5), Gen.int(in: 5...40)) { seed, replicas, steps in
+        await propertyCheck(
+            count: propertyCases(default: 150),
+            input: Gen.uint64(in: 0 ... .max),
+            Gen.int(in: 2...5),
+            Gen.int(in: 5...40)
+        ) { seed, replicas, steps in
             var history = History(seed: seed, replicaCount: replicas)
             for _ in 0..<steps { history.step() }
             var rng = SplitMix64(seed: seed)
@@ -50,11 +55,11 @@ import Testing
 
     @Test func lyingLengthsAreRefusedWithoutAllocating() {
         var w = ByteWriter()
-        w.byte(6)                      // a list...
-        w.varint(UInt64(Int64.max))    // ...claiming 2^63 elements
+        w.byte(6)  // a list...
+        w.varint(UInt64(Int64.max))  // ...claiming 2^63 elements
         var r = ByteReader(w.bytes)
         #expect(throws: DecodingError.self) { try r.value() }
-        var deep = [UInt8](repeating: 6, count: 40)   // lists nested 40 deep, each of one element
+        var deep = [UInt8](repeating: 6, count: 40)  // lists nested 40 deep, each of one element
         deep = deep.flatMap { [$0, 1] } + [0]
         var r2 = ByteReader(deep)
         #expect(throws: DecodingError.self) { try r2.value() }
@@ -78,15 +83,22 @@ import Testing
         #expect(try JSON(parsing: " 42 ").value == .integer(42))
         #expect(try JSON(parsing: "-9223372036854775808").value == .integer(.min))
         // Out of range is refused, not rounded to a double or to Infinity (issue 12).
-        for outOfRange in ["9223372036854775808", "-9223372036854775809", "1e999", "-1e400", "[1, 99999999999999999999]"] {
+        for outOfRange in [
+            "9223372036854775808", "-9223372036854775809", "1e999", "-1e400", "[1, 99999999999999999999]",
+        ] {
             #expect(throws: JSONError.self, "\(outOfRange)") { try JSON(parsing: outOfRange) }
         }
         #expect(try JSON(parsing: "9223372036854775808.0").value == .double(9223372036854775808.0))
-        #expect(try JSON(parsing: "[1, \"two\", [3.5], null]").value == .list([.integer(1), .string("two"), .list([.double(3.5)]), .null]))
+        #expect(
+            try JSON(parsing: "[1, \"two\", [3.5], null]").value
+                == .list([.integer(1), .string("two"), .list([.double(3.5)]), .null])
+        )
         #expect(try JSON(parsing: #""\ud83d\ude00""#).value == .string("😀"))
         #expect(try JSON(parsing: #"{"a": 1}"#).value == nil)
         #expect(try JSON(parsing: #"{"a": 1, "b": [true]}"#)["b"] == .array([.bool(true)]))
-        for bad in ["", "tru", "01", "1.", "[1,]", "\"abc", #""\ud800""#, "[1] x", "{1:2}", String(repeating: "[", count: 100)] {
+        for bad in [
+            "", "tru", "01", "1.", "[1,]", "\"abc", #""\ud800""#, "[1] x", "{1:2}", String(repeating: "[", count: 100),
+        ] {
             #expect(throws: JSONError.self, "\(bad.prefix(20))") { try JSON(parsing: bad) }
         }
     }

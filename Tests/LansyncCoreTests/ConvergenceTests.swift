@@ -16,7 +16,12 @@ import Testing
     static let stepCounts = Gen.int(in: 1...70)
 
     @Test func randomHistoriesConverge() async {
-        await propertyCheck(count: propertyCases(default: 2500), input: Self.histories, Self.replicaCounts, Self.stepCounts) { seed, replicas, steps in
+        await propertyCheck(
+            count: propertyCases(default: 2500),
+            input: Self.histories,
+            Self.replicaCounts,
+            Self.stepCounts
+        ) { seed, replicas, steps in
             Self.check(seed: seed, replicas: replicas, steps: steps)
         }
     }
@@ -42,7 +47,11 @@ import Testing
     static func check(seed: UInt64, replicas: Int, steps: Int) {
         var history = History(seed: seed, replicaCount: replicas)
         history.run(steps: steps)
-        let problems = Invariants.converged(history) + Invariants.noWriteLost(history) + Invariants.rollbacksHarmless(history)
-        #expect(problems.isEmpty, "\(problems.prefix(5).joined(separator: "\n"))\nreplay: LANSYNC_REPLAY=\(seed),\(replicas),\(steps)\n\(history.replayHint)")
+        let problems =
+            Invariants.converged(history) + Invariants.noWriteLost(history) + Invariants.rollbacksHarmless(history)
+        #expect(
+            problems.isEmpty,
+            "\(problems.prefix(5).joined(separator: "\n"))\nreplay: LANSYNC_REPLAY=\(seed),\(replicas),\(steps)\n\(history.replayHint)"
+        )
     }
 }

@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func batchesAreBoundedAndNeverSplitAWrite() throws {
-        let a = try replica(items: 40, fieldsEach: 3)   // each write touches 4 fields (with _type)
+        let a = try replica(items: 40, fieldsEach: 3)  // each write touches 4 fields (with _type)
         let batches = a.delta(for: VersionVector(), maxUpdates: 10)
         #expect(batches.allSatisfy { $0.updates.count <= 10 })
         for batch in batches {

@@ -20,9 +20,16 @@ import Testing
     func stream(from a: Replica, to b: inout Replica, deliver: Int = .max) {
         b.meet(a.nodeID, incarnation: a.writer)
         let resume = b.resume(from: a.nodeID)
-        let start = StreamResume.start(receiver: b.versionVector, resume: resume?.covers ?? VersionVector(), resumeFor: resume?.incarnation, senderWriter: a.writer)
+        let start = StreamResume.start(
+            receiver: b.versionVector,
+            resume: resume?.covers ?? VersionVector(),
+            resumeFor: resume?.incarnation,
+            senderWriter: a.writer
+        )
         let batches = a.delta(for: start, maxUpdates: 1)
-        for batch in batches.prefix(deliver) { b.apply(batch, from: a.nodeID, incarnation: a.writer, wallMilliseconds: t0) }
+        for batch in batches.prefix(deliver) {
+            b.apply(batch, from: a.nodeID, incarnation: a.writer, wallMilliseconds: t0)
+        }
         if deliver >= batches.count { b.completeStream(from: a.nodeID) }
     }
 
@@ -31,7 +38,11 @@ import Testing
     @Test func aRestoredReplicaThatEditedOfflineGetsBackWhatItLost() throws {
         var a = Replica(nodeID: .node(1))
         var b = Replica(nodeID: .node(2))
-        try b.apply(.create(type: "t", assignments: [.set(.named("v"), .integer(1))]), to: .named("x"), wallMilliseconds: t0)
+        try b.apply(
+            .create(type: "t", assignments: [.set(.named("v"), .integer(1))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
         sync(&a, &b)
         let backup = b
         try b.apply(.update([.set(.named("after"), .integer(1))]), to: .named("x"), wallMilliseconds: t0 + 1)
@@ -55,13 +66,21 @@ import Testing
         var a = Replica(nodeID: .node(1))
         var b = Replica(nodeID: .node(2))
         let backup = b
-        try b.apply(.create(type: "t", assignments: [.set(title, .string("lost?"))]), to: .named("x"), wallMilliseconds: t0)
+        try b.apply(
+            .create(type: "t", assignments: [.set(title, .string("lost?"))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
         sync(&a, &b)
         b = backup
         b.observe(peer: a.versionVector)
         #expect(b.writerRetired)
         b.startWriter(.node(21))
-        let dot = try b.apply(.create(type: "t", assignments: [.set(title, .string("new"))]), to: .named("y"), wallMilliseconds: t0)
+        let dot = try b.apply(
+            .create(type: "t", assignments: [.set(title, .string("new"))]),
+            to: .named("y"),
+            wallMilliseconds: t0
+        )
         #expect(dot == Dot(node: .node(21), counter: 1))
         sync(&a, &b)
         #expect(a.items == b.items)
@@ -75,10 +94,18 @@ import Testing
         var a = Replica(nodeID: .node(1))
         var b = Replica(nodeID: .node(2))
         var c = Replica(nodeID: .node(3))
-        try a.apply(.create(type: "t", assignments: [.set(.named("f"), .integer(1))]), to: .named("x"), wallMilliseconds: t0)
+        try a.apply(
+            .create(type: "t", assignments: [.set(.named("f"), .integer(1))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
         sync(&a, &c)
         let backup = a
-        try a.apply(.create(type: "t", assignments: [.set(.named("g"), .integer(2))]), to: .named("y"), wallMilliseconds: t0 + 1)
+        try a.apply(
+            .create(type: "t", assignments: [.set(.named("g"), .integer(2))]),
+            to: .named("y"),
+            wallMilliseconds: t0 + 1
+        )
         try a.apply(.update([.set(.named("f"), .integer(3))]), to: .named("x"), wallMilliseconds: t0 + 2)
         stream(from: a, to: &b, deliver: 1)
         #expect(b.versionVector.isEmpty, "an interrupted stream is not counted")

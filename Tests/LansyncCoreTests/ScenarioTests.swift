@@ -69,7 +69,16 @@ import Testing
         #expect(a.items[item]!.view.fields[title] == .string("from B"))
         #expect(b.items[item]!.view.fields[title] == .string("from B"))
         // The conflict is listed, with the loser kept.
-        #expect(a.conflicts == [FieldConflict(item: item, field: title, values: [.string("from B"), .string("from A")], shown: .string("from B"))])
+        #expect(
+            a.conflicts == [
+                FieldConflict(
+                    item: item,
+                    field: title,
+                    values: [.string("from B"), .string("from A")],
+                    shown: .string("from B")
+                )
+            ]
+        )
         #expect(a.conflicts == b.conflicts)
         // Resolving closes it everywhere.
         try a.apply(.resolve(title, .string("from A")), to: item, wallMilliseconds: t0 + 30)
@@ -77,16 +86,24 @@ import Testing
         #expect(b.conflicts.isEmpty)
         #expect(b.items[item]!.view.fields[title] == .string("from A"))
         // Resolving a field without a conflict is refused.
-        #expect(throws: EditError.noConflict(item, title)) { try a.apply(.resolve(title, .null), to: item, wallMilliseconds: t0) }
+        #expect(throws: EditError.noConflict(item, title)) {
+            try a.apply(.resolve(title, .null), to: item, wallMilliseconds: t0)
+        }
     }
 
     @Test func deleteWinsOverConcurrentEditAndRestoreBringsItBack() throws {
         var (a, b) = try pair()
         try a.apply(.delete, to: item, wallMilliseconds: t0 + 10)
-        try b.apply(.update([.set(.named("note"), .string("edited while deleted elsewhere"))]), to: item, wallMilliseconds: t0 + 20)
+        try b.apply(
+            .update([.set(.named("note"), .string("edited while deleted elsewhere"))]),
+            to: item,
+            wallMilliseconds: t0 + 20
+        )
         sync(&a, &b)
         #expect(a.items[item]!.isDeleted && b.items[item]!.isDeleted)
-        #expect(throws: EditError.itemDeleted(item)) { try b.apply(.update([.set(.named("x"), .null)]), to: item, wallMilliseconds: t0) }
+        #expect(throws: EditError.itemDeleted(item)) {
+            try b.apply(.update([.set(.named("x"), .null)]), to: item, wallMilliseconds: t0)
+        }
         try b.apply(.restore, to: item, wallMilliseconds: t0 + 30)
         sync(&a, &b)
         let view = a.items[item]!.view
@@ -113,7 +130,11 @@ import Testing
         let title = FieldName.named("title")
         try b.apply(.update([.set(title, .string("new"))]), to: item, wallMilliseconds: t0 + 5_000)
         sync(&a, &b)
-        try a.apply(.update([.set(title, .string("newer, from the slow clock"))]), to: item, wallMilliseconds: t0 - 3_600_000)
+        try a.apply(
+            .update([.set(title, .string("newer, from the slow clock"))]),
+            to: item,
+            wallMilliseconds: t0 - 3_600_000
+        )
         sync(&a, &b)
         #expect(b.items[item]!.view.fields[title] == .string("newer, from the slow clock"))
         #expect(b.conflicts.isEmpty)
@@ -121,9 +142,17 @@ import Testing
         // And at the field level, with no clock help at all: a write carrying an older timestamp
         // that has seen a newer one still supersedes it.
         var field = FieldState()
-        field.assign(.string("later in wall time"), dot: Dot(node: .node(2), counter: 1), timestamp: HLCTimestamp(milliseconds: t0, logical: 0))
+        field.assign(
+            .string("later in wall time"),
+            dot: Dot(node: .node(2), counter: 1),
+            timestamp: HLCTimestamp(milliseconds: t0, logical: 0)
+        )
         var behind = field
-        behind.assign(.string("causally later"), dot: Dot(node: .node(1), counter: 1), timestamp: HLCTimestamp(milliseconds: t0 - 3_600_000, logical: 0))
+        behind.assign(
+            .string("causally later"),
+            dot: Dot(node: .node(1), counter: 1),
+            timestamp: HLCTimestamp(milliseconds: t0 - 3_600_000, logical: 0)
+        )
         #expect(field.merged(with: behind).shownValue == .string("causally later"))
         #expect(!field.merged(with: behind).hasConflict)
         // The older value, arriving again later, never comes back.
@@ -135,22 +164,44 @@ import Testing
         let before = a.items
         let counterBefore = a.versionVector
         #expect(throws: EditError.notAList(item, .named("title"), kind: "string")) {
-            try a.apply(.update([.set(.named("ok"), .integer(1)), .add(.named("title"), .string("x"))]), to: item, wallMilliseconds: t0)
+            try a.apply(
+                .update([.set(.named("ok"), .integer(1)), .add(.named("title"), .string("x"))]),
+                to: item,
+                wallMilliseconds: t0
+            )
         }
-        #expect(throws: EditError.itemExists(item)) { try a.apply(.create(type: "task", assignments: []), to: item, wallMilliseconds: t0) }
-        #expect(throws: EditError.unknownItem(.named("nope"))) { try a.apply(.update([.set(.named("a"), .null)]), to: .named("nope"), wallMilliseconds: t0) }
+        #expect(throws: EditError.itemExists(item)) {
+            try a.apply(.create(type: "task", assignments: []), to: item, wallMilliseconds: t0)
+        }
+        #expect(throws: EditError.unknownItem(.named("nope"))) {
+            try a.apply(.update([.set(.named("a"), .null)]), to: .named("nope"), wallMilliseconds: t0)
+        }
         #expect(throws: EditError.noAssignments) { try a.apply(.update([]), to: item, wallMilliseconds: t0) }
         #expect(throws: EditError.itemNotDeleted(item)) { try a.apply(.restore, to: item, wallMilliseconds: t0) }
         let big = Value.string(String(repeating: "x", count: Limits.maxValueBytes))
-        #expect(throws: EditError.valueTooLarge(.named("big"), bytes: big.encodedSize)) { try a.apply(.update([.set(.named("big"), big)]), to: item, wallMilliseconds: t0) }
-        #expect(throws: EditError.self) { try a.apply(.create(type: "", assignments: []), to: .named("other"), wallMilliseconds: t0) }
+        #expect(throws: EditError.valueTooLarge(.named("big"), bytes: big.encodedSize)) {
+            try a.apply(.update([.set(.named("big"), big)]), to: item, wallMilliseconds: t0)
+        }
+        #expect(throws: EditError.self) {
+            try a.apply(.create(type: "", assignments: []), to: .named("other"), wallMilliseconds: t0)
+        }
         #expect(a.items == before)
         #expect(a.versionVector == counterBefore)
     }
 
     @Test func oneEditIsOneDot() throws {
         var a = Replica(nodeID: .node(1))
-        let dot = try a.apply(.create(type: "task", assignments: [.set(.named("a"), .integer(1)), .add(.named("tags"), .string("x")), .add(.named("tags"), .string("y")), .remove(.named("tags"), .string("x"))]), to: item, wallMilliseconds: t0)
+        let dot = try a.apply(
+            .create(
+                type: "task",
+                assignments: [
+                    .set(.named("a"), .integer(1)), .add(.named("tags"), .string("x")),
+                    .add(.named("tags"), .string("y")), .remove(.named("tags"), .string("x")),
+                ]
+            ),
+            to: item,
+            wallMilliseconds: t0
+        )
         #expect(dot == Dot(node: .node(1), counter: 1))
         #expect(a.versionVector[.node(1)] == 1)
         #expect(a.items[item]!.view.fields[.named("tags")] == .list([.string("y")]))
@@ -163,7 +214,11 @@ extension ScenarioTests {
     @Test func oneWriteKeepsTheGivenListOrder() throws {
         var a = Replica(nodeID: .node(1))
         let tags = FieldName.named("tags")
-        try a.apply(.create(type: "t", assignments: [.set(tags, .list([.string("z"), .string("a"), .string("m")]))]), to: item, wallMilliseconds: t0)
+        try a.apply(
+            .create(type: "t", assignments: [.set(tags, .list([.string("z"), .string("a"), .string("m")]))]),
+            to: item,
+            wallMilliseconds: t0
+        )
         try a.apply(.update([.add(tags, .string("y")), .add(tags, .string("b"))]), to: item, wallMilliseconds: t0 + 1)
         try a.apply(.update([.add(tags, .string("z"))]), to: item, wallMilliseconds: t0 + 2)
         #expect(a.items[item]!.view.fields[tags] == .list(["z", "a", "m", "y", "b"].map(Value.string)))
@@ -178,7 +233,9 @@ extension ScenarioTests {
         try b.apply(.create(type: "note", assignments: []), to: item, wallMilliseconds: t0 + 1)
         sync(&a, &b)
         #expect(a.items[item]!.view.conflicts == [.type])
-        #expect(throws: EditError.invalidType("(integer, not text)")) { try a.apply(.resolve(.type, .integer(1)), to: item, wallMilliseconds: t0 + 2) }
+        #expect(throws: EditError.invalidType("(integer, not text)")) {
+            try a.apply(.resolve(.type, .integer(1)), to: item, wallMilliseconds: t0 + 2)
+        }
         try a.apply(.resolve(.type, .string("task")), to: item, wallMilliseconds: t0 + 2)
         sync(&a, &b)
         #expect(b.items[item]!.view.conflicts.isEmpty && b.items[item]!.type == "task")
@@ -195,12 +252,20 @@ extension ScenarioTests {
         var refused = base
         refused.assign(.string(String(repeating: "x", count: 5000)), dot: writer, timestamp: HLCTimestamp(rawValue: 10))
         var relay = base
-        relay.overrule(refused, keeping: relay.shownValue!, reason: "too big", dot: Dot(node: .node(9), counter: 20), timestamp: HLCTimestamp(rawValue: 20))
+        relay.overrule(
+            refused,
+            keeping: relay.shownValue!,
+            reason: "too big",
+            dot: Dot(node: .node(9), counter: 20),
+            timestamp: HLCTimestamp(rawValue: 20)
+        )
         #expect(relay.shownValue == .string("ok"))
         #expect(relay.versions.count == 1)
         if case let .overrule(_, rejected, reason)? = relay.versions.first?.write {
             #expect(rejected == [writer] && reason == "too big")
-        } else { Issue.record("not an overrule") }
+        } else {
+            Issue.record("not an overrule")
+        }
         // The writer, merging the relay's state, shows the kept value; every order agrees.
         #expect(refused.merged(with: relay) == relay.merged(with: refused))
         #expect(refused.merged(with: relay).shownValue == .string("ok"))

@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct ValueTests {
     @Test func equalityIsByteExact() {
-        #expect(Value.string("é") != Value.string("e\u{301}"))   // Swift's String == says equal
+        #expect(Value.string("é") != Value.string("e\u{301}"))  // Swift's String == says equal
         #expect(Set([Value.string("é"), .string("e\u{301}")]).count == 2)
         #expect(Value.double(0.0) != Value.double(-0.0))
         #expect(Value.double(.nan) == Value.double(.nan))
@@ -39,7 +39,7 @@ import Testing
             #expect(NodeID(bytes: id.bytes) == id)
         }
         #expect(NodeID(text: "not an id") == nil)
-        #expect(NodeID(text: "aaaaaaaaaaaaaaaaaaaaaaaaab") == nil)   // non-zero trailing bits
+        #expect(NodeID(text: "aaaaaaaaaaaaaaaaaaaaaaaaab") == nil)  // non-zero trailing bits
     }
 
     @Test func uuidV7HasVersionVariantAndTimeOrder() throws {

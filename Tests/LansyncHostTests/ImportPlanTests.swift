@@ -13,8 +13,13 @@ import Testing
 
     func store() throws -> ReplicaStore {
         try ReplicaStore.create(
-            path: dir + "/replica.sqlite", nodeID: .node(1), clusterID: .node(99), nodeName: "n1", fingerprint: "fp",
-            lease: WriterLease(directory: dir))
+            path: dir + "/replica.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "n1",
+            fingerprint: "fp",
+            lease: WriterLease(directory: dir)
+        )
     }
 
     func plan(_ lines: [String], _ store: ReplicaStore) throws -> ImportPlan {
@@ -23,7 +28,11 @@ import Testing
 
     @Test func anExportPlansNothingAgainstItsOwnReplica() throws {
         let store = try store()
-        try store.apply(.create(type: "task", assignments: [.set(.named("title"), .string("Climb"))]), to: .named("a"), wallMilliseconds: t0)
+        try store.apply(
+            .create(type: "task", assignments: [.set(.named("title"), .string("Climb"))]),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
         try store.apply(.create(type: "note", assignments: []), to: .named("b"), wallMilliseconds: t0 + 1)
         try store.apply(.delete, to: .named("b"), wallMilliseconds: t0 + 2)
         var export: [String] = []
@@ -35,8 +44,18 @@ import Testing
 
     @Test func aLineBecomesOnlyWhatDiffers() throws {
         let store = try store()
-        try store.apply(.create(type: "task", assignments: [.set(.named("title"), .string("Climb")), .set(.named("n"), .integer(1))]), to: .named("a"), wallMilliseconds: t0)
-        let plan = try plan([#"{"id":"a","fields":{"title":"Climb","n":2}}"#, #"{"id":"c","type":"note","fields":{}}"#], store)
+        try store.apply(
+            .create(
+                type: "task",
+                assignments: [.set(.named("title"), .string("Climb")), .set(.named("n"), .integer(1))]
+            ),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
+        let plan = try plan(
+            [#"{"id":"a","fields":{"title":"Climb","n":2}}"#, #"{"id":"c","type":"note","fields":{}}"#],
+            store
+        )
         #expect(plan.edits.count == 2)
         #expect(plan.edits[0].0 == .named("a"))
         #expect(plan.edits[0].1 == .update([.set(.named("n"), .integer(2))]))
@@ -46,7 +65,9 @@ import Testing
     @Test func aBadLineIsNamedAndNothingIsWritten() throws {
         let store = try store()
         let before = try store.versionVector()
-        #expect(throws: HostError("line 2: unknown key 'colour' (expected id, type, fields, deleted); nothing was imported")) {
+        #expect(
+            throws: HostError("line 2: unknown key 'colour' (expected id, type, fields, deleted); nothing was imported")
+        ) {
             try plan([#"{"id":"a","fields":{}}"#, #"{"id":"b","colour":"red"}"#], store)
         }
         #expect(throws: HostError.self) { try plan(["not json"], store) }

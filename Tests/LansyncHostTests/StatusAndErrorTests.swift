@@ -14,16 +14,29 @@ import Testing
         direct.lacks = 0
         direct.sentUpdates = 3
         return NodeStatus(
-            nodeID: "a", name: "alice", clusterID: "c", running: false, listen: nil, mdns: nil, items: 2, deleted: 0, conflicts: 1,
-            digest: "d", damaged: nil, versionVector: ["a": 3],
+            nodeID: "a",
+            name: "alice",
+            clusterID: "c",
+            running: false,
+            listen: nil,
+            mdns: nil,
+            items: 2,
+            deleted: 0,
+            conflicts: 1,
+            digest: "d",
+            damaged: nil,
+            versionVector: ["a": 3],
             peers: [direct, NodeStatus.Peer(nodeID: "z", name: nil, path: .viaRelay, connected: false)],
-            changes: nil, rejected: [])
+            changes: nil,
+            rejected: []
+        )
     }
 
     @Test func everyKeyIsPresentWithNullForNoValue() throws {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sample().json.utf8)) as? [String: Any])
         let keys = [
-            "node_id", "name", "cluster_id", "running", "listen", "mdns", "items", "deleted", "conflicts", "digest", "damaged",
+            "node_id", "name", "cluster_id", "running", "listen", "mdns", "items", "deleted", "conflicts", "digest",
+            "damaged",
             "version_vector", "peers", "changes", "rejected",
         ]
         #expect(Set(object.keys) == Set(keys))

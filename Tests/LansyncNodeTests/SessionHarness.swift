@@ -32,18 +32,34 @@ struct SessionHarness {
 
     init(_ a: Replica, _ b: Replica, roleA: Hello.Role = .peer, roleB: Hello.Role = .peer, window: Int = 4) {
         func config(_ me: Replica, _ other: Replica, _ role: Hello.Role) -> SessionMachine.SessionConfig {
-            var c = SessionMachine.SessionConfig(nodeID: me.nodeID, clusterID: Self.cluster, role: role, name: "n", authenticatedPeer: other.nodeID)
+            var c = SessionMachine.SessionConfig(
+                nodeID: me.nodeID,
+                clusterID: Self.cluster,
+                role: role,
+                name: "n",
+                authenticatedPeer: other.nodeID
+            )
             c.window = window
             return c
         }
-        sides = [Side(machine: SessionMachine(config: config(a, b, roleA)), replica: a),
-                 Side(machine: SessionMachine(config: config(b, a, roleB)), replica: b)]
+        sides = [
+            Side(machine: SessionMachine(config: config(a, b, roleA)), replica: a),
+            Side(machine: SessionMachine(config: config(b, a, roleB)), replica: b),
+        ]
     }
 
     mutating func start() {
         for i in 0..<2 {
             let resume = sides[i].replica.resume(from: sides[1 - i].replica.nodeID)
-            handle(i, .start(versionVector: sides[i].replica.versionVector, resume: resume?.covers ?? VersionVector(), resumeFor: resume?.incarnation, now: now))
+            handle(
+                i,
+                .start(
+                    versionVector: sides[i].replica.versionVector,
+                    resume: resume?.covers ?? VersionVector(),
+                    resumeFor: resume?.incarnation,
+                    now: now
+                )
+            )
         }
     }
 
@@ -61,7 +77,12 @@ struct SessionHarness {
                 if linkUp, deaf != 1 - i { sides[1 - i].inbox.append(message) }
             case let .apply(sequence, batch):
                 let sender = sides[1 - i].replica
-                sides[i].replica.apply(batch, from: sender.nodeID, incarnation: sender.writer, wallMilliseconds: 1_700_000_000_000)
+                sides[i].replica.apply(
+                    batch,
+                    from: sender.nodeID,
+                    incarnation: sender.writer,
+                    wallMilliseconds: 1_700_000_000_000
+                )
                 queue += sides[i].machine.handle(.applied(sequence: sequence, now: now))
             case .completeStream:
                 sides[i].replica.completeStream(from: sides[1 - i].replica.nodeID)
@@ -105,7 +126,9 @@ struct SessionHarness {
         for i in 0..<2 { handle(i, .tick(now: now)) }
     }
 
-    func did(_ i: Int, _ predicate: (SessionMachine.Action) -> Bool) -> Bool { sides[i].events.contains(where: predicate) }
+    func did(_ i: Int, _ predicate: (SessionMachine.Action) -> Bool) -> Bool {
+        sides[i].events.contains(where: predicate)
+    }
 }
 
 extension SessionMachine.Action {
@@ -119,8 +142,19 @@ func sampleReplicas(items: Int = 20) throws -> (Replica, Replica) {
     var a = Replica(nodeID: .node(1))
     var b = Replica(nodeID: .node(2))
     for i in 0..<items {
-        try a.apply(.create(type: "t", assignments: [.set(.named("v"), .integer(Int64(i))), .add(.named("tags"), .string("a\(i % 3)"))]), to: .named("a\(i)"), wallMilliseconds: 1_700_000_000_000)
-        try b.apply(.create(type: "t", assignments: [.set(.named("v"), .string("b\(i)"))]), to: .named("b\(i)"), wallMilliseconds: 1_700_000_000_001)
+        try a.apply(
+            .create(
+                type: "t",
+                assignments: [.set(.named("v"), .integer(Int64(i))), .add(.named("tags"), .string("a\(i % 3)"))]
+            ),
+            to: .named("a\(i)"),
+            wallMilliseconds: 1_700_000_000_000
+        )
+        try b.apply(
+            .create(type: "t", assignments: [.set(.named("v"), .string("b\(i)"))]),
+            to: .named("b\(i)"),
+            wallMilliseconds: 1_700_000_000_001
+        )
     }
     return (a, b)
 }

@@ -26,7 +26,8 @@ import Testing
         #expect(h.sides[0].maxInFlight <= 2 && h.sides[1].maxInFlight <= 2)
         #expect(h.sides[0].replica.items == h.sides[1].replica.items)
         // The stream waits one round trip per window's worth of batches, not one per batch.
-        let waits = h.sides[0].machine.waitedRoundTrips, batches = h.sides[0].sentBatches
+        let waits = h.sides[0].machine.waitedRoundTrips
+        let batches = h.sides[0].sentBatches
         #expect(waits >= batches / 2 - 1 && waits <= batches / 2 + 1, "\(waits) round trips for \(batches) batches")
     }
 
@@ -61,8 +62,10 @@ import Testing
         second.start()
         second.run()
         #expect(second.sides[1].replica.items == a.items)
-        #expect(second.sides[0].machine.sentUpdates + first.sides[0].machine.sentUpdates < everything + 3 * 4,
-                "resending: \(first.sides[0].machine.sentUpdates) + \(second.sides[0].machine.sentUpdates) vs \(everything)")
+        #expect(
+            second.sides[0].machine.sentUpdates + first.sides[0].machine.sentUpdates < everything + 3 * 4,
+            "resending: \(first.sides[0].machine.sentUpdates) + \(second.sides[0].machine.sentUpdates) vs \(everything)"
+        )
         #expect(second.sides[0].machine.sentUpdates < everything)
     }
 
@@ -84,7 +87,11 @@ import Testing
         var h = SessionHarness(a, b)
         h.start()
         h.run()
-        try h.sides[0].replica.apply(.update([.set(.named("v"), .string("live"))]), to: .named("a3"), wallMilliseconds: 1_700_000_000_100)
+        try h.sides[0].replica.apply(
+            .update([.set(.named("v"), .string("live"))]),
+            to: .named("a3"),
+            wallMilliseconds: 1_700_000_000_100
+        )
         h.handle(0, .localChanged)
         h.run()
         #expect(h.sides[1].replica.items[.named("a3")]?.view.fields[.named("v")] == .string("live"))
@@ -107,10 +114,25 @@ import Testing
         ("self", .duplicateNodeID),
     ])
     func badHellosAreRefused(kind: String, code: ProtocolError.Code) {
-        let me = NodeID.node(1), peer = NodeID.node(2)
-        var machine = SessionMachine(config: .init(nodeID: me, clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: kind == "self" ? me : peer))
+        let me = NodeID.node(1)
+        let peer = NodeID.node(2)
+        var machine = SessionMachine(
+            config: .init(
+                nodeID: me,
+                clusterID: .node(99),
+                role: .peer,
+                name: "a",
+                authenticatedPeer: kind == "self" ? me : peer
+            )
+        )
         _ = machine.handle(.start(versionVector: VersionVector(), now: .now))
-        var hello = Hello(nodeID: kind == "self" ? me : peer, clusterID: .node(99), role: .peer, name: "b", versionVector: VersionVector())
+        var hello = Hello(
+            nodeID: kind == "self" ? me : peer,
+            clusterID: .node(99),
+            role: .peer,
+            name: "b",
+            versionVector: VersionVector()
+        )
         switch kind {
         case "cluster": hello.clusterID = .node(98)
         case "identity": hello.nodeID = .node(3)
@@ -125,19 +147,27 @@ import Testing
     }
 
     @Test func unexpectedMessagesAndBadBytesCloseTheSession() {
-        var machine = SessionMachine(config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2)))
+        var machine = SessionMachine(
+            config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2))
+        )
         _ = machine.handle(.start(versionVector: VersionVector(), now: .now))
-        let early = machine.handle(.received(.batch(sequence: 1, DeltaBatch(updates: [], covers: VersionVector())), now: .now))
+        let early = machine.handle(
+            .received(.batch(sequence: 1, DeltaBatch(updates: [], covers: VersionVector())), now: .now)
+        )
         #expect(early.compactMap(\.closeError).map(\.code) == [.unexpectedMessage])
 
-        var other = SessionMachine(config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2)))
+        var other = SessionMachine(
+            config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2))
+        )
         _ = other.handle(.start(versionVector: VersionVector(), now: .now))
         let garbage = other.handle(.receivedInvalid(.frameTooLarge(1 << 30), now: .now))
         #expect(garbage.compactMap(\.closeError).map(\.code) == [.frameTooLarge])
     }
 
     @Test func silentOrStalledPeersTimeOut() throws {
-        var silent = SessionMachine(config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2)))
+        var silent = SessionMachine(
+            config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2))
+        )
         let t0 = ContinuousClock.now
         _ = silent.handle(.start(versionVector: VersionVector(), now: t0))
         #expect(silent.handle(.tick(now: t0 + .seconds(5))).isEmpty)
@@ -146,7 +176,7 @@ import Testing
         // A peer that stops acknowledging: the sender gives up after the ack timeout.
         let (a, b) = try sampleReplicas(items: 30)
         var h = SessionHarness(a, b)
-        h.deaf = 0   // A never hears B, so B gets no batch acknowledged
+        h.deaf = 0  // A never hears B, so B gets no batch acknowledged
         h.start()
         h.run()
         #expect(h.sides[1].sentBatches > 0 && h.sides[1].acksReceived == 0)
@@ -176,6 +206,8 @@ import Testing
         #expect(PeerAddress(parsing: "127.0.0.1:7420") == PeerAddress(host: "127.0.0.1", port: 7420))
         #expect(PeerAddress(parsing: "[::1]:80")?.host == "::1")
         #expect(PeerAddress(parsing: "localhost:1")?.host == "127.0.0.1")
-        for bad in ["", "host", "host:", ":80", "h:99999", "h:x"] { #expect(PeerAddress(parsing: bad) == nil, "\(bad)") }
+        for bad in ["", "host", "host:", ":80", "h:99999", "h:x"] {
+            #expect(PeerAddress(parsing: bad) == nil, "\(bad)")
+        }
     }
 }

@@ -2,10 +2,11 @@ import Foundation
 import GRDB
 import LansyncCore
 import LansyncJSON
-// @testable: the conflict-count plan test checks the store's own statement, not a copy of it.
-@testable import LansyncStore
 import LansyncTestSupport
 import Testing
+
+// @testable: the conflict-count plan test checks the store's own statement, not a copy of it.
+@testable import LansyncStore
 
 /// The replica file itself: persistence, refusal of foreign or damaged files, the version index,
 /// history, and counters that are never reused.
@@ -17,13 +18,27 @@ import Testing
     var lease: WriterLease { WriterLease(directory: dir) }
 
     func create(_ path: String? = nil, node: UInt64 = 1, historyLimit: Int = 1000) throws -> ReplicaStore {
-        try ReplicaStore.create(path: path ?? self.path, nodeID: .node(node), clusterID: .node(99), nodeName: "n\(node)", fingerprint: "fp",
-                                historyLimit: historyLimit, lease: lease)
+        try ReplicaStore.create(
+            path: path ?? self.path,
+            nodeID: .node(node),
+            clusterID: .node(99),
+            nodeName: "n\(node)",
+            fingerprint: "fp",
+            historyLimit: historyLimit,
+            lease: lease
+        )
     }
 
     @Test func editsSurviveReopening() throws {
         let store = try create()
-        try store.apply(.create(type: "task", assignments: [.set(.named("title"), .string("Climb")), .add(.named("tags"), .string("x"))]), to: .named("a"), wallMilliseconds: t0)
+        try store.apply(
+            .create(
+                type: "task",
+                assignments: [.set(.named("title"), .string("Climb")), .add(.named("tags"), .string("x"))]
+            ),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
         let reopened = try ReplicaStore.open(path: path, lease: lease)
         let item = try #require(try reopened.storedItem(.named("a")))
         #expect(item.type == "task")
@@ -35,15 +50,29 @@ import Testing
 
     @Test func refusedEditChangesNothing() throws {
         let store = try create()
-        try store.apply(.create(type: "task", assignments: [.set(.named("title"), .string("Climb"))]), to: .named("a"), wallMilliseconds: t0)
+        try store.apply(
+            .create(type: "task", assignments: [.set(.named("title"), .string("Climb"))]),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
         let vv = try store.versionVector()
         let history = try store.history(.named("a"))
         #expect(throws: StoreError.edit(.notAList(.named("a"), .named("title"), kind: "string"), index: 0)) {
-            try store.apply(.update([.set(.named("other"), .integer(1)), .add(.named("title"), .string("x"))]), to: .named("a"), wallMilliseconds: t0 + 1)
+            try store.apply(
+                .update([.set(.named("other"), .integer(1)), .add(.named("title"), .string("x"))]),
+                to: .named("a"),
+                wallMilliseconds: t0 + 1
+            )
         }
         // In a batch, the failing edit's index is reported and the earlier edits are rolled back.
         #expect(throws: StoreError.edit(.itemExists(.named("a")), index: 1)) {
-            try store.apply([(.named("b"), .create(type: "t", assignments: [])), (.named("a"), .create(type: "t", assignments: []))], wallMilliseconds: t0 + 2)
+            try store.apply(
+                [
+                    (.named("b"), .create(type: "t", assignments: [])),
+                    (.named("a"), .create(type: "t", assignments: [])),
+                ],
+                wallMilliseconds: t0 + 2
+            )
         }
         #expect(try store.versionVector() == vv)
         #expect(try store.history(.named("a")) == history)
@@ -51,11 +80,15 @@ import Testing
     }
 
     @Test func missingForeignAndDamagedFilesAreRefused() throws {
-        #expect(throws: StoreError.notInitialised(directory: dir + "/none")) { try ReplicaStore.open(path: dir + "/none/replica.sqlite") }
+        #expect(throws: StoreError.notInitialised(directory: dir + "/none")) {
+            try ReplicaStore.open(path: dir + "/none/replica.sqlite")
+        }
 
         let garbage = dir + "/garbage.sqlite"
         _ = FileManager.default.createFile(atPath: garbage, contents: Data(repeating: 0x42, count: 8192))
-        #expect(throws: StoreError.notAReplica(path: garbage, reason: "not a SQLite database")) { try ReplicaStore.open(path: garbage) }
+        #expect(throws: StoreError.notAReplica(path: garbage, reason: "not a SQLite database")) {
+            try ReplicaStore.open(path: garbage)
+        }
 
         let foreign = dir + "/foreign.sqlite"
         let process = Process()
@@ -63,7 +96,9 @@ import Testing
         process.arguments = [foreign, "CREATE TABLE t(x); INSERT INTO t VALUES (1);"]
         try process.run()
         process.waitUntilExit()
-        #expect(throws: StoreError.notAReplica(path: foreign, reason: "a SQLite database of another program")) { try ReplicaStore.open(path: foreign) }
+        #expect(throws: StoreError.notAReplica(path: foreign, reason: "a SQLite database of another program")) {
+            try ReplicaStore.open(path: foreign)
+        }
 
         _ = try create()
         #expect(throws: StoreError.alreadyInitialised(directory: dir)) { try create() }
@@ -82,11 +117,13 @@ import Testing
     /// "Unseen by V" is answered by a search of the version index, not a scan of the replica.
     @Test func unseenQueryUsesTheIndex() throws {
         _ = try create()
-        let plan = try queryPlan("""
+        let plan = try queryPlan(
+            """
             SELECT v.counter, i.item_id, f.name FROM version v
             JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
             WHERE v.node = 1 AND v.counter > 5 ORDER BY v.counter LIMIT 10;
-            """)
+            """
+        )
         #expect(plan.contains("SEARCH v USING PRIMARY KEY (node=? AND counter>?)"), "\(plan)")
         #expect(!plan.contains("SCAN"), "\(plan)")
         #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
@@ -99,7 +136,9 @@ import Testing
         _ = try create()
         let used = try queryPlan(Transaction.itemConflictCountSQL)
         #expect(used.contains("(item=?)") && !used.contains("field_conflicts"), "\(used)")
-        let plain = try queryPlan(Transaction.itemConflictCountSQL.replacingOccurrences(of: "+conflict", with: "conflict"))
+        let plain = try queryPlan(
+            Transaction.itemConflictCountSQL.replacingOccurrences(of: "+conflict", with: "conflict")
+        )
         #expect(plain.contains("field_conflicts"), "SQLite no longer prefers the partial index; the + may go: \(plain)")
     }
 
@@ -132,7 +171,12 @@ import Testing
         try a.apply(.resolve(title, .string("settled")), to: id, wallMilliseconds: t0 + 30)
         #expect(try a.conflicts().isEmpty)
         let history = try a.history(id, field: title)
-        #expect(history.map(\.write) == [.assign(.string("settled")), .assign(.string("from b")), .assign(.string("from a")), .assign(.string("base"))])
+        #expect(
+            history.map(\.write) == [
+                .assign(.string("settled")), .assign(.string("from b")), .assign(.string("from a")),
+                .assign(.string("base")),
+            ]
+        )
         #expect(history.map(\.isLive) == [true, false, false, false])
         for i in 0..<20 { try a.apply(.update([.set(title, .integer(Int64(i)))]), to: id, wallMilliseconds: t0 + 40) }
         #expect(try a.history(id, field: title).count == 5)
@@ -149,20 +193,36 @@ import Testing
             try FileManager.default.copyItem(atPath: path + suffix, toPath: dir + "/backup.sqlite" + suffix)
         }
         var issued: [UInt64] = []
-        for i in 0..<50 { issued.append(try store.apply(.update([.set(.named("n"), .integer(Int64(i)))]), to: .named("a"), wallMilliseconds: t0 + 5).counter) }
+        for i in 0..<50 {
+            issued.append(
+                try store.apply(
+                    .update([.set(.named("n"), .integer(Int64(i)))]),
+                    to: .named("a"),
+                    wallMilliseconds: t0 + 5
+                ).counter
+            )
+        }
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: dir + "/backup.sqlite" + suffix) {
             try FileManager.default.copyItem(atPath: dir + "/backup.sqlite" + suffix, toPath: path + suffix)
         }
         let restored = try ReplicaStore.open(path: path, lease: lease)
-        let next = try restored.apply(.update([.set(.named("n"), .string("after restore"))]), to: .named("a"), wallMilliseconds: t0 - 86_400_000)
+        let next = try restored.apply(
+            .update([.set(.named("n"), .string("after restore"))]),
+            to: .named("a"),
+            wallMilliseconds: t0 - 86_400_000
+        )
         #expect(next.node != NodeID.node(1))
         #expect(next.counter == 1)
         #expect(try restored.writers().map(\.reason) == [.`init`, .restored])
         #expect(try restored.versionVector()[.node(1)] == 1, "the old writer's entry stays at what the file holds")
         #expect(try restored.info().writerID == next.node)
         // The new writer's continuity is proven from now on: no third writer.
-        let after = try restored.apply(.update([.set(.named("n"), .string("again"))]), to: .named("a"), wallMilliseconds: t0)
+        let after = try restored.apply(
+            .update([.set(.named("n"), .string("again"))]),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
         #expect(after == Dot(node: next.node, counter: 2))
     }
 
@@ -182,7 +242,11 @@ import Testing
     @Test func ownWritesComeBackFromPeers() throws {
         let a = try create(dir + "/a.sqlite", node: 1)
         let b = try create(dir + "/b.sqlite", node: 2)
-        let dot = try a.apply(.create(type: "t", assignments: [.set(.named("k"), .integer(1))]), to: .named("x"), wallMilliseconds: t0)
+        let dot = try a.apply(
+            .create(type: "t", assignments: [.set(.named("k"), .integer(1))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
         try sync(a, b)
         let wiped = try create(dir + "/a2.sqlite", node: 1)
         try sync(b, wiped)
@@ -200,12 +264,23 @@ import Testing
         let b = try create(dir + "/b.sqlite", node: 2)
         var dots: [String: Dot] = [:]
         for i in 0..<10 {
-            dots["a\(i)"] = try a.apply(.create(type: "t", assignments: [.set(.named("n"), .integer(Int64(i)))]), to: .named("a\(i)"), wallMilliseconds: t0)
-            try b.apply(.create(type: "t", assignments: [.set(.named("n"), .integer(Int64(i)))]), to: .named("b\(i)"), wallMilliseconds: t0)
+            dots["a\(i)"] = try a.apply(
+                .create(type: "t", assignments: [.set(.named("n"), .integer(Int64(i)))]),
+                to: .named("a\(i)"),
+                wallMilliseconds: t0
+            )
+            try b.apply(
+                .create(type: "t", assignments: [.set(.named("n"), .integer(Int64(i)))]),
+                to: .named("b\(i)"),
+                wallMilliseconds: t0
+            )
         }
         try sync(b, a)
         try a.pool.write { db in
-            try db.execute(sql: "UPDATE field SET state = X'DEADBEEF' WHERE name = 'n' AND item = (SELECT id FROM item WHERE item_id = 'a5')")
+            try db.execute(
+                sql:
+                    "UPDATE field SET state = X'DEADBEEF' WHERE name = 'n' AND item = (SELECT id FROM item WHERE item_id = 'a5')"
+            )
         }
         let c = try create(dir + "/c.sqlite", node: 3)
         try sync(a, c)
@@ -215,7 +290,9 @@ import Testing
         #expect(vv[.node(1)] < dots["a5"]!.counter, "the broken write is not claimed")
         #expect(try c.storedItem(.named("b9")) != nil)
         #expect(try c.storedItem(.named("a5")) == nil)
-        #expect(throws: StoreError.self) { try a.apply(.update([.set(.named("n"), .integer(1))]), to: .named("a1"), wallMilliseconds: t0) }
+        #expect(throws: StoreError.self) {
+            try a.apply(.update([.set(.named("n"), .integer(1))]), to: .named("a1"), wallMilliseconds: t0)
+        }
     }
 
     func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {

@@ -17,8 +17,14 @@ import Testing
     static func makePairs(_ count: Int, in dir: String) throws -> [Pair] {
         try (1...count).map { n in
             let id = NodeID.node(UInt64(n))
-            let store = try ReplicaStore.create(path: "\(dir)/r\(n).sqlite", nodeID: id, clusterID: .node(99), nodeName: "r\(n)", fingerprint: "test",
-                                                lease: WriterLease(directory: dir))
+            let store = try ReplicaStore.create(
+                path: "\(dir)/r\(n).sqlite",
+                nodeID: id,
+                clusterID: .node(99),
+                nodeName: "r\(n)",
+                fingerprint: "test",
+                lease: WriterLease(directory: dir)
+            )
             return Pair(model: Replica(nodeID: id), store: store)
         }
     }
@@ -27,7 +33,9 @@ import Testing
     static func visible(_ store: ReplicaStore) throws -> [String] {
         var lines: [String] = []
         try store.forEachItem(includeDeleted: true) { item in
-            lines.append("\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.json)" }) \(item.conflicts)")
+            lines.append(
+                "\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.json)" }) \(item.conflicts)"
+            )
         }
         return lines + (try store.conflicts()).map { "\($0.item).\($0.field) \($0.values) \($0.shown)" }
     }
@@ -68,8 +76,12 @@ import Testing
                     default: edit = .update([.set(field, value)])
                     }
                 }
-                let modelResult = Result { () throws(EditError) in try pairs[r].model.apply(edit, to: id, wallMilliseconds: wall) }
-                let storeResult = Result { () throws(StoreError) in try pairs[r].store.apply(edit, to: id, wallMilliseconds: wall) }
+                let modelResult = Result { () throws(EditError) in
+                    try pairs[r].model.apply(edit, to: id, wallMilliseconds: wall)
+                }
+                let storeResult = Result { () throws(StoreError) in
+                    try pairs[r].store.apply(edit, to: id, wallMilliseconds: wall)
+                }
                 switch (modelResult, storeResult) {
                 case (.success, .success): break
                 case let (.failure(m), .failure(.edit(s, _))): #expect(m == s, "seed \(seed) step \(step)")
@@ -82,14 +94,19 @@ import Testing
                 for batch in pairs[r].model.delta(for: pairs[b].model.versionVector, maxUpdates: batchSize) {
                     pairs[b].model.apply(batch, wallMilliseconds: wall)
                 }
-                var stream = try pairs[r].store.deltaStream(for: try pairs[b].store.versionVector(), maxUpdates: batchSize)
+                var stream = try pairs[r].store.deltaStream(
+                    for: try pairs[b].store.versionVector(),
+                    maxUpdates: batchSize
+                )
                 while let batch = try stream.next() { try pairs[b].store.apply(batch, wallMilliseconds: wall) }
             }
             for pair in pairs {
                 let stored = try Self.visible(pair.store)
                 let modelled = Self.visible(pair.model)
                 if stored != modelled {
-                    Issue.record("seed \(seed) step \(step): store shows \(stored.filter { !modelled.contains($0) }), model shows \(modelled.filter { !stored.contains($0) })")
+                    Issue.record(
+                        "seed \(seed) step \(step): store shows \(stored.filter { !modelled.contains($0) }), model shows \(modelled.filter { !stored.contains($0) })"
+                    )
                     return
                 }
             }

@@ -3,7 +3,7 @@ public import LansyncCore
 /// Values that break naive code: empty and 1 MB strings, canonically-equivalent but different
 /// Unicode, NUL, emoji, integer extremes, signed zeros, subnormals, NaN, infinities, nested lists.
 public enum EdgeValues {
-    public static let megabyteString = String(repeating: "λ", count: 500_000)   // 1,000,000 UTF-8 bytes
+    public static let megabyteString = String(repeating: "λ", count: 500_000)  // 1,000,000 UTF-8 bytes
 
     public static let scalars: [Value] = [
         .null, .bool(false), .bool(true),

@@ -11,30 +11,65 @@ import Testing
     /// The bytes of protocol 1 are fixed: a change here breaks old nodes, and needs a new version.
     /// A 1.0 hello still encodes and decodes as it did.
     @Test func goldenHello() throws {
-        let hello = Message.hello(Hello(version: ProtocolVersion(major: 1, minor: 0), nodeID: Self.a, clusterID: Self.c, role: .peer,
-                                        name: "kitchen", versionVector: VersionVector([Self.a: 300])))
+        let hello = Message.hello(
+            Hello(
+                version: ProtocolVersion(major: 1, minor: 0),
+                nodeID: Self.a,
+                clusterID: Self.c,
+                role: .peer,
+                name: "kitchen",
+                versionVector: VersionVector([Self.a: 300])
+            )
+        )
         let hex = Frame.encode(hello).map { String(format: "%02x", $0) }.joined()
-        #expect(hex == "00000043" + "01" + "4c4e5359" + "01" + "00"
-            + "0102030405060708090a0b0c0d0e0f10" + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "00"
-            + "07" + "6b69746368656e" + "01" + "0102030405060708090a0b0c0d0e0f10" + "ac02")
+        #expect(
+            hex == "00000043" + "01" + "4c4e5359" + "01" + "00"
+                + "0102030405060708090a0b0c0d0e0f10" + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "00"
+                + "07" + "6b69746368656e" + "01" + "0102030405060708090a0b0c0d0e0f10" + "ac02"
+        )
         #expect(try MessageCoder.decode(MessageCoder.encode(hello)) == hello)
     }
 
     /// 1.1 appends the writer id and the resume point (its vector, then 0, or 1 and a writer id).
     @Test func goldenHello11() throws {
-        let hello = Message.hello(Hello(nodeID: Self.a, clusterID: Self.c, role: .peer, name: "k", versionVector: VersionVector(),
-                                        writer: Self.c, resume: VersionVector([Self.a: 2]), resumeFor: Self.a))
+        let hello = Message.hello(
+            Hello(
+                nodeID: Self.a,
+                clusterID: Self.c,
+                role: .peer,
+                name: "k",
+                versionVector: VersionVector(),
+                writer: Self.c,
+                resume: VersionVector([Self.a: 2]),
+                resumeFor: Self.a
+            )
+        )
         let hex = Frame.encode(hello).map { String(format: "%02x", $0) }.joined()
-        #expect(hex == "0000005e" + "01" + "4c4e5359" + "01" + "01"
-            + "0102030405060708090a0b0c0d0e0f10" + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "00" + "01" + "6b" + "00"
-            + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "01" + "0102030405060708090a0b0c0d0e0f10" + "02"
-            + "01" + "0102030405060708090a0b0c0d0e0f10")
+        #expect(
+            hex == "0000005e" + "01" + "4c4e5359" + "01" + "01"
+                + "0102030405060708090a0b0c0d0e0f10" + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "00" + "01" + "6b" + "00"
+                + "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbb" + "01" + "0102030405060708090a0b0c0d0e0f10" + "02"
+                + "01" + "0102030405060708090a0b0c0d0e0f10"
+        )
         #expect(try MessageCoder.decode(MessageCoder.encode(hello)) == hello)
         // A later minor version may append fields this one skips; the same minor may not.
-        var newer = MessageCoder.encode(.hello(Hello(version: ProtocolVersion(major: 1, minor: 9), nodeID: Self.a, clusterID: Self.c, role: .peer,
-                                                     name: "k", versionVector: VersionVector())))
+        var newer = MessageCoder.encode(
+            .hello(
+                Hello(
+                    version: ProtocolVersion(major: 1, minor: 9),
+                    nodeID: Self.a,
+                    clusterID: Self.c,
+                    role: .peer,
+                    name: "k",
+                    versionVector: VersionVector()
+                )
+            )
+        )
         newer += [1, 2, 3]
-        guard case .hello(let decoded) = try MessageCoder.decode(newer) else { Issue.record("not a hello"); return }
+        guard case .hello(let decoded) = try MessageCoder.decode(newer) else {
+            Issue.record("not a hello")
+            return
+        }
         #expect(decoded.version.minor == 9)
         var same = MessageCoder.encode(hello)
         same += [1]
@@ -50,18 +85,22 @@ import Testing
     @Test func goldenBatch() throws {
         var field = FieldState()
         field.assign(.string("Climb"), dot: Dot(node: Self.a, counter: 1000), timestamp: HLCTimestamp(rawValue: 1000))
-        let batch = DeltaBatch(updates: [FieldUpdate(key: FieldKey(item: try ItemID("t1"), field: try FieldName("title")), state: field)],
-                               covers: VersionVector([Self.a: 1000]))
+        let batch = DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: try ItemID("t1"), field: try FieldName("title")), state: field)],
+            covers: VersionVector([Self.a: 1000])
+        )
         let hex = Frame.encode(.batch(sequence: 1, batch)).map { String(format: "%02x", $0) }.joined()
-        #expect(hex == "00000033" + "02" + "01"                       // batch, sequence 1
-            + "01" + "0102030405060708090a0b0c0d0e0f10"                // node table: one node
-            + "01" + "00" + "e807"                                     // covers {#0: 1000}
-            + "01" + "02" + "7431" + "01"                              // one run: item "t1", one field
-            + "05" + "7469746c65"                                      // "title"
-            + "01" + "00" + "e807"                                     // context {#0: 1000}
-            + "01" + "00" + "00" + "00"                                // one version: #0, 0 below, same time
-            + "00" + "05" + "05" + "436c696d62"                        // assign "Climb"
-            + "00")                                                    // no list tags
+        #expect(
+            hex == "00000033" + "02" + "01"  // batch, sequence 1
+                + "01" + "0102030405060708090a0b0c0d0e0f10"  // node table: one node
+                + "01" + "00" + "e807"  // covers {#0: 1000}
+                + "01" + "02" + "7431" + "01"  // one run: item "t1", one field
+                + "05" + "7469746c65"  // "title"
+                + "01" + "00" + "e807"  // context {#0: 1000}
+                + "01" + "00" + "00" + "00"  // one version: #0, 0 below, same time
+                + "00" + "05" + "05" + "436c696d62"  // assign "Climb"
+                + "00"
+        )  // no list tags
     }
 
     @Test func messagesRoundTrip() throws {
@@ -69,22 +108,57 @@ import Testing
         var replica = Replica(nodeID: Self.a)
         for i in 0..<40 {
             let id = ItemID.named("i\(i % 7)")
-            let edit: ItemEdit = replica.items[id] == nil
-                ? .create(type: "t", assignments: [.set(.named("v"), EdgeValues.random(using: &rng)), .add(.named("tags"), rng.pick(EdgeValues.elements))])
+            let edit: ItemEdit =
+                replica.items[id] == nil
+                ? .create(
+                    type: "t",
+                    assignments: [
+                        .set(.named("v"), EdgeValues.random(using: &rng)),
+                        .add(.named("tags"), rng.pick(EdgeValues.elements)),
+                    ]
+                )
                 : .update([.set(.named("v"), EdgeValues.random(using: &rng))])
             _ = try? replica.apply(edit, to: id, wallMilliseconds: 1_700_000_000_000)
         }
-        var messages: [Message] = [
-            .hello(Hello(nodeID: Self.a, clusterID: Self.c, role: .relay, name: "é", versionVector: replica.versionVector)),
-            .ack(sequence: .max), .done(versionVector: replica.versionVector), .summary(versionVector: VersionVector()),
-        ] + ProtocolError.Code.allCases.map { .error(ProtocolError($0, "why \($0)")) }
-        for (i, batch) in replica.delta(for: VersionVector(), maxUpdates: 7).enumerated() { messages.append(.batch(sequence: UInt64(i + 1), batch)) }
+        var messages: [Message] =
+            [
+                .hello(
+                    Hello(
+                        nodeID: Self.a,
+                        clusterID: Self.c,
+                        role: .relay,
+                        name: "é",
+                        versionVector: replica.versionVector
+                    )
+                ),
+                .ack(sequence: .max), .done(versionVector: replica.versionVector),
+                .summary(versionVector: VersionVector()),
+            ] + ProtocolError.Code.allCases.map { .error(ProtocolError($0, "why \($0)")) }
+        for (i, batch) in replica.delta(for: VersionVector(), maxUpdates: 7).enumerated() {
+            messages.append(.batch(sequence: UInt64(i + 1), batch))
+        }
         // A relay's overrule travels too.
         var refused = FieldState()
         refused.assign(.string("too big"), dot: Dot(node: Self.c, counter: 7), timestamp: HLCTimestamp(rawValue: 7))
         var overruled = FieldState()
-        overruled.overrule(refused, keeping: .null, reason: "over the limit", dot: Dot(node: Self.a, counter: 9), timestamp: HLCTimestamp(rawValue: 9))
-        messages.append(.batch(sequence: 99, DeltaBatch(updates: [FieldUpdate(key: FieldKey(item: try ItemID("x"), field: try FieldName("f")), state: overruled)], covers: VersionVector([Self.a: 9]))))
+        overruled.overrule(
+            refused,
+            keeping: .null,
+            reason: "over the limit",
+            dot: Dot(node: Self.a, counter: 9),
+            timestamp: HLCTimestamp(rawValue: 9)
+        )
+        messages.append(
+            .batch(
+                sequence: 99,
+                DeltaBatch(
+                    updates: [
+                        FieldUpdate(key: FieldKey(item: try ItemID("x"), field: try FieldName("f")), state: overruled)
+                    ],
+                    covers: VersionVector([Self.a: 9])
+                )
+            )
+        )
         for message in messages {
             let frame = Frame.encode(message)
             #expect(try Frame.payloadLength(prefix: Array(frame.prefix(4))) == frame.count - 4)
@@ -102,7 +176,17 @@ import Testing
     @Test func decodingIsTotal() throws {
         var rng = SplitMix64(seed: 11)
         let samples = [
-            MessageCoder.encode(.hello(Hello(nodeID: Self.a, clusterID: Self.c, role: .peer, name: "n", versionVector: VersionVector([Self.a: 9])))),
+            MessageCoder.encode(
+                .hello(
+                    Hello(
+                        nodeID: Self.a,
+                        clusterID: Self.c,
+                        role: .peer,
+                        name: "n",
+                        versionVector: VersionVector([Self.a: 9])
+                    )
+                )
+            ),
             MessageCoder.encode(.ack(sequence: 77)),
         ]
         for _ in 0..<20_000 {
@@ -110,19 +194,23 @@ import Testing
             switch Int.random(in: 0..<3, using: &rng) {
             case 0: bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &rng)))
             case 1: bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
-            default: bytes = (0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            default:
+                bytes = (0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             }
-            _ = try? MessageCoder.decode(bytes)   // must return or throw, never crash
+            _ = try? MessageCoder.decode(bytes)  // must return or throw, never crash
         }
         #expect(throws: WireError.unknownMessageType(99)) { try MessageCoder.decode([99]) }
-        #expect(throws: WireError.self) { try MessageCoder.decode([2, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]) }   // a batch claiming 4 billion updates
+        // A batch claiming 4 billion updates.
+        #expect(throws: WireError.self) { try MessageCoder.decode([2, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]) }
     }
 
     /// Every input the fuzzer ever found interesting or crashing is kept in Regressions/ and must
     /// decode or be refused without crashing.
     @Test func fuzzRegressions() throws {
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Regressions")
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { !$0.hasPrefix(".") && $0 != "README.md" }
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
+            !$0.hasPrefix(".") && $0 != "README.md"
+        }
         print("fuzz regressions: \(files.count) inputs")
         for file in files {
             let bytes = try Array(Data(contentsOf: dir.appendingPathComponent(file)))

@@ -47,7 +47,8 @@ final class Bench {
     /// A synced pair of `items` items: the A side imports them, a node on B pulls them.
     func makePair(items: Int, name: String) throws -> (a: Replica, b: Replica) {
         let data = Dataset(items: items)
-        let a = try lansync.makeReplica(name + "-a"), b = try lansync.makeReplica(name + "-b")
+        let a = try lansync.makeReplica(name + "-a")
+        let b = try lansync.makeReplica(name + "-b")
         let input = lansync.work + "/" + name + ".jsonl"
         try data.writeJSONLines(to: input)
         try a.importFile(input)

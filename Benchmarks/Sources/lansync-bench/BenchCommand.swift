@@ -10,7 +10,8 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lansync-bench",
         abstract: "Measure lansync as a user feels it, beside Syncthing and this machine's limits.",
-        discussion: "Run it through scripts/bench.sh, which installs what is missing and builds lansync in release mode first."
+        discussion:
+            "Run it through scripts/bench.sh, which installs what is missing and builds lansync in release mode first."
     )
 
     @Option(help: "The lansync binary to measure (a release build).") var lansync: String
@@ -18,10 +19,12 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Where to write latest.json and latest.md.") var out: String
     @Option(help: "Runs of each workload (the median and spread are over these).") var runs = 3
     @Option(help: "W1's items, and the larger replica of W2 and W4.") var items = 100_000
-    @Option(help: "Items in Syncthing's W1 (one file each), and in lansync's W1 run beside it.") var syncthingItems = 5_000
+    @Option(help: "Items in Syncthing's W1 (one file each), and in lansync's W1 run beside it.") var syncthingItems =
+        5_000
     @Option(help: "Edits timed in Syncthing's W5 (each takes over a second).") var syncthingEdits = 25
     @Option(help: "Edits timed in lansync's W5.") var edits = 300
-    @Option(help: "Workloads to run, comma-separated, from W1,W2,W3,W4,W5,W6,syncthing,limits.") var only = "W1,W2,W3,W4,W5,W6,syncthing,limits"
+    @Option(help: "Workloads to run, comma-separated, from W1,W2,W3,W4,W5,W6,syncthing,limits.") var only =
+        "W1,W2,W3,W4,W5,W6,syncthing,limits"
     @Flag(help: "A smoke run: small sizes and 2 runs, to check the runner itself.") var quick = false
     @Flag(help: "Keep the scratch directory.") var keep = false
 
@@ -46,9 +49,16 @@ struct BenchCommand: ParsableCommand {
         defer { if !keep { try? FileManager.default.removeItem(atPath: work) } }
         let binary = try Lansync(binary: lansync, work: work, basePort: 27400)
         let date = ISO8601DateFormatter().string(from: Date())
-        let report = Report(date: date, machine: .current(), lansyncVersion: binary.version, syncthingVersion: nil,
-                            settings: ["runs": String(settings.runs), "items": String(settings.items),
-                                       "small_items": String(settings.smallItems), "quick": String(quick), "only": only])
+        let report = Report(
+            date: date,
+            machine: .current(),
+            lansyncVersion: binary.version,
+            syncthingVersion: nil,
+            settings: [
+                "runs": String(settings.runs), "items": String(settings.items),
+                "small_items": String(settings.smallItems), "quick": String(quick), "only": only,
+            ]
+        )
         let bench = Bench(settings: settings, lansync: binary, report: report)
         print("lansync-bench: \(report.machine.line); scratch \(work)")
 
@@ -89,7 +99,11 @@ struct BenchCommand: ParsableCommand {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "inf",
+            negativeInfinity: "-inf",
+            nan: "nan"
+        )
         try encoder.encode(bench.report).write(to: URL(fileURLWithPath: out + "/latest.json"))
         try bench.report.markdown.write(toFile: out + "/latest.md", atomically: true, encoding: .utf8)
         print("\n" + bench.report.markdown)

@@ -6,7 +6,11 @@ import NIOPosix
 /// (so the edit is pushed at once) and asks it for its status. One JSON request line, one JSON
 /// answer line. Only processes that can open the data directory (mode 0700) can reach it.
 enum ControlServer {
-    static func serve(path: String, group: any EventLoopGroup, handle: @escaping @Sendable (ControlRequest?) async -> String) async throws {
+    static func serve(
+        path: String,
+        group: any EventLoopGroup,
+        handle: @escaping @Sendable (ControlRequest?) async -> String
+    ) async throws {
         let server = try await ServerBootstrap(group: group)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -23,7 +27,10 @@ enum ControlServer {
                                 line += chunk.readableBytesView
                                 if line.contains(0x0a) || line.count > 4096 { break }
                             }
-                            let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line.prefix { $0 != 0x0a }))
+                            let request = try? JSONDecoder().decode(
+                                ControlRequest.self,
+                                from: Data(line.prefix { $0 != 0x0a })
+                            )
                             let answer = await handle(request)
                             try await outbound.write(ByteBuffer(string: answer + "\n"))
                         }
@@ -67,13 +74,17 @@ public enum ControlClient {
             buffer[bytes.count] = 0
         }
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard connected == 0 else { return nil }
         guard let encoded = try? JSONEncoder().encode(ControlRequest(op: op)) else { return nil }
         let line = Array(encoded) + [0x0a]
         // MSG_NOSIGNAL: a node that closes early must not kill the CLI (its edit is already saved).
-        guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else { return nil }
+        guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else {
+            return nil
+        }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !answer.contains(0x0a) {

@@ -30,8 +30,20 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var rejected: [Rejection]
 
     public init(
-        nodeID: String, name: String, clusterID: String, running: Bool, listen: String?, mdns: String?, items: Int, deleted: Int,
-        conflicts: Int, digest: String, damaged: String?, versionVector: [String: UInt64], peers: [Peer], changes: Changes?,
+        nodeID: String,
+        name: String,
+        clusterID: String,
+        running: Bool,
+        listen: String?,
+        mdns: String?,
+        items: Int,
+        deleted: Int,
+        conflicts: Int,
+        digest: String,
+        damaged: String?,
+        versionVector: [String: UInt64],
+        peers: [Peer],
+        changes: Changes?,
         rejected: [Rejection]
     ) {
         self.nodeID = nodeID

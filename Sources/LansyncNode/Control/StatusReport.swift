@@ -8,7 +8,11 @@ public enum StatusReport {
     ///   - peers: the running node's live view; nil when no node runs (the recorded peers are used).
     ///   - digests: a running node's cache of the replica's digest.
     public static func make(
-        store: ReplicaStore, running: Bool, listen: String?, peers live: [PeerRegistry.Entry]?, discovery: String? = nil,
+        store: ReplicaStore,
+        running: Bool,
+        listen: String?,
+        peers live: [PeerRegistry.Entry]?,
+        discovery: String? = nil,
         digests: ReplicaDigest.Cache? = nil
     ) throws(StoreError) -> NodeStatus {
         let info = try store.info()
@@ -16,16 +20,30 @@ public enum StatusReport {
         let counts = try store.counts()
         let digest = if let digests { try digests.digest(store) } else { try ReplicaDigest.compute(store) }
         var peers: [PeerRegistry.Entry]
-        if let live { peers = live } else {
+        if let live {
+            peers = live
+        } else {
             peers = try store.peers().filter { $0.nodeID != info.nodeID }.map {
                 PeerRegistry.Entry(
-                    nodeID: $0.nodeID, name: $0.name, address: $0.address, source: $0.source, connected: false,
-                    lastSync: $0.lastSync, lastError: $0.lastError, versionVector: $0.versionVector)
+                    nodeID: $0.nodeID,
+                    name: $0.name,
+                    address: $0.address,
+                    source: $0.source,
+                    connected: false,
+                    lastSync: $0.lastSync,
+                    lastError: $0.lastError,
+                    versionVector: $0.versionVector
+                )
             }
         }
         var shown: [NodeStatus.Peer] = []
         for p in peers {
-            var peer = NodeStatus.Peer(nodeID: p.nodeID?.text, name: p.name, path: p.source == .relay ? .relay : .direct, connected: p.connected)
+            var peer = NodeStatus.Peer(
+                nodeID: p.nodeID?.text,
+                name: p.name,
+                path: p.source == .relay ? .relay : .direct,
+                connected: p.connected
+            )
             peer.address = p.address
             peer.source = p.source
             peer.lastSync = p.lastSync.map { WallClock.iso8601(milliseconds: $0) }
@@ -44,27 +62,57 @@ public enum StatusReport {
         let directIDs = Set(peers.compactMap(\.nodeID))
         let ownWriters = Set(try store.writers().map(\.id)).union([info.nodeID])
         for node in vv.nodes where !ownWriters.contains(node) && !directIDs.contains(node) {
-            shown.append(NodeStatus.Peer(nodeID: node.text, name: names[node], path: relayEntry != nil ? .viaRelay : .viaOtherPeers, connected: false))
+            shown.append(
+                NodeStatus.Peer(
+                    nodeID: node.text,
+                    name: names[node],
+                    path: relayEntry != nil ? .viaRelay : .viaOtherPeers,
+                    connected: false
+                )
+            )
         }
         var changes: NodeStatus.Changes?
         if let relay = relayEntry, let relayID = relay.nodeID {
             let local = try store.localChanges(limit: 20, seenBy: relay.versionVector)
             let pending: NodeStatus.Change.State = relay.connected ? .syncing : .dirty
             changes = NodeStatus.Changes(
-                relay: relayID.text, synced: local.atOrBelow,
-                syncing: pending == .syncing ? local.above : nil, dirty: pending == .dirty ? local.above : nil,
+                relay: relayID.text,
+                synced: local.atOrBelow,
+                syncing: pending == .syncing ? local.above : nil,
+                dirty: pending == .dirty ? local.above : nil,
                 recent: local.recent.map {
-                    NodeStatus.Change(id: $0.item.rawValue, field: $0.field.rawValue, counter: $0.counter, state: $0.seen ? .synced : pending)
-                })
+                    NodeStatus.Change(
+                        id: $0.item.rawValue,
+                        field: $0.field.rawValue,
+                        counter: $0.counter,
+                        state: $0.seen ? .synced : pending
+                    )
+                }
+            )
         }
         return NodeStatus(
-            nodeID: info.nodeID.text, name: info.nodeName, clusterID: info.clusterID.text, running: running,
-            listen: listen, mdns: discovery, items: counts.items, deleted: counts.deleted, conflicts: counts.conflicts,
-            digest: digest, damaged: store.damage,
+            nodeID: info.nodeID.text,
+            name: info.nodeName,
+            clusterID: info.clusterID.text,
+            running: running,
+            listen: listen,
+            mdns: discovery,
+            items: counts.items,
+            deleted: counts.deleted,
+            conflicts: counts.conflicts,
+            digest: digest,
+            damaged: store.damage,
             versionVector: Dictionary(uniqueKeysWithValues: vv.nodes.map { ($0.text, vv[$0]) }),
-            peers: shown, changes: changes,
+            peers: shown,
+            changes: changes,
             rejected: try store.ownRejections().map {
-                NodeStatus.Rejection(id: $0.item.rawValue, field: $0.field.rawValue, counter: $0.counter, reason: $0.reason)
-            })
+                NodeStatus.Rejection(
+                    id: $0.item.rawValue,
+                    field: $0.field.rawValue,
+                    counter: $0.counter,
+                    reason: $0.reason
+                )
+            }
+        )
     }
 }

@@ -39,11 +39,21 @@ extension Node {
             guard let address = await address(of: target) else { break }
             do {
                 let connection = try await transport.connect(host: address.host, port: address.port)
-                let outcome = await session(connection, address: address.description, source: target.source, closeWhenUpToDate: target.isRelay)
+                let outcome = await session(
+                    connection,
+                    address: address.description,
+                    source: target.source,
+                    closeWhenUpToDate: target.isRelay
+                )
                 if outcome.reachedUpToDate { backoff.reset() }
                 if outcome.isPermanent { backoff.giveUpForNow() }
             } catch {
-                await registry.ended(node: target.node, token: nil, address: address.description, error: "cannot connect: \(error)")
+                await registry.ended(
+                    node: target.node,
+                    token: nil,
+                    address: address.description,
+                    error: "cannot connect: \(error)"
+                )
                 if case .discovered(let node, let seen) = target, await !seen.isAdvertised(node) { break }
             }
             if target.isRelay, await registry.directPeersConnected() {

@@ -37,7 +37,7 @@ public actor PeerRegistry {
     let io: BlockingIO
     let localNode: NodeID
     private var byNode: [NodeID: Entry] = [:]
-    private var configured: [String: Entry] = [:]   // static addresses, by address, until their node is known
+    private var configured: [String: Entry] = [:]  // static addresses, by address, until their node is known
     private var active: [NodeID: ActiveSession] = [:]
     /// Sessions closed because a better connection to the same peer replaced them.
     private var superseded: Set<Int> = []
@@ -52,7 +52,12 @@ public actor PeerRegistry {
     private let requestSave: AsyncStream<Void>.Continuation
     let log: @Sendable (String) -> Void
 
-    public init(store: ReplicaStore, io: BlockingIO, localNode: NodeID, log: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        store: ReplicaStore,
+        io: BlockingIO,
+        localNode: NodeID,
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.store = store
         self.io = io
         self.localNode = localNode
@@ -69,7 +74,15 @@ public actor PeerRegistry {
             return
         }
         for r in records where r.nodeID != localNode {
-            byNode[r.nodeID] = Entry(nodeID: r.nodeID, name: r.name, address: r.address, source: r.source, lastSync: r.lastSync, lastError: r.lastError, versionVector: r.versionVector)
+            byNode[r.nodeID] = Entry(
+                nodeID: r.nodeID,
+                name: r.name,
+                address: r.address,
+                source: r.source,
+                lastSync: r.lastSync,
+                lastError: r.lastError,
+                versionVector: r.versionVector
+            )
         }
     }
 
@@ -106,7 +119,13 @@ public actor PeerRegistry {
 
     /// A session reached its peer. Returns a token, or nil if a session with that peer already
     /// exists and wins the tie-break (the caller then closes its own).
-    public func claim(peer hello: Hello, address: String?, source: PeerSource, outbound: Bool, close: @escaping @Sendable () -> Void) -> Int? {
+    public func claim(
+        peer hello: Hello,
+        address: String?,
+        source: PeerSource,
+        outbound: Bool,
+        close: @escaping @Sendable () -> Void
+    ) -> Int? {
         // What the hello teaches holds even for a connection about to be closed as a duplicate:
         // the address we dialled belongs to this node.
         var entry = byNode[hello.nodeID] ?? Entry(nodeID: hello.nodeID, source: source)
@@ -183,7 +202,9 @@ public actor PeerRegistry {
     }
 
     public func snapshot() -> [Entry] {
-        let known = byNode.values.sorted { ($0.name ?? "", $0.nodeID?.text ?? "") < ($1.name ?? "", $1.nodeID?.text ?? "") }
+        let known = byNode.values.sorted {
+            ($0.name ?? "", $0.nodeID?.text ?? "") < ($1.name ?? "", $1.nodeID?.text ?? "")
+        }
         return known + configured.values.sorted { ($0.address ?? "") < ($1.address ?? "") }
     }
 
@@ -203,8 +224,14 @@ public actor PeerRegistry {
         let records = unsaved.sorted().compactMap { node -> PeerRecord? in
             guard let e = byNode[node] else { return nil }
             return PeerRecord(
-                nodeID: node, name: e.name, address: e.address, source: e.source, lastSync: e.lastSync, lastError: e.lastError,
-                versionVector: e.versionVector)
+                nodeID: node,
+                name: e.name,
+                address: e.address,
+                source: e.source,
+                lastSync: e.lastSync,
+                lastError: e.lastError,
+                versionVector: e.versionVector
+            )
         }
         let names = unsavedNames
         unsaved.removeAll()

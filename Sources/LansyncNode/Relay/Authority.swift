@@ -20,7 +20,12 @@ public actor Authority {
     public private(set) var settled = 0
     let log: @Sendable (String) -> Void
 
-    public init(store: ReplicaStore, io: BlockingIO, policy: SettlePolicy, log: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        store: ReplicaStore,
+        io: BlockingIO,
+        policy: SettlePolicy,
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.store = store
         self.io = io
         self.policy = policy
@@ -30,22 +35,28 @@ public actor Authority {
     /// Settles every open conflict; returns how many it settled.
     @discardableResult
     public func settleAll() async -> Int {
-        let store = self.store, policy = self.policy
+        let store = self.store
+        let policy = self.policy
         let count: Int
         do {
             count = try await io.run { () throws -> Int in
-            var count = 0
-            for conflict in try store.conflicts() {
-                guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict else { continue }
-                let value = try Self.choose(policy, state: state, conflict: conflict, store: store)
-                do {
-                    try store.apply(.resolve(conflict.field, value), to: conflict.item, wallMilliseconds: WallClock.milliseconds)
-                    count += 1
-                } catch StoreError.edit(.noConflict, _) {
-                    // Settled meanwhile (by a concurrent batch or a user): nothing to do.
+                var count = 0
+                for conflict in try store.conflicts() {
+                    guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict
+                    else { continue }
+                    let value = try Self.choose(policy, state: state, conflict: conflict, store: store)
+                    do {
+                        try store.apply(
+                            .resolve(conflict.field, value),
+                            to: conflict.item,
+                            wallMilliseconds: WallClock.milliseconds
+                        )
+                        count += 1
+                    } catch StoreError.edit(.noConflict, _) {
+                        // Settled meanwhile (by a concurrent batch or a user): nothing to do.
+                    }
                 }
-            }
-            return count
+                return count
             }
         } catch {
             // Left open, the conflicts stay visible and are tried again after the next change.
@@ -56,13 +67,19 @@ public actor Authority {
         return count
     }
 
-    static func choose(_ policy: SettlePolicy, state: FieldState, conflict: FieldConflict, store: ReplicaStore) throws -> Value {
+    static func choose(
+        _ policy: SettlePolicy,
+        state: FieldState,
+        conflict: FieldConflict,
+        store: ReplicaStore
+    ) throws -> Value {
         switch policy {
         case .latest:
             return conflict.shown
         case .firstSeen:
-            guard let first = try store.firstSeen(state.versions.map(\.dot), item: conflict.item, field: conflict.field),
-                  let version = state.versions.first(where: { $0.dot == first })
+            guard
+                let first = try store.firstSeen(state.versions.map(\.dot), item: conflict.item, field: conflict.field),
+                let version = state.versions.first(where: { $0.dot == first })
             else { return conflict.shown }
             switch version.write {
             case .assign(let value), .overrule(let value, _, _): return value

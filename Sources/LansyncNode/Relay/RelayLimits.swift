@@ -28,11 +28,14 @@ public struct RelayLimits: Sendable, Equatable {
                 return "a value of \(big.encodedSize) bytes is over the relay's limit of \(maxValueBytes)"
             }
         }
-        if let list = incoming.listValue.isEmpty ? nil : Value.list(incoming.listValue), list.encodedSize > maxValueBytes {
+        if let list = incoming.listValue.isEmpty ? nil : Value.list(incoming.listValue),
+            list.encodedSize > maxValueBytes
+        {
             return "a list of \(list.encodedSize) bytes is over the relay's limit of \(maxValueBytes)"
         }
         if !key.field.isReserved, item?.fields[key.field] == nil,
-           let count = item?.fields.keys.filter({ !$0.isReserved }).count, count >= maxFieldsPerItem {
+            let count = item?.fields.keys.filter({ !$0.isReserved }).count, count >= maxFieldsPerItem
+        {
             return "item \(key.item) would have more than \(maxFieldsPerItem) fields, the relay's limit"
         }
         return nil

@@ -1,8 +1,8 @@
 import LansyncCore
-import LansyncWire
-import NIOCore
 public import LansyncStore
 public import LansyncTransport
+import LansyncWire
+import NIOCore
 import NIOPosix
 
 /// `lansync sync`: connects to each peer, exchanges everything both ways, and reports.
@@ -16,7 +16,12 @@ public enum OneShotSync {
         public var succeeded: Bool { error == nil && outcome?.reachedUpToDate == true }
     }
 
-    public static func run(store: ReplicaStore, identity: TLSIdentity, peers: [PeerAddress], timeout: Duration) async throws -> [Result] {
+    public static func run(
+        store: ReplicaStore,
+        identity: TLSIdentity,
+        peers: [PeerAddress],
+        timeout: Duration
+    ) async throws -> [Result] {
         let writer = try store.renewWriterIfUnproven()
         let info = try store.info()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -29,20 +34,43 @@ public enum OneShotSync {
                 group.addTask {
                     do {
                         let connection = try await transport.connect(host: peer.host, port: peer.port)
-                        let config = SessionMachine.SessionConfig(nodeID: info.nodeID, clusterID: info.clusterID, role: .oneShot, name: info.nodeName,
-                                                                  authenticatedPeer: connection.peerNodeID, writer: writer)
-                        let outcome = await SessionRunner(store: store, io: io, hub: hub, config: config).run(connection)
+                        let config = SessionMachine.SessionConfig(
+                            nodeID: info.nodeID,
+                            clusterID: info.clusterID,
+                            role: .oneShot,
+                            name: info.nodeName,
+                            authenticatedPeer: connection.peerNodeID,
+                            writer: writer
+                        )
+                        let outcome = await SessionRunner(store: store, io: io, hub: hub, config: config).run(
+                            connection
+                        )
                         if let hello = outcome.peer, outcome.reachedUpToDate {
-                            try? store.savePeer(PeerRecord(nodeID: hello.nodeID, name: hello.name, address: peer.description, source: .configured, lastSync: WallClock.milliseconds, versionVector: hello.versionVector))
+                            try? store.savePeer(
+                                PeerRecord(
+                                    nodeID: hello.nodeID,
+                                    name: hello.name,
+                                    address: peer.description,
+                                    source: .configured,
+                                    lastSync: WallClock.milliseconds,
+                                    versionVector: hello.versionVector
+                                )
+                            )
                         }
-                        return Result(peer: peer, outcome: outcome, error: outcome.reachedUpToDate ? nil : (outcome.failure ?? "the session ended before both sides were up to date"))
+                        return Result(
+                            peer: peer,
+                            outcome: outcome,
+                            error: outcome.reachedUpToDate
+                                ? nil : (outcome.failure ?? "the session ended before both sides were up to date")
+                        )
                     } catch {
                         return Result(peer: peer, outcome: nil, error: "cannot connect: \(error)")
                     }
                 }
                 group.addTask {
                     try? await Task.sleep(for: timeout)
-                    return Task.isCancelled ? nil : Result(peer: peer, outcome: nil, error: "timed out after \(timeout)")
+                    return Task.isCancelled
+                        ? nil : Result(peer: peer, outcome: nil, error: "timed out after \(timeout)")
                 }
                 let first = await group.next()!!
                 group.cancelAll()

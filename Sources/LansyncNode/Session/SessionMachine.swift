@@ -31,7 +31,14 @@ public struct SessionMachine: Sendable {
         public var idleTimeout: Duration = .seconds(60)
         public var ackTimeout: Duration = .seconds(60)
 
-        public init(nodeID: NodeID, clusterID: NodeID, role: Hello.Role, name: String, authenticatedPeer: NodeID, writer: NodeID? = nil) {
+        public init(
+            nodeID: NodeID,
+            clusterID: NodeID,
+            role: Hello.Role,
+            name: String,
+            authenticatedPeer: NodeID,
+            writer: NodeID? = nil
+        ) {
             self.nodeID = nodeID
             self.writer = writer ?? nodeID
             self.clusterID = clusterID
@@ -45,7 +52,12 @@ public struct SessionMachine: Sendable {
     public enum Event: Sendable {
         /// The session begins; `versionVector` is the local replica's, `resume` how far the peer's
         /// last stream to it got and `resumeFor` the peer's incarnation then (``StreamResume``).
-        case start(versionVector: VersionVector, resume: VersionVector = VersionVector(), resumeFor: NodeID? = nil, now: ContinuousClock.Instant)
+        case start(
+            versionVector: VersionVector,
+            resume: VersionVector = VersionVector(),
+            resumeFor: NodeID? = nil,
+            now: ContinuousClock.Instant
+        )
         case received(Message, now: ContinuousClock.Instant)
         /// The bytes from the peer were not a valid message.
         case receivedInvalid(WireError, now: ContinuousClock.Instant)
@@ -162,8 +174,15 @@ public struct SessionMachine: Sendable {
             state = .awaitingHello(since: now)
             lastReceived = now
             let hello = Hello(
-                nodeID: config.nodeID, clusterID: config.clusterID, role: config.role, name: config.name, versionVector: vv,
-                writer: config.writer, resume: resume, resumeFor: resumeFor)
+                nodeID: config.nodeID,
+                clusterID: config.clusterID,
+                role: config.role,
+                name: config.name,
+                versionVector: vv,
+                writer: config.writer,
+                resume: resume,
+                resumeFor: resumeFor
+            )
             return [.send(.hello(hello))]
         case (_, .start):
             return []
@@ -223,14 +242,20 @@ public struct SessionMachine: Sendable {
             // Resume the peer's interrupted stream from us only if we are still the incarnation
             // that sent it; the peer drops it otherwise (``StreamResume``).
             peerVersionVector = StreamResume.start(
-                receiver: hello.versionVector, resume: hello.resume, resumeFor: hello.resumeFor, senderWriter: config.writer)
+                receiver: hello.versionVector,
+                resume: hello.resume,
+                resumeFor: hello.resumeFor,
+                senderWriter: config.writer
+            )
             var open = Open(lastSummary: now)
             let actions = [.peerReady(hello)] + beginDelta(initial: true, &open)
             return settle(open, actions)
 
         case (.open(var open), let .batch(sequence, batch)):
             guard sequence == open.expectedSequence else {
-                return fail(ProtocolError(.unexpectedMessage, "batch \(sequence) arrived, expected \(open.expectedSequence)"))
+                return fail(
+                    ProtocolError(.unexpectedMessage, "batch \(sequence) arrived, expected \(open.expectedSequence)")
+                )
             }
             open.expectedSequence += 1
             receivedUpdates += batch.updates.count
@@ -244,7 +269,9 @@ public struct SessionMachine: Sendable {
                 open.inFlight.removeFirst()
                 acknowledged = true
             }
-            guard acknowledged else { return fail(ProtocolError(.unexpectedMessage, "ack of \(sequence), which was not sent")) }
+            guard acknowledged else {
+                return fail(ProtocolError(.unexpectedMessage, "ack of \(sequence), which was not sent"))
+            }
             var actions: [Action] = []
             if var delta = open.outgoing, !delta.exhausted, !delta.producing, open.inFlight.count < config.window {
                 if windowWasFull, sequence >= open.roundBoundary {
@@ -281,18 +308,28 @@ public struct SessionMachine: Sendable {
 
     private func check(_ hello: Hello) -> ProtocolError? {
         if hello.version.major != ProtocolVersion.current.major {
-            return ProtocolError(.protocolVersion, "peer speaks protocol \(hello.version), this node \(ProtocolVersion.current): upgrade the older node")
+            return ProtocolError(
+                .protocolVersion,
+                "peer speaks protocol \(hello.version), this node \(ProtocolVersion.current): upgrade the older node"
+            )
         }
         if hello.clusterID != config.clusterID {
-            return ProtocolError(.wrongCluster, "peer belongs to cluster \(hello.clusterID.short), this node to \(config.clusterID.short)")
+            return ProtocolError(
+                .wrongCluster,
+                "peer belongs to cluster \(hello.clusterID.short), this node to \(config.clusterID.short)"
+            )
         }
         if hello.nodeID != config.authenticatedPeer {
             return ProtocolError(
-                .identityMismatch, "hello claims node \(hello.nodeID.short) but the certificate proves \(config.authenticatedPeer.short)")
+                .identityMismatch,
+                "hello claims node \(hello.nodeID.short) but the certificate proves \(config.authenticatedPeer.short)"
+            )
         }
         if hello.nodeID == config.nodeID {
             return ProtocolError(
-                .duplicateNodeID, "peer has this node's own id \(hello.nodeID.short): a copied data directory, or a node connected to itself")
+                .duplicateNodeID,
+                "peer has this node's own id \(hello.nodeID.short): a copied data directory, or a node connected to itself"
+            )
         }
         return nil
     }
@@ -349,7 +386,9 @@ public struct SessionMachine: Sendable {
     /// Reports "up to date" once both initial deltas are through, and again after every later
     /// delta in either direction completes (a one-shot session then finishes).
     private func checkUpToDate(_ open: Open) -> [Action] {
-        guard open.initialDeltaDone, open.peerInitialDone, open.inFlight.isEmpty, open.outgoing == nil else { return [] }
+        guard open.initialDeltaDone, open.peerInitialDone, open.inFlight.isEmpty, open.outgoing == nil else {
+            return []
+        }
         return config.role == .oneShot ? [.upToDate, .finished] : [.upToDate]
     }
 

@@ -1,7 +1,7 @@
 import AsyncAlgorithms
+import Foundation
 public import LansyncCore
 public import LansyncStore
-import Foundation
 public import LansyncTransport
 public import LansyncWire
 import NIOCore
@@ -71,8 +71,14 @@ public struct SessionRunner: Sendable {
     /// The relay's limits, checked on every incoming field state.
     let refuse: ReplicaStore.Refusal?
 
-    public init(store: ReplicaStore, io: BlockingIO, hub: ChangeHub, config: SessionMachine.SessionConfig,
-                observer: SessionObserver = SessionObserver(), refuse: ReplicaStore.Refusal? = nil) {
+    public init(
+        store: ReplicaStore,
+        io: BlockingIO,
+        hub: ChangeHub,
+        config: SessionMachine.SessionConfig,
+        observer: SessionObserver = SessionObserver(),
+        refuse: ReplicaStore.Refusal? = nil
+    ) {
         self.refuse = refuse
         self.store = store
         self.io = io
@@ -118,9 +124,16 @@ public struct SessionRunner: Sendable {
                             let store = self.store
                             do {
                                 let refuse = self.refuse
-                                let peer = config.authenticatedPeer, incarnation = machine.peer?.writer ?? peer
+                                let peer = config.authenticatedPeer
+                                let incarnation = machine.peer?.writer ?? peer
                                 let changed = try await io.run {
-                                    try store.apply(batch, from: peer, incarnation: incarnation, wallMilliseconds: WallClock.milliseconds, refuse: refuse)
+                                    try store.apply(
+                                        batch,
+                                        from: peer,
+                                        incarnation: incarnation,
+                                        wallMilliseconds: WallClock.milliseconds,
+                                        refuse: refuse
+                                    )
                                 }
                                 if changed > 0 {
                                     hub.notify(except: subscription)
@@ -131,7 +144,8 @@ public struct SessionRunner: Sendable {
                                 queue += machine.handle(.storageFailed("applying a batch: \(error)"))
                             }
                         case .completeStream:
-                            let store = self.store, peer = config.authenticatedPeer
+                            let store = self.store
+                            let peer = config.authenticatedPeer
                             do {
                                 try await io.run { try store.completeStream(from: peer) }
                                 hub.notify(except: subscription)
@@ -141,7 +155,14 @@ public struct SessionRunner: Sendable {
                         case let .startDelta(vv, initial):
                             let store = self.store
                             do {
-                                delta = try await io.run { try store.deltaStream(for: vv, maxUpdates: WireLimits.maxUpdatesPerBatch, budgetBytes: WireLimits.batchBudgetBytes, unclaimed: initial) }
+                                delta = try await io.run {
+                                    try store.deltaStream(
+                                        for: vv,
+                                        maxUpdates: WireLimits.maxUpdatesPerBatch,
+                                        budgetBytes: WireLimits.batchBudgetBytes,
+                                        unclaimed: initial
+                                    )
+                                }
                             } catch {
                                 queue += machine.handle(.storageFailed("reading the delta: \(error)"))
                             }
@@ -172,7 +193,9 @@ public struct SessionRunner: Sendable {
                             // the witness of a rollback: the next local write starts a new writer.
                             let store = self.store
                             do {
-                                outcome.witnessedRollback = try await io.run { try store.noteWitness(hello.versionVector) }
+                                outcome.witnessedRollback = try await io.run {
+                                    try store.noteWitness(hello.versionVector)
+                                }
                                 // Progress the peer made as another incarnation will not be resumed.
                                 try await io.run { try store.meet(hello.nodeID, incarnation: hello.writer) }
                             } catch {
@@ -196,11 +219,19 @@ public struct SessionRunner: Sendable {
                     return false
                 }
 
-                let store = self.store, peer = config.authenticatedPeer
+                let store = self.store
+                let peer = config.authenticatedPeer
                 let start: SessionMachine.Event
                 do {
-                    let (startVV, resume) = try await io.run { (try store.versionVector(), try store.resume(from: peer)) }
-                    start = .start(versionVector: startVV, resume: resume?.covers ?? VersionVector(), resumeFor: resume?.incarnation, now: .now)
+                    let (startVV, resume) = try await io.run {
+                        (try store.versionVector(), try store.resume(from: peer))
+                    }
+                    start = .start(
+                        versionVector: startVV,
+                        resume: resume?.covers ?? VersionVector(),
+                        resumeFor: resume?.incarnation,
+                        now: .now
+                    )
                 } catch {
                     // Nothing was sent yet: the peer learns why from an error message.
                     _ = machine.handle(.start(versionVector: VersionVector(), now: .now))
@@ -221,9 +252,13 @@ public struct SessionRunner: Sendable {
                             return
                         }
                     }
-                    let now = SessionObserver.Progress(sentUpdates: machine.sentUpdates, receivedUpdates: machine.receivedUpdates,
-                                                       sentBytes: connection.counters.sent, receivedBytes: connection.counters.received,
-                                                       waitedRoundTrips: machine.waitedRoundTrips)
+                    let now = SessionObserver.Progress(
+                        sentUpdates: machine.sentUpdates,
+                        receivedUpdates: machine.receivedUpdates,
+                        sentBytes: connection.counters.sent,
+                        receivedBytes: connection.counters.received,
+                        waitedRoundTrips: machine.waitedRoundTrips
+                    )
                     if now != lastReported {
                         lastReported = now
                         await observer.progress(now)
@@ -231,7 +266,9 @@ public struct SessionRunner: Sendable {
                 }
             }
         } catch {
-            if outcome.error == nil, outcome.peerError == nil { outcome.connectionError = "connection lost: \(TransportError.describing(error))" }
+            if outcome.error == nil, outcome.peerError == nil {
+                outcome.connectionError = "connection lost: \(TransportError.describing(error))"
+            }
         }
         outcome.sentBytes = connection.counters.sent
         outcome.receivedBytes = connection.counters.received

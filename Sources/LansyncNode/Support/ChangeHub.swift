@@ -11,7 +11,10 @@ public final class ChangeHub: Sendable {
 
     /// A stream that yields once per (coalesced) change until the subscription is dropped.
     public func subscribe() -> (id: Int, changes: AsyncStream<Void>) {
-        let id = nextID.withLockedValue { $0 += 1; return $0 }
+        let id = nextID.withLockedValue {
+            $0 += 1
+            return $0
+        }
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         subscribers.withLockedValue { $0[id] = continuation }
         return (id, stream)

@@ -31,7 +31,9 @@ struct CheckCommand: ParsableCommand {
             for problem in report.problems { print(problem) }
         }
         if !report.isSound {
-            throw CLIError("\(store.path) is damaged (\(report.problems.count) problem(s)): run 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup")
+            throw CLIError(
+                "\(store.path) is damaged (\(report.problems.count) problem(s)): run 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
+            )
         }
     }
 }
@@ -55,6 +57,8 @@ struct RepairCommand: ParsableCommand {
     func run() throws {
         let directory = data.directory
         let report = try directory.repair()
-        print("rebuilt \(directory.replicaPath): \(report.salvaged) field state(s) kept, \(report.lost) lost (peers resend them at the next sync); the damaged file is \(report.damagedCopy)")
+        print(
+            "rebuilt \(directory.replicaPath): \(report.salvaged) field state(s) kept, \(report.lost) lost (peers resend them at the next sync); the damaged file is \(report.damagedCopy)"
+        )
     }
 }

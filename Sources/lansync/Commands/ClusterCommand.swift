@@ -26,7 +26,9 @@ struct ClusterCommand: ParsableCommand {
         func run() throws {
             let secret = try ClusterSecret.generate()
             try SecretFile.write(try secret.pem(), to: file)
-            print("wrote cluster secret \(file) (cluster \(secret.clusterID.text)); run 'lansync init --cluster \(file)' on each machine")
+            print(
+                "wrote cluster secret \(file) (cluster \(secret.clusterID.text)); run 'lansync init --cluster \(file)' on each machine"
+            )
         }
     }
 }

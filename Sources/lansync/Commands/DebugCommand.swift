@@ -2,13 +2,13 @@ import ArgumentParser
 import Foundation
 import LansyncCore
 import LansyncHost
-import LansyncStore
 import LansyncNode
+import LansyncStore
 import LansyncTransport
+import LansyncWire
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import NIOConcurrencyHelpers
-import LansyncWire
 
 /// Hidden tools for tests: not part of the user contract.
 struct DebugCommand: ParsableCommand {
@@ -63,7 +63,9 @@ struct DebugCommand: ParsableCommand {
                 await withTaskGroup(of: Void.self) { tasks in
                     tasks.addTask {
                         do {
-                            for try await chunk in inbound { received.withLockedValue { $0 += chunk.readableBytesView } }
+                            for try await chunk in inbound {
+                                received.withLockedValue { $0 += chunk.readableBytesView }
+                            }
                             closedByPeer.withLockedValue { $0 = true }
                         } catch {
                             closedByPeer.withLockedValue { $0 = !(error is CancellationError) }
@@ -75,7 +77,9 @@ struct DebugCommand: ParsableCommand {
                 }
             }
             var bytes = received.withLockedValue { $0 }[...]
-            while bytes.count >= 4, let length = try? Frame.payloadLength(prefix: Array(bytes.prefix(4))), bytes.count >= 4 + length {
+            while bytes.count >= 4, let length = try? Frame.payloadLength(prefix: Array(bytes.prefix(4))),
+                bytes.count >= 4 + length
+            {
                 let payload = Array(bytes.dropFirst(4).prefix(length))
                 bytes = bytes.dropFirst(4 + length)
                 switch try? MessageCoder.decode(payload) {

@@ -29,7 +29,8 @@ struct AddCommand: ParsableCommand {
     func run() throws {
         let assignments = try self.assignments.map(AssignmentParser.parse)
         var rng = SystemRandomNumberGenerator()
-        let itemID = try id.map(AssignmentParser.parseItemID) ?? ItemID.uuidV7(milliseconds: WallClock.milliseconds, using: &rng)
+        let itemID =
+            try id.map(AssignmentParser.parseItemID) ?? ItemID.uuidV7(milliseconds: WallClock.milliseconds, using: &rng)
         try performEdit(.create(type: type, assignments: assignments), on: itemID, in: data)
         print(itemID.rawValue)
     }
@@ -59,7 +60,8 @@ struct RemoveCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rm",
         abstract: "Delete an item (it can be brought back with 'restore').",
-        discussion: "A delete wins over edits made concurrently on other machines; those edits are kept and come back with 'lansync restore'."
+        discussion:
+            "A delete wins over edits made concurrently on other machines; those edits are kept and come back with 'lansync restore'."
     )
 
     @OptionGroup var data: DataDirectoryOptions
@@ -72,7 +74,10 @@ struct RemoveCommand: ParsableCommand {
 
 /// `lansync restore ID`
 struct RestoreCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "restore", abstract: "Bring back a deleted item, with every edit it received.")
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Bring back a deleted item, with every edit it received."
+    )
 
     @OptionGroup var data: DataDirectoryOptions
     @Argument(help: "The item's id.") var id: String
@@ -87,7 +92,8 @@ struct ResolveCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resolve",
         abstract: "Close a field's open conflict with VALUE.",
-        discussion: "VALUE is parsed like an assignment's value. 'lansync conflicts' lists open conflicts; a conflict on the item's type is listed as field _type and resolved the same way."
+        discussion:
+            "VALUE is parsed like an assignment's value. 'lansync conflicts' lists open conflicts; a conflict on the item's type is listed as field _type and resolved the same way."
     )
 
     @OptionGroup var data: DataDirectoryOptions
@@ -100,6 +106,10 @@ struct ResolveCommand: ParsableCommand {
         // A type conflict (two machines created one id with different types) is settled
         // through the reserved field `_type`.
         let name = field == FieldName.type.rawValue ? .type : try FieldName(field)
-        try performEdit(.resolve(name, try AssignmentParser.parseValue(value, field: name.rawValue)), on: itemID, in: data)
+        try performEdit(
+            .resolve(name, try AssignmentParser.parseValue(value, field: name.rawValue)),
+            on: itemID,
+            in: data
+        )
     }
 }

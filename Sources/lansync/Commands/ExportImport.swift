@@ -54,7 +54,9 @@ struct ImportCommand: ParsableCommand {
     func run() throws {
         let input: Data
         if let file {
-            guard let d = FileManager.default.contents(atPath: file) else { throw CLIError("cannot read \(file): check the path") }
+            guard let d = FileManager.default.contents(atPath: file) else {
+                throw CLIError("cannot read \(file): check the path")
+            }
             input = d
         } else {
             input = FileHandle.standardInput.readDataToEndOfFile()
@@ -75,7 +77,9 @@ struct ImportCommand: ParsableCommand {
         }
         if showProgress { Terminal.stderr("\n") }
         let seconds = Date().timeIntervalSince(started)
-        Terminal.stderr("imported \(plan.lineCount) line(s) as \(total) edit(s) in \(String(format: "%.1f", seconds)) s\n")
+        Terminal.stderr(
+            "imported \(plan.lineCount) line(s) as \(total) edit(s) in \(String(format: "%.1f", seconds)) s\n"
+        )
     }
 
     static func progress(_ done: Int, _ total: Int) {

@@ -27,6 +27,8 @@ struct InitCommand: ParsableCommand {
     func run() throws {
         let directory = data.directory
         let made = try directory.initialise(clusterSecretFile: cluster, name: name, historyLimit: history)
-        print("initialised node \(made.nodeID.text) (\(made.nodeName)) of cluster \(made.clusterID.text) in \(directory.path)")
+        print(
+            "initialised node \(made.nodeID.text) (\(made.nodeName)) of cluster \(made.clusterID.text) in \(directory.path)"
+        )
     }
 }

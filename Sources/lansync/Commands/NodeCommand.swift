@@ -20,9 +20,17 @@ struct NodeCommand: AsyncParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @Option(help: ArgumentHelp("Where to accept peers.", valueName: "HOST:PORT"))
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
-    @Option(name: .customLong("peer"), help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "HOST:PORT"))
+    @Option(
+        name: .customLong("peer"),
+        help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "HOST:PORT")
+    )
     var peers: [PeerAddress] = []
-    @Option(help: ArgumentHelp("The relay: carries changes to nodes this one never meets, and is the fallback when no direct peer is reachable.", valueName: "HOST:PORT"))
+    @Option(
+        help: ArgumentHelp(
+            "The relay: carries changes to nodes this one never meets, and is the fallback when no direct peer is reachable.",
+            valueName: "HOST:PORT"
+        )
+    )
     var relay: PeerAddress?
     @Option(help: "While direct peers are connected, seconds between hand-overs to the relay.")
     var relayInterval: Double = 30

@@ -27,7 +27,9 @@ struct GetCommand: ParsableCommand {
             rows.append([field.name, Render.human(json: field.json, width: 200) + mark])
         }
         print(Render.table(["FIELD", "VALUE"], rows))
-        if !item.conflicts.isEmpty { print("\n\(item.conflicts.count) open conflict(s): 'lansync conflicts' lists the values") }
+        if !item.conflicts.isEmpty {
+            print("\n\(item.conflicts.count) open conflict(s): 'lansync conflicts' lists the values")
+        }
     }
 }
 
@@ -62,7 +64,10 @@ struct ListCommand: ParsableCommand {
             rows.append([item.id, item.type + (item.deleted ? " (deleted)" : ""), fields])
         }
         out.line(Render.table(["ID", "TYPE", "FIELDS"], rows))
-        out.line("\(rows.count) item(s)" + (rows.contains { $0[2].contains("!=") } ? "; '!' marks a field with an open conflict" : ""))
+        out.line(
+            "\(rows.count) item(s)"
+                + (rows.contains { $0[2].contains("!=") } ? "; '!' marks a field with an open conflict" : "")
+        )
         out.flush()
     }
 }
@@ -91,7 +96,10 @@ struct HistoryCommand: ParsableCommand {
             return
         }
         let rows = entries.map { e in
-            [Render.time(e.timestamp), e.field.rawValue, Render.writer(e.dot, name: e.writerName), e.isLive ? "live" : "old", Render.change(e.write)]
+            [
+                Render.time(e.timestamp), e.field.rawValue, Render.writer(e.dot, name: e.writerName),
+                e.isLive ? "live" : "old", Render.change(e.write),
+            ]
         }
         print(Render.table(["TIME", "FIELD", "WRITER", "STATE", "CHANGE"], rows))
     }
@@ -120,7 +128,12 @@ struct ConflictsCommand: ParsableCommand {
             return
         }
         let rows = conflicts.map { c in
-            [c.item.rawValue, c.field.rawValue, c.values.map { ($0 == c.shown ? "*" : "") + Render.human(json: $0.jsonText, width: 30) }.joined(separator: " | ")]
+            [
+                c.item.rawValue, c.field.rawValue,
+                c.values.map { ($0 == c.shown ? "*" : "") + Render.human(json: $0.jsonText, width: 30) }.joined(
+                    separator: " | "
+                ),
+            ]
         }
         print(Render.table(["ID", "FIELD", "VALUES (* shown)"], rows))
     }

@@ -8,7 +8,8 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show this node, its replica and its peers.",
-        discussion: "Works whether or not the node runs: it asks a running node, and reads the replica otherwise. 'digest' is equal on replicas that have converged."
+        discussion:
+            "Works whether or not the node runs: it asks a running node, and reads the replica otherwise. 'digest' is equal on replicas that have converged."
     )
 
     @OptionGroup var data: DataDirectoryOptions
@@ -34,14 +35,16 @@ struct StatusCommand: ParsableCommand {
             lines.append("state    no node running on this directory")
         }
         lines.append(
-            "replica  \(status.items) items, \(status.deleted) deleted, \(status.conflicts) conflicts; digest \(status.digest)")
+            "replica  \(status.items) items, \(status.deleted) deleted, \(status.conflicts) conflicts; digest \(status.digest)"
+        )
         if let changes = status.changes {
             let pending = changes.syncing.map { "\($0) syncing" } ?? "\(changes.dirty ?? 0) waiting (DIRTY)"
             lines.append("changes  \(changes.synced) of this node's changes are on the relay (SYNCED), \(pending)")
         }
         if !status.rejected.isEmpty {
             lines.append(
-                "REJECTED \(status.rejected.count) of this node's changes were refused by the relay (permanent; the relay kept the earlier value):")
+                "REJECTED \(status.rejected.count) of this node's changes were refused by the relay (permanent; the relay kept the earlier value):"
+            )
             for r in status.rejected.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
         }
         guard !status.peers.isEmpty else {

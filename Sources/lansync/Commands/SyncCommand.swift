@@ -9,7 +9,8 @@ struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Exchange everything with each --peer once, then exit.",
-        discussion: "Exits 0 when this replica and every peer are up to date with each other; otherwise non-zero, with a line per peer that failed."
+        discussion:
+            "Exits 0 when this replica and every peer are up to date with each other; otherwise non-zero, with a line per peer that failed."
     )
 
     @OptionGroup var data: DataDirectoryOptions
@@ -28,7 +29,9 @@ struct SyncCommand: AsyncParsableCommand {
         var failures: [String] = []
         for result in results {
             if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
-                print("synced with \(peer.name) (\(peer.nodeID.short)) at \(result.peer): sent \(outcome.sentUpdates), received \(outcome.receivedUpdates) field states")
+                print(
+                    "synced with \(peer.name) (\(peer.nodeID.short)) at \(result.peer): sent \(outcome.sentUpdates), received \(outcome.receivedUpdates) field states"
+                )
             } else {
                 failures.append("\(result.peer): \(result.error ?? "failed")")
             }

@@ -9,7 +9,9 @@ import LansyncJSON
 enum AssignmentParser {
     static func parse(_ argument: String) throws -> Assignment {
         guard let equals = argument.firstIndex(of: "=") else {
-            throw CLIError("'\(argument.prefix(40))' is not an assignment: write FIELD=VALUE, FIELD+=ELEM or FIELD-=ELEM")
+            throw CLIError(
+                "'\(argument.prefix(40))' is not an assignment: write FIELD=VALUE, FIELD+=ELEM or FIELD-=ELEM"
+            )
         }
         var name = String(argument[..<equals])
         let text = String(argument[argument.index(after: equals)...])
@@ -31,7 +33,7 @@ enum AssignmentParser {
     static func parseValue(_ text: String, field: String) throws -> Value {
         do {
             if let value = try JSON(parsing: text).value { return value }
-        } catch where error.isNumberOutOfRange {
+        } catch  where error.isNumberOutOfRange {
             throw CLIError("\(field)=\(text.prefix(40)): \(error.message)")
         } catch {}
         return .string(text)

@@ -8,7 +8,8 @@ enum Render {
     static func human(json: String, width: Int = 60) -> String {
         var text = json
         if let parsed = try? JSON(parsing: json), case .string(let s) = parsed,
-           !s.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+            !s.unicodeScalars.contains(where: { $0.value < 0x20 })
+        {
             text = s
         }
         return truncate(text, to: width)
@@ -23,7 +24,11 @@ enum Render {
     static func table(_ header: [String], _ rows: [[String]], width: Int = 80) -> String {
         guard !header.isEmpty else { return "" }
         var widths = header.map(\.count)
-        for row in rows { for (i, cell) in row.enumerated() where i < widths.count - 1 { widths[i] = max(widths[i], min(cell.count, 40)) } }
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < widths.count - 1 {
+                widths[i] = max(widths[i], min(cell.count, 40))
+            }
+        }
         let fixed = widths.dropLast().reduce(0) { $0 + $1 + 2 }
         let last = max(10, width - fixed)
         func line(_ cells: [String]) -> String {
@@ -49,7 +54,8 @@ enum Render {
     static func change(_ write: FieldVersion.Write) -> String {
         switch write {
         case .assign(let value): return "= " + human(json: value.jsonText, width: 200)
-        case let .overrule(kept, _, reason): return "relay kept " + human(json: kept.jsonText, width: 60) + " (" + reason + ")"
+        case let .overrule(kept, _, reason):
+            return "relay kept " + human(json: kept.jsonText, width: 60) + " (" + reason + ")"
         case .list(let change):
             var parts: [String] = []
             if change.replaced { parts.append("= [list]") }

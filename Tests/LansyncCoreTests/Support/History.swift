@@ -57,7 +57,7 @@ struct History {
         replicas = (1...replicaCount).map { Replica(nodeID: .node(UInt64($0))) }
         walls = (0..<replicaCount).map { _ in 1_700_000_000_000 }
         for i in walls.indices where rng.chance(30) { walls[i] -= 3_600_000 }
-        for replica in replicas { markers[replica.writer] = 0 }   // `init` records the fresh replica
+        for replica in replicas { markers[replica.writer] = 0 }  // `init` records the fresh replica
     }
 
     mutating func run(steps: Int) {
@@ -67,7 +67,10 @@ struct History {
 
     mutating func step() {
         for i in walls.indices { walls[i] += rng.chance(5) ? 0 : UInt64.random(in: 0...50, using: &rng) }
-        if rng.chance(3) { let i = Int.random(in: 0..<walls.count, using: &rng); walls[i] -= 10_000 }
+        if rng.chance(3) {
+            let i = Int.random(in: 0..<walls.count, using: &rng)
+            walls[i] -= 10_000
+        }
         let roll = Int.random(in: 0..<100, using: &rng)
         if roll < 55 {
             localEdit(Int.random(in: 0..<replicas.count, using: &rng))
@@ -87,7 +90,12 @@ struct History {
             let replay = inFlight[k]
             log.append("replay \(replay.batches.count) old batches to r\(replay.to)")
             for batch in replay.batches {
-                replicas[replay.to].apply(batch, from: replay.from, incarnation: replay.incarnation, wallMilliseconds: walls[replay.to])
+                replicas[replay.to].apply(
+                    batch,
+                    from: replay.from,
+                    incarnation: replay.incarnation,
+                    wallMilliseconds: walls[replay.to]
+                )
             }
             let writer = replicas[replay.to].writer
             markers[writer] = max(markers[writer] ?? 0, replicas[replay.to].changes)
@@ -116,7 +124,8 @@ struct History {
         // earlier stream reaches it. Batches it sent earlier carry real writes and may still arrive.
         inFlight.removeAll { $0.to == r }
         if reboot {
-            for writer in Set(writes.keys.map(\.node)).union([current.writer, restored.writer]) where isWriter(writer, of: r) {
+            for writer in Set(writes.keys.map(\.node)).union([current.writer, restored.writer])
+            where isWriter(writer, of: r) {
                 markers[writer] = nil
             }
         }
@@ -133,7 +142,9 @@ struct History {
     mutating func renewWriterIfNeeded(_ r: Int) {
         let writer = replicas[r].writer
         let held = replicas[r].changes
-        guard replicas[r].writerRetired || !WriterContinuity.isProven(marker: markers[writer], held: held) else { return }
+        guard replicas[r].writerRetired || !WriterContinuity.isProven(marker: markers[writer], held: held) else {
+            return
+        }
         writersIssued += 1
         let fresh = NodeID(high: 0xF000 + UInt64(r), low: writersIssued)
         replicas[r].startWriter(fresh)
@@ -148,7 +159,9 @@ struct History {
                 for field in write.contexts.keys {
                     let context = replica.items[write.item]?.fields[field]?.context ?? VersionVector()
                     if !context.contains(write.dot) {
-                        dishonest.append("after \(step): r\(replicas.firstIndex { $0.nodeID == replica.nodeID }!) claims \(write.dot) but its \(write.item).\(field) has not seen it")
+                        dishonest.append(
+                            "after \(step): r\(replicas.firstIndex { $0.nodeID == replica.nodeID }!) claims \(write.dot) but its \(write.item).\(field) has not seen it"
+                        )
                     }
                 }
             }
@@ -158,7 +171,8 @@ struct History {
     mutating func localEdit(_ r: Int) {
         renewWriterIfNeeded(r)
         let existing = replicas[r].items.keys.sorted()
-        let id: ItemID = (existing.isEmpty || rng.chance(20))
+        let id: ItemID =
+            (existing.isEmpty || rng.chance(20))
             ? ItemID.named("i\(Int.random(in: 0..<6, using: &rng))")
             : rng.pick(existing)
         let item = replicas[r].items[id]
@@ -172,7 +186,10 @@ struct History {
             } else if roll < 16 {
                 edit = .restore
             } else if roll < 26, let conflict = item!.conflicts.first {
-                edit = .resolve(conflict.field, rng.chance(50) ? rng.pick(conflict.values) : EdgeValues.random(using: &rng))
+                edit = .resolve(
+                    conflict.field,
+                    rng.chance(50) ? rng.pick(conflict.values) : EdgeValues.random(using: &rng)
+                )
             } else {
                 edit = .update(randomAssignments())
             }
@@ -218,7 +235,14 @@ struct History {
                 replaced.insert(name)
             }
         }
-        writes[dot] = Write(dot: dot, item: item, contexts: contexts, added: added, removed: removed, replacedLists: replaced)
+        writes[dot] = Write(
+            dot: dot,
+            item: item,
+            contexts: contexts,
+            added: added,
+            removed: removed,
+            replacedLists: replaced
+        )
     }
 
     /// Sends `from`'s delta for `to`'s version vector in small batches; the session may break
@@ -230,21 +254,30 @@ struct History {
         // The session as the node runs it: the receiver drops progress from another incarnation of
         // the sender, tells it what it holds and how far its last stream got, and counts the
         // stream in its vector once it is complete.
-        let sender = replicas[a].nodeID, incarnation = replicas[a].writer
+        let sender = replicas[a].nodeID
+        let incarnation = replicas[a].writer
         replicas[b].meet(sender, incarnation: incarnation)
         let resume = replicas[b].resume(from: sender)
-        let start = StreamResume.start(receiver: replicas[b].versionVector, resume: resume?.covers ?? VersionVector(),
-                                       resumeFor: resume?.incarnation, senderWriter: incarnation)
+        let start = StreamResume.start(
+            receiver: replicas[b].versionVector,
+            resume: resume?.covers ?? VersionVector(),
+            resumeFor: resume?.incarnation,
+            senderWriter: incarnation
+        )
         let batches = replicas[a].delta(for: start, maxUpdates: Int.random(in: 1...8, using: &rng))
         var delivered = batches.count
         if interruptible, rng.chance(30) { delivered = Int.random(in: 0...batches.count, using: &rng) }
         log.append("sync r\(a)->r\(b) \(delivered)/\(batches.count) batches")
-        for batch in batches.prefix(delivered) { replicas[b].apply(batch, from: sender, incarnation: incarnation, wallMilliseconds: walls[b]) }
+        for batch in batches.prefix(delivered) {
+            replicas[b].apply(batch, from: sender, incarnation: incarnation, wallMilliseconds: walls[b])
+        }
         // The receiver's marker follows what it received, as the store's does.
         markers[replicas[b].writer] = max(markers[replicas[b].writer] ?? 0, replicas[b].changes)
         if delivered == batches.count { replicas[b].completeStream(from: sender) }
         checkHonesty(after: "sync r\(a)->r\(b)")
-        if interruptible, rng.chance(20), delivered > 0 { inFlight.append((sender, incarnation, b, Array(batches.prefix(delivered)))) }
+        if interruptible, rng.chance(20), delivered > 0 {
+            inFlight.append((sender, incarnation, b, Array(batches.prefix(delivered))))
+        }
     }
 
     /// Every pair exchanges everything until a whole round changes nothing.
@@ -263,6 +296,8 @@ struct History {
     var replayHint: String {
         let full = getenvString("LANSYNC_REPLAY") != nil
         let steps = full ? log : Array(log.filter { !$0.hasPrefix("sync") }.suffix(25))
-        return "history seed \(seed), \(replicas.count) replicas; \(full ? "every step" : "last edits (LANSYNC_REPLAY shows every step)"):\n" + steps.joined(separator: "\n")
+        return
+            "history seed \(seed), \(replicas.count) replicas; \(full ? "every step" : "last edits (LANSYNC_REPLAY shows every step)"):\n"
+            + steps.joined(separator: "\n")
     }
 }

@@ -13,11 +13,17 @@ enum Invariants {
                 problems.append("version vectors differ: \(first.versionVector) vs \(replica.versionVector)")
             }
             if replica.items != first.items {
-                let differing = Set(first.items.keys).union(replica.items.keys).filter { first.items[$0] != replica.items[$0] }
-                problems.append("replica \(replica.nodeID.short) differs from \(first.nodeID.short) on items \(differing.sorted())")
+                let differing = Set(first.items.keys).union(replica.items.keys).filter {
+                    first.items[$0] != replica.items[$0]
+                }
+                problems.append(
+                    "replica \(replica.nodeID.short) differs from \(first.nodeID.short) on items \(differing.sorted())"
+                )
             }
             if replica.views != first.views { problems.append("views differ on \(replica.nodeID.short)") }
-            if replica.conflicts != first.conflicts { problems.append("conflict lists differ on \(replica.nodeID.short)") }
+            if replica.conflicts != first.conflicts {
+                problems.append("conflict lists differ on \(replica.nodeID.short)")
+            }
         }
         return problems
     }
@@ -36,8 +42,10 @@ enum Invariants {
         var problems: [String] = []
         let replica = history.replicas[0]
         for write in history.writes.values {
-            for (field, _) in write.contexts where !history.lostWithRollback.contains(.init(dot: write.dot, field: field))
-                || replica.items[write.item]?.fields[field]?.context.contains(write.dot) == true {
+            for (field, _) in write.contexts
+            where !history.lostWithRollback.contains(.init(dot: write.dot, field: field))
+                || replica.items[write.item]?.fields[field]?.context.contains(write.dot) == true
+            {
                 guard let state = replica.items[write.item]?.fields[field] else {
                     problems.append("write \(write.dot) to \(write.item).\(field) vanished: the field is gone")
                     continue
@@ -54,7 +62,9 @@ enum Invariants {
                 }
                 for element in write.added[field] ?? [] where !state.entries.contains(where: { $0.value == element }) {
                     let removedBySomeone = history.writes.values.contains { later in
-                        guard later.item == write.item, later.contexts[field]?.contains(write.dot) == true else { return false }
+                        guard later.item == write.item, later.contexts[field]?.contains(write.dot) == true else {
+                            return false
+                        }
                         if later.removed[field]?.contains(element) == true { return true }
                         return later.dot != write.dot && later.replacedLists.contains(field)
                     }

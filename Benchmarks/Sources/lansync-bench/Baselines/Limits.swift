@@ -7,13 +7,16 @@ extension Bench {
     /// synchronous=FULL) written in batched transactions, and raw TCP throughput over loopback.
     func limits() throws {
         let rowsW1 = settings.items * Dataset.fieldsPerItem
-        var insertRates: [Double] = [], updateRates: [Double] = []
+        var insertRates: [Double] = []
+        var updateRates: [Double] = []
         for r in 0..<settings.runs {
             let path = lansync.work + "/limit-\(r).sqlite"
             defer { for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) } }
             let db = try SQLite(path)
             try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")
-            try db.execute("CREATE TABLE field (item TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (item, name)) WITHOUT ROWID")
+            try db.execute(
+                "CREATE TABLE field (item TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (item, name)) WITHOUT ROWID"
+            )
             let batch = 1000
             var start = now()
             var written = 0
@@ -34,39 +37,87 @@ extension Bench {
             try db.execute("BEGIN")
             for e in 0..<n {
                 let id = Dataset.id(e * settings.smallItems / n)
-                try db.query("UPDATE field SET value = ? WHERE item = ? AND name = 'f0'", [.text("conflicting edit \(e) of \(id)"), .text(id)])
+                try db.query(
+                    "UPDATE field SET value = ? WHERE item = ? AND name = 'f0'",
+                    [.text("conflicting edit \(e) of \(id)"), .text(id)]
+                )
                 if (e + 1) % batch == 0 { try db.execute("COMMIT; BEGIN") }
             }
             try db.execute("COMMIT")
             updateRates.append(Double(n) / (now() - start))
         }
         let label = "Limit: plain SQLite table (WAL, synchronous=FULL, 1,000 rows a transaction)"
-        report.add(Figure(label, "insert W1's \(rowsW1.grouped) (item, field, value) rows", unit: "rows/s", samples: insertRates))
-        report.add(Figure(label, "update W3's \(settings.conflicts.grouped) rows", unit: "rows/s", samples: updateRates))
+        report.add(
+            Figure(
+                label,
+                "insert W1's \(rowsW1.grouped) (item, field, value) rows",
+                unit: "rows/s",
+                samples: insertRates
+            )
+        )
+        report.add(
+            Figure(label, "update W3's \(settings.conflicts.grouped) rows", unit: "rows/s", samples: updateRates)
+        )
 
         var throughput: [Double] = []
         for _ in 0..<settings.runs { throughput.append(try loopbackThroughput(bytes: 2 << 30)) }
-        report.add(Figure("Limit: raw TCP over loopback", "one connection, 256 KiB writes", unit: "MB/s", samples: throughput))
+        report.add(
+            Figure("Limit: raw TCP over loopback", "one connection, 256 KiB writes", unit: "MB/s", samples: throughput)
+        )
 
         let sqliteInsert = median(insertRates)
         if let w1 = report.figure("W1 initial sync, \(settings.items.grouped) items", "field changes per second") {
-            report.comparisons.append(Comparison(what: "W1 field changes per second", unit: "fields/s", lansync: w1.median,
-                                                 against: "plain SQLite inserts", other: sqliteInsert, ratio: w1.median / sqliteInsert,
-                                                 meaning: "the fraction of the storage limit lansync reaches end to end"))
-            if let wire = report.figure("W1 initial sync, \(settings.items.grouped) items", "wire bytes A→B ÷ payload bytes"),
-               let time = report.figure("W1 initial sync, \(settings.items.grouped) items", "wall time, from starting the empty node") {
+            report.comparisons.append(
+                Comparison(
+                    what: "W1 field changes per second",
+                    unit: "fields/s",
+                    lansync: w1.median,
+                    against: "plain SQLite inserts",
+                    other: sqliteInsert,
+                    ratio: w1.median / sqliteInsert,
+                    meaning: "the fraction of the storage limit lansync reaches end to end"
+                )
+            )
+            if let wire = report.figure(
+                "W1 initial sync, \(settings.items.grouped) items",
+                "wire bytes A→B ÷ payload bytes"
+            ),
+                let time = report.figure(
+                    "W1 initial sync, \(settings.items.grouped) items",
+                    "wall time, from starting the empty node"
+                )
+            {
                 let ours = wire.median * Double(Dataset(items: settings.items).payloadBytes) / time.median / 1e6
                 let tcp = median(throughput)
-                report.comparisons.append(Comparison(what: "W1 bytes on the wire per second", unit: "MB/s", lansync: ours,
-                                                     against: "raw loopback TCP", other: tcp, ratio: ours / tcp,
-                                                     meaning: "the fraction of the network limit lansync uses"))
+                report.comparisons.append(
+                    Comparison(
+                        what: "W1 bytes on the wire per second",
+                        unit: "MB/s",
+                        lansync: ours,
+                        against: "raw loopback TCP",
+                        other: tcp,
+                        ratio: ours / tcp,
+                        meaning: "the fraction of the network limit lansync uses"
+                    )
+                )
             }
         }
-        if let w3 = report.figure("W3 conflicts, \(settings.conflicts.grouped) fields edited on both sides", "merges per second (each node merges every field)") {
+        if let w3 = report.figure(
+            "W3 conflicts, \(settings.conflicts.grouped) fields edited on both sides",
+            "merges per second (each node merges every field)"
+        ) {
             let sqliteUpdate = median(updateRates)
-            report.comparisons.append(Comparison(what: "W3 merges per second", unit: "fields/s", lansync: w3.median,
-                                                 against: "plain SQLite updates", other: sqliteUpdate, ratio: w3.median / sqliteUpdate,
-                                                 meaning: "the fraction of the storage limit lansync reaches end to end"))
+            report.comparisons.append(
+                Comparison(
+                    what: "W3 merges per second",
+                    unit: "fields/s",
+                    lansync: w3.median,
+                    against: "plain SQLite updates",
+                    other: sqliteUpdate,
+                    ratio: w3.median / sqliteUpdate,
+                    meaning: "the fraction of the storage limit lansync reaches end to end"
+                )
+            )
         }
     }
 
@@ -81,9 +132,13 @@ extension Bench {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
+            }
         }
-        guard bound, listen(listener, 1) == 0 else { throw BenchError("bind/listen: \(String(cString: strerror(errno)))") }
+        guard bound, listen(listener, 1) == 0 else {
+            throw BenchError("bind/listen: \(String(cString: strerror(errno)))")
+        }
         let port = address.sin_port
         let sender = Thread {
             let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -91,7 +146,11 @@ extension Bench {
             to.sin_family = sa_family_t(AF_INET)
             to.sin_addr.s_addr = inet_addr("127.0.0.1")
             to.sin_port = port
-            _ = withUnsafePointer(to: &to) { p in p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            _ = withUnsafePointer(to: &to) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
             let chunk = [UInt8](repeating: 0x5a, count: 256 * 1024)
             var left = bytes
             while left > 0 {

@@ -11,7 +11,12 @@ final class Child {
 
     /// Starts `arguments` (looked up in PATH) with stdin from /dev/null and stdout/stderr
     /// appended to the given files (or /dev/null).
-    init(_ arguments: [String], stdout: String? = nil, stderr: String? = nil, environment: [String: String] = [:]) throws {
+    init(
+        _ arguments: [String],
+        stdout: String? = nil,
+        stderr: String? = nil,
+        environment: [String: String] = [:]
+    ) throws {
         command = arguments.joined(separator: " ")
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -36,7 +41,10 @@ final class Child {
     var isRunning: Bool {
         if exitStatus != nil { return false }
         var status: Int32 = 0
-        if waitpid(pid, &status, WNOHANG) == pid { exitStatus = status; return false }
+        if waitpid(pid, &status, WNOHANG) == pid {
+            exitStatus = status
+            return false
+        }
         return true
     }
 
@@ -63,26 +71,45 @@ final class Child {
         wait()
     }
 
-    deinit { if exitStatus == nil { kill(pid, SIGKILL); var s: Int32 = 0; waitpid(pid, &s, 0) } }
+    deinit {
+        if exitStatus == nil {
+            kill(pid, SIGKILL)
+            var s: Int32 = 0
+            waitpid(pid, &s, 0)
+        }
+    }
 }
 
 /// Runs a command to completion and returns its standard output; throws with its standard error
 /// when it exits non-zero.
 @discardableResult
 func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> String {
-    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("lansync-bench-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
-    let out = scratch.path + ".out", err = scratch.path + ".err"
-    defer { unlink(out); unlink(err) }
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "lansync-bench-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+    )
+    let out = scratch.path + ".out"
+    let err = scratch.path + ".err"
+    defer {
+        unlink(out)
+        unlink(err)
+    }
     let child: Child
     if let stdin {
-        child = try Child(["sh", "-c", "exec \"$@\" < \"$0\"", stdin] + arguments, stdout: out, stderr: err, environment: environment)
+        child = try Child(
+            ["sh", "-c", "exec \"$@\" < \"$0\"", stdin] + arguments,
+            stdout: out,
+            stderr: err,
+            environment: environment
+        )
     } else {
         child = try Child(arguments, stdout: out, stderr: err, environment: environment)
     }
     let status = child.wait()
     let output = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
     guard status == 0 else {
-        let error = ((try? String(contentsOfFile: err, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let error = ((try? String(contentsOfFile: err, encoding: .utf8)) ?? "").trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
         throw BenchError("\(arguments.joined(separator: " ")) exited \(status): \(error)")
     }
     return output

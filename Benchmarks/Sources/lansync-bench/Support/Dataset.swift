@@ -11,7 +11,12 @@ struct Dataset {
     static func id(_ i: Int) -> String { "item-" + String(format: "%07d", i) }
 
     static func fields(_ i: Int) -> [(String, String)] {
-        (0..<fieldsPerItem).map { k in ("f\(k)", "value \(k) of item \(String(format: "%07d", i)) " + String(repeating: "x", count: 26 - String(k).count)) }
+        (0..<fieldsPerItem).map { k in
+            (
+                "f\(k)",
+                "value \(k) of item \(String(format: "%07d", i)) " + String(repeating: "x", count: 26 - String(k).count)
+            )
+        }
     }
 
     /// Bytes of field names and values: what a user stored.
@@ -48,7 +53,8 @@ struct Dataset {
         var out = ""
         for e in 0..<count {
             let i = e * items / count
-            out += "{\"id\":\"\(Self.id(i))\",\"fields\":{\"\(field)\":\"\(tag) edit \(e) of item \(String(format: "%07d", i))\"}}\n"
+            out +=
+                "{\"id\":\"\(Self.id(i))\",\"fields\":{\"\(field)\":\"\(tag) edit \(e) of item \(String(format: "%07d", i))\"}}\n"
         }
         try out.write(toFile: path, atomically: false, encoding: .utf8)
     }

@@ -57,7 +57,9 @@ final class Lansync {
         if let antiEntropy { args += ["--anti-entropy", String(antiEntropy)] }
         let log = replica.dir + ".log"
         func listening() -> Int {
-            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "listening on 127.0.0.1:\(port)").count - 1
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(
+                separatedBy: "listening on 127.0.0.1:\(port)"
+            ).count - 1
         }
         let before = listening()
         let child = try Child(args, stderr: log)
@@ -82,7 +84,9 @@ struct Replica {
         self.lansync = lansync
         self.dir = dir
         name = (dir as NSString).lastPathComponent
-        guard let id = try Self.status(lansync, dir)["node_id"] as? String else { throw BenchError("no node_id in status of \(dir)") }
+        guard let id = try Self.status(lansync, dir)["node_id"] as? String else {
+            throw BenchError("no node_id in status of \(dir)")
+        }
         nodeID = id
     }
 
@@ -123,7 +127,9 @@ final class NodeProcess {
 
     /// A counter of this node's current session with `peer` (`sent_bytes`, `round_trips_waited`…).
     func counter(_ key: String, with peer: Replica) throws -> Int {
-        guard let entry = try replica.peer(peer.nodeID) else { throw BenchError("\(replica.name) does not know \(peer.name)") }
+        guard let entry = try replica.peer(peer.nodeID) else {
+            throw BenchError("\(replica.name) does not know \(peer.name)")
+        }
         return entry[key] as? Int ?? 0
     }
 
@@ -133,7 +139,9 @@ final class NodeProcess {
         var last: [[String: Int]] = []
         for _ in 0..<40 {
             sleep(seconds: 0.6)
-            let current = try peers.map { p in try Dictionary(uniqueKeysWithValues: keys.map { ($0, try counter($0, with: p)) }) }
+            let current = try peers.map { p in
+                try Dictionary(uniqueKeysWithValues: keys.map { ($0, try counter($0, with: p)) })
+            }
             if current == last { return current }
             last = current
         }

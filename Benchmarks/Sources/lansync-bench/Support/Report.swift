@@ -13,7 +13,14 @@ struct Figure: Codable {
     var p99: Double?
     var note: String?
 
-    init(_ workload: String, _ metric: String, unit: String, samples: [Double], percentiles: Bool = false, note: String? = nil) {
+    init(
+        _ workload: String,
+        _ metric: String,
+        unit: String,
+        samples: [Double],
+        percentiles: Bool = false,
+        note: String? = nil
+    ) {
         self.workload = workload
         self.metric = metric
         self.unit = unit
@@ -68,8 +75,11 @@ struct Report: Codable {
 
     mutating func add(_ figure: Figure) {
         figures.append(figure)
-        print("  \(figure.workload)  \(figure.metric): \(Self.format(figure.median)) \(figure.unit)"
-              + (figure.samples.count > 1 ? " (\(Self.format(figure.min))–\(Self.format(figure.max)), n=\(figure.samples.count))" : ""))
+        print(
+            "  \(figure.workload)  \(figure.metric): \(Self.format(figure.median)) \(figure.unit)"
+                + (figure.samples.count > 1
+                    ? " (\(Self.format(figure.min))–\(Self.format(figure.max)), n=\(figure.samples.count))" : "")
+        )
         fflushOut()
     }
 
@@ -84,13 +94,18 @@ struct Report: Codable {
         out += ". \(date), \(Int(seconds.rounded())) s in all.\n\n"
         out += "| workload | figure | median | spread (min–max) | n |\n|---|---|---:|---:|---:|\n"
         for f in figures {
-            let spread = f.p99.map { "p99 \(Self.format($0))" } ?? (f.samples.count > 1 ? "\(Self.format(f.min))–\(Self.format(f.max))" : "–")
-            out += "| \(f.workload) | \(f.metric)\(f.unit.isEmpty ? "" : " (\(f.unit))") | \(Self.format(f.median)) | \(spread) | \(f.samples.count) |\n"
+            let spread =
+                f.p99.map { "p99 \(Self.format($0))" }
+                ?? (f.samples.count > 1 ? "\(Self.format(f.min))–\(Self.format(f.max))" : "–")
+            out +=
+                "| \(f.workload) | \(f.metric)\(f.unit.isEmpty ? "" : " (\(f.unit))") | \(Self.format(f.median)) | \(spread) | \(f.samples.count) |\n"
         }
         if !comparisons.isEmpty {
-            out += "\n| side by side | unit | lansync | other | lansync ÷ other | reads as |\n|---|---|---:|---:|---:|---|\n"
+            out +=
+                "\n| side by side | unit | lansync | other | lansync ÷ other | reads as |\n|---|---|---:|---:|---:|---|\n"
             for c in comparisons {
-                out += "| \(c.what) | \(c.unit) | \(Self.format(c.lansync)) | \(c.against): \(Self.format(c.other)) | \(Self.format(c.ratio)) | \(c.meaning) |\n"
+                out +=
+                    "| \(c.what) | \(c.unit) | \(Self.format(c.lansync)) | \(c.against): \(Self.format(c.other)) | \(Self.format(c.ratio)) | \(c.meaning) |\n"
             }
         }
         for s in skipped { out += "\nSkipped: \(s)\n" }
@@ -111,7 +126,8 @@ struct Report: Codable {
 
 extension String {
     fileprivate var withThousands: String {
-        var digits = Array(self), out: [Character] = []
+        var digits = Array(self)
+        var out: [Character] = []
         let negative = digits.first == "-"
         if negative { digits.removeFirst() }
         for (i, c) in digits.enumerated() {

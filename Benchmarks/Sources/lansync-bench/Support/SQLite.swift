@@ -36,7 +36,10 @@ final class SQLite {
             statements[sql] = s
             statement = s
         }
-        defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
         for (i, b) in bindings.enumerated() {
             switch b {
             case .text(let t): sqlite3_bind_text(statement, Int32(i + 1), t, -1, SQLITE_TRANSIENT)
@@ -48,9 +51,11 @@ final class SQLite {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw error(sql) }
-            rows.append((0..<sqlite3_column_count(statement)).map { c in
-                sqlite3_column_text(statement, c).map { String(cString: $0) } ?? ""
-            })
+            rows.append(
+                (0..<sqlite3_column_count(statement)).map { c in
+                    sqlite3_column_text(statement, c).map { String(cString: $0) } ?? ""
+                }
+            )
         }
         return rows
     }
@@ -73,7 +78,9 @@ final class ReplicaProbe {
     /// node id → counter, for every node with writes.
     func versionVector() throws -> [String: Int64] {
         var vv: [String: Int64] = [:]
-        for row in try db.query("SELECT node_id, counter FROM node WHERE counter > 0") { vv[row[0]] = Int64(row[1]) ?? 0 }
+        for row in try db.query("SELECT node_id, counter FROM node WHERE counter > 0") {
+            vv[row[0]] = Int64(row[1]) ?? 0
+        }
         return vv
     }
 

@@ -16,7 +16,12 @@ func sleep(seconds: Double) {
 }
 
 /// Polls `condition` every `interval` seconds until it holds; throws after `timeout` seconds.
-func waitUntil(_ what: @autoclosure () -> String, timeout: Double, interval: Double = 0.02, _ condition: () throws -> Bool) throws {
+func waitUntil(
+    _ what: @autoclosure () -> String,
+    timeout: Double,
+    interval: Double = 0.02,
+    _ condition: () throws -> Bool
+) throws {
     let deadline = now() + timeout
     while try !condition() {
         if now() > deadline { throw BenchError("timed out after \(Int(timeout)) s waiting for \(what())") }
@@ -32,8 +37,8 @@ enum ProcessStats {
         var peak = 0
         for p in tree ? withDescendants(pid) : [pid] {
             guard let text = try? String(contentsOfFile: "/proc/\(p)/status", encoding: .utf8),
-                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                  let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
             else { continue }
             peak = max(peak, kib * 1024)
         }
@@ -46,7 +51,8 @@ enum ProcessStats {
         var total = 0.0
         for p in tree ? withDescendants(pid) : [pid] {
             guard let text = try? String(contentsOfFile: "/proc/\(p)/stat", encoding: .utf8),
-                  let close = text.lastIndex(of: ")") else { continue }
+                let close = text.lastIndex(of: ")")
+            else { continue }
             // Fields after "(comm)": state is field 3, utime 14, stime 15.
             let fields = text[text.index(after: close)...].split(separator: " ")
             guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
@@ -62,14 +68,16 @@ enum ProcessStats {
         var nanos = 0.0
         for t in tasks {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/schedstat", encoding: .utf8),
-                  let first = text.split(separator: " ").first, let n = Double(first) else { continue }
+                let first = text.split(separator: " ").first, let n = Double(first)
+            else { continue }
             nanos += n
         }
         return nanos / 1e9
     }
 
     static func withDescendants(_ pid: pid_t) -> [pid_t] {
-        var all = [pid], i = 0
+        var all = [pid]
+        var i = 0
         while i < all.count {
             let p = all[i]
             i += 1
@@ -93,17 +101,25 @@ struct MachineInfo: Codable {
 
     static func current() -> MachineInfo {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .map { String($0.split(separator: ":", maxSplits: 1).last ?? "").trimmingCharacters(in: .whitespaces) } ?? "unknown"
+        let model =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .map { String($0.split(separator: ":", maxSplits: 1).last ?? "").trimmingCharacters(in: .whitespaces) }
+            ?? "unknown"
         var info = utsname()
         uname(&info)
         let release = withUnsafeBytes(of: &info.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let osRelease = (try? String(contentsOfFile: "/etc/os-release", encoding: .utf8)) ?? ""
-        let pretty = osRelease.split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
-            .map { $0.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) } ?? "Linux"
-        return MachineInfo(cpu: model, cores: ProcessInfo.processInfo.activeProcessorCount,
-                           memoryGiB: Int((Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824).rounded()),
-                           kernel: release, os: pretty)
+        let pretty =
+            osRelease.split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
+            .map { $0.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+            ?? "Linux"
+        return MachineInfo(
+            cpu: model,
+            cores: ProcessInfo.processInfo.activeProcessorCount,
+            memoryGiB: Int((Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824).rounded()),
+            kernel: release,
+            os: pretty
+        )
     }
 
     var line: String { "\(cpu), \(cores) cores, \(memoryGiB) GiB, \(os), Linux \(kernel)" }
@@ -121,7 +137,8 @@ enum SocketStats {
             if !line.hasPrefix("\t") && !line.hasPrefix(" ") {
                 owner = line.range(of: "pid=").flatMap { r in pid_t(line[r.upperBound...].prefix { $0.isNumber }) }
             } else if let p = owner, pids.contains(p),
-                      let r = line.range(of: "bytes_sent:"), let n = Int(line[r.upperBound...].prefix { $0.isNumber }) {
+                let r = line.range(of: "bytes_sent:"), let n = Int(line[r.upperBound...].prefix { $0.isNumber })
+            {
                 sent[p, default: 0] += n
             }
         }

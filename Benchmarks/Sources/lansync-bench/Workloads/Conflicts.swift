@@ -10,7 +10,8 @@ extension Bench {
         let pair = try smallReplicas
         let n = settings.conflicts
         let label = "W3 conflicts, \(n.grouped) fields edited on both sides"
-        var rates: [Double] = [], seconds: [Double] = []
+        var rates: [Double] = []
+        var seconds: [Double] = []
         for r in 0..<settings.runs {
             let edits = lansync.work + "/w3-edits.jsonl"
             try Dataset(items: settings.smallItems).writeEdits(count: n, field: "f0", tag: "A r\(r)", to: edits)
@@ -26,7 +27,9 @@ extension Bench {
             a.stop()
             for side in [pair.a, pair.b] {
                 let shown = try side.status()["conflicts"] as? Int ?? -1
-                guard shown >= n else { throw BenchError("\(label): \(side.name) shows \(shown) conflicts, expected \(n)") }
+                guard shown >= n else {
+                    throw BenchError("\(label): \(side.name) shows \(shown) conflicts, expected \(n)")
+                }
             }
             seconds.append(elapsed)
             rates.append(Double(n) / elapsed)

@@ -10,7 +10,9 @@ extension Bench {
         let environment = ["LAB_PREFIX": "lsb"]
         let checkOutput = lansync.work + "/lab-check.txt"
         if try Child([script, "check"], stdout: checkOutput, environment: environment).wait() != 0 {
-            let reason = ((try? String(contentsOfFile: checkOutput, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            let reason = ((try? String(contentsOfFile: checkOutput, encoding: .utf8)) ?? "").trimmingCharacters(
+                in: .whitespacesAndNewlines
+            )
             report.skipped.append("W6 discovery: the mDNS lab cannot run here: \(reason)")
             return
         }
@@ -18,16 +20,24 @@ extension Bench {
         defer { _ = try? run([script, "down"], environment: environment) }
         let hosts = try (1...4).map { try lansync.makeReplica("w6-host\($0)") }
         func startNode(_ i: Int) throws -> Child {
-            try Child([script, "exec", String(i), lansync.binary, "node", "--dir", hosts[i - 1].dir, "--listen", "10.77.0.\(i):7420"],
-                      stderr: hosts[i - 1].dir + ".log", environment: environment)
+            try Child(
+                [
+                    script, "exec", String(i), lansync.binary, "node", "--dir", hosts[i - 1].dir, "--listen",
+                    "10.77.0.\(i):7420",
+                ],
+                stderr: hosts[i - 1].dir + ".log",
+                environment: environment
+            )
         }
         let running = try (1...3).map(startNode)
         defer { running.forEach { $0.stop() } }
         let three = Array(hosts[0..<3])
         try waitUntil("the first three lab nodes to find each other", timeout: 60, interval: 0.1) {
-            try three.allSatisfy { h in try three.allSatisfy { other in
-                try other.nodeID == h.nodeID || h.peer(other.nodeID)?["connected"] as? Bool == true
-            } }
+            try three.allSatisfy { h in
+                try three.allSatisfy { other in
+                    try other.nodeID == h.nodeID || h.peer(other.nodeID)?["connected"] as? Bool == true
+                }
+            }
         }
         let fourth = hosts[3]
         var seen: [Double] = []
@@ -44,7 +54,14 @@ extension Bench {
             }
             sleep(seconds: 1)
         }
-        report.add(Figure("W6 discovery (mDNS lab, 4 hosts)", "node start → all 3 peers connected to it", unit: "s", samples: seen))
+        report.add(
+            Figure(
+                "W6 discovery (mDNS lab, 4 hosts)",
+                "node start → all 3 peers connected to it",
+                unit: "s",
+                samples: seen
+            )
+        )
     }
 
     /// Asks every replica's node at once (one `status` process each) whether it has a connected
@@ -58,8 +75,9 @@ extension Bench {
         return zip(children, outputs).map { child, out in
             child.wait()
             guard let data = FileManager.default.contents(atPath: out),
-                  let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let peers = json["peers"] as? [[String: Any]] else { return false }
+                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let peers = json["peers"] as? [[String: Any]]
+            else { return false }
             return peers.contains { $0["node_id"] as? String == peer.nodeID && $0["connected"] as? Bool == true }
         }
     }

@@ -6,14 +6,19 @@ extension Bench {
     /// session, which should depend on K and not on M.
     func incremental() throws {
         var pairs: [(Int, (a: Replica, b: Replica))] = [(settings.smallItems, try smallReplicas)]
-        if let bigPair { pairs.append((settings.items, bigPair)) } else {
+        if let bigPair {
+            pairs.append((settings.items, bigPair))
+        } else {
             report.skipped.append("W2 at M = \(settings.items.grouped): it reuses W1's replicas, and W1 did not run")
         }
-        var perEditBytes: [Int: [Int: Double]] = [:]   // K → M → median bytes A→B
+        var perEditBytes: [Int: [Int: Double]] = [:]  // K → M → median bytes A→B
         for (m, pair) in pairs {
             for k in settings.incrementalEdits {
                 let label = "W2 incremental, M = \(m.grouped), K = \(k.grouped)"
-                var sent: [Double] = [], back: [Double] = [], trips: [Double] = [], seconds: [Double] = []
+                var sent: [Double] = []
+                var back: [Double] = []
+                var trips: [Double] = []
+                var seconds: [Double] = []
                 for r in 0..<settings.runs {
                     let edits = lansync.work + "/w2-edits.jsonl"
                     try Dataset(items: m).writeEdits(count: k, field: "f3", tag: "w2 r\(r) k\(k)", to: edits)
@@ -23,10 +28,15 @@ extension Bench {
                     let start = now()
                     let b = try lansync.start(pair.b, peers: [a])
                     seconds.append(try waitConverged(probes, timeout: 600) - start)
-                    let c = try a.settledCounters(with: [pair.b], keys: ["sent_bytes", "received_bytes", "round_trips_waited", "sent_updates"])[0]
+                    let c = try a.settledCounters(
+                        with: [pair.b],
+                        keys: ["sent_bytes", "received_bytes", "round_trips_waited", "sent_updates"]
+                    )[0]
                     b.stop()
                     a.stop()
-                    guard c["sent_updates"]! >= k else { throw BenchError("\(label): A sent \(c["sent_updates"]!) field states for \(k) edits") }
+                    guard c["sent_updates"]! >= k else {
+                        throw BenchError("\(label): A sent \(c["sent_updates"]!) field states for \(k) edits")
+                    }
                     sent.append(Double(c["sent_bytes"]!))
                     back.append(Double(c["received_bytes"]!))
                     trips.append(Double(1 + c["round_trips_waited"]!))
@@ -40,11 +50,20 @@ extension Bench {
         }
         if pairs.count == 2 {
             for k in settings.incrementalEdits {
-                guard let small = perEditBytes[k]?[settings.smallItems], let big = perEditBytes[k]?[settings.items] else { continue }
-                report.comparisons.append(Comparison(
-                    what: "W2 bytes A→B for K = \(k.grouped): M = \(settings.items.grouped) vs M = \(settings.smallItems.grouped)",
-                    unit: "B", lansync: big, against: "M = \(settings.smallItems.grouped)", other: small, ratio: big / small,
-                    meaning: "1 means the catch-up cost does not grow with the replica"))
+                guard let small = perEditBytes[k]?[settings.smallItems], let big = perEditBytes[k]?[settings.items]
+                else { continue }
+                report.comparisons.append(
+                    Comparison(
+                        what:
+                            "W2 bytes A→B for K = \(k.grouped): M = \(settings.items.grouped) vs M = \(settings.smallItems.grouped)",
+                        unit: "B",
+                        lansync: big,
+                        against: "M = \(settings.smallItems.grouped)",
+                        other: small,
+                        ratio: big / small,
+                        meaning: "1 means the catch-up cost does not grow with the replica"
+                    )
+                )
             }
         }
     }

@@ -40,13 +40,20 @@ extension Bench {
             let b = try lansync.start(target, peers: [a])
             let seconds = try waitConverged(probes, timeout: 1800, interval: 0.02) - start
             let counters = try a.settledCounters(with: [target], keys: ["sent_bytes", "received_bytes"])[0]
-            let run = InitialSyncRun(seconds: seconds, wireToPayload: Double(counters["sent_bytes"]!) / Double(payload),
-                                     sentBytes: counters["sent_bytes"]!, backBytes: counters["received_bytes"]!,
-                                     sourceRSS: a.peakRSS, targetRSS: b.peakRSS)
+            let run = InitialSyncRun(
+                seconds: seconds,
+                wireToPayload: Double(counters["sent_bytes"]!) / Double(payload),
+                sentBytes: counters["sent_bytes"]!,
+                backBytes: counters["received_bytes"]!,
+                sourceRSS: a.peakRSS,
+                targetRSS: b.peakRSS
+            )
             let digests = try (source.digest, target.digest)
             b.stop()
             a.stop()
-            guard digests.0 == digests.1 else { throw BenchError("\(label): digests differ after sync (\(digests.0) vs \(digests.1))") }
+            guard digests.0 == digests.1 else {
+                throw BenchError("\(label): digests differ after sync (\(digests.0) vs \(digests.1))")
+            }
             print("  run \(r + 1): \(Report.format(seconds)) s, \(run.sentBytes.grouped) bytes A→B")
             results.append(run)
             lastTarget = target
@@ -54,13 +61,46 @@ extension Bench {
         if record {
             let fields = Double(data.fieldCount)
             report.add(Figure(label, "import into the source (one transaction)", unit: "s", samples: [importSeconds]))
-            report.add(Figure(label, "wall time, from starting the empty node", unit: "s", samples: results.map(\.seconds)))
-            report.add(Figure(label, "field changes per second", unit: "fields/s", samples: results.map { fields / $0.seconds }))
-            report.add(Figure(label, "wire bytes A→B ÷ payload bytes", unit: "×", samples: results.map(\.wireToPayload),
-                              note: "payload = field names + values, \(payload.grouped) bytes; wire = TLS records on the TCP connection"))
-            report.add(Figure(label, "wire bytes B→A (hello, acks)", unit: "KB", samples: results.map { Double($0.backBytes) / 1000 }))
-            report.add(Figure(label, "peak RSS, sending node", unit: "MB", samples: results.map { Double($0.sourceRSS) / 1e6 }))
-            report.add(Figure(label, "peak RSS, receiving node", unit: "MB", samples: results.map { Double($0.targetRSS) / 1e6 }))
+            report.add(
+                Figure(label, "wall time, from starting the empty node", unit: "s", samples: results.map(\.seconds))
+            )
+            report.add(
+                Figure(
+                    label,
+                    "field changes per second",
+                    unit: "fields/s",
+                    samples: results.map { fields / $0.seconds }
+                )
+            )
+            report.add(
+                Figure(
+                    label,
+                    "wire bytes A→B ÷ payload bytes",
+                    unit: "×",
+                    samples: results.map(\.wireToPayload),
+                    note:
+                        "payload = field names + values, \(payload.grouped) bytes; wire = TLS records on the TCP connection"
+                )
+            )
+            report.add(
+                Figure(
+                    label,
+                    "wire bytes B→A (hello, acks)",
+                    unit: "KB",
+                    samples: results.map { Double($0.backBytes) / 1000 }
+                )
+            )
+            report.add(
+                Figure(label, "peak RSS, sending node", unit: "MB", samples: results.map { Double($0.sourceRSS) / 1e6 })
+            )
+            report.add(
+                Figure(
+                    label,
+                    "peak RSS, receiving node",
+                    unit: "MB",
+                    samples: results.map { Double($0.targetRSS) / 1e6 }
+                )
+            )
             if let lastTarget { bigPair = (source, lastTarget) }
         }
         return results

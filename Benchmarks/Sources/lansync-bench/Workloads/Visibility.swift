@@ -12,9 +12,12 @@ extension Bench {
         defer { a.stop() }
         let b = try lansync.start(pair.b, peers: [a])
         defer { b.stop() }
-        let probeA = try ReplicaProbe(pair.a.dir), probeB = try ReplicaProbe(pair.b.dir)
+        let probeA = try ReplicaProbe(pair.a.dir)
+        let probeB = try ReplicaProbe(pair.b.dir)
         try waitConverged([probeA, probeB], timeout: 120)
-        try waitUntil("B to connect to A", timeout: 30) { try pair.b.peer(pair.a.nodeID)?["connected"] as? Bool == true }
+        try waitUntil("B to connect to A", timeout: 30) {
+            try pair.b.peer(pair.a.nodeID)?["connected"] as? Bool == true
+        }
         sleep(seconds: 1)
         let node = pair.a.nodeID
         var latencies: [Double] = []
@@ -41,8 +44,16 @@ extension Bench {
             sleep(seconds: Double.random(in: 0.01...0.03, using: &generator))
         }
         let label = "W5 edit-to-visibility, \(latencies.count) edits"
-        report.add(Figure(label, "A's commit → B's commit, p50 (spread: p99)", unit: "ms", samples: latencies, percentiles: true,
-                          note: "observed by polling both SQLite files every ~50 µs"))
+        report.add(
+            Figure(
+                label,
+                "A's commit → B's commit, p50 (spread: p99)",
+                unit: "ms",
+                samples: latencies,
+                percentiles: true,
+                note: "observed by polling both SQLite files every ~50 µs"
+            )
+        )
         return latencies
     }
 }
