@@ -2,12 +2,14 @@
 import PackageDescription
 
 /// Strictness shared by every target: Swift 6 language mode (the tools-version default) plus the
-/// upcoming features that keep module boundaries honest.
-let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-]
+/// upcoming features that keep module boundaries honest. With LANSYNC_WARNINGS_AS_ERRORS=1 (CI
+/// sets it) a warning in our code fails the build; dependencies' warnings are not ours to fail on.
+let strict: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ] + (Context.environment["LANSYNC_WARNINGS_AS_ERRORS"] == "1" ? [.treatAllWarnings(as: .error)] : [])
 
 let package = Package(
     name: "lansync",

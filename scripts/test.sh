@@ -4,13 +4,19 @@
 #
 #   scripts/test.sh                     all tests
 #   LANSYNC_PROPERTY_CASES=20000 scripts/test.sh    many more random histories
+#   LANSYNC_WARNINGS_AS_ERRORS=1 scripts/test.sh    a warning in our code fails the build (CI);
+#                                       dependencies' warnings do not
+#   LANSYNC_REQUIRE_LAB=1 scripts/test.sh           the mDNS lab tests fail, not skip, where the lab
+#                                       cannot run (CI sets it as root with network namespaces)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/packages.sh
 
 ensure_packages "${LANSYNC_TEST_PACKAGES[@]}"
 
-echo "==> building (debug) with tests"
+# LANSYNC_WARNINGS_AS_ERRORS=1 reaches Package.swift, which then treats our targets' warnings as
+# errors (and only ours).
+echo "==> building (debug) with tests${LANSYNC_WARNINGS_AS_ERRORS:+ (warnings as errors)}"
 swift build --build-tests
 echo "==> running tests"
 swift test --skip-build
