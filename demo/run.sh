@@ -44,7 +44,12 @@ export LAB_PREFIX=lsd LAB_DIR=/tmp/lansync-demo-lab
 MODE=loopback
 WHY="forced with --loopback"
 if [ "$FORCE_LOOPBACK" = 0 ]; then
-    if WHY=$(scripts/lab.sh check 2>&1); then MODE=lab; WHY="running as root with network namespaces and avahi-daemon"; fi
+    if WHY=$(scripts/lab.sh check 2>&1); then
+        MODE=lab; WHY="running as root with network namespaces and avahi-daemon"
+    elif [ "${LANSYNC_REQUIRE_LAB:-0}" = 1 ]; then
+        # CI sets LANSYNC_REQUIRE_LAB=1 where the lab can run: falling back would hide a broken lab.
+        echo "demo: LANSYNC_REQUIRE_LAB=1, but the mDNS lab cannot run: $WHY" >&2; exit 1
+    fi
 fi
 
 W=$(mktemp -d /tmp/lansync-demo-XXXXXX)
