@@ -125,6 +125,13 @@ public final class ReplicaStore: Sendable {
         }
     }
 
+    /// `error` as ``guarded(_:)`` reports it (and marks the file if it is damage).
+    func guardedError(_ error: any Error) -> StoreError {
+        let mapped = Self.mapError(error, path: path)
+        if case let .corrupt(_, detail) = mapped { markDamaged(detail) }
+        return mapped
+    }
+
     static func mapError(_ error: any Error, path: String) -> StoreError {
         switch error {
         case let error as StoreError: return error
@@ -223,54 +230,69 @@ public final class ReplicaStore: Sendable {
         wallMilliseconds: UInt64,
         progress: ((Int) -> Void)? = nil
     ) throws(StoreError) -> [Dot] {
+        var dots: [Dot] = []
+        do {
+            try applyEdits(wallMilliseconds: wallMilliseconds) { session in
+                for (id, edit) in edits {
+                    dots.append(try session.apply(edit, to: id))
+                    progress?(dots.count)
+                }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw Self.mapError(error, path: path)
+        }
+        return dots
+    }
+
+    /// Performs local edits that `body` feeds one at a time through an ``EditSession``, all in
+    /// one transaction: all are committed, or none (when `body` or an edit throws). Each edit is
+    /// written as it comes, so memory stays bounded however many there are: `import` streams its
+    /// input through here.
+    ///
+    /// Errors of `body` reach the caller as they are; the store's own are ``StoreError``s.
+    public func applyEdits(
+        wallMilliseconds: UInt64,
+        _ body: (inout EditSession) throws -> Void
+    ) throws {
         try refuseIfDamaged()
         let me = try info()
-        return try guarded {
+        var failure: (any Error)?
+        try guarded {
             try pool.writeWithoutTransaction { db in
-                var dots: [Dot] = []
+                var last: Dot?
                 var stamp: UInt64 = 0
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit)
                     let writer = try tx.claimWriter(lease: lease, name: me.nodeName)
-                    var counter = writer.counter
-                    var loaded: [ItemID: LoadedItem] = [:]
-                    for (index, (id, edit)) in edits.enumerated() {
-                        let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
-                        counter += 1
-                        let dot = Dot(node: writer.id, counter: counter)
-                        var item = try loaded[id] ?? tx.loadItem(id)
-                        let changed: [FieldName: FieldState]
-                        do {
-                            changed = try item.state.applying(edit, dot: dot, timestamp: timestamp)
-                        } catch let error as EditError {
-                            throw StoreError.edit(error, index: index)
-                        }
-                        let itemRow = try item.row ?? tx.insertItem(id)
-                        item.row = itemRow
-                        for (name, state) in changed.sorted(by: { $0.key < $1.key }) {
-                            item.fieldRows[name] = try tx.saveField(
-                                item: itemRow,
-                                itemID: id,
-                                name: name,
-                                row: item.fieldRows[name],
-                                old: item.state.fields[name],
-                                new: state
-                            )
-                        }
-                        try item.state.apply(edit, dot: dot, timestamp: timestamp)
-                        try tx.updateItem(row: itemRow, from: item.state)
-                        loaded[id] = item
-                        dots.append(dot)
-                        progress?(index + 1)
+                    var session = EditSession(tx: tx, writer: writer, wallMilliseconds: wallMilliseconds)
+                    do {
+                        try body(&session)
+                    } catch {
+                        failure = error
+                        return .rollback
                     }
-                    try tx.setCounter(of: writer.row, to: counter)
+                    guard session.count > 0 else { return .rollback }
+                    tx = session.tx
+                    try tx.setCounter(of: writer.row, to: session.counter)
                     stamp = try tx.countChange()
                     try tx.saveClock()
+                    last = Dot(node: writer.id, counter: session.counter)
                     return .commit
                 }
-                if let last = dots.last { lease.record(last.node, stamp: stamp) }
-                return dots
+                if let last { lease.record(last.node, stamp: stamp) }
             }
+        }
+        guard let failure else { return }
+        switch failure {
+        case is StoreError, is EditError:
+            throw failure
+        case is DatabaseError, is DecodingError, is RowDecodingError:
+            // The file failed under an edit: reported (and marked, if damaged) like any store error.
+            throw guardedError(failure)
+        default:
+            throw failure
         }
     }
 
@@ -730,30 +752,85 @@ public final class ReplicaStore: Sendable {
     public func history(_ id: ItemID, field: FieldName? = nil) throws(StoreError) -> [HistoryEntry] {
         try guarded {
             try pool.read { db in
-                var sql = """
-                    SELECT f.name, n.node_id, n.name, h.counter, h.timestamp, h.write,
-                           EXISTS (SELECT 1 FROM version v WHERE v.node = h.node AND v.counter = h.counter AND v.field = h.field)
-                    FROM history h JOIN field f ON f.id = h.field JOIN node n ON n.id = h.node
-                    JOIN item i ON i.id = f.item WHERE i.item_id = ?
-                    """
+                var filter = ""
                 var arguments: [any DatabaseValueConvertible] = [id.rawValue]
                 if let field {
-                    sql += " AND f.name = ?"
+                    filter = " AND f.name = ?"
                     arguments.append(field.rawValue)
                 }
-                sql += " ORDER BY h.timestamp DESC, n.node_id DESC"
-                return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).compactMap { row in
+                let names = try Dictionary(
+                    Row.fetchAll(db, sql: "SELECT node_id, name FROM node WHERE name IS NOT NULL").map {
+                        (try $0.decode(atIndex: 0) as String, try $0.decode(atIndex: 1) as String)
+                    },
+                    uniquingKeysWith: { first, _ in first }
+                )
+                // The live versions are in the field states; history holds the others (Transaction.recordHistory).
+                var entries: [HistoryEntry] = []
+                struct Version: Hashable {
+                    let field: FieldName
+                    let dot: Dot
+                }
+                var live: Set<Version> = []
+                let fields = try Row.fetchAll(
+                    db,
+                    sql: "SELECT f.name, f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ?"
+                        + filter,
+                    arguments: StatementArguments(arguments)
+                )
+                for row in fields {
+                    let name = FieldName(unchecked: try row.decode(atIndex: 0))
+                    let state = try FieldState(decoding: Array(try row.decode(atIndex: 1) as Data))
+                    for version in state.versions {
+                        live.insert(Version(field: name, dot: version.dot))
+                        entries.append(
+                            HistoryEntry(
+                                field: name,
+                                dot: version.dot,
+                                writerName: names[version.dot.node.text],
+                                timestamp: version.timestamp,
+                                write: version.write,
+                                isLive: true
+                            )
+                        )
+                    }
+                }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT f.name, n.node_id, n.name, h.counter, h.timestamp, h.write
+                        FROM history h JOIN field f ON f.id = h.field JOIN node n ON n.id = h.node
+                        JOIN item i ON i.id = f.item WHERE i.item_id = ?
+                        """ + filter,
+                    arguments: StatementArguments(arguments)
+                )
+                for row in rows {
                     guard let node = NodeID(text: (try row.decode(atIndex: 1))),
                         let write = FieldVersion.Write(historyText: try row.decode(atIndex: 5))
-                    else { return nil }
-                    return HistoryEntry(
-                        field: FieldName(unchecked: (try row.decode(atIndex: 0))),
-                        dot: Dot(node: node, counter: UInt64((try row.decode(atIndex: 3) as Int64))),
-                        writerName: (try row.decode(atIndex: 2)),
-                        timestamp: HLCTimestamp(rawValue: UInt64((try row.decode(atIndex: 4) as Int64))),
-                        write: write,
-                        isLive: (try row.decode(atIndex: 6))
+                    else { continue }
+                    let name = FieldName(unchecked: try row.decode(atIndex: 0))
+                    let dot = Dot(node: node, counter: UInt64((try row.decode(atIndex: 3) as Int64)))
+                    guard !live.contains(Version(field: name, dot: dot)) else { continue }
+                    entries.append(
+                        HistoryEntry(
+                            field: name,
+                            dot: dot,
+                            writerName: try row.decode(atIndex: 2),
+                            timestamp: HLCTimestamp(rawValue: UInt64((try row.decode(atIndex: 4) as Int64))),
+                            write: write,
+                            isLive: false
+                        )
                     )
+                }
+                // Newest first; one edit's fields (one dot) in field name order.
+                return entries.sorted {
+                    if ($0.timestamp, $0.dot.node.text, $0.dot.counter) != (
+                        $1.timestamp, $1.dot.node.text, $1.dot.counter
+                    ) {
+                        return ($0.timestamp, $0.dot.node.text, $0.dot.counter) > (
+                            $1.timestamp, $1.dot.node.text, $1.dot.counter
+                        )
+                    }
+                    return $0.field < $1.field
                 }
             }
         }

@@ -161,6 +161,20 @@ enum Schema {
                     """
             )
         }
+        migrator.registerMigration("v6-history-of-the-superseded") { db in
+            try db.execute(
+                sql: """
+                    -- Since v6 'history' keeps only what the field states no longer show: superseded
+                    -- versions, and the siblings of a field in conflict (in arrival order, for the
+                    -- relay's first-seen policy). A live version of a field without conflict lives in
+                    -- its state alone, so a value is no longer stored twice.
+                    DELETE FROM history
+                    WHERE field IN (SELECT id FROM field WHERE conflict = 0)
+                      AND EXISTS (SELECT 1 FROM version v
+                                  WHERE v.node = history.node AND v.counter = history.counter AND v.field = history.field);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -246,18 +246,9 @@ struct Transaction {
             try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
                 .execute(arguments: [try nodeRow(dot.node), Int64(dot.counter), fieldRow])
         }
-        var addedHistory = false
         for version in new.versions where !oldDots.contains(version.dot) {
-            let node = try nodeRow(version.dot.node)
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)")
-                .execute(arguments: [node, Int64(version.dot.counter), fieldRow])
-            try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)"
-            )
-            .execute(arguments: [
-                fieldRow, node, Int64(version.dot.counter), Int64(clamping: version.timestamp.rawValue),
-                version.write.json.text,
-            ])
+                .execute(arguments: [try nodeRow(version.dot.node), Int64(version.dot.counter), fieldRow])
             if case let .overrule(_, rejected, reason) = version.write {
                 for dot in rejected {
                     try db.cachedStatement(
@@ -269,18 +260,45 @@ struct Transaction {
                     ])
                 }
             }
-            addedHistory = true
         }
-        if addedHistory, row != nil {
-            // Keep the newest historyLimit versions of this field.
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM history WHERE field = ?1 AND seq < (
-                        SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
-                    """
-            ).execute(arguments: [fieldRow, historyLimit - 1])
-        }
+        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots)
         return fieldRow
+    }
+
+    /// Keeps in `history` what the field state no longer shows: versions it superseded, and,
+    /// while the field is in conflict, its siblings (in the order they arrived, which the relay's
+    /// first-seen policy reads). A version never superseded and never in conflict lives only in
+    /// the state. Each field keeps at most historyLimit versions, live ones included.
+    mutating func recordHistory(field fieldRow: Int64, old: FieldState?, new: FieldState, newDots: Set<Dot>) throws {
+        var recorded = old?.versions.filter { !newDots.contains($0.dot) } ?? []
+        if new.versions.count > 1 {
+            let oldDots = Set(old?.versions.map(\.dot) ?? [])
+            recorded +=
+                new.versions.filter { oldDots.contains($0.dot) } + new.versions.filter { !oldDots.contains($0.dot) }
+        }
+        guard !recorded.isEmpty else { return }
+        for version in recorded {
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)"
+            )
+            .execute(arguments: [
+                fieldRow, try nodeRow(version.dot.node), Int64(version.dot.counter),
+                Int64(clamping: version.timestamp.rawValue),
+                version.write.json.text,
+            ])
+        }
+        // The rows to keep: the limit, less the live versions that have no row.
+        let keep = historyLimit - (new.versions.count > 1 ? 0 : new.versions.count)
+        guard keep > 0 else {
+            try db.cachedStatement(sql: "DELETE FROM history WHERE field = ?").execute(arguments: [fieldRow])
+            return
+        }
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM history WHERE field = ?1 AND seq < (
+                    SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
+                """
+        ).execute(arguments: [fieldRow, keep - 1])
     }
 
     /// Updates an item's derived columns from its in-memory state.

@@ -60,8 +60,11 @@ public struct WriterLease: Sendable {
         let existing = n > 0 ? parse(String(decoding: buffer.prefix(n), as: UTF8.self)) : nil
         if let existing, existing >= counter { return }
         let line = Array("\(bootID) \(counter)\n".utf8)
-        _ = ftruncate(fd, 0)
+        // Overwrite first, then cut: a process killed between the two leaves the new line whole
+        // (the stamp only grows, so the old line is never longer). Truncating first left an empty
+        // marker to a kill there, and the next write took a new writer for no reason.
         _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        _ = ftruncate(fd, off_t(line.count))
     }
 
     private func path(_ writer: NodeID) -> String? {

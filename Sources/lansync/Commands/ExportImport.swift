@@ -52,40 +52,47 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: "The file to read.") var file: String?
 
     func run() throws {
-        let input: Data
+        let started = Date()
+        let input: FileHandle
+        var total: Int?
         if let file {
-            guard let d = FileManager.default.contents(atPath: file) else {
+            guard let handle = FileHandle(forReadingAtPath: file) else {
                 throw CLIError("cannot read \(file): check the path")
             }
-            input = d
+            input = handle
+            total = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
         } else {
-            input = FileHandle.standardInput.readDataToEndOfFile()
+            input = FileHandle.standardInput
         }
         let directory = data.directory
         let store = try directory.open()
-        let plan = try ImportPlan(input: input, store: store, wallMilliseconds: WallClock.milliseconds)
-        let total = plan.edits.count
-        let showProgress = Terminal.stderrIsTerminal && total >= 1000
-        let started = Date()
+        let showProgress = Terminal.stderrIsTerminal
+        var shown = Date.distantPast
+        let result: ItemImport.Progress
         do {
-            try directory.importItems(plan, into: store) { done in
-                if showProgress, done % 1000 == 0 || done == total { Self.progress(done, total) }
+            result = try directory.importItems(from: input, into: store) { progress in
+                guard showProgress, Date().timeIntervalSince(shown) >= 0.1 else { return }
+                shown = Date()
+                Self.show(progress, total: total)
             }
         } catch {
             if showProgress { Terminal.stderr("\n") }
             throw error
         }
-        if showProgress { Terminal.stderr("\n") }
+        if showProgress {
+            Self.show(result, total: total)
+            Terminal.stderr("\n")
+        }
         let seconds = Date().timeIntervalSince(started)
         Terminal.stderr(
-            "imported \(plan.lineCount) line(s) as \(total) edit(s) in \(String(format: "%.1f", seconds)) s\n"
+            "imported \(result.lines) line(s) as \(result.edits) edit(s) in \(String(format: "%.1f", seconds)) s\n"
         )
     }
 
-    static func progress(_ done: Int, _ total: Int) {
-        let width = 30
-        let filled = total == 0 ? width : done * width / total
-        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-        Terminal.stderr("\rimporting [\(bar)] \(done)/\(total)")
+    /// One progress line, redrawn in place: lines and edits so far, and how much of a file is read.
+    static func show(_ progress: ItemImport.Progress, total: Int?) {
+        var text = "\rimporting: \(progress.lines) line(s), \(progress.edits) edit(s)"
+        if let total, total > 0 { text += ", \(min(100, progress.bytes * 100 / total))% of the file" }
+        Terminal.stderr(text)
     }
 }

@@ -107,6 +107,20 @@ struct Replica {
 
     func importFile(_ path: String) throws { try lansync.cli(["import", "--dir", dir, path]) }
 
+    /// Imports `path` and returns the import's peak resident memory in bytes.
+    func importFileMeasuringMemory(_ path: String) throws -> Int {
+        let child = try Child([lansync.binary, "import", "--dir", dir, path])
+        guard child.wait() == 0 else { throw BenchError("lansync import into \(dir) failed") }
+        return child.maxRSS ?? 0
+    }
+
+    /// The replica file's size in bytes after a checkpoint has emptied its WAL.
+    func fileSizeAfterCheckpoint() throws -> Int {
+        let db = try SQLite(dir + "/replica.sqlite")
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return (try? FileManager.default.attributesOfItem(atPath: dir + "/replica.sqlite")[.size] as? Int) ?? 0
+    }
+
     var digest: String { get throws { try status()["digest"] as? String ?? "" } }
 }
 

@@ -8,6 +8,8 @@ struct InitialSyncRun {
     var backBytes: Int
     var sourceRSS: Int
     var targetRSS: Int
+    /// The largest WAL either node's replica had during the sync, in bytes.
+    var peakWAL: Int
 }
 
 extension Bench {
@@ -24,8 +26,9 @@ extension Bench {
         let input = lansync.work + "/w1-\(items).jsonl"
         try data.writeJSONLines(to: input)
         let importStart = now()
-        try source.importFile(input)
+        let importRSS = try source.importFileMeasuringMemory(input)
         let importSeconds = now() - importStart
+        let fileBytes = try source.fileSizeAfterCheckpoint()
         try? FileManager.default.removeItem(atPath: input)
         let payload = data.payloadBytes
 
@@ -37,8 +40,10 @@ extension Bench {
             let a = try lansync.start(source)
             let probes = try [ReplicaProbe(source.dir), ReplicaProbe(target.dir)]
             let start = now()
+            let wal = FileSizeSampler([source.dir + "/replica.sqlite-wal", target.dir + "/replica.sqlite-wal"])
             let b = try lansync.start(target, peers: [a])
             let seconds = try waitConverged(probes, timeout: 1800, interval: 0.02) - start
+            let peakWAL = wal.stop().max() ?? 0
             let counters = try a.settledCounters(with: [target], keys: ["sent_bytes", "received_bytes"])[0]
             let run = InitialSyncRun(
                 seconds: seconds,
@@ -46,7 +51,8 @@ extension Bench {
                 sentBytes: counters["sent_bytes"]!,
                 backBytes: counters["received_bytes"]!,
                 sourceRSS: a.peakRSS,
-                targetRSS: b.peakRSS
+                targetRSS: b.peakRSS,
+                peakWAL: peakWAL
             )
             let digests = try (source.digest, target.digest)
             b.stop()
@@ -61,6 +67,21 @@ extension Bench {
         if record {
             let fields = Double(data.fieldCount)
             report.add(Figure(label, "import into the source (one transaction)", unit: "s", samples: [importSeconds]))
+            report.add(
+                Figure(label, "import: field values per second", unit: "fields/s", samples: [fields / importSeconds])
+            )
+            report.add(Figure(label, "import: peak RSS", unit: "MB", samples: [Double(importRSS) / 1e6]))
+            report.add(
+                Figure(label, "replica file after import, checkpointed", unit: "MB", samples: [Double(fileBytes) / 1e6])
+            )
+            report.add(
+                Figure(
+                    label,
+                    "peak WAL of either node during the sync",
+                    unit: "MB",
+                    samples: results.map { Double($0.peakWAL) / 1e6 }
+                )
+            )
             report.add(
                 Figure(label, "wall time, from starting the empty node", unit: "s", samples: results.map(\.seconds))
             )

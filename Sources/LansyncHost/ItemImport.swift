@@ -1,13 +1,14 @@
 public import Foundation
-public import LansyncCore
+import LansyncCore
 import LansyncJSON
 public import LansyncStore
 
-/// An import of JSON Lines (as `export` writes them) planned as local edits: each line is checked,
-/// then compared with what the replica (and earlier lines) hold, so that importing an export into
-/// its own replica changes nothing. Planning changes nothing; ``DataDirectory/importItems(_:into:progress:)``
-/// applies the plan in one transaction.
-public struct ImportPlan: Sendable {
+/// An import of JSON Lines (as `export` writes them) as local edits, streamed: each line is
+/// checked, compared with what the replica holds (earlier lines included) and applied at once,
+/// all in one transaction, so memory stays bounded whatever the input's size, and a bad line
+/// leaves the replica as it was. A line that says what the replica already holds is no edit, so
+/// importing an export into its own replica changes nothing.
+public enum ItemImport {
     /// One line of input, checked.
     struct Line: Sendable {
         let number: Int
@@ -17,32 +18,63 @@ public struct ImportPlan: Sendable {
         let deleted: Bool?
     }
 
-    /// How many non-blank lines the input had.
-    public let lineCount: Int
-    /// The edits, in order, and the input line each came from.
-    public let edits: [(ItemID, ItemEdit)]
-    let lineOfEdit: [Int]
+    /// How far an import has got.
+    public struct Progress: Sendable {
+        /// Non-blank lines read so far, and the edits they made.
+        public var lines = 0
+        public var edits = 0
+        /// Bytes of input read so far.
+        public var bytes = 0
+
+        public init() {}
+    }
 
     static let knownKeys: Set<String> = ["id", "type", "fields", "deleted", "conflicts"]
 
-    /// Plans `input` against `store`. Throws ``HostError`` naming the first bad line.
-    public init(input: Data, store: ReplicaStore, wallMilliseconds: UInt64) throws {
-        let lines = try Self.parse(input)
-        lineCount = lines.count
-        (edits, lineOfEdit) = try Self.plan(lines, store: store, wallMilliseconds: wallMilliseconds)
-    }
-
-    static func parse(_ input: Data) throws(HostError) -> [Line] {
-        var lines: [Line] = []
+    /// Imports the lines that `read` returns chunk by chunk (nil at the end) in one edit session.
+    /// `progress` is called after every line that made edits, and every 1,000 lines.
+    public static func run(
+        _ read: () throws -> Data?,
+        into session: inout EditSession,
+        wallMilliseconds: UInt64,
+        progress: (Progress) -> Void = { _ in }
+    ) throws -> Progress {
+        var state = Progress()
+        var pending = Data()
         var number = 0
-        for raw in input.split(separator: 0x0a, omittingEmptySubsequences: false) {
+        var rng = SystemRandomNumberGenerator()
+        func take(_ raw: Data) throws {
             number += 1
             var bytes = Array(raw)
             if bytes.last == 0x0d { bytes.removeLast() }
-            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-            lines.append(try parseLine(bytes, number: number))
+            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+            let line = try parseLine(bytes, number: number)
+            let id = line.id ?? ItemID.uuidV7(milliseconds: wallMilliseconds, using: &rng)
+            let edits = try lineEdits(line, id: id, state: try session.itemState(id))
+            for edit in edits {
+                do {
+                    try session.apply(edit, to: id)
+                } catch StoreError.edit(let error, _) {
+                    throw failure(line.number, error.description)
+                }
+            }
+            state.lines += 1
+            state.edits += edits.count
+            if !edits.isEmpty || state.lines % 1000 == 0 { progress(state) }
         }
-        return lines
+        while let chunk = try read() {
+            state.bytes += chunk.count
+            pending.append(chunk)
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: 0x0a) {
+                try take(pending[start..<newline])
+                start = pending.index(after: newline)
+            }
+            pending = Data(pending[start...])
+        }
+        if !pending.isEmpty { try take(pending) }
+        progress(state)
+        return state
     }
 
     static func failure(_ number: Int, _ why: String) -> HostError {
@@ -91,42 +123,6 @@ public struct ImportPlan: Sendable {
         return Line(number: number, id: id, type: type, fields: fields, deleted: deleted)
     }
 
-    /// Turns lines into edits. Each edit is tried on the item's state as the lines so far leave
-    /// it (under a planning node that never writes), so a line the merge core would refuse is
-    /// reported with its number before anything is written.
-    static func plan(
-        _ lines: [Line],
-        store: ReplicaStore,
-        wallMilliseconds: UInt64
-    ) throws -> ([(ItemID, ItemEdit)], [Int]) {
-        var edits: [(ItemID, ItemEdit)] = []
-        var lineOfEdit: [Int] = []
-        var known: [ItemID: ItemState] = [:]
-        var rng = SystemRandomNumberGenerator()
-        var planningCounter: UInt64 = 0
-        let planner = NodeID(high: 0, low: 0)
-        for line in lines {
-            let id = line.id ?? ItemID.uuidV7(milliseconds: wallMilliseconds, using: &rng)
-            var state = try known[id] ?? store.itemState(id) ?? ItemState(id: id)
-            for edit in try lineEdits(line, id: id, state: state) {
-                planningCounter += 1
-                do {
-                    try state.apply(
-                        edit,
-                        dot: Dot(node: planner, counter: planningCounter),
-                        timestamp: HLCTimestamp(rawValue: planningCounter)
-                    )
-                } catch {
-                    throw failure(line.number, error.description)
-                }
-                edits.append((id, edit))
-                lineOfEdit.append(line.number)
-            }
-            known[id] = state
-        }
-        return (edits, lineOfEdit)
-    }
-
     /// The edits that make `state` what `line` says, nothing for what it already is.
     static func lineEdits(_ line: Line, id: ItemID, state: ItemState) throws(HostError) -> [ItemEdit] {
         guard state.exists else {
@@ -160,15 +156,28 @@ public struct ImportPlan: Sendable {
 }
 
 extension DataDirectory {
-    /// Applies a plan in one transaction: all or nothing. `progress` is called with the number
-    /// of edits done so far.
-    public func importItems(_ plan: ImportPlan, into store: ReplicaStore, progress: ((Int) -> Void)? = nil) throws {
-        do {
-            let dots = try store.apply(plan.edits, wallMilliseconds: WallClock.milliseconds, progress: progress)
-            if let first = dots.first { noteNewWriter(store, issued: first) }
-        } catch let StoreError.edit(error, index) {
-            throw ImportPlan.failure(plan.lineOfEdit[index], error.description)
+    /// Imports JSON Lines from `input` (``ItemImport``) in one transaction: all or nothing.
+    /// `progress` is called as lines are applied.
+    @discardableResult
+    public func importItems(
+        from input: FileHandle,
+        into store: ReplicaStore,
+        progress: (ItemImport.Progress) -> Void = { _ in }
+    ) throws -> ItemImport.Progress {
+        var result = ItemImport.Progress()
+        var firstDot: Dot?
+        let wall = WallClock.milliseconds
+        try store.applyEdits(wallMilliseconds: wall) { session in
+            result = try ItemImport.run(
+                { try input.read(upToCount: 1 << 18).flatMap { $0.isEmpty ? nil : $0 } },
+                into: &session,
+                wallMilliseconds: wall,
+                progress: progress
+            )
+            firstDot = session.first
         }
-        nudgeNode()
+        if let firstDot { noteNewWriter(store, issued: firstDot) }
+        if result.edits > 0 { nudgeNode() }
+        return result
     }
 }

@@ -1,0 +1,70 @@
+public import LansyncCore
+
+/// Local edits inside one open transaction (``ReplicaStore/applyEdits(wallMilliseconds:_:)``):
+/// each ``apply(_:to:)`` issues the next dot, asks the merge core to apply the edit, and writes
+/// the changed fields at once. Reads see the transaction's own writes.
+public struct EditSession {
+    var tx: Transaction
+    let writer: Transaction.ClaimedWriter
+    let wallMilliseconds: UInt64
+    /// The writer's counter after the last edit.
+    private(set) var counter: UInt64
+    /// How many edits were applied, and the first one's dot.
+    public private(set) var count = 0
+    public private(set) var first: Dot?
+    /// The item of the last edit: consecutive edits of one item (an import's line) load it once.
+    private var recent: (id: ItemID, item: LoadedItem)?
+
+    init(tx: Transaction, writer: Transaction.ClaimedWriter, wallMilliseconds: UInt64) {
+        self.tx = tx
+        self.writer = writer
+        self.wallMilliseconds = wallMilliseconds
+        counter = writer.counter
+    }
+
+    /// The item as this transaction leaves it so far (an empty state if it does not exist).
+    public mutating func itemState(_ id: ItemID) throws -> ItemState {
+        try load(id).state
+    }
+
+    private mutating func load(_ id: ItemID) throws -> LoadedItem {
+        if let recent, recent.id == id { return recent.item }
+        let item = try tx.loadItem(id)
+        recent = (id, item)
+        return item
+    }
+
+    /// Applies one edit; returns its dot. Throws ``StoreError/edit(_:index:)`` (index: how many
+    /// edits came before it) if the merge core refuses it; the caller then ends the transaction.
+    @discardableResult
+    public mutating func apply(_ edit: ItemEdit, to id: ItemID) throws -> Dot {
+        let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
+        let dot = Dot(node: writer.id, counter: counter + 1)
+        var item = try load(id)
+        let changed: [FieldName: FieldState]
+        do {
+            changed = try item.state.applying(edit, dot: dot, timestamp: timestamp)
+        } catch {
+            throw StoreError.edit(error, index: count)
+        }
+        let itemRow = try item.row ?? tx.insertItem(id)
+        item.row = itemRow
+        for (name, state) in changed.sorted(by: { $0.key < $1.key }) {
+            item.fieldRows[name] = try tx.saveField(
+                item: itemRow,
+                itemID: id,
+                name: name,
+                row: item.fieldRows[name],
+                old: item.state.fields[name],
+                new: state
+            )
+        }
+        try item.state.apply(edit, dot: dot, timestamp: timestamp)
+        try tx.updateItem(row: itemRow, from: item.state)
+        recent = (id, item)
+        counter += 1
+        count += 1
+        if first == nil { first = dot }
+        return dot
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import LansyncCore
+import LansyncHost
+import LansyncStore
+import LansyncTestSupport
+import Testing
+
+/// Importing JSON Lines into a real replica file: what a line says becomes the fewest edits, and
+/// a bad line is refused with its number and leaves the replica as it was.
+@Suite struct ItemImportTests {
+    let dir = makeTemporaryDirectory("item-import")
+    let t0: UInt64 = 1_700_000_000_000
+
+    func store() throws -> ReplicaStore {
+        try ReplicaStore.create(
+            path: dir + "/replica.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "n1",
+            fingerprint: "fp",
+            lease: WriterLease(directory: dir)
+        )
+    }
+
+    /// Imports `lines`, fed in chunks of `chunk` bytes (so lines straddle chunks).
+    @discardableResult
+    func importLines(_ lines: [String], into store: ReplicaStore, chunk: Int = 7) throws -> ItemImport.Progress {
+        var input = Data(lines.joined(separator: "\n").utf8)[...]
+        var result = ItemImport.Progress()
+        try store.applyEdits(wallMilliseconds: t0) { session in
+            result = try ItemImport.run(
+                {
+                    guard !input.isEmpty else { return nil }
+                    defer { input = input.dropFirst(chunk) }
+                    return Data(input.prefix(chunk))
+                },
+                into: &session,
+                wallMilliseconds: t0
+            )
+        }
+        return result
+    }
+
+    @Test func anExportChangesNothingInItsOwnReplica() throws {
+        let store = try store()
+        try store.apply(
+            .create(type: "task", assignments: [.set(.named("title"), .string("Climb"))]),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
+        try store.apply(.create(type: "note", assignments: []), to: .named("b"), wallMilliseconds: t0 + 1)
+        try store.apply(.delete, to: .named("b"), wallMilliseconds: t0 + 2)
+        var export: [String] = []
+        try store.forEachItem(includeDeleted: true) { export.append($0.jsonText) }
+        let before = try store.changeStamp()
+        let result = try importLines(export, into: store)
+        #expect(result.lines == 2)
+        #expect(result.edits == 0)
+        #expect(try store.changeStamp() == before)
+    }
+
+    @Test func aLineBecomesOnlyWhatDiffers() throws {
+        let store = try store()
+        try store.apply(
+            .create(
+                type: "task",
+                assignments: [.set(.named("title"), .string("Climb")), .set(.named("n"), .integer(1))]
+            ),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
+        let result = try importLines(
+            [#"{"id":"a","fields":{"title":"Climb","n":2}}"#, "", #"{"id":"c","type":"note","fields":{}}"#],
+            into: store
+        )
+        #expect(result.lines == 2)
+        #expect(result.edits == 2)
+        let a = try #require(try store.itemState(.named("a")))
+        #expect(a.shownFields[.named("n")] == .integer(2))
+        #expect(try store.itemState(.named("c"))?.type == "note")
+    }
+
+    @Test func aBadLineIsNamedAndNothingIsWritten() throws {
+        let store = try store()
+        let before = try store.changeStamp()
+        #expect(
+            throws: HostError("line 2: unknown key 'colour' (expected id, type, fields, deleted); nothing was imported")
+        ) {
+            try importLines([#"{"id":"a","fields":{}}"#, #"{"id":"b","colour":"red"}"#], into: store)
+        }
+        #expect(throws: HostError.self) { try importLines(["not json"], into: store) }
+        #expect(try store.changeStamp() == before)
+        #expect(try store.itemState(.named("a")) == nil)
+    }
+
+    @Test func aDeletedItemIsNotBroughtBackByALineThatSaysNothingOfDeletion() throws {
+        let store = try store()
+        try store.apply(.create(type: "task", assignments: []), to: .named("a"), wallMilliseconds: t0)
+        try store.apply(.delete, to: .named("a"), wallMilliseconds: t0 + 1)
+        #expect(throws: HostError.self) { try importLines([#"{"id":"a","fields":{"k":1}}"#], into: store) }
+        #expect(try store.itemState(.named("a"))?.isDeleted == true)
+        let restored = try importLines([#"{"id":"a","fields":{"k":1},"deleted":false}"#], into: store)
+        #expect(restored.edits == 2)
+        #expect(try store.itemState(.named("a"))?.isDeleted == false)
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import LansyncCore
+import LansyncHost
+import LansyncJSON
+import LansyncStore
+import LansyncTestSupport
+import Testing
+
+/// Replica files written by an earlier release open in this one and show the same: items (deleted
+/// ones too), conflicts and history, as `list --json`, `conflicts --json` and `history --json`
+/// printed them then. Fixtures/v5 holds two such files (schema v5) and what that release printed;
+/// Fixtures/v5/make.sh made them.
+@Suite struct MigrationTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures/v5"
+    ).path
+
+    func open(_ name: String) throws -> ReplicaStore {
+        let dir = makeTemporaryDirectory("migrate-\(name)")
+        try FileManager.default.copyItem(
+            atPath: "\(Self.fixtures)/\(name)/replica.sqlite",
+            toPath: dir + "/replica.sqlite"
+        )
+        return try ReplicaStore.open(path: dir + "/replica.sqlite", lease: WriterLease(directory: dir))
+    }
+
+    func expected(_ name: String, _ file: String) throws -> JSON {
+        try JSON(parsing: String(contentsOfFile: "\(Self.fixtures)/\(name)/\(file)", encoding: .utf8))
+    }
+
+    @Test(arguments: ["a", "b"]) func anOldReplicaShowsTheSameItemsConflictsAndHistory(_ name: String) throws {
+        let store = try open(name)
+        var items: [String] = []
+        try store.forEachItem(includeDeleted: true) { items.append($0.jsonText) }
+        #expect(try JSON(parsing: "[" + items.joined(separator: ",") + "]") == expected(name, "list.json"))
+        #expect(try JSON(parsing: store.conflicts().jsonText) == expected(name, "conflicts.json"))
+        for id in ["task-1", "note-1", "gone", "from-b"] {
+            #expect(
+                try JSON(parsing: store.history(ItemID(id)).jsonText) == expected(name, "history.\(id).json"),
+                "\(id)"
+            )
+        }
+        #expect(try store.fullCheck().isSound)
+    }
+
+    @Test func aMigratedReplicaKeepsWorking() throws {
+        let store = try open("b")
+        let dot = try store.apply(
+            .update([.set(.named("title"), .string("settled"))]),
+            to: .named("task-1"),
+            wallMilliseconds: 1_900_000_000_000
+        )
+        #expect(try store.conflicts().isEmpty)
+        let history = try store.history(.named("task-1"), field: .named("title"))
+        #expect(history.first?.dot == dot)
+        #expect(history.first?.isLive == true)
+        // Both conflicting values are kept as superseded versions, beside the older one.
+        #expect(
+            Set(history.dropFirst().map(\.write)) == [
+                .assign(.string("Alpha title")), .assign(.string("Beta title")), .assign(.string("Climb again")),
+            ]
+        )
+        #expect(history.dropFirst().allSatisfy { !$0.isLive })
+    }
+}
