@@ -677,7 +677,7 @@ public final class ReplicaStore: Sendable {
         if !includeDeleted { conditions.append("i.deleted = 0") }
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = """
-            SELECT i.item_id, i.type, i.deleted, f.name, f.value, f.conflict FROM item i
+            SELECT i.item_id, i.type, i.deleted, f.name, f.state, f.conflict FROM item i
             LEFT JOIN field f ON f.item = i.id AND f.name <> '_deleted'
             \(whereClause) ORDER BY i.item_id, f.name
             """
@@ -705,16 +705,17 @@ public final class ReplicaStore: Sendable {
                     if let name: String = (try row.decode(atIndex: 3)) {
                         // Reserved fields are not shown, but a conflict on one (`_type`) is.
                         if !name.hasPrefix("_") {
-                            // The shown value is copied into output as JSON: damage there must not
-                            // reach a user or a script as broken JSON.
-                            let json: String = try row.decode(atIndex: 4)
-                            guard (try? JSON(parsing: json)) != nil else {
+                            // The shown value is decoded from the state; a state that does not decode
+                            // is damage, reported, never shown.
+                            guard let blob: Data = try? row.decode(atIndex: 4),
+                                let state = try? FieldState(decoding: Array(blob))
+                            else {
                                 throw StoreError.corrupt(
                                     path: path,
-                                    detail: "the shown value of \(id).\(name) is not JSON"
+                                    detail: "the state of \(id).\(name) does not decode"
                                 )
                             }
-                            fields.append((name, json))
+                            fields.append((name, state.shownValue?.jsonText ?? "null"))
                         }
                         if try row.decode(atIndex: 5) as Bool { conflicts.append(name) }
                     }

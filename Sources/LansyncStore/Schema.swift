@@ -175,6 +175,17 @@ enum Schema {
                     """
             )
         }
+        migrator.registerMigration("v7-one-copy-of-each-value") { db in
+            try db.execute(
+                sql: """
+                    -- Since v7 a field's shown value lives only in its state: the 'value' column, a JSON
+                    -- copy of it, is gone, and with it the 'shown' view that read it ('lansync list',
+                    -- 'get' and 'export' show the values).
+                    DROP VIEW shown;
+                    ALTER TABLE field DROP COLUMN value;
+                    """
+            )
+        }
         return migrator
     }
 }

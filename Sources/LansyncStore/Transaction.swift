@@ -227,17 +227,16 @@ struct Transaction {
         old: FieldState?,
         new: FieldState
     ) throws -> Int64 {
-        let value = new.shownValue?.jsonText ?? "null"
         let conflict = name != .deleted && new.hasConflict
         let blob = Data(new.encoded)
         let fieldRow: Int64
         if let row {
-            try db.cachedStatement(sql: "UPDATE field SET value = ?, conflict = ?, state = ? WHERE id = ?")
-                .execute(arguments: [value, conflict, blob, row])
+            try db.cachedStatement(sql: "UPDATE field SET conflict = ?, state = ? WHERE id = ?")
+                .execute(arguments: [conflict, blob, row])
             fieldRow = row
         } else {
-            try db.cachedStatement(sql: "INSERT INTO field(item, name, value, conflict, state) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [item, name.rawValue, value, conflict, blob])
+            try db.cachedStatement(sql: "INSERT INTO field(item, name, conflict, state) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [item, name.rawValue, conflict, blob])
             fieldRow = db.lastInsertedRowID
         }
         let oldDots = Set(old?.versions.map(\.dot) ?? [])

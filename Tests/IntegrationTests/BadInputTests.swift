@@ -13,7 +13,7 @@ import Testing
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         process.arguments = [
             dir + "/replica.sqlite",
-            "SELECT * FROM node; SELECT * FROM item; SELECT id, item, name, value, hex(state) FROM field; SELECT * FROM history; SELECT * FROM version; SELECT * FROM meta;",
+            "SELECT * FROM node; SELECT * FROM item; SELECT id, item, name, conflict, hex(state) FROM field; SELECT * FROM history; SELECT * FROM version; SELECT * FROM meta;",
         ]
         process.standardOutput = pipe
         try process.run()

@@ -8,8 +8,6 @@ final class Child {
     let pid: pid_t
     let command: String
     private var exitStatus: Int32?
-    /// Peak resident memory in bytes, known once the process has been reaped by ``wait()``.
-    private(set) var maxRSS: Int?
 
     /// Starts `arguments` (looked up in PATH) with stdin from /dev/null and stdout/stderr
     /// appended to the given files (or /dev/null).
@@ -57,10 +55,8 @@ final class Child {
     func wait() -> Int32 {
         if exitStatus == nil {
             var status: Int32 = 0
-            var usage = rusage()
-            while wait4(pid, &status, 0, &usage) == -1, errno == EINTR {}
+            while waitpid(pid, &status, 0) == -1, errno == EINTR {}
             exitStatus = status
-            maxRSS = usage.ru_maxrss * 1024
         }
         let s = exitStatus!
         return (s & 0x7f) == 0 ? (s >> 8) & 0xff : 128 + (s & 0x7f)

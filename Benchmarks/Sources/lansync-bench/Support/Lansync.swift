@@ -110,8 +110,15 @@ struct Replica {
     /// Imports `path` and returns the import's peak resident memory in bytes.
     func importFileMeasuringMemory(_ path: String) throws -> Int {
         let child = try Child([lansync.binary, "import", "--dir", dir, path])
+        // VmHWM, sampled while it runs: a spawned child's ru_maxrss can report the parent's size
+        // from before its exec (posix_spawn shares the parent's memory until then).
+        var peak = 0
+        while child.isRunning {
+            peak = max(peak, ProcessStats.peakRSS(child.pid))
+            sleep(seconds: 0.01)
+        }
         guard child.wait() == 0 else { throw BenchError("lansync import into \(dir) failed") }
-        return child.maxRSS ?? 0
+        return peak
     }
 
     /// The replica file's size in bytes after a checkpoint has emptied its WAL.
