@@ -177,6 +177,9 @@ extension DataDirectory {
             firstDot = session.first
         }
         if let firstDot { noteNewWriter(store, issued: firstDot) }
+        // The import was one transaction, so the WAL holds all it wrote: move it into the file
+        // now rather than leave it to a running node's next checkpoint.
+        if result.edits > 0 { try? store.checkpoint() }
         if result.edits > 0 { nudgeNode() }
         return result
     }

@@ -41,26 +41,31 @@ public struct EditSession {
         let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
         let dot = Dot(node: writer.id, counter: counter + 1)
         var item = try load(id)
+        let before = item.state
         let changed: [FieldName: FieldState]
         do {
-            changed = try item.state.applying(edit, dot: dot, timestamp: timestamp)
+            changed = try item.state.apply(edit, dot: dot, timestamp: timestamp)
         } catch {
             throw StoreError.edit(error, index: count)
         }
-        let itemRow = try item.row ?? tx.insertItem(id)
-        item.row = itemRow
+        let itemRow: Int64
+        if let row = item.row {
+            itemRow = row
+            try tx.updateItem(row: itemRow, from: item.state)
+        } else {
+            itemRow = try tx.insertItem(id, from: item.state)
+            item.row = itemRow
+        }
         for (name, state) in changed.sorted(by: { $0.key < $1.key }) {
             item.fieldRows[name] = try tx.saveField(
                 item: itemRow,
                 itemID: id,
                 name: name,
                 row: item.fieldRows[name],
-                old: item.state.fields[name],
+                old: before.fields[name],
                 new: state
             )
         }
-        try item.state.apply(edit, dot: dot, timestamp: timestamp)
-        try tx.updateItem(row: itemRow, from: item.state)
         recent = (id, item)
         counter += 1
         count += 1

@@ -176,6 +176,13 @@ struct Transaction {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"), arguments: [id.rawValue])
     }
 
+    /// Inserts a new item with the derived columns of `state`.
+    func insertItem(_ id: ItemID, from state: ItemState) throws -> Int64 {
+        try db.cachedStatement(sql: "INSERT INTO item(item_id, type, deleted, conflicts) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [id.rawValue, state.type, state.isDeleted, state.conflictedFields.count])
+        return db.lastInsertedRowID
+    }
+
     func insertItem(_ id: ItemID) throws -> Int64 {
         try db.cachedStatement(sql: "INSERT INTO item(item_id, type) VALUES (?, ?)").execute(arguments: [
             id.rawValue, ItemState.defaultType,
