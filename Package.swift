@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "lansync", targets: ["lansync"]),
         .library(name: "LansyncCore", targets: ["LansyncCore"]),
         .library(name: "LansyncWire", targets: ["LansyncWire"]),
+        // For the store microbenchmark in Benchmarks/.
+        .library(name: "LansyncStore", targets: ["LansyncStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),

@@ -1,21 +1,45 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-// The benchmark runner: its own package, so `swift build` and `swift test` at the root (and CI)
-// never build it. It drives the release `lansync` binary as a user would; it links none of
-// lansync's modules. Run it through `scripts/bench.sh`.
+// The benchmarks: their own package, so `swift build` and `swift test` at the root (and CI) never
+// build them. Run them through `scripts/bench.sh`.
 let package = Package(
     name: "LansyncBenchmarks",
-    products: [.executable(name: "lansync-bench", targets: ["lansync-bench"])],
+    products: [
+        .executable(name: "lansync-bench", targets: ["lansync-bench"]),
+        .executable(name: "store-bench", targets: ["store-bench"]),
+    ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(name: "lansync", path: ".."),
     ],
     targets: [
         // The system SQLite, for the "plain SQLite table" limit and for watching replicas commit.
         .systemLibrary(name: "CSQLite3", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // A minimal SQLite connection shared by both runners.
+        .target(
+            name: "BenchSQLite",
+            dependencies: ["CSQLite3"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+        ),
+        // Drives the release `lansync` binary as a user would; it links none of lansync's modules.
         .executableTarget(
             name: "lansync-bench",
-            dependencies: ["CSQLite3", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["BenchSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
+        ),
+        // The store alone (LansyncStore, no network): local edits, remote batches, conflicting
+        // merges, beside the plain table, so the write path can be tuned without the network.
+        .executableTarget(
+            name: "store-bench",
+            dependencies: [
+                "BenchSQLite",
+                .product(name: "LansyncCore", package: "lansync"),
+                .product(name: "LansyncStore", package: "lansync"),
+            ],
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),
                 .enableUpcomingFeature("MemberImportVisibility"),

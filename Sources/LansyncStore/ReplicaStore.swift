@@ -456,7 +456,9 @@ public final class ReplicaStore: Sendable {
                 defer { if stream != nil { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit)
-                    var touched = Set<Int64>()
+                    // What the batch changes in each item's derived columns, applied at the end
+                    // without reading the item again.
+                    var derived: [Int64: Transaction.DerivedChange] = [:]
                     _ = try tx.retireWriterIfWitnessed(by: batch.covers)
                     var writer: Transaction.ClaimedWriter?
                     // A batch carries an item's fields together: look each item up once, and skip
@@ -510,14 +512,18 @@ public final class ReplicaStore: Sendable {
                             new: merged
                         )
                         if created { savedInCreatedItems.insert(update.key) }
-                        touched.insert(itemRow)
+                        derived[itemRow, default: Transaction.DerivedChange()].note(
+                            update.key.field,
+                            old: old?.state,
+                            new: merged
+                        )
                         changed += 1
                     }
                     if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
                     // The writer's marker follows received changes too: a restore that loses them
                     // is a rollback as much as one that loses local edits.
                     if changed > 0 { marker = (try Transaction.currentWriter(db: db), try tx.countChange()) }
-                    for row in touched { try tx.refreshItem(row: row) }
+                    for (row, change) in derived { try tx.updateItem(row: row, by: change) }
                     if let stream {
                         try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: batch.covers)
                     } else {

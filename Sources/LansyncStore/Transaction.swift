@@ -313,26 +313,32 @@ struct Transaction {
             .execute(arguments: [state.type, state.isDeleted, state.conflictedFields.count, row])
     }
 
-    /// Updates an item's derived columns from its stored fields (after merging remote states).
-    /// How many of one item's fields are in conflict. `+conflict` keeps SQLite off the partial
-    /// index of all conflicting fields, which it would otherwise walk whole for each item:
-    /// quadratic when thousands of fields conflict (StoreFileTests checks the plan).
-    static let itemConflictCountSQL = "SELECT count(*) FROM field WHERE item = ? AND +conflict = 1"
+    /// How merged field states change an item's derived columns: its conflict count by a delta,
+    /// its type and deletion when `_type` or `_deleted` changed.
+    struct DerivedChange {
+        var conflicts = 0
+        var type: String?
+        var deleted: Bool?
 
-    func refreshItem(row: Int64) throws {
-        var state = ItemState(id: ItemID(unchecked: ""))
-        for field in try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ? AND name IN ('_type', '_deleted')"),
-            arguments: [row]
-        ) {
-            state.merge(
-                FieldName(unchecked: (try field.decode(atIndex: 0))),
-                try FieldState(decoding: Array((try field.decode(atIndex: 1) as Data)))
-            )
+        mutating func note(_ name: FieldName, old: FieldState?, new: FieldState) {
+            let counts = name != .deleted
+            conflicts += (counts && new.hasConflict ? 1 : 0) - (counts && old?.hasConflict == true ? 1 : 0)
+            guard name == .type || name == .deleted else { return }
+            var item = ItemState(id: ItemID(unchecked: ""))
+            item.merge(name, new)
+            if name == .type { type = item.type } else { deleted = item.isDeleted }
         }
-        let conflicts = try Int.fetchOne(db.cachedStatement(sql: Self.itemConflictCountSQL), arguments: [row]) ?? 0
-        try db.cachedStatement(sql: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?")
-            .execute(arguments: [state.type, state.isDeleted, conflicts, row])
+    }
+
+    /// Applies a ``DerivedChange`` to an item's row: one statement, no read.
+    func updateItem(row: Int64, by change: DerivedChange) throws {
+        guard change.conflicts != 0 || change.type != nil || change.deleted != nil else { return }
+        try db.cachedStatement(
+            sql: """
+                UPDATE item SET conflicts = conflicts + ?, type = coalesce(?, type), deleted = coalesce(?, deleted)
+                WHERE id = ?
+                """
+        ).execute(arguments: [change.conflicts, change.type, change.deleted, row])
     }
 }
 

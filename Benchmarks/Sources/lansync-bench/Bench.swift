@@ -1,3 +1,4 @@
+import BenchSQLite
 import Foundation
 
 /// What one invocation measures and at what size.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BenchSQLite
 import Foundation
 import Glibc
 

@@ -1,3 +1,4 @@
+import BenchSQLite
 import Foundation
 import Glibc
 

@@ -1,3 +1,4 @@
+import BenchSQLite
 import Foundation
 import Glibc
 
@@ -120,10 +121,4 @@ private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeM
     pointers.append(nil)
     defer { for p in pointers { free(p) } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
-}
-
-/// An error that ends the run with one line saying what failed.
-struct BenchError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }

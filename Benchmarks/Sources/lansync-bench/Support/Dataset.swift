@@ -1,3 +1,4 @@
+import BenchSQLite
 import Foundation
 
 /// The records every workload uses: `items` items of type "bench" with ten fields f0…f9, each

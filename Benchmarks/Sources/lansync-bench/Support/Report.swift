@@ -1,3 +1,4 @@
+import BenchSQLite
 import Foundation
 
 /// One figure: its samples (one per run, or per edit for latencies) and their summary.

@@ -1,3 +1,4 @@
+import BenchSQLite
 import Foundation
 
 /// What one W1 run measured.

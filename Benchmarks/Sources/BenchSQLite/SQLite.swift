@@ -3,11 +3,11 @@ import Foundation
 
 /// A minimal SQLite connection: enough to watch a replica's version vector commit (reading the
 /// file a running node writes, as any reader may in WAL mode) and to measure plain SQLite.
-final class SQLite {
+public final class SQLite {
     private var db: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
 
-    init(_ path: String) throws {
+    public init(_ path: String) throws {
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK else {
             defer { sqlite3_close(db) }
             throw BenchError("cannot open \(path): \(String(cString: sqlite3_errmsg(db)))")
@@ -20,13 +20,13 @@ final class SQLite {
         sqlite3_close(db)
     }
 
-    func execute(_ sql: String) throws {
+    public func execute(_ sql: String) throws {
         guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error(sql) }
     }
 
     /// Runs a cached prepared statement with text/integer bindings; returns every row as text.
     @discardableResult
-    func query(_ sql: String, _ bindings: [Binding] = []) throws -> [[String]] {
+    public func query(_ sql: String, _ bindings: [Binding] = []) throws -> [[String]] {
         let statement: OpaquePointer
         if let cached = statements[sql] {
             statement = cached
@@ -60,7 +60,7 @@ final class SQLite {
         return rows
     }
 
-    enum Binding { case text(String), int(Int64) }
+    public enum Binding { case text(String), int(Int64) }
 
     private func error(_ sql: String) -> BenchError {
         BenchError("SQLite: \(String(cString: sqlite3_errmsg(db))) in \(sql.prefix(80))")
@@ -70,22 +70,8 @@ final class SQLite {
 // SQLite's "copy the bytes now" destructor, which Swift cannot import as a macro.
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-/// Watches a lansync replica file: its version vector, as committed.
-final class ReplicaProbe {
-    let db: SQLite
-    init(_ directory: String) throws { db = try SQLite(directory + "/replica.sqlite") }
-
-    /// node id → counter, for every node with writes.
-    func versionVector() throws -> [String: Int64] {
-        var vv: [String: Int64] = [:]
-        for row in try db.query("SELECT node_id, counter FROM node WHERE counter > 0") {
-            vv[row[0]] = Int64(row[1]) ?? 0
-        }
-        return vv
-    }
-
-    /// How far this replica has received `node`'s writes.
-    func counter(of node: String) throws -> Int64 {
-        Int64(try db.query("SELECT counter FROM node WHERE node_id = ?", [.text(node)]).first?.first ?? "0") ?? 0
-    }
+/// An error that ends the run with one line saying what failed.
+public struct BenchError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
