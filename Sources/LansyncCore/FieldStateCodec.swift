@@ -161,7 +161,28 @@ public protocol FieldStateForm {
     func readTimestamp(from r: inout ByteReader, of dot: Dot) throws(DecodingError) -> HLCTimestamp
 }
 
-/// The replica file's form: every node id in full, counters and timestamps as they are.
+/// A form that names nodes by a small index (a batch's node table, the replica file's `node`
+/// rows) and writes a dot's counter as its distance below the field's context entry for its node:
+/// usually 0, so a dot takes two bytes. Conforming types say how a node is referenced.
+public protocol IndexedNodeForm: FieldStateForm {}
+
+extension IndexedNodeForm {
+    public var minimumNodeSize: Int { 1 }
+
+    public mutating func write(_ dot: Dot, context: VersionVector, to w: inout ByteWriter) {
+        write(dot.node, to: &w)
+        w.varint(context[dot.node] - dot.counter)
+    }
+
+    public func readDot(from r: inout ByteReader, context: VersionVector) throws(DecodingError) -> Dot {
+        let node = try readNode(from: &r)
+        let below = try r.varint()
+        guard below < context[node] else { throw r.fail("dot outside its field's context") }
+        return Dot(node: node, counter: context[node] - below)
+    }
+}
+
+/// The replica file's first form: every node id in full, counters and timestamps as they are.
 public struct AbsoluteForm: FieldStateForm {
     public init() {}
 

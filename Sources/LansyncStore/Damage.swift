@@ -129,7 +129,7 @@ extension ReplicaStore {
                         continue
                     }
                     guard let blob: Data = try? row.decode(atIndex: 3),
-                        let state = try? FieldState(decoding: Array(blob))
+                        let state = try? StoredState.decode(Array(blob), db: db, nodes: nodeRows)
                     else {
                         problem("the state of \(item).\(name) (field row \(rowID)) does not decode")
                         continue
@@ -259,7 +259,7 @@ extension ReplicaStore {
                         : name == FieldName.deleted.rawValue ? FieldName.deleted : try FieldName(name)
                     return FieldUpdate(
                         key: FieldKey(item: id, field: field),
-                        state: try FieldState(decoding: Array(blob))
+                        state: try StoredState.decode(Array(blob), db: db, nodes: old.nodeRows)
                     )
                 }
                 if let read { sound.append(read) }  // nil: no such row

@@ -26,6 +26,8 @@ public final class ReplicaStore: Sendable {
     let pool: DatabasePool
     /// Where this replica's writer markers are kept.
     public let lease: WriterLease
+    /// Which node each `node` row names (field states name nodes by row, ``StoredState``).
+    let nodeRows = NodeRows()
 
     /// The replica file's name inside a data directory.
     public static let fileName = "replica.sqlite"
@@ -277,7 +279,7 @@ public final class ReplicaStore: Sendable {
                 var last: Dot?
                 var stamp: UInt64 = 0
                 try db.inTransaction(.immediate) {
-                    var tx = try Transaction(db: db, historyLimit: me.historyLimit)
+                    var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
                     let writer = try tx.claimWriter(lease: lease, name: me.nodeName)
                     var session = EditSession(tx: tx, writer: writer, wallMilliseconds: wallMilliseconds)
                     do {
@@ -391,7 +393,7 @@ public final class ReplicaStore: Sendable {
                     guard let blob = try Data.fetchOne(statement, arguments: [key.item.rawValue, key.field.rawValue])
                     else { return nil }
                     bytes += blob.count + key.item.rawValue.utf8.count + key.field.rawValue.utf8.count
-                    guard let state = try? FieldState(decoding: Array(blob)) else {
+                    guard let state = try? StoredState.decode(Array(blob), db: db, nodes: nodeRows) else {
                         broken.append(key)
                         return nil
                     }
@@ -455,7 +457,7 @@ public final class ReplicaStore: Sendable {
                 if stream != nil { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 defer { if stream != nil { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
                 try db.inTransaction(.immediate) {
-                    var tx = try Transaction(db: db, historyLimit: me.historyLimit)
+                    var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
                     // What the batch changes in each item's derived columns, applied at the end
                     // without reading the item again.
                     var derived: [Int64: Transaction.DerivedChange] = [:]
@@ -559,7 +561,7 @@ public final class ReplicaStore: Sendable {
     }
 
     private func completeStream(from sender: NodeID, db: Database) throws {
-        var tx = try Transaction(db: db, historyLimit: 0)
+        var tx = try Transaction(db: db, historyLimit: 0, nodes: nodeRows)
         guard let stream = try Transaction.stream(db: db, from: sender) else { return }
         for node in stream.covers.nodes {
             try tx.raiseCounter(of: try tx.nodeRow(node), to: stream.covers[node])
@@ -610,7 +612,7 @@ public final class ReplicaStore: Sendable {
             try pool.writeWithoutTransaction { db in
                 var id = me.writerID
                 try db.inTransaction(.immediate) {
-                    var tx = try Transaction(db: db, historyLimit: me.historyLimit)
+                    var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
                     id = try tx.claimWriter(lease: lease, name: me.nodeName).id
                     return .commit
                 }
@@ -629,7 +631,7 @@ public final class ReplicaStore: Sendable {
         guard peer[current] > (try versionVector())[current] else { return false }
         return try guarded {
             try pool.write { db in
-                var tx = try Transaction(db: db, historyLimit: 0)
+                var tx = try Transaction(db: db, historyLimit: 0, nodes: nodeRows)
                 return try tx.retireWriterIfWitnessed(by: peer)
             }
         }
@@ -668,7 +670,7 @@ public final class ReplicaStore: Sendable {
     public func itemState(_ id: ItemID) throws(StoreError) -> ItemState? {
         try guarded {
             try pool.read { db in
-                let item = try Transaction.loadItem(db: db, id)
+                let item = try Transaction.loadItem(db: db, id, nodes: nodeRows)
                 return item.row == nil ? nil : item.state
             }
         }
@@ -741,7 +743,7 @@ public final class ReplicaStore: Sendable {
                             // The shown value is decoded from the state; a state that does not decode
                             // is damage, reported, never shown.
                             guard let blob: Data = try? row.decode(atIndex: 4),
-                                let state = try? FieldState(decoding: Array(blob))
+                                let state = try? StoredState.decode(Array(blob), db: db, nodes: nodeRows)
                             else {
                                 throw StoreError.corrupt(
                                     path: path,
@@ -769,7 +771,11 @@ public final class ReplicaStore: Sendable {
                         WHERE f.conflict = 1 ORDER BY i.item_id, f.name
                         """
                 ).compactMap { row in
-                    let state = try FieldState(decoding: Array((try row.decode(atIndex: 2) as Data)))
+                    let state = try StoredState.decode(
+                        Array((try row.decode(atIndex: 2) as Data)),
+                        db: db,
+                        nodes: nodeRows
+                    )
                     guard let shown = state.shownValue else { return nil }
                     return FieldConflict(
                         item: ItemID(unchecked: (try row.decode(atIndex: 0))),
@@ -813,7 +819,11 @@ public final class ReplicaStore: Sendable {
                 )
                 for row in fields {
                     let name = FieldName(unchecked: try row.decode(atIndex: 0))
-                    let state = try FieldState(decoding: Array(try row.decode(atIndex: 1) as Data))
+                    let state = try StoredState.decode(
+                        Array(try row.decode(atIndex: 1) as Data),
+                        db: db,
+                        nodes: nodeRows
+                    )
                     for version in state.versions {
                         live.insert(Version(field: name, dot: version.dot))
                         entries.append(

@@ -18,10 +18,13 @@ struct Transaction {
     let historyLimit: Int
     var clock: HybridLogicalClock
     private var nodeRows: [NodeID: Int64] = [:]
+    /// Which node each `node` row names, for reading field states (``StoredState``).
+    let nodes: NodeRows
 
-    init(db: Database, historyLimit: Int) throws {
+    init(db: Database, historyLimit: Int, nodes: NodeRows = NodeRows()) throws {
         self.db = db
         self.historyLimit = historyLimit
+        self.nodes = nodes
         let raw = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'clock'").flatMap { UInt64($0) } ?? 0
         clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: raw))
     }
@@ -190,9 +193,9 @@ struct Transaction {
         return db.lastInsertedRowID
     }
 
-    func loadItem(_ id: ItemID) throws -> LoadedItem { try Self.loadItem(db: db, id) }
+    func loadItem(_ id: ItemID) throws -> LoadedItem { try Self.loadItem(db: db, id, nodes: nodes) }
 
-    static func loadItem(db: Database, _ id: ItemID) throws -> LoadedItem {
+    static func loadItem(db: Database, _ id: ItemID, nodes: NodeRows) throws -> LoadedItem {
         guard
             let row = try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"),
@@ -208,7 +211,7 @@ struct Transaction {
             arguments: [row]
         ) {
             let name = FieldName(unchecked: (try field.decode(atIndex: 1)))
-            fields[name] = try FieldState(decoding: Array((try field.decode(atIndex: 2) as Data)))
+            fields[name] = try StoredState.decode(Array((try field.decode(atIndex: 2) as Data)), db: db, nodes: nodes)
             rows[name] = (try field.decode(atIndex: 0))
         }
         return LoadedItem(row: row, state: ItemState(id: id, fields: fields), fieldRows: rows)
@@ -221,7 +224,10 @@ struct Transaction {
                 arguments: [item, name.rawValue]
             )
         else { return nil }
-        return ((try row.decode(atIndex: 0)), try FieldState(decoding: Array((try row.decode(atIndex: 1) as Data))))
+        return (
+            (try row.decode(atIndex: 0)),
+            try StoredState.decode(Array((try row.decode(atIndex: 1) as Data)), db: db, nodes: nodes)
+        )
     }
 
     /// Writes a field's new state with its shown value, and brings the version index and history
@@ -235,7 +241,9 @@ struct Transaction {
         new: FieldState
     ) throws -> Int64 {
         let conflict = name != .deleted && new.hasConflict
-        let blob = Data(new.encoded)
+        var rows: [NodeID: Int64] = [:]
+        for node in StoredState.nodes(of: new) { rows[node] = try nodeRow(node) }
+        let blob = Data(StoredState.encode(new, rows: rows))
         let fieldRow: Int64
         if let row {
             try db.cachedStatement(sql: "UPDATE field SET conflict = ?, state = ? WHERE id = ?")

@@ -79,7 +79,7 @@ enum BatchCoding {
 /// into the batch's table, a dot's counter as its distance below the field's context entry for its
 /// node (usually 0: one byte), a timestamp as its signed distance from the dot's counter (local
 /// writes take their counter from the clock, so usually 0).
-struct BatchForm: FieldStateForm {
+struct BatchForm: IndexedNodeForm {
     private(set) var ids: [NodeID] = []
     private var index: [NodeID: Int] = [:]
 
@@ -94,17 +94,10 @@ struct BatchForm: FieldStateForm {
         }
     }
 
-    var minimumNodeSize: Int { 1 }
-
     func write(_ node: NodeID, to w: inout ByteWriter) {
         // The table is written before the states, so every node must be in it already.
         guard let i = index[node] else { preconditionFailure("node \(node) missing from the batch's table") }
         w.varint(UInt64(i))
-    }
-
-    func write(_ dot: Dot, context: VersionVector, to w: inout ByteWriter) {
-        write(dot.node, to: &w)
-        w.varint(context[dot.node] - dot.counter)
     }
 
     func write(_ timestamp: HLCTimestamp, of dot: Dot, to w: inout ByteWriter) {
@@ -115,13 +108,6 @@ struct BatchForm: FieldStateForm {
         let i = try r.varint()
         guard i < UInt64(ids.count) else { throw r.fail("node index \(i) outside the batch's table") }
         return ids[Int(i)]
-    }
-
-    func readDot(from r: inout ByteReader, context: VersionVector) throws(DecodingError) -> Dot {
-        let node = try readNode(from: &r)
-        let below = try r.varint()
-        guard below < context[node] else { throw r.fail("dot outside its field's context") }
-        return Dot(node: node, counter: context[node] - below)
     }
 
     func readTimestamp(from r: inout ByteReader, of dot: Dot) throws(DecodingError) -> HLCTimestamp {

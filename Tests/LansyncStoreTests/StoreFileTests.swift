@@ -129,6 +129,28 @@ import Testing
         #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
     }
 
+    /// Field states are written in the compact form (format 2: nodes as `node` rows, dots
+    /// relative to the context), smaller than the absolute form, and read back the same.
+    @Test func fieldStatesAreStoredCompactly() throws {
+        let store = try create()
+        try store.apply(
+            .create(type: "t", assignments: [.set(.named("v"), .string("x"))]),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
+        let state = try #require(try store.itemState(.named("a"))?.fields[.named("v")])
+        let blob = try DatabaseQueue(path: path).read { db in
+            try #require(try Data.fetchOne(db, sql: "SELECT state FROM field WHERE name = 'v'"))
+        }
+        #expect(blob.first == 2)
+        #expect(
+            blob.count + 28 <= state.encoded.count,
+            "\(blob.count) bytes stored, \(state.encoded.count) in the absolute form"
+        )
+        let reopened = try ReplicaStore.open(path: path, lease: lease)
+        #expect(try reopened.itemState(.named("a"))?.fields[.named("v")] == state)
+    }
+
     /// Merging keeps each item's derived columns (type, deleted, conflict count) right without
     /// reading the item again (Transaction.DerivedChange): one statement per item, so merging N
     /// conflicts costs N, never N² (the W3 benchmark). Checked against the fields themselves after

@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+import LansyncCore
+import Synchronization
+
+/// How the replica file stores a field state (the `field.state` column): a format byte, then
+/// ``FieldStateCodec``'s structure in one of two forms.
+///
+/// - Format 1 (schemas v1–v7): ``AbsoluteForm``, every node id in full (16 bytes), twice per field
+///   at least (its context and its version's dot).
+/// - Format 2 (written since v8): ``StoredForm``, a node as its `node` row (usually one byte) and a
+///   dot relative to the field's context (usually one byte): about 30 bytes less per field.
+///
+/// Both are read, so a file needs no rewrite: rows move to format 2 as they are written again.
+enum StoredState {
+    static let absoluteFormat: UInt8 = 1
+    static let compactFormat: UInt8 = 2
+
+    /// The state in format 2; `rows` must hold every node the state names.
+    static func encode(_ state: FieldState, rows: [NodeID: Int64]) -> [UInt8] {
+        var w = ByteWriter()
+        w.byte(compactFormat)
+        var form = StoredForm(rows: rows)
+        FieldStateCodec.write(state, to: &w, form: &form)
+        return w.bytes
+    }
+
+    /// Reads either format; format 2's node rows are looked up through `nodes` (and `db` for a
+    /// row it has not seen yet).
+    static func decode(_ bytes: [UInt8], db: Database, nodes: NodeRows) throws(DecodingError) -> FieldState {
+        guard let format = bytes.first else { throw DecodingError("empty field state", offset: 0) }
+        guard format == compactFormat else { return try FieldState(decoding: bytes) }
+        var r = ByteReader(bytes)
+        _ = try r.byte()
+        let state = try FieldStateCodec.read(from: &r, form: StoredForm(lookup: { nodes.id(ofRow: $0, db: db) }))
+        guard r.isAtEnd else { throw r.fail("trailing bytes after a field state") }
+        return state
+    }
+
+    /// Every node a state names: its context's, and those of versions an overrule refused.
+    static func nodes(of state: FieldState) -> Set<NodeID> {
+        var nodes = Set(state.context.nodes)
+        for case .overrule(_, let rejected, _) in state.versions.map(\.write) { nodes.formUnion(rejected.map(\.node)) }
+        return nodes
+    }
+}
+
+/// Format 2's spelling (``StoredState``): a node is its row in table `node`.
+struct StoredForm: IndexedNodeForm {
+    var rows: [NodeID: Int64] = [:]
+    var lookup: (UInt64) -> NodeID? = { _ in nil }
+
+    func write(_ node: NodeID, to w: inout ByteWriter) {
+        // The caller resolved every node of the state to its row before encoding.
+        guard let row = rows[node] else { preconditionFailure("node \(node) has no row") }
+        w.varint(UInt64(row))
+    }
+
+    func write(_ timestamp: HLCTimestamp, of dot: Dot, to w: inout ByteWriter) { w.varint(timestamp.rawValue) }
+
+    func readNode(from r: inout ByteReader) throws(DecodingError) -> NodeID {
+        let row = try r.varint()
+        guard let node = lookup(row) else { throw r.fail("node row \(row) is not in table node") }
+        return node
+    }
+
+    func readTimestamp(from r: inout ByteReader, of dot: Dot) throws(DecodingError) -> HLCTimestamp {
+        HLCTimestamp(rawValue: try r.varint())
+    }
+}
+
+/// Which node each `node` row names, as far as this process has needed to know. A row, once
+/// written, always names the same node (rows are only ever added), so what is cached stays true.
+final class NodeRows: Sendable {
+    private let known = Mutex<[UInt64: NodeID]>([:])
+
+    init() {}
+
+    func id(ofRow row: UInt64, db: Database) -> NodeID? {
+        if let node = known.withLock({ $0[row] }) { return node }
+        guard row <= UInt64(Int64.max),
+            let text = try? String.fetchOne(db, sql: "SELECT node_id FROM node WHERE id = ?", arguments: [Int64(row)]),
+            let node = NodeID(text: text)
+        else { return nil }
+        known.withLock { $0[row] = node }
+        return node
+    }
+}
