@@ -260,7 +260,7 @@ LOGICAL = {  # damage SQLite cannot see: rows that are well-formed SQLite but no
     "state-garbage": "UPDATE field SET state = randomblob(48) WHERE id IN (SELECT id FROM field ORDER BY (id * 7919) % 1009 LIMIT 5)",
     "state-text": "UPDATE field SET state = 'not a state' WHERE id IN (SELECT id FROM field ORDER BY (id * 7919) % 1009 LIMIT 5)",
     "state-empty": "UPDATE field SET state = x'' WHERE id IN (SELECT id FROM field ORDER BY (id * 7919) % 1009 LIMIT 5)",
-    "conflict-garbage": "UPDATE field SET conflict = 'maybe' WHERE id IN (SELECT id FROM field ORDER BY (id * 7919) % 1009 LIMIT 5)",
+    "conflict-flip": "UPDATE field SET conflict = 1 - conflict WHERE id IN (SELECT id FROM field ORDER BY (id * 7919) % 1009 LIMIT 5)",
     "history-garbage": "UPDATE history SET write = 'not json' WHERE seq IN (SELECT seq FROM history ORDER BY (seq * 7919) % 1009 LIMIT 5)",
     "meta-garbage": "UPDATE meta SET value = 'garbage' WHERE key IN ('clock', 'writer_id', 'node_id')",
     "orphan-rows": "DELETE FROM item WHERE id IN (SELECT id FROM item ORDER BY (id * 7919) % 1009 LIMIT 5)",
@@ -880,7 +880,7 @@ sc_damage() {
     if [ "$has_check" = 1 ]; then
         "$L" check --dir "$S/src" >/dev/null 2>"$S/check.err" || fail "check fails on the undamaged replica: $(head -1 "$S/check.err")"
     fi
-    local modes=(header schema zero-page zero-pages truncate state-garbage state-text state-empty conflict-garbage history-garbage meta-garbage orphan-rows foreign-types nulls)
+    local modes=(header schema zero-page zero-pages truncate state-garbage state-text state-empty conflict-flip history-garbage meta-garbage orphan-rows foreign-types nulls)
     for i in $(seq 1 "$DAMAGE_FLIPS"); do modes+=("flip$i"); done
     local mode copies=0
     for mode in "${modes[@]}"; do
