@@ -6,6 +6,47 @@ import Testing
 
 /// Issue 4 with real processes: nodes on loopback with static peers.
 @Suite(.serialized) struct NodeSyncTests {
+    /// An import on A while B runs reaches B, and B sends none of it back: what a peer streamed
+    /// is known to be on that peer (issue 15, "no echo"). A's view of its session with B counts
+    /// the field states each way.
+    @Test func importedChangesAreNotEchoedBack() async throws {
+        let cli = CLI("echo")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let ports = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        defer {
+            _ = b.stop()
+            _ = a.stop()
+        }
+        func sessionWithB() async throws -> (sent: Int64, received: Int64)? {
+            guard case .array(let peers)? = try await cli.status(cli.path("a"))["peers"],
+                let peer = peers.first(where: { $0["connected"] == .bool(true) }),
+                case .integer(let sent)? = peer["sent_updates"], case .integer(let received)? = peer["received_updates"]
+            else { return nil }
+            return (sent, received)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        while try await sessionWithB() == nil, clock.now - start < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let before = try #require(try await sessionWithB(), "A and B never connected")
+        let items = 1000
+        let input = (0..<items).map { #"{"id":"e\#($0)","fields":{"n":\#($0),"tags":["x"]}}"# }.joined(separator: "\n")
+        try await cli.ok(["import", "--dir", cli.path("a")], input: input)
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        // Let the change poll and an anti-entropy round or two pass.
+        try await Task.sleep(for: .seconds(2))
+        let after = try #require(try await sessionWithB())
+        let sent = after.sent - before.sent
+        let received = after.received - before.received
+        print("import of \(items) items on A: A sent B \(sent) field states, B sent back \(received)")
+        #expect(sent >= Int64(items * 3))
+        #expect(received * 100 <= sent, "B echoed \(received) of the \(sent) field states A sent")
+    }
+
     /// Three nodes with offline edits on each, started in an arbitrary order, converge: same digest,
     /// same `list --json`, and every merge scenario of Docs/MERGE.md holds on all three.
     @Test func threeNodesConvergeFromOfflineEdits() async throws {

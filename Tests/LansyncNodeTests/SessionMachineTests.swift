@@ -97,6 +97,29 @@ import Testing
         #expect(h.sides[1].replica.items[.named("a3")]?.view.fields[.named("v")] == .string("live"))
     }
 
+    /// What the peer streamed to this side is never streamed back to it: after A's edits reach
+    /// B, a change of B's replica (the poll, another session) makes B send nothing of them.
+    @Test func aChangeIsNotEchoedToItsSender() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        for i in 0..<5 {
+            try h.sides[0].replica.apply(
+                .update([.set(.named("v"), .string("live \(i)"))]),
+                to: .named("a\(i)"),
+                wallMilliseconds: 1_700_000_000_100
+            )
+        }
+        h.handle(0, .localChanged)
+        h.run()
+        #expect(h.sides[1].replica.items[.named("a4")]?.view.fields[.named("v")] == .string("live 4"))
+        let sentBack = h.sides[1].machine.sentUpdates
+        h.handle(1, .localChanged)
+        h.run()
+        #expect(h.sides[1].machine.sentUpdates == sentBack, "B sent A's own changes back to it")
+    }
+
     @Test func oneShotFinishesWhenBothSidesAreUpToDate() throws {
         let (a, b) = try sampleReplicas()
         var h = SessionHarness(a, b, roleA: .oneShot)

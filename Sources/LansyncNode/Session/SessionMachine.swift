@@ -259,6 +259,9 @@ public struct SessionMachine: Sendable {
             }
             open.expectedSequence += 1
             receivedUpdates += batch.updates.count
+            // The peer holds what its stream covers: a later delta to it never sends that back
+            // (no echo of a change to where it came from).
+            peerVersionVector.join(batch.covers)
             return settle(open, [.apply(sequence: sequence, batch)])
 
         case (.open(var open), .ack(let sequence)):
