@@ -51,13 +51,18 @@ public enum NodeLog {
 extension DataDirectory {
     /// `lansync sync`: exchanges everything with each peer once (``OneShotSync``), then nudges a
     /// node running on this directory to pass on what arrived.
-    public func syncOnce(with peers: [PeerAddress], timeout: Duration) async throws -> [OneShotSync.Result] {
+    public func syncOnce(
+        with peers: [PeerAddress],
+        timeout: Duration,
+        progress: @escaping @Sendable (PeerAddress, SessionObserver.Progress) -> Void = { _, _ in }
+    ) async throws -> [OneShotSync.Result] {
         let store = try open()
         let results = try await OneShotSync.run(
             store: store,
             identity: try tlsIdentity(),
             peers: peers,
-            timeout: timeout
+            timeout: timeout,
+            progress: progress
         )
         nudgeNode()
         return results

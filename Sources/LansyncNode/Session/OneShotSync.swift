@@ -16,11 +16,13 @@ public enum OneShotSync {
         public var succeeded: Bool { error == nil && outcome?.reachedUpToDate == true }
     }
 
+    /// - Parameter progress: told, as a session goes on, how far the exchange with a peer has got.
     public static func run(
         store: ReplicaStore,
         identity: TLSIdentity,
         peers: [PeerAddress],
-        timeout: Duration
+        timeout: Duration,
+        progress: @escaping @Sendable (PeerAddress, SessionObserver.Progress) -> Void = { _, _ in }
     ) async throws -> [Result] {
         let writer = try store.renewWriterIfUnproven()
         let info = try store.info()
@@ -42,9 +44,16 @@ public enum OneShotSync {
                             authenticatedPeer: connection.peerNodeID,
                             writer: writer
                         )
-                        let outcome = await SessionRunner(store: store, io: io, hub: hub, config: config).run(
-                            connection
+                        var observer = SessionObserver()
+                        observer.progress = { progress(peer, $0) }
+                        let outcome = await SessionRunner(
+                            store: store,
+                            io: io,
+                            hub: hub,
+                            config: config,
+                            observer: observer
                         )
+                        .run(connection)
                         if let hello = outcome.peer, outcome.reachedUpToDate {
                             try? store.savePeer(
                                 PeerRecord(

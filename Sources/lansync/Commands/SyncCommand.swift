@@ -25,7 +25,18 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let results = try await data.directory.syncOnce(with: peers, timeout: .milliseconds(Int(timeout * 1000)))
+        let showProgress = Terminal.stderrIsTerminal
+        let results = try await data.directory.syncOnce(with: peers, timeout: .milliseconds(Int(timeout * 1000))) {
+            peer,
+            progress in
+            guard showProgress else { return }
+            Terminal.stderr(
+                "\rsyncing with \(peer): sent \(progress.sentUpdates), received \(progress.receivedUpdates) field states, "
+                    + "\(progress.receivedBytes / 1000) KB in"
+            )
+        }
+        // Clear the progress line before the summary.
+        if showProgress { Terminal.stderr("\r\u{1B}[K") }
         var failures: [String] = []
         for result in results {
             if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
