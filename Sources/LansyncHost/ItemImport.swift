@@ -178,7 +178,7 @@ extension DataDirectory {
         }
         if let firstDot { noteNewWriter(store, issued: firstDot) }
         // The import was one transaction, so the WAL holds all it wrote: move it into the file
-        // now rather than leave it to a running node's next checkpoint.
+        // now. A checkpoint that fails changes nothing the import did; SQLite's own follow.
         if result.edits > 0 { try? store.checkpoint() }
         if result.edits > 0 { nudgeNode() }
         return result

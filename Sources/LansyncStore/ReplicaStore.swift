@@ -105,11 +105,12 @@ public final class ReplicaStore: Sendable {
     /// The size the WAL file is cut back to after a checkpoint (64 MiB).
     static let walSizeLimit = 64 << 20
 
-    /// Moves the WAL into the database file and cuts the WAL to nothing, waiting for readers to
-    /// finish (after an import, which writes everything in one transaction).
+    /// Moves what it can of the WAL into the database file now, without waiting for readers (a
+    /// running node's sessions read all the time): after an import, which writes everything in
+    /// one transaction. The WAL file is cut to ``walSizeLimit`` once it restarts.
     public func checkpoint() throws(StoreError) {
         try guarded {
-            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
         }
     }
 
