@@ -13,14 +13,82 @@ public struct FieldKey: Hashable, Comparable, Sendable {
     }
 }
 
-/// One field's whole state, as sent to a replica that lacks some of it.
+/// One field's change, as sent to a replica that lacks some of it: its whole state, or the part
+/// the receiver lacks (``FieldDelta``).
 public struct FieldUpdate: Hashable, Sendable {
     public let key: FieldKey
-    public let state: FieldState
+    public let change: FieldChange
 
     public init(key: FieldKey, state: FieldState) {
         self.key = key
-        self.state = state
+        self.change = .state(state)
+    }
+
+    public init(key: FieldKey, change: FieldChange) {
+        self.key = key
+        self.change = change
+    }
+
+    public init(key: FieldKey, delta: FieldDelta) {
+        self.key = key
+        self.change = .delta(delta)
+    }
+}
+
+/// A field's whole state, or a delta of it.
+public enum FieldChange: Hashable, Sendable {
+    case state(FieldState)
+    case delta(FieldDelta)
+
+    public var context: VersionVector {
+        switch self {
+        case .state(let state): state.context
+        case .delta(let delta): delta.context
+        }
+    }
+
+    /// The versions carried in full (a delta leaves out those its base has seen).
+    public var versions: [FieldVersion] {
+        switch self {
+        case .state(let state): state.versions
+        case .delta(let delta): delta.versions
+        }
+    }
+
+    /// The dots of every live version of the sender's state, carried in full or not.
+    public var versionDots: [Dot] {
+        switch self {
+        case .state(let state): state.versions.map(\.dot)
+        case .delta(let delta): (delta.versions.map(\.dot) + delta.keptVersions).sorted()
+        }
+    }
+
+    public var isDelta: Bool {
+        if case .delta = self { return true }
+        return false
+    }
+}
+
+extension FieldState {
+    /// Merges a whole state or a delta (see ``FieldDelta`` for what a delta assumes).
+    public mutating func merge(_ change: FieldChange) {
+        switch change {
+        case .state(let state): merge(state)
+        case .delta(let delta): merge(delta)
+        }
+    }
+
+    public func merged(with change: FieldChange) -> FieldState {
+        var result = self
+        result.merge(change)
+        return result
+    }
+
+    /// What to send of this state to a receiver known to have seen every write up to `base`: a
+    /// delta when one is possible and leaves something out, else the whole state.
+    public func change(since base: VersionVector?) -> FieldChange {
+        if let base, deltaSaves(since: base), let delta = delta(since: base) { return .delta(delta) }
+        return .state(self)
     }
 }
 
@@ -31,13 +99,33 @@ public struct FieldUpdate: Hashable, Sendable {
 /// that node up to that counter, which the receiver lacked, is in this batch or an earlier one of
 /// the same stream. Applying the updates and joining ``covers`` into the replica's version vector
 /// in one transaction is what lets an interrupted sync resume where it stopped.
+///
+/// ``base`` is what the sender knew the receiver to have seen when it planned the stream: nil for
+/// a receiver of protocol 1.1 (whole states without removal logs), else the base of every
+/// ``FieldDelta`` in the batch. A receiver whose version vector does not cover it must refuse
+/// the batch's deltas (``isApplicable(to:)``).
 public struct DeltaBatch: Hashable, Sendable {
     public let updates: [FieldUpdate]
     public let covers: VersionVector
+    public let base: VersionVector?
 
-    public init(updates: [FieldUpdate], covers: VersionVector) {
+    public init(updates: [FieldUpdate], covers: VersionVector, base: VersionVector? = nil) {
         self.updates = updates
         self.covers = covers
+        // What the deltas need of the receiver, no more (``FieldDelta`` trims each base to its
+        // field's context), so a receiver is refused only when it lacks something that matters.
+        self.base = base.map { _ in
+            updates.reduce(into: VersionVector()) { base, update in
+                if case .delta(let delta) = update.change { base.join(delta.base) }
+            }
+        }
+    }
+
+    /// True unless the batch holds deltas taken against more than a replica with `versionVector`
+    /// has seen: merging those could lose the removal of a tag it holds.
+    public func isApplicable(to versionVector: VersionVector) -> Bool {
+        guard let base, updates.contains(where: \.change.isDelta) else { return true }
+        return versionVector.covers(base)
     }
 }
 

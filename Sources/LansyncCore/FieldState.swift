@@ -3,7 +3,10 @@
 /// - ``context``: every write to this field that this state has seen (a version vector);
 /// - ``versions``: the writes not superseded by another seen write (siblings; one when there is no
 ///   conflict), sorted by dot;
-/// - ``entries``: for list fields, the element tags (add-wins observed-remove set), sorted.
+/// - ``entries``: for list fields, the element tags (add-wins observed-remove set), sorted;
+/// - ``removals`` and ``horizon``: the removal log, which list tags recent writes removed. It is
+///   complete for every write ``horizon`` has not seen, so a replica can send a peer only the
+///   part of a list the peer lacks (``FieldDelta``) instead of the whole list.
 ///
 /// A write supersedes exactly what its writer had seen. ``merge(_:)`` keeps an element (version or
 /// entry) if the other side holds it too, or has never seen it; so a field changed on only one side
@@ -13,28 +16,62 @@ public struct FieldState: Hashable, Sendable {
     public private(set) var context: VersionVector
     public private(set) var versions: [FieldVersion]
     public private(set) var entries: [ListEntry]
+    /// The writes that removed list tags, with the tags each removed, sorted by the removing dot:
+    /// every such write not covered by ``horizon`` (older ones are forgotten, see
+    /// ``Limits/maxLoggedRemovals``).
+    public private(set) var removals: [ListRemoval]
+    /// The writes whose removals the log no longer holds (or never knew: a state from an older
+    /// file or peer has its whole context here). A peer that has seen all of them can be sent a
+    /// delta; one that has not gets the whole state.
+    public private(set) var horizon: VersionVector
 
     /// A field nobody has written.
     public init() {
         context = VersionVector()
         versions = []
         entries = []
+        removals = []
+        horizon = VersionVector()
     }
 
     /// Rebuilds a state read from storage or the wire; nil if it breaks the invariants
-    /// (a version or entry outside the context, duplicate dots), so a corrupt or lying source is
-    /// refused instead of merged.
-    public init?(context: VersionVector, versions: [FieldVersion], entries: [ListEntry]) {
+    /// (a version, entry or removal outside the context, duplicate dots), so a corrupt or lying
+    /// source is refused instead of merged. A log longer than a replica keeps is cut as a replica
+    /// would cut it.
+    ///
+    /// - Parameter horizon: nil for a state that carries no removal log (an older file or peer):
+    ///   its whole context, which claims nothing about removals.
+    public init?(
+        context: VersionVector,
+        versions: [FieldVersion],
+        entries: [ListEntry],
+        removals: [ListRemoval] = [],
+        horizon: VersionVector? = nil
+    ) {
+        let horizon = horizon ?? context
         let versionDots = Set(versions.map(\.dot))
         guard versionDots.count == versions.count,
-            Set(entries.map(\.key)).count == entries.count,
+            Set(entries.map(\.tag)).count == entries.count,
             versions.allSatisfy({ context.contains($0.dot) }),
             entries.allSatisfy({ context.contains($0.dot) }),
-            !versions.isEmpty || (entries.isEmpty && context.isEmpty)
+            !versions.isEmpty || (entries.isEmpty && context.isEmpty),
+            context.covers(horizon),
+            Self.isValidLog(removals, context: context)
         else { return nil }
         self.context = context
         self.versions = versions.sorted { $0.dot < $1.dot }
         self.entries = entries.sorted(by: Self.entryOrder)
+        self.removals = removals.sorted { $0.by < $1.by }
+        self.horizon = horizon
+        normalizeLog()
+    }
+
+    static func isValidLog(_ removals: [ListRemoval], context: VersionVector) -> Bool {
+        Set(removals.map(\.by)).count == removals.count
+            && removals.allSatisfy { removal in
+                context.contains(removal.by) && !removal.tags.isEmpty
+                    && removal.tags.allSatisfy { context.contains($0.dot) }
+            }
     }
 
     /// True if no write to this field has been seen.
@@ -47,6 +84,8 @@ public struct FieldState: Hashable, Sendable {
     /// may assign a field more than once; the last assignment stands).
     public mutating func assign(_ value: Value, dot: Dot, timestamp: HLCTimestamp) {
         precondition(dot.counter >= context[dot.node], "a dot is never reused")
+        let before = entries
+        defer { logRemoval(of: before, keeping: entries, by: dot) }
         if case .list(let elements) = value {
             let unique = Self.uniqued(elements)
             let firstAdded = firstAddTimes()
@@ -82,6 +121,7 @@ public struct FieldState: Hashable, Sendable {
         let first =
             firstAddTimes()[element]
             ?? FirstAdded(timestamp: timestamp, position: UInt32(clamping: change.added.count))
+        logRemoval(of: entries.filter { $0.value == element }, keeping: [], by: dot)
         entries.removeAll { $0.value == element }
         if add {
             entries.append(ListEntry(value: element, dot: dot, addedAt: first.timestamp, position: first.position))
@@ -105,7 +145,19 @@ public struct FieldState: Hashable, Sendable {
         timestamp: HLCTimestamp
     ) {
         let rejected = refused.versions.map(\.dot).filter { dot in !versions.contains { $0.dot == dot } }
-        context.join(refused.context)
+        merge(refused)
+        overrule(rejecting: rejected, keeping: kept, reason: reason, dot: dot, timestamp: timestamp)
+    }
+
+    /// The same refusal, on a state that has already merged what it refuses (a delta, say):
+    /// replaces everything with `kept`, naming the `rejected` versions.
+    public mutating func overrule(
+        rejecting rejected: [Dot],
+        keeping kept: Value,
+        reason: String,
+        dot: Dot,
+        timestamp: HLCTimestamp
+    ) {
         assign(kept, dot: dot, timestamp: timestamp)
         versions = [
             FieldVersion(
@@ -122,15 +174,40 @@ public struct FieldState: Hashable, Sendable {
     public mutating func merge(_ other: FieldState) {
         versions = Self.mergeTagged(versions, context, other.versions, other.context, key: \.dot)
             .sorted { $0.dot < $1.dot }
-        entries = Self.mergeTagged(entries, context, other.entries, other.context, key: \.key)
+        entries = Self.mergeTagged(entries, context, other.entries, other.context, key: \.tag)
             .sorted(by: Self.entryOrder)
         context.join(other.context)
+        mergeLog(other.removals, horizon: other.horizon)
     }
 
     public func merged(with other: FieldState) -> FieldState {
         var result = self
         result.merge(other)
         return result
+    }
+
+    /// Merges a delta: the same result as merging the whole state it was taken from, provided
+    /// this replica has seen every write to the field up to the delta's base.
+    public mutating func merge(_ delta: FieldDelta) {
+        let senderDots = Set(delta.versions.map(\.dot)).union(delta.keptVersions)
+        let held = Set(versions.map(\.dot))
+        var merged = versions.filter { senderDots.contains($0.dot) || !delta.context.contains($0.dot) }
+        merged += delta.versions.filter { !held.contains($0.dot) && !context.contains($0.dot) }
+        versions = merged.sorted { $0.dot < $1.dot }
+
+        let removed = Set(delta.removals.flatMap(\.tags))
+        let sent = Set(delta.entries.map(\.tag))
+        let heldTags = Set(entries.map(\.tag))
+        var list = entries.filter { entry in
+            if !delta.context.contains(entry.dot) { return true }
+            if delta.base.contains(entry.dot) { return !removed.contains(entry.tag) }
+            return sent.contains(entry.tag)
+        }
+        list += delta.entries.filter { !heldTags.contains($0.tag) && !context.contains($0.dot) }
+        entries = list.sorted(by: Self.entryOrder)
+
+        context.join(delta.context)
+        mergeLog(delta.removals, horizon: delta.horizon)
     }
 
     /// The observed-remove rule shared by versions and list tags: an element survives if both
@@ -147,6 +224,53 @@ public struct FieldState: Hashable, Sendable {
         var result = left.filter { rightKeys.contains(key($0)) || !rightContext.contains($0.dot) }
         result += right.filter { !leftKeys.contains(key($0)) && !leftContext.contains($0.dot) }
         return result
+    }
+
+    // MARK: Removal log
+
+    /// Records that the write `dot` removed the tags of `before` that `after` no longer holds.
+    /// A tag of the write's own dot (an earlier step of the same edit) never left this replica and
+    /// is not logged.
+    mutating func logRemoval(of before: [ListEntry], keeping after: [ListEntry], by dot: Dot) {
+        let kept = Set(after.map(\.tag))
+        let gone = before.map(\.tag).filter { $0.dot != dot && !kept.contains($0) }
+        guard !gone.isEmpty else { return }
+        mergeLog([ListRemoval(by: dot, tags: gone)], horizon: VersionVector())
+    }
+
+    /// Joins another log into this one: the union of the removals, the join of the horizons, then
+    /// the log cut to its bound. Each step is a join or a closure, so merging logs stays
+    /// commutative, associative and idempotent.
+    mutating func mergeLog(_ other: [ListRemoval], horizon otherHorizon: VersionVector) {
+        horizon.join(otherHorizon)
+        if !other.isEmpty {
+            var byDot: [Dot: Set<ListTag>] = [:]
+            for removal in removals + other { byDot[removal.by, default: []].formUnion(removal.tags) }
+            removals = byDot.map { ListRemoval(by: $0.key, tags: Array($0.value)) }.sorted { $0.by < $1.by }
+        }
+        normalizeLog()
+    }
+
+    /// Drops what the horizon covers, then keeps at most ``Limits/maxLoggedRemovals`` tags per
+    /// removing node: older removals of a node over that bound are forgotten by raising the
+    /// horizon past them (a peer that has not seen them then gets the whole state).
+    mutating func normalizeLog() {
+        removals.removeAll { horizon.contains($0.by) }
+        var tagsPerNode: [NodeID: Int] = [:]
+        for removal in removals { tagsPerNode[removal.by.node, default: 0] += removal.tags.count }
+        for (node, count) in tagsPerNode where count > Limits.maxLoggedRemovals {
+            var kept = 0
+            for removal in removals.reversed() where removal.by.node == node {
+                kept += removal.tags.count
+                if kept > Limits.maxLoggedRemovals {
+                    horizon.raise(node, to: removal.by.counter)
+                    break
+                }
+            }
+        }
+        if tagsPerNode.values.contains(where: { $0 > Limits.maxLoggedRemovals }) {
+            removals.removeAll { horizon.contains($0.by) }
+        }
     }
 
     // MARK: Helpers

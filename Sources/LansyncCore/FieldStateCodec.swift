@@ -1,7 +1,7 @@
 /// The one binary codec of field states and their writes, used by the SQLite file and the wire.
 ///
-/// Both containers write the same structure (context, versions with their writes, list entries)
-/// in the same order; they differ only in how a node id, a dot and a timestamp are spelled, which a
+/// Both containers write the same structure (context, versions with their writes, list entries,
+/// then, where the container carries it, the removal log and its horizon) in the same order; they differ only in how a node id, a dot and a timestamp are spelled, which a
 /// ``FieldStateForm`` decides:
 /// - ``AbsoluteForm`` (the replica file): 16-byte node ids, absolute counters and timestamps;
 /// - the wire's batch form: an index into the batch's node table, a dot's counter as its distance
@@ -18,20 +18,77 @@ public enum FieldStateCodec {
     /// The longest overrule reason kept when decoding (a peer cannot make history rows huge).
     public static let maxReasonLength = 256
 
-    public static func write<Form: FieldStateForm>(_ s: FieldState, to w: inout ByteWriter, form: inout Form) {
+    /// Writes a state; with `removalLog`, its removal log and horizon too (containers that
+    /// predate the log leave them out, and a reader then takes the whole context as horizon).
+    public static func write<Form: FieldStateForm>(
+        _ s: FieldState,
+        to w: inout ByteWriter,
+        form: inout Form,
+        removalLog: Bool
+    ) {
         write(s.context, to: &w, form: &form)
-        w.varint(UInt64(s.versions.count))
-        for v in s.versions {
-            form.write(v.dot, context: s.context, to: &w)
+        write(s.versions, context: s.context, to: &w, form: &form)
+        write(s.entries, context: s.context, to: &w, form: &form)
+        if removalLog {
+            write(s.removals, context: s.context, to: &w, form: &form)
+            write(s.horizon, to: &w, form: &form)
+        }
+    }
+
+    /// Writes a delta (its base is the container's: a batch names it once).
+    public static func write<Form: FieldStateForm>(_ d: FieldDelta, to w: inout ByteWriter, form: inout Form) {
+        write(d.context, to: &w, form: &form)
+        write(d.horizon, to: &w, form: &form)
+        write(d.versions, context: d.context, to: &w, form: &form)
+        w.varint(UInt64(d.keptVersions.count))
+        for dot in d.keptVersions { form.write(dot, context: d.context, to: &w) }
+        write(d.entries, context: d.context, to: &w, form: &form)
+        write(d.removals, context: d.context, to: &w, form: &form)
+    }
+
+    static func write<Form: FieldStateForm>(
+        _ versions: [FieldVersion],
+        context: VersionVector,
+        to w: inout ByteWriter,
+        form: inout Form
+    ) {
+        w.varint(UInt64(versions.count))
+        for v in versions {
+            form.write(v.dot, context: context, to: &w)
             form.write(v.timestamp, of: v.dot, to: &w)
             write(v.write, to: &w, form: &form)
         }
-        w.varint(UInt64(s.entries.count))
-        for e in s.entries {
+    }
+
+    static func write<Form: FieldStateForm>(
+        _ entries: [ListEntry],
+        context: VersionVector,
+        to w: inout ByteWriter,
+        form: inout Form
+    ) {
+        w.varint(UInt64(entries.count))
+        for e in entries {
             w.value(e.value)
-            form.write(e.dot, context: s.context, to: &w)
+            form.write(e.dot, context: context, to: &w)
             form.write(e.addedAt, of: e.dot, to: &w)
             w.varint(UInt64(e.position))
+        }
+    }
+
+    static func write<Form: FieldStateForm>(
+        _ removals: [ListRemoval],
+        context: VersionVector,
+        to w: inout ByteWriter,
+        form: inout Form
+    ) {
+        w.varint(UInt64(removals.count))
+        for removal in removals {
+            form.write(removal.by, context: context, to: &w)
+            w.varint(UInt64(removal.tags.count))
+            for tag in removal.tags {
+                w.value(tag.value)
+                form.write(tag.dot, context: context, to: &w)
+            }
         }
     }
 
@@ -72,19 +129,85 @@ public enum FieldStateCodec {
 
     public static func read<Form: FieldStateForm>(
         from r: inout ByteReader,
-        form: Form
+        form: Form,
+        removalLog: Bool
     ) throws(DecodingError) -> FieldState {
         let context = try readVersionVector(from: &r, form: form)
-        let nodeSize = form.minimumNodeSize
+        let versions = try readVersions(from: &r, context: context, form: form)
+        let entries = try readEntries(from: &r, context: context, form: form)
+        var removals: [ListRemoval] = []
+        var horizon: VersionVector?
+        if removalLog {
+            removals = try readRemovals(from: &r, context: context, form: form)
+            horizon = try readVersionVector(from: &r, form: form)
+        }
+        guard
+            let state = FieldState(
+                context: context,
+                versions: versions,
+                entries: entries,
+                removals: removals,
+                horizon: horizon
+            )
+        else {
+            throw r.fail("field state breaks its invariants")
+        }
+        return state
+    }
+
+    /// Reads a delta taken against `base` (the container's).
+    public static func readDelta<Form: FieldStateForm>(
+        from r: inout ByteReader,
+        base: VersionVector,
+        form: Form
+    ) throws(DecodingError) -> FieldDelta {
+        let context = try readVersionVector(from: &r, form: form)
+        let horizon = try readVersionVector(from: &r, form: form)
+        let versions = try readVersions(from: &r, context: context, form: form)
+        var kept: [Dot] = []
+        for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 1)) {
+            kept.append(try form.readDot(from: &r, context: context))
+        }
+        let entries = try readEntries(from: &r, context: context, form: form)
+        let removals = try readRemovals(from: &r, context: context, form: form)
+        guard
+            let delta = FieldDelta(
+                base: base,
+                context: context,
+                horizon: horizon,
+                versions: versions,
+                keptVersions: kept,
+                entries: entries,
+                removals: removals
+            )
+        else {
+            throw r.fail("field delta breaks its invariants")
+        }
+        return delta
+    }
+
+    static func readVersions<Form: FieldStateForm>(
+        from r: inout ByteReader,
+        context: VersionVector,
+        form: Form
+    ) throws(DecodingError) -> [FieldVersion] {
         var versions: [FieldVersion] = []
-        for _ in 0..<(try r.count(minimumSize: nodeSize + 3)) {
+        for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 3)) {
             let dot = try form.readDot(from: &r, context: context)
             let timestamp = try form.readTimestamp(from: &r, of: dot)
             let write = try readWrite(from: &r, context: context, form: form)
             versions.append(FieldVersion(dot: dot, timestamp: timestamp, write: write))
         }
+        return versions
+    }
+
+    static func readEntries<Form: FieldStateForm>(
+        from r: inout ByteReader,
+        context: VersionVector,
+        form: Form
+    ) throws(DecodingError) -> [ListEntry] {
         var entries: [ListEntry] = []
-        for _ in 0..<(try r.count(minimumSize: nodeSize + 4)) {
+        for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 4)) {
             let value = try r.value()
             let dot = try form.readDot(from: &r, context: context)
             let addedAt = try form.readTimestamp(from: &r, of: dot)
@@ -92,10 +215,25 @@ public enum FieldStateCodec {
             guard position <= UInt64(UInt32.max) else { throw r.fail("list position out of range") }
             entries.append(ListEntry(value: value, dot: dot, addedAt: addedAt, position: UInt32(position)))
         }
-        guard let state = FieldState(context: context, versions: versions, entries: entries) else {
-            throw r.fail("field state breaks its invariants")
+        return entries
+    }
+
+    static func readRemovals<Form: FieldStateForm>(
+        from r: inout ByteReader,
+        context: VersionVector,
+        form: Form
+    ) throws(DecodingError) -> [ListRemoval] {
+        var removals: [ListRemoval] = []
+        for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 2)) {
+            let by = try form.readDot(from: &r, context: context)
+            var tags: [ListTag] = []
+            for _ in 0..<(try r.count(minimumSize: form.minimumNodeSize + 2)) {
+                let value = try r.value()
+                tags.append(ListTag(value: value, dot: try form.readDot(from: &r, context: context)))
+            }
+            removals.append(ListRemoval(by: by, tags: tags))
         }
-        return state
+        return removals
     }
 
     static func readWrite<Form: FieldStateForm>(
@@ -198,23 +336,29 @@ public struct AbsoluteForm: FieldStateForm {
 }
 
 extension FieldState {
-    /// The format byte that leads a field state in the replica file.
-    static let fileFormat: UInt8 = 1
+    /// The format byte of the absolute form without a removal log (replica files of schemas v1–v7).
+    public static let absoluteFormat: UInt8 = 1
+    /// The format byte of the absolute form with the removal log.
+    public static let absoluteLoggedFormat: UInt8 = 3
 
-    /// The state's binary encoding in the replica file (a format byte, then the absolute form).
+    /// The state's self-contained binary encoding: a format byte, then the absolute form with the
+    /// removal log.
     public var encoded: [UInt8] {
         var w = ByteWriter()
-        w.byte(Self.fileFormat)
+        w.byte(Self.absoluteLoggedFormat)
         var form = AbsoluteForm()
-        FieldStateCodec.write(self, to: &w, form: &form)
+        FieldStateCodec.write(self, to: &w, form: &form, removalLog: true)
         return w.bytes
     }
 
-    /// Decodes a whole buffer holding one field state as ``encoded`` writes it.
+    /// Decodes a whole buffer holding one field state in an absolute format (1 or 3).
     public init(decoding bytes: [UInt8]) throws(DecodingError) {
         var r = ByteReader(bytes)
-        guard try r.byte() == Self.fileFormat else { throw r.fail("unknown field state format") }
-        self = try FieldStateCodec.read(from: &r, form: AbsoluteForm())
+        let format = try r.byte()
+        guard format == Self.absoluteFormat || format == Self.absoluteLoggedFormat else {
+            throw r.fail("unknown field state format")
+        }
+        self = try FieldStateCodec.read(from: &r, form: AbsoluteForm(), removalLog: format == Self.absoluteLoggedFormat)
         guard r.isAtEnd else { throw r.fail("trailing bytes after a field state") }
     }
 }

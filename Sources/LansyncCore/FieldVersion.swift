@@ -69,12 +69,36 @@ public struct ListEntry: Hashable, Sendable {
     /// When the element was first added: the list's display order.
     public var firstAdded: FirstAdded { FirstAdded(timestamp: addedAt, position: position) }
 
-    struct Key: Hashable {
-        let value: Value
-        let dot: Dot
+    /// What names this tag: the element and the write that added it.
+    public var tag: ListTag { ListTag(value: value, dot: dot) }
+}
+
+/// Names one tag of a list field: an element and the dot of the write that added it.
+public struct ListTag: Hashable, Comparable, Sendable {
+    public let value: Value
+    public let dot: Dot
+
+    public init(value: Value, dot: Dot) {
+        self.value = value
+        self.dot = dot
     }
 
-    var key: Key { Key(value: value, dot: dot) }
+    public static func < (lhs: ListTag, rhs: ListTag) -> Bool {
+        lhs.value != rhs.value ? lhs.value < rhs.value : lhs.dot < rhs.dot
+    }
+}
+
+/// One entry of a field's removal log (``FieldState/removals``): a write, and the list tags it
+/// removed. Every replica that logs the write logs the same tags, since they come from its writer.
+public struct ListRemoval: Hashable, Sendable {
+    public let by: Dot
+    /// Sorted and distinct.
+    public let tags: [ListTag]
+
+    public init(by: Dot, tags: [ListTag]) {
+        self.by = by
+        self.tags = Array(Set(tags)).sorted()
+    }
 }
 
 /// The moment an element was first added to a list: a write's timestamp and the element's place

@@ -14,6 +14,10 @@ public enum Limits {
     /// The largest counter a dot or version vector may carry: SQLite stores integers as signed
     /// 64-bit, and a peer sending more is lying.
     public static let maxCounter = UInt64(Int64.max)
+    /// The most removed list tags a field's removal log keeps per removing node. Removing more
+    /// forgets the oldest (``FieldState/horizon``): a peer behind those then gets the whole list
+    /// instead of a delta. 64 keeps the log under a few kilobytes of a busy list.
+    public static let maxLoggedRemovals = 64
     /// The longest item id, in bytes.
     public static let maxItemIDBytes = 128
 }

@@ -84,7 +84,11 @@ public struct Replica: Sendable {
     /// Everything a replica with version vector `remote` lacks, in batches of at most `maxUpdates`
     /// field states (a single write larger than that travels whole); then, unclaimed, what this
     /// replica holds beyond its own vector.
-    public func delta(for remote: VersionVector, maxUpdates: Int = 256) -> [DeltaBatch] {
+    ///
+    /// With `deltaBase` (what the receiver is known to have seen: its announced vector), fields
+    /// travel as ``FieldDelta``s where that saves bytes.
+    public func delta(for remote: VersionVector, maxUpdates: Int = 256, deltaBase: VersionVector? = nil) -> [DeltaBatch]
+    {
         let unclaimed = index.filter { node, counters in counters.keys.contains { $0 > versionVector[node] } }.map(
             \.key
         )
@@ -96,17 +100,21 @@ public struct Replica: Sendable {
         )
         var batches: [DeltaBatch] = []
         while let plan = planner.nextBatch(versions: { versionRows(node: $0, after: $1, limit: $2) }) {
-            let updates = plan.keys.compactMap { key in fieldState(key).map { FieldUpdate(key: key, state: $0) } }
-            batches.append(DeltaBatch(updates: updates, covers: plan.covers))
+            let updates = plan.keys.compactMap { key in
+                fieldState(key).map { FieldUpdate(key: key, change: $0.change(since: deltaBase)) }
+            }
+            batches.append(DeltaBatch(updates: updates, covers: plan.covers, base: deltaBase))
         }
         return batches
     }
 
     /// Merges a batch of a stream known to be delivered whole (tests, whole-delta merges): what it
     /// covers counts at once. Applying a batch twice changes nothing.
-    public mutating func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64) {
-        merge(batch, wallMilliseconds: wallMilliseconds)
+    @discardableResult
+    public mutating func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64) -> Bool {
+        guard merge(batch, wallMilliseconds: wallMilliseconds) else { return false }
         versionVector.join(batch.covers)
+        return true
     }
 
     /// Merges a batch of `sender`'s stream, sent while `sender` wrote as `incarnation`. What it
@@ -114,11 +122,20 @@ public struct Replica: Sendable {
     /// completes (``completeStream(from:)``): a covered write may have been superseded in a field
     /// whose newer state is still to come, and if the sender lost that state meanwhile (a rollback)
     /// the vector would claim a write this replica never held.
-    public mutating func apply(_ batch: DeltaBatch, from sender: NodeID, incarnation: NodeID, wallMilliseconds: UInt64)
-    {
-        merge(batch, wallMilliseconds: wallMilliseconds)
+    ///
+    /// Returns false, changing nothing, for a batch of deltas taken against more than this
+    /// replica holds (``DeltaBatch/isApplicable(to:)``): a node refuses it and ends the session.
+    @discardableResult
+    public mutating func apply(
+        _ batch: DeltaBatch,
+        from sender: NodeID,
+        incarnation: NodeID,
+        wallMilliseconds: UInt64
+    ) -> Bool {
+        guard merge(batch, wallMilliseconds: wallMilliseconds) else { return false }
         if streams[sender]?.incarnation != incarnation { streams[sender] = (VersionVector(), incarnation) }
         streams[sender]!.covers.join(batch.covers)
+        return true
     }
 
     /// `sender`'s stream is complete (its `done`): what its batches covered is held whole.
@@ -138,20 +155,24 @@ public struct Replica: Sendable {
         if let stream = streams[sender], stream.incarnation != incarnation { streams[sender] = nil }
     }
 
-    private mutating func merge(_ batch: DeltaBatch, wallMilliseconds: UInt64) {
+    /// False, changing nothing, for a batch of deltas this replica cannot take (a node refuses it
+    /// and closes the session).
+    private mutating func merge(_ batch: DeltaBatch, wallMilliseconds: UInt64) -> Bool {
+        guard batch.isApplicable(to: versionVector) else { return false }
         observe(peer: batch.covers)
         var changed = false
         defer { if changed { changes += 1 } }
         for update in batch.updates {
             var state = fieldState(update.key) ?? FieldState()
             let before = state
-            state.merge(update.state)
+            state.merge(update.change)
             if state != before { changed = true }
-            for version in update.state.versions {
+            for version in update.change.versions {
                 clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
             }
             store(update.key, state)
         }
+        return true
     }
 
     /// Every item's view, sorted by id.

@@ -6,9 +6,14 @@ public import LansyncCore
 /// Batches are bounded both in field states (`maxUpdates`) and in bytes (`budgetBytes`): when the
 /// planned states weigh more than the budget, the batch is planned again with half as many (a
 /// single larger state still travels alone).
+///
+/// With a delta base (a peer of protocol 1.2 known to have seen every write up to it), a field
+/// whose list the peer mostly holds travels as a ``FieldDelta``; the byte budget still counts
+/// stored states, so a batch of deltas only ever weighs less than planned.
 public struct DeltaStream: Sendable {
     let store: ReplicaStore
     var planner: DeltaPlanner
+    let deltaBase: VersionVector?
     let budgetBytes: Int
     var limit: Int
 
@@ -51,7 +56,11 @@ public struct DeltaStream: Sendable {
             planner = trial
             // Grow back towards the full batch size after a heavy stretch.
             limit = min(planner.maxUpdates, limit * 2)
-            return DeltaBatch(updates: updates, covers: plan.covers)
+            let changes = updates.map { update -> FieldUpdate in
+                guard case .state(let state) = update.change else { return update }
+                return FieldUpdate(key: update.key, change: state.change(since: deltaBase))
+            }
+            return DeltaBatch(updates: changes, covers: plan.covers, base: deltaBase)
         }
     }
 }
@@ -63,7 +72,8 @@ extension ReplicaStore {
         for remote: VersionVector,
         maxUpdates: Int = 512,
         budgetBytes: Int = 2 << 20,
-        unclaimed: Bool = true
+        unclaimed: Bool = true,
+        deltaBase: VersionVector? = nil
     ) throws(StoreError) -> DeltaStream {
         DeltaStream(
             store: self,
@@ -73,6 +83,7 @@ extension ReplicaStore {
                 maxUpdates: maxUpdates,
                 unclaimed: unclaimed ? try unclaimedNodes() : []
             ),
+            deltaBase: deltaBase,
             budgetBytes: budgetBytes,
             limit: maxUpdates
         )

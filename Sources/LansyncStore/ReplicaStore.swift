@@ -407,8 +407,9 @@ public final class ReplicaStore: Sendable {
         return (read.0, read.1, broken)
     }
 
-    /// Decides whether an incoming field state is refused (the relay's limits): a reason, or nil.
-    /// It sees the field key, the incoming state and the item as this replica holds it.
+    /// Decides whether an incoming change is refused (the relay's limits): a reason, or nil.
+    /// It sees the field key, the field as merging the change would leave it, and the item as
+    /// this replica holds it before the merge.
     public typealias Refusal = @Sendable (FieldKey, FieldState, ItemState?) -> String?
 
     /// Merges a batch received from a peer, and records what it covers, in one transaction.
@@ -462,6 +463,12 @@ public final class ReplicaStore: Sendable {
                     // What the batch changes in each item's derived columns, applied at the end
                     // without reading the item again.
                     var derived: [Int64: Transaction.DerivedChange] = [:]
+                    if let base = batch.base, !base.isEmpty {
+                        let held = try tx.versionVector(of: base.nodes)
+                        guard batch.isApplicable(to: held) else {
+                            throw StoreError.staleDelta(base: base, held: held)
+                        }
+                    }
                     _ = try tx.retireWriterIfWitnessed(by: batch.covers)
                     var writer: Transaction.ClaimedWriter?
                     // A batch carries an item's fields together: look each item up once, and skip
@@ -470,7 +477,7 @@ public final class ReplicaStore: Sendable {
                     var createdItems = Set<Int64>()
                     var savedInCreatedItems = Set<FieldKey>()
                     for update in batch.updates {
-                        for version in update.state.versions {
+                        for version in update.change.versions {
                             tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
                         }
                         let itemRow: Int64
@@ -488,19 +495,17 @@ public final class ReplicaStore: Sendable {
                             created && !savedInCreatedItems.contains(update.key)
                             ? nil
                             : try tx.loadField(item: itemRow, name: update.key.field)
-                        var merged = (old?.state ?? FieldState()).merged(with: update.state)
+                        var merged = (old?.state ?? FieldState()).merged(with: update.change)
                         guard merged != old?.state else { continue }
-                        if let refuse,
-                            let reason = refuse(update.key, update.state, try tx.loadItem(update.key.item).state)
-                        {
+                        if let refuse, let reason = refuse(update.key, merged, try tx.loadItem(update.key.item).state) {
                             let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
                             if writer == nil { writer = try tx.claimWriter(lease: lease, name: me.nodeName) }
                             writer!.counter += 1
                             let dot = Dot(node: writer!.id, counter: writer!.counter)
-                            merged = old?.state ?? FieldState()
+                            let held = Set(old?.state.versions.map(\.dot) ?? [])
                             merged.overrule(
-                                update.state,
-                                keeping: merged.shownValue ?? .null,
+                                rejecting: update.change.versionDots.filter { !held.contains($0) },
+                                keeping: old?.state.shownValue ?? .null,
                                 reason: reason,
                                 dot: dot,
                                 timestamp: timestamp

@@ -186,6 +186,12 @@ enum Schema {
                     """
             )
         }
+        migrator.registerMigration("v8-removal-logs") { _ in
+            // No table changes: field states are written in format 4 from now on (their removal
+            // log, for field deltas; Docs/STORAGE.md), which lansync before this release cannot
+            // read. Recording this migration makes such a lansync refuse the file as written by a
+            // newer version, instead of reporting every rewritten field as damaged.
+        }
         return migrator
     }
 }

@@ -12,6 +12,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case newerSchema(path: String)
     case corrupt(path: String, detail: String)
     case io(String)
+    /// A peer sent field deltas taken against writes this replica does not hold (its version
+    /// vector does not cover the batch's base): merging them could lose a removal, so the batch is
+    /// refused whole and the session ends; the next one starts from what this replica holds.
+    case staleDelta(base: VersionVector, held: VersionVector)
 
     public var description: String {
         switch self {
@@ -27,6 +31,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .corrupt(path, detail):
             "\(path) is damaged (\(Self.oneLine(detail))): run 'lansync check' for a full report, then 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
         case .io(let message): message
+        case let .staleDelta(base, held):
+            "a peer sent changes against \(base), more than this replica holds (\(held)); nothing was merged, and the next session starts afresh"
         }
     }
 }

@@ -4,24 +4,30 @@ import LansyncCore
 import Synchronization
 
 /// How the replica file stores a field state (the `field.state` column): a format byte, then
-/// ``FieldStateCodec``'s structure in one of two forms.
+/// ``FieldStateCodec``'s structure in one of these forms.
 ///
 /// - Format 1 (schemas v1–v7): ``AbsoluteForm``, every node id in full (16 bytes), twice per field
 ///   at least (its context and its version's dot).
-/// - Format 2 (written since v8): ``StoredForm``, a node as its `node` row (usually one byte) and a
-///   dot relative to the field's context (usually one byte): about 30 bytes less per field.
+/// - Format 2 (schema v7): ``StoredForm``, a node as its `node` row (usually one byte) and a dot
+///   relative to the field's context (usually one byte): about 30 bytes less per field.
+/// - Format 3: the absolute form with the removal log (``FieldState/encoded``; not written here).
+/// - Format 4 (written since v8): format 2 followed by the removal log and its horizon, which
+///   field deltas need (two bytes when the log is empty).
 ///
-/// Both are read, so a file needs no rewrite: rows move to format 2 as they are written again.
+/// All are read, so a file needs no rewrite: rows move to format 4 as they are written again. A
+/// state read from format 1 or 2 has no log; its horizon is its whole context, so deltas of it go
+/// only to peers that had seen all of it.
 enum StoredState {
     static let absoluteFormat: UInt8 = 1
     static let compactFormat: UInt8 = 2
+    static let compactLoggedFormat: UInt8 = 4
 
-    /// The state in format 2; `rows` must hold every node the state names.
+    /// The state in format 4; `rows` must hold every node the state names.
     static func encode(_ state: FieldState, rows: [NodeID: Int64]) -> [UInt8] {
         var w = ByteWriter()
-        w.byte(compactFormat)
+        w.byte(compactLoggedFormat)
         var form = StoredForm(rows: rows)
-        FieldStateCodec.write(state, to: &w, form: &form)
+        FieldStateCodec.write(state, to: &w, form: &form, removalLog: true)
         return w.bytes
     }
 
@@ -29,10 +35,14 @@ enum StoredState {
     /// row it has not seen yet).
     static func decode(_ bytes: [UInt8], db: Database, nodes: NodeRows) throws(DecodingError) -> FieldState {
         guard let format = bytes.first else { throw DecodingError("empty field state", offset: 0) }
-        guard format == compactFormat else { return try FieldState(decoding: bytes) }
+        guard format == compactFormat || format == compactLoggedFormat else { return try FieldState(decoding: bytes) }
         var r = ByteReader(bytes)
         _ = try r.byte()
-        let state = try FieldStateCodec.read(from: &r, form: StoredForm(lookup: { nodes.id(ofRow: $0, db: db) }))
+        let state = try FieldStateCodec.read(
+            from: &r,
+            form: StoredForm(lookup: { nodes.id(ofRow: $0, db: db) }),
+            removalLog: format == compactLoggedFormat
+        )
         guard r.isAtEnd else { throw r.fail("trailing bytes after a field state") }
         return state
     }

@@ -61,6 +61,16 @@ struct Transaction {
         try db.execute(sql: "UPDATE node SET counter = ? WHERE id = ?", arguments: [Int64(counter), nodeRow])
     }
 
+    /// The replica's version vector, restricted to `nodes`.
+    func versionVector(of nodes: [NodeID]) throws -> VersionVector {
+        var counters: [NodeID: UInt64] = [:]
+        let statement = try db.cachedStatement(sql: "SELECT counter FROM node WHERE node_id = ?")
+        for node in nodes {
+            counters[node] = UInt64(clamping: try Int64.fetchOne(statement, arguments: [node.text]) ?? 0)
+        }
+        return VersionVector(counters)
+    }
+
     func raiseCounter(of nodeRow: Int64, to counter: UInt64) throws {
         try db.execute(
             sql: "UPDATE node SET counter = max(counter, ?) WHERE id = ?",

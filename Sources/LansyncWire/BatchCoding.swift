@@ -1,6 +1,11 @@
 import LansyncCore
 
-/// The compact encoding of a batch (protocol 1): what makes a sync cost little more than the data.
+/// The compact encoding of a batch: what makes a sync cost little more than the data.
+///
+/// Two forms share it. Protocol 1.1's (message type 2) carries whole field states without their
+/// removal logs. Protocol 1.2's (type 7, `logged`) carries the batch's delta base after its
+/// covers, and before each field's payload a byte: 0 for a whole state with its removal log and
+/// horizon, 1 for a ``FieldDelta`` taken against the batch's base.
 ///
 /// - A node table lists each node id once (16 bytes); everything else refers to it by index.
 /// - Field states are written by ``FieldStateCodec`` in the batch's form (``BatchForm``), where
@@ -10,12 +15,18 @@ import LansyncCore
 /// Decoding checks every index, distance and count against the input, then rebuilds each field
 /// state through `FieldState`'s validating initialiser.
 enum BatchCoding {
+    static let stateKind: UInt8 = 0
+    static let deltaKind: UInt8 = 1
+
+    /// Encodes in the 1.2 form when the batch has a base, else in the 1.1 form (which cannot
+    /// carry deltas: a stream for a 1.1 peer has no base, so it never plans one).
     static func encode(sequence: UInt64, _ batch: DeltaBatch, into w: inout ByteWriter) {
+        let logged = batch.base != nil
         var form = BatchForm()
         for node in batch.covers.nodes { form.ref(node) }
         for update in batch.updates {
-            for node in update.state.context.nodes { form.ref(node) }
-            for case .overrule(_, let rejected, _) in update.state.versions.map(\.write) {
+            for node in update.change.context.nodes { form.ref(node) }
+            for case .overrule(_, let rejected, _) in update.change.versions.map(\.write) {
                 for d in rejected { form.ref(d.node) }
             }
         }
@@ -24,6 +35,7 @@ enum BatchCoding {
         w.varint(UInt64(form.ids.count))
         for id in form.ids { w.nodeID(id) }
         FieldStateCodec.write(batch.covers, to: &w, form: &form)
+        if let base = batch.base { FieldStateCodec.write(base, to: &w, form: &form) }
         // Runs of updates of the same item.
         var runs: [(ItemID, [FieldUpdate])] = []
         for update in batch.updates {
@@ -39,12 +51,20 @@ enum BatchCoding {
             w.varint(UInt64(updates.count))
             for update in updates {
                 w.string(update.key.field.rawValue)
-                FieldStateCodec.write(update.state, to: &w, form: &form)
+                switch update.change {
+                case .state(let state):
+                    if logged { w.byte(stateKind) }
+                    FieldStateCodec.write(state, to: &w, form: &form, removalLog: logged)
+                case .delta(let delta):
+                    precondition(logged, "a delta travels only in a batch with a base (protocol 1.2)")
+                    w.byte(deltaKind)
+                    FieldStateCodec.write(delta, to: &w, form: &form)
+                }
             }
         }
     }
 
-    static func decode(_ r: inout ByteReader) throws(WireError) -> (UInt64, DeltaBatch) {
+    static func decode(_ r: inout ByteReader, logged: Bool) throws(WireError) -> (UInt64, DeltaBatch) {
         do {
             let sequence = try r.varint()
             let nodeCount = try r.count(minimumSize: 16)
@@ -55,20 +75,37 @@ enum BatchCoding {
             }
             let form = BatchForm(ids: nodes)
             let covers = try FieldStateCodec.readVersionVector(from: &r, form: form)
+            let base = logged ? try FieldStateCodec.readVersionVector(from: &r, form: form) : nil
             var updates: [FieldUpdate] = []
             for _ in 0..<(try r.count(minimumSize: 2)) {
                 let item: ItemID
                 do { item = try ItemID(try r.string()) } catch { throw WireError.malformed("invalid item id") }
                 for _ in 0..<(try r.count(minimumSize: 4)) {
                     let field = try MessageCoder.fieldName(try r.string())
-                    let state = try FieldStateCodec.read(from: &r, form: form)
-                    updates.append(FieldUpdate(key: FieldKey(item: item, field: field), state: state))
+                    let key = FieldKey(item: item, field: field)
+                    let kind = logged ? try r.byte() : stateKind
+                    switch kind {
+                    case stateKind:
+                        let state = try FieldStateCodec.read(from: &r, form: form, removalLog: logged)
+                        updates.append(FieldUpdate(key: key, state: state))
+                    case deltaKind:
+                        let delta = try FieldStateCodec.readDelta(from: &r, base: base ?? VersionVector(), form: form)
+                        updates.append(FieldUpdate(key: key, delta: delta))
+                    default:
+                        throw WireError.malformed("unknown field payload kind \(kind)")
+                    }
                     guard updates.count <= WireLimits.maxUpdatesPerBatch else {
                         throw WireError.malformed("batch of more than \(WireLimits.maxUpdatesPerBatch) updates")
                     }
                 }
             }
-            return (sequence, DeltaBatch(updates: updates, covers: covers))
+            let batch = DeltaBatch(updates: updates, covers: covers, base: base)
+            // The base is exactly what the deltas need: one that claims more is not a batch a
+            // node sends (and would refuse receivers for nothing).
+            guard batch.base == base else {
+                throw WireError.malformed("a batch's base claims more than its deltas need")
+            }
+            return (sequence, batch)
         } catch {
             throw WireError(decoding: error)
         }

@@ -82,8 +82,12 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
         self.minor = minor
     }
 
-    /// 1.1 added the writer and the resume point to the hello.
-    public static let current = ProtocolVersion(major: 1, minor: 1)
+    /// 1.1 added the writer and the resume point to the hello; 1.2 the batches that carry removal
+    /// logs and field deltas (message type 7), sent only to peers that announced 1.2.
+    public static let current = ProtocolVersion(major: 1, minor: 2)
+
+    /// The first version that takes field deltas.
+    public static let fieldDeltas = ProtocolVersion(major: 1, minor: 2)
 
     public static func < (lhs: ProtocolVersion, rhs: ProtocolVersion) -> Bool {
         (lhs.major, lhs.minor) < (rhs.major, rhs.minor)

@@ -6,6 +6,8 @@ import LansyncCore
 public enum MessageCoder {
     enum Tag: UInt8 {
         case hello = 1, batch = 2, ack = 3, done = 4, summary = 5, error = 6
+        /// A batch with a delta base, removal logs and field deltas (protocol 1.2).
+        case loggedBatch = 7
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -35,7 +37,7 @@ public enum MessageCoder {
                 }
             }
         case let .batch(sequence, batch):
-            w.byte(Tag.batch.rawValue)
+            w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
         case .ack(let sequence):
             w.byte(Tag.ack.rawValue)
@@ -99,8 +101,8 @@ public enum MessageCoder {
                     _ = try r.raw(r.remaining)
                 }
                 message = .hello(hello)
-            case .batch:
-                let (sequence, batch) = try BatchCoding.decode(&r)
+            case .batch, .loggedBatch:
+                let (sequence, batch) = try BatchCoding.decode(&r, logged: tag == .loggedBatch)
                 message = .batch(sequence: sequence, batch)
             case .ack:
                 message = .ack(sequence: try r.varint())

@@ -2,6 +2,7 @@ import LansyncCore
 import LansyncNode
 import LansyncTestSupport
 import LansyncWire
+import Testing
 
 /// Two session machines joined by an in-memory link, their actions performed against in-memory
 /// replicas: the protocol end to end, with no sockets, threads or clocks.
@@ -77,17 +78,20 @@ struct SessionHarness {
                 if linkUp, deaf != 1 - i { sides[1 - i].inbox.append(message) }
             case let .apply(sequence, batch):
                 let sender = sides[1 - i].replica
-                sides[i].replica.apply(
+                let merged = sides[i].replica.apply(
                     batch,
                     from: sender.nodeID,
                     incarnation: sender.writer,
                     wallMilliseconds: 1_700_000_000_000
                 )
+                // A node refuses a batch of deltas against more than it holds: the machine must
+                // never plan one.
+                #expect(merged, "a batch of deltas against \(batch.base.map(\.description) ?? "-") was refused")
                 queue += sides[i].machine.handle(.applied(sequence: sequence, now: now))
             case .completeStream:
                 sides[i].replica.completeStream(from: sides[1 - i].replica.nodeID)
-            case .startDelta(let vv, _):
-                sides[i].delta = sides[i].replica.delta(for: vv, maxUpdates: batchSize)
+            case .startDelta(let vv, _, let deltaBase):
+                sides[i].delta = sides[i].replica.delta(for: vv, maxUpdates: batchSize, deltaBase: deltaBase)
             case .produceBatch:
                 let next = sides[i].delta.isEmpty ? nil : sides[i].delta.removeFirst()
                 queue += sides[i].machine.handle(.produced(next, now: now))

@@ -120,6 +120,70 @@ import Testing
         #expect(h.sides[1].machine.sentUpdates == sentBack, "B sent A's own changes back to it")
     }
 
+    /// Field deltas go only to a peer of protocol 1.2, against what it is known to hold whole:
+    /// its hello's vector, then what its own batches covered; never part of our stream before
+    /// its `done` (the fields a stream has not reached yet may still hold older states there).
+    @Test func deltasAreTakenAgainstWhatThePeerHoldsWhole() throws {
+        func opened(peerVersion: ProtocolVersion, vv: VersionVector) -> (SessionMachine, [SessionMachine.Action]) {
+            var m = SessionMachine(
+                config: SessionMachine.SessionConfig(
+                    nodeID: .node(1),
+                    clusterID: .node(100),
+                    role: .peer,
+                    name: "a",
+                    authenticatedPeer: .node(2)
+                )
+            )
+            _ = m.handle(.start(versionVector: VersionVector(), resume: VersionVector(), resumeFor: nil, now: .now))
+            let hello = Hello(
+                version: peerVersion,
+                nodeID: .node(2),
+                clusterID: .node(100),
+                role: .peer,
+                name: "b",
+                versionVector: vv,
+                resume: VersionVector([.node(1): 7]),
+                resumeFor: .node(1)
+            )
+            let actions = m.handle(.received(.hello(hello), now: .now))
+            return (m, actions)
+        }
+        let announced = VersionVector([.node(2): 5, .node(3): 2])
+        let (old, oldActions) = opened(peerVersion: ProtocolVersion(major: 1, minor: 1), vv: announced)
+        #expect(old.deltaBase == nil)
+        #expect(
+            oldActions.contains(
+                .startDelta(
+                    peerVersionVector: announced.joined(with: VersionVector([.node(1): 7])),
+                    initial: true,
+                    deltaBase: nil
+                )
+            )
+        )
+
+        var (m, actions) = opened(peerVersion: .current, vv: announced)
+        // The resume point (part of an earlier stream) plans what to send, not the base.
+        #expect(
+            actions.contains(
+                .startDelta(
+                    peerVersionVector: announced.joined(with: VersionVector([.node(1): 7])),
+                    initial: true,
+                    deltaBase: announced
+                )
+            )
+        )
+        let covers = VersionVector([.node(1): 9])
+        _ = m.handle(.produced(DeltaBatch(updates: [], covers: covers, base: announced), now: .now))
+        _ = m.handle(.received(.ack(sequence: 1), now: .now))
+        #expect(m.deltaBase == announced, "an acknowledged batch is part of a stream, not held whole")
+        _ = m.handle(.produced(nil, now: .now))
+        #expect(m.deltaBase == announced.joined(with: covers), "after our done, the peer holds the stream whole")
+        _ = m.handle(
+            .received(.batch(sequence: 1, DeltaBatch(updates: [], covers: VersionVector([.node(4): 3]))), now: .now)
+        )
+        #expect(m.deltaBase == announced.joined(with: covers).joined(with: VersionVector([.node(4): 3])))
+    }
+
     @Test func oneShotFinishesWhenBothSidesAreUpToDate() throws {
         let (a, b) = try sampleReplicas()
         var h = SessionHarness(a, b, roleA: .oneShot)

@@ -129,8 +129,9 @@ import Testing
         #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
     }
 
-    /// Field states are written in the compact form (format 2: nodes as `node` rows, dots
-    /// relative to the context), smaller than the absolute form, and read back the same.
+    /// Field states are written in the compact form (format 4: nodes as `node` rows, dots
+    /// relative to the context, then the removal log), smaller than the absolute form, and read
+    /// back the same.
     @Test func fieldStatesAreStoredCompactly() throws {
         let store = try create()
         try store.apply(
@@ -142,7 +143,7 @@ import Testing
         let blob = try DatabaseQueue(path: path).read { db in
             try #require(try Data.fetchOne(db, sql: "SELECT state FROM field WHERE name = 'v'"))
         }
-        #expect(blob.first == 2)
+        #expect(blob.first == 4)
         #expect(
             blob.count + 28 <= state.encoded.count,
             "\(blob.count) bytes stored, \(state.encoded.count) in the absolute form"
@@ -353,8 +354,36 @@ import Testing
         }
     }
 
+    /// A batch of field deltas taken against writes the receiver does not hold is refused whole:
+    /// merging it could keep a list element whose removal the delta leaves out.
+    @Test func aDeltaAgainstWritesNotHeldIsRefused() throws {
+        let a = try create(dir + "/a.sqlite", node: 1)
+        let b = try create(dir + "/b.sqlite", node: 2)
+        try a.apply(
+            .create(type: "t", assignments: [.set(.named("tags"), .list((0..<10).map { .integer(Int64($0)) }))]),
+            to: .named("l"),
+            wallMilliseconds: t0
+        )
+        try a.apply(.update([.remove(.named("tags"), .integer(3))]), to: .named("l"), wallMilliseconds: t0)
+        // A stream planned as if B had seen A's first write: B has not.
+        let claimed = VersionVector([.node(1): 1])
+        var stream = try a.deltaStream(for: claimed, maxUpdates: 10, deltaBase: claimed)
+        let batch = try #require(try stream.next())
+        let carriesDeltas = batch.updates.contains { $0.change.isDelta }
+        #expect(carriesDeltas)
+        #expect(throws: StoreError.staleDelta(base: claimed, held: VersionVector())) {
+            try b.apply(batch, from: .node(1), incarnation: .node(1), wallMilliseconds: t0)
+        }
+        #expect(try b.storedItem(.named("l")) == nil)
+        #expect(try b.versionVector().isEmpty)
+        // Against what B holds (nothing), the same change is a whole state, and merges.
+        try sync(a, b)
+        #expect(try b.itemState(.named("l")) == (try a.itemState(.named("l"))))
+    }
+
     func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {
-        var stream = try from.deltaStream(for: try to.versionVector(), maxUpdates: 3)
+        let held = try to.versionVector()
+        var stream = try from.deltaStream(for: held, maxUpdates: 3, deltaBase: held)
         while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: t0) }
     }
 }

@@ -91,12 +91,20 @@ import Testing
                 var b = Int.random(in: 0..<pairs.count - 1, using: &rng)
                 if b >= r { b += 1 }
                 let batchSize = Int.random(in: 1...6, using: &rng)
-                for batch in pairs[r].model.delta(for: pairs[b].model.versionVector, maxUpdates: batchSize) {
-                    pairs[b].model.apply(batch, wallMilliseconds: wall)
+                // Protocol 1.2 (field deltas against the receiver's vector) or 1.1 (whole states).
+                let deltas = rng.chance(70)
+                for batch in pairs[r].model.delta(
+                    for: pairs[b].model.versionVector,
+                    maxUpdates: batchSize,
+                    deltaBase: deltas ? pairs[b].model.versionVector : nil
+                ) {
+                    let merged = pairs[b].model.apply(batch, wallMilliseconds: wall)
+                    #expect(merged, "seed \(seed) step \(step): a batch of deltas was refused")
                 }
                 var stream = try pairs[r].store.deltaStream(
                     for: try pairs[b].store.versionVector(),
-                    maxUpdates: batchSize
+                    maxUpdates: batchSize,
+                    deltaBase: deltas ? try pairs[b].store.versionVector() : nil
                 )
                 while let batch = try stream.next() { try pairs[b].store.apply(batch, wallMilliseconds: wall) }
             }

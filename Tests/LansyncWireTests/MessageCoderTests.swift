@@ -34,6 +34,7 @@ import Testing
     @Test func goldenHello11() throws {
         let hello = Message.hello(
             Hello(
+                version: ProtocolVersion(major: 1, minor: 1),
                 nodeID: Self.a,
                 clusterID: Self.c,
                 role: .peer,
@@ -103,6 +104,52 @@ import Testing
         )  // no list tags
     }
 
+    /// Protocol 1.2: one element added to a list the receiver holds (as of #0's counter 1) is a
+    /// delta of that element alone.
+    @Test func goldenDeltaBatch() throws {
+        var field = FieldState()
+        field.assign(
+            .list([.string("a"), .string("b")]),
+            dot: Dot(node: Self.a, counter: 1),
+            timestamp: HLCTimestamp(rawValue: 1)
+        )
+        field.changeList(
+            .string("c"),
+            add: true,
+            dot: Dot(node: Self.a, counter: 2),
+            timestamp: HLCTimestamp(rawValue: 2)
+        )
+        let base = VersionVector([Self.a: 1])
+        let batch = DeltaBatch(
+            updates: [
+                FieldUpdate(
+                    key: FieldKey(item: try ItemID("t1"), field: try FieldName("tags")),
+                    change: field.change(since: base)
+                )
+            ],
+            covers: VersionVector([Self.a: 2]),
+            base: base
+        )
+        let hex = Frame.encode(.batch(sequence: 1, batch)).map { String(format: "%02x", $0) }.joined()
+        #expect(
+            hex == "0000003c" + "07" + "01"  // batch with a base (1.2), sequence 1
+                + "01" + "0102030405060708090a0b0c0d0e0f10"  // node table: one node
+                + "01" + "00" + "02"  // covers {#0: 2}
+                + "01" + "00" + "01"  // base {#0: 1}
+                + "01" + "02" + "7431" + "01"  // one run: item "t1", one field
+                + "04" + "74616773"  // "tags"
+                + "01"  // a delta
+                + "01" + "00" + "02"  // context {#0: 2}
+                + "00"  // horizon {}
+                + "01" + "00" + "00" + "00"  // one version: #0, 0 below, same time
+                + "01" + "01" + "05" + "0163" + "00"  // list write: added string "c", removed nothing
+                + "00"  // no versions kept by dot
+                + "01" + "05" + "0163" + "00" + "00" + "00" + "00"  // one tag: "c", #0, 0 below, same time, position 0
+                + "00"  // no removals
+        )
+        #expect(try MessageCoder.decode(MessageCoder.encode(.batch(sequence: 1, batch))) == .batch(sequence: 1, batch))
+    }
+
     @Test func messagesRoundTrip() throws {
         var rng = SplitMix64(seed: 5)
         var replica = Replica(nodeID: Self.a)
@@ -134,8 +181,48 @@ import Testing
                 .ack(sequence: .max), .done(versionVector: replica.versionVector),
                 .summary(versionVector: VersionVector()),
             ] + ProtocolError.Code.allCases.map { .error(ProtocolError($0, "why \($0)")) }
-        for (i, batch) in replica.delta(for: VersionVector(), maxUpdates: 7).enumerated() {
-            messages.append(.batch(sequence: UInt64(i + 1), batch))
+        // Protocol 1.2 batches: whole states with their removal logs, and deltas of the lists
+        // changed since `middle`.
+        let middle = replica.versionVector
+        for i in 0..<30 {
+            let id = ItemID.named("i\(i % 7)")
+            guard replica.items[id]?.exists == true else { continue }
+            let element = Value.integer(Int64(i % 5))
+            _ = try? replica.apply(
+                .update([i % 3 == 0 ? .remove(.named("tags"), element) : .add(.named("tags"), element)]),
+                to: id,
+                wallMilliseconds: 1_700_000_000_000
+            )
+        }
+        var sequence: UInt64 = 0
+        for batch in replica.delta(for: VersionVector(), maxUpdates: 7, deltaBase: VersionVector()) {
+            sequence += 1
+            messages.append(.batch(sequence: sequence, batch))
+        }
+        let deltas = replica.delta(for: middle, maxUpdates: 7, deltaBase: middle)
+        #expect(deltas.contains { $0.updates.contains(where: \.change.isDelta) })
+        for batch in deltas {
+            sequence += 1
+            messages.append(.batch(sequence: sequence, batch))
+        }
+        // Protocol 1.1 batches carry no removal log: a state arrives with its whole context as
+        // horizon (it vouches for no removal), and otherwise unchanged.
+        for batch in replica.delta(for: VersionVector(), maxUpdates: 7) {
+            guard case .batch(_, let decoded) = try MessageCoder.decode(MessageCoder.encode(.batch(sequence: 1, batch)))
+            else {
+                Issue.record("not a batch")
+                continue
+            }
+            #expect(decoded.base == nil && decoded.covers == batch.covers)
+            #expect(decoded.updates.map(\.key) == batch.updates.map(\.key))
+            for (sent, received) in zip(batch.updates, decoded.updates) {
+                guard case .state(let a) = sent.change, case .state(let b) = received.change else {
+                    Issue.record("a 1.1 batch carries whole states only")
+                    continue
+                }
+                #expect(a.context == b.context && a.versions == b.versions && a.entries == b.entries)
+                #expect(b.removals.isEmpty && b.horizon == b.context)
+            }
         }
         // A relay's overrule travels too.
         var refused = FieldState()
@@ -155,7 +242,8 @@ import Testing
                     updates: [
                         FieldUpdate(key: FieldKey(item: try ItemID("x"), field: try FieldName("f")), state: overruled)
                     ],
-                    covers: VersionVector([Self.a: 9])
+                    covers: VersionVector([Self.a: 9]),
+                    base: VersionVector()
                 )
             )
         )

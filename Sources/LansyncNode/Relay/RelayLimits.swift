@@ -14,7 +14,9 @@ public struct RelayLimits: Sendable, Equatable {
         self.maxFieldsPerItem = maxFieldsPerItem
     }
 
-    /// Why `incoming` is refused, or nil. Only versions the relay does not hold yet are judged.
+    /// Why a change is refused, or nil, judging `incoming`: the field as merging the change would
+    /// leave it (a field delta carries only part of the list). Only versions the relay does not
+    /// hold yet are judged, and the list as it would be.
     public func refusal(_ key: FieldKey, _ incoming: FieldState, _ item: ItemState?) -> String? {
         let held = Set(item?.fields[key.field]?.versions.map(\.dot) ?? [])
         for version in incoming.versions where !held.contains(version.dot) {

@@ -83,8 +83,9 @@ public struct SessionMachine: Sendable {
         case completeStream
         /// Begin a delta for a peer known to hold `peerVersionVector`. The session's first delta
         /// (`initial`) also carries, uncovered, what this replica holds beyond its own vector; later
-        /// ones do not, so an unfinished stream is not sent again on every change.
-        case startDelta(peerVersionVector: VersionVector, initial: Bool)
+        /// ones do not, so an unfinished stream is not sent again on every change. With a
+        /// `deltaBase` (a peer of protocol 1.2), fields travel as field deltas against it.
+        case startDelta(peerVersionVector: VersionVector, initial: Bool, deltaBase: VersionVector?)
         /// Produce the next batch of the current delta, then report ``Event/produced(_:now:)``.
         case produceBatch
         /// Send the local version vector as a `summary`.
@@ -135,6 +136,8 @@ public struct SessionMachine: Sendable {
         var exhausted = false
         var changedWhileStreaming = false
         var sentBatches = 0
+        /// What the delta's batches covered: the peer holds it whole once it has the `done`.
+        var covered = VersionVector()
     }
 
     public let config: SessionConfig
@@ -149,6 +152,12 @@ public struct SessionMachine: Sendable {
     }
     /// What this side knows the peer holds (its hello, then acknowledged batches and summaries).
     public private(set) var peerVersionVector = VersionVector()
+    /// What the peer is known to have seen *whole*: every write to every field up to this vector
+    /// (its hello's vector, its summaries, what its own batches covered, and our deltas it has
+    /// completed). Field deltas are taken against it; unlike ``peerVersionVector`` it never
+    /// counts part of a stream, whose fields' newer states may still be on their way. Nil for a
+    /// peer older than protocol 1.2, which takes whole states only.
+    public private(set) var deltaBase: VersionVector?
     public private(set) var peer: Hello?
     /// Field states sent and received in this session.
     public private(set) var sentUpdates = 0
@@ -239,6 +248,7 @@ public struct SessionMachine: Sendable {
         case (.awaitingHello, .hello(let hello)):
             if let refusal = check(hello) { return fail(refusal) }
             peer = hello
+            deltaBase = hello.version >= .fieldDeltas ? hello.versionVector : nil
             // Resume the peer's interrupted stream from us only if we are still the incarnation
             // that sent it; the peer drops it otherwise (``StreamResume``).
             peerVersionVector = StreamResume.start(
@@ -262,6 +272,7 @@ public struct SessionMachine: Sendable {
             // The peer holds what its stream covers: a later delta to it never sends that back
             // (no echo of a change to where it came from).
             peerVersionVector.join(batch.covers)
+            deltaBase?.join(batch.covers)
             return settle(open, [.apply(sequence: sequence, batch)])
 
         case (.open(var open), .ack(let sequence)):
@@ -296,6 +307,7 @@ public struct SessionMachine: Sendable {
 
         case (.open(var open), .summary(let vv)):
             peerVersionVector.join(vv)
+            deltaBase?.join(vv)
             // Send what the peer lacks; a delta that finds nothing sends nothing.
             let actions = open.outgoing != nil ? [] : beginDelta(initial: false, &open)
             return settle(open, actions)
@@ -350,6 +362,7 @@ public struct SessionMachine: Sendable {
         open.inFlight.append((sequence, batch.covers, now))
         sentUpdates += batch.updates.count
         delta.sentBatches += 1
+        delta.covered.join(batch.covers)
         var actions: [Action] = [.send(.batch(sequence: sequence, batch))]
         if open.inFlight.count < config.window {
             delta.producing = true
@@ -363,7 +376,7 @@ public struct SessionMachine: Sendable {
         var planned = peerVersionVector
         for batch in open.inFlight { planned.join(batch.covers) }
         var delta = Delta(isInitial: initial, startVersionVector: planned)
-        var actions: [Action] = [.startDelta(peerVersionVector: planned, initial: initial)]
+        var actions: [Action] = [.startDelta(peerVersionVector: planned, initial: initial, deltaBase: deltaBase)]
         if open.inFlight.count < config.window {
             delta.producing = true
             actions.append(.produceBatch)
@@ -373,12 +386,14 @@ public struct SessionMachine: Sendable {
     }
 
     /// Ends the outgoing delta once it is exhausted and acknowledged.
-    private func finishDeltaIfComplete(_ open: inout Open) -> [Action] {
+    private mutating func finishDeltaIfComplete(_ open: inout Open) -> [Action] {
         guard let delta = open.outgoing, delta.exhausted, !delta.producing else { return [] }
         var actions: [Action] = []
         if delta.isInitial || delta.sentBatches > 0 {
             // The receiver learns it is up to date with us; an empty anti-entropy answer stays silent.
             actions.append(.send(.done(versionVector: delta.startVersionVector)))
+            // The peer completes the stream on `done`, before it reads anything sent after it.
+            deltaBase?.join(delta.covered)
         }
         open.outgoing = nil
         if delta.isInitial { open.initialDeltaDone = true }

@@ -152,7 +152,7 @@ public struct SessionRunner: Sendable {
                             } catch {
                                 queue += machine.handle(.storageFailed("recording a complete stream: \(error)"))
                             }
-                        case let .startDelta(vv, initial):
+                        case let .startDelta(vv, initial, deltaBase):
                             let store = self.store
                             do {
                                 delta = try await io.run {
@@ -160,7 +160,8 @@ public struct SessionRunner: Sendable {
                                         for: vv,
                                         maxUpdates: WireLimits.maxUpdatesPerBatch,
                                         budgetBytes: WireLimits.batchBudgetBytes,
-                                        unclaimed: initial
+                                        unclaimed: initial,
+                                        deltaBase: deltaBase
                                     )
                                 }
                             } catch {

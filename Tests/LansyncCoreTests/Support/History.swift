@@ -47,6 +47,9 @@ struct History {
     var reissued: [String] = []
     /// Vector claims of writes a replica did not hold, found after any step.
     var dishonest: [String] = []
+    /// Batches of field deltas a receiver refused: the base of a fresh exchange is the receiver's
+    /// own vector, so none may be (replays of old batches may, harmlessly).
+    var refusedDeltas: [String] = []
     private var writersIssued: UInt64 = 0
 
     static let fields = ["a", "b", "title", "tags"].map(FieldName.named)
@@ -211,6 +214,15 @@ struct History {
         (0..<Int.random(in: 1...3, using: &rng)).map { _ in
             let field = rng.pick(Self.fields)
             let roll = Int.random(in: 0..<100, using: &rng)
+            if field.rawValue == "tags", roll < 4 {
+                // A long list replaced whole: enough removed tags to cut the removal log.
+                return .set(field, .list((0..<Int.random(in: 20...90, using: &rng)).map { .integer(Int64($0)) }))
+            }
+            if field.rawValue == "tags", roll < 10 {
+                return rng.chance(50)
+                    ? .remove(field, .integer(Int64.random(in: 0..<90, using: &rng)))
+                    : .add(field, .integer(Int64.random(in: 0..<90, using: &rng)))
+            }
             if field.rawValue == "tags" || roll < 20 {
                 let element = rng.pick(EdgeValues.elements)
                 return roll % 3 == 0 ? .remove(field, element) : .add(field, element)
@@ -264,12 +276,21 @@ struct History {
             resumeFor: resume?.incarnation,
             senderWriter: incarnation
         )
-        let batches = replicas[a].delta(for: start, maxUpdates: Int.random(in: 1...8, using: &rng))
+        // Most sessions speak protocol 1.2: list fields travel as deltas against what the
+        // receiver's hello announced (never its resume point, which is partial).
+        let deltaBase = rng.chance(75) ? replicas[b].versionVector : nil
+        let batches = replicas[a].delta(
+            for: start,
+            maxUpdates: Int.random(in: 1...8, using: &rng),
+            deltaBase: deltaBase
+        )
         var delivered = batches.count
         if interruptible, rng.chance(30) { delivered = Int.random(in: 0...batches.count, using: &rng) }
         log.append("sync r\(a)->r\(b) \(delivered)/\(batches.count) batches")
         for batch in batches.prefix(delivered) {
-            replicas[b].apply(batch, from: sender, incarnation: incarnation, wallMilliseconds: walls[b])
+            if !replicas[b].apply(batch, from: sender, incarnation: incarnation, wallMilliseconds: walls[b]) {
+                refusedDeltas.append("sync r\(a)->r\(b): a batch of deltas against \(batch.base!) was refused")
+            }
         }
         // The receiver's marker follows what it received, as the store's does.
         markers[replicas[b].writer] = max(markers[replicas[b].writer] ?? 0, replicas[b].changes)

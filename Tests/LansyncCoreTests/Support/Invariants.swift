@@ -31,7 +31,7 @@ enum Invariants {
     /// Rollbacks stay harmless: no dot named two writes, and no version vector ever claimed a write
     /// its replica did not hold (checked after every exchange).
     static func rollbacksHarmless(_ history: History) -> [String] {
-        history.reissued + history.dishonest
+        history.reissued + history.dishonest + history.refusedDeltas
     }
 
     /// Nothing acknowledged is lost (except writes a rollback took from the only replica that had
