@@ -67,7 +67,9 @@ public final class Node: Sendable {
             log(
                 "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
             )
-            if let authority, await authority.settleAll() > 0 { hub.notify() }
+            if let authority { _ = await authority.settleAll() }
+            // Also gives the hub its first reading of the version vector.
+            await announceChange()
             ready(listener.port)
             try await withThrowingDiscardingTaskGroup { tasks in
                 tasks.addTask { try await self.accept(listener) }
@@ -231,7 +233,7 @@ public final class Node: Sendable {
         }
         if let authority = self.authority {
             let hub = self.hub
-            observer.applied = { if await authority.settleAll() > 0 { hub.notify() } }
+            observer.applied = { [self] in if await authority.settleAll() > 0 { await self.announceChange() } }
         }
         observer.progress = { progress in await registry.progress(peerID, progress) }
         let limits = options.relayLimits
@@ -257,16 +259,28 @@ public final class Node: Sendable {
         return outcome
     }
 
-    /// Notices replica changes nobody announced (an edit while the control socket was down).
+    /// Tells every session the replica changed, with its version vector read afresh.
+    func announceChange() async {
+        let store = self.store
+        hub.notify(version: try? await io.run { try store.versionVector() })
+    }
+
+    /// Notices replica changes nobody announced (an edit while the control socket was down). It
+    /// looks at the replica file and its write-ahead log first (two `stat` calls): only when one
+    /// of them moved does it read the version vector, so an idle node costs next to nothing.
     private func pollForChanges() async throws {
         let store = self.store
         var last = try await io.run { try store.versionVector() }
+        var lastFiles = FileStamp(path: store.path)
         while !Task.isCancelled {
             try await Task.sleep(for: options.pollInterval)
+            let files = FileStamp(path: store.path)
+            guard files != lastFiles else { continue }
+            lastFiles = files
             let now = try await io.run { try store.versionVector() }
             if now != last {
                 last = now
-                hub.notify()
+                hub.notify(version: now)
             }
         }
     }
@@ -274,7 +288,7 @@ public final class Node: Sendable {
     private func control(_ request: ControlRequest?) async -> String {
         switch request?.op {
         case .nudge?:
-            hub.notify()
+            await announceChange()
             return #"{"ok":true}"#
         case .status?:
             let peers = await registry.snapshot()

@@ -48,6 +48,8 @@ public actor PeerRegistry {
     /// Peers whose record changed since it was last saved, and peer names to record.
     private var unsaved: Set<NodeID> = []
     private var unsavedNames: [(name: String, ids: Set<NodeID>)] = []
+    /// When each peer's last sync time was last saved (``upToDate``).
+    private var savedSync: [NodeID: UInt64] = [:]
     private let saves: AsyncStream<Void>
     private let requestSave: AsyncStream<Void>.Continuation
     let log: @Sendable (String) -> Void
@@ -164,9 +166,18 @@ public actor PeerRegistry {
     }
 
     public func upToDate(_ node: NodeID, peerVersionVector: VersionVector, at time: UInt64) {
-        byNode[node]?.lastSync = time
-        byNode[node]?.versionVector.join(peerVersionVector)
-        persist(node)
+        guard var entry = byNode[node] else { return }
+        let before = entry.versionVector
+        entry.lastSync = time
+        entry.versionVector.join(peerVersionVector)
+        byNode[node] = entry
+        // Every idle anti-entropy round ends up to date: saving each one would be a write
+        // transaction per peer per round. What the peer holds is saved when it changes; the time
+        // alone at most once a minute, and when the session ends.
+        if entry.versionVector != before || time >= (savedSync[node] ?? 0) + 60_000 {
+            savedSync[node] = time
+            persist(node)
+        }
     }
 
     /// The counters of the current session with `node`.

@@ -101,6 +101,8 @@ public struct SessionRunner: Sendable {
             try await connection.channel.executeThenClose { inbound, outbound in
                 var machine = SessionMachine(config: config)
                 var delta: DeltaStream?
+                /// The current delta is known to be empty (``hub``'s vector): produce nothing.
+                var emptyDelta = false
                 let messages = inbound.map { incoming -> Input in
                     switch incoming {
                     case .message(let m): .event(.received(m, now: .now))
@@ -126,17 +128,18 @@ public struct SessionRunner: Sendable {
                                 let refuse = self.refuse
                                 let peer = config.authenticatedPeer
                                 let incarnation = machine.peer?.writer ?? peer
-                                let changed = try await io.run {
-                                    try store.apply(
+                                let (changed, version) = try await io.run {
+                                    let changed = try store.apply(
                                         batch,
                                         from: peer,
                                         incarnation: incarnation,
                                         wallMilliseconds: WallClock.milliseconds,
                                         refuse: refuse
                                     )
+                                    return (changed, changed > 0 ? try store.versionVector() : nil)
                                 }
                                 if changed > 0 {
-                                    hub.notify(except: subscription)
+                                    hub.notify(version: version, except: subscription)
                                     await observer.applied()
                                 }
                                 queue += machine.handle(.applied(sequence: sequence, now: .now))
@@ -147,12 +150,24 @@ public struct SessionRunner: Sendable {
                             let store = self.store
                             let peer = config.authenticatedPeer
                             do {
-                                try await io.run { try store.completeStream(from: peer) }
-                                hub.notify(except: subscription)
+                                let version = try await io.run {
+                                    try store.completeStream(from: peer)
+                                    return try store.versionVector()
+                                }
+                                hub.notify(version: version, except: subscription)
                             } catch {
                                 queue += machine.handle(.storageFailed("recording a complete stream: \(error)"))
                             }
                         case let .startDelta(vv, initial, deltaBase):
+                            // An anti-entropy round with a peer that holds everything: nothing to
+                            // read (the hub's vector is never ahead of the replica, and a newer
+                            // change announces itself and starts another delta).
+                            if !initial, let known = hub.knownVersion, vv.covers(known) {
+                                delta = nil
+                                emptyDelta = true
+                                continue
+                            }
+                            emptyDelta = false
                             let store = self.store
                             do {
                                 delta = try await io.run {
@@ -168,6 +183,11 @@ public struct SessionRunner: Sendable {
                                 queue += machine.handle(.storageFailed("reading the delta: \(error)"))
                             }
                         case .produceBatch:
+                            if emptyDelta {
+                                emptyDelta = false
+                                queue += machine.handle(.produced(nil, now: .now))
+                                continue
+                            }
                             guard let current = delta else { continue }
                             do {
                                 let (batch, advanced) = try await io.run { () throws -> (DeltaBatch?, DeltaStream) in
@@ -183,9 +203,14 @@ public struct SessionRunner: Sendable {
                         case .sendSummary:
                             let store = self.store
                             let vv: VersionVector
-                            do { vv = try await io.run { try store.versionVector() } } catch {
-                                queue += machine.handle(.storageFailed("reading the version vector: \(error)"))
-                                continue
+                            if let known = hub.knownVersion {
+                                // At worst behind the replica: the peer then sends what we hold.
+                                vv = known
+                            } else {
+                                do { vv = try await io.run { try store.versionVector() } } catch {
+                                    queue += machine.handle(.storageFailed("reading the version vector: \(error)"))
+                                    continue
+                                }
                             }
                             try await outbound.write(.summary(versionVector: vv))
                         case .peerReady(let hello):

@@ -1,11 +1,22 @@
+public import LansyncCore
 import NIOConcurrencyHelpers
 
 /// Tells every open session that the local replica changed (a local edit, or a batch from another
 /// peer), so each pushes what its peer lacks. Notifications coalesce: a session that is busy
 /// sees one pending change, however many happened.
+///
+/// Every notification carries the replica's version vector as read after the change, and the hub
+/// keeps the latest (``knownVersion``). It is never ahead of the file (it only ever holds what was
+/// read from it), and any later change comes with its own notification, so a session whose peer
+/// already covers it can skip an anti-entropy delta, and send its summary, without reading SQLite.
 public final class ChangeHub: Sendable {
     private let subscribers = NIOLockedValueBox<[Int: AsyncStream<Void>.Continuation]>([:])
     private let nextID = NIOLockedValueBox(0)
+    private let version = NIOLockedValueBox<VersionVector?>(nil)
+
+    /// The replica's version vector as last read and announced; nil until then, or after a read
+    /// failed (sessions then read the replica themselves).
+    public var knownVersion: VersionVector? { version.withLockedValue { $0 } }
 
     public init() {}
 
@@ -24,8 +35,11 @@ public final class ChangeHub: Sendable {
         subscribers.withLockedValue { $0.removeValue(forKey: id) }?.finish()
     }
 
-    /// Announces a change; `except` skips the subscriber that caused it.
-    public func notify(except: Int? = nil) {
+    /// Announces a change, with the version vector read after it (nil if it could not be read);
+    /// `except` skips the subscriber that caused it.
+    public func notify(version current: VersionVector?, except: Int? = nil) {
+        // Reads race, but each is a true reading of a vector that only grows: their join is too.
+        version.withLockedValue { known in known = current.map { known?.joined(with: $0) ?? $0 } }
         let targets = subscribers.withLockedValue { $0.filter { $0.key != except }.map(\.value) }
         for continuation in targets { continuation.yield() }
     }

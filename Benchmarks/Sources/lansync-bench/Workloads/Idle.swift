@@ -14,7 +14,7 @@ extension Bench {
         }
         let interval = 1.0
         for (m, source) in replicas {
-            for n in [2, 8] {
+            for n in [2, 8, 16] {
                 let label = "W4 idle, M = \(m.grouped), \(n) nodes"
                 var members = [source]
                 for i in 1..<n { members.append(try lansync.copy(source, as: "w4-\(m)-\(i)")) }
