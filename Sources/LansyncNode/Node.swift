@@ -81,6 +81,7 @@ public final class Node: Sendable {
                     tasks.addTask { await self.keepConnected(.relay(relay), transport: transport) }
                 }
                 tasks.addTask { try await self.pollForChanges() }
+                tasks.addTask { try await self.antiEntropy() }
                 tasks.addTask { await self.registry.runPersistence() }
                 if let discovery = self.options.discovery {
                     tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
@@ -263,6 +264,15 @@ public final class Node: Sendable {
     func announceChange() async {
         let store = self.store
         hub.notify(version: try? await io.run { try store.versionVector() })
+    }
+
+    /// Every anti-entropy interval, wakes the sessions whose peer is not known to hold all this
+    /// replica holds (they send what it lacks); an idle node wakes none.
+    private func antiEntropy() async throws {
+        while !Task.isCancelled {
+            try await Task.sleep(for: options.antiEntropyInterval)
+            hub.wakeLagging()
+        }
     }
 
     /// Notices replica changes nobody announced (an edit while the control socket was down). It

@@ -9,7 +9,7 @@ public struct NodeOptions: Sendable {
     public var antiEntropyInterval: Duration = .seconds(15)
     /// How often the node looks at the replica's version vector for changes nobody announced
     /// (an edit made while the control socket was unreachable).
-    public var pollInterval: Duration = .milliseconds(500)
+    public var pollInterval: Duration = .seconds(1)
     /// How peers are found on the LAN (mDNS through Avahi), or nil for static peers only.
     public var discovery: (any Discovery)?
     /// `.relay` for `lansync relay`, which settles conflicts with `settlePolicy`.

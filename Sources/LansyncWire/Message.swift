@@ -21,6 +21,9 @@ public enum Message: Hashable, Sendable {
     case summary(versionVector: VersionVector)
     /// Why the sender is closing the session (or refusing a change).
     case error(ProtocolError)
+    /// About how many field states the sender's delta now starting will send (protocol 1.2; only
+    /// for a large delta): what lets the receiver show its progress and an ETA.
+    case expect(fieldStates: UInt64)
 }
 
 /// The hello: protocol version, identity, role and version vector; since 1.1 also the sender's

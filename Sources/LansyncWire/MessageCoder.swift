@@ -8,6 +8,8 @@ public enum MessageCoder {
         case hello = 1, batch = 2, ack = 3, done = 4, summary = 5, error = 6
         /// A batch with a delta base, removal logs and field deltas (protocol 1.2).
         case loggedBatch = 7
+        /// The size of the delta now starting (protocol 1.2).
+        case expect = 8
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -48,6 +50,9 @@ public enum MessageCoder {
         case .summary(let vv):
             w.byte(Tag.summary.rawValue)
             w.versionVector(vv)
+        case .expect(let count):
+            w.byte(Tag.expect.rawValue)
+            w.varint(count)
         case .error(let error):
             w.byte(Tag.error.rawValue)
             w.varint(UInt64(error.code.rawValue))
@@ -110,6 +115,8 @@ public enum MessageCoder {
                 message = .done(versionVector: try r.versionVector())
             case .summary:
                 message = .summary(versionVector: try r.versionVector())
+            case .expect:
+                message = .expect(fieldStates: try r.varint())
             case .error:
                 let raw = try r.varint()
                 let text = try r.string()

@@ -125,9 +125,11 @@ struct SessionHarness {
         }
     }
 
-    mutating func tick(by duration: Duration) {
+    /// Time passes; each side's runner knows its replica's vector (as the change hub does), or
+    /// not (`knowing: false`, as a one-shot sync).
+    mutating func tick(by duration: Duration, knowing: Bool = true) {
         now += duration
-        for i in 0..<2 { handle(i, .tick(now: now)) }
+        for i in 0..<2 { handle(i, .tick(now: now, localVersion: knowing ? sides[i].replica.versionVector : nil)) }
     }
 
     func did(_ i: Int, _ predicate: (SessionMachine.Action) -> Bool) -> Bool {

@@ -69,17 +69,51 @@ import Testing
         #expect(second.sides[0].machine.sentUpdates < everything)
     }
 
-    @Test func idleAntiEntropyCostsOneVersionVectorEachWay() throws {
+    /// An idle anti-entropy round sends nothing: each side knows the other holds what it has.
+    /// A side whose vector changed since it last said so tells the peer once; a quiet session
+    /// sends a summary each third of the idle timeout, which keeps it open.
+    @Test func idleRoundsSendNothingButAKeepalive() throws {
         let (a, b) = try sampleReplicas()
         var h = SessionHarness(a, b)
         h.start()
         h.run()
-        let before = h.sides.map(\.sent.count)
+        func sentDuring(_ step: (inout SessionHarness) -> Void) -> [[Message]] {
+            let before = h.sides.map(\.sent.count)
+            step(&h)
+            h.run()
+            return zip(h.sides.map(\.sent), before).map { Array($0.dropFirst($1)) }
+        }
+        // Each side's vector grew by what it received since its hello: said once.
+        func summaries(_ sent: [[Message]]) -> [Int] {
+            sent.map { $0.filter { if case .summary = $0 { true } else { false } }.count }
+        }
+        let first = sentDuring { $0.tick(by: .seconds(16)) }
+        #expect(first.map(\.count) == [1, 1] && summaries(first) == [1, 1], "\(first)")
+        let idle = sentDuring { $0.tick(by: .seconds(16)) }
+        #expect(idle.map(\.count) == [0, 0], "an idle round sent \(idle)")
+        // 16 + 5 s after the last summary: more than a third of the 60 s idle timeout.
+        let keepalive = sentDuring { $0.tick(by: .seconds(5)) }
+        #expect(summaries(keepalive) == [1, 1], "no keepalive: \(keepalive)")
+        // Without a reading of its replica, a side says what it holds every round (the runner reads it).
+        let unknowing = sentDuring { $0.tick(by: .seconds(16), knowing: false) }
+        #expect(summaries(unknowing) == [1, 1], "\(unknowing)")
+    }
+
+    /// A change nobody announced (no `localChanged`) reaches the peer at the next anti-entropy
+    /// round: the side that holds it sees that the peer lacks it.
+    @Test func anUnannouncedChangeGoesAtTheNextRound() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        try h.sides[0].replica.apply(
+            .update([.set(.named("v"), .string("unannounced"))]),
+            to: .named("a2"),
+            wallMilliseconds: 1_700_000_000_100
+        )
         h.tick(by: .seconds(16))
         h.run()
-        let after = zip(h.sides.map(\.sent), before).map { Array($0.dropFirst($1)) }
-        #expect(after.allSatisfy { $0.count == 1 }, "\(after)")
-        #expect(after.allSatisfy { if case .summary = $0.first { true } else { false } })
+        #expect(h.sides[1].replica.items[.named("a2")]?.view.fields[.named("v")] == .string("unannounced"))
     }
 
     @Test func aLocalEditIsPushedAtOnce() throws {
@@ -182,6 +216,52 @@ import Testing
             .received(.batch(sequence: 1, DeltaBatch(updates: [], covers: VersionVector([.node(4): 3]))), now: .now)
         )
         #expect(m.deltaBase == announced.joined(with: covers).joined(with: VersionVector([.node(4): 3])))
+    }
+
+    /// A large delta is announced to a 1.2 peer (`expect`), which counts what arrives against it
+    /// until the `done`; a small one, or one for a 1.1 peer, is not.
+    @Test func aLargeDeltaIsAnnouncedAndCounted() throws {
+        let (a, b) = try sampleReplicas(items: 60)
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        #expect(h.sides[0].machine.handle(.planned(fieldStates: 5)).isEmpty)
+        #expect(
+            h.sides[0].machine.handle(.planned(fieldStates: 250_000)) == [.send(.expect(fieldStates: 250_000))]
+        )
+        var receiver = h.sides[1].machine
+        let before = receiver.receivedUpdates
+        _ = receiver.handle(.received(.expect(fieldStates: 250_000), now: .now))
+        #expect(receiver.incoming?.expected == 250_000 && receiver.incoming?.receivedBefore == before)
+        _ = receiver.handle(.received(.done(versionVector: VersionVector()), now: .now))
+        #expect(receiver.incoming == nil)
+
+        var old = SessionMachine(
+            config: .init(nodeID: .node(1), clusterID: .node(99), role: .peer, name: "a", authenticatedPeer: .node(2))
+        )
+        _ = old.handle(.start(versionVector: VersionVector(), now: .now))
+        _ = old.handle(
+            .received(
+                .hello(
+                    Hello(
+                        version: ProtocolVersion(major: 1, minor: 1),
+                        nodeID: .node(2),
+                        clusterID: .node(99),
+                        role: .peer,
+                        name: "b",
+                        versionVector: VersionVector()
+                    )
+                ),
+                now: .now
+            )
+        )
+        #expect(old.handle(.planned(fieldStates: 250_000)).isEmpty, "a 1.1 peer does not know `expect`")
+    }
+
+    @Test func receivingReadsWell() {
+        let r = NodeStatus.Peer.Receiving(received: 41_210, expected: 100_000, etaSeconds: 12)
+        #expect(r.summary == "41,210 of ~100,000 (41%, about 12 s left)")
+        #expect(NodeStatus.Peer.Receiving.grouped(999) == "999" && NodeStatus.Peer.Receiving.grouped(1_000) == "1,000")
     }
 
     @Test func oneShotFinishesWhenBothSidesAreUpToDate() throws {

@@ -179,7 +179,7 @@ import Testing
                     )
                 ),
                 .ack(sequence: .max), .done(versionVector: replica.versionVector),
-                .summary(versionVector: VersionVector()),
+                .summary(versionVector: VersionVector()), .expect(fieldStates: 123_456),
             ] + ProtocolError.Code.allCases.map { .error(ProtocolError($0, "why \($0)")) }
         // Protocol 1.2 batches: whole states with their removal logs, and deltas of the lists
         // changed since `middle`.

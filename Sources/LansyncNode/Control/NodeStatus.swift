@@ -82,12 +82,54 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         public var sentBytes: Int?
         public var receivedBytes: Int?
         public var roundTripsWaited: Int?
+        /// The peer's delta under way, when it announced its size.
+        public var receiving: Receiving?
 
         public init(nodeID: String?, name: String?, path: Path, connected: Bool) {
             self.nodeID = nodeID
             self.name = name
             self.path = path
             self.connected = connected
+        }
+
+        /// How far the peer's delta to this node has got: field states received of about how many,
+        /// and the time left at the rate so far (nil until there is a rate).
+        public struct Receiving: Codable, Sendable, Equatable {
+            public var received: Int
+            public var expected: Int
+            public var etaSeconds: Int?
+
+            public init(received: Int, expected: Int, etaSeconds: Int?) {
+                self.received = received
+                self.expected = expected
+                self.etaSeconds = etaSeconds
+            }
+
+            enum CodingKeys: String, CodingKey {
+                case received, expected, etaSeconds = "eta_seconds"
+            }
+
+            /// "41,210 of ~100,000 (41%, about 12 s left)".
+            public var summary: String {
+                let percent = expected > 0 ? min(100, received * 100 / expected) : 0
+                let left = etaSeconds.map { ", about \(Self.duration($0)) left" } ?? ""
+                return "\(Self.grouped(received)) of ~\(Self.grouped(expected)) (\(percent)%\(left))"
+            }
+
+            /// 41210 as "41,210", whatever the locale (status output is read by scripts too).
+            public static func grouped(_ n: Int) -> String {
+                let digits = String(n.magnitude)
+                var out = ""
+                for (i, c) in digits.enumerated() {
+                    if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
+                    out.append(c)
+                }
+                return (n < 0 ? "-" : "") + out
+            }
+
+            static func duration(_ seconds: Int) -> String {
+                seconds < 90 ? "\(seconds) s" : seconds < 5400 ? "\(seconds / 60) min" : "\(seconds / 3600) h"
+            }
         }
 
         /// How this node's changes reach the peer.
@@ -102,6 +144,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
             case nodeID = "node_id", name, address, source, path, connected, lastSync = "last_sync", lacks
             case lastError = "last_error", sentUpdates = "sent_updates", receivedUpdates = "received_updates"
             case sentBytes = "sent_bytes", receivedBytes = "received_bytes", roundTripsWaited = "round_trips_waited"
+            case receiving
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -122,6 +165,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
             try c.encode(sentBytes, forKey: .sentBytes)
             try c.encode(receivedBytes, forKey: .receivedBytes)
             try c.encode(roundTripsWaited, forKey: .roundTripsWaited)
+            try c.encode(receiving, forKey: .receiving)
         }
     }
 

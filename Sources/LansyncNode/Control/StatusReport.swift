@@ -54,6 +54,15 @@ public enum StatusReport {
             peer.sentBytes = p.sentBytes
             peer.receivedBytes = p.receivedBytes
             peer.roundTripsWaited = p.waitedRoundTrips
+            if let r = p.receiving {
+                let elapsed = Double(WallClock.milliseconds &- r.since) / 1000
+                let rate = elapsed > 0.5 && r.received > 0 ? Double(r.received) / elapsed : nil
+                peer.receiving = NodeStatus.Peer.Receiving(
+                    received: r.received,
+                    expected: r.expected,
+                    etaSeconds: rate.map { Int((Double(max(0, r.expected - r.received)) / $0).rounded(.up)) }
+                )
+            }
             shown.append(peer)
         }
         // The nodes known only through others.

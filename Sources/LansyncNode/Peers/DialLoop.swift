@@ -22,7 +22,7 @@ extension Node {
     /// The one dial loop: dial the target, run the session, wait (backoff with jitter), again.
     ///
     /// - A configured or discovered peer that is connected already (it dialled us) is looked at
-    ///   again a second later.
+    ///   again 5 s later.
     /// - A discovered peer is given up once it is no longer advertised and a connection to it fails
     ///   (it is found again when it comes back).
     /// - The relay is kept as a live session while no direct peer is connected (the fallback path);
@@ -33,7 +33,8 @@ extension Node {
         var rng = SystemRandomNumberGenerator()
         while !Task.isCancelled {
             if await isConnected(target) {
-                try? await Task.sleep(for: .seconds(1))
+                // Connected the other way: look again now and then (the peer redials too).
+                try? await Task.sleep(for: .seconds(5))
                 continue
             }
             guard let address = await address(of: target) else { break }

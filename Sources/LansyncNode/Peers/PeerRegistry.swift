@@ -24,6 +24,9 @@ public actor PeerRegistry {
         public var sentBytes = 0
         public var receivedBytes = 0
         public var waitedRoundTrips = 0
+        /// The peer's delta under way, when it announced its size: field states expected,
+        /// received so far, and when it began (Unix ms).
+        public var receiving: (expected: Int, received: Int, since: UInt64)?
     }
 
     struct ActiveSession {
@@ -187,6 +190,15 @@ public actor PeerRegistry {
         byNode[node]?.sentBytes = p.sentBytes
         byNode[node]?.receivedBytes = p.receivedBytes
         byNode[node]?.waitedRoundTrips = p.waitedRoundTrips
+        // What the session knows the peer holds keeps LACKS current between up-to-date points.
+        byNode[node]?.versionVector.join(p.peerVersionVector)
+        if let expected = p.expecting {
+            let since =
+                byNode[node]?.receiving.flatMap { $0.expected == expected ? $0.since : nil } ?? WallClock.milliseconds
+            byNode[node]?.receiving = (expected, p.receivedOfExpected, since)
+        } else {
+            byNode[node]?.receiving = nil
+        }
     }
 
     /// A session ended (token from ``claim``), or a dial failed before any hello (node nil).

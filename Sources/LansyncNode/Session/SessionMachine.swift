@@ -10,9 +10,12 @@ public import LansyncWire
 /// 2. each side streams the delta the other's version vector lacks, at most ``SessionConfig/window``
 ///    batches unacknowledged, and ends it with `done`; the receiver applies each batch in one
 ///    transaction and acknowledges it, so an interrupted session resumes from what was applied;
-/// 3. while connected, a local change starts a new delta at once (live push), and every
-///    ``SessionConfig/antiEntropyInterval`` each side sends its version vector (`summary`), which
-///    costs nothing more when the peer lacks nothing;
+/// 3. while connected, a local change starts a new delta at once (live push); every
+///    ``SessionConfig/antiEntropyInterval`` each side checks, with no message, that the peer is
+///    known to hold everything it has (else it sends the delta a push missed), and tells the
+///    peer its version vector (`summary`) when that changed since it last did, or when it has
+///    said nothing for a third of the idle timeout (a keepalive that also lets the peer repair
+///    what it missed): an idle round costs no bytes and no replica read;
 /// 4. timeouts close a session whose peer does not say hello, goes silent, or stops acknowledging.
 public struct SessionMachine: Sendable {
     /// What the session needs to know about this node.
@@ -63,12 +66,15 @@ public struct SessionMachine: Sendable {
         case receivedInvalid(WireError, now: ContinuousClock.Instant)
         /// The runner applied an incoming batch (``Action/apply(sequence:_:)``).
         case applied(sequence: UInt64, now: ContinuousClock.Instant)
+        /// The runner planned the delta it was asked for: about `fieldStates` to send.
+        case planned(fieldStates: Int)
         /// The runner produced the next outgoing batch, or nil when the delta is complete.
         case produced(DeltaBatch?, now: ContinuousClock.Instant)
         /// The local replica changed (a local edit, or a batch from another peer).
         case localChanged
-        /// Time passed (the runner ticks about once a second).
-        case tick(now: ContinuousClock.Instant)
+        /// Time passed (the runner ticks about once a second); `localVersion` is the replica's
+        /// version vector as last read (never ahead of it), nil if unknown.
+        case tick(now: ContinuousClock.Instant, localVersion: VersionVector? = nil)
         /// Reading or writing the replica failed.
         case storageFailed(String)
     }
@@ -162,6 +168,12 @@ public struct SessionMachine: Sendable {
     /// Field states sent and received in this session.
     public private(set) var sentUpdates = 0
     public private(set) var receivedUpdates = 0
+    /// The peer's delta under way, when it said how large it is (`expect`): about how many field
+    /// states it sends, and ``receivedUpdates`` when it said so. Nil between deltas.
+    public private(set) var incoming: (expected: Int, receivedBefore: Int)?
+    /// A delta at least this large is announced to the peer (`expect`), so it can show progress;
+    /// a smaller one is over before progress would matter, and costs no extra frame.
+    public static let announcedDelta = 1_000
     /// Round trips the outgoing stream waited on: times it stood still with a full window until
     /// an acknowledgement came, counted once per window's worth of batches (the acks of batches
     /// sent in one round arrive together). A slow link adds this many round-trip times to the
@@ -169,6 +181,8 @@ public struct SessionMachine: Sendable {
     public private(set) var waitedRoundTrips = 0
     /// When the peer last sent anything (the idle timeout runs in every phase).
     private var lastReceived: ContinuousClock.Instant?
+    /// The version vector this side last told the peer (hello or summary), and when.
+    private var told: (versionVector: VersionVector?, at: ContinuousClock.Instant)?
 
     public init(config: SessionConfig) {
         self.config = config
@@ -182,6 +196,7 @@ public struct SessionMachine: Sendable {
         case let (.idle, .start(vv, resume, resumeFor, now)):
             state = .awaitingHello(since: now)
             lastReceived = now
+            told = (vv, now)
             let hello = Hello(
                 nodeID: config.nodeID,
                 clusterID: config.clusterID,
@@ -203,6 +218,10 @@ public struct SessionMachine: Sendable {
         case let (_, .receivedInvalid(error, _)):
             return fail(error.protocolError)
 
+        case (.open, .planned(let fieldStates)):
+            guard fieldStates >= Self.announcedDelta, let peer, peer.version >= .fieldDeltas else { return [] }
+            return [.send(.expect(fieldStates: UInt64(fieldStates)))]
+
         case let (.open, .applied(sequence, _)):
             return [.send(.ack(sequence: sequence))]
 
@@ -220,11 +239,11 @@ public struct SessionMachine: Sendable {
             return []
 
         // Results of actions of a state the session has left, and changes before it opened.
-        case (_, .applied), (_, .produced), (_, .localChanged):
+        case (_, .applied), (_, .produced), (_, .localChanged), (_, .planned):
             return []
 
-        case let (_, .tick(now)):
-            return tick(now)
+        case let (_, .tick(now, localVersion)):
+            return tick(now, localVersion: localVersion)
 
         case let (_, .storageFailed(why)):
             return fail(ProtocolError(.storage, why))
@@ -300,8 +319,13 @@ public struct SessionMachine: Sendable {
             if open.outgoing == nil, open.inFlight.isEmpty { actions += checkUpToDate(open) }
             return settle(open, actions)
 
+        case (.open(let open), .expect(let count)):
+            incoming = (Int(clamping: count), receivedUpdates)
+            return settle(open, [])
+
         case (.open(var open), .done):
             open.peerInitialDone = true
+            incoming = nil
             let actions = [.completeStream] + checkUpToDate(open)
             return settle(open, actions)
 
@@ -410,7 +434,7 @@ public struct SessionMachine: Sendable {
         return config.role == .oneShot ? [.upToDate, .finished] : [.upToDate]
     }
 
-    private mutating func tick(_ now: ContinuousClock.Instant) -> [Action] {
+    private mutating func tick(_ now: ContinuousClock.Instant, localVersion: VersionVector?) -> [Action] {
         if case .awaitingHello(let since) = state, now - since > config.helloTimeout {
             return fail(ProtocolError(.timeout, "no hello within \(config.helloTimeout)"))
         }
@@ -421,10 +445,26 @@ public struct SessionMachine: Sendable {
         if let oldest = open.inFlight.first, now - oldest.sentAt > config.ackTimeout {
             return fail(ProtocolError(.timeout, "batch \(oldest.sequence) unacknowledged for \(config.ackTimeout)"))
         }
-        guard now - open.lastSummary >= config.antiEntropyInterval else { return [] }
-        open.lastSummary = now
-        state = .open(open)
-        return [.sendSummary]
+        var actions: [Action] = []
+        let round = now - open.lastSummary >= config.antiEntropyInterval
+        if round {
+            open.lastSummary = now
+            // Anti-entropy on this side's behalf: the peer is known to lack something (a push was
+            // missed, or nobody announced a change), or what this replica holds is unknown.
+            if open.outgoing == nil, localVersion.map({ !peerVersionVector.covers($0) }) ?? true {
+                actions += beginDelta(initial: false, &open)
+            }
+        }
+        let changed = localVersion == nil || localVersion != told?.versionVector
+        let quiet = told.map { now - $0.at >= config.idleTimeout / 3 } ?? true
+        if (round && changed) || quiet {
+            // Tell the peer what this replica holds when that changed (or is unknown here: the
+            // runner reads it), and keep a quiet session alive; either way the peer can repair
+            // what it missed.
+            actions.append(localVersion.map { .send(.summary(versionVector: $0)) } ?? .sendSummary)
+            told = (localVersion, now)
+        }
+        return settle(open, actions)
     }
 
     private mutating func fail(_ error: ProtocolError) -> [Action] {
@@ -442,6 +482,7 @@ extension Message {
         case .ack: "ack"
         case .done: "done"
         case .summary: "summary"
+        case .expect: "expect"
         case .error: "error"
         }
     }

@@ -55,6 +55,12 @@ public struct SessionObserver: Sendable {
         public var receivedBytes = 0
         /// ``SessionMachine/waitedRoundTrips``.
         public var waitedRoundTrips = 0
+        /// The peer's delta under way, when it announced its size: field states expected and
+        /// received so far (``SessionMachine/incoming``).
+        public var expecting: Int?
+        public var receivedOfExpected = 0
+        /// What the peer is known to hold (``SessionMachine/peerVersionVector``).
+        public var peerVersionVector = VersionVector()
     }
 
     public init() {}
@@ -87,6 +93,11 @@ public struct SessionRunner: Sendable {
         self.observer = observer
     }
 
+    /// How often the machine's clock moves (timeouts, keepalives, its own anti-entropy round).
+    /// Coarse on purpose: each tick wakes the session, and the node's anti-entropy at the finer
+    /// interval (``ChangeHub/wakeLagging()``) wakes only sessions whose peer lacks something.
+    static let tickInterval: Duration = .seconds(5)
+
     /// Events of the runner: the machine's, plus the end of the peer's stream.
     enum Input: Sendable {
         case event(SessionMachine.Event)
@@ -111,7 +122,9 @@ public struct SessionRunner: Sendable {
                 }
                 let inputs = merge(
                     chain(messages, [Input.peerClosed].async),
-                    AsyncTimerSequence.repeating(every: .seconds(1)).map { _ in Input.event(.tick(now: .now)) },
+                    AsyncTimerSequence.repeating(every: Self.tickInterval).map { [hub] _ in
+                        Input.event(.tick(now: .now, localVersion: hub.knownVersion))
+                    },
                     changes.map { Input.event(.localChanged) }
                 )
 
@@ -170,15 +183,27 @@ public struct SessionRunner: Sendable {
                             emptyDelta = false
                             let store = self.store
                             do {
-                                delta = try await io.run {
-                                    try store.deltaStream(
-                                        for: vv,
-                                        maxUpdates: WireLimits.maxUpdatesPerBatch,
-                                        budgetBytes: WireLimits.batchBudgetBytes,
-                                        unclaimed: initial,
-                                        deltaBase: deltaBase
+                                // A peer that can show progress is told how large the delta is
+                                // (an index count, as cheap as what it will send is small).
+                                let announce = machine.peer.map { $0.version >= .fieldDeltas } ?? false
+                                let (stream, size) = try await io.run {
+                                    (
+                                        try store.deltaStream(
+                                            for: vv,
+                                            maxUpdates: WireLimits.maxUpdatesPerBatch,
+                                            budgetBytes: WireLimits.batchBudgetBytes,
+                                            unclaimed: initial,
+                                            deltaBase: deltaBase
+                                        ),
+                                        announce ? try store.lacking(vv, cap: 10_000_000) : 0
                                     )
                                 }
+                                delta = stream
+                                // Before the batches the queue already asks for.
+                                queue.insert(
+                                    contentsOf: machine.handle(.planned(fieldStates: size)),
+                                    at: queue.startIndex
+                                )
                             } catch {
                                 queue += machine.handle(.storageFailed("reading the delta: \(error)"))
                             }
@@ -266,6 +291,7 @@ public struct SessionRunner: Sendable {
                 }
                 if try await perform(machine.handle(start)) { return }
                 var lastReported = SessionObserver.Progress()
+                var recordedPeerVersion = VersionVector()
                 for try await input in inputs {
                     switch input {
                     case .peerClosed:
@@ -283,11 +309,18 @@ public struct SessionRunner: Sendable {
                         receivedUpdates: machine.receivedUpdates,
                         sentBytes: connection.counters.sent,
                         receivedBytes: connection.counters.received,
-                        waitedRoundTrips: machine.waitedRoundTrips
+                        waitedRoundTrips: machine.waitedRoundTrips,
+                        expecting: machine.incoming?.expected,
+                        receivedOfExpected: machine.incoming.map { machine.receivedUpdates - $0.receivedBefore } ?? 0,
+                        peerVersionVector: machine.peerVersionVector
                     )
                     if now != lastReported {
                         lastReported = now
                         await observer.progress(now)
+                    }
+                    if machine.peerVersionVector != recordedPeerVersion {
+                        recordedPeerVersion = machine.peerVersionVector
+                        hub.record(subscription, peerHolds: recordedPeerVersion)
                     }
                 }
             }

@@ -13,6 +13,8 @@ public final class ChangeHub: Sendable {
     private let subscribers = NIOLockedValueBox<[Int: AsyncStream<Void>.Continuation]>([:])
     private let nextID = NIOLockedValueBox(0)
     private let version = NIOLockedValueBox<VersionVector?>(nil)
+    /// What each subscriber's peer is known to hold (``record(_:peerHolds:)``).
+    private let peers = NIOLockedValueBox<[Int: VersionVector]>([:])
 
     /// The replica's version vector as last read and announced; nil until then, or after a read
     /// failed (sessions then read the replica themselves).
@@ -33,6 +35,28 @@ public final class ChangeHub: Sendable {
 
     public func unsubscribe(_ id: Int) {
         subscribers.withLockedValue { $0.removeValue(forKey: id) }?.finish()
+        _ = peers.withLockedValue { $0.removeValue(forKey: id) }
+    }
+
+    /// Records what subscriber `id`'s peer is known to hold, for ``wakeLagging()``.
+    public func record(_ id: Int, peerHolds vector: VersionVector) {
+        peers.withLockedValue { $0[id] = vector }
+    }
+
+    /// Anti-entropy for the whole node at once: wakes (as a change would) only the subscribers
+    /// whose peer is not known to hold everything this replica holds, or all of them when the
+    /// replica's vector is unknown. A node whose peers hold everything wakes no session.
+    public func wakeLagging() {
+        let known = knownVersion
+        let lagging = peers.withLockedValue { peers in
+            subscribers.withLockedValue { subscribers in
+                subscribers.filter { id, _ in
+                    guard let known, let held = peers[id] else { return true }
+                    return !held.covers(known)
+                }.map(\.value)
+            }
+        }
+        for continuation in lagging { continuation.yield() }
     }
 
     /// Announces a change, with the version vector read after it (nil if it could not be read);

@@ -56,11 +56,13 @@ struct StatusCommand: ParsableCommand {
             let via = p.path == .direct ? p.source?.rawValue ?? "-" : p.path.rawValue
             return [
                 who, p.address ?? "-", via, p.connected ? "connected" : "-", String((p.lastSync ?? "-").prefix(19)),
-                p.lacks.map(String.init) ?? "-", p.lastError ?? "-",
+                p.lacks.map(String.init) ?? "-", p.receiving?.summary ?? "-", p.lastError ?? "-",
             ]
         }
         lines.append("")
-        lines.append(Render.table(["PEER", "ADDRESS", "VIA", "STATE", "LAST SYNC", "LACKS", "LAST ERROR"], rows))
+        lines.append(
+            Render.table(["PEER", "ADDRESS", "VIA", "STATE", "LAST SYNC", "LACKS", "RECEIVING", "LAST ERROR"], rows)
+        )
         return lines.joined(separator: "\n")
     }
 }

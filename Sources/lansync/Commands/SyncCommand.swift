@@ -24,16 +24,28 @@ struct SyncCommand: AsyncParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
+    /// One line: a bar and the count against the peer's announced total while its delta runs
+    /// (a 1.2 peer announces a large one), else the counts so far.
+    static func progressLine(peer: String, _ p: SessionObserver.Progress) -> String {
+        let counts = "sent \(p.sentUpdates), \(p.receivedBytes / 1000) KB in"
+        guard let expected = p.expecting, expected > 0 else {
+            return "syncing with \(peer): received \(p.receivedUpdates) field states, \(counts)"
+        }
+        let done = min(1, Double(p.receivedOfExpected) / Double(expected))
+        let width = 24
+        let filled = Int(done * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        return "syncing with \(peer) [\(bar)] \(Int(done * 100))%: received "
+            + "\(NodeStatus.Peer.Receiving.grouped(p.receivedOfExpected)) of ~\(NodeStatus.Peer.Receiving.grouped(expected)) field states, \(counts)"
+    }
+
     func run() async throws {
         let showProgress = Terminal.stderrIsTerminal
         let results = try await data.directory.syncOnce(with: peers, timeout: .milliseconds(Int(timeout * 1000))) {
             peer,
             progress in
             guard showProgress else { return }
-            Terminal.stderr(
-                "\rsyncing with \(peer): sent \(progress.sentUpdates), received \(progress.receivedUpdates) field states, "
-                    + "\(progress.receivedBytes / 1000) KB in"
-            )
+            Terminal.stderr("\r\u{1B}[K" + Self.progressLine(peer: peer.description, progress))
         }
         // Clear the progress line before the summary.
         if showProgress { Terminal.stderr("\r\u{1B}[K") }
