@@ -260,7 +260,7 @@ import Testing
 
     @Test func receivingReadsWell() {
         let r = NodeStatus.Peer.Receiving(received: 41_210, expected: 100_000, etaSeconds: 12)
-        #expect(r.summary == "41,210 of ~100,000 (41%, about 12 s left)")
+        #expect(r.summary == "41,210 of ~100,000 (41%, 12 s left)")
         #expect(NodeStatus.Peer.Receiving.grouped(999) == "999" && NodeStatus.Peer.Receiving.grouped(1_000) == "1,000")
     }
 

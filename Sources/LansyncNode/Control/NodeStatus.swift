@@ -109,10 +109,10 @@ public struct NodeStatus: Codable, Sendable, Equatable {
                 case received, expected, etaSeconds = "eta_seconds"
             }
 
-            /// "41,210 of ~100,000 (41%, about 12 s left)".
+            /// "41,210 of ~100,000 (41%, 12 s left)".
             public var summary: String {
                 let percent = expected > 0 ? min(100, received * 100 / expected) : 0
-                let left = etaSeconds.map { ", about \(Self.duration($0)) left" } ?? ""
+                let left = etaSeconds.map { ", \(Self.duration($0)) left" } ?? ""
                 return "\(Self.grouped(received)) of ~\(Self.grouped(expected)) (\(percent)%\(left))"
             }
 
