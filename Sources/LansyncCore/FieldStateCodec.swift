@@ -18,18 +18,33 @@ public enum FieldStateCodec {
     /// The longest overrule reason kept when decoding (a peer cannot make history rows huge).
     public static let maxReasonLength = 256
 
-    /// Writes a state; with `removalLog`, its removal log and horizon too (containers that
-    /// predate the log leave them out, and a reader then takes the whole context as horizon).
+    /// How a container carries a state's removal log.
+    public enum RemovalLog: Sendable {
+        /// Not at all (a container older than the log): a reader takes the whole context as the
+        /// horizon, vouching for no removal.
+        case absent
+        /// Not, because it is empty and so is the horizon (the container says so by its tag).
+        case empty
+        /// Written after the list tags.
+        case present
+
+        /// The form that carries `state`'s log in the fewest bytes, for a container that has both.
+        public static func fitting(_ state: FieldState) -> RemovalLog {
+            state.removals.isEmpty && state.horizon.isEmpty ? .empty : .present
+        }
+    }
+
+    /// Writes a state, with its removal log and horizon if `removalLog` is `.present`.
     public static func write<Form: FieldStateForm>(
         _ s: FieldState,
         to w: inout ByteWriter,
         form: inout Form,
-        removalLog: Bool
+        removalLog: RemovalLog
     ) {
         write(s.context, to: &w, form: &form)
         write(s.versions, context: s.context, to: &w, form: &form)
         write(s.entries, context: s.context, to: &w, form: &form)
-        if removalLog {
+        if removalLog == .present {
             write(s.removals, context: s.context, to: &w, form: &form)
             write(s.horizon, to: &w, form: &form)
         }
@@ -130,14 +145,14 @@ public enum FieldStateCodec {
     public static func read<Form: FieldStateForm>(
         from r: inout ByteReader,
         form: Form,
-        removalLog: Bool
+        removalLog: RemovalLog
     ) throws(DecodingError) -> FieldState {
         let context = try readVersionVector(from: &r, form: form)
         let versions = try readVersions(from: &r, context: context, form: form)
         let entries = try readEntries(from: &r, context: context, form: form)
         var removals: [ListRemoval] = []
-        var horizon: VersionVector?
-        if removalLog {
+        var horizon: VersionVector? = removalLog == .absent ? nil : VersionVector()
+        if removalLog == .present {
             removals = try readRemovals(from: &r, context: context, form: form)
             horizon = try readVersionVector(from: &r, form: form)
         }
@@ -347,7 +362,7 @@ extension FieldState {
         var w = ByteWriter()
         w.byte(Self.absoluteLoggedFormat)
         var form = AbsoluteForm()
-        FieldStateCodec.write(self, to: &w, form: &form, removalLog: true)
+        FieldStateCodec.write(self, to: &w, form: &form, removalLog: .present)
         return w.bytes
     }
 
@@ -358,7 +373,11 @@ extension FieldState {
         guard format == Self.absoluteFormat || format == Self.absoluteLoggedFormat else {
             throw r.fail("unknown field state format")
         }
-        self = try FieldStateCodec.read(from: &r, form: AbsoluteForm(), removalLog: format == Self.absoluteLoggedFormat)
+        self = try FieldStateCodec.read(
+            from: &r,
+            form: AbsoluteForm(),
+            removalLog: format == Self.absoluteLoggedFormat ? .present : .absent
+        )
         guard r.isAtEnd else { throw r.fail("trailing bytes after a field state") }
     }
 }

@@ -12,22 +12,27 @@ import Synchronization
 ///   relative to the field's context (usually one byte): about 30 bytes less per field.
 /// - Format 3: the absolute form with the removal log (``FieldState/encoded``; not written here).
 /// - Format 4 (written since v8): format 2 followed by the removal log and its horizon, which
-///   field deltas need (two bytes when the log is empty).
+///   field deltas need;
+/// - Format 5 (written since v8): format 2 for a state whose removal log and horizon are empty
+///   (most fields), so they cost no byte.
 ///
-/// All are read, so a file needs no rewrite: rows move to format 4 as they are written again. A
+/// All are read, so a file needs no rewrite: rows move to format 4 or 5 as they are written again. A
 /// state read from format 1 or 2 has no log; its horizon is its whole context, so deltas of it go
 /// only to peers that had seen all of it.
 enum StoredState {
     static let absoluteFormat: UInt8 = 1
     static let compactFormat: UInt8 = 2
     static let compactLoggedFormat: UInt8 = 4
+    static let compactUnloggedFormat: UInt8 = 5
 
-    /// The state in format 4; `rows` must hold every node the state names.
+    /// The state in format 4, or 5 when its log is empty; `rows` must hold every node the state
+    /// names.
     static func encode(_ state: FieldState, rows: [NodeID: Int64]) -> [UInt8] {
         var w = ByteWriter()
-        w.byte(compactLoggedFormat)
+        let log = FieldStateCodec.RemovalLog.fitting(state)
+        w.byte(log == .empty ? compactUnloggedFormat : compactLoggedFormat)
         var form = StoredForm(rows: rows)
-        FieldStateCodec.write(state, to: &w, form: &form, removalLog: true)
+        FieldStateCodec.write(state, to: &w, form: &form, removalLog: log)
         return w.bytes
     }
 
@@ -35,13 +40,19 @@ enum StoredState {
     /// row it has not seen yet).
     static func decode(_ bytes: [UInt8], db: Database, nodes: NodeRows) throws(DecodingError) -> FieldState {
         guard let format = bytes.first else { throw DecodingError("empty field state", offset: 0) }
-        guard format == compactFormat || format == compactLoggedFormat else { return try FieldState(decoding: bytes) }
+        let log: FieldStateCodec.RemovalLog
+        switch format {
+        case compactFormat: log = .absent
+        case compactLoggedFormat: log = .present
+        case compactUnloggedFormat: log = .empty
+        default: return try FieldState(decoding: bytes)
+        }
         var r = ByteReader(bytes)
         _ = try r.byte()
         let state = try FieldStateCodec.read(
             from: &r,
             form: StoredForm(lookup: { nodes.id(ofRow: $0, db: db) }),
-            removalLog: format == compactLoggedFormat
+            removalLog: log
         )
         guard r.isAtEnd else { throw r.fail("trailing bytes after a field state") }
         return state

@@ -4,8 +4,9 @@ import LansyncCore
 ///
 /// Two forms share it. Protocol 1.1's (message type 2) carries whole field states without their
 /// removal logs. Protocol 1.2's (type 7, `logged`) carries the batch's delta base after its
-/// covers, and before each field's payload a byte: 0 for a whole state with its removal log and
-/// horizon, 1 for a ``FieldDelta`` taken against the batch's base.
+/// covers, and before each field's payload a byte: 0 for a whole state whose removal log and
+/// horizon are empty (most fields: nothing more is written), 2 for a whole state followed by its
+/// log and horizon, 1 for a ``FieldDelta`` taken against the batch's base.
 ///
 /// - A node table lists each node id once (16 bytes); everything else refers to it by index.
 /// - Field states are written by ``FieldStateCodec`` in the batch's form (``BatchForm``), where
@@ -17,6 +18,7 @@ import LansyncCore
 enum BatchCoding {
     static let stateKind: UInt8 = 0
     static let deltaKind: UInt8 = 1
+    static let loggedStateKind: UInt8 = 2
 
     /// Encodes in the 1.2 form when the batch has a base, else in the 1.1 form (which cannot
     /// carry deltas: a stream for a 1.1 peer has no base, so it never plans one).
@@ -53,8 +55,13 @@ enum BatchCoding {
                 w.string(update.key.field.rawValue)
                 switch update.change {
                 case .state(let state):
-                    if logged { w.byte(stateKind) }
-                    FieldStateCodec.write(state, to: &w, form: &form, removalLog: logged)
+                    if logged {
+                        let log = FieldStateCodec.RemovalLog.fitting(state)
+                        w.byte(log == .empty ? stateKind : loggedStateKind)
+                        FieldStateCodec.write(state, to: &w, form: &form, removalLog: log)
+                    } else {
+                        FieldStateCodec.write(state, to: &w, form: &form, removalLog: .absent)
+                    }
                 case .delta(let delta):
                     precondition(logged, "a delta travels only in a batch with a base (protocol 1.2)")
                     w.byte(deltaKind)
@@ -85,8 +92,10 @@ enum BatchCoding {
                     let key = FieldKey(item: item, field: field)
                     let kind = logged ? try r.byte() : stateKind
                     switch kind {
-                    case stateKind:
-                        let state = try FieldStateCodec.read(from: &r, form: form, removalLog: logged)
+                    case stateKind, loggedStateKind:
+                        let log: FieldStateCodec.RemovalLog =
+                            !logged ? .absent : kind == loggedStateKind ? .present : .empty
+                        let state = try FieldStateCodec.read(from: &r, form: form, removalLog: log)
                         updates.append(FieldUpdate(key: key, state: state))
                     case deltaKind:
                         let delta = try FieldStateCodec.readDelta(from: &r, base: base ?? VersionVector(), form: form)

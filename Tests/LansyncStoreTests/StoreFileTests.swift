@@ -129,9 +129,9 @@ import Testing
         #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
     }
 
-    /// Field states are written in the compact form (format 4: nodes as `node` rows, dots
-    /// relative to the context, then the removal log), smaller than the absolute form, and read
-    /// back the same.
+    /// Field states are written in the compact form (nodes as `node` rows, dots relative to the
+    /// context; format 5 when the removal log is empty, 4 with the log), smaller than the
+    /// absolute form, and read back the same.
     @Test func fieldStatesAreStoredCompactly() throws {
         let store = try create()
         try store.apply(
@@ -143,13 +143,22 @@ import Testing
         let blob = try DatabaseQueue(path: path).read { db in
             try #require(try Data.fetchOne(db, sql: "SELECT state FROM field WHERE name = 'v'"))
         }
-        #expect(blob.first == 4)
+        #expect(blob.first == 5)
         #expect(
             blob.count + 28 <= state.encoded.count,
             "\(blob.count) bytes stored, \(state.encoded.count) in the absolute form"
         )
+        try store.apply(.update([.add(.named("tags"), .integer(1))]), to: .named("a"), wallMilliseconds: t0)
+        try store.apply(.update([.remove(.named("tags"), .integer(1))]), to: .named("a"), wallMilliseconds: t0)
+        let logged = try #require(try store.itemState(.named("a"))?.fields[.named("tags")])
+        #expect(logged.removals.count == 1)
+        let loggedBlob = try DatabaseQueue(path: path).read { db in
+            try #require(try Data.fetchOne(db, sql: "SELECT state FROM field WHERE name = 'tags'"))
+        }
+        #expect(loggedBlob.first == 4)
         let reopened = try ReplicaStore.open(path: path, lease: lease)
         #expect(try reopened.itemState(.named("a"))?.fields[.named("v")] == state)
+        #expect(try reopened.itemState(.named("a"))?.fields[.named("tags")] == logged)
     }
 
     /// Merging keeps each item's derived columns (type, deleted, conflict count) right without
