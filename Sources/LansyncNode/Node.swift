@@ -233,7 +233,6 @@ public final class Node: Sendable {
             if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
         }
         if let authority = self.authority {
-            let hub = self.hub
             observer.applied = { [self] in if await authority.settleAll() > 0 { await self.announceChange() } }
         }
         observer.progress = { progress in await registry.progress(peerID, progress) }
