@@ -682,6 +682,25 @@ public final class ReplicaStore: Sendable {
         }
     }
 
+    /// The items whose id is `typed` exactly, or else starts with it (as git takes a unique prefix
+    /// of a commit id), deleted items included, sorted; at most `limit`. An exact match is the
+    /// only one returned, even if longer ids start with it.
+    public func itemIDs(matching typed: String, limit: Int = 5) throws(StoreError) -> [ItemID] {
+        try guarded {
+            try pool.read { db in
+                if try Bool.fetchOne(db, sql: "SELECT 1 FROM item WHERE item_id = ?", arguments: [typed]) == true {
+                    return [ItemID(unchecked: typed)]
+                }
+                // Ids are ASCII below DEL, so the prefix's range ends before prefix + DEL: an index range.
+                return try String.fetchAll(
+                    db,
+                    sql: "SELECT item_id FROM item WHERE item_id > ? AND item_id < ? ORDER BY item_id LIMIT ?",
+                    arguments: [typed, typed + "\u{7F}", limit]
+                ).map { ItemID(unchecked: $0) }
+            }
+        }
+    }
+
     /// An item for display; nil if unknown.
     public func storedItem(_ id: ItemID) throws(StoreError) -> StoredItem? {
         var found: StoredItem?

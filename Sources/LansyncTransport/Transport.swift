@@ -50,6 +50,27 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
         }
     }
 
+    /// Describes why listening on `address` failed, with what to do.
+    init(listeningOn address: String, error: any Error) {
+        let errno = (error as? IOError)?.errnoCode
+        switch errno {
+        case EADDRINUSE:
+            self.init(
+                "cannot listen on \(address): the port is in use (another lansync node, or another program): stop it, or give this node another port with --listen HOST:PORT"
+            )
+        case EADDRNOTAVAIL:
+            self.init(
+                "cannot listen on \(address): this machine has no such address: give one of its own addresses (or 0.0.0.0) with --listen HOST:PORT"
+            )
+        case EACCES:
+            self.init(
+                "cannot listen on \(address): permission denied (ports below 1024 need root): give a port of 1024 or more with --listen HOST:PORT"
+            )
+        default:
+            self.init("cannot listen on \(address): \(Self.describing(error)): check --listen HOST:PORT")
+        }
+    }
+
     /// One line for people about what SwiftNIO, NIOSSL or the system reported, in place of the
     /// library's enum case.
     public static func describing(_ error: any Error) -> String {
@@ -110,17 +131,26 @@ public final class Transport: Sendable {
     }
 
     /// Binds `host:port` (port 0 picks a free one).
-    public func listen(host: String, port: Int) async throws -> Listener {
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(.backlog, value: 64)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .bind(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try self.configure(channel, tls: NIOSSLServerHandler(context: self.serverContext), outbound: false)
+    public func listen(host: String, port: Int) async throws(TransportError) -> Listener {
+        do {
+            let channel = try await ServerBootstrap(group: group)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .serverChannelOption(.backlog, value: 64)
+                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .bind(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try self.configure(
+                            channel,
+                            tls: NIOSSLServerHandler(context: self.serverContext),
+                            outbound: false
+                        )
+                    }
                 }
-            }
-        return Listener(channel: channel, port: channel.channel.localAddress?.port ?? port)
+            return Listener(channel: channel, port: channel.channel.localAddress?.port ?? port)
+        } catch {
+            let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            throw TransportError(listeningOn: shown, error: error)
+        }
     }
 
     /// Dials `host:port` and completes the TLS handshake.

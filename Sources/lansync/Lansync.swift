@@ -38,6 +38,29 @@ struct Lansync: AsyncParsableCommand {
             )
             Foundation.exit(1)
         }
-        await main(nil)
+        await main(Self.movingGlobalDirectory(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// `lansync --dir X list` as users type it (`git -C`, `sqlite3 FILE`): a `--dir` given before
+    /// the subcommand moves to the end of the arguments (before a `--`), where every command that
+    /// reads a data directory takes it.
+    static func movingGlobalDirectory(_ arguments: [String]) -> [String] {
+        var rest = arguments[...]
+        var moved: [String] = []
+        while let first = rest.first {
+            if first == "--dir", rest.count >= 2 {
+                moved += rest.prefix(2)
+                rest = rest.dropFirst(2)
+            } else if first.hasPrefix("--dir=") {
+                moved.append(first)
+                rest = rest.dropFirst()
+            } else {
+                break
+            }
+        }
+        guard !moved.isEmpty else { return arguments }
+        var result = Array(rest)
+        result.insert(contentsOf: moved, at: result.firstIndex(of: "--") ?? result.endIndex)
+        return result
     }
 }

@@ -28,11 +28,41 @@ import Testing
         #expect(viaEnv.succeeded)
         let listed = try await cli.ok(["list", "--dir", cli.path("a"), "--json"])
         #expect(listed.contains(viaEnv.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        // --dir before the subcommand too, as `git -C`: the same answer.
+        #expect(try await cli.ok(["--dir", cli.path("a"), "list", "--json"]) == listed)
+        #expect(try await cli.ok(["--dir=\(cli.path("a"))", "list", "--json"]) == listed)
         try await cli.ok(["init", "--cluster", cli.path("cluster.pem")])
         #expect(FileManager.default.fileExists(atPath: cli.path(".lansync/replica.sqlite")))
         let mode =
             try FileManager.default.attributesOfItem(atPath: cli.path(".lansync/node.pem"))[.posixPermissions] as? Int
         #expect(mode == 0o600)
+    }
+
+    /// Commands that take an id take a unique start of one, as git takes a commit's; a start of
+    /// several ids is refused naming them, and an exact id wins over longer ones it starts.
+    @Test func aUniqueIdPrefixNamesTheItem() async throws {
+        let cli = CLI("prefix")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let dir = cli.path("a")
+        for id in ["abc", "abc1", "abc2", "xyz"] { try await cli.ok(["add", "--dir", dir, "--id", id, "n=1"]) }
+        try await cli.ok(["set", "--dir", dir, "xy", "n=2"])
+        #expect(try await cli.ok(["get", "--dir", dir, "xyz", "--json"]).contains(#""n":2"#))
+        #expect(try await cli.ok(["get", "--dir", dir, "x", "--json"]).contains(#""id":"xyz""#))
+        #expect(try await cli.ok(["get", "--dir", dir, "abc", "--json"]).contains(#""id":"abc""#))
+        let before = try await cli.ok(["list", "--dir", dir, "--json"])
+        let ambiguous = try await cli.run(["set", "--dir", dir, "ab", "n=3"])
+        #expect(ambiguous.status == 1)
+        #expect(
+            ambiguous.stderr.contains("'ab' is the start of several item ids (abc, abc1, abc2)"),
+            "\(ambiguous.stderr)"
+        )
+        #expect(try await cli.ok(["list", "--dir", dir, "--json"]) == before, "a refused edit changed nothing")
+        let unknown = try await cli.run(["get", "--dir", dir, "q"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("no item with id q"))
+        try await cli.ok(["rm", "--dir", dir, "abc2"])
+        try await cli.ok(["restore", "--dir", dir, "abc2"])
+        #expect(try await cli.ok(["history", "--dir", dir, "xy", "--json"]).contains("\"n\""))
     }
 
     @Test func addSetGetListFollowTheContract() async throws {

@@ -99,6 +99,25 @@ import Testing
         #expect(onA == onB && onB.contains("sample new") && !onB.contains("\"sample 7\""))
     }
 
+    /// A second node on a port already taken says which address, why, and what to do, in one
+    /// line, and the first node is untouched.
+    @Test func aTakenPortIsNamedWithWhatToDo() async throws {
+        let cli = CLI("port")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let port = freePorts(1)[0]
+        let a = try NodeProcess(dir: cli.path("a"), port: port)
+        defer { _ = a.stop() }
+        #expect(try await cli.waitForConvergence([cli.path("a")]) != nil)
+        let second = try await cli.run(["node", "--dir", cli.path("b"), "--listen", "127.0.0.1:\(port)", "--no-mdns"])
+        #expect(second.status == 1)
+        let lines = second.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(second.stderr)")
+        #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the port is in use"), "\(second.stderr)")
+        #expect(second.stderr.contains("--listen HOST:PORT"))
+        #expect(try await cli.status(cli.path("a"))["running"] == .bool(true))
+    }
+
     /// Three nodes with offline edits on each, started in an arbitrary order, converge: same digest,
     /// same `list --json`, and every merge scenario of Docs/MERGE.md holds on all three.
     @Test func threeNodesConvergeFromOfflineEdits() async throws {

@@ -9,6 +9,13 @@ func performEdit(_ edit: ItemEdit, on id: ItemID, in data: DataDirectoryOptions)
     try directory.edit(edit, on: id, in: try directory.open())
 }
 
+/// The same, on the item an id the user typed names (the id, or a unique start of one).
+func performEdit(_ edit: ItemEdit, onTyped typed: String, in data: DataDirectoryOptions) throws {
+    let directory = data.directory
+    let store = try directory.open()
+    try directory.edit(edit, on: try AssignmentParser.resolveItemID(typed, in: store), in: store)
+}
+
 /// `lansync add`: creates an item and prints its id.
 struct AddCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,13 +52,12 @@ struct SetCommand: ParsableCommand {
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Argument(help: "Field assignments: FIELD=VALUE, FIELD+=ELEM, FIELD-=ELEM.") var assignments: [String] = []
 
     func run() throws {
-        let itemID = try AssignmentParser.parseItemID(id)
         let assignments = try self.assignments.map(AssignmentParser.parse)
-        try performEdit(.update(assignments), on: itemID, in: data)
+        try performEdit(.update(assignments), onTyped: id, in: data)
     }
 }
 
@@ -65,10 +71,10 @@ struct RemoveCommand: ParsableCommand {
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
 
     func run() throws {
-        try performEdit(.delete, on: try AssignmentParser.parseItemID(id), in: data)
+        try performEdit(.delete, onTyped: id, in: data)
     }
 }
 
@@ -80,10 +86,10 @@ struct RestoreCommand: ParsableCommand {
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
 
     func run() throws {
-        try performEdit(.restore, on: try AssignmentParser.parseItemID(id), in: data)
+        try performEdit(.restore, onTyped: id, in: data)
     }
 }
 
@@ -97,18 +103,17 @@ struct ResolveCommand: ParsableCommand {
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Argument(help: "The conflicted field.") var field: String
     @Argument(help: "The value to keep.") var value: String
 
     func run() throws {
-        let itemID = try AssignmentParser.parseItemID(id)
         // A type conflict (two machines created one id with different types) is settled
         // through the reserved field `_type`.
         let name = field == FieldName.type.rawValue ? .type : try FieldName(field)
         try performEdit(
             .resolve(name, try AssignmentParser.parseValue(value, field: name.rawValue)),
-            on: itemID,
+            onTyped: id,
             in: data
         )
     }

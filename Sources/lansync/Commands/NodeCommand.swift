@@ -11,8 +11,9 @@ struct NodeCommand: AsyncParsableCommand {
         abstract: "Run this machine's node until SIGINT or SIGTERM.",
         discussion: """
             The node accepts peers on --listen, keeps a connection to every --peer (reconnecting with \
-            backoff), pushes each change of the replica to connected peers at once, and exchanges \
-            version vectors every 15 s to repair anything missed. Stop it with Ctrl-C or SIGTERM: it \
+            backoff), pushes each change of the replica to connected peers at once, and every 15 s \
+            sends a peer whatever it is known to lack, to repair anything missed. Stop it with Ctrl-C \
+            or SIGTERM: it \
             finishes or abandons in-flight batches (each is one transaction) and exits 0.
             """
     )

@@ -9,12 +9,12 @@ struct GetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "get", abstract: "Show an item.")
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() throws {
-        let itemID = try AssignmentParser.parseItemID(id)
         let store = try data.directory.open()
+        let itemID = try AssignmentParser.resolveItemID(id, in: store)
         guard let item = try store.storedItem(itemID) else { throw EditError.unknownItem(itemID) }
         if json {
             print(item.jsonText)
@@ -80,14 +80,14 @@ struct HistoryCommand: ParsableCommand {
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id.") var id: String
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Argument(help: "Only this field.") var field: String?
     @Flag(help: "Print a JSON array.") var json = false
 
     func run() throws {
-        let itemID = try AssignmentParser.parseItemID(id)
         let name = field.map { FieldName(unchecked: $0) }
         let store = try data.directory.open()
+        let itemID = try AssignmentParser.resolveItemID(id, in: store)
         guard try store.itemState(itemID) != nil else { throw EditError.unknownItem(itemID) }
         let entries = try store.history(itemID, field: name)
         if let name, entries.isEmpty { throw CLIError("item \(itemID) has no field '\(name)'") }

@@ -1,5 +1,6 @@
 import LansyncCore
 import LansyncJSON
+import LansyncStore
 
 /// Parses command-line assignments: `FIELD=VALUE`, `FIELD+=ELEM`, `FIELD-=ELEM`.
 ///
@@ -41,5 +42,22 @@ enum AssignmentParser {
 
     static func parseItemID(_ text: String) throws -> ItemID {
         try ItemID(text)
+    }
+
+    /// The item an id typed by a user names: the id itself, or the one item whose id starts
+    /// with it. Throws, saying what matched, for a prefix of several; an id nothing matches is
+    /// returned as typed, so the command reports it as unknown in its own words.
+    static func resolveItemID(_ text: String, in store: ReplicaStore) throws -> ItemID {
+        let typed = try ItemID(text)
+        let matches = try store.itemIDs(matching: typed.rawValue)
+        switch matches.count {
+        case 0: return typed
+        case 1: return matches[0]
+        default:
+            let shown = matches.prefix(4).map(\.rawValue).joined(separator: ", ")
+            throw CLIError(
+                "'\(text)' is the start of several item ids (\(shown)\(matches.count > 4 ? ", …" : "")): give more of it"
+            )
+        }
     }
 }
