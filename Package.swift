@@ -99,6 +99,7 @@ let package = Package(
             name: "LansyncHost",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

@@ -35,6 +35,20 @@ public struct ItemID: Hashable, Comparable, Sendable {
         let r2 = random.next() as UInt64
         for i in 6..<16 { bytes[i] = UInt8(truncatingIfNeeded: (i < 11 ? r1 : r2) >> (8 * UInt64(i % 8))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0f)  // version 7
+        return uuid(bytes)
+    }
+
+    /// A UUIDv8 (RFC 9562's custom version) made of the first 16 bytes of `digest`: the id an
+    /// import gives a line without one, the same each time the same line is imported.
+    public static func uuidV8(digest: some Sequence<UInt8>) -> ItemID {
+        var bytes = Array(digest.prefix(16))
+        precondition(bytes.count == 16, "a UUID takes 16 bytes")
+        bytes[6] = 0x80 | (bytes[6] & 0x0f)  // version 8
+        return uuid(bytes)
+    }
+
+    private static func uuid(_ bytes: [UInt8]) -> ItemID {
+        var bytes = bytes
         bytes[8] = 0x80 | (bytes[8] & 0x3f)  // RFC 9562 variant
         let hex = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

@@ -1,3 +1,4 @@
+import Crypto
 public import Foundation
 import LansyncCore
 import LansyncJSON
@@ -8,6 +9,11 @@ public import LansyncStore
 /// all in one transaction, so memory stays bounded whatever the input's size, and a bad line
 /// leaves the replica as it was. A line that says what the replica already holds is no edit, so
 /// importing an export into its own replica changes nothing.
+///
+/// A line without an id gets one derived from its bytes (and, for a line repeated in the input,
+/// from how many times it came before): a UUIDv8 of their SHA-256. Running an import again, after
+/// a failure or an interruption, therefore edits the same items instead of creating every one
+/// twice (the resend problem client-made ids exist to solve).
 public enum ItemImport {
     /// One line of input, checked.
     struct Line: Sendable {
@@ -36,20 +42,20 @@ public enum ItemImport {
     public static func run(
         _ read: () throws -> Data?,
         into session: inout EditSession,
-        wallMilliseconds: UInt64,
         progress: (Progress) -> Void = { _ in }
     ) throws -> Progress {
         var state = Progress()
         var pending = Data()
         var number = 0
-        var rng = SystemRandomNumberGenerator()
+        /// How many times each id-less line (by digest) came before.
+        var seen: [SHA256.Digest: Int] = [:]
         func take(_ raw: Data) throws {
             number += 1
             var bytes = Array(raw)
             if bytes.last == 0x0d { bytes.removeLast() }
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
             let line = try parseLine(bytes, number: number)
-            let id = line.id ?? ItemID.uuidV7(milliseconds: wallMilliseconds, using: &rng)
+            let id = line.id ?? derivedID(bytes, seen: &seen)
             let edits = try lineEdits(line, id: id, state: try session.itemState(id))
             for edit in edits {
                 do {
@@ -75,6 +81,19 @@ public enum ItemImport {
         if !pending.isEmpty { try take(pending) }
         progress(state)
         return state
+    }
+
+    /// The id of a line without one: the same line (and the same repetition of it) always gets
+    /// the same id.
+    static func derivedID(_ line: [UInt8], seen: inout [SHA256.Digest: Int]) -> ItemID {
+        let digest = SHA256.hash(data: line)
+        let repetition = seen[digest, default: 0]
+        seen[digest] = repetition + 1
+        var hasher = SHA256()
+        hasher.update(data: Array("lansync import line\u{0}".utf8))
+        hasher.update(data: line)
+        hasher.update(data: Array("\u{0}\(repetition)".utf8))
+        return ItemID.uuidV8(digest: hasher.finalize())
     }
 
     static func failure(_ number: Int, _ why: String) -> HostError {
@@ -171,7 +190,6 @@ extension DataDirectory {
             result = try ItemImport.run(
                 { try input.read(upToCount: 1 << 18).flatMap { $0.isEmpty ? nil : $0 } },
                 into: &session,
-                wallMilliseconds: wall,
                 progress: progress
             )
             firstDot = session.first

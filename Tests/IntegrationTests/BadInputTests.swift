@@ -78,6 +78,17 @@ import Testing
             mentions: "unknown key 'feilds'"
         )
         try await expectRefused(cli, ["import"] + d, input: #"{"fields":{"a":{"b":1}}}"#, mentions: "holds an object")
+        // One value rule for the CLI and import: an object is refused everywhere, nested too.
+        try await expectRefused(
+            cli,
+            ["set"] + d + ["x", #"obj={"a":1}"#],
+            mentions: "a JSON object is not a field value"
+        )
+        try await expectRefused(cli, ["add"] + d + [#"l=[1,{"a":1}]"#], mentions: "a JSON object is not a field value")
+        // Quoted, it is text; and text that is not JSON stays text.
+        try await cli.ok(["set"] + d + ["x", #"obj="{\"a\":1}""#, "brace={not json"])
+        let x = try await cli.ok(["get"] + d + ["x", "--json"])
+        #expect(x.contains(#""obj":"{\"a\":1}""#) && x.contains(#""brace":"{not json""#), "\(x)")
     }
 
     @Test func missingCorruptAndForeignReplicasAreRefused() async throws {

@@ -34,8 +34,7 @@ import Testing
                     defer { input = input.dropFirst(chunk) }
                     return Data(input.prefix(chunk))
                 },
-                into: &session,
-                wallMilliseconds: t0
+                into: &session
             )
         }
         return result
@@ -78,6 +77,23 @@ import Testing
         let a = try #require(try store.itemState(.named("a")))
         #expect(a.shownFields[.named("n")] == .integer(2))
         #expect(try store.itemState(.named("c"))?.type == "note")
+    }
+
+    /// Lines without an id get one derived from the line (and its repetition): importing the
+    /// same input again, say after a failure, edits the same items instead of doubling them.
+    @Test func idlessLinesKeepTheirIdsWhenImportedAgain() throws {
+        let store = try store()
+        let lines = [#"{"type":"task","fields":{"title":"Climb"}}"#, #"{"fields":{"n":1}}"#, #"{"fields":{"n":1}}"#]
+        try importLines(lines, into: store)
+        var ids: [String] = []
+        try store.forEachItem { ids.append($0.id) }
+        #expect(ids.count == 3, "two identical lines are two items: \(ids)")
+        #expect(ids.allSatisfy { $0.count == 36 && Array($0)[14] == "8" }, "UUIDv8 ids: \(ids)")
+        let again = try importLines(lines, into: store, chunk: 3)
+        #expect(again.edits == 0)
+        var after: [String] = []
+        try store.forEachItem { after.append($0.id) }
+        #expect(after == ids)
     }
 
     @Test func aBadLineIsNamedAndNothingIsWritten() throws {

@@ -30,14 +30,23 @@ enum AssignmentParser {
         return kind(try FieldName(name), value)
     }
 
-    /// JSON when valid, plain text otherwise; but a number out of range is an error, not text.
+    /// JSON when valid, plain text otherwise; but a number out of range is an error, not text,
+    /// and so is a JSON object (anywhere in the value), which `import` refuses too: one rule.
     static func parseValue(_ text: String, field: String) throws -> Value {
+        let json: JSON
         do {
-            if let value = try JSON(parsing: text).value { return value }
+            json = try JSON(parsing: text)
         } catch  where error.isNumberOutOfRange {
             throw CLIError("\(field)=\(text.prefix(40)): \(error.message)")
-        } catch {}
-        return .string(text)
+        } catch {
+            return .string(text)
+        }
+        guard let value = json.value else {
+            throw CLIError(
+                "\(field)=\(text.prefix(40)): a JSON object is not a field value (values are null, bool, number, string or list): to keep it as text, quote it as a JSON string"
+            )
+        }
+        return value
     }
 
     static func parseItemID(_ text: String) throws -> ItemID {
