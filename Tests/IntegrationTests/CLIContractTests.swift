@@ -65,6 +65,36 @@ import Testing
         #expect(try await cli.ok(["history", "--dir", dir, "xy", "--json"]).contains("\"n\""))
     }
 
+    /// Commands that report something say it as JSON with --json: add and set the item as
+    /// `get --json` prints it, import its summary, sync one object per peer (a failure too).
+    @Test func reportingCommandsSpeakJSON() async throws {
+        let cli = CLI("json")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let dir = cli.path("a")
+        let added = try JSON(parsing: try await cli.ok(["add", "--dir", dir, "--id", "j1", "title=Climb", "--json"]))
+        #expect(added["id"] == .string("j1"))
+        #expect(added["fields"]?["title"] == .string("Climb"))
+        let set = try JSON(parsing: try await cli.ok(["set", "--dir", dir, "j1", "n=2", "--json"]))
+        #expect(set["fields"]?["n"] == .integer(2))
+        #expect(try await cli.ok(["get", "--dir", dir, "j1", "--json"]) == set.text + "\n")
+        let imported = try JSON(
+            parsing: try await cli.ok(
+                ["import", "--dir", dir, "--json"],
+                input: #"{"id":"j2","fields":{"k":1}}"# + "\n"
+            )
+        )
+        #expect(imported["lines"] == .integer(1) && imported["edits"] == .integer(1))
+        let sync = try await cli.run(["sync", "--dir", dir, "--peer", "127.0.0.1:1", "--json"])
+        #expect(sync.status == 1)
+        guard case .array(let peers) = try JSON(parsing: sync.stdout), let first = peers.first else {
+            Issue.record("sync --json printed no array: \(sync.stdout)")
+            return
+        }
+        #expect(first["peer"] == .string("127.0.0.1:1") && first["ok"] == .bool(false))
+        #expect(sync.stderr.contains("connection refused"))
+    }
+
     @Test func addSetGetListFollowTheContract() async throws {
         let cli = CLI("edit")
         defer { cli.cleanUp() }

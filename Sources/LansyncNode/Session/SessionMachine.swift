@@ -72,7 +72,7 @@ public struct SessionMachine: Sendable {
         case produced(DeltaBatch?, now: ContinuousClock.Instant)
         /// The local replica changed (a local edit, or a batch from another peer).
         case localChanged
-        /// Time passed (the runner ticks about once a second); `localVersion` is the replica's
+        /// Time passed (the runner ticks every few seconds); `localVersion` is the replica's
         /// version vector as last read (never ahead of it), nil if unknown.
         case tick(now: ContinuousClock.Instant, localVersion: VersionVector? = nil)
         /// Reading or writing the replica failed.

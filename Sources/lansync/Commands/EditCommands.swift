@@ -10,10 +10,19 @@ func performEdit(_ edit: ItemEdit, on id: ItemID, in data: DataDirectoryOptions)
 }
 
 /// The same, on the item an id the user typed names (the id, or a unique start of one).
-func performEdit(_ edit: ItemEdit, onTyped typed: String, in data: DataDirectoryOptions) throws {
+@discardableResult
+func performEdit(_ edit: ItemEdit, onTyped typed: String, in data: DataDirectoryOptions) throws -> ItemID {
     let directory = data.directory
     let store = try directory.open()
-    try directory.edit(edit, on: try AssignmentParser.resolveItemID(typed, in: store), in: store)
+    let id = try AssignmentParser.resolveItemID(typed, in: store)
+    try directory.edit(edit, on: id, in: store)
+    return id
+}
+
+/// Prints the item as `get --json` does (after an edit with `--json`).
+func printItemJSON(_ id: ItemID, in data: DataDirectoryOptions) throws {
+    guard let item = try data.directory.open().storedItem(id) else { throw EditError.unknownItem(id) }
+    print(item.jsonText)
 }
 
 /// `lansync add`: creates an item and prints its id.
@@ -32,6 +41,7 @@ struct AddCommand: ParsableCommand {
     @Option(help: "The item's type.") var type: String = ItemState.defaultType
     @Option(help: "The item's id (default: a new UUIDv7).") var id: String?
     @Argument(help: "Field assignments.") var assignments: [String] = []
+    @Flag(help: "Print the new item as 'get --json' does, instead of its id.") var json = false
 
     func run() throws {
         let assignments = try self.assignments.map(AssignmentParser.parse)
@@ -39,7 +49,7 @@ struct AddCommand: ParsableCommand {
         let itemID =
             try id.map(AssignmentParser.parseItemID) ?? ItemID.uuidV7(milliseconds: WallClock.milliseconds, using: &rng)
         try performEdit(.create(type: type, assignments: assignments), on: itemID, in: data)
-        print(itemID.rawValue)
+        if json { try printItemJSON(itemID, in: data) } else { print(itemID.rawValue) }
     }
 }
 
@@ -54,10 +64,12 @@ struct SetCommand: ParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Argument(help: "Field assignments: FIELD=VALUE, FIELD+=ELEM, FIELD-=ELEM.") var assignments: [String] = []
+    @Flag(help: "Print the item after the edit, as 'get --json' does.") var json = false
 
     func run() throws {
         let assignments = try self.assignments.map(AssignmentParser.parse)
-        try performEdit(.update(assignments), onTyped: id, in: data)
+        let itemID = try performEdit(.update(assignments), onTyped: id, in: data)
+        if json { try printItemJSON(itemID, in: data) }
     }
 }
 

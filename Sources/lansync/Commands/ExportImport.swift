@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LansyncHost
+import LansyncJSON
 import LansyncStore
 
 /// `lansync export [FILE]`
@@ -50,6 +51,7 @@ struct ImportCommand: ParsableCommand {
 
     @OptionGroup var data: DataDirectoryOptions
     @Argument(help: "The file to read.") var file: String?
+    @Flag(help: "Print the summary as one JSON object on stdout: lines, edits, seconds.") var json = false
 
     func run() throws {
         let started = Date()
@@ -84,6 +86,14 @@ struct ImportCommand: ParsableCommand {
             Terminal.stderr("\n")
         }
         let seconds = Date().timeIntervalSince(started)
+        if json {
+            let summary = JSON.object([
+                ("lines", .integer(Int64(result.lines))), ("edits", .integer(Int64(result.edits))),
+                ("seconds", .double((seconds * 1000).rounded() / 1000)),
+            ])
+            print(summary.text)
+            return
+        }
         Terminal.stderr(
             "imported \(result.lines) line(s) as \(result.edits) edit(s) in \(String(format: "%.1f", seconds)) s\n"
         )

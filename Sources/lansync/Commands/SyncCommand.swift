@@ -1,6 +1,7 @@
 import ArgumentParser
 import LansyncCore
 import LansyncHost
+import LansyncJSON
 import LansyncNode
 import LansyncWire
 
@@ -16,6 +17,7 @@ struct SyncCommand: AsyncParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @Option(name: .customLong("peer"), help: ArgumentHelp("A node to sync with (repeatable).", valueName: "HOST:PORT"))
     var peers: [PeerAddress] = []
+    @Flag(help: "Print a JSON array: per peer, ok, node_id, name, sent and received (or error).") var json = false
     @Option(help: "Give up on a peer after this many seconds.")
     var timeout: Double = 60
 
@@ -50,6 +52,26 @@ struct SyncCommand: AsyncParsableCommand {
         // Clear the progress line before the summary.
         if showProgress { Terminal.stderr("\r\u{1B}[K") }
         var failures: [String] = []
+        if json {
+            // One object per peer, in the order given; a failure still exits non-zero.
+            let entries = results.map { result -> JSON in
+                var members: [(key: String, value: JSON)] = [("peer", .string(result.peer.description))]
+                if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
+                    members += [
+                        ("ok", .bool(true)), ("node_id", .string(peer.nodeID.text)), ("name", .string(peer.name)),
+                        ("sent", .integer(Int64(outcome.sentUpdates))),
+                        ("received", .integer(Int64(outcome.receivedUpdates))),
+                    ]
+                } else {
+                    members += [("ok", .bool(false)), ("error", .string(result.error ?? "failed"))]
+                    failures.append("\(result.peer): \(result.error ?? "failed")")
+                }
+                return .object(members)
+            }
+            print(JSON.array(entries).text)
+            if !failures.isEmpty { throw CLIError("sync failed with " + failures.joined(separator: "; ")) }
+            return
+        }
         for result in results {
             if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
                 print(
