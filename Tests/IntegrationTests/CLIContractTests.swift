@@ -158,5 +158,27 @@ import Testing
         #expect(entries.allSatisfy { $0["writer"] == .string("a") })
         let unknownField = try await cli.run(["history"] + d + ["h", "nope"])
         #expect(unknownField.status != 0)
+        // The reserved fields lansync writes stay out unless --all (or named).
+        func fields(_ args: [String]) async throws -> Set<String> {
+            guard case .array(let all) = try JSON(parsing: try await cli.ok(["history"] + d + args + ["--json"])) else {
+                return []
+            }
+            return Set(all.compactMap { if case .string(let f)? = $0["field"] { f } else { nil } })
+        }
+        #expect(try await fields(["h"]) == ["title"])
+        #expect(try await fields(["h", "--all"]) == ["title", "_type"])
+        #expect(try await fields(["h", "_type"]) == ["_type"])
+        // A list write a later one superseded is "in list" while its element is still there.
+        try await cli.ok(["set"] + d + ["h", "tags+=first"])
+        try await cli.ok(["set"] + d + ["h", "tags+=second"])
+        let human = try await cli.ok(["history"] + d + ["h", "tags"])
+        let rows = human.split(separator: "\n").dropFirst()
+        #expect(rows.count == 2 && rows.first?.contains("live") == true, "\(human)")
+        #expect(rows.last?.contains("in list") == true, "\(human)")
+        try await cli.ok(["set"] + d + ["h", "tags-=first"])
+        // Newest first: the removal (live), "second" (still in the list), "first" (gone: old).
+        let after = try await cli.ok(["history"] + d + ["h", "tags"]).split(separator: "\n").dropFirst()
+        #expect(after.map { $0.contains("live") } == [true, false, false], "\(after)")
+        #expect(after.dropFirst().first?.contains("in list") == true && after.last?.contains("old") == true, "\(after)")
     }
 }

@@ -83,13 +83,15 @@ struct HistoryCommand: ParsableCommand {
     @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Argument(help: "Only this field.") var field: String?
     @Flag(help: "Print a JSON array.") var json = false
+    @Flag(help: "Include the reserved fields lansync writes (_type, _deleted).") var all = false
 
     func run() throws {
         let name = field.map { FieldName(unchecked: $0) }
         let store = try data.directory.open()
         let itemID = try AssignmentParser.resolveItemID(id, in: store)
-        guard try store.itemState(itemID) != nil else { throw EditError.unknownItem(itemID) }
-        let entries = try store.history(itemID, field: name)
+        guard let state = try store.itemState(itemID) else { throw EditError.unknownItem(itemID) }
+        // A field named on the command line is shown even if reserved.
+        let entries = try store.history(itemID, field: name).filter { all || name != nil || !$0.field.isReserved }
         if let name, entries.isEmpty { throw CLIError("item \(itemID) has no field '\(name)'") }
         if json {
             print(entries.jsonText)
@@ -98,10 +100,19 @@ struct HistoryCommand: ParsableCommand {
         let rows = entries.map { e in
             [
                 Render.time(e.timestamp), e.field.rawValue, Render.writer(e.dot, name: e.writerName),
-                e.isLive ? "live" : "old", Render.change(e.write),
+                Self.mark(e, list: state.fields[e.field]?.listValue ?? []), Render.change(e.write),
             ]
         }
         print(Render.table(["TIME", "FIELD", "WRITER", "STATE", "CHANGE"], rows))
+    }
+
+    /// `live` for a version the field shows (or a conflict sibling); for a superseded list write
+    /// whose additions are still in the list, `in list` (a later write superseded the version,
+    /// not the element); else `old`.
+    static func mark(_ e: HistoryEntry, list: [Value]) -> String {
+        if e.isLive { return "live" }
+        if case .list(let change) = e.write, change.added.contains(where: list.contains) { return "in list" }
+        return "old"
     }
 }
 
