@@ -138,6 +138,11 @@ public struct DeltaBatch: Hashable, Sendable {
 /// proportional to what the receiver lacks, never to the replica's size. The versions of one write
 /// (one dot can touch several fields) never straddle two batches.
 ///
+/// Versions the sender holds beyond its own vector (``unclaimed``) go first, before any batch
+/// covers anything: such a version may be the only one left of a field that a write the stream
+/// claims also changed (a newer write from an unfinished stream replaced it), and a claim must
+/// never reach the receiver before its field does.
+///
 /// Pure: the caller supplies the index lookups and turns the planned keys into field states.
 public struct DeltaPlanner: Sendable {
     /// One row of the version index: a version's counter (its dot's node is the one asked for)
@@ -148,7 +153,7 @@ public struct DeltaPlanner: Sendable {
     private var position: VersionVector
     private var pending: [NodeID]
     /// Nodes whose versions the sender holds beyond its own vector (part of a stream it has not
-    /// finished receiving): sent after everything else, and never covered.
+    /// finished receiving): sent before everything else, and never covered.
     private var unclaimed: [NodeID]
     private var unclaimedPosition: [NodeID: UInt64] = [:]
     public let maxUpdates: Int
@@ -205,10 +210,10 @@ public struct DeltaPlanner: Sendable {
         while keys.count < maxUpdates {
             let node: NodeID
             let claimed: Bool
-            if let next = pending.first {
-                (node, claimed) = (next, true)
-            } else if let next = unclaimed.first {
+            if let next = unclaimed.first {
                 (node, claimed) = (next, false)
+            } else if let next = pending.first {
+                (node, claimed) = (next, true)
             } else {
                 break
             }

@@ -82,8 +82,8 @@ public struct Replica: Sendable {
     }
 
     /// Everything a replica with version vector `remote` lacks, in batches of at most `maxUpdates`
-    /// field states (a single write larger than that travels whole); then, unclaimed, what this
-    /// replica holds beyond its own vector.
+    /// field states (a single write larger than that travels whole), after what this replica holds
+    /// beyond its own vector (unclaimed).
     ///
     /// With `deltaBase` (what the receiver is known to have seen: its announced vector), fields
     /// travel as ``FieldDelta``s where that saves bytes.

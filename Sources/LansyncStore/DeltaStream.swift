@@ -10,21 +10,52 @@ public import LansyncCore
 /// With a delta base (a peer of protocol 1.2 known to have seen every write up to it), a field
 /// whose list the peer mostly holds travels as a ``FieldDelta``; the byte budget still counts
 /// stored states, so a batch of deltas only ever weighs less than planned.
+///
+/// What a batch covers must be true when it reaches the receiver: field deltas are taken against
+/// what the receiver's vector claims, so a claim without its field would lose a list element for
+/// good, with vectors that say nothing is missing. The walk finds a field by its live versions,
+/// and a field can have left the claimed range while still holding a claimed write's effect:
+/// - replaced before the stream began, by a version beyond the sender's own vector (from a
+///   stream it has not finished receiving): such versions go first, before anything is claimed
+///   (``DeltaPlanner``);
+/// - replaced while the stream goes on, before the walk reached it: every batch also carries
+///   the fields whose versions left the index since the stream looked last (table `field`,
+///   `superseded_at`), looked up after the walk, and the walk claims nothing while such fields
+///   remain to be sent.
+/// Either kind is sent only if it has seen a write the stream claims that the receiver is not
+/// known to hold (``needsSending(_:holds:)``).
 public struct DeltaStream: Sendable {
     let store: ReplicaStore
     var planner: DeltaPlanner
+    /// The receiver's version vector the stream was planned against.
+    let receiver: VersionVector
+    /// The sender's version vector the stream was planned with: what it may claim.
+    let claimable: VersionVector
+    /// True for a session's first delta: everything held beyond the sender's vector goes, so that
+    /// what only this replica holds spreads (else only what a claim needs).
+    let spreadsUnclaimed: Bool
     let deltaBase: VersionVector?
     let budgetBytes: Int
     var limit: Int
+    /// Where the look for fields whose versions left the index stands: it starts at the change
+    /// stamp read before the stream's vector.
+    var superseded: SupersededCursor
 
     /// The next batch, or nil when the peer has everything.
-    public mutating func next() throws(StoreError) -> DeltaBatch? {
+    ///
+    /// - Parameter peerHolds: what the receiver is known to hold now, beyond what the stream was
+    ///   planned against (its batches to this replica): a replaced field it holds whole is not
+    ///   sent back to it.
+    public mutating func next(peerHolds: VersionVector = VersionVector()) throws(StoreError) -> DeltaBatch? {
         let store = self.store
+        var holds = receiver
+        holds.join(peerHolds)
+        var walkLimit = limit
         while true {
             var trial = planner
             let plan: (keys: [FieldKey], covers: VersionVector)?
             do {
-                plan = try trial.nextBatch(limit: limit) { node, after, limit in
+                plan = try trial.nextBatch(limit: walkLimit) { node, after, limit in
                     try store.versionRows(node: node, after: after, limit: limit)
                 }
             } catch let error as StoreError {
@@ -32,11 +63,25 @@ public struct DeltaStream: Sendable {
             } catch {
                 throw .io("\(error)")
             }
+            // The walk's claims are made: nothing later can make them untrue.
             guard let plan else {
                 planner = trial
                 return nil
             }
-            let (updates, bytes, broken) = try store.sizedFieldUpdates(plan.keys)
+            // Read after the walk's rows, so that every version missing from them is accounted for.
+            let look = try store.superseded(after: superseded, limit: limit)
+            let walked = Set(plan.keys)
+            let replaced = look.keys.filter { !walked.contains($0) }
+            // (The walk alone may take more than the limit: one write's fields travel together.)
+            let fits = replaced.isEmpty || plan.keys.count + replaced.count <= limit
+            // Both fit once the walk takes fewer (unless one write of the walk is that large).
+            if look.complete, !fits, replaced.count < limit, limit - replaced.count < walkLimit {
+                walkLimit = limit - replaced.count
+                continue
+            }
+            let walks = look.complete && fits
+            let keys = walks ? plan.keys + replaced : replaced
+            let (updates, bytes, broken) = try store.sizedFieldUpdates(keys)
             if !broken.isEmpty {
                 // A state that does not decode is never sent, and the batch must not claim it: stop
                 // streaming the nodes whose writes it holds (their covers stay below it, so the peer
@@ -49,25 +94,54 @@ public struct DeltaStream: Sendable {
                 guard abandoned else { return nil }
                 continue
             }
-            if bytes > budgetBytes, plan.keys.count > 1 {
-                limit = max(1, plan.keys.count / 2)
+            if bytes > budgetBytes, keys.count > 1 {
+                limit = max(1, keys.count / 2)
+                walkLimit = limit
                 continue
             }
-            planner = trial
+            superseded = look.next
             // Grow back towards the full batch size after a heavy stretch.
             limit = min(planner.maxUpdates, limit * 2)
-            let changes = updates.map { update -> FieldUpdate in
+            let changes = updates.compactMap { update -> FieldUpdate? in
                 guard case .state(let state) = update.change else { return update }
+                let spread = spreadsUnclaimed && walks && walked.contains(update.key)
+                guard spread || needsSending(state, holds: holds) else { return nil }
                 return FieldUpdate(key: update.key, change: state.change(since: deltaBase))
             }
+            guard walks else {
+                // Replaced fields first; the walk waits, as it may not claim past them.
+                if changes.isEmpty { continue }
+                return DeltaBatch(updates: changes, covers: VersionVector(), base: deltaBase)
+            }
+            planner = trial
             return DeltaBatch(updates: changes, covers: plan.covers, base: deltaBase)
         }
     }
 }
 
+extension DeltaStream {
+    /// True if `state` has seen a write in the range this stream claims (beyond what the receiver
+    /// held, up to the sender's vector) that the receiver is not known to hold. A field's context
+    /// is dense per node (a node's write to a field has seen its earlier ones), so its counter for
+    /// a node bounds the writes of that node it reflects. Every field the walk finds qualifies,
+    /// unless the receiver has since got its writes; a field that does not qualify reflects
+    /// nothing the stream's claims need, and the receiver lacks nothing of it that it claims.
+    func needsSending(_ state: FieldState, holds: VersionVector) -> Bool {
+        state.context.nodes.contains { node in min(state.context[node], claimable[node]) > holds[node] }
+    }
+}
+
+/// A position in the look for fields whose versions left the version index: the change stamp of
+/// the transaction that replaced them, then the field's row, so a look goes on where it stopped.
+struct SupersededCursor: Sendable, Equatable {
+    var stamp: UInt64
+    var field: Int64
+}
+
 extension ReplicaStore {
-    /// Starts the delta for a peer that announced `remote`; with `unclaimed`, it ends with what this
-    /// replica holds beyond its own vector, uncovered (a session's first delta).
+    /// Starts the delta for a peer that announced `remote`. With `unclaimed` (a session's first
+    /// delta), it also sends everything this replica holds beyond its own vector, uncovered;
+    /// without, only what its claims need.
     public func deltaStream(
         for remote: VersionVector,
         maxUpdates: Int = 512,
@@ -75,17 +149,21 @@ extension ReplicaStore {
         unclaimed: Bool = true,
         deltaBase: VersionVector? = nil
     ) throws(StoreError) -> DeltaStream {
-        DeltaStream(
+        // Before the vector: a version replaced after this stamp may be one the vector claims.
+        let stamp = try changeStamp()
+        let sender = try versionVector()
+        // Nothing to claim, nothing a claim needs.
+        let beyond = unclaimed || !remote.covers(sender) ? try unclaimedNodes() : []
+        return DeltaStream(
             store: self,
-            planner: DeltaPlanner(
-                sender: try versionVector(),
-                receiver: remote,
-                maxUpdates: maxUpdates,
-                unclaimed: unclaimed ? try unclaimedNodes() : []
-            ),
+            planner: DeltaPlanner(sender: sender, receiver: remote, maxUpdates: maxUpdates, unclaimed: beyond),
+            receiver: remote,
+            claimable: sender,
+            spreadsUnclaimed: unclaimed,
             deltaBase: deltaBase,
             budgetBytes: budgetBytes,
-            limit: maxUpdates
+            limit: maxUpdates,
+            superseded: SupersededCursor(stamp: stamp, field: .max)
         )
     }
 }

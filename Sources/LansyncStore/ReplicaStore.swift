@@ -592,6 +592,40 @@ public final class ReplicaStore: Sendable {
         }
     }
 
+    /// Fields whose versions the version index lost to newer writes after `cursor` (a change
+    /// stamp and a field row, in that order), up to `limit`, and where the next look starts.
+    func superseded(
+        after cursor: SupersededCursor,
+        limit: Int
+    ) throws(StoreError) -> (keys: [FieldKey], next: SupersededCursor, complete: Bool) {
+        try guarded {
+            try pool.read { db in
+                let rows = try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT f.superseded_at, f.id, i.item_id, f.name FROM field f JOIN item i ON i.id = f.item
+                            WHERE f.superseded_at > 0 AND (f.superseded_at, f.id) > (?, ?)
+                            ORDER BY f.superseded_at, f.id LIMIT ?
+                            """
+                    ),
+                    arguments: [Int64(clamping: cursor.stamp), cursor.field, limit]
+                )
+                var next = cursor
+                let keys = try rows.map { row -> FieldKey in
+                    next = SupersededCursor(
+                        stamp: UInt64((try row.decode(atIndex: 0) as Int64)),
+                        field: try row.decode(atIndex: 1)
+                    )
+                    return FieldKey(
+                        item: ItemID(unchecked: (try row.decode(atIndex: 2))),
+                        field: FieldName(unchecked: (try row.decode(atIndex: 3)))
+                    )
+                }
+                return (keys, next, rows.count < limit)
+            }
+        }
+    }
+
     /// Origin nodes of which this replica holds versions beyond its own version vector (states
     /// of streams not yet complete): a delta sends them too, unclaimed. One index seek per node.
     func unclaimedNodes() throws(StoreError) -> [NodeID] {

@@ -192,6 +192,19 @@ enum Schema {
             // read. Recording this migration makes such a lansync refuse the file as written by a
             // newer version, instead of reporting every rewritten field as damaged.
         }
+        migrator.registerMigration("v9-superseded-at") { db in
+            try db.execute(
+                sql: """
+                    -- 'superseded_at': the change stamp (meta 'changes') of the last transaction that
+                    -- took one of the field's versions out of the version index (a newer write
+                    -- replaced it). A stream to a peer reads the index a batch at a time; a field
+                    -- whose version left the index before the stream reached it is found here
+                    -- instead (Docs/STORAGE.md, "Streams and the version index"). 0: never.
+                    ALTER TABLE field ADD COLUMN superseded_at INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX field_by_superseded ON field(superseded_at, id) WHERE superseded_at > 0;
+                    """
+            )
+        }
         return migrator
     }
 }

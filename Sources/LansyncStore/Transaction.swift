@@ -20,6 +20,8 @@ struct Transaction {
     private var nodeRows: [NodeID: Int64] = [:]
     /// Which node each `node` row names, for reading field states (``StoredState``).
     let nodes: NodeRows
+    /// The change stamp of this transaction, once a field save needed it.
+    private var pendingStamp: UInt64?
 
     init(db: Database, historyLimit: Int, nodes: NodeRows = NodeRows()) throws {
         self.db = db
@@ -33,7 +35,18 @@ struct Transaction {
     @discardableResult
     func countChange() throws -> UInt64 {
         try db.execute(sql: "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'changes'")
-        return try changeStamp()
+        let stamp = try changeStamp()
+        assert(pendingStamp == nil || pendingStamp == stamp, "a transaction counts its change once")
+        return stamp
+    }
+
+    /// The change stamp this transaction commits with: it changes a field, so it ends with
+    /// ``countChange()``, and transactions that write are serial.
+    private mutating func stampOfThisTransaction() throws -> UInt64 {
+        if let pendingStamp { return pendingStamp }
+        let stamp = try changeStamp() + 1
+        pendingStamp = stamp
+        return stamp
     }
 
     /// meta 'changes': how many transactions changed a field in this file.
@@ -266,9 +279,15 @@ struct Transaction {
         }
         let oldDots = Set(old?.versions.map(\.dot) ?? [])
         let newDots = Set(new.versions.map(\.dot))
-        for dot in oldDots.subtracting(newDots) {
+        let superseded = oldDots.subtracting(newDots)
+        for dot in superseded {
             try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
                 .execute(arguments: [try nodeRow(dot.node), Int64(dot.counter), fieldRow])
+        }
+        if !superseded.isEmpty {
+            // A stream that has not reached the removed rows yet finds the field by this stamp.
+            try db.cachedStatement(sql: "UPDATE field SET superseded_at = ? WHERE id = ?")
+                .execute(arguments: [Int64(clamping: try stampOfThisTransaction()), fieldRow])
         }
         for version in new.versions where !oldDots.contains(version.dot) {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)")

@@ -214,10 +214,11 @@ public struct SessionRunner: Sendable {
                                 continue
                             }
                             guard let current = delta else { continue }
+                            let peerHolds = machine.peerVersionVector
                             do {
                                 let (batch, advanced) = try await io.run { () throws -> (DeltaBatch?, DeltaStream) in
                                     var s = current
-                                    let b = try s.next()
+                                    let b = try s.next(peerHolds: peerHolds)
                                     return (b, s)
                                 }
                                 delta = advanced
