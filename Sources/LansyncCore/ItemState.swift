@@ -44,8 +44,8 @@ public struct ItemState: Hashable, Sendable {
 
     public var conflicts: [FieldConflict] {
         conflictedFields.compactMap { name in
-            guard let state = fields[name], let shown = state.shownValue else { return nil }
-            return FieldConflict(item: id, field: name, values: state.candidateValues, shown: shown)
+            guard let state = fields[name], state.shownValue != nil else { return nil }
+            return FieldConflict(item: id, field: name, state: state)
         }
     }
 
@@ -209,11 +209,14 @@ public struct FieldConflict: Hashable, Sendable {
     /// The distinct values, the shown one first.
     public let values: [Value]
     public let shown: Value
+    /// The concurrent versions behind the values (who wrote each, and when), the shown one first.
+    public let versions: [FieldVersion]
 
-    public init(item: ItemID, field: FieldName, values: [Value], shown: Value) {
+    public init(item: ItemID, field: FieldName, state: FieldState) {
         self.item = item
         self.field = field
-        self.values = values
-        self.shown = shown
+        self.values = state.candidateValues
+        self.shown = state.shownValue ?? .null
+        self.versions = state.versions.sorted { $0.isShown(before: $1) }
     }
 }

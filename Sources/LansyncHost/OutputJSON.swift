@@ -36,11 +36,25 @@ extension HistoryEntry {
 }
 
 extension FieldConflict {
-    /// One entry of `conflicts --json`.
-    public var json: JSON {
+    /// One entry of `conflicts --json`: the distinct values, and each concurrent version with its
+    /// writer (`node`, and its name when `names` knows it) and time.
+    public func json(names: [NodeID: String] = [:]) -> JSON {
         .object([
             ("id", .string(item.rawValue)), ("field", .string(field.rawValue)),
             ("values", .array(values.map(\.json))), ("shown", shown.json),
+            (
+                "versions",
+                .array(
+                    versions.map { version in
+                        .object([
+                            ("value", value(of: version).json),
+                            ("node", .string(version.dot.node.text)),
+                            ("writer", names[version.dot.node].map(JSON.string) ?? .null),
+                            ("time", .string(WallClock.iso8601(milliseconds: version.timestamp.milliseconds))),
+                        ])
+                    }
+                )
+            ),
         ])
     }
 }
@@ -60,7 +74,18 @@ extension Sequence<HistoryEntry> {
     public var jsonText: String { JSON.array(map(\.json)).text }
 }
 
+extension FieldConflict {
+    /// The value a version stands for: what it set (or the relay kept), or for a list write the
+    /// merged list (lists never conflict with lists).
+    public func value(of version: FieldVersion) -> Value {
+        switch version.write {
+        case .assign(let value), .overrule(let value, _, _): value
+        case .list: values.first { if case .list = $0 { true } else { false } } ?? .null
+        }
+    }
+}
+
 extension Sequence<FieldConflict> {
-    /// What `conflicts --json` prints: an array of ``FieldConflict/json``.
-    public var jsonText: String { JSON.array(map(\.json)).text }
+    /// What `conflicts --json` prints: an array of ``FieldConflict/json(names:)``.
+    public func jsonText(names: [NodeID: String] = [:]) -> String { JSON.array(map { $0.json(names: names) }).text }
 }

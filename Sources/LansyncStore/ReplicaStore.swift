@@ -835,12 +835,11 @@ public final class ReplicaStore: Sendable {
                         db: db,
                         nodes: nodeRows
                     )
-                    guard let shown = state.shownValue else { return nil }
+                    guard state.shownValue != nil else { return nil }
                     return FieldConflict(
                         item: ItemID(unchecked: (try row.decode(atIndex: 0))),
                         field: FieldName(unchecked: (try row.decode(atIndex: 1))),
-                        values: state.candidateValues,
-                        shown: shown
+                        state: state
                     )
                 }
             }

@@ -17,6 +17,7 @@ struct Lansync: AsyncParsableCommand {
         subcommands: [
             ClusterCommand.self, InitCommand.self,
             AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
+            RevertCommand.self,
             GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self,
             ExportCommand.self, ImportCommand.self,
             NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self,

@@ -133,11 +133,102 @@ import Testing
         try await cli.ok(["restore"] + d + ["a-note"])
         #expect(try await cli.ok(["list"] + d + ["--json"]).contains("a-note"))
 
-        // Human output fits 80 columns.
+        // Human output fits the terminal's width (COLUMNS stands for it: output to a pipe is never cut).
         for command in [["list"], ["get", id], ["history", id], ["conflicts"]] {
-            let text = try await cli.ok(command + d)
-            for line in text.split(separator: "\n") { #expect(line.count <= 80, "\(command): \(line)") }
+            let result = try await cli.run(command + d, environment: ["COLUMNS": "80"])
+            #expect(result.succeeded, "\(command): \(result.stderr)")
+            for line in result.stdout.split(separator: "\n") { #expect(line.count <= 80, "\(command): \(line)") }
         }
+    }
+
+    /// `list` puts the title first and fits the terminal; `--fields` chooses the columns, `--wide`
+    /// and output to a pipe cut nothing.
+    @Test func listShowsTheTitleFirstAndFitsTheTerminal() async throws {
+        let cli = CLI("list-width")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let d = ["--dir", cli.path("a")]
+        let long = String(repeating: "lorem ipsum ", count: 12)
+        try await cli.ok(
+            ["add"] + d + [
+                "--id", "t1", "--type", "task", "a=1", "b=2", "notes=\(long)", "owner=ana", "title=Climb the wall",
+            ]
+        )
+        try await cli.ok(["add"] + d + ["--id", "t2", "--type", "task", "name=Second", "owner=bo"])
+        let narrow = try await cli.run(["list"] + d, environment: ["COLUMNS": "60"])
+        #expect(narrow.succeeded, "\(narrow.stderr)")
+        let lines = narrow.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.allSatisfy { $0.count <= 60 }, "\(narrow.stdout)")
+        #expect(lines.first?.contains("TITLE") == true, "\(narrow.stdout)")
+        // The title (or name) is whole, ahead of the fields sorted by name.
+        #expect(
+            lines.contains { $0.hasPrefix("t1") && $0.contains("Climb the wall") && $0.contains("a=1") },
+            "\(narrow.stdout)"
+        )
+        #expect(lines.contains { $0.hasPrefix("t2") && $0.contains("Second") }, "\(narrow.stdout)")
+        // To a pipe, nothing is cut (here the notes field's first 24 columns, as a field among others).
+        let piped = try await cli.ok(["list"] + d)
+        #expect(piped.contains("owner=ana"), "\(piped)")
+        let wide = try await cli.run(["list", "--wide"] + d, environment: ["COLUMNS": "60"])
+        #expect(wide.stdout.contains(long.trimmingCharacters(in: .whitespaces)), "\(wide.stdout)")
+        let chosen = try await cli.run(["list", "--fields", "owner,title"] + d, environment: ["COLUMNS": "60"])
+        let chosenLines = chosen.stdout.split(separator: "\n").map(String.init)
+        #expect(
+            chosenLines.first?.split(separator: " ", omittingEmptySubsequences: true) == [
+                "ID", "TYPE", "OWNER", "TITLE",
+            ]
+        )
+        #expect(
+            chosenLines.contains {
+                $0.hasPrefix("t1") && $0.contains("ana") && $0.contains("Climb the wall") && !$0.contains("a=1")
+            }
+        )
+        let refused = try await cli.run(["list", "--json", "--wide"] + d)
+        #expect(refused.status != 0 && refused.stderr.contains("--json"), "\(refused.stderr)")
+    }
+
+    /// `revert` brings a past value back as a new edit; what is no value is refused, changing nothing.
+    @Test func revertBringsAPastValueBack() async throws {
+        let cli = CLI("revert")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let d = ["--dir", cli.path("a")]
+        try await cli.ok(["add"] + d + ["--id", "r", "title=one", "tags=[\"x\",\"y\"]"])
+        try await cli.ok(["set"] + d + ["r", "title=two"])
+        try await cli.ok(["set"] + d + ["r", "title=three", "tags+=z"])
+        // The # column numbers a field's entries, newest first.
+        let history = try await cli.ok(["history"] + d + ["r", "title"])
+        #expect(
+            history.split(separator: "\n").dropFirst().map { $0.split(separator: " ").first } == ["1", "2", "3"],
+            "\(history)"
+        )
+        try await cli.ok(["revert"] + d + ["r", "title", "--to", "3"])
+        #expect(try await cli.ok(["get"] + d + ["r", "--json"]).contains(#""title":"one""#))
+        // By version, as history --json names it: "two" was this node's second write.
+        let entries = try JSON(parsing: try await cli.ok(["history"] + d + ["r", "title", "--json"]))
+        guard case .array(let all) = entries, let two = all.first(where: { $0["write"]?["set"] == .string("two") }),
+            case .string(let node)? = two["node"], case .integer(let counter)? = two["counter"]
+        else {
+            Issue.record("\(entries)")
+            return
+        }
+        let item = try await cli.ok(["revert"] + d + ["r", "title", "--to", "\(node.prefix(6)):\(counter)", "--json"])
+        #expect(item.contains(#""title":"two""#), "\(item)")
+        // A list comes back whole from a write that replaced it.
+        try await cli.ok(["revert"] + d + ["r", "tags", "--to", "2"])
+        #expect(try await cli.ok(["get"] + d + ["r", "--json"]).contains(#""tags":["x","y"]"#))
+        // An addition is no value; an entry that is not there is named: nothing changes.
+        let before = try await cli.ok(["export"] + d)
+        for (args, words) in [
+            (["r", "tags", "--to", "2"], "added or removed"), (["r", "title", "--to", "9"], "no entry 9"),
+            (["r", "title", "--to", "zz:1"], "no entry"), (["r", "nope", "--to", "1"], "no field"),
+        ] {
+            // tags entry 2 is now the addition of z (the revert above is entry 1).
+            let refused = try await cli.run(["revert"] + d + args)
+            #expect(refused.status != 0 && refused.stderr.contains(words), "\(args): \(refused.stderr)")
+            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        }
+        #expect(try await cli.ok(["export"] + d) == before)
     }
 
     @Test func historyListsEveryVersionNewestFirst() async throws {

@@ -16,6 +16,40 @@ import Testing
         while let batch = try stream.next() { try b.apply(batch, wallMilliseconds: 0) }
     }
 
+    /// `conflicts` shows each value whole, whatever the terminal's width (the differing part is
+    /// what matters), with who wrote it and when; the shown one is marked.
+    @Test func conflictsShowEachValueWholeWithItsWriter() async throws {
+        let cli = CLI("conflict-human")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let a = ["--dir", cli.path("a")]
+        let b = ["--dir", cli.path("b")]
+        try await cli.ok(["add"] + a + ["--id", "bike", "title=Fix the bike"])
+        try Self.exchange(cli.path("a"), cli.path("b"))
+        let fromA = "Fix the bike (garage, back wheel, the spoke that keeps coming loose)"
+        let fromB = "Fix the bike (garage, front brake cable and the bell)"
+        try await cli.ok(["set"] + a + ["bike", "title=\(fromA)"])
+        try await Task.sleep(for: .milliseconds(5))
+        try await cli.ok(["set"] + b + ["bike", "title=\(fromB)"])
+        try Self.exchange(cli.path("a"), cli.path("b"))
+        let shown = try await cli.run(["conflicts"] + b, environment: ["COLUMNS": "60"])
+        #expect(shown.succeeded, "\(shown.stderr)")
+        let rows = shown.stdout.split(separator: "\n").map(String.init)
+        let rowA = try #require(rows.first { $0.contains(fromA) }, "\(shown.stdout)")
+        let rowB = try #require(rows.first { $0.contains(fromB) }, "\(shown.stdout)")
+        // B's write is the later one: shown, marked, on the conflict's first row with the item.
+        #expect(rowB.contains("* ") && rowB.hasPrefix("bike") && !rowA.contains("* "), "\(shown.stdout)")
+        // The writer: B names itself; A is known by its id's start.
+        #expect(rowB.contains("b ("), "\(rowB)")
+        let aID = try JSON(parsing: try await cli.ok(["status", "--json"] + a))["node_id"]
+        guard case .string(let idA)? = aID else {
+            Issue.record("no node id: \(String(describing: aID))")
+            return
+        }
+        #expect(rowA.contains(String(idA.prefix(7))), "\(rowA)")
+        #expect(rows.contains { $0.contains("2026-") || $0.contains("T") && $0.contains("Z") })
+    }
+
     @Test func conflictsAreListedResolvedAndKeptInHistory() async throws {
         let cli = CLI("conflict")
         defer { cli.cleanUp() }
@@ -30,10 +64,22 @@ import Testing
         try Self.exchange(cli.path("a"), cli.path("b"))
         try Self.exchange(cli.path("b"), cli.path("a"))
         for dir in [a, b] {
-            let conflicts = try await cli.ok(["conflicts"] + dir + ["--json"]).trimmingCharacters(
-                in: .whitespacesAndNewlines
-            )
-            #expect(conflicts == #"[{"id":"t1","field":"title","values":["from B","from A"],"shown":"from B"}]"#)
+            let conflicts = try JSON(parsing: try await cli.ok(["conflicts"] + dir + ["--json"]))
+            guard case .array(let all) = conflicts, all.count == 1, let conflict = all.first else {
+                Issue.record("one conflict expected: \(conflicts)")
+                return
+            }
+            #expect(conflict["id"] == .string("t1") && conflict["field"] == .string("title"))
+            #expect(conflict["values"] == .array([.string("from B"), .string("from A")]))
+            #expect(conflict["shown"] == .string("from B"))
+            // Each value with who wrote it and when, the shown one first.
+            guard case .array(let versions)? = conflict["versions"] else {
+                Issue.record("no versions: \(conflict)")
+                return
+            }
+            #expect(versions.compactMap { $0["value"] } == [.string("from B"), .string("from A")])
+            #expect(versions.allSatisfy { if case .string? = $0["time"] { true } else { false } })
+            #expect(Set(versions.compactMap { $0["node"] }).count == 2)
             let item = try await cli.ok(["get"] + dir + ["t1", "--json"])
             #expect(item.contains(#""location":"Fontainebleau""#) && item.contains(#""conflicts":["title"]"#))
         }

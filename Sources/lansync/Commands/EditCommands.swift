@@ -130,3 +130,73 @@ struct ResolveCommand: ParsableCommand {
         )
     }
 }
+
+/// `lansync revert ID FIELD --to ENTRY`
+struct RevertCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revert",
+        abstract: "Bring a field's past value back, as a new edit.",
+        discussion: """
+            ENTRY is a row of 'lansync history ID FIELD': its number in the # column (1 is the \
+            newest), or its version NODE:COUNTER from 'history --json' (a unique start of NODE will \
+            do). The value comes back as a new edit that syncs like any other; history keeps \
+            everything. A list comes back whole from a write that replaced it; an addition or a \
+            removal is not a value (add an element again with 'lansync set ID FIELD+=ELEM').
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
+    @Argument(help: "The field.") var field: String
+    @Option(help: ArgumentHelp("The history entry to bring back.", valueName: "entry")) var to: String
+    @Flag(help: "Print the item after the edit, as 'get --json' does.") var json = false
+
+    func run() throws {
+        let store = try data.directory.open()
+        let itemID = try AssignmentParser.resolveItemID(id, in: store)
+        let name = try FieldName(field)
+        let entries = try store.history(itemID, field: name)
+        guard !entries.isEmpty else {
+            guard try store.itemState(itemID) != nil else { throw EditError.unknownItem(itemID) }
+            throw CLIError("item \(itemID) has no field '\(name)': 'lansync get \(itemID)' shows its fields")
+        }
+        let entry = try Self.entry(to, in: entries, item: itemID)
+        let value: Value
+        switch entry.write {
+        case .assign(let v), .overrule(let v, _, _):
+            value = v
+        case .list(let change) where change.replaced:
+            value = .list(change.added)
+        case .list:
+            throw CLIError(
+                "entry \(to) of \(itemID).\(name) added or removed list elements, which is no value to bring back: add an element again with 'lansync set \(itemID) \(name)+=ELEM'"
+            )
+        }
+        try data.directory.edit(.update([.set(name, value)]), on: itemID, in: store)
+        if json { try printItemJSON(itemID, in: data) }
+    }
+
+    /// The entry `text` names: a number of `history ID FIELD`'s # column, or NODE:COUNTER.
+    static func entry(_ text: String, in entries: [HistoryEntry], item: ItemID) throws -> HistoryEntry {
+        let hint = "'lansync history \(item) \(entries[0].field)' numbers them"
+        if let number = Int(text) {
+            guard number >= 1, number <= entries.count else {
+                throw CLIError("no entry \(text): the field has \(entries.count) (\(hint))")
+            }
+            return entries[number - 1]
+        }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, let counter = UInt64(parts[1]) else {
+            throw CLIError("'\(text)' names no history entry: give its number or NODE:COUNTER (\(hint))")
+        }
+        let matches = entries.filter { $0.dot.counter == counter && $0.dot.node.text.hasPrefix(parts[0].lowercased()) }
+        guard matches.count == 1 else {
+            throw CLIError(
+                matches.isEmpty
+                    ? "no entry \(text) in the field's history (\(hint))"
+                    : "'\(parts[0])' starts several writers' ids: type more of it"
+            )
+        }
+        return matches[0]
+    }
+}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LansyncCore
 import LansyncHost
 import LansyncJSON
@@ -33,14 +34,32 @@ struct GetCommand: ParsableCommand {
     }
 }
 
-/// `lansync list [--type TYPE] [--deleted] [--json]`
+/// `lansync list [--type TYPE] [--deleted] [--fields F,G] [--wide] [--json]`
 struct ListCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List items, sorted by id.")
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List items, sorted by id.",
+        discussion: """
+            Shows each item's title (or name) first, then its other fields, cut to the terminal's \
+            width (COLUMNS, when set). --fields shows the named fields as columns, --wide cuts \
+            nothing, and output to a pipe is never cut.
+            """
+    )
 
     @OptionGroup var data: DataDirectoryOptions
     @Option(help: "Only items of this type.") var type: String?
     @Flag(help: "Include deleted items.") var deleted = false
+    @Option(help: ArgumentHelp("Show these fields as columns, in this order.", valueName: "field,field..."))
+    var fields: String?
+    @Flag(help: "Show every value whole, however wide the terminal.") var wide = false
     @Flag(help: "Print a JSON array.") var json = false
+
+    /// The fields people name an item by: shown first, in a column of their own.
+    static let titleFields = ["title", "name"]
+
+    func validate() throws {
+        if json, fields != nil || wide { throw ValidationError("--json prints every field; drop --fields and --wide") }
+    }
 
     func run() throws {
         let store = try data.directory.open()
@@ -56,17 +75,39 @@ struct ListCommand: ParsableCommand {
             out.flush()
             return
         }
-        var rows: [[String]] = []
-        try store.forEachItem(type: type, includeDeleted: deleted) { item in
-            let fields = item.fields.map { f in
-                f.name + (item.conflicts.contains(f.name) ? "!" : "") + "=" + Render.human(json: f.json, width: 24)
-            }.joined(separator: " ")
-            rows.append([item.id, item.type + (item.deleted ? " (deleted)" : ""), fields])
+        let chosen = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let width = wide ? nil : Terminal.width
+        var items: [StoredItem] = []
+        try store.forEachItem(type: type, includeDeleted: deleted) { items.append($0) }
+        func value(_ item: StoredItem, _ name: String) -> String? { item.fields.first { $0.name == name }?.json }
+        func shown(_ item: StoredItem, _ name: String) -> String {
+            guard let json = value(item, name) else { return "" }
+            return Render.human(json: json, width: wide ? .max : 60) + (item.conflicts.contains(name) ? " !" : "")
         }
-        out.line(Render.table(["ID", "TYPE", "FIELDS"], rows))
+        func typeColumn(_ item: StoredItem) -> String { item.type + (item.deleted ? " (deleted)" : "") }
+        let header: [String]
+        let rows: [[String]]
+        if let chosen {
+            header = ["ID", "TYPE"] + chosen.map { $0.uppercased() }
+            rows = items.map { item in [item.id, typeColumn(item)] + chosen.map { shown(item, $0) } }
+        } else {
+            // A title column when any item has one; the other fields after it, by name.
+            let titled = items.contains { item in Self.titleFields.contains { value(item, $0) != nil } }
+            header = ["ID", "TYPE"] + (titled ? ["TITLE"] : []) + ["FIELDS"]
+            rows = items.map { item in
+                let title = Self.titleFields.first { value(item, $0) != nil }
+                let rest = item.fields.filter { $0.name != title }.map { field in
+                    field.name + (item.conflicts.contains(field.name) ? "!" : "") + "="
+                        + Render.human(json: field.json, width: wide ? .max : 24)
+                }
+                return [item.id, typeColumn(item)] + (titled ? [title.map { shown(item, $0) } ?? ""] : [])
+                    + [rest.joined(separator: " ")]
+            }
+        }
+        out.line(Render.table(header, rows, width: width))
         out.line(
             "\(rows.count) item(s)"
-                + (rows.contains { $0[2].contains("!=") } ? "; '!' marks a field with an open conflict" : "")
+                + (items.contains { !$0.conflicts.isEmpty } ? "; '!' marks a field with an open conflict" : "")
         )
         out.flush()
     }
@@ -97,13 +138,17 @@ struct HistoryCommand: ParsableCommand {
             print(entries.jsonText)
             return
         }
+        // Each entry's number among its field's, newest first: what 'revert --to' takes.
+        var numbers: [FieldName: Int] = [:]
         let rows = entries.map { e in
-            [
-                Render.time(e.timestamp), e.field.rawValue, Render.writer(e.dot, name: e.writerName),
-                Self.mark(e, list: state.fields[e.field]?.listValue ?? []), Render.change(e.write),
+            numbers[e.field, default: 0] += 1
+            return [
+                String(numbers[e.field]!), Render.time(e.timestamp), e.field.rawValue,
+                Render.writer(e.dot, name: e.writerName), Self.mark(e, list: state.fields[e.field]?.listValue ?? []),
+                Render.change(e.write),
             ]
         }
-        print(Render.table(["TIME", "FIELD", "WRITER", "STATE", "CHANGE"], rows))
+        print(Render.table(["#", "TIME", "FIELD", "WRITER", "STATE", "CHANGE"], rows))
     }
 
     /// `live` for a version the field shows (or a conflict sibling); for a superseded list write
@@ -130,22 +175,28 @@ struct ConflictsCommand: ParsableCommand {
     func run() throws {
         let store = try data.directory.open()
         let conflicts = try store.conflicts()
+        let names = try store.nodeNames()
         if json {
-            print(conflicts.jsonText)
+            print(conflicts.jsonText(names: names))
             return
         }
         if conflicts.isEmpty {
             print("no open conflicts")
             return
         }
-        let rows = conflicts.map { c in
-            [
-                c.item.rawValue, c.field.rawValue,
-                c.values.map { ($0 == c.shown ? "*" : "") + Render.human(json: $0.jsonText, width: 30) }.joined(
-                    separator: " | "
-                ),
-            ]
+        // One row per concurrent version, each value whole (it is what differs), the shown one
+        // marked; the item and field only on a conflict's first row.
+        var rows: [[String]] = []
+        for c in conflicts {
+            for (i, version) in c.versions.enumerated() {
+                rows.append([
+                    i == 0 ? c.item.rawValue : "", i == 0 ? c.field.rawValue : "",
+                    Render.writer(version.dot, name: names[version.dot.node]), Render.time(version.timestamp),
+                    (i == 0 ? "* " : "  ") + Render.human(json: c.value(of: version).jsonText, width: .max),
+                ])
+            }
         }
-        print(Render.table(["ID", "FIELD", "VALUES (* shown)"], rows))
+        print(Render.table(["ID", "FIELD", "WRITER", "TIME", "VALUE (* shown)"], rows, width: nil))
+        print("\(conflicts.count) open conflict(s): 'lansync resolve ID FIELD VALUE' settles one")
     }
 }

@@ -2,7 +2,7 @@ import LansyncCore
 import LansyncJSON
 import LansyncStore
 
-/// Turns replica data into aligned text that fits 80 columns (the JSON forms are the host's).
+/// Turns replica data into aligned text that fits the terminal (the JSON forms are the host's).
 enum Render {
     /// A value for people: strings bare, everything else as JSON, cut to `width` columns.
     static func human(json: String, width: Int = 60) -> String {
@@ -20,20 +20,22 @@ enum Render {
         return String(text.prefix(max(1, width - 1))) + "…"
     }
 
-    /// Left-aligned columns separated by two spaces; the last column takes what is left of 80.
-    static func table(_ header: [String], _ rows: [[String]], width: Int = 80) -> String {
+    /// Left-aligned columns separated by two spaces. Within `width` (the terminal's, by default)
+    /// a column other than the last takes at most 40, and the last what is left; with no width
+    /// (output to a pipe, or `--wide`), nothing is cut.
+    static func table(_ header: [String], _ rows: [[String]], width: Int? = Terminal.width) -> String {
         guard !header.isEmpty else { return "" }
         var widths = header.map(\.count)
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count - 1 {
-                widths[i] = max(widths[i], min(cell.count, 40))
+                widths[i] = max(widths[i], width == nil ? cell.count : min(cell.count, 40))
             }
         }
         let fixed = widths.dropLast().reduce(0) { $0 + $1 + 2 }
-        let last = max(10, width - fixed)
+        let last = width.map { max(10, $0 - fixed) } ?? .max
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, cell in
-                if i == cells.count - 1 { return truncate(cell, to: last) }
+                if i == cells.count - 1 { return last == .max ? cell : truncate(cell, to: last) }
                 let c = truncate(cell, to: widths[i])
                 return c + String(repeating: " ", count: widths[i] - c.count)
             }.joined(separator: "  ")

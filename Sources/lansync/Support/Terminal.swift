@@ -13,6 +13,18 @@ enum Terminal {
     }
 
     static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+    /// The columns human output may use: `COLUMNS` when set, else the width of the terminal on
+    /// standard output; nil when output goes to a pipe or file (nothing is cut there).
+    static var width: Int? {
+        if let text = ProcessInfo.processInfo.environment["COLUMNS"], let columns = Int(text), columns > 0 {
+            return max(columns, 40)
+        }
+        guard isatty(1) == 1 else { return nil }
+        var size = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+        return max(Int(size.ws_col), 40)
+    }
 }
 
 /// Buffered standard output (one write per 64 KiB, not per line).
