@@ -53,69 +53,96 @@ public struct DeltaStream: Sendable {
         var walkLimit = limit
         while true {
             var trial = planner
-            let plan: (keys: [FieldKey], covers: VersionVector)?
-            do {
-                plan = try trial.nextBatch(limit: walkLimit) { node, after, limit in
-                    try store.versionRows(node: node, after: after, limit: limit)
+            let (cursor, limit, tryLimit) = (superseded, self.limit, walkLimit)
+            // One read transaction: the look sees at least what the walk's rows saw, so every
+            // version missing from them is accounted for.
+            let read = try store.read { db -> Read in
+                let plan = try trial.nextBatch(limit: tryLimit) { node, after, limit in
+                    try store.versionRows(db, node: node, after: after, limit: limit)
                 }
-            } catch let error as StoreError {
-                throw error
-            } catch {
-                throw .io("\(error)")
+                // The walk's claims are made: nothing later can make them untrue.
+                guard let plan else { return .finished }
+                let look = try store.superseded(db, after: cursor, limit: limit)
+                let walked = Set(plan.keys)
+                let replaced = look.keys.filter { !walked.contains($0) }
+                // (The walk alone may take more than the limit: one write's fields travel together.)
+                let fits = replaced.isEmpty || plan.keys.count + replaced.count <= limit
+                // Both fit once the walk takes fewer (unless one write of the walk is that large).
+                if look.complete, !fits, replaced.count < limit, limit - replaced.count < tryLimit {
+                    return .retry(walkLimit: limit - replaced.count)
+                }
+                let walks = look.complete && fits
+                let keys = walks ? plan.keys + replaced : replaced
+                let states = try store.sizedFieldUpdates(db, keys)
+                return .batch(
+                    covers: walks ? plan.covers : nil,
+                    walked: walks ? walked : [],
+                    next: look.next,
+                    keys: keys,
+                    states: states
+                )
             }
-            // The walk's claims are made: nothing later can make them untrue.
-            guard let plan else {
+            switch read {
+            case .finished:
                 planner = trial
                 return nil
-            }
-            // Read after the walk's rows, so that every version missing from them is accounted for.
-            let look = try store.superseded(after: superseded, limit: limit)
-            let walked = Set(plan.keys)
-            let replaced = look.keys.filter { !walked.contains($0) }
-            // (The walk alone may take more than the limit: one write's fields travel together.)
-            let fits = replaced.isEmpty || plan.keys.count + replaced.count <= limit
-            // Both fit once the walk takes fewer (unless one write of the walk is that large).
-            if look.complete, !fits, replaced.count < limit, limit - replaced.count < walkLimit {
-                walkLimit = limit - replaced.count
+            case .retry(let smaller):
+                walkLimit = smaller
                 continue
-            }
-            let walks = look.complete && fits
-            let keys = walks ? plan.keys + replaced : replaced
-            let (updates, bytes, broken) = try store.sizedFieldUpdates(keys)
-            if !broken.isEmpty {
-                // A state that does not decode is never sent, and the batch must not claim it: stop
-                // streaming the nodes whose writes it holds (their covers stay below it, so the peer
-                // gets those from someone else) and plan the batch again without it.
-                var abandoned = false
-                for key in broken {
-                    for node in try store.indexedNodes(of: key) where planner.abandon(node) { abandoned = true }
+            case let .batch(covers, walked, next, keys, (updates, bytes, broken)):
+                if !broken.isEmpty {
+                    store.noteBroken(broken)
+                    // A state that does not decode is never sent, and the batch must not claim it:
+                    // stop streaming the nodes whose writes it holds (their covers stay below it, so
+                    // the peer gets those from someone else) and plan the batch again without it.
+                    var abandoned = false
+                    for key in broken {
+                        for node in try store.indexedNodes(of: key) where planner.abandon(node) { abandoned = true }
+                    }
+                    // Nothing left to abandon (the index is damaged too): end the stream here.
+                    guard abandoned else { return nil }
+                    continue
                 }
-                // Nothing left to abandon (the index is damaged too): end the stream here.
-                guard abandoned else { return nil }
-                continue
+                if bytes > budgetBytes, keys.count > 1 {
+                    self.limit = max(1, keys.count / 2)
+                    walkLimit = self.limit
+                    continue
+                }
+                superseded = next
+                // Grow back towards the full batch size after a heavy stretch.
+                self.limit = min(planner.maxUpdates, limit * 2)
+                let changes = updates.compactMap { update -> FieldUpdate? in
+                    guard case .state(let state) = update.change else { return update }
+                    let spread = spreadsUnclaimed && walked.contains(update.key)
+                    guard spread || needsSending(state, holds: holds) else { return nil }
+                    return FieldUpdate(key: update.key, change: state.change(since: deltaBase))
+                }
+                guard let covers else {
+                    // Replaced fields first; the walk waits, as it may not claim past them.
+                    if changes.isEmpty { continue }
+                    return DeltaBatch(updates: changes, covers: VersionVector(), base: deltaBase)
+                }
+                planner = trial
+                return DeltaBatch(updates: changes, covers: covers, base: deltaBase)
             }
-            if bytes > budgetBytes, keys.count > 1 {
-                limit = max(1, keys.count / 2)
-                walkLimit = limit
-                continue
-            }
-            superseded = look.next
-            // Grow back towards the full batch size after a heavy stretch.
-            limit = min(planner.maxUpdates, limit * 2)
-            let changes = updates.compactMap { update -> FieldUpdate? in
-                guard case .state(let state) = update.change else { return update }
-                let spread = spreadsUnclaimed && walks && walked.contains(update.key)
-                guard spread || needsSending(state, holds: holds) else { return nil }
-                return FieldUpdate(key: update.key, change: state.change(since: deltaBase))
-            }
-            guard walks else {
-                // Replaced fields first; the walk waits, as it may not claim past them.
-                if changes.isEmpty { continue }
-                return DeltaBatch(updates: changes, covers: VersionVector(), base: deltaBase)
-            }
-            planner = trial
-            return DeltaBatch(updates: changes, covers: plan.covers, base: deltaBase)
         }
+    }
+
+    /// What one read transaction of ``next(peerHolds:)`` found.
+    private enum Read {
+        /// The walk is over.
+        case finished
+        /// The walk and the replaced fields fit together with a shorter walk.
+        case retry(walkLimit: Int)
+        /// A batch: the walk's claims when it goes (nil while replaced fields come first), the keys
+        /// the walk found, where the look got to, and the states read.
+        case batch(
+            covers: VersionVector?,
+            walked: Set<FieldKey>,
+            next: SupersededCursor,
+            keys: [FieldKey],
+            states: (updates: [FieldUpdate], bytes: Int, broken: [FieldKey])
+        )
     }
 }
 
@@ -149,11 +176,9 @@ extension ReplicaStore {
         unclaimed: Bool = true,
         deltaBase: VersionVector? = nil
     ) throws(StoreError) -> DeltaStream {
-        // Before the vector: a version replaced after this stamp may be one the vector claims.
-        let stamp = try changeStamp()
-        let sender = try versionVector()
-        // Nothing to claim, nothing a claim needs.
-        let beyond = unclaimed || !remote.covers(sender) ? try unclaimedNodes() : []
+        // One read: a version replaced after the stamp may be one the vector claims. With nothing
+        // to claim, a later delta needs nothing held beyond the vector.
+        let (stamp, sender, beyond) = try streamStart { vector in unclaimed || !remote.covers(vector) }
         return DeltaStream(
             store: self,
             planner: DeltaPlanner(sender: sender, receiver: remote, maxUpdates: maxUpdates, unclaimed: beyond),

@@ -231,6 +231,26 @@ import Testing
         #expect(try await cli.ok(["export"] + d) == before)
     }
 
+    /// Every command explains itself, and its prose reads as prose: no runs of spaces mid-sentence
+    /// (a multi-line string literal's indentation once leaked into `relay --help`).
+    @Test func everyHelpReadsAsProse() async throws {
+        let cli = CLI("help")
+        defer { cli.cleanUp() }
+        let commands = [
+            [], ["cluster", "create"], ["init"], ["add"], ["set"], ["rm"], ["restore"], ["resolve"], ["revert"],
+            ["get"], ["list"], ["history"], ["conflicts"], ["export"], ["import"], ["node"], ["relay"], ["sync"],
+            ["status"], ["check"], ["repair"],
+        ]
+        for command in commands {
+            let help = try await cli.run(command + ["--help"])
+            #expect(help.succeeded && help.stdout.contains("USAGE: lansync"), "\(command): \(help.stderr)")
+            // Prose lines start at the margin; option rows are indented and aligned on purpose.
+            for line in help.stdout.split(separator: "\n") where !line.hasPrefix(" ") && !line.hasPrefix("USAGE") {
+                #expect(!line.contains("  "), "\(command) --help: '\(line)'")
+            }
+        }
+    }
+
     @Test func historyListsEveryVersionNewestFirst() async throws {
         let cli = CLI("history")
         defer { cli.cleanUp() }
