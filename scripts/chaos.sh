@@ -184,7 +184,8 @@ def field(key):
     print(json.load(sys.stdin).get(key))
 
 def equal_lists(*dirs):
-    outs = [lansync("list", "--dir", d, "--deleted", "--json").stdout for d in dirs]
+    # export: the items themselves (list --json adds each item's sync state, which is per node).
+    outs = [lansync("export", "--dir", d).stdout for d in dirs]
     print("same" if all(o == outs[0] for o in outs) else "different")
 
 def lead_hours(d, item, fld, token):

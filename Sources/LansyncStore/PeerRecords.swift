@@ -177,6 +177,47 @@ public struct LocalChange: Sendable, Equatable {
 extension ReplicaStore {
     /// This replica's most recent live changes under any of its writers (newest writer first,
     /// then newest change), and how many of its live changes a holder of `seen` lacks, and has.
+    /// For each item (or only `id`'s), this replica's latest edit of it that a field still holds
+    /// live: per writer id of this replica, the highest counter among the item's live versions
+    /// (reserved fields included: a delete is an edit). An item whose every local edit was
+    /// superseded, or never edited here, is absent: nothing of this machine's is on its way.
+    /// One aggregate over the version index rows of this replica's writers.
+    public func latestLocalEdits(of id: ItemID? = nil) throws(StoreError) -> [ItemID: VersionVector] {
+        let writers = try self.writers().map(\.id)
+        return try guarded {
+            try pool.read { db in
+                var result: [ItemID: VersionVector] = [:]
+                for writer in writers {
+                    guard
+                        let row = try Int64.fetchOne(
+                            db,
+                            sql: "SELECT id FROM node WHERE node_id = ?",
+                            arguments: [writer.text]
+                        )
+                    else { continue }
+                    let filter = id == nil ? "" : " AND i.item_id = ?"
+                    var arguments: [any DatabaseValueConvertible] = [row]
+                    if let id { arguments.append(id.rawValue) }
+                    for item in try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT i.item_id, max(v.counter) FROM version v JOIN field f ON f.id = v.field
+                            JOIN item i ON i.id = f.item WHERE v.node = ?\(filter) GROUP BY i.item_id
+                            """,
+                        arguments: StatementArguments(arguments)
+                    ) {
+                        let key = ItemID(unchecked: (try item.decode(atIndex: 0)))
+                        result[key, default: VersionVector()].raise(
+                            writer,
+                            to: UInt64((try item.decode(atIndex: 1) as Int64))
+                        )
+                    }
+                }
+                return result
+            }
+        }
+    }
+
     public func localChanges(
         limit: Int,
         seenBy seen: VersionVector

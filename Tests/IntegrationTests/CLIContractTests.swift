@@ -112,7 +112,7 @@ import Testing
         let json = try await cli.ok(["get"] + d + [id, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(
             json
-                == #"{"id":"\#(id)","type":"task","fields":{"flag":true,"n":4,"none":null,"plain":"hello world","q":"42","tags":["reading","karaoke"],"title":"Climb","x":2.5},"deleted":false,"conflicts":[]}"#
+                == #"{"id":"\#(id)","type":"task","fields":{"flag":true,"n":4,"none":null,"plain":"hello world","q":"42","tags":["reading","karaoke"],"title":"Climb","x":2.5},"deleted":false,"conflicts":[],"sync":{"state":"DIRTY","peers":[]}}"#
         )
 
         try await cli.ok(["add"] + d + ["--id", "b-note", "--type", "note", "text=hi"])
@@ -249,6 +249,49 @@ import Testing
                 #expect(!line.contains("  "), "\(command) --help: '\(line)'")
             }
         }
+    }
+
+    /// Each item says whether its latest edit made here has left this machine: DIRTY until a peer
+    /// is known to hold it, then SYNCED (every known peer has it); `list --dirty` shows what has
+    /// not left; `status` counts this node's changes against its peers when there is no relay.
+    @Test func itemsSayWhetherTheirEditsLeftThisMachine() async throws {
+        let cli = CLI("sync-state")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        try await cli.ok(["add", "--dir", a, "--id", "here", "title=made here"])
+        func sync(_ id: String) async throws -> JSON? {
+            try JSON(parsing: try await cli.ok(["get", "--dir", a, id, "--json"]))["sync"]
+        }
+        #expect(try await sync("here")?["state"] == .string("DIRTY"))
+        #expect(try await cli.ok(["list", "--dir", a, "--dirty"]).contains("here"))
+        let ports = freePorts(1)
+        do {
+            let nodeB = try NodeProcess(dir: b, port: ports[0])
+            try await cli.ok(["sync", "--dir", a, "--peer", "127.0.0.1:\(ports[0])"])
+            nodeB.stop()
+        }
+        let synced = try await sync("here")
+        #expect(synced?["state"] == .string("SYNCED"), "\(String(describing: synced))")
+        guard case .array(let holders)? = synced?["peers"] else {
+            Issue.record("no peers: \(String(describing: synced))")
+            return
+        }
+        #expect(holders.map { $0["name"] } == [.string("b")], "\(holders)")
+        #expect(!(try await cli.ok(["list", "--dir", a, "--dirty"]).contains("here")))
+        // A later edit here is DIRTY again until it leaves; an item b made has no state on b's side
+        // of a's replica (nothing of a's is on its way).
+        try await cli.ok(["set", "--dir", a, "here", "title=edited again"])
+        #expect(try await sync("here")?["state"] == .string("DIRTY"))
+        try await cli.ok(["add", "--dir", b, "--id", "there", "title=made there"])
+        let status = try JSON(parsing: try await cli.ok(["status", "--dir", a, "--json"]))
+        #expect(status["changes"]?["relay"] == .null, "\(status)")
+        #expect(status["changes"]?["dirty"] == .integer(1), "\(status)")
+        guard case .array(let listed) = try JSON(parsing: try await cli.ok(["list", "--dir", b, "--json"])) else {
+            Issue.record("list --json is no array")
+            return
+        }
+        #expect(listed.map { $0["sync"]?["state"] ?? .null } == [.null, .string("DIRTY")], "\(listed)")
     }
 
     @Test func historyListsEveryVersionNewestFirst() async throws {

@@ -94,8 +94,8 @@ import Testing
             // Idle summaries may fall in the window (about 100 bytes each); the list is 30 KB.
             #expect(sent < 1_500, "\(edit) cost \(sent) bytes")
         }
-        let onA = try await cli.ok(["get", "--dir", cli.path("a"), "list", "--json"])
-        let onB = try await cli.ok(["get", "--dir", cli.path("b"), "list", "--json"])
+        let onA = try await cli.ok(["export", "--dir", cli.path("a")])
+        let onB = try await cli.ok(["export", "--dir", cli.path("b")])
         #expect(onA == onB && onB.contains("sample new") && !onB.contains("\"sample 7\""))
     }
 
@@ -157,7 +157,7 @@ import Testing
         let took = try await cli.waitForConvergence(dirs)
         #expect(took != nil, "no convergence: \(nodes.map(\.logText))")
         print("three nodes converged after offline edits in \(took.map { "\($0)" } ?? "-")")
-        let lists = try await dirs.asyncMap { try await cli.ok(["list", "--dir", $0, "--deleted", "--json"]) }
+        let lists = try await dirs.asyncMap { try await cli.ok(["export", "--dir", $0]) }
         #expect(Set(lists).count == 1)
         let t1 = try JSON(parsing: try await cli.ok(["get"] + c + ["t1", "--json"]))
         #expect(t1["fields"]?["location"] == .string("Fontainebleau"))

@@ -11,8 +11,11 @@ import Testing
         try FileManager.default.copyItem(atPath: from, toPath: to)
     }
 
+    /// The item as `get --json` shows it, without its sync state (which is each node's own).
     func item(_ cli: CLI, _ dir: String, _ id: String) async throws -> JSON {
-        try JSON(parsing: try await cli.ok(["get", "--dir", dir, id, "--json"]))
+        let json = try JSON(parsing: try await cli.ok(["get", "--dir", dir, id, "--json"]))
+        guard case .object(let members) = json else { return json }
+        return .object(members.filter { $0.key != "sync" })
     }
 
     /// The scenario: B syncs with A; B's directory is copied; B edits and syncs; the copy is

@@ -169,15 +169,28 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         }
     }
 
-    /// Where this node's own changes stand against the relay: `synced` (the relay has them), and
-    /// `syncing` (a session with the relay is open) or `dirty` (waiting for one).
+    /// Where this node's own changes stand against the relay (`relay`, its id), or with no relay
+    /// against every peer this node knows (`relay` null): `synced` (the relay has them, or every
+    /// known peer has), and `syncing` (a session with one of those is open) or `dirty` (waiting).
     public struct Changes: Codable, Sendable, Equatable {
-        public var relay: String
+        public var relay: String?
         public var synced: Int
         public var syncing: Int?
         public var dirty: Int?
         /// The most recent of them, newest first.
         public var recent: [Change]
+
+        enum CodingKeys: String, CodingKey { case relay, synced, syncing, dirty, recent }
+
+        public func encode(to encoder: any Encoder) throws {
+            // Every key, with null for no value.
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(relay, forKey: .relay)
+            try c.encode(synced, forKey: .synced)
+            try c.encode(syncing, forKey: .syncing)
+            try c.encode(dirty, forKey: .dirty)
+            try c.encode(recent, forKey: .recent)
+        }
     }
 
     /// One of this node's own field changes.

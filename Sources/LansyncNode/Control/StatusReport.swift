@@ -80,12 +80,17 @@ public enum StatusReport {
                 )
             )
         }
+        // This node's own changes, against the relay when there is one, else against every peer
+        // it knows (a change is on all of them once the least of their vectors covers it).
         var changes: NodeStatus.Changes?
-        if let relay = relayEntry, let relayID = relay.nodeID {
-            let local = try store.localChanges(limit: 20, seenBy: relay.versionVector)
-            let pending: NodeStatus.Change.State = relay.connected ? .syncing : .dirty
+        let judges = relayEntry.map { [$0] } ?? peers.filter { $0.nodeID != nil }
+        if !judges.isEmpty {
+            var seen = VersionVector()
+            for writer in ownWriters { seen.raise(writer, to: judges.map { $0.versionVector[writer] }.min() ?? 0) }
+            let local = try store.localChanges(limit: 20, seenBy: seen)
+            let pending: NodeStatus.Change.State = judges.contains(where: \.connected) ? .syncing : .dirty
             changes = NodeStatus.Changes(
-                relay: relayID.text,
+                relay: relayEntry?.nodeID?.text,
                 synced: local.atOrBelow,
                 syncing: pending == .syncing ? local.above : nil,
                 dirty: pending == .dirty ? local.above : nil,

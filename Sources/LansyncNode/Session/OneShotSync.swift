@@ -62,7 +62,7 @@ public enum OneShotSync {
                                     address: peer.description,
                                     source: .configured,
                                     lastSync: WallClock.milliseconds,
-                                    versionVector: hello.versionVector
+                                    versionVector: outcome.peerHolds
                                 )
                             )
                         }

@@ -22,6 +22,9 @@ public struct SessionOutcome: Sendable {
     public var witnessedRollback = false
     /// True if both sides reached "up to date" at least once.
     public var reachedUpToDate = false
+    /// What the peer was known to hold when both sides were last up to date (its hello, what it
+    /// sent, what it acknowledged).
+    public var peerHolds = VersionVector()
     public var sentUpdates = 0
     public var receivedUpdates = 0
     /// Bytes on the wire, TLS included.
@@ -257,6 +260,7 @@ public struct SessionRunner: Sendable {
                             await observer.peerReady(hello)
                         case .upToDate:
                             outcome.reachedUpToDate = true
+                            outcome.peerHolds = machine.peerVersionVector
                             await observer.upToDate(machine.peerVersionVector)
                         case .finished:
                             return true

@@ -21,8 +21,9 @@ func performEdit(_ edit: ItemEdit, onTyped typed: String, in data: DataDirectory
 
 /// Prints the item as `get --json` does (after an edit with `--json`).
 func printItemJSON(_ id: ItemID, in data: DataDirectoryOptions) throws {
-    guard let item = try data.directory.open().storedItem(id) else { throw EditError.unknownItem(id) }
-    print(item.jsonText)
+    let store = try data.directory.open()
+    guard let item = try store.storedItem(id) else { throw EditError.unknownItem(id) }
+    print(item.jsonText(sync: try itemSync(id, in: store)))
 }
 
 /// `lansync add`: creates an item and prints its id.

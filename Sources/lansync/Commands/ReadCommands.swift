@@ -17,12 +17,14 @@ struct GetCommand: ParsableCommand {
         let store = try data.directory.open()
         let itemID = try AssignmentParser.resolveItemID(id, in: store)
         guard let item = try store.storedItem(itemID) else { throw EditError.unknownItem(itemID) }
+        let sync = try itemSync(itemID, in: store)
         if json {
-            print(item.jsonText)
+            print(item.jsonText(sync: sync))
             return
         }
         var rows: [[String]] = [["id", item.id], ["type", item.type]]
         if item.deleted { rows.append(["deleted", "yes ('lansync restore \(item.id)' brings it back)"]) }
+        if let sync { rows.append(["sync", Render.sync(sync)]) }
         for field in item.fields {
             let mark = item.conflicts.contains(field.name) ? "  [conflict]" : ""
             rows.append([field.name, Render.human(json: field.json, width: 200) + mark])
@@ -52,6 +54,7 @@ struct ListCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Show these fields as columns, in this order.", valueName: "field,field..."))
     var fields: String?
     @Flag(help: "Show every value whole, however wide the terminal.") var wide = false
+    @Flag(help: "Only items whose latest edit here no other machine is known to have (DIRTY).") var dirty = false
     @Flag(help: "Print a JSON array.") var json = false
 
     /// The fields people name an item by: shown first, in a column of their own.
@@ -63,12 +66,19 @@ struct ListCommand: ParsableCommand {
 
     func run() throws {
         let store = try data.directory.open()
+        let edits = try store.latestLocalEdits()
+        let peers = try store.peers()
+        func sync(_ item: StoredItem) -> ItemSync? {
+            edits[ItemID(unchecked: item.id)].map { ItemSync(edit: $0, peers: peers) }
+        }
+        func listed(_ item: StoredItem) -> Bool { !dirty || sync(item)?.state == .dirty }
         var out = Output()
         if json {
             var first = true
             out.line("[")
             try store.forEachItem(type: type, includeDeleted: deleted) { item in
-                out.line((first ? "" : ",") + item.jsonText)
+                guard listed(item) else { return }
+                out.line((first ? "" : ",") + item.jsonText(sync: sync(item)))
                 first = false
             }
             out.line("]")
@@ -78,7 +88,7 @@ struct ListCommand: ParsableCommand {
         let chosen = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         let width = wide ? nil : Terminal.width
         var items: [StoredItem] = []
-        try store.forEachItem(type: type, includeDeleted: deleted) { items.append($0) }
+        try store.forEachItem(type: type, includeDeleted: deleted) { if listed($0) { items.append($0) } }
         func value(_ item: StoredItem, _ name: String) -> String? { item.fields.first { $0.name == name }?.json }
         func shown(_ item: StoredItem, _ name: String) -> String {
             guard let json = value(item, name) else { return "" }
@@ -199,4 +209,10 @@ struct ConflictsCommand: ParsableCommand {
         print(Render.table(["ID", "FIELD", "WRITER", "TIME", "VALUE (* shown)"], rows, width: nil))
         print("\(conflicts.count) open conflict(s): 'lansync resolve ID FIELD VALUE' settles one")
     }
+}
+
+/// The sync state of the latest edit of `id` made here, or nil if it has none.
+func itemSync(_ id: ItemID, in store: ReplicaStore) throws -> ItemSync? {
+    guard let edit = try store.latestLocalEdits(of: id)[id] else { return nil }
+    return ItemSync(edit: edit, peers: try store.peers())
 }

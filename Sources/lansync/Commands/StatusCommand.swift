@@ -39,7 +39,8 @@ struct StatusCommand: ParsableCommand {
         )
         if let changes = status.changes {
             let pending = changes.syncing.map { "\($0) syncing" } ?? "\(changes.dirty ?? 0) waiting (DIRTY)"
-            lines.append("changes  \(changes.synced) of this node's changes are on the relay (SYNCED), \(pending)")
+            let whereTo = changes.relay == nil ? "on every known peer" : "on the relay"
+            lines.append("changes  \(changes.synced) of this node's changes are \(whereTo) (SYNCED), \(pending)")
         }
         if !status.rejected.isEmpty {
             lines.append(

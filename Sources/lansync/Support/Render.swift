@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncHost
 import LansyncJSON
 import LansyncStore
 
@@ -41,6 +42,13 @@ enum Render {
             }.joined(separator: "  ")
         }
         return ([line(header)] + rows.map(line)).joined(separator: "\n")
+    }
+
+    /// `SYNCED (on kitchen, relay)`: the state, and the peers known to hold the edit.
+    static func sync(_ sync: ItemSync) -> String {
+        let names = sync.holders.map { $0.name ?? $0.nodeID.short }
+        return sync.state.rawValue
+            + (names.isEmpty ? " (no other machine is known to have it)" : " (on \(names.joined(separator: ", ")))")
     }
 
     static func time(_ timestamp: HLCTimestamp) -> String {
