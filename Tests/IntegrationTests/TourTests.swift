@@ -30,6 +30,16 @@ import Testing
     @Test func theOneMachineTourRunsAsWritten() async throws {
         let cli = CLI("tour")
         defer { cli.cleanUp() }
+        // The README names its ports; something else holding them would fail the tour, not lansync
+        // (a node of another test shutting down frees its port within seconds).
+        for port in [7420, 7421] {
+            var free = Self.isFree(port)
+            for _ in 0..<300 where !free {
+                try await Task.sleep(for: .milliseconds(200))
+                free = Self.isFree(port)
+            }
+            try #require(free, "port \(port) on 127.0.0.1 stayed taken for a minute: the tour cannot run here now")
+        }
         let script = try Self.tour()
         try script.write(toFile: cli.path("tour.sh"), atomically: true, encoding: .utf8)
         let bin = URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().path
@@ -63,6 +73,21 @@ import Testing
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(titles == ["Climb", "Fix the bike"], "\(dir): \(titles)")
+        }
+    }
+
+    /// True if nothing listens on 127.0.0.1:`port`.
+    static func isFree(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 
