@@ -171,6 +171,15 @@ import Testing
         #expect(piped.contains("owner=ana"), "\(piped)")
         let wide = try await cli.run(["list", "--wide"] + d, environment: ["COLUMNS": "60"])
         #expect(wide.stdout.contains(long.trimmingCharacters(in: .whitespaces)), "\(wide.stdout)")
+        // A long id shows as its shortest unique start in a terminal, which every command takes.
+        let uuid = try await cli.ok(["add"] + d + ["title=Third"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let shortRows = try await cli.run(["list"] + d, environment: ["COLUMNS": "60"]).stdout.split(separator: "\n")
+        let third = try #require(shortRows.first { $0.contains("Third") }, "\(shortRows)")
+        let start = String(third.prefix { $0 != " " })
+        #expect(start.count >= 8 && start.count < uuid.count && uuid.hasPrefix(start), "\(third)")
+        #expect(try await cli.ok(["get"] + d + [start, "--json"]).contains(#""title":"Third""#))
+        let pipedAgain = try await cli.ok(["list"] + d)
+        #expect(pipedAgain.contains(uuid), "a pipe gets whole ids")
         let chosen = try await cli.run(["list", "--fields", "owner,title"] + d, environment: ["COLUMNS": "60"])
         let chosenLines = chosen.stdout.split(separator: "\n").map(String.init)
         #expect(

@@ -60,6 +60,22 @@ struct ListCommand: ParsableCommand {
     /// The fields people name an item by: shown first, in a column of their own.
     static let titleFields = ["title", "name"]
 
+    /// Each id's shortest start that no other id shares, at least 8 characters (as git shortens
+    /// hashes); `ids` sorted. An id that starts another is shown whole (an exact id always wins).
+    static func shortestUniqueStarts(_ ids: [ItemID]) -> [String: String] {
+        let texts = ids.map { Array($0.rawValue.utf8) }
+        func common(_ a: [UInt8], _ b: [UInt8]) -> Int { zip(a, b).prefix { $0 == $1 }.count }
+        var result: [String: String] = [:]
+        for (i, id) in texts.enumerated() {
+            var needed = 0
+            if i > 0 { needed = max(needed, common(id, texts[i - 1]) + 1) }
+            if i + 1 < texts.count { needed = max(needed, common(id, texts[i + 1]) + 1) }
+            let length = min(id.count, max(8, needed))
+            result[ids[i].rawValue] = String(decoding: id.prefix(length), as: UTF8.self)
+        }
+        return result
+    }
+
     func validate() throws {
         if json, fields != nil || wide { throw ValidationError("--json prints every field; drop --fields and --wide") }
     }
@@ -87,6 +103,9 @@ struct ListCommand: ParsableCommand {
         }
         let chosen = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         let width = wide ? nil : Terminal.width
+        // Within a terminal's width an id shows as its shortest unique start (every command that
+        // takes an id takes it); to a pipe, or with --wide, whole.
+        let shortIDs = width == nil ? [:] : Self.shortestUniqueStarts(try store.itemIDs(matching: "", limit: .max))
         var items: [StoredItem] = []
         try store.forEachItem(type: type, includeDeleted: deleted) { if listed($0) { items.append($0) } }
         func value(_ item: StoredItem, _ name: String) -> String? { item.fields.first { $0.name == name }?.json }
@@ -99,7 +118,9 @@ struct ListCommand: ParsableCommand {
         let rows: [[String]]
         if let chosen {
             header = ["ID", "TYPE"] + chosen.map { $0.uppercased() }
-            rows = items.map { item in [item.id, typeColumn(item)] + chosen.map { shown(item, $0) } }
+            rows = items.map { item in
+                [shortIDs[item.id] ?? item.id, typeColumn(item)] + chosen.map { shown(item, $0) }
+            }
         } else {
             // A title column when any item has one; the other fields after it, by name.
             let titled = items.contains { item in Self.titleFields.contains { value(item, $0) != nil } }
@@ -110,7 +131,8 @@ struct ListCommand: ParsableCommand {
                     field.name + (item.conflicts.contains(field.name) ? "!" : "") + "="
                         + Render.human(json: field.json, width: wide ? .max : 24)
                 }
-                return [item.id, typeColumn(item)] + (titled ? [title.map { shown(item, $0) } ?? ""] : [])
+                return [shortIDs[item.id] ?? item.id, typeColumn(item)]
+                    + (titled ? [title.map { shown(item, $0) } ?? ""] : [])
                     + [rest.joined(separator: " ")]
             }
         }
