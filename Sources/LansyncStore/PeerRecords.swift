@@ -106,13 +106,7 @@ extension ReplicaStore {
             try pool.read { db in
                 var total = 0
                 for node in local.nodes where local[node] > remote[node] && total < cap {
-                    guard
-                        let row = try Int64.fetchOne(
-                            db,
-                            sql: "SELECT id FROM node WHERE node_id = ?",
-                            arguments: [node.text]
-                        )
-                    else { continue }
+                    guard let row = try ReplicaStore.nodeRow(of: node, db: db) else { continue }
                     total +=
                         try Int.fetchOne(
                             db,
@@ -188,13 +182,7 @@ extension ReplicaStore {
             try pool.read { db in
                 var result: [ItemID: VersionVector] = [:]
                 for writer in writers {
-                    guard
-                        let row = try Int64.fetchOne(
-                            db,
-                            sql: "SELECT id FROM node WHERE node_id = ?",
-                            arguments: [writer.text]
-                        )
-                    else { continue }
+                    guard let row = try ReplicaStore.nodeRow(of: writer, db: db) else { continue }
                     let filter = id == nil ? "" : " AND i.item_id = ?"
                     var arguments: [any DatabaseValueConvertible] = [row]
                     if let id { arguments.append(id.rawValue) }
@@ -229,13 +217,7 @@ extension ReplicaStore {
                 var above = 0
                 var below = 0
                 for writer in writers {
-                    guard
-                        let row = try Int64.fetchOne(
-                            db,
-                            sql: "SELECT id FROM node WHERE node_id = ?",
-                            arguments: [writer.text]
-                        )
-                    else { continue }
+                    guard let row = try ReplicaStore.nodeRow(of: writer, db: db) else { continue }
                     let split = Int64(clamping: seen[writer])
                     if recent.count < limit {
                         recent += try Row.fetchAll(

@@ -355,6 +355,11 @@ public final class ReplicaStore: Sendable {
         try read { db in try versionRows(db, node: node, after: counter, limit: limit) }
     }
 
+    /// The local row number of a node id in table `node`; nil if this replica never heard of it.
+    static func nodeRow(of node: NodeID, db: Database) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM node WHERE node_id = ?"), arguments: [node.text])
+    }
+
     /// One read transaction, its errors reported as the store's.
     func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         try guarded { try pool.read(body) }
@@ -362,12 +367,7 @@ public final class ReplicaStore: Sendable {
 
     func versionRows(_ db: Database, node: NodeID, after counter: UInt64, limit: Int) throws -> [DeltaPlanner.IndexRow]
     {
-        guard
-            let nodeRow = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT id FROM node WHERE node_id = ?"),
-                arguments: [node.text]
-            )
-        else { return [] }
+        guard let nodeRow = try Self.nodeRow(of: node, db: db) else { return [] }
         let rows = try Row.fetchAll(
             db.cachedStatement(
                 sql: """
