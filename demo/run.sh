@@ -31,13 +31,14 @@ pause() { if [ "$STEP" = 1 ] && [ -t 0 ]; then read -r -p "   (press Enter for t
 
 # --- Set-up: packages and the release binary ---------------------------------------------------
 source scripts/lib/packages.sh
+source scripts/lib/release.sh
 NEED=(libsqlite3-dev libavahi-client-dev)
 [ "$(id -u)" = 0 ] && NEED+=(avahi-daemon avahi-utils dbus iproute2 nftables util-linux)
 ensure_packages "${NEED[@]}"
 say "Building the release binary (first time: a few minutes)"
-swift build -c release --product lansync 2>&1 | grep -E "error|Compiling lansync|Build complete" || true
+"${LANSYNC_RELEASE_BUILD[@]}" 2>&1 | grep -E "error|Compiling lansync|Build complete" || true
 L="$ROOT/.build/release/lansync"
-[ -x "$L" ] || { echo "demo: the build failed; run 'swift build -c release' to see why" >&2; exit 1; }
+[ -x "$L" ] || { echo "demo: the build failed; run '${LANSYNC_RELEASE_BUILD[*]}' to see why" >&2; exit 1; }
 
 # --- Mode ---------------------------------------------------------------------------------------
 export LAB_PREFIX=lsd LAB_DIR=/tmp/lansync-demo-lab

@@ -11,11 +11,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/packages.sh
+source scripts/lib/release.sh
 
 ensure_packages "${LANSYNC_TEST_PACKAGES[@]}" syncthing curl
 
 echo "==> building lansync (release)"
-swift build -c release --product lansync
+"${LANSYNC_RELEASE_BUILD[@]}"
 echo "==> building the benchmark runner (release)"
 swift build -c release --package-path Benchmarks
 exec Benchmarks/.build/release/lansync-bench --lansync "$PWD/.build/release/lansync" --repo "$PWD" \

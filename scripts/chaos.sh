@@ -73,6 +73,7 @@ RANDOM=$SEED
 
 # --- Packages and the release binary ------------------------------------------------------------
 source scripts/lib/packages.sh
+source scripts/lib/release.sh
 NEED=(libsqlite3-dev libavahi-client-dev sqlite3 faketime)
 command -v python3 >/dev/null || NEED+=(python3)
 [ "$(id -u)" = 0 ] && NEED+=(avahi-daemon avahi-utils dbus iproute2 nftables util-linux)
@@ -85,7 +86,7 @@ else
     BUILD_LOG=$(mktemp /tmp/lansync-chaos-build-XXXXXX)
     built=0
     for attempt in 1 2 3; do   # a source file edited during the build fails it: try again
-        if swift build -c release --product lansync >"$BUILD_LOG" 2>&1; then built=1; break; fi
+        if "${LANSYNC_RELEASE_BUILD[@]}" >"$BUILD_LOG" 2>&1; then built=1; break; fi
         grep -q "modified during the build" "$BUILD_LOG" || break
         sleep 5
     done
@@ -96,7 +97,7 @@ else
         exit 1
     fi
     rm -f "$BUILD_LOG"
-    L=$ROOT/.build/release/lansync
+    L=$ROOT/$LANSYNC_RELEASE_BINARY
 fi
 [ -x "$L" ] || { echo "chaos.sh: no $L after the build" >&2; exit 1; }
 

@@ -6,7 +6,8 @@
 #   - 10,000 edits of one item (one transaction each), then get and history on it
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product lansync >/dev/null
+source scripts/lib/release.sh
+"${LANSYNC_RELEASE_BUILD[@]}" >/dev/null
 L="$PWD/.build/release/lansync"
 W=$(mktemp -d /tmp/lansync-measure-XXXXXX)
 trap 'rm -rf "$W"' EXIT
