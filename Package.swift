@@ -99,7 +99,10 @@ let package = Package(
             name: "LansyncHost",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
+                "LansyncWire",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -135,6 +138,11 @@ let package = Package(
             name: "LansyncWireTests",
             dependencies: ["LansyncCore", "LansyncWire", "LansyncTestSupport"],
             exclude: ["Regressions"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LansyncIdentityTests",
+            dependencies: ["LansyncCore", "LansyncIdentity"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -13,7 +13,7 @@
 #   /usr/share/man/man1/lansync.1.gz      the manual (argument-parser's generator, from --help's text)
 #   bash, zsh and fish completions        in the directories each shell reads
 #   /usr/lib/systemd/system/              lansync-node.service and lansync-relay.service (deploy/)
-#   /usr/share/doc/lansync/               README, OPERATIONS, RELAY, CLI
+#   /usr/share/doc/lansync/               README, OPERATIONS, RELAY, CLI, SECURITY
 # Installing it makes the system user `lansync` and /var/lib/lansync (mode 0700); it enables no
 # service, because a node needs `lansync init` with the cluster's file first. Removing it leaves the
 # data directory; purging it too (`apt-get purge`) still leaves the replica, which is the user's.
@@ -77,7 +77,7 @@ for unit in lansync-node.service lansync-relay.service; do
         "deploy/$unit" >"$STAGE/usr/lib/systemd/system/$unit"
 done
 cp README.md "$STAGE/usr/share/doc/lansync/"
-cp Docs/OPERATIONS.md Docs/RELAY.md Docs/CLI.md "$STAGE/usr/share/doc/lansync/"
+cp Docs/OPERATIONS.md Docs/RELAY.md Docs/CLI.md Docs/SECURITY.md "$STAGE/usr/share/doc/lansync/"
 cat >"$STAGE/usr/share/doc/lansync/copyright" <<'EOF'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: lansync

@@ -14,11 +14,10 @@ extension DataDirectory {
     }
 
     /// Creates the replica and this node's identity, issued with the cluster secret in
-    /// `clusterSecretFile`. Refuses a directory that already holds a replica.
+    /// `clusterSecretFile`. The directory keeps the secret: this machine admits others
+    /// (`lansync invite`). Refuses a directory that already holds a replica.
     public func initialise(clusterSecretFile: String, name: String?, historyLimit: Int) throws -> Initialised {
-        guard !FileManager.default.fileExists(atPath: replicaPath) else {
-            throw StoreError.alreadyInitialised(directory: path)
-        }
+        try refuseExistingReplica()
         let secretText: String
         do { secretText = try String(contentsOfFile: clusterSecretFile, encoding: .utf8) } catch {
             throw HostError(
@@ -27,6 +26,25 @@ extension DataDirectory {
         }
         let secret: ClusterSecret
         do { secret = try ClusterSecret(pem: secretText) } catch { throw HostError("\(clusterSecretFile) is \(error)") }
+        let nodeName = name ?? ProcessInfo.processInfo.hostName
+        return try create(
+            identity: try secret.issueNode(name: nodeName),
+            clusterPEM: try secret.pem(),
+            clusterID: secret.clusterID,
+            historyLimit: historyLimit
+        )
+    }
+
+    func refuseExistingReplica() throws {
+        guard !FileManager.default.fileExists(atPath: replicaPath) else {
+            throw StoreError.alreadyInitialised(directory: path)
+        }
+    }
+
+    /// Writes the directory: the cluster file (`clusterPEM`: the authority's certificate, with
+    /// its key only on a machine that admits others), this node's identity, and a new replica.
+    func create(identity: NodeIdentity, clusterPEM: String, clusterID: NodeID, historyLimit: Int) throws -> Initialised
+    {
         do {
             try FileManager.default.createDirectory(
                 atPath: path,
@@ -36,16 +54,14 @@ extension DataDirectory {
         } catch {
             throw HostError("cannot create \(path): \(error.localizedDescription)")
         }
-        let nodeName = name ?? ProcessInfo.processInfo.hostName
-        let identity = try secret.issueNode(name: nodeName)
-        try SecretFile.write(try secret.pem(), to: clusterPath, replace: true)
+        try SecretFile.write(clusterPEM, to: clusterPath, replace: true)
         try SecretFile.write(try identity.pem(), to: nodePath, replace: true)
         do {
             _ = try ReplicaStore.create(
                 path: replicaPath,
                 nodeID: identity.nodeID,
-                clusterID: secret.clusterID,
-                nodeName: nodeName,
+                clusterID: clusterID,
+                nodeName: identity.name,
                 fingerprint: fingerprint,
                 historyLimit: historyLimit
             )
@@ -53,7 +69,7 @@ extension DataDirectory {
             try? FileManager.default.removeItem(atPath: replicaPath)
             throw error
         }
-        return Initialised(nodeID: identity.nodeID, nodeName: nodeName, clusterID: secret.clusterID)
+        return Initialised(nodeID: identity.nodeID, nodeName: identity.name, clusterID: clusterID)
     }
 
     /// Identifies where this directory lives (machine id and canonical path), so a copy of it is
@@ -75,15 +91,13 @@ extension DataDirectory {
         return ProcessInfo.processInfo.hostName
     }()
 
-    /// Gives a copied directory a new node identity, issued with the cluster secret it holds.
+    /// Gives a copied directory a new node identity, issued with the cluster secret it holds. A
+    /// machine that cannot admit others cannot issue one: the copy is refused until it has one.
     func reidentify(_ store: ReplicaStore, info: ReplicaInfo) throws {
-        let secret: ClusterSecret
-        do {
-            secret = try ClusterSecret(pem: String(contentsOfFile: clusterPath, encoding: .utf8))
-        } catch let error as IdentityError {
-            throw HostError("\(clusterPath): \(error)")
-        } catch {
-            throw HostError("cannot read \(clusterPath): restore it from the cluster secret file")
+        guard let secret = try admittingAuthority() else {
+            throw HostError(
+                "\(path) was copied or moved from where it was created, and this machine cannot give the copy a new identity (it does not hold the cluster's authority key): move it back, or 'lansync init' a new directory there"
+            )
         }
         let identity = try secret.issueNode(name: info.nodeName)
         try SecretFile.write(try identity.pem(), to: nodePath, replace: true)

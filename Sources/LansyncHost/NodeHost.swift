@@ -21,6 +21,7 @@ extension DataDirectory {
         }
         var options = options
         options.controlSocketPath = controlSocketPath
+        options.admitting = try admittingAuthority()
         let node = try Node(options: options, store: store, identity: try tlsIdentity(), log: log)
         let task = Task { try await node.run() }
         let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in

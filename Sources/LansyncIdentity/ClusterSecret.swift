@@ -72,12 +72,26 @@ public struct ClusterSecret: Sendable {
         try certificate.serializeAsPEM().pemString + "\n"
     }
 
+    /// The authority's certificate alone: what every member holds.
+    public var trust: ClusterCertificate { ClusterCertificate(certificate: certificate) }
+
     /// Issues a new node identity signed by this authority.
     public func issueNode(name: String, now: Date = Date()) throws -> NodeIdentity {
         let key = P256.Signing.PrivateKey()
-        let publicKey = Certificate.PublicKey(key.publicKey)
+        let certificate = try issueCertificate(for: Certificate.PublicKey(key.publicKey), now: now)
+        return NodeIdentity(certificate: certificate, privateKey: key, name: name)
+    }
+
+    /// Issues a node certificate for a public key a joining machine sent (DER); returns its DER.
+    public func issueCertificate(forPublicKeyDER der: [UInt8], now: Date = Date()) throws -> [UInt8] {
+        try Identity.der(try issueCertificate(for: try Identity.publicKey(der: der), now: now))
+    }
+
+    /// Issues a node certificate for a key made elsewhere (a machine joining with an invite: its
+    /// private key never leaves it).
+    public func issueCertificate(for publicKey: Certificate.PublicKey, now: Date = Date()) throws -> Certificate {
         let nodeID = Identity.fingerprint(of: publicKey)
-        let certificate = try Certificate(
+        return try Certificate(
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
             publicKey: publicKey,
@@ -97,8 +111,56 @@ public struct ClusterSecret: Sendable {
             },
             issuerPrivateKey: Certificate.PrivateKey(privateKey)
         )
-        return NodeIdentity(certificate: certificate, privateKey: key, name: name)
     }
+}
+
+/// The cluster authority's certificate without its key: what a member that cannot admit others
+/// holds (`DIR/cluster.pem`), and all that any member needs to verify its peers.
+public struct ClusterCertificate: Sendable, Equatable {
+    public let certificate: Certificate
+
+    init(certificate: Certificate) { self.certificate = certificate }
+
+    /// Reads the certificate of a cluster file, with or without the authority's key in it.
+    public init(pem: String) throws(IdentityError) {
+        let documents: [PEMDocument]
+        do { documents = try PEMDocument.parseMultiple(pemString: pem) } catch {
+            throw .notAClusterSecret("it is not PEM text lansync wrote")
+        }
+        guard let document = documents.first(where: { $0.discriminator == "CERTIFICATE" }),
+            let certificate = try? Certificate(pemDocument: document)
+        else { throw .notAClusterSecret("it has no CERTIFICATE block") }
+        try self.init(verifying: certificate)
+    }
+
+    /// The authority certificate a peer sent, in DER.
+    public init(der: [UInt8]) throws(IdentityError) {
+        guard let certificate = try? Certificate(derEncoded: der) else {
+            throw .notAClusterSecret("it is not a DER certificate")
+        }
+        try self.init(verifying: certificate)
+    }
+
+    /// A certificate that must be a cluster authority's (self-signed, a CA); throws if it is not.
+    public init(verifying certificate: Certificate) throws(IdentityError) {
+        guard (try? certificate.extensions.basicConstraints) == .isCertificateAuthority(maxPathLength: 0),
+            certificate.issuer == certificate.subject,
+            certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
+        else { throw .notAClusterSecret("its certificate is not a cluster authority") }
+        self.certificate = certificate
+    }
+
+    /// The cluster's id, derived from the authority's public key.
+    public var clusterID: NodeID { Identity.fingerprint(of: certificate.publicKey) }
+
+    /// True if this authority issued `node` (its issuer and signature).
+    public func issued(_ node: Certificate) -> Bool {
+        node.issuer == certificate.subject && certificate.publicKey.isValidSignature(node.signature, for: node)
+    }
+
+    public func pem() throws -> String { try certificate.serializeAsPEM().pemString + "\n" }
+
+    public func der() throws -> [UInt8] { try Identity.der(certificate) }
 }
 
 /// A node's own identity: its key and the certificate the cluster authority issued for it. The
@@ -111,6 +173,21 @@ public struct NodeIdentity: Sendable {
     public var nodeID: NodeID { Identity.fingerprint(of: certificate.publicKey) }
 
     init(certificate: Certificate, privateKey: P256.Signing.PrivateKey, name: String) {
+        self.certificate = certificate
+        self.privateKey = privateKey
+        self.name = name
+    }
+
+    /// A node identity from a key made here and the certificate an admitting machine issued for it;
+    /// throws if the certificate is for another key.
+    public init(
+        issued certificate: Certificate,
+        privateKey: P256.Signing.PrivateKey,
+        name: String
+    ) throws(IdentityError) {
+        guard certificate.publicKey == Certificate.PublicKey(privateKey.publicKey) else {
+            throw .notANodeIdentity("the certificate is for another key")
+        }
         self.certificate = certificate
         self.privateKey = privateKey
         self.name = name
@@ -150,6 +227,26 @@ public enum Identity {
         return (certificate, key)
     }
 
+    /// The node id of a public key a joining machine sent (DER SubjectPublicKeyInfo); throws if
+    /// it is not a P-256 key.
+    public static func nodeID(ofPublicKeyDER der: [UInt8]) throws(IdentityError) -> NodeID {
+        fingerprint(of: try publicKey(der: der))
+    }
+
+    static func publicKey(der: [UInt8]) throws(IdentityError) -> Certificate.PublicKey {
+        guard let key = try? P256.Signing.PublicKey(derRepresentation: der) else {
+            throw .notANodeIdentity("the public key is not a P-256 key")
+        }
+        return Certificate.PublicKey(key)
+    }
+
+    /// A certificate's DER bytes.
+    public static func der(_ certificate: Certificate) throws -> [UInt8] {
+        var serializer = DER.Serializer()
+        try serializer.serialize(certificate)
+        return serializer.serializedBytes
+    }
+
     /// The id of the holder of a public key: the first 16 bytes of the SHA-256 of its
     /// SubjectPublicKeyInfo (as Syncthing's device ids are a hash of the certificate).
     public static func fingerprint(of key: Certificate.PublicKey) -> NodeID {
@@ -169,5 +266,34 @@ public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notANodeIdentity(let why):
             "not a lansync node identity (\(why)): restore node.pem from a backup, or 'lansync init' a new data directory"
         }
+    }
+}
+
+/// The key a machine makes for itself when it joins with an invite. Only its public half leaves
+/// the machine; the certificate an inviter issues for it completes a ``NodeIdentity``.
+public struct NodeKey: Sendable {
+    let privateKey: P256.Signing.PrivateKey
+
+    public init() { privateKey = P256.Signing.PrivateKey() }
+
+    /// The public key as a joining machine sends it (DER SubjectPublicKeyInfo).
+    public var publicKeyDER: [UInt8] { Array(privateKey.publicKey.derRepresentation) }
+
+    public var nodeID: NodeID { Identity.fingerprint(of: Certificate.PublicKey(privateKey.publicKey)) }
+
+    /// The identity the inviter's answer completes; throws unless `authority` issued the
+    /// certificate (DER) and it is for this key.
+    public func identity(
+        issued der: [UInt8],
+        by authority: ClusterCertificate,
+        name: String
+    ) throws(IdentityError) -> NodeIdentity {
+        guard let certificate = try? Certificate(derEncoded: der) else {
+            throw .notANodeIdentity("the inviter's answer holds no certificate")
+        }
+        guard authority.issued(certificate) else {
+            throw .notANodeIdentity("the certificate was not issued by the cluster's authority")
+        }
+        return try NodeIdentity(issued: certificate, privateKey: privateKey, name: name)
     }
 }

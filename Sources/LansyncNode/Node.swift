@@ -26,6 +26,8 @@ public final class Node: Sendable {
     let authority: Authority?
     /// Prints one line about something worth knowing (a peer connected, an error).
     let log: @Sendable (String) -> Void
+    /// Answers machines joining with an invite.
+    let joinDesk: JoinDesk
 
     public init(
         options: NodeOptions,
@@ -46,6 +48,7 @@ public final class Node: Sendable {
         registry = PeerRegistry(store: store, io: io, localNode: info.nodeID, log: log)
         authority =
             options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
+        joinDesk = JoinDesk(store: store, io: io, admitting: options.admitting, log: log)
     }
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
@@ -110,8 +113,14 @@ public final class Node: Sendable {
             try await listener.channel.executeThenClose { inbound in
                 for try await pending in inbound {
                     sessions.addTask {
-                        guard let connection = try? await pending.get() else { return }
-                        _ = await self.session(connection, address: connection.remoteAddress, source: .inbound)
+                        switch try? await pending.get() {
+                        case .peer(let connection):
+                            _ = await self.session(connection, address: connection.remoteAddress, source: .inbound)
+                        case .joiner(let connection):
+                            await self.joinDesk.serve(connection)
+                        case nil:
+                            return
+                        }
                     }
                 }
             }

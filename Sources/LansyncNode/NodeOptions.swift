@@ -1,4 +1,5 @@
 public import LansyncDiscovery
+public import LansyncIdentity
 public import LansyncWire
 
 /// What a node is told at start.
@@ -24,6 +25,9 @@ public struct NodeOptions: Sendable {
     public var relay: PeerAddress?
     /// While direct peers are connected, how often the node still hands its changes to the relay.
     public var relayInterval: Duration = .seconds(30)
+    /// The cluster authority, on a machine that admits others (it issues certificates to
+    /// machines that join with one of its invites); nil on every other machine.
+    public var admitting: ClusterSecret?
 
     public init(listen: PeerAddress, staticPeers: [PeerAddress], controlSocketPath: String = "") {
         self.listen = listen

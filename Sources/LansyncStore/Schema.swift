@@ -205,6 +205,23 @@ enum Schema {
                     """
             )
         }
+        migrator.registerMigration("v10-invites") { db in
+            try db.execute(
+                sql: """
+                    -- Invites this machine issued (lansync invite), local and never synced: the
+                    -- one-time secret, the name asked for, when it expires and when it was used
+                    -- (Unix ms), and the node it admitted. Docs/SECURITY.md.
+                    CREATE TABLE invite (
+                        secret BLOB PRIMARY KEY,
+                        name TEXT,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        used_at INTEGER,
+                        used_by BLOB
+                    ) WITHOUT ROWID;
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -6,10 +6,13 @@ import X509
 
 /// This node's TLS credentials: its certificate and key, and the cluster authority it trusts.
 ///
-/// Both sides of every connection present a certificate and verify the other's chain against the
+/// Both sides of a sync connection present a certificate and verify the other's chain against the
 /// cluster authority alone (mutual TLS 1.3, no hostname checks: identity is the key, not the
-/// address). A peer without a certificate from this cluster's authority fails the handshake
-/// before a single byte of replica data is read or sent.
+/// address). A peer with a certificate from another authority fails the handshake before a single
+/// byte of replica data is read or sent. A client that presents no certificate at all completes
+/// the handshake, but can only ask to join with an invite (``JoinerConnection``); the server sends
+/// the authority's certificate after its own, so such a client can check it against the
+/// fingerprint its invite pins.
 public struct TLSIdentity: Sendable {
     public let nodeID: NodeID
     let certificate: NIOSSLCertificate
@@ -18,22 +21,24 @@ public struct TLSIdentity: Sendable {
 
     /// - Parameters:
     ///   - nodePEM: the node's certificate and key (`DIR/node.pem`).
-    ///   - clusterPEM: the cluster secret (`DIR/cluster.pem`); only its certificate is used here.
+    ///   - clusterPEM: the cluster file (`DIR/cluster.pem`); only its certificate is used here.
     public init(nodePEM: String, clusterPEM: String) throws {
         let node = try NodeIdentity(pem: nodePEM, name: "")
-        let cluster = try ClusterSecret(pem: clusterPEM)
+        let cluster = try ClusterCertificate(pem: clusterPEM)
         nodeID = node.nodeID
         certificate = try NIOSSLCertificate(bytes: Array(try node.certificatePEM().utf8), format: .pem)
         privateKey = try NIOSSLPrivateKey(bytes: Array(node.privateKeyPEM.utf8), format: .pem)
-        authority = try NIOSSLCertificate(bytes: Array(try cluster.certificatePEM().utf8), format: .pem)
+        authority = try NIOSSLCertificate(bytes: Array(try cluster.pem().utf8), format: .pem)
     }
 
     func serverContext() throws -> NIOSSLContext {
         var config = TLSConfiguration.makeServerConfigurationWithMTLS(
-            certificateChain: [.certificate(certificate)],
+            certificateChain: [.certificate(certificate), .certificate(authority)],
             privateKey: .privateKey(privateKey),
             trustRoots: .certificates([authority])
         )
+        // A certificate presented must chain to the authority; none at all makes a joiner.
+        config.certificateVerification = .optionalVerification
         config.minimumTLSVersion = .tlsv13
         return try NIOSSLContext(configuration: config)
     }

@@ -20,6 +20,22 @@ public struct PeerConnection: Sendable {
     public let counters: WireCounters
 }
 
+/// A connection a listener accepted: a member, proven by its certificate, or a machine that
+/// presented none, which may only ask to join with an invite.
+public enum InboundConnection: Sendable {
+    case peer(PeerConnection)
+    case joiner(JoinerConnection)
+}
+
+/// An inbound connection whose TLS handshake succeeded without a client certificate. The node
+/// reads one ``Message/joinRequest(_:)`` from it, answers, and closes it; nothing else is spoken
+/// on it (Docs/PROTOCOL.md, "Joining").
+public struct JoinerConnection: Sendable {
+    public let channel: NIOAsyncChannel<Incoming, Message>
+    /// The remote address, for display.
+    public let remoteAddress: String
+}
+
 /// Why a connection could not be made or accepted: one line for people, never a library's enum
 /// case.
 public struct TransportError: Error, CustomStringConvertible, Sendable {
@@ -126,7 +142,7 @@ public final class Transport: Sendable {
 
     /// A bound listener: iterate ``Listener/connections`` to get each authenticated peer.
     public struct Listener: Sendable {
-        public let channel: NIOAsyncChannel<EventLoopFuture<PeerConnection>, Never>
+        public let channel: NIOAsyncChannel<EventLoopFuture<InboundConnection>, Never>
         public let port: Int
     }
 
@@ -172,7 +188,11 @@ public final class Transport: Sendable {
                         )
                     }
                 }
-            return try await future.get()
+            guard case .peer(let connection) = try await future.get() else {
+                // configure() only yields a joiner for an inbound connection.
+                throw TransportError("the peer sent no certificate")
+            }
+            return connection
         } catch {
             throw TransportError(connecting: error, timeout: timeout)
         }
@@ -184,7 +204,7 @@ public final class Transport: Sendable {
         let future = try await ClientBootstrap(group: group)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let promise = channel.eventLoop.makePromise(of: NodeID.self)
+                    let promise = channel.eventLoop.makePromise(of: NodeID?.self)
                     try channel.pipeline.syncOperations.addHandler(
                         try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil)
                     )
@@ -205,13 +225,13 @@ public final class Transport: Sendable {
     }
 
     /// Builds the pipeline: TLS, the handshake watcher, framing. Returns the future of the
-    /// authenticated connection.
+    /// authenticated connection (or, inbound only, of one that presented no certificate).
     private func configure(
         _ channel: any Channel,
         tls: NIOSSLHandler,
         outbound: Bool
-    ) throws -> EventLoopFuture<PeerConnection> {
-        let promise = channel.eventLoop.makePromise(of: NodeID.self)
+    ) throws -> EventLoopFuture<InboundConnection> {
+        let promise = channel.eventLoop.makePromise(of: NodeID?.self)
         let counters = WireCounters()
         if outbound {
             if slots.admitOutbound() {
@@ -232,7 +252,8 @@ public final class Transport: Sendable {
                 promise: promise,
                 timeout: Self.handshakeTimeout,
                 firstByte: outbound ? nil : Self.firstByteTimeout,
-                counters: counters
+                counters: counters,
+                allowsNoCertificate: !outbound
             )
         )
         let remote = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
@@ -246,24 +267,29 @@ public final class Transport: Sendable {
                 wrappingChannelSynchronously: channel,
                 configuration: .init(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4))
             )
-            return PeerConnection(
-                channel: asyncChannel,
-                peerNodeID: peer,
-                remoteAddress: remote,
-                outbound: outbound,
-                counters: counters
+            guard let peer else { return .joiner(JoinerConnection(channel: asyncChannel, remoteAddress: remote)) }
+            return .peer(
+                PeerConnection(
+                    channel: asyncChannel,
+                    peerNodeID: peer,
+                    remoteAddress: remote,
+                    outbound: outbound,
+                    counters: counters
+                )
             )
         }
     }
 }
 
 /// Completes a promise with the peer's node id once the TLS handshake has verified its
-/// certificate, or fails it (closing the channel) on error, early close or timeout.
+/// certificate (with nil if it presented none and that is allowed: a machine asking to join), or
+/// fails it (closing the channel) on error, early close or timeout.
 final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
-    private let promise: EventLoopPromise<NodeID>
+    private let promise: EventLoopPromise<NodeID?>
     private let timeout: TimeAmount
+    private let allowsNoCertificate: Bool
     private let firstByte: TimeAmount?
     private let counters: WireCounters?
     private var timer: Scheduled<Void>?
@@ -271,9 +297,16 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     private var done = false
 
     /// - Parameter firstByte: close the connection if the peer has sent nothing by then.
-    init(promise: EventLoopPromise<NodeID>, timeout: TimeAmount, firstByte: TimeAmount?, counters: WireCounters?) {
+    init(
+        promise: EventLoopPromise<NodeID?>,
+        timeout: TimeAmount,
+        firstByte: TimeAmount?,
+        counters: WireCounters?,
+        allowsNoCertificate: Bool = false
+    ) {
         self.promise = promise
         self.timeout = timeout
+        self.allowsNoCertificate = allowsNoCertificate
         self.firstByte = firstByte
         self.counters = counters
     }
@@ -297,10 +330,14 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
         if case TLSUserEvent.handshakeCompleted = event, !done {
             do {
                 let handler = try context.pipeline.syncOperations.handler(type: NIOSSLHandler.self)
-                guard let certificate = handler.peerCertificate else {
+                let id: NodeID?
+                if let certificate = handler.peerCertificate {
+                    id = try TLSIdentity.nodeID(of: certificate)
+                } else if allowsNoCertificate {
+                    id = nil
+                } else {
                     throw TransportError("peer sent no certificate")
                 }
-                let id = try TLSIdentity.nodeID(of: certificate)
                 done = true
                 timer?.cancel()
                 silenceTimer?.cancel()

@@ -24,6 +24,40 @@ public enum Message: Hashable, Sendable {
     /// About how many field states the sender's delta now starting will send (protocol 1.2; only
     /// for a large delta): what lets the receiver show its progress and an ETA.
     case expect(fieldStates: UInt64)
+    /// A machine with an invite asks to join the cluster. Sent only on a connection where it
+    /// presented no certificate, as the one message such a connection may carry; the answer is
+    /// ``joinAccepted(_:)`` or ``error(_:)`` with ``ProtocolError/Code/joinRefused``.
+    case joinRequest(JoinRequest)
+    /// The inviter's answer to a valid ``joinRequest(_:)``.
+    case joinAccepted(JoinAccepted)
+}
+
+/// What a machine joining with an invite sends (Docs/PROTOCOL.md, "Joining").
+public struct JoinRequest: Hashable, Sendable {
+    /// The name it asks to be known by.
+    public var name: String
+    /// The public key it made, to be certified (DER SubjectPublicKeyInfo).
+    public var publicKey: [UInt8]
+    /// HMAC-SHA256 of the key and name, keyed by the invite's one-time secret.
+    public var proof: [UInt8]
+
+    public init(name: String, publicKey: [UInt8], proof: [UInt8]) {
+        self.name = name
+        self.publicKey = publicKey
+        self.proof = proof
+    }
+}
+
+/// The inviter's answer: the node certificate it issued for the joining machine's key, and the
+/// cluster authority's certificate (both DER).
+public struct JoinAccepted: Hashable, Sendable {
+    public var certificate: [UInt8]
+    public var authority: [UInt8]
+
+    public init(certificate: [UInt8], authority: [UInt8]) {
+        self.certificate = certificate
+        self.authority = authority
+    }
 }
 
 /// The hello: protocol version, identity, role and version vector; since 1.1 also the sender's
@@ -125,12 +159,14 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case busy = 10
         case shuttingDown = 11
         case unexpectedMessage = 12
+        /// An invite that is unknown, used, or expired, or a join the inviter cannot grant.
+        case joinRefused = 13
 
         /// Permanent errors will not go away by retrying the same thing; temporary ones may.
         public var isPermanent: Bool {
             switch self {
             case .protocolVersion, .wrongCluster, .identityMismatch, .duplicateNodeID, .malformedMessage,
-                .frameTooLarge, .rejectedChange, .unexpectedMessage:
+                .frameTooLarge, .rejectedChange, .unexpectedMessage, .joinRefused:
                 true
             case .timeout, .storage, .busy, .shuttingDown: false
             }
@@ -150,6 +186,7 @@ public struct ProtocolError: Error, Hashable, Sendable {
             case .busy: "busy"
             case .shuttingDown: "shutting-down"
             case .unexpectedMessage: "unexpected-message"
+            case .joinRefused: "join-refused"
             }
         }
     }

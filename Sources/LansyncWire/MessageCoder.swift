@@ -10,6 +10,8 @@ public enum MessageCoder {
         case loggedBatch = 7
         /// The size of the delta now starting (protocol 1.2).
         case expect = 8
+        /// A join request and its acceptance (Docs/PROTOCOL.md, "Joining").
+        case joinRequest = 9, joinAccepted = 10
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -53,6 +55,16 @@ public enum MessageCoder {
         case .expect(let count):
             w.byte(Tag.expect.rawValue)
             w.varint(count)
+        case .joinRequest(let request):
+            w.byte(Tag.joinRequest.rawValue)
+            w.raw(magic)
+            w.string(request.name)
+            w.data(request.publicKey)
+            w.data(request.proof)
+        case .joinAccepted(let accepted):
+            w.byte(Tag.joinAccepted.rawValue)
+            w.data(accepted.certificate)
+            w.data(accepted.authority)
         case .error(let error):
             w.byte(Tag.error.rawValue)
             w.varint(UInt64(error.code.rawValue))
@@ -117,6 +129,28 @@ public enum MessageCoder {
                 message = .summary(versionVector: try r.versionVector())
             case .expect:
                 message = .expect(fieldStates: try r.varint())
+            case .joinRequest:
+                guard Array(try r.raw(4)) == magic else {
+                    throw WireError.malformed("join request without the LNSY magic")
+                }
+                let name = try r.string()
+                guard name.utf8.count <= WireLimits.maxNameBytes else {
+                    throw WireError.malformed("node name too long")
+                }
+                let key = try r.data()
+                let proof = try r.data()
+                guard key.count <= WireLimits.maxJoinBlobBytes, proof.count == 32 else {
+                    throw WireError.malformed("join request with a bad key or proof")
+                }
+                message = .joinRequest(JoinRequest(name: name, publicKey: Array(key), proof: Array(proof)))
+            case .joinAccepted:
+                let certificate = try r.data()
+                let authority = try r.data()
+                guard certificate.count <= WireLimits.maxJoinBlobBytes, authority.count <= WireLimits.maxJoinBlobBytes
+                else {
+                    throw WireError.malformed("join answer with an oversize certificate")
+                }
+                message = .joinAccepted(JoinAccepted(certificate: Array(certificate), authority: Array(authority)))
             case .error:
                 let raw = try r.varint()
                 let text = try r.string()

@@ -12,4 +12,7 @@ public enum WireLimits {
     public static let window = 4
     /// The longest node name in a hello.
     public static let maxNameBytes = 64
+    /// The largest key or certificate in a join (DER): a P-256 key is 91 bytes, a certificate
+    /// about 500.
+    public static let maxJoinBlobBytes = 4096
 }

@@ -247,11 +247,33 @@ import Testing
                 )
             )
         )
+        messages.append(.joinRequest(JoinRequest(name: "garage", publicKey: Array(0..<91), proof: Array(100..<132))))
+        messages.append(
+            .joinAccepted(JoinAccepted(certificate: Array(repeating: 7, count: 500), authority: [1, 2, 3]))
+        )
+        messages.append(.error(ProtocolError(.joinRefused, "this invite expired")))
         for message in messages {
             let frame = Frame.encode(message)
             #expect(try Frame.payloadLength(prefix: Array(frame.prefix(4))) == frame.count - 4)
             #expect(try MessageCoder.decode(Array(frame.dropFirst(4))) == message)
         }
+    }
+
+    /// A join request must carry a 32-byte proof and a bounded key; the magic marks it as ours.
+    @Test func malformedJoinRequestsAreRefused() {
+        let good = MessageCoder.encode(.joinRequest(JoinRequest(name: "b", publicKey: [1, 2], proof: Array(0..<32))))
+        #expect((try? MessageCoder.decode(good)) != nil)
+        let shortProof = MessageCoder.encode(
+            .joinRequest(JoinRequest(name: "b", publicKey: [1, 2], proof: [1, 2, 3]))
+        )
+        #expect(throws: WireError.self) { try MessageCoder.decode(shortProof) }
+        let hugeKey = MessageCoder.encode(
+            .joinRequest(JoinRequest(name: "b", publicKey: Array(repeating: 0, count: 5000), proof: Array(0..<32)))
+        )
+        #expect(throws: WireError.self) { try MessageCoder.decode(hugeKey) }
+        var noMagic = good
+        noMagic[1] = 0
+        #expect(throws: WireError.self) { try MessageCoder.decode(noMagic) }
     }
 
     @Test func framesAreBounded() {

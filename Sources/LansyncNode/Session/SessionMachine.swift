@@ -484,6 +484,8 @@ extension Message {
         case .summary: "summary"
         case .expect: "expect"
         case .error: "error"
+        case .joinRequest: "join request"
+        case .joinAccepted: "join answer"
         }
     }
 }

@@ -1,0 +1,132 @@
+import Foundation
+import LansyncCore
+public import LansyncIdentity
+public import LansyncNode
+public import LansyncStore
+import LansyncTransport
+import LansyncWire
+import NIOCore
+import NIOPosix
+
+/// Admitting machines and joining ones (Docs/SECURITY.md): `lansync invite` on a machine that
+/// holds the cluster authority's key, `lansync join` on the new machine, which makes its own key
+/// and receives only its certificate and the authority's.
+extension DataDirectory {
+    /// The cluster authority, if this directory holds its key (the machine admits others); nil if
+    /// it holds the authority's certificate alone.
+    public func admittingAuthority() throws(HostError) -> ClusterSecret? {
+        let text: String
+        do { text = try String(contentsOfFile: clusterPath, encoding: .utf8) } catch {
+            throw HostError("cannot read \(clusterPath): restore it from a backup, or 'lansync join' a new directory")
+        }
+        guard text.contains("PRIVATE KEY") else { return nil }
+        do { return try ClusterSecret(pem: text) } catch { throw HostError("\(clusterPath) is \(error)") }
+    }
+
+    /// An invite `lansync invite` printed.
+    public struct Invitation: Sendable {
+        public let code: InviteCode
+        public let name: String?
+        /// Unix milliseconds.
+        public let expiresAt: UInt64
+        /// Whether a node runs on this directory now, to answer the join.
+        public let nodeRunning: Bool
+    }
+
+    /// Records a new one-time invite and returns its code. `address` is where the new machine
+    /// will reach this one; without it, the running node's listening address (a wildcard one read
+    /// as this machine's first non-loopback IPv4 address).
+    public func invite(
+        store: ReplicaStore,
+        name: String?,
+        expiresIn seconds: Int,
+        address: PeerAddress?
+    ) throws -> Invitation {
+        guard let authority = try admittingAuthority() else {
+            throw HostError(
+                "this machine cannot admit others: it does not hold the cluster's authority key; run 'lansync invite' on the machine that created the cluster (or another that holds the key)"
+            )
+        }
+        let status = ControlClient.status(path: controlSocketPath)
+        let reach = address ?? status?.listen.flatMap(PeerAddress.init(parsing:)).map(Self.reachable)
+        let now = WallClock.milliseconds
+        let expiresAt = now + UInt64(seconds) * 1000
+        let secret = InviteCode.newSecret()
+        try store.addInvite(secret: secret, name: name, now: now, expiresAt: expiresAt)
+        let code = InviteCode(clusterID: authority.clusterID, secret: secret, host: reach?.host, port: reach?.port)
+        return Invitation(code: code, name: name, expiresAt: expiresAt, nodeRunning: status != nil)
+    }
+
+    /// A listening address as another machine can dial it: a wildcard host becomes this
+    /// machine's first non-loopback IPv4 address.
+    static func reachable(_ address: PeerAddress) -> PeerAddress {
+        guard address.host == "0.0.0.0" || address.host == "::" else { return address }
+        let own = (try? System.enumerateDevices())?.compactMap { device -> String? in
+            guard case .v4? = device.address, let ip = device.address?.ipAddress, !ip.hasPrefix("127.") else {
+                return nil
+            }
+            return ip
+        }
+        return own?.first.map { PeerAddress(host: $0, port: address.port) } ?? address
+    }
+
+    /// Creates this directory as a new member of the cluster the invite names: makes a key here,
+    /// asks the inviter (at `address`, or the address in the code) to certify it, and writes the
+    /// directory with the authority's certificate alone. Refuses a directory that holds a replica.
+    public func join(
+        code: InviteCode,
+        name: String?,
+        address: PeerAddress?,
+        historyLimit: Int
+    ) async throws -> Initialised {
+        try refuseExistingReplica()
+        guard let target = address ?? code.host.flatMap({ host in code.port.map { PeerAddress(host: host, port: $0) } })
+        else {
+            throw HostError(
+                "the invite code carries no address: give the inviting machine's with --address HOST:PORT (the address its 'lansync node' listens on)"
+            )
+        }
+        let nodeName = name ?? ProcessInfo.processInfo.hostName
+        let key = NodeKey()
+        let request = JoinRequest(
+            name: nodeName,
+            publicKey: key.publicKeyDER,
+            proof: code.proof(publicKey: key.publicKeyDER, name: nodeName)
+        )
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let answer: Message
+        do {
+            answer = try await JoinDialer.request(
+                request,
+                host: target.host,
+                port: target.port,
+                pins: { code.pins($0) },
+                group: group
+            )
+        } catch {
+            try? await group.shutdownGracefully()
+            throw HostError("cannot join through \(target): \(error)")
+        }
+        try? await group.shutdownGracefully()
+        switch answer {
+        case .joinAccepted(let accepted):
+            let authority = try ClusterCertificate(der: accepted.authority)
+            guard code.pins(authority.clusterID) else {
+                throw HostError(
+                    "the inviter at \(target) answered for another cluster than the code's: ask for a new code"
+                )
+            }
+            let identity = try key.identity(issued: accepted.certificate, by: authority, name: nodeName)
+            return try create(
+                identity: identity,
+                clusterPEM: try authority.pem(),
+                clusterID: authority.clusterID,
+                historyLimit: historyLimit
+            )
+        case .error(let error):
+            throw HostError("the inviter at \(target) refused: \(error.message)")
+        default:
+            throw HostError("the machine at \(target) answered with a \(answer.kind) message: is it a lansync node?")
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import LansyncCore
+import LansyncIdentity
+import LansyncStore
+import LansyncTransport
+import LansyncWire
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Where a node answers machines that join with an invite (Docs/SECURITY.md, Docs/PROTOCOL.md
+/// "Joining"). Only a node that holds the cluster authority's key admits anyone; every other node
+/// refuses at once, saying where to ask.
+///
+/// A request is granted when its proof was made with the secret of one of this machine's
+/// invites, and that invite is unused and unexpired; granting it uses the invite in the same
+/// transaction, so one code admits one machine. The private key never travels: the joiner sends
+/// its public key, and gets back the certificate this authority issued for it.
+final class JoinDesk: Sendable {
+    let store: ReplicaStore
+    let io: BlockingIO
+    let admitting: ClusterSecret?
+    let log: @Sendable (String) -> Void
+    private let active = NIOLockedValueBox(0)
+    /// Connections without a certificate served at once, waiting for their request included; more
+    /// are closed at once (a join is rare, and strangers' connections must not hold the node's
+    /// memory or time).
+    static let maxActive = 8
+    /// How long a joiner has to send its request.
+    static let requestTimeout: Duration = .seconds(10)
+
+    init(store: ReplicaStore, io: BlockingIO, admitting: ClusterSecret?, log: @escaping @Sendable (String) -> Void) {
+        self.store = store
+        self.io = io
+        self.admitting = admitting
+        self.log = log
+    }
+
+    /// Reads one join request from `connection`, answers it, and closes the connection.
+    func serve(_ connection: JoinerConnection) async {
+        let admitted = active.withLockedValue { count -> Bool in
+            guard count < Self.maxActive else { return false }
+            count += 1
+            return true
+        }
+        defer { if admitted { active.withLockedValue { $0 -= 1 } } }
+        guard admitted else {
+            log(
+                "closed a connection without a certificate from \(connection.remoteAddress): \(Self.maxActive) are being served"
+            )
+            try? await connection.channel.executeThenClose { _, _ in }
+            return
+        }
+        try? await connection.channel.executeThenClose { inbound, outbound in
+            let first = await withTaskGroup(of: Incoming?.self) { race -> Incoming? in
+                race.addTask {
+                    var messages = inbound.makeAsyncIterator()
+                    return try? await messages.next()
+                }
+                race.addTask {
+                    try? await Task.sleep(for: Self.requestTimeout)
+                    return nil
+                }
+                let first = await race.next() ?? nil
+                race.cancelAll()
+                return first
+            }
+            guard case .message(.joinRequest(let request))? = first else {
+                // Not a joiner of ours (a stranger without a certificate, or a slow one): nothing to answer.
+                return
+            }
+            try await outbound.write(await self.answer(request, from: connection.remoteAddress))
+        }
+    }
+
+    private func answer(_ request: JoinRequest, from address: String) async -> Message {
+        guard let admitting else {
+            log("join refused (\(address)): this machine cannot admit others")
+            return .error(
+                ProtocolError(
+                    .joinRefused,
+                    "this machine cannot admit others (it does not hold the cluster's authority key): use a code from a machine that can"
+                )
+            )
+        }
+        let node: NodeID
+        do { node = try Identity.nodeID(ofPublicKeyDER: request.publicKey) } catch {
+            return .error(ProtocolError(.joinRefused, "the request's public key is not a P-256 key"))
+        }
+        let now = WallClock.milliseconds
+        let outcome: InviteRedemption
+        do {
+            outcome = try await io.run { [store] in
+                try store.redeemInvite(now: now, by: node) { secret in
+                    InviteCode.verify(
+                        proof: request.proof,
+                        secret: secret,
+                        publicKey: request.publicKey,
+                        name: request.name
+                    )
+                }
+            }
+        } catch {
+            log("join from \(address) not answered: \(error)")
+            return .error(ProtocolError(.storage, "the inviter could not record the join; try again"))
+        }
+        switch outcome {
+        case .admitted(let invite):
+            do {
+                let accepted = JoinAccepted(
+                    certificate: try admitting.issueCertificate(forPublicKeyDER: request.publicKey),
+                    authority: try admitting.trust.der()
+                )
+                log(
+                    "admitted node \(node.short) (\(request.name.isEmpty ? invite.name ?? "unnamed" : request.name)) from \(address) with an invite"
+                )
+                return .joinAccepted(accepted)
+            } catch {
+                log("join from \(address): cannot issue a certificate: \(error)")
+                return .error(ProtocolError(.storage, "the inviter could not issue a certificate"))
+            }
+        case .unknown:
+            log("join refused (\(address)): no invite of this machine matches the code")
+            return .error(
+                ProtocolError(
+                    .joinRefused,
+                    "this machine issued no such invite: check that the code comes from this machine, or ask for a new one"
+                )
+            )
+        case .used(let at):
+            log("join refused (\(address)): the invite was already used")
+            return .error(
+                ProtocolError(
+                    .joinRefused,
+                    "this invite was already used (\(Self.time(at))): a code admits one machine; ask for a new one"
+                )
+            )
+        case .expired(let at):
+            log("join refused (\(address)): the invite expired")
+            return .error(
+                ProtocolError(.joinRefused, "this invite expired (\(Self.time(at))): ask for a new one")
+            )
+        }
+    }
+
+    static func time(_ ms: UInt64) -> String { WallClock.iso8601(milliseconds: ms) }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import LansyncJSON
+import Testing
+
+/// Invite and join on real binaries (issue 16): a machine joins with a one-time code, receives
+/// only its own certificate and the authority's, and syncs; a code works once and not after it
+/// expires; only a machine holding the authority key admits anyone.
+@Suite(.serialized) struct MembershipTests {
+    /// The JSON of `invite --json`.
+    private func invite(_ cli: CLI, _ dir: String, _ extra: [String] = []) async throws -> (code: String, json: JSON) {
+        let out = try await cli.ok(["invite", "--dir", cli.path(dir), "--json"] + extra)
+        let json = try JSON(parsing: out)
+        guard case .string(let code)? = json["code"] else {
+            Issue.record("invite --json printed no code: \(out)")
+            return ("", json)
+        }
+        return (code, json)
+    }
+
+    private func file(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    @Test func aMachineJoinsWithACodeOnceAndSyncs() async throws {
+        let cli = CLI("join")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let ports = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        defer { a.stop() }
+
+        let (code, json) = try await invite(cli, "a", ["--name", "b"])
+        #expect(code.hasPrefix("LSJ1-"))
+        #expect(json["address"] == .string("127.0.0.1:\(ports[0])"), "the code reaches the running node: \(json.text)")
+        #expect(json["node_running"] == .bool(true))
+
+        let joined = try await cli.ok(["join", code, "--dir", cli.path("b"), "--name", "b"])
+        #expect(joined.contains("joined cluster"))
+        #expect(a.logText.contains("admitted node"), "the inviter logs the admission: \(a.logText)")
+
+        // No private key but its own on the joined machine; the authority's stays on a.
+        #expect(file(cli.path("a/cluster.pem")).contains("PRIVATE KEY"))
+        #expect(!file(cli.path("b/cluster.pem")).contains("PRIVATE KEY"), "b holds the authority's certificate alone")
+        #expect(file(cli.path("b/cluster.pem")).contains("CERTIFICATE"))
+        #expect(file(cli.path("b/node.pem")).contains("PRIVATE KEY"))
+        let clusterOfA = try await cli.status(cli.path("a"))["cluster_id"]
+        #expect(try await cli.status(cli.path("b"))["cluster_id"] == clusterOfA)
+
+        // The same code a second time: refused, and the directory is not created.
+        let again = try await cli.run(["join", code, "--dir", cli.path("c")])
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("already used"), "\(again.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: cli.path("c/replica.sqlite")))
+
+        // The joined machine syncs both ways.
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        defer { b.stop() }
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "from-a", "title=made on a"])
+        try await cli.ok(["add", "--dir", cli.path("b"), "--id", "from-b", "title=made on b"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil, "\(a.logText)\n\(b.logText)")
+        #expect(try await cli.ok(["get", "--dir", cli.path("b"), "from-a"]).contains("made on a"))
+        #expect(try await cli.ok(["get", "--dir", cli.path("a"), "from-b"]).contains("made on b"))
+
+        // b cannot admit anyone: neither with the CLI nor, asked over the network, with its node.
+        let fromB = try await cli.run(["invite", "--dir", cli.path("b")])
+        #expect(fromB.status != 0 && fromB.stderr.contains("cannot admit others"), "\(fromB.stderr)")
+        let (other, _) = try await invite(cli, "a")
+        let viaB = try await cli.run(["join", other, "--dir", cli.path("d"), "--address", "127.0.0.1:\(ports[1])"])
+        #expect(viaB.status != 0 && viaB.stderr.contains("cannot admit others"), "\(viaB.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: cli.path("d")))
+        #expect(a.isRunning && b.isRunning)
+    }
+
+    @Test func expiredMistypedAndForeignCodesAreRefused() async throws {
+        let cli = CLI("badjoin")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        try await cli.ok(["cluster", "create", cli.path("other.pem")])
+        try await cli.ok(["init", "--dir", cli.path("x"), "--cluster", cli.path("other.pem"), "--name", "x"])
+        let ports = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        defer { a.stop() }
+        let x = try NodeProcess(dir: cli.path("x"), port: ports[1])
+        defer { x.stop() }
+
+        // Expired: a one-second code, used after two.
+        let (short, _) = try await invite(cli, "a", ["--expires", "1s"])
+        try await Task.sleep(for: .seconds(2))
+        let expired = try await cli.run(["join", short, "--dir", cli.path("e")])
+        #expect(expired.status != 0 && expired.stderr.contains("expired"), "\(expired.stderr)")
+
+        // Mistyped: one character changed is caught before anything is sent.
+        let (code, _) = try await invite(cli, "a")
+        var characters = Array(code)
+        let i = characters.count - 3
+        characters[i] = characters[i] == "7" ? "8" : "7"
+        let typo = try await cli.run(["join", String(characters), "--dir", cli.path("t")])
+        #expect(typo.status != 0 && typo.stderr.contains("mistyped"), "\(typo.stderr)")
+        #expect(typo.stderr.split(separator: "\n").count == 1, "one line: \(typo.stderr)")
+
+        // A code of cluster a, sent to a node of another cluster: the joiner refuses that node
+        // before it sends anything.
+        let foreign = try await cli.run(["join", code, "--dir", cli.path("f"), "--address", "127.0.0.1:\(ports[1])"])
+        #expect(foreign.status != 0 && foreign.stderr.contains("another cluster"), "\(foreign.stderr)")
+        #expect(!x.logText.contains("join"), "x never saw a join request: \(x.logText)")
+
+        // The unused code still works after all that.
+        try await cli.ok(["join", code, "--dir", cli.path("ok")])
+        for dir in ["e", "t", "f"] { #expect(!FileManager.default.fileExists(atPath: cli.path(dir))) }
+        #expect(a.isRunning && x.isRunning)
+    }
+}
