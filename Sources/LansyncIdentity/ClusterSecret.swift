@@ -297,3 +297,29 @@ public struct NodeKey: Sendable {
         return try NodeIdentity(issued: certificate, privateKey: privateKey, name: name)
     }
 }
+
+/// What a node makes of the certificate chain a peer presented in the TLS handshake.
+public enum PeerVerdict: Sendable, Equatable {
+    /// Issued by this cluster's authority: the peer is the node with this id.
+    case member(NodeID)
+    /// Issued by another lansync cluster's authority (its id, as the certificate names it), or,
+    /// with nil, not a lansync certificate at all.
+    case otherCluster(String?)
+    /// It names this cluster's authority as issuer, but that authority did not sign it.
+    case forged
+}
+
+extension ClusterCertificate {
+    /// Judges a presented chain, leaf first. Only the leaf counts: it must be signed by this
+    /// authority. Validity dates are not checked: certificates are valid from 2000 for a century,
+    /// so that a machine with a wrong clock still syncs (issue 12).
+    public func verdict(on chain: [Certificate]) -> PeerVerdict {
+        guard let leaf = chain.first else { return .otherCluster(nil) }
+        if issued(leaf) { return .member(Identity.fingerprint(of: leaf.publicKey)) }
+        if leaf.issuer == certificate.subject { return .forged }
+        let issuer = String(describing: leaf.issuer)
+        guard let range = issuer.range(of: "lansync cluster ") else { return .otherCluster(nil) }
+        let id = issuer[range.upperBound...].prefix { $0.isLetter || $0.isNumber }
+        return .otherCluster(id.isEmpty ? nil : String(id))
+    }
+}

@@ -28,6 +28,8 @@ public final class Node: Sendable {
     let log: @Sendable (String) -> Void
     /// Answers machines joining with an invite.
     let joinDesk: JoinDesk
+    /// Connections refused for their certificate, for `status` and the log.
+    let refused = RefusedConnections()
 
     public init(
         options: NodeOptions,
@@ -113,18 +115,34 @@ public final class Node: Sendable {
             try await listener.channel.executeThenClose { inbound in
                 for try await pending in inbound {
                     sessions.addTask {
-                        switch try? await pending.get() {
+                        let accepted: InboundConnection
+                        do { accepted = try await pending.get() } catch let error as TransportError {
+                            // Why a handshake failed matters only when a certificate was refused:
+                            // strangers' silent or garbage connections are not worth a line.
+                            if error.refusal != nil {
+                                self.noteRefused(error, address: error.peer ?? "?", dialled: false)
+                            }
+                            return
+                        } catch {
+                            return
+                        }
+                        switch accepted {
                         case .peer(let connection):
                             _ = await self.session(connection, address: connection.remoteAddress, source: .inbound)
                         case .joiner(let connection):
                             await self.joinDesk.serve(connection)
-                        case nil:
-                            return
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Records a connection refused for its certificate (for `status`), and logs it unless the
+    /// same address was logged for the same reason within the minute.
+    func noteRefused(_ error: TransportError, address: String, dialled: Bool) {
+        guard refused.note(address: address, reason: error.description) else { return }
+        log("refused \(dialled ? "the connection to" : "a connection from") \(address): \(error.description)")
     }
 
     /// Advertises this node and dials the peers discovery finds, for as long as they are
@@ -314,6 +332,7 @@ public final class Node: Sendable {
             let discovery = await registry.discoveryState
             let store = self.store
             let digests = self.digests
+            let refusedNow = refused.snapshot
             do {
                 return try await io.run {
                     try StatusReport.make(
@@ -322,7 +341,8 @@ public final class Node: Sendable {
                         listen: listen,
                         peers: peers,
                         discovery: discovery,
-                        digests: digests
+                        digests: digests,
+                        refused: refusedNow
                     ).json
                 }
             } catch {

@@ -1,5 +1,8 @@
 public import LansyncCore
 import LansyncIdentity
+import LansyncWire
+import NIOConcurrencyHelpers
+import NIOCore
 import NIOSSL
 import SwiftASN1
 import X509
@@ -18,6 +21,8 @@ public struct TLSIdentity: Sendable {
     let certificate: NIOSSLCertificate
     let privateKey: NIOSSLPrivateKey
     let authority: NIOSSLCertificate
+    /// The authority's certificate, which judges every peer's (``PeerVerdict``).
+    let trust: ClusterCertificate
 
     /// - Parameters:
     ///   - nodePEM: the node's certificate and key (`DIR/node.pem`).
@@ -25,6 +30,7 @@ public struct TLSIdentity: Sendable {
     public init(nodePEM: String, clusterPEM: String) throws {
         let node = try NodeIdentity(pem: nodePEM, name: "")
         let cluster = try ClusterCertificate(pem: clusterPEM)
+        trust = cluster
         nodeID = node.nodeID
         certificate = try NIOSSLCertificate(bytes: Array(try node.certificatePEM().utf8), format: .pem)
         privateKey = try NIOSSLPrivateKey(bytes: Array(node.privateKeyPEM.utf8), format: .pem)
@@ -53,9 +59,50 @@ public struct TLSIdentity: Sendable {
         return try NIOSSLContext(configuration: config)
     }
 
+    /// A verification callback for one connection: it accepts exactly the chains ``trust`` judges
+    /// a member's, and leaves the reason for any other in `check`, so the refusal says it in
+    /// words (BoringSSL would say only CERTIFICATE_VERIFY_FAILED).
+    func verifier(_ check: PeerCheck) -> NIOSSLCustomVerificationCallback {
+        let trust = self.trust
+        return { chain, verdict in
+            let parsed = chain.compactMap { try? Certificate(derEncoded: try $0.toDERBytes()) }
+            switch parsed.count == chain.count ? trust.verdict(on: parsed) : .otherCluster(nil) {
+            case .member:
+                verdict.succeed(.certificateVerified)
+            case .otherCluster(let theirs):
+                let ours = trust.clusterID.text
+                check.refuse(
+                    TransportError(
+                        theirs.map {
+                            "wrong-cluster: the peer is a node of another cluster (\($0)); this node's cluster is \(ours)"
+                        } ?? "wrong-cluster: the peer's certificate is not from a lansync cluster",
+                        refusal: .wrongCluster
+                    )
+                )
+                verdict.succeed(.failed)
+            case .forged:
+                check.refuse(
+                    TransportError(
+                        "wrong-cluster: the peer's certificate names this cluster's authority, which did not sign it",
+                        refusal: .wrongCluster
+                    )
+                )
+                verdict.succeed(.failed)
+            }
+        }
+    }
+
     /// The node id a verified peer certificate proves: the hash of its public key.
     static func nodeID(of certificate: NIOSSLCertificate) throws -> NodeID {
         let parsed = try Certificate(derEncoded: try certificate.toDERBytes())
         return Identity.fingerprint(of: parsed.publicKey)
     }
+}
+
+/// Why this side refused a peer's certificate during one handshake, for the error it ends with.
+final class PeerCheck: Sendable {
+    private let refusal = NIOLockedValueBox<TransportError?>(nil)
+
+    func refuse(_ error: TransportError) { refusal.withLockedValue { $0 = error } }
+    var refused: TransportError? { refusal.withLockedValue { $0 } }
 }

@@ -40,7 +40,17 @@ public struct JoinerConnection: Sendable {
 /// case.
 public struct TransportError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// Set when a certificate was refused (by either side): the stable code `status` and the
+    /// logs name, e.g. ``ProtocolError/Code/wrongCluster``.
+    public let refusal: ProtocolError.Code?
+    /// The remote IP address (without the port, which a client picks anew each time) of a
+    /// connection that failed its handshake.
+    public var peer: String?
+
+    public init(_ description: String, refusal: ProtocolError.Code? = nil) {
+        self.description = description
+        self.refusal = refusal
+    }
 
     /// Describes what SwiftNIO reports when a dial fails.
     init(connecting error: any Error, timeout: TimeAmount) {
@@ -155,9 +165,14 @@ public final class Transport: Sendable {
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .bind(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try self.configure(
+                        let check = PeerCheck()
+                        return try self.configure(
                             channel,
-                            tls: NIOSSLServerHandler(context: self.serverContext),
+                            tls: NIOSSLServerHandler(
+                                context: self.serverContext,
+                                customVerificationCallback: self.identity.verifier(check)
+                            ),
+                            check: check,
                             outbound: false
                         )
                     }
@@ -181,9 +196,15 @@ public final class Transport: Sendable {
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .connect(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try self.configure(
+                        let check = PeerCheck()
+                        return try self.configure(
                             channel,
-                            tls: try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil),
+                            tls: try NIOSSLClientHandler(
+                                context: self.clientContext,
+                                serverHostname: nil,
+                                customVerificationCallback: self.identity.verifier(check)
+                            ),
+                            check: check,
                             outbound: true
                         )
                     }
@@ -205,15 +226,21 @@ public final class Transport: Sendable {
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let promise = channel.eventLoop.makePromise(of: NodeID?.self)
+                    let check = PeerCheck()
                     try channel.pipeline.syncOperations.addHandler(
-                        try NIOSSLClientHandler(context: self.clientContext, serverHostname: nil)
+                        try NIOSSLClientHandler(
+                            context: self.clientContext,
+                            serverHostname: nil,
+                            customVerificationCallback: self.identity.verifier(check)
+                        )
                     )
                     try channel.pipeline.syncOperations.addHandler(
                         HandshakeWatcher(
                             promise: promise,
                             timeout: Self.handshakeTimeout,
                             firstByte: nil,
-                            counters: nil
+                            counters: nil,
+                            check: check
                         )
                     )
                     return promise.futureResult.flatMapThrowing { _ in
@@ -229,6 +256,7 @@ public final class Transport: Sendable {
     private func configure(
         _ channel: any Channel,
         tls: NIOSSLHandler,
+        check: PeerCheck,
         outbound: Bool
     ) throws -> EventLoopFuture<InboundConnection> {
         let promise = channel.eventLoop.makePromise(of: NodeID?.self)
@@ -253,13 +281,18 @@ public final class Transport: Sendable {
                 timeout: Self.handshakeTimeout,
                 firstByte: outbound ? nil : Self.firstByteTimeout,
                 counters: counters,
+                check: check,
                 allowsNoCertificate: !outbound
             )
         )
         let remote = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
         // Framing and the async wrapper come only once the peer is proven: a connection that
         // fails its handshake never holds one (an unused wrapper must not be dropped).
-        return promise.futureResult.flatMapThrowing { peer in
+        return promise.futureResult.flatMapErrorThrowing { error in
+            guard var error = error as? TransportError else { throw error }
+            error.peer = channel.remoteAddress?.ipAddress
+            throw error
+        }.flatMapThrowing { peer in
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(ByteToMessageHandler(FrameDecoder()))
             try sync.addHandler(MessageToByteHandler(FrameEncoder()))
@@ -290,6 +323,7 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     private let promise: EventLoopPromise<NodeID?>
     private let timeout: TimeAmount
     private let allowsNoCertificate: Bool
+    private let check: PeerCheck?
     private let firstByte: TimeAmount?
     private let counters: WireCounters?
     private var timer: Scheduled<Void>?
@@ -302,10 +336,12 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
         timeout: TimeAmount,
         firstByte: TimeAmount?,
         counters: WireCounters?,
+        check: PeerCheck? = nil,
         allowsNoCertificate: Bool = false
     ) {
         self.promise = promise
         self.timeout = timeout
+        self.check = check
         self.allowsNoCertificate = allowsNoCertificate
         self.firstByte = firstByte
         self.counters = counters
@@ -351,18 +387,27 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard !done else { return context.fireErrorCaught(error) }
-        if "\(error)".contains("CERTIFICATE_VERIFY_FAILED") {
-            // BoringSSL says no more than this; the two causes seen in practice are named instead.
+        let text = "\(error)"
+        if let refused = check?.refused {
+            fail(context, refused)
+        } else if Self.peerRefusedOurs.contains(where: text.contains) {
+            // The peer's alert is all this side learns: it did not take this node's certificate.
             fail(
                 context,
                 TransportError(
-                    "TLS handshake failed: a certificate was refused (a node of another cluster, or a certificate not valid at one machine's clock: check the clock of both machines)"
+                    "wrong-cluster: the peer refused this node's certificate (it is a node of another cluster)",
+                    refusal: .wrongCluster
                 )
             )
+        } else if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            fail(context, TransportError("TLS handshake failed: a certificate was refused"))
         } else {
             fail(context, TransportError("TLS handshake failed: \(TransportError.describing(error))"))
         }
     }
+
+    /// The TLS alerts a peer sends when it refuses this node's certificate.
+    static let peerRefusedOurs = ["ALERT_CERTIFICATE_UNKNOWN", "ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE"]
 
     func channelInactive(context: ChannelHandlerContext) {
         if !done { fail(context, TransportError("connection closed during the TLS handshake")) }

@@ -7,7 +7,8 @@ import Testing
 
 /// Nobody gets in without the cluster secret, and bad input never takes a node down.
 @Suite(.serialized) struct NodeSecurityTests {
-    /// A node of another cluster, configured as a peer both ways, gets nothing and learns nothing.
+    /// A node of another cluster, configured as a peer both ways, gets nothing and learns nothing,
+    /// and both sides say why in plain words: `wrong-cluster`, in status and in the log.
     @Test func anotherClusterGetsNothing() async throws {
         let cli = CLI("foreign")
         defer { cli.cleanUp() }
@@ -31,10 +32,28 @@ import Testing
             return
         }
         #expect(peers[0]["node_id"] == .null, "the stranger's identity was never learnt")
-        if case .string(let error)? = peers[0]["last_error"] {
-            #expect(error.contains("connect") || error.contains("TLS"))
-        } else {
-            Issue.record("no error recorded: \(after.text)")
+        let xStatus = try await cli.status(cli.path("x"))
+        for (side, status, log) in [("a", after, a.logText), ("x", xStatus, x.logText)] {
+            guard case .array(let ps)? = status["peers"], let p = ps.first, case .string(let error)? = p["last_error"]
+            else {
+                Issue.record("\(side): no error recorded: \(status.text)")
+                continue
+            }
+            #expect(error.hasPrefix("wrong-cluster: "), "\(side): \(error)")
+            #expect(error.contains("another cluster"), "\(side): \(error)")
+            #expect(!error.contains("BoringSSL") && !error.contains("CERTIFICATE_VERIFY"), "\(side): \(error)")
+            guard case .array(let refused)? = status["refused"], let first = refused.first else {
+                Issue.record("\(side): no refused connection in status: \(status.text)")
+                continue
+            }
+            if case .string(let reason)? = first["reason"] {
+                #expect(reason.hasPrefix("wrong-cluster: "), "\(side): \(reason)")
+            } else {
+                Issue.record("\(side): a refusal without a reason: \(first.text)")
+            }
+            #expect(log.contains("refused") && log.contains("wrong-cluster"), "\(side): \(log)")
+            // Retries every few seconds are counted, not logged again within the minute.
+            #expect(log.components(separatedBy: "wrong-cluster").count <= 5, "\(side): \(log)")
         }
         #expect(a.isRunning && x.isRunning)
         a.stop()

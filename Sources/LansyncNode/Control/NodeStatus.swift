@@ -28,6 +28,9 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var changes: Changes?
     /// Permanent errors: this node's changes the relay refused (and overruled).
     public var rejected: [Rejection]
+    /// Connections refused for their certificate since the node started, newest first (empty
+    /// without a running node).
+    public var refused: [Refusal]
 
     public init(
         nodeID: String,
@@ -44,7 +47,8 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         versionVector: [String: UInt64],
         peers: [Peer],
         changes: Changes?,
-        rejected: [Rejection]
+        rejected: [Rejection],
+        refused: [Refusal] = []
     ) {
         self.nodeID = nodeID
         self.name = name
@@ -61,6 +65,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         self.peers = peers
         self.changes = changes
         self.rejected = rejected
+        self.refused = refused
     }
 
     /// One peer: a known node (direct, or met only through others), or a configured address not
@@ -207,6 +212,15 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         }
     }
 
+    /// A connection refused for its certificate: from or to `address`, why (starting with the
+    /// stable code, e.g. `wrong-cluster:`), how often, and when last.
+    public struct Refusal: Codable, Sendable, Equatable {
+        public var address: String
+        public var reason: String
+        public var count: Int
+        public var last: String
+    }
+
     /// A change of this node's that the relay refused.
     public struct Rejection: Codable, Sendable, Equatable {
         public var id: String
@@ -217,7 +231,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case nodeID = "node_id", name, clusterID = "cluster_id", running, listen, mdns, items, deleted, conflicts
-        case digest, damaged, versionVector = "version_vector", peers, changes, rejected
+        case digest, damaged, versionVector = "version_vector", peers, changes, rejected, refused
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -238,5 +252,6 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         try c.encode(peers, forKey: .peers)
         try c.encode(changes, forKey: .changes)
         try c.encode(rejected, forKey: .rejected)
+        try c.encode(refused, forKey: .refused)
     }
 }

@@ -13,7 +13,8 @@ public enum StatusReport {
         listen: String?,
         peers live: [PeerRegistry.Entry]?,
         discovery: String? = nil,
-        digests: ReplicaDigest.Cache? = nil
+        digests: ReplicaDigest.Cache? = nil,
+        refused: [NodeStatus.Refusal] = []
     ) throws(StoreError) -> NodeStatus {
         let info = try store.info()
         let vv = try store.versionVector()
@@ -126,7 +127,8 @@ public enum StatusReport {
                     counter: $0.counter,
                     reason: $0.reason
                 )
-            }
+            },
+            refused: refused
         )
     }
 }

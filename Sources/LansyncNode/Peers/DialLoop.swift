@@ -49,12 +49,13 @@ extension Node {
                 if outcome.reachedUpToDate { backoff.reset() }
                 if outcome.isPermanent { backoff.giveUpForNow() }
             } catch {
-                await registry.ended(
-                    node: target.node,
-                    token: nil,
-                    address: address.description,
-                    error: "cannot connect: \(error)"
-                )
+                var text = "cannot connect: \(error)"
+                if error.refusal != nil {
+                    // A refused certificate speaks for itself ("wrong-cluster: ..."), and is logged.
+                    text = error.description
+                    noteRefused(error, address: address.description, dialled: true)
+                }
+                await registry.ended(node: target.node, token: nil, address: address.description, error: text)
                 if case .discovered(let node, let seen) = target, await !seen.isAdvertised(node) { break }
             }
             if target.isRelay, await registry.directPeersConnected() {

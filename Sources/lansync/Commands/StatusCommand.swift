@@ -48,6 +48,12 @@ struct StatusCommand: ParsableCommand {
             )
             for r in status.rejected.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
         }
+        if !status.refused.isEmpty {
+            lines.append("REFUSED  connections refused for their certificate:")
+            for r in status.refused.prefix(5) {
+                lines.append("         \(r.address): \(r.reason) (\(r.count)x, last \(r.last.prefix(19)))")
+            }
+        }
         guard !status.peers.isEmpty else {
             lines.append("peers    none yet (run 'lansync node --peer HOST:PORT')")
             return lines.joined(separator: "\n")
