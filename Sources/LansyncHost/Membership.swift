@@ -1,5 +1,5 @@
 import Foundation
-import LansyncCore
+public import LansyncCore
 public import LansyncIdentity
 public import LansyncNode
 public import LansyncStore
@@ -127,6 +127,100 @@ extension DataDirectory {
             throw HostError("the inviter at \(target) refused: \(error.message)")
         default:
             throw HostError("the machine at \(target) answered with a \(answer.kind) message: is it a lansync node?")
+        }
+    }
+}
+
+/// Revoking a member, and the list of members (Docs/SECURITY.md, "Revoking a machine").
+extension DataDirectory {
+    /// One machine this replica knows of, for `lansync members`.
+    public struct Member: Sendable {
+        public let nodeID: NodeID
+        public let name: String?
+        /// Whether it is this directory's own node.
+        public let isThisNode: Bool
+        /// Its revocation, if it was revoked (a valid one: signed by the cluster's authority).
+        public let revocation: Revocation?
+        /// Set when this machine admitted it with an invite: when (Unix ms).
+        public let admittedHere: UInt64?
+        /// Unix ms of the last time both sides were up to date, if they ever were.
+        public let lastSync: UInt64?
+    }
+
+    /// Every member this replica knows of: itself, the peers it met, the machines it admitted,
+    /// and the revoked, with the revoked ones' reasons.
+    public func members(store: ReplicaStore) throws -> [Member] {
+        let info = try store.info()
+        let trust = try clusterCertificate()
+        let revoked = Dictionary(
+            try store.revocationRecords().compactMap(Revocation.init(encoded:)).filter { $0.isSigned(by: trust) }
+                .map { ($0.node, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
+        let peers = Dictionary(try store.peers().map { ($0.nodeID, $0) }, uniquingKeysWith: { first, _ in first })
+        var admitted: [NodeID: (name: String?, at: UInt64)] = [:]
+        for invite in try store.invites() {
+            if let node = invite.usedBy, let at = invite.usedAt { admitted[node] = (invite.name, at) }
+        }
+        let ids = Set([info.nodeID]).union(peers.keys).union(admitted.keys).union(revoked.keys)
+        return ids.map { id in
+            Member(
+                nodeID: id,
+                name: id == info.nodeID ? info.nodeName : peers[id]?.name ?? admitted[id]?.name ?? revoked[id]?.name,
+                isThisNode: id == info.nodeID,
+                revocation: revoked[id],
+                admittedHere: admitted[id]?.at,
+                lastSync: peers[id]?.lastSync
+            )
+        }.sorted {
+            ($0.isThisNode ? 0 : 1, $0.name ?? "", $0.nodeID) < ($1.isThisNode ? 0 : 1, $1.name ?? "", $1.nodeID)
+        }
+    }
+
+    /// Revokes the member named by `target` (its node id, a unique start of it, or its name):
+    /// signs the revocation with the authority's key, keeps it in the replica, and nudges the
+    /// running node, which refuses the member and passes the revocation to every peer.
+    public func revoke(store: ReplicaStore, target: String, reason: String) throws -> Revocation {
+        guard let authority = try admittingAuthority() else {
+            throw HostError(
+                "this machine cannot revoke members: it does not hold the cluster's authority key; run 'lansync revoke' on a machine that does (the one that created the cluster)"
+            )
+        }
+        let members = try self.members(store: store)
+        let wanted = target.lowercased()
+        var matches = members.filter { $0.name == target || $0.nodeID.text == wanted }
+        if matches.isEmpty, wanted.count >= 4 { matches = members.filter { $0.nodeID.text.hasPrefix(wanted) } }
+        guard let member = matches.first else {
+            throw HostError(
+                "no member named or with id '\(target)' is known here: 'lansync members' lists them (a machine this one never met is named by its full node id)"
+            )
+        }
+        guard matches.count == 1 else {
+            throw HostError(
+                "'\(target)' names \(matches.count) members (\(matches.map { $0.nodeID.short }.joined(separator: ", "))): give more of the node id"
+            )
+        }
+        guard !member.isThisNode else {
+            throw HostError("'\(target)' is this machine: revoke it from another admitting machine, or stop its node")
+        }
+        if let done = member.revocation { return done }
+        let revocation = try Revocation.make(
+            node: member.nodeID,
+            name: member.name ?? "",
+            reason: reason,
+            at: WallClock.milliseconds,
+            by: try store.info().nodeID,
+            authority: authority
+        )
+        try store.addRevocations([(revocation.node, revocation.encoded)])
+        nudgeNode()
+        return revocation
+    }
+
+    /// The cluster authority's certificate this directory holds.
+    func clusterCertificate() throws(HostError) -> ClusterCertificate {
+        do { return try ClusterCertificate(pem: try String(contentsOfFile: clusterPath, encoding: .utf8)) } catch {
+            throw HostError("cannot read \(clusterPath): restore it from a backup")
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LansyncCore
 import LansyncDiscovery
+import LansyncIdentity
 import LansyncJSON
 public import LansyncStore
 public import LansyncTransport
@@ -30,6 +31,8 @@ public final class Node: Sendable {
     let joinDesk: JoinDesk
     /// Connections refused for their certificate, for `status` and the log.
     let refused = RefusedConnections()
+    /// The identities the cluster's authority revoked: refused, and told to every peer.
+    let revocations: RevocationSet
 
     public init(
         options: NodeOptions,
@@ -51,6 +54,7 @@ public final class Node: Sendable {
         authority =
             options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
         joinDesk = JoinDesk(store: store, io: io, admitting: options.admitting, log: log)
+        revocations = RevocationSet(store: store, io: io, trust: identity.trust)
     }
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
@@ -73,6 +77,7 @@ public final class Node: Sendable {
                 "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
             )
             if let authority { _ = await authority.settleAll() }
+            _ = await revocations.reload()
             // Also gives the hub its first reading of the version vector.
             await announceChange()
             ready(listener.port)
@@ -228,6 +233,9 @@ public final class Node: Sendable {
     ) async -> SessionOutcome {
         let registry = self.registry
         let peerID = connection.peerNodeID
+        if let revoked = revocations.revocation(of: peerID) {
+            return await refuseRevoked(connection, revoked, address: address)
+        }
         let channel = connection.channel.channel
         let token = TokenBox()
         // The writer can change while the node runs (a witnessed rollback): each session announces
@@ -243,8 +251,15 @@ public final class Node: Sendable {
             writer: writer
         )
         config.antiEntropyInterval = options.antiEntropyInterval
+        config.revocations = revocations.records
         var observer = SessionObserver()
-        observer.peerReady = { hello in
+        observer.peerReady = { [self] hello in
+            let learnt = await revocations.learn(hello.revocations)
+            if !learnt.isEmpty { await revocationsLearned(learnt) }
+            if revocations.revocation(of: peerID) != nil {
+                channel.close(promise: nil)
+                return
+            }
             let claimed = await registry.claim(
                 peer: hello,
                 address: address,
@@ -286,6 +301,54 @@ public final class Node: Sendable {
         return outcome
     }
 
+    /// Tells a revoked peer so, in words, and closes its connection without a session.
+    private func refuseRevoked(
+        _ connection: PeerConnection,
+        _ revocation: Revocation,
+        address: String
+    ) async
+        -> SessionOutcome
+    {
+        let when = WallClock.iso8601(milliseconds: revocation.at)
+        let error = ProtocolError(
+            .revoked,
+            "this node (\(revocation.node.short)) was revoked by the cluster's authority at \(when)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
+        )
+        // Read its hello first (for at most 5 s), so that the answer is not lost in a race with it.
+        try? await connection.channel.executeThenClose { inbound, outbound in
+            await withTaskGroup(of: Void.self) { race in
+                race.addTask {
+                    var messages = inbound.makeAsyncIterator()
+                    _ = try? await messages.next()
+                }
+                race.addTask { try? await Task.sleep(for: .seconds(5)) }
+                await race.next()
+                race.cancelAll()
+            }
+            try await outbound.write(.error(error))
+        }
+        let text =
+            "revoked: \(revocation.name) was revoked at \(when)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
+        await registry.refuse(revocation.node, error: text)
+        noteRefused(TransportError(text, refusal: .revoked), address: address, dialled: connection.outbound)
+        return SessionOutcome(error: error)
+    }
+
+    /// Acts on revocations new to this node: logs each, closes the revoked peers' sessions, and
+    /// reopens every other session so that their hellos carry the news on.
+    func revocationsLearned(_ new: [Revocation]) async {
+        guard !new.isEmpty else { return }
+        for revocation in new {
+            let when = WallClock.iso8601(milliseconds: revocation.at)
+            log(
+                "node \(revocation.node.short) (\(revocation.name)) was revoked at \(when) by \(revocation.by.short)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
+                    + (revocation.node == info.nodeID ? "; that is this node: members will refuse it" : "")
+            )
+            await registry.refuse(revocation.node, error: "revoked at \(when)")
+        }
+        await registry.reopenAll()
+    }
+
     /// Tells every session the replica changed, with its version vector read afresh.
     func announceChange() async {
         let store = self.store
@@ -324,6 +387,8 @@ public final class Node: Sendable {
     private func control(_ request: ControlRequest?) async -> String {
         switch request?.op {
         case .nudge?:
+            // `lansync revoke` nudges too: a revocation made here is acted on at once.
+            await revocationsLearned(await revocations.reload())
             await announceChange()
             return #"{"ok":true}"#
         case .status?:

@@ -222,6 +222,19 @@ enum Schema {
                     """
             )
         }
+        migrator.registerMigration("v11-revocations") { db in
+            try db.execute(
+                sql: """
+                    -- Revocations this replica holds (lansync revoke, and every hello): the revoked
+                    -- node and the signed statement, in its binary form. Only valid ones are kept
+                    -- (the node checks the authority's signature first). Docs/SECURITY.md.
+                    CREATE TABLE revocation (
+                        node_id BLOB PRIMARY KEY,
+                        record BLOB NOT NULL
+                    ) WITHOUT ROWID;
+                    """
+            )
+        }
         return migrator
     }
 }

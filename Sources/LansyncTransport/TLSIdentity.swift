@@ -1,5 +1,5 @@
 public import LansyncCore
-import LansyncIdentity
+public import LansyncIdentity
 import LansyncWire
 import NIOConcurrencyHelpers
 import NIOCore
@@ -21,8 +21,9 @@ public struct TLSIdentity: Sendable {
     let certificate: NIOSSLCertificate
     let privateKey: NIOSSLPrivateKey
     let authority: NIOSSLCertificate
-    /// The authority's certificate, which judges every peer's (``PeerVerdict``).
-    let trust: ClusterCertificate
+    /// The authority's certificate, which judges every peer's (``PeerVerdict``) and every
+    /// revocation.
+    public let trust: ClusterCertificate
 
     /// - Parameters:
     ///   - nodePEM: the node's certificate and key (`DIR/node.pem`).

@@ -76,6 +76,10 @@ public struct Hello: Hashable, Sendable {
     /// and the receiver's writer id when it sent it; empty and nil when there is none.
     public var resume: VersionVector
     public var resumeFor: NodeID?
+    /// The revocations the sender holds (protocol 1.3), each in its signed binary form: every
+    /// session spreads them, and the receiver keeps the ones its cluster's authority signed
+    /// (LansyncIdentity's `Revocation`; the wire does not judge them).
+    public var revocations: [[UInt8]]
 
     public init(
         version: ProtocolVersion = .current,
@@ -86,7 +90,8 @@ public struct Hello: Hashable, Sendable {
         versionVector: VersionVector,
         writer: NodeID? = nil,
         resume: VersionVector = VersionVector(),
-        resumeFor: NodeID? = nil
+        resumeFor: NodeID? = nil,
+        revocations: [[UInt8]] = []
     ) {
         self.version = version
         self.nodeID = nodeID
@@ -97,6 +102,7 @@ public struct Hello: Hashable, Sendable {
         self.writer = writer ?? nodeID
         self.resume = resume
         self.resumeFor = resumeFor
+        self.revocations = revocations
     }
 
     /// What the sender is: an ordinary node, the relay, or a one-shot `lansync sync`.
@@ -120,8 +126,9 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     }
 
     /// 1.1 added the writer and the resume point to the hello; 1.2 the batches that carry removal
-    /// logs and field deltas (message type 7), sent only to peers that announced 1.2.
-    public static let current = ProtocolVersion(major: 1, minor: 2)
+    /// logs and field deltas (message type 7), sent only to peers that announced 1.2; 1.3 the
+    /// revocations at the end of the hello (older nodes skip them).
+    public static let current = ProtocolVersion(major: 1, minor: 3)
 
     /// The first version that takes field deltas.
     public static let fieldDeltas = ProtocolVersion(major: 1, minor: 2)
@@ -161,12 +168,14 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case unexpectedMessage = 12
         /// An invite that is unknown, used, or expired, or a join the inviter cannot grant.
         case joinRefused = 13
+        /// The peer's identity was revoked by the cluster's authority.
+        case revoked = 14
 
         /// Permanent errors will not go away by retrying the same thing; temporary ones may.
         public var isPermanent: Bool {
             switch self {
             case .protocolVersion, .wrongCluster, .identityMismatch, .duplicateNodeID, .malformedMessage,
-                .frameTooLarge, .rejectedChange, .unexpectedMessage, .joinRefused:
+                .frameTooLarge, .rejectedChange, .unexpectedMessage, .joinRefused, .revoked:
                 true
             case .timeout, .storage, .busy, .shuttingDown: false
             }
@@ -187,6 +196,7 @@ public struct ProtocolError: Error, Hashable, Sendable {
             case .shuttingDown: "shutting-down"
             case .unexpectedMessage: "unexpected-message"
             case .joinRefused: "join-refused"
+            case .revoked: "revoked"
             }
         }
     }

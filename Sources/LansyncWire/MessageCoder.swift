@@ -40,6 +40,10 @@ public enum MessageCoder {
                     w.byte(0)
                 }
             }
+            if hello.version.minor >= 3 || hello.version.major > 1 {
+                w.varint(UInt64(hello.revocations.count))
+                for revocation in hello.revocations { w.data(revocation) }
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -111,6 +115,19 @@ public enum MessageCoder {
                     case 0: hello.resumeFor = nil
                     case 1: hello.resumeFor = try r.nodeID()
                     default: throw WireError.malformed("bad resume flag")
+                    }
+                }
+                if minor >= 3 || major > 1 {
+                    let count = try r.varint()
+                    guard count <= UInt64(WireLimits.maxRevocations) else {
+                        throw WireError.malformed("too many revocations")
+                    }
+                    for _ in 0..<count {
+                        let revocation = try r.data()
+                        guard revocation.count <= WireLimits.maxRevocationBytes else {
+                            throw WireError.malformed("revocation too large")
+                        }
+                        hello.revocations.append(Array(revocation))
                     }
                 }
                 // A newer minor version may append what this one does not know: skip it.

@@ -15,7 +15,8 @@ struct Lansync: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            ClusterCommand.self, InitCommand.self, InviteCommand.self, JoinCommand.self,
+            ClusterCommand.self, InitCommand.self, InviteCommand.self, JoinCommand.self, RevokeCommand.self,
+            MembersCommand.self,
             AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
             RevertCommand.self,
             GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self,

@@ -107,4 +107,87 @@ import Testing
         for dir in ["e", "t", "f"] { #expect(!FileManager.default.fileExists(atPath: cli.path(dir))) }
         #expect(a.isRunning && x.isRunning)
     }
+
+    /// Polls `status --json` of `dir` until the peer with `node` shows an error containing `text`.
+    private func waitForPeerError(_ cli: CLI, _ dir: String, node: String?, _ text: String) async throws -> String? {
+        for _ in 0..<100 {
+            let status = try await cli.status(cli.path(dir))
+            if case .array(let peers)? = status["peers"] {
+                for peer in peers where node == nil || peer["node_id"] == .string(node!) {
+                    if case .string(let error)? = peer["last_error"], error.contains(text) { return error }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return nil
+    }
+
+    /// A revoked machine is refused by every member once the revocation reaches it (b learns it
+    /// from a, not from the machine that made it), its later edits reach nobody, what it wrote
+    /// before stays, and the others keep syncing.
+    @Test func aRevokedMachineIsShutOutEverywhere() async throws {
+        let cli = CLI("revoke")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let ports = freePorts(3)
+        var a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        for name in ["b", "c"] {
+            let (code, _) = try await invite(cli, "a", ["--name", name])
+            try await cli.ok(["join", code, "--dir", cli.path(name), "--name", name])
+        }
+        a.stop()
+        a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1], ports[2]])
+        defer { a.stop() }
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
+        defer { b.stop() }
+        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
+        defer { c.stop() }
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "before", "title=written before"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
+        let cID = try await cli.status(cli.path("c"))["node_id"]
+        guard case .string(let cNode)? = cID else { return }
+
+        // Only an admitting machine can revoke.
+        let fromB = try await cli.run(["revoke", "--dir", cli.path("b"), "c"])
+        #expect(fromB.status != 0 && fromB.stderr.contains("cannot revoke"), "\(fromB.stderr)")
+
+        let revoked = try await cli.ok(["revoke", "--dir", cli.path("a"), "c", "--reason", "lost laptop"])
+        #expect(revoked.contains("revoked node \(cNode)"))
+        // a refuses c, and b, told by a, refuses it too; c is told why.
+        let onA = try await waitForPeerError(cli, "a", node: cNode, "revoked")
+        #expect(onA != nil, "a: \(a.logText)")
+        let onB = try await waitForPeerError(cli, "b", node: cNode, "revoked")
+        #expect(onB != nil, "b: \(b.logText)")
+        #expect(b.logText.contains("was revoked") && b.logText.contains("lost laptop"), "b: \(b.logText)")
+        let onC = try await waitForPeerError(cli, "c", node: nil, "revoked")
+        #expect(onC?.contains("lost laptop") == true, "c: \(onC ?? "none"); \(c.logText)")
+
+        // c's later edit reaches nobody; the others keep syncing; c's earlier one stays.
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "after", "title=written after"])
+        try await cli.ok(["add", "--dir", cli.path("b"), "--id", "still", "title=b still syncs"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        try await Task.sleep(for: .seconds(3))
+        for dir in ["a", "b"] {
+            #expect(
+                try await cli.run(["get", "--dir", cli.path(dir), "after"]).status != 0,
+                "\(dir) got c's later edit"
+            )
+            #expect(try await cli.ok(["get", "--dir", cli.path(dir), "before"]).contains("written before"))
+        }
+        #expect(try await cli.ok(["get", "--dir", cli.path("a"), "still"]).contains("b still syncs"))
+
+        // members, on the revoking machine and on b, show c revoked with the reason.
+        for dir in ["a", "b"] {
+            let members = try JSON(parsing: try await cli.ok(["members", "--dir", cli.path(dir), "--json"]))
+            guard case .array(let list) = members, let entry = list.first(where: { $0["node_id"] == .string(cNode) })
+            else {
+                Issue.record("\(dir): c is not listed: \(members.text)")
+                continue
+            }
+            #expect(entry["state"] == .string("revoked") && entry["reason"] == .string("lost laptop"), "\(entry.text)")
+        }
+        let table = try await cli.ok(["members", "--dir", cli.path("a")])
+        #expect(table.contains("revoked: lost laptop") && table.contains("active (this node)"), "\(table)")
+        #expect(a.isRunning && b.isRunning && c.isRunning)
+    }
 }

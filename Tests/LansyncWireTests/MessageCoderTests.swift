@@ -247,6 +247,18 @@ import Testing
                 )
             )
         )
+        messages.append(
+            .hello(
+                Hello(
+                    nodeID: Self.a,
+                    clusterID: Self.c,
+                    role: .peer,
+                    name: "r",
+                    versionVector: VersionVector(),
+                    revocations: [[1, 2, 3], []]
+                )
+            )
+        )
         messages.append(.joinRequest(JoinRequest(name: "garage", publicKey: Array(0..<91), proof: Array(100..<132))))
         messages.append(
             .joinAccepted(JoinAccepted(certificate: Array(repeating: 7, count: 500), authority: [1, 2, 3]))

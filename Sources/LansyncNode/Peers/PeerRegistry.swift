@@ -119,6 +119,28 @@ public actor PeerRegistry {
 
     public func isConnected(_ node: NodeID) -> Bool { active[node] != nil }
 
+    /// Closes every session, to be opened again at once (their hellos then carry what changed,
+    /// such as a new revocation). Ended this way, a session records no error.
+    public func reopenAll() {
+        for node in Array(active.keys) { closeSession(of: node) }
+    }
+
+    /// Records why `node` is refused (a revoked identity), and closes its session if it has one.
+    public func refuse(_ node: NodeID, error: String) {
+        closeSession(of: node)
+        byNode[node]?.lastError = error
+        persist(node)
+    }
+
+    /// Closes a session on purpose: it is no longer the node's (a new one may start at once),
+    /// and its end records nothing.
+    private func closeSession(of node: NodeID) {
+        guard let session = active.removeValue(forKey: node) else { return }
+        superseded.insert(session.token)
+        byNode[node]?.connected = false
+        session.close()
+    }
+
     /// True if some peer other than the relay is connected: the relay is then only a courier.
     public func directPeersConnected() -> Bool { active.values.contains { $0.source != .relay } }
 

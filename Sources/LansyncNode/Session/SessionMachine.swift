@@ -33,6 +33,8 @@ public struct SessionMachine: Sendable {
         public var helloTimeout: Duration = .seconds(10)
         public var idleTimeout: Duration = .seconds(60)
         public var ackTimeout: Duration = .seconds(60)
+        /// The revocations this node holds, sent in its hello (protocol 1.3).
+        public var revocations: [[UInt8]] = []
 
         public init(
             nodeID: NodeID,
@@ -205,7 +207,8 @@ public struct SessionMachine: Sendable {
                 versionVector: vv,
                 writer: config.writer,
                 resume: resume,
-                resumeFor: resumeFor
+                resumeFor: resumeFor,
+                revocations: config.revocations
             )
             return [.send(.hello(hello))]
         case (_, .start):

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LansyncCore
 import LansyncHost
 import LansyncIdentity
@@ -126,5 +127,97 @@ struct JoinCommand: AsyncParsableCommand {
         print(
             "joined cluster \(made.clusterID.text) as node \(made.nodeID.text) (\(made.nodeName)) in \(directory.path); start it with 'lansync node'"
         )
+    }
+}
+
+/// `lansync revoke NODE|NAME`: shuts a member out.
+struct RevokeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revoke",
+        abstract: "Shut a member out of the cluster: every member refuses it once the revocation reaches it.",
+        discussion: """
+            Run it on a machine that admits others. It signs a revocation with the cluster's \
+            authority key; the running node refuses the member at once and passes the revocation \
+            on in every session (directly and through the relay), and each member that receives \
+            it refuses the revoked machine from then on. Revocation cannot be undone: the machine \
+            joins again with a new invite, as a new node. Docs/SECURITY.md.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The member: its name, its node id, or a unique start of it (see 'lansync members').")
+    var member: String
+    @Option(help: "Why, shown to people with the revocation (at most 256 bytes).")
+    var reason: String = ""
+
+    func run() throws {
+        let directory = data.directory
+        let revocation = try directory.revoke(store: try directory.open(), target: member, reason: reason)
+        print(
+            "revoked node \(revocation.node.text) (\(revocation.name.isEmpty ? "unnamed" : revocation.name)) at \(WallClock.iso8601(milliseconds: revocation.at)); members refuse it once the revocation reaches them"
+        )
+    }
+}
+
+/// `lansync members`: who is in the cluster, as far as this machine knows.
+struct MembersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "members",
+        abstract: "List the members this machine knows: active or revoked (with why and when), and which it admitted.",
+        discussion:
+            "A machine knows the peers it met or heard of, the machines it admitted, and every revocation it holds."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Flag(
+        help:
+            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, last_sync."
+    )
+    var json = false
+
+    func run() throws {
+        let directory = data.directory
+        let members = try directory.members(store: try directory.open())
+        let time = { (ms: UInt64?) in ms.map { WallClock.iso8601(milliseconds: $0) } }
+        if json {
+            let array: JSON = .array(
+                members.map { m in
+                    .object([
+                        ("node_id", .string(m.nodeID.text)),
+                        ("name", m.name.map(JSON.string) ?? .null),
+                        ("this_node", .bool(m.isThisNode)),
+                        ("state", .string(m.revocation == nil ? "active" : "revoked")),
+                        ("revoked_at", time(m.revocation?.at).map(JSON.string) ?? .null),
+                        ("revoked_by", m.revocation.map { .string($0.by.text) } ?? .null),
+                        ("reason", m.revocation.map { .string($0.reason) } ?? .null),
+                        ("admitted_here_at", time(m.admittedHere).map(JSON.string) ?? .null),
+                        ("last_sync", time(m.lastSync).map(JSON.string) ?? .null),
+                    ])
+                }
+            )
+            print(array.text)
+            return
+        }
+        var rows = [["NODE", "NAME", "STATE", "SINCE", "ADMITTED HERE", "LAST SYNC"]]
+        for m in members {
+            let state =
+                m.revocation.map { "revoked" + ($0.reason.isEmpty ? "" : ": \($0.reason)") }
+                ?? (m.isThisNode ? "active (this node)" : "active")
+            rows.append([
+                m.nodeID.short, m.name ?? "?", state,
+                String((time(m.revocation?.at) ?? "-").prefix(19)),
+                String((time(m.admittedHere) ?? "-").prefix(19)),
+                String((time(m.lastSync) ?? "-").prefix(19)),
+            ])
+        }
+        let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max() ?? 0 }
+        for row in rows {
+            print(
+                row.enumerated().map { c, cell in
+                    c == row.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+                }
+                .joined(separator: "  ")
+            )
+        }
     }
 }
