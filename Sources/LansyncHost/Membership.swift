@@ -145,35 +145,58 @@ extension DataDirectory {
         public let admittedHere: UInt64?
         /// Unix ms of the last time both sides were up to date, if they ever were.
         public let lastSync: UInt64?
+        /// Whether it is one of the admitting machines the latest `cluster admitters` named; nil
+        /// when none was ever made (every machine initialised with the cluster file admits).
+        public let admits: Bool?
+    }
+
+    /// The cluster statements this replica holds that its authority signed.
+    func statements(store: ReplicaStore) throws -> (revoked: [NodeID: Revocation], admitters: AdmitterSet?) {
+        let trust = try clusterCertificate()
+        var revoked: [NodeID: Revocation] = [:]
+        var admitters: AdmitterSet?
+        for record in try store.statementRecords() {
+            guard let statement = ClusterStatement(encoded: record), statement.isSigned(by: trust) else { continue }
+            switch statement {
+            case .revocation(let revocation):
+                if revoked[revocation.node] == nil { revoked[revocation.node] = revocation }
+            case .admitters(let set):
+                if set.at > admitters?.at ?? 0 { admitters = set }
+            }
+        }
+        return (revoked, admitters)
     }
 
     /// Every member this replica knows of: itself, the peers it met, the machines it admitted,
     /// and the revoked, with the revoked ones' reasons.
     public func members(store: ReplicaStore) throws -> [Member] {
         let info = try store.info()
-        let trust = try clusterCertificate()
-        let revoked = Dictionary(
-            try store.revocationRecords().compactMap(Revocation.init(encoded:)).filter { $0.isSigned(by: trust) }
-                .map { ($0.node, $0) },
-            uniquingKeysWith: { first, _ in first }
-        )
-        let peers = Dictionary(try store.peers().map { ($0.nodeID, $0) }, uniquingKeysWith: { first, _ in first })
+        let (revoked, admitters) = try statements(store: store)
+        var peers: [NodeID: PeerRecord] = [:]
+        for peer in try store.peers() where peers[peer.nodeID] == nil { peers[peer.nodeID] = peer }
         var admitted: [NodeID: (name: String?, at: UInt64)] = [:]
         for invite in try store.invites() {
             if let node = invite.usedBy, let at = invite.usedAt { admitted[node] = (invite.name, at) }
         }
         let ids = Set([info.nodeID]).union(peers.keys).union(admitted.keys).union(revoked.keys)
-        return ids.map { id in
-            Member(
+        let members = ids.map { id -> Member in
+            let name: String? =
+                id == info.nodeID ? info.nodeName : peers[id]?.name ?? admitted[id]?.name ?? revoked[id]?.name
+            return Member(
                 nodeID: id,
-                name: id == info.nodeID ? info.nodeName : peers[id]?.name ?? admitted[id]?.name ?? revoked[id]?.name,
+                name: name,
                 isThisNode: id == info.nodeID,
                 revocation: revoked[id],
                 admittedHere: admitted[id]?.at,
-                lastSync: peers[id]?.lastSync
+                lastSync: peers[id]?.lastSync,
+                admits: admitters.map { $0.nodes.contains(id) }
             )
-        }.sorted {
-            ($0.isThisNode ? 0 : 1, $0.name ?? "", $0.nodeID) < ($1.isThisNode ? 0 : 1, $1.name ?? "", $1.nodeID)
+        }
+        // This node first, then by name.
+        return members.sorted { a, b in
+            if a.isThisNode != b.isThisNode { return a.isThisNode }
+            if (a.name ?? "") != (b.name ?? "") { return (a.name ?? "") < (b.name ?? "") }
+            return a.nodeID < b.nodeID
         }
     }
 
@@ -186,20 +209,7 @@ extension DataDirectory {
                 "this machine cannot revoke members: it does not hold the cluster's authority key; run 'lansync revoke' on a machine that does (the one that created the cluster)"
             )
         }
-        let members = try self.members(store: store)
-        let wanted = target.lowercased()
-        var matches = members.filter { $0.name == target || $0.nodeID.text == wanted }
-        if matches.isEmpty, wanted.count >= 4 { matches = members.filter { $0.nodeID.text.hasPrefix(wanted) } }
-        guard let member = matches.first else {
-            throw HostError(
-                "no member named or with id '\(target)' is known here: 'lansync members' lists them (a machine this one never met is named by its full node id)"
-            )
-        }
-        guard matches.count == 1 else {
-            throw HostError(
-                "'\(target)' names \(matches.count) members (\(matches.map { $0.nodeID.short }.joined(separator: ", "))): give more of the node id"
-            )
-        }
+        let member = try self.member(named: target, store: store)
         guard !member.isThisNode else {
             throw HostError("'\(target)' is this machine: revoke it from another admitting machine, or stop its node")
         }
@@ -212,9 +222,62 @@ extension DataDirectory {
             by: try store.info().nodeID,
             authority: authority
         )
-        try store.addRevocations([(revocation.node, revocation.encoded)])
+        let statement = ClusterStatement.revocation(revocation)
+        try store.addStatements([(statement.key, statement.encoded)])
         nudgeNode()
         return revocation
+    }
+
+    /// The one member `target` names: its name, its node id, or a unique start of the id.
+    func member(named target: String, store: ReplicaStore) throws -> Member {
+        let members = try self.members(store: store)
+        let wanted = target.lowercased()
+        var matches = members.filter { $0.name == target || $0.nodeID.text == wanted }
+        if matches.isEmpty, wanted.count >= 4 { matches = members.filter { $0.nodeID.text.hasPrefix(wanted) } }
+        guard matches.count <= 1 else {
+            throw HostError(
+                "'\(target)' names \(matches.count) members (\(matches.map { $0.nodeID.short }.joined(separator: ", "))): give more of the node id"
+            )
+        }
+        guard let member = matches.first else {
+            throw HostError(
+                "no member named or with id '\(target)' is known here: 'lansync members' lists them (a machine this one never met is named by its full node id)"
+            )
+        }
+        return member
+    }
+
+    /// Names the machines that may hold the cluster authority's key (each by name, node id or a
+    /// unique start of it; this machine among them): signs the set, keeps it and nudges the
+    /// node, which passes it on; every other member that holds the key removes it from its data
+    /// directory when the set reaches it. How a cluster made before invites moves to them.
+    public func setAdmitters(store: ReplicaStore, targets: [String]) throws -> AdmitterSet {
+        guard let authority = try admittingAuthority() else {
+            throw HostError(
+                "this machine cannot name the admitting machines: it does not hold the cluster's authority key; run it on one that does"
+            )
+        }
+        let info = try store.info()
+        let nodes = try targets.map { try member(named: $0, store: store).nodeID }
+        guard nodes.contains(info.nodeID) else {
+            throw HostError(
+                "name this machine (\(info.nodeName)) among the admitting machines: its key is the one that signs the set, and it keeps it; to move the authority elsewhere, name this machine with the other, then run it again there without this one"
+            )
+        }
+        guard nodes.count <= AdmitterSet.maxNodes else {
+            throw HostError("at most \(AdmitterSet.maxNodes) admitting machines")
+        }
+        let set = try AdmitterSet.make(nodes: nodes, at: WallClock.milliseconds, by: info.nodeID, authority: authority)
+        let statement = ClusterStatement.admitters(set)
+        try store.addStatements([(statement.key, statement.encoded)])
+        nudgeNode()
+        return set
+    }
+
+    /// Rewrites the cluster file with the authority's certificate alone (the node calls it when
+    /// a set of admitting machines leaves this one out).
+    public func dropAuthorityKey() throws {
+        try SecretFile.write(try clusterCertificate().pem(), to: clusterPath, replace: true)
     }
 
     /// The cluster authority's certificate this directory holds.

@@ -22,6 +22,7 @@ extension DataDirectory {
         var options = options
         options.controlSocketPath = controlSocketPath
         options.admitting = try admittingAuthority()
+        options.retireAuthority = { [self] in try dropAuthorityKey() }
         let node = try Node(options: options, store: store, identity: try tlsIdentity(), log: log)
         let task = Task { try await node.run() }
         let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in

@@ -1,6 +1,4 @@
-import Crypto
 public import LansyncCore
-import X509
 
 /// A statement, signed with the cluster authority's key, that a node is no longer a member:
 /// what `lansync revoke` writes on an admitting machine, and what every hello carries on
@@ -36,14 +34,13 @@ public struct Revocation: Sendable, Hashable {
         let reason = cut(reason, to: maxReasonBytes)
         let name = cut(name, to: 64)
         let message = signedBytes(cluster: authority.clusterID, node: node, name: name, reason: reason, at: at, by: by)
-        let signature = try authority.privateKey.signature(for: message)
         return Revocation(
             node: node,
             name: name,
             reason: reason,
             at: at,
             by: by,
-            signature: Array(signature.derRepresentation)
+            signature: try ClusterStatement.sign(message, with: authority)
         )
     }
 
@@ -70,11 +67,8 @@ public struct Revocation: Sendable, Hashable {
 
     /// True if this cluster's authority signed it.
     public func isSigned(by trust: ClusterCertificate) -> Bool {
-        guard let key = P256.Signing.PublicKey(trust.certificate.publicKey),
-            let signature = try? P256.Signing.ECDSASignature(derRepresentation: signature)
-        else { return false }
         let message = Self.signedBytes(cluster: trust.clusterID, node: node, name: name, reason: reason, at: at, by: by)
-        return key.isValidSignature(signature, for: message)
+        return ClusterStatement.verify(signature, message, by: trust)
     }
 
     static func signedBytes(
@@ -96,9 +90,9 @@ public struct Revocation: Sendable, Hashable {
         return w.bytes
     }
 
-    // MARK: - Binary form (the hello and the replica file)
+    // MARK: - Binary form (inside a ``ClusterStatement``)
 
-    public var encoded: [UInt8] {
+    var encoded: [UInt8] {
         var w = ByteWriter()
         w.raw(node.bytes)
         w.string(name)
@@ -110,7 +104,7 @@ public struct Revocation: Sendable, Hashable {
     }
 
     /// Reads the binary form; nil for anything else (a peer's junk is dropped, not fatal).
-    public init?(encoded bytes: [UInt8]) {
+    init?(encoded bytes: [UInt8]) {
         var r = ByteReader(bytes)
         guard let node = try? r.raw(16), let name = try? r.string(), let reason = try? r.string(),
             let at = try? r.fixed64(), let by = try? r.raw(16), let signature = try? r.data(), r.isAtEnd,

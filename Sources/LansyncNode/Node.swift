@@ -31,8 +31,9 @@ public final class Node: Sendable {
     let joinDesk: JoinDesk
     /// Connections refused for their certificate, for `status` and the log.
     let refused = RefusedConnections()
-    /// The identities the cluster's authority revoked: refused, and told to every peer.
-    let revocations: RevocationSet
+    /// The cluster authority's statements: revoked identities (refused, and told to every peer)
+    /// and the machines that admit others.
+    let statements: ClusterStatements
 
     public init(
         options: NodeOptions,
@@ -54,7 +55,7 @@ public final class Node: Sendable {
         authority =
             options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
         joinDesk = JoinDesk(store: store, io: io, admitting: options.admitting, log: log)
-        revocations = RevocationSet(store: store, io: io, trust: identity.trust)
+        statements = ClusterStatements(store: store, io: io, trust: identity.trust)
     }
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
@@ -77,7 +78,8 @@ public final class Node: Sendable {
                 "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
             )
             if let authority { _ = await authority.settleAll() }
-            _ = await revocations.reload()
+            // What the replica holds is old news, except an admitter set this machine is not in.
+            if let admitters = await statements.reload().admitters { await admittersChanged(admitters) }
             // Also gives the hub its first reading of the version vector.
             await announceChange()
             ready(listener.port)
@@ -233,7 +235,7 @@ public final class Node: Sendable {
     ) async -> SessionOutcome {
         let registry = self.registry
         let peerID = connection.peerNodeID
-        if let revoked = revocations.revocation(of: peerID) {
+        if let revoked = statements.revocation(of: peerID) {
             return await refuseRevoked(connection, revoked, address: address)
         }
         let channel = connection.channel.channel
@@ -251,12 +253,11 @@ public final class Node: Sendable {
             writer: writer
         )
         config.antiEntropyInterval = options.antiEntropyInterval
-        config.revocations = revocations.records
+        config.statements = statements.records
         var observer = SessionObserver()
         observer.peerReady = { [self] hello in
-            let learnt = await revocations.learn(hello.revocations)
-            if !learnt.isEmpty { await revocationsLearned(learnt) }
-            if revocations.revocation(of: peerID) != nil {
+            await statementsLearned(await statements.learn(hello.statements))
+            if statements.revocation(of: peerID) != nil {
                 channel.close(promise: nil)
                 return
             }
@@ -334,11 +335,13 @@ public final class Node: Sendable {
         return SessionOutcome(error: error)
     }
 
-    /// Acts on revocations new to this node: logs each, closes the revoked peers' sessions, and
-    /// reopens every other session so that their hellos carry the news on.
-    func revocationsLearned(_ new: [Revocation]) async {
-        guard !new.isEmpty else { return }
-        for revocation in new {
+    /// Acts on cluster statements new to this node: logs each revocation and closes the revoked
+    /// peer's session, applies a new admitter set, then reopens every other session so that their
+    /// hellos carry the news on.
+    func statementsLearned(_ news: ClusterStatements.News) async {
+        guard !news.isEmpty else { return }
+        if let admitters = news.admitters { await admittersChanged(admitters) }
+        for revocation in news.revocations {
             let when = WallClock.iso8601(milliseconds: revocation.at)
             log(
                 "node \(revocation.node.short) (\(revocation.name)) was revoked at \(when) by \(revocation.by.short)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
@@ -347,6 +350,21 @@ public final class Node: Sendable {
             await registry.refuse(revocation.node, error: "revoked at \(when)")
         }
         await registry.reopenAll()
+    }
+
+    /// A set of admitting machines: if this machine is not in it and still holds the authority's
+    /// key, the key leaves its data directory, and its node admits no one from now on.
+    func admittersChanged(_ set: AdmitterSet) async {
+        guard !set.nodes.contains(info.nodeID), joinDesk.isAdmitting else { return }
+        joinDesk.retire()
+        do {
+            try options.retireAuthority?()
+            log(
+                "the cluster's authority key was removed from this machine: since \(WallClock.iso8601(milliseconds: set.at)), only \(set.nodes.map(\.short).joined(separator: ", ")) admit others"
+            )
+        } catch {
+            log("this machine may no longer admit others, but its authority key could not be removed: \(error)")
+        }
     }
 
     /// Tells every session the replica changed, with its version vector read afresh.
@@ -387,8 +405,8 @@ public final class Node: Sendable {
     private func control(_ request: ControlRequest?) async -> String {
         switch request?.op {
         case .nudge?:
-            // `lansync revoke` nudges too: a revocation made here is acted on at once.
-            await revocationsLearned(await revocations.reload())
+            // `lansync revoke` and `cluster admitters` nudge too: acted on at once.
+            await statementsLearned(await statements.reload())
             await announceChange()
             return #"{"ok":true}"#
         case .status?:

@@ -28,6 +28,9 @@ public struct NodeOptions: Sendable {
     /// The cluster authority, on a machine that admits others (it issues certificates to
     /// machines that join with one of its invites); nil on every other machine.
     public var admitting: ClusterSecret?
+    /// Removes the authority's key from this machine's data directory, when a set of admitting
+    /// machines that leaves it out arrives (`lansync cluster admitters`).
+    public var retireAuthority: (@Sendable () throws -> Void)?
 
     public init(listen: PeerAddress, staticPeers: [PeerAddress], controlSocketPath: String = "") {
         self.listen = listen

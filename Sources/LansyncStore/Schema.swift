@@ -222,14 +222,17 @@ enum Schema {
                     """
             )
         }
-        migrator.registerMigration("v11-revocations") { db in
+        migrator.registerMigration("v11-cluster-statements") { db in
             try db.execute(
                 sql: """
-                    -- Revocations this replica holds (lansync revoke, and every hello): the revoked
-                    -- node and the signed statement, in its binary form. Only valid ones are kept
-                    -- (the node checks the authority's signature first). Docs/SECURITY.md.
-                    CREATE TABLE revocation (
-                        node_id BLOB PRIMARY KEY,
+                    -- Statements of the cluster's authority this replica holds (lansync revoke,
+                    -- lansync cluster admitters, and every hello): revocations and sets of
+                    -- admitting machines, signed, in binary form. 'key' is what makes one new: a
+                    -- revocation's kind and node (a node's first revocation stays), a set's kind
+                    -- and signature. Only valid ones are kept (the node checks the signature
+                    -- first). Docs/SECURITY.md.
+                    CREATE TABLE statement (
+                        key BLOB PRIMARY KEY,
                         record BLOB NOT NULL
                     ) WITHOUT ROWID;
                     """

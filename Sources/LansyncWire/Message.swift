@@ -76,10 +76,11 @@ public struct Hello: Hashable, Sendable {
     /// and the receiver's writer id when it sent it; empty and nil when there is none.
     public var resume: VersionVector
     public var resumeFor: NodeID?
-    /// The revocations the sender holds (protocol 1.3), each in its signed binary form: every
-    /// session spreads them, and the receiver keeps the ones its cluster's authority signed
-    /// (LansyncIdentity's `Revocation`; the wire does not judge them).
-    public var revocations: [[UInt8]]
+    /// The cluster statements the sender holds (protocol 1.3): revocations and the set of
+    /// admitting machines, each signed by the cluster's authority, in binary form. Every session
+    /// spreads them; the receiver keeps the ones its authority signed (LansyncIdentity's
+    /// `ClusterStatement`; the wire does not judge them).
+    public var statements: [[UInt8]]
 
     public init(
         version: ProtocolVersion = .current,
@@ -91,7 +92,7 @@ public struct Hello: Hashable, Sendable {
         writer: NodeID? = nil,
         resume: VersionVector = VersionVector(),
         resumeFor: NodeID? = nil,
-        revocations: [[UInt8]] = []
+        statements: [[UInt8]] = []
     ) {
         self.version = version
         self.nodeID = nodeID
@@ -102,7 +103,7 @@ public struct Hello: Hashable, Sendable {
         self.writer = writer ?? nodeID
         self.resume = resume
         self.resumeFor = resumeFor
-        self.revocations = revocations
+        self.statements = statements
     }
 
     /// What the sender is: an ordinary node, the relay, or a one-shot `lansync sync`.
@@ -127,7 +128,8 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
 
     /// 1.1 added the writer and the resume point to the hello; 1.2 the batches that carry removal
     /// logs and field deltas (message type 7), sent only to peers that announced 1.2; 1.3 the
-    /// revocations at the end of the hello (older nodes skip them).
+    /// cluster statements (revocations, admitting machines) at the end of the hello (older nodes
+    /// skip them).
     public static let current = ProtocolVersion(major: 1, minor: 3)
 
     /// The first version that takes field deltas.

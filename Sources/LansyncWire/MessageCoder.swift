@@ -41,8 +41,8 @@ public enum MessageCoder {
                 }
             }
             if hello.version.minor >= 3 || hello.version.major > 1 {
-                w.varint(UInt64(hello.revocations.count))
-                for revocation in hello.revocations { w.data(revocation) }
+                w.varint(UInt64(hello.statements.count))
+                for statement in hello.statements { w.data(statement) }
             }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
@@ -119,15 +119,15 @@ public enum MessageCoder {
                 }
                 if minor >= 3 || major > 1 {
                     let count = try r.varint()
-                    guard count <= UInt64(WireLimits.maxRevocations) else {
-                        throw WireError.malformed("too many revocations")
+                    guard count <= UInt64(WireLimits.maxStatements) else {
+                        throw WireError.malformed("too many cluster statements")
                     }
                     for _ in 0..<count {
-                        let revocation = try r.data()
-                        guard revocation.count <= WireLimits.maxRevocationBytes else {
-                            throw WireError.malformed("revocation too large")
+                        let statement = try r.data()
+                        guard statement.count <= WireLimits.maxStatementBytes else {
+                            throw WireError.malformed("cluster statement too large")
                         }
-                        hello.revocations.append(Array(revocation))
+                        hello.statements.append(Array(statement))
                     }
                 }
                 // A newer minor version may append what this one does not know: skip it.

@@ -12,10 +12,10 @@ public enum WireLimits {
     public static let window = 4
     /// The longest node name in a hello.
     public static let maxNameBytes = 64
-    /// The most revocations a hello carries, and the largest one (a signed revocation is under
-    /// 500 bytes).
-    public static let maxRevocations = 4096
-    public static let maxRevocationBytes = 1024
+    /// The most cluster statements a hello carries, and the largest one (a signed revocation is
+    /// under 500 bytes; a set of admitting machines, 16 bytes each, fits 256 of them).
+    public static let maxStatements = 4096
+    public static let maxStatementBytes = 4096
     /// The largest key or certificate in a join (DER): a P-256 key is 91 bytes, a certificate
     /// about 500.
     public static let maxJoinBlobBytes = 4096

@@ -190,4 +190,55 @@ import Testing
         #expect(table.contains("revoked: lost laptop") && table.contains("active (this node)"), "\(table)")
         #expect(a.isRunning && b.isRunning && c.isRunning)
     }
+
+    /// A cluster made before invites (every machine initialised with the cluster file) moves to
+    /// the new model with one command: the machines not named remove the authority's key when the
+    /// signed set reaches them (c only through b), and everything keeps syncing.
+    @Test func oneCommandTakesTheKeyOffEveryOtherMachine() async throws {
+        let cli = CLI("admitters")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b", "c"])
+        for dir in ["a", "b", "c"] { #expect(file(cli.path("\(dir)/cluster.pem")).contains("PRIVATE KEY")) }
+        let ports = freePorts(3)
+        // c meets only b: the set reaches it second-hand.
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        defer { a.stop() }
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
+        defer { b.stop() }
+        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[1]])
+        defer { c.stop() }
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
+
+        let refused = try await cli.run(["cluster", "admitters", "--dir", cli.path("a"), "b"])
+        #expect(refused.status != 0 && refused.stderr.contains("name this machine"), "\(refused.stderr)")
+        let done = try await cli.ok(["cluster", "admitters", "--dir", cli.path("a"), "a"])
+        #expect(done.contains("keep the cluster's authority key"))
+        for dir in ["b", "c"] {
+            var gone = false
+            for _ in 0..<100 where !gone {
+                gone = !file(cli.path("\(dir)/cluster.pem")).contains("PRIVATE KEY")
+                if !gone { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(gone, "\(dir) still holds the key: \(dir == "b" ? b.logText : c.logText)")
+            #expect(file(cli.path("\(dir)/cluster.pem")).contains("CERTIFICATE"))
+        }
+        #expect(file(cli.path("a/cluster.pem")).contains("PRIVATE KEY"), "a keeps it")
+        #expect(c.logText.contains("authority key was removed"), "\(c.logText)")
+        let inviteOnC = try await cli.run(["invite", "--dir", cli.path("c")])
+        #expect(inviteOnC.status != 0 && inviteOnC.stderr.contains("cannot admit others"), "\(inviteOnC.stderr)")
+        try await cli.ok(["invite", "--dir", cli.path("a")])
+
+        // Still one cluster: an edit on c reaches a through b.
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "after", "title=after the move"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
+        #expect(try await cli.ok(["get", "--dir", cli.path("a"), "after"]).contains("after the move"))
+        let members = try JSON(parsing: try await cli.ok(["members", "--dir", cli.path("b"), "--json"]))
+        guard case .array(let list) = members else { return }
+        let admits = list.compactMap { m -> String? in
+            guard case .string(let name)? = m["name"], m["admits"] == .bool(true) else { return nil }
+            return name
+        }
+        #expect(admits == ["a"], "\(members.text)")
+        #expect(a.isRunning && b.isRunning && c.isRunning)
+    }
 }

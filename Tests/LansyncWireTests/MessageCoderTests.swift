@@ -255,7 +255,7 @@ import Testing
                     role: .peer,
                     name: "r",
                     versionVector: VersionVector(),
-                    revocations: [[1, 2, 3], []]
+                    statements: [[1, 2, 3], []]
                 )
             )
         )

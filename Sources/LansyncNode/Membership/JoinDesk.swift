@@ -18,7 +18,7 @@ import NIOCore
 final class JoinDesk: Sendable {
     let store: ReplicaStore
     let io: BlockingIO
-    let admitting: ClusterSecret?
+    private let authority: NIOLockedValueBox<ClusterSecret?>
     let log: @Sendable (String) -> Void
     private let active = NIOLockedValueBox(0)
     /// Connections without a certificate served at once, waiting for their request included; more
@@ -31,9 +31,15 @@ final class JoinDesk: Sendable {
     init(store: ReplicaStore, io: BlockingIO, admitting: ClusterSecret?, log: @escaping @Sendable (String) -> Void) {
         self.store = store
         self.io = io
-        self.admitting = admitting
+        authority = NIOLockedValueBox(admitting)
         self.log = log
     }
+
+    /// Whether this node admits others now.
+    var isAdmitting: Bool { authority.withLockedValue { $0 != nil } }
+
+    /// Admits no one from now on (the machine left the set of admitting machines).
+    func retire() { authority.withLockedValue { $0 = nil } }
 
     /// Reads one join request from `connection`, answers it, and closes the connection.
     func serve(_ connection: JoinerConnection) async {
@@ -73,7 +79,7 @@ final class JoinDesk: Sendable {
     }
 
     private func answer(_ request: JoinRequest, from address: String) async -> Message {
-        guard let admitting else {
+        guard let admitting = authority.withLockedValue({ $0 }) else {
             log("join refused (\(address)): this machine cannot admit others")
             return .error(
                 ProtocolError(

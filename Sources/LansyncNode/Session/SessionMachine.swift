@@ -33,8 +33,8 @@ public struct SessionMachine: Sendable {
         public var helloTimeout: Duration = .seconds(10)
         public var idleTimeout: Duration = .seconds(60)
         public var ackTimeout: Duration = .seconds(60)
-        /// The revocations this node holds, sent in its hello (protocol 1.3).
-        public var revocations: [[UInt8]] = []
+        /// The cluster statements this node holds, sent in its hello (protocol 1.3).
+        public var statements: [[UInt8]] = []
 
         public init(
             nodeID: NodeID,
@@ -208,7 +208,7 @@ public struct SessionMachine: Sendable {
                 writer: config.writer,
                 resume: resume,
                 resumeFor: resumeFor,
-                revocations: config.revocations
+                statements: config.statements
             )
             return [.send(.hello(hello))]
         case (_, .start):

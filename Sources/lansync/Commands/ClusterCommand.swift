@@ -8,7 +8,7 @@ struct ClusterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
         abstract: "Manage the cluster secret.",
-        subcommands: [Create.self]
+        subcommands: [Create.self, AdmittersCommand.self]
     )
 
     struct Create: ParsableCommand {

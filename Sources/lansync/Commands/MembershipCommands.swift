@@ -171,7 +171,7 @@ struct MembersCommand: ParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @Flag(
         help:
-            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, last_sync."
+            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, admits, last_sync."
     )
     var json = false
 
@@ -191,6 +191,7 @@ struct MembersCommand: ParsableCommand {
                         ("revoked_by", m.revocation.map { .string($0.by.text) } ?? .null),
                         ("reason", m.revocation.map { .string($0.reason) } ?? .null),
                         ("admitted_here_at", time(m.admittedHere).map(JSON.string) ?? .null),
+                        ("admits", m.admits.map(JSON.bool) ?? .null),
                         ("last_sync", time(m.lastSync).map(JSON.string) ?? .null),
                     ])
                 }
@@ -198,13 +199,13 @@ struct MembersCommand: ParsableCommand {
             print(array.text)
             return
         }
-        var rows = [["NODE", "NAME", "STATE", "SINCE", "ADMITTED HERE", "LAST SYNC"]]
+        var rows = [["NODE", "NAME", "STATE", "ADMITS", "SINCE", "ADMITTED HERE", "LAST SYNC"]]
         for m in members {
             let state =
                 m.revocation.map { "revoked" + ($0.reason.isEmpty ? "" : ": \($0.reason)") }
                 ?? (m.isThisNode ? "active (this node)" : "active")
             rows.append([
-                m.nodeID.short, m.name ?? "?", state,
+                m.nodeID.short, m.name ?? "?", state, m.admits.map { $0 ? "yes" : "no" } ?? "-",
                 String((time(m.revocation?.at) ?? "-").prefix(19)),
                 String((time(m.admittedHere) ?? "-").prefix(19)),
                 String((time(m.lastSync) ?? "-").prefix(19)),
@@ -219,5 +220,36 @@ struct MembersCommand: ParsableCommand {
                 .joined(separator: "  ")
             )
         }
+    }
+}
+
+/// `lansync cluster admitters NODE...`: which machines keep the authority's key.
+struct AdmittersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "admitters",
+        abstract: "Name the machines that keep the cluster's authority key; every other member removes it.",
+        discussion: """
+            Run it on a machine that holds the key, naming it among the others (by name, node id, \
+            or a unique start of the id, as 'lansync members' lists them). The set is signed with \
+            the key and passed on in every session; each member not named that still holds the \
+            key (every machine of a cluster made before invites does) removes it from its data \
+            directory when the set reaches it, and admits no one from then on. The latest set \
+            counts. Docs/SECURITY.md, "Existing clusters".
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The machines that keep the key, this one among them.") var machines: [String]
+
+    func validate() throws {
+        guard !machines.isEmpty else { throw ValidationError("name at least this machine") }
+    }
+
+    func run() throws {
+        let directory = data.directory
+        let set = try directory.setAdmitters(store: try directory.open(), targets: machines)
+        print(
+            "only \(set.nodes.map(\.short).joined(separator: ", ")) keep the cluster's authority key from now on; every other member removes it when the set reaches it"
+        )
     }
 }

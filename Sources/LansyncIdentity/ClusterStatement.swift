@@ -1,0 +1,143 @@
+import Crypto
+public import LansyncCore
+import X509
+
+/// A statement about the cluster's membership, signed with the cluster authority's key, that every
+/// hello carries to the peer (protocol 1.3) so that it reaches every member: a revocation, or the
+/// set of machines that may hold the authority's key (Docs/SECURITY.md).
+///
+/// A node keeps only statements its own authority signed; a peer's forged or damaged ones are
+/// dropped. Revocations accumulate; of the admitter sets, the latest counts.
+public enum ClusterStatement: Sendable, Hashable {
+    case revocation(Revocation)
+    case admitters(AdmitterSet)
+
+    /// The binary form: a kind byte, then the statement's own.
+    public var encoded: [UInt8] {
+        switch self {
+        case .revocation(let revocation): [1] + revocation.encoded
+        case .admitters(let set): [2] + set.encoded
+        }
+    }
+
+    /// Reads the binary form; nil for anything else (unknown kinds included: a newer node's
+    /// statements are passed over, not fatal).
+    public init?(encoded bytes: [UInt8]) {
+        guard let kind = bytes.first else { return nil }
+        let body = Array(bytes.dropFirst())
+        switch kind {
+        case 1:
+            guard let r = Revocation(encoded: body) else { return nil }
+            self = .revocation(r)
+        case 2:
+            guard let s = AdmitterSet(encoded: body) else { return nil }
+            self = .admitters(s)
+        default: return nil
+        }
+    }
+
+    public func isSigned(by trust: ClusterCertificate) -> Bool {
+        switch self {
+        case .revocation(let revocation): revocation.isSigned(by: trust)
+        case .admitters(let set): set.isSigned(by: trust)
+        }
+    }
+
+    /// What makes a statement new to a replica: a node's first revocation stays (a second one
+    /// adds nothing), while every admitter set is kept (the latest counts).
+    public var key: [UInt8] {
+        switch self {
+        case .revocation(let revocation): [1] + revocation.node.bytes
+        case .admitters(let set): [2] + Array(SHA256.hash(data: set.signature).prefix(16))
+        }
+    }
+
+    /// Signs `message` with the authority's key (DER ECDSA).
+    static func sign(_ message: [UInt8], with authority: ClusterSecret) throws -> [UInt8] {
+        Array(try authority.privateKey.signature(for: message).derRepresentation)
+    }
+
+    /// True if `signature` over `message` is the authority's.
+    static func verify(_ signature: [UInt8], _ message: [UInt8], by trust: ClusterCertificate) -> Bool {
+        guard let key = P256.Signing.PublicKey(trust.certificate.publicKey),
+            let signature = try? P256.Signing.ECDSASignature(derRepresentation: signature)
+        else { return false }
+        return key.isValidSignature(signature, for: message)
+    }
+}
+
+/// The machines that may hold the cluster authority's key (and so admit and revoke others), as
+/// `lansync cluster admitters` names them. A member not in the latest set that still holds the
+/// key removes it from its data directory when the set reaches it: how an existing cluster, where
+/// every machine was initialised with the cluster file, moves to invites.
+public struct AdmitterSet: Sendable, Hashable {
+    public let nodes: [NodeID]
+    /// Wall-clock milliseconds when it was made; the latest set counts.
+    public let at: UInt64
+    public let by: NodeID
+    public let signature: [UInt8]
+
+    /// At most this many admitting machines (the set must fit one hello statement).
+    public static let maxNodes = 128
+
+    public static func make(nodes: [NodeID], at: UInt64, by: NodeID, authority: ClusterSecret) throws -> AdmitterSet {
+        let nodes = Array(Set(nodes)).sorted()
+        let message = signedBytes(cluster: authority.clusterID, nodes: nodes, at: at, by: by)
+        return AdmitterSet(
+            nodes: nodes,
+            at: at,
+            by: by,
+            signature: try ClusterStatement.sign(message, with: authority)
+        )
+    }
+
+    init(nodes: [NodeID], at: UInt64, by: NodeID, signature: [UInt8]) {
+        self.nodes = nodes
+        self.at = at
+        self.by = by
+        self.signature = signature
+    }
+
+    public func isSigned(by trust: ClusterCertificate) -> Bool {
+        ClusterStatement.verify(
+            signature,
+            Self.signedBytes(cluster: trust.clusterID, nodes: nodes, at: at, by: by),
+            by: trust
+        )
+    }
+
+    static func signedBytes(cluster: NodeID, nodes: [NodeID], at: UInt64, by: NodeID) -> [UInt8] {
+        var w = ByteWriter()
+        w.string("lansync admitters 1")
+        w.raw(cluster.bytes)
+        w.varint(UInt64(nodes.count))
+        for node in nodes { w.raw(node.bytes) }
+        w.fixed64(at)
+        w.raw(by.bytes)
+        return w.bytes
+    }
+
+    var encoded: [UInt8] {
+        var w = ByteWriter()
+        w.varint(UInt64(nodes.count))
+        for node in nodes { w.raw(node.bytes) }
+        w.fixed64(at)
+        w.raw(by.bytes)
+        w.data(signature)
+        return w.bytes
+    }
+
+    init?(encoded bytes: [UInt8]) {
+        var r = ByteReader(bytes)
+        guard let count = try? r.varint(), count >= 1, count <= UInt64(Self.maxNodes) else { return nil }
+        var nodes: [NodeID] = []
+        for _ in 0..<count {
+            guard let node = try? r.raw(16) else { return nil }
+            nodes.append(NodeID(bytes: node))
+        }
+        guard let at = try? r.fixed64(), let by = try? r.raw(16), let signature = try? r.data(), r.isAtEnd,
+            signature.count <= 128
+        else { return nil }
+        self.init(nodes: nodes, at: at, by: NodeID(bytes: by), signature: Array(signature))
+    }
+}
