@@ -239,6 +239,18 @@ extension DataDirectory {
                 "'\(target)' names \(matches.count) members (\(matches.map { $0.nodeID.short }.joined(separator: ", "))): give more of the node id"
             )
         }
+        if matches.isEmpty, let id = NodeID(text: wanted) {
+            // A machine this one never met: its full node id is enough.
+            return Member(
+                nodeID: id,
+                name: nil,
+                isThisNode: false,
+                revocation: nil,
+                admittedHere: nil,
+                lastSync: nil,
+                admits: nil
+            )
+        }
         guard let member = matches.first else {
             throw HostError(
                 "no member named or with id '\(target)' is known here: 'lansync members' lists them (a machine this one never met is named by its full node id)"

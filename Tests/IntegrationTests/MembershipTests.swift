@@ -241,4 +241,56 @@ import Testing
         #expect(admits == ["a"], "\(members.text)")
         #expect(a.isRunning && b.isRunning && c.isRunning)
     }
+
+    /// Through the relay alone: the relay learns the revocation from the revoking machine, refuses
+    /// the revoked one, and tells the members that meet only it.
+    @Test func aRevokedMachineIsShutOutThroughTheRelay() async throws {
+        let cli = CLI("revoke-relay")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b", "c"])
+        let p = freePorts(4)
+        let r = try NodeProcess(
+            dir: cli.path("r"),
+            port: p[0],
+            arguments: ["--listen", "127.0.0.1:\(p[0])"],
+            command: "relay"
+        )
+        defer { r.stop() }
+        let viaRelay = ["--relay", "127.0.0.1:\(p[0])", "--relay-interval", "1"]
+        let a = try NodeProcess(dir: cli.path("a"), port: p[1], extra: viaRelay)
+        defer { a.stop() }
+        let b = try NodeProcess(dir: cli.path("b"), port: p[2], extra: viaRelay)
+        defer { b.stop() }
+        let c = try NodeProcess(dir: cli.path("c"), port: p[3], extra: viaRelay)
+        defer { c.stop() }
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "before", "title=written before"])
+        #expect(try await cli.waitForConvergence(["r", "a", "b", "c"].map(cli.path)) != nil)
+        guard case .string(let cNode)? = try await cli.status(cli.path("c"))["node_id"] else { return }
+
+        // a never met c (both meet only the relay): c is named by its node id.
+        let unknown = try await cli.run(["revoke", "--dir", cli.path("a"), "c"])
+        #expect(unknown.status != 0 && unknown.stderr.contains("full node id"), "\(unknown.stderr)")
+        try await cli.ok(["revoke", "--dir", cli.path("a"), cNode, "--reason", "sold"])
+        #expect(try await waitForPeerError(cli, "r", node: cNode, "revoked") != nil, "relay: \(r.logText)")
+        var bKnows = false
+        for _ in 0..<100 where !bKnows {
+            bKnows = try await cli.ok(["members", "--dir", cli.path("b")]).contains("revoked")
+            if !bKnows { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(bKnows, "b learnt it from the relay: \(b.logText)")
+        #expect(try await waitForPeerError(cli, "c", node: nil, "revoked") != nil, "c: \(c.logText)")
+
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "after", "title=written after"])
+        try await cli.ok(["add", "--dir", cli.path("b"), "--id", "still", "title=b still syncs"])
+        #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path)) != nil)
+        try await Task.sleep(for: .seconds(2))
+        for dir in ["r", "a", "b"] {
+            #expect(
+                try await cli.run(["get", "--dir", cli.path(dir), "after"]).status != 0,
+                "\(dir) got c's later edit"
+            )
+            #expect(try await cli.ok(["get", "--dir", cli.path(dir), "before"]).contains("written before"))
+        }
+        #expect(try await cli.ok(["get", "--dir", cli.path("a"), "still"]).contains("b still syncs"))
+    }
 }

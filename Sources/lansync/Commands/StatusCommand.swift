@@ -1,4 +1,5 @@
 import ArgumentParser
+import LansyncCore
 import LansyncHost
 import LansyncNode
 import LansyncStore
@@ -17,18 +18,30 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let directory = data.directory
-        let status = try directory.status(of: try directory.open())
+        let store = try directory.open()
+        let status = try directory.status(of: store)
         if json {
             print(status.json)
         } else {
-            print(Self.render(status))
+            // Membership as this directory holds it (the running node keeps the same files).
+            let members = (try? directory.members(store: store)) ?? []
+            let revoked = members.filter { $0.revocation != nil }
+            var line = "\(members.count) known"
+            if !revoked.isEmpty {
+                line +=
+                    ", \(revoked.count) revoked (\(revoked.map { $0.name ?? $0.nodeID.short }.joined(separator: ", ")))"
+            }
+            let admits = ((try? directory.admittingAuthority()) ?? nil) != nil
+            line += "; this machine admits others: \(admits ? "yes" : "no") ('lansync members')"
+            print(Self.render(status, members: line))
         }
     }
 
-    static func render(_ status: NodeStatus) -> String {
+    static func render(_ status: NodeStatus, members: String? = nil) -> String {
         var lines: [String] = []
         lines.append("node     \(status.nodeID) (\(status.name))")
         lines.append("cluster  \(status.clusterID)")
+        if let members { lines.append("members  \(members)") }
         if status.running {
             lines.append("state    running, listening on \(status.listen ?? "-"); mDNS \(status.mdns ?? "-")")
         } else {
