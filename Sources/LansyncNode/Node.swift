@@ -207,20 +207,7 @@ public final class Node: Sendable {
         }
         guard admitted else {
             let busy = ProtocolError(.busy, "this node serves \(options.maxSessions) sessions already; try again later")
-            // Read the peer's hello first (for at most 5 s), so that our answer is not lost in a race
-            // with its first write.
-            try? await connection.channel.executeThenClose { inbound, outbound in
-                await withTaskGroup(of: Void.self) { race in
-                    race.addTask {
-                        var messages = inbound.makeAsyncIterator()
-                        _ = try? await messages.next()
-                    }
-                    race.addTask { try? await Task.sleep(for: .seconds(5)) }
-                    await race.next()
-                    race.cancelAll()
-                }
-                try await outbound.write(.error(busy))
-            }
+            await answerWithoutSession(connection, busy)
             return SessionOutcome(error: busy)
         }
         defer { sessions.withLockedValue { $0 -= 1 } }
@@ -302,6 +289,23 @@ public final class Node: Sendable {
         return outcome
     }
 
+    /// Answers a connection with `error` instead of a session, and closes it. The peer's hello is
+    /// read first (for at most 5 s), so that the answer is not lost in a race with its first write.
+    private func answerWithoutSession(_ connection: PeerConnection, _ error: ProtocolError) async {
+        try? await connection.channel.executeThenClose { inbound, outbound in
+            await withTaskGroup(of: Void.self) { race in
+                race.addTask {
+                    var messages = inbound.makeAsyncIterator()
+                    _ = try? await messages.next()
+                }
+                race.addTask { try? await Task.sleep(for: .seconds(5)) }
+                await race.next()
+                race.cancelAll()
+            }
+            try await outbound.write(.error(error))
+        }
+    }
+
     /// Tells a revoked peer so, in words, and closes its connection without a session.
     private func refuseRevoked(
         _ connection: PeerConnection,
@@ -315,19 +319,7 @@ public final class Node: Sendable {
             .revoked,
             "this node (\(revocation.node.short)) was revoked by the cluster's authority at \(when)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
         )
-        // Read its hello first (for at most 5 s), so that the answer is not lost in a race with it.
-        try? await connection.channel.executeThenClose { inbound, outbound in
-            await withTaskGroup(of: Void.self) { race in
-                race.addTask {
-                    var messages = inbound.makeAsyncIterator()
-                    _ = try? await messages.next()
-                }
-                race.addTask { try? await Task.sleep(for: .seconds(5)) }
-                await race.next()
-                race.cancelAll()
-            }
-            try await outbound.write(.error(error))
-        }
+        await answerWithoutSession(connection, error)
         let text =
             "revoked: \(revocation.name) was revoked at \(when)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
         await registry.refuse(revocation.node, error: text)

@@ -107,23 +107,15 @@ struct JoinCommand: AsyncParsableCommand {
 
     @OptionGroup var data: DataDirectoryOptions
     @Argument(help: "The code 'lansync invite' printed (LSJ1-...).") var code: String
-    @Option(help: "A name for this node, shown to people (default: the host name).")
-    var name: String?
+    @OptionGroup var node: NewNodeOptions
     @Option(help: ArgumentHelp("Where the inviting machine listens, if not in the code.", valueName: "HOST:PORT"))
     var address: PeerAddress?
-    @Option(help: "How many versions of each field to keep for 'history'.")
-    var history: Int = ReplicaStore.defaultHistoryLimit
-
-    func validate() throws {
-        guard history >= 1 else { throw ValidationError("--history must be at least 1") }
-        if let name, name.isEmpty || name.utf8.count > 64 { throw ValidationError("--name must be 1 to 64 bytes") }
-    }
 
     func run() async throws {
         let invite: InviteCode
         do { invite = try InviteCode(text: code) } catch { throw HostError(error.description) }
         let directory = data.directory
-        let made = try await directory.join(code: invite, name: name, address: address, historyLimit: history)
+        let made = try await directory.join(code: invite, name: node.name, address: address, historyLimit: node.history)
         print(
             "joined cluster \(made.clusterID.text) as node \(made.nodeID.text) (\(made.nodeName)) in \(directory.path); start it with 'lansync node'"
         )
