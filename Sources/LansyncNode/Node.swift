@@ -397,9 +397,10 @@ public final class Node: Sendable {
     private func control(_ request: ControlRequest?) async -> String {
         switch request?.op {
         case .nudge?:
-            // `lansync revoke` and `cluster admitters` nudge too: acted on at once.
-            await statementsLearned(await statements.reload())
             await announceChange()
+            // `lansync revoke` and `cluster admitters` nudge too: acted on at once (after the
+            // edit's push, which is what every other nudge is for).
+            await statementsLearned(await statements.reload())
             return #"{"ok":true}"#
         case .status?:
             let peers = await registry.snapshot()

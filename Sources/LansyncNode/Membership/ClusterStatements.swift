@@ -20,6 +20,9 @@ final class ClusterStatements: Sendable {
     let io: BlockingIO
     let trust: ClusterCertificate
     private let held = NIOLockedValueBox<(revoked: [NodeID: Revocation], admitters: AdmitterSet?)>(([:], nil))
+    /// The binary forms already judged (held, or refused), so that a record is verified once:
+    /// every hello and every nudge brings them all again.
+    private let seen = NIOLockedValueBox<Set<[UInt8]>>([])
 
     init(store: ReplicaStore, io: BlockingIO, trust: ClusterCertificate) {
         self.store = store
@@ -60,7 +63,10 @@ final class ClusterStatements: Sendable {
     }
 
     private func valid(_ records: [[UInt8]]) -> [ClusterStatement] {
-        records.compactMap(ClusterStatement.init(encoded:)).filter { $0.isSigned(by: trust) }
+        let unseen = seen.withLockedValue { seen in
+            records.filter { seen.count < 65_536 ? seen.insert($0).inserted : !seen.contains($0) }
+        }
+        return unseen.compactMap(ClusterStatement.init(encoded:)).filter { $0.isSigned(by: trust) }
     }
 
     private func adopt(_ statements: [ClusterStatement]) -> News {
