@@ -175,6 +175,12 @@ import Testing
             #expect(try await cli.ok(["get", "--dir", cli.path(dir), "before"]).contains("written before"))
         }
         #expect(try await cli.ok(["get", "--dir", cli.path("a"), "still"]).contains("b still syncs"))
+        // A one-shot sync neither way: b will not take c's data, and a refuses c's.
+        let bToC = try await cli.run(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(ports[2])"])
+        #expect(bToC.status != 0 && (bToC.stdout + bToC.stderr).contains("revoked"), "\(bToC)")
+        let cToA = try await cli.run(["sync", "--dir", cli.path("c"), "--peer", "127.0.0.1:\(ports[0])"])
+        #expect(cToA.status != 0 && (cToA.stdout + cToA.stderr).contains("revoked"), "\(cToA)")
+        #expect(try await cli.run(["get", "--dir", cli.path("b"), "after"]).status != 0)
 
         // members, on the revoking machine and on b, show c revoked with the reason.
         for dir in ["a", "b"] {

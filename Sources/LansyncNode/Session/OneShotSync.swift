@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncIdentity
 public import LansyncStore
 public import LansyncTransport
 import LansyncWire
@@ -30,13 +31,26 @@ public enum OneShotSync {
         let io = BlockingIO()
         let hub = ChangeHub()
         let transport = try Transport(identity: identity, group: group)
+        // Revocations count here as in a node: a revoked peer gets nothing, and the statements
+        // travel both ways in the hellos.
+        let statements = ClusterStatements(store: store, io: io, trust: identity.trust)
+        _ = await statements.reload()
         var results: [Result] = []
         for peer in peers {
             let result: Result = await withTaskGroup(of: Result?.self) { group in
                 group.addTask {
                     do {
                         let connection = try await transport.connect(host: peer.host, port: peer.port)
-                        let config = SessionMachine.SessionConfig(
+                        if let revoked = statements.revocation(of: connection.peerNodeID) {
+                            try? await connection.channel.channel.close()
+                            return Result(
+                                peer: peer,
+                                outcome: nil,
+                                error:
+                                    "revoked: \(revoked.name.isEmpty ? "the peer" : revoked.name) (\(revoked.node.short)) was revoked by the cluster's authority at \(WallClock.iso8601(milliseconds: revoked.at)); nothing was exchanged"
+                            )
+                        }
+                        var config = SessionMachine.SessionConfig(
                             nodeID: info.nodeID,
                             clusterID: info.clusterID,
                             role: .oneShot,
@@ -44,8 +58,10 @@ public enum OneShotSync {
                             authenticatedPeer: connection.peerNodeID,
                             writer: writer
                         )
+                        config.statements = statements.records
                         var observer = SessionObserver()
                         observer.progress = { progress(peer, $0) }
+                        observer.peerReady = { hello in _ = await statements.learn(hello.statements) }
                         let outcome = await SessionRunner(
                             store: store,
                             io: io,
