@@ -27,7 +27,7 @@ struct ClusterCommand: ParsableCommand {
             let secret = try ClusterSecret.generate()
             try SecretFile.write(try secret.pem(), to: file)
             print(
-                "wrote cluster secret \(file) (cluster \(secret.clusterID.text)); run 'lansync init --cluster \(file)' on each machine"
+                "wrote cluster secret \(file) (cluster \(secret.clusterID.text)); run 'lansync init --cluster \(file)' on the machines that admit others, and 'lansync invite' there for the rest"
             )
         }
     }
