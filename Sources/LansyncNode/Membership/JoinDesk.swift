@@ -21,6 +21,9 @@ final class JoinDesk: Sendable {
     private let authority: NIOLockedValueBox<ClusterSecret?>
     let log: @Sendable (String) -> Void
     private let active = NIOLockedValueBox(0)
+    /// When the last "closed: too many" line was logged (Unix ms): one a minute at most, so a
+    /// flood of certificate-less connections cannot fill the log.
+    private let lastBusyLine = NIOLockedValueBox<UInt64>(0)
     /// Connections without a certificate served at once, waiting for their request included; more
     /// are closed at once (a join is rare, and strangers' connections must not hold the node's
     /// memory or time).
@@ -50,9 +53,17 @@ final class JoinDesk: Sendable {
         }
         defer { if admitted { active.withLockedValue { $0 -= 1 } } }
         guard admitted else {
-            log(
-                "closed a connection without a certificate from \(connection.remoteAddress): \(Self.maxActive) are being served"
-            )
+            let now = WallClock.milliseconds
+            let due = lastBusyLine.withLockedValue { last -> Bool in
+                guard now >= last + 60_000 else { return false }
+                last = now
+                return true
+            }
+            if due {
+                log(
+                    "closing connections without a certificate (from \(connection.remoteAddress) and others): \(Self.maxActive) are being served; this line comes at most once a minute"
+                )
+            }
             try? await connection.channel.executeThenClose { _, _ in }
             return
         }
