@@ -273,6 +273,25 @@ public struct FieldState: Hashable, Sendable {
         }
     }
 
+    // MARK: Refused writes
+
+    /// The value this field shows if the `refused` writes are left out (a revoked node's writes,
+    /// ``RevokedWriters``): the value of the live version shown among the others; for a list,
+    /// the elements the others added (also when every live version is refused: the list's
+    /// earlier elements stay, a refused write's removals aside); nil if nothing is left.
+    public func shownValue(without refused: Set<Dot>) -> Value? {
+        guard !refused.isEmpty else { return shownValue }
+        var kept = self
+        kept.entries = entries.filter { !refused.contains($0.dot) }
+        guard let shown = versions.filter({ !refused.contains($0.dot) }).min(by: { $0.isShown(before: $1) }) else {
+            return kept.entries.isEmpty ? nil : .list(kept.listValue)
+        }
+        switch shown.write {
+        case .assign(let value), .overrule(let value, _, _): return value
+        case .list: return .list(kept.listValue)
+        }
+    }
+
     // MARK: Helpers
 
     func firstAddTimes() -> [Value: FirstAdded] {

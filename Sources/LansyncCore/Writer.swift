@@ -33,7 +33,7 @@ public enum WriterContinuity {
 }
 
 extension NodeID {
-    /// A fresh random id, for a new writer.
+    /// A fresh random id.
     public static func random<G: RandomNumberGenerator>(using generator: inout G) -> NodeID {
         NodeID(high: generator.next(), low: generator.next())
     }
@@ -42,6 +42,25 @@ extension NodeID {
         var generator = SystemRandomNumberGenerator()
         return random(using: &generator)
     }
+
+    /// A fresh writer id for `node`: the node's first 64 bits, then 64 random ones. A writer id
+    /// names the node that writes under it, so a revocation can cut its writes under every
+    /// writer it ever takes (``RevokedWriters``); the random half keeps each incarnation's dots
+    /// apart, as ``WriterContinuity`` needs. The node's own id is its first writer.
+    public static func writer<G: RandomNumberGenerator>(for node: NodeID, using generator: inout G) -> NodeID {
+        var low: UInt64 = generator.next()
+        while low == node.low { low = generator.next() }
+        return NodeID(high: node.high, low: low)
+    }
+
+    public static func writer(for node: NodeID) -> NodeID {
+        var generator = SystemRandomNumberGenerator()
+        return writer(for: node, using: &generator)
+    }
+
+    /// True if this writer id names `node` (its first 64 bits are the node's). Writer ids taken
+    /// before writer ids named their node are random and name nobody.
+    public func isWriter(of node: NodeID) -> Bool { high == node.high }
 }
 
 /// Resuming an interrupted delta stream (Docs/MERGE.md, "Rolled-back replicas").

@@ -214,18 +214,22 @@ extension DataDirectory {
             throw HostError("'\(target)' is this machine: revoke it from another admitting machine, or stop its node")
         }
         if let done = member.revocation { return done }
-        let revocation = try Revocation.make(
+        // The point the revocation names: what this replica holds of each of the node's writers.
+        let held = try store.versionVector()
+        let parts = try Revocation.make(
             node: member.nodeID,
             name: member.name ?? "",
             reason: reason,
             at: WallClock.milliseconds,
             by: try store.info().nodeID,
+            keeping: Dictionary(uniqueKeysWithValues: held.nodes.map { ($0, held[$0]) }),
             authority: authority
         )
-        let statement = ClusterStatement.revocation(revocation)
-        try store.addStatements([(statement.key, statement.encoded)])
+        try store.addStatements(
+            parts.map { (ClusterStatement.revocation($0).key, ClusterStatement.revocation($0).encoded) }
+        )
         nudgeNode()
-        return revocation
+        return parts[0]
     }
 
     /// The one member `target` names: its name, its node id, or a unique start of the id.

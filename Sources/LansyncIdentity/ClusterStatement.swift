@@ -6,6 +6,9 @@ import X509
 /// hello carries to the peer (protocol 1.3) so that it reaches every member: a revocation, or the
 /// set of machines that may hold the authority's key (Docs/SECURITY.md).
 ///
+/// Kinds: 1, a revocation without a write cut (made by protocol 1.3 nodes); 2, a set of
+/// admitting machines; 3, a revocation with its write cut (one part of it).
+///
 /// A node keeps only statements its own authority signed; a peer's forged or damaged ones are
 /// dropped. Revocations accumulate; of the admitter sets, the latest counts.
 public enum ClusterStatement: Sendable, Hashable {
@@ -15,7 +18,7 @@ public enum ClusterStatement: Sendable, Hashable {
     /// The binary form: a kind byte, then the statement's own.
     public var encoded: [UInt8] {
         switch self {
-        case .revocation(let revocation): [1] + revocation.encoded
+        case .revocation(let revocation): [revocation.cut == nil ? 1 : 3] + revocation.encoded
         case .admitters(let set): [2] + set.encoded
         }
     }
@@ -26,8 +29,8 @@ public enum ClusterStatement: Sendable, Hashable {
         guard let kind = bytes.first else { return nil }
         let body = Array(bytes.dropFirst())
         switch kind {
-        case 1:
-            guard let r = Revocation(encoded: body) else { return nil }
+        case 1, 3:
+            guard let r = Revocation(encoded: body, withCut: kind == 3) else { return nil }
             self = .revocation(r)
         case 2:
             guard let s = AdmitterSet(encoded: body) else { return nil }
@@ -44,10 +47,18 @@ public enum ClusterStatement: Sendable, Hashable {
     }
 
     /// What makes a statement new to a replica: a node's first revocation stays (a second one
-    /// adds nothing), while every admitter set is kept (the latest counts).
+    /// adds nothing), and so does each part of each cut (two admitting machines may revoke the
+    /// same node, each with its own cut); every admitter set is kept (the latest counts).
     public var key: [UInt8] {
         switch self {
-        case .revocation(let revocation): [1] + revocation.node.bytes
+        case .revocation(let revocation):
+            if let cut = revocation.cut {
+                [3] + revocation.cutID + [
+                    UInt8(truncatingIfNeeded: cut.part >> 8), UInt8(truncatingIfNeeded: cut.part),
+                ]
+            } else {
+                [1] + revocation.node.bytes
+            }
         case .admitters(let set): [2] + Array(SHA256.hash(data: set.signature).prefix(16))
         }
     }

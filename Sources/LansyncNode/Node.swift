@@ -78,8 +78,11 @@ public final class Node: Sendable {
                 "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
             )
             if let authority { _ = await authority.settleAll() }
-            // What the replica holds is old news, except an admitter set this machine is not in.
-            if let admitters = await statements.reload().admitters { await admittersChanged(admitters) }
+            // What the replica holds is old news, except an admitter set this machine is not in,
+            // and writes a cut refuses that came in before the node stopped.
+            let held = await statements.reload()
+            if let admitters = held.admitters { await admittersChanged(admitters) }
+            await statements.overruleRevokedWrites(news: held)
             // Also gives the hub its first reading of the version vector.
             await announceChange()
             ready(listener.port)
@@ -269,7 +272,16 @@ public final class Node: Sendable {
         let limits = options.relayLimits
         let refuse: ReplicaStore.Refusal? =
             options.role == .relay ? { @Sendable key, state, item in limits.refusal(key, state, item) } : nil
-        let runner = SessionRunner(store: store, io: io, hub: hub, config: config, observer: observer, refuse: refuse)
+        let held = self.statements
+        let runner = SessionRunner(
+            store: store,
+            io: io,
+            hub: hub,
+            config: config,
+            observer: observer,
+            refuse: refuse,
+            revoked: { held.revokedWriters }
+        )
         let outcome = await runner.run(connection)
         if outcome.peer != nil, token.value == nil {
             // A second connection to a peer we were already connected to: closed on purpose.
@@ -333,6 +345,12 @@ public final class Node: Sendable {
     func statementsLearned(_ news: ClusterStatements.News) async {
         guard !news.isEmpty else { return }
         if let admitters = news.admitters { await admittersChanged(admitters) }
+        let overruled = await statements.overruleRevokedWrites(news: news)
+        if overruled > 0 {
+            log(
+                "overruled \(overruled) writes of revoked nodes made after their revocation (they show in history and status)"
+            )
+        }
         for revocation in news.revocations {
             let when = WallClock.iso8601(milliseconds: revocation.at)
             log(

@@ -333,7 +333,7 @@ extension ReplicaStore {
                 }
                 // The file it was rebuilt from may have been ahead of anything this writer's marker
                 // proves: write on under a new writer.
-                try Transaction.startWriter(NodeID.random(), name: info.nodeName, reason: .repair, db: db)
+                try Transaction.startWriter(.writer(for: info.nodeID), name: info.nodeName, reason: .repair, db: db)
             }
         }
         var start = 0

@@ -62,5 +62,9 @@ public struct WriterRecord: Sendable, Equatable {
         case copied
         /// `lansync repair` rebuilt the replica.
         case repair
+        /// The previous writer id was random, taken before writer ids named their node: the new
+        /// one names it, so that a revocation of this node can cut its writes
+        /// (``RevokedWriters``).
+        case named
     }
 }

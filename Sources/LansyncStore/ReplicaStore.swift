@@ -454,9 +454,17 @@ public final class ReplicaStore: Sendable {
     ///
     /// A batch that covers more of this replica's own writer than the replica holds retires that
     /// writer (``WriterContinuity``).
+    ///
+    /// Writes that `revoked` refuses (a revoked node's, after its cut) are overruled the same way,
+    /// keeping the field's value without them; an item such a write created is deleted.
     @discardableResult
-    public func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64, refuse: Refusal? = nil) throws(StoreError) -> Int {
-        try apply(batch, stream: nil, wallMilliseconds: wallMilliseconds, refuse: refuse)
+    public func apply(
+        _ batch: DeltaBatch,
+        wallMilliseconds: UInt64,
+        refuse: Refusal? = nil,
+        revoked: RevokedWriters = RevokedWriters()
+    ) throws(StoreError) -> Int {
+        try apply(batch, stream: nil, wallMilliseconds: wallMilliseconds, refuse: refuse, revoked: revoked)
     }
 
     /// Merges a batch of `sender`'s stream (sent while it wrote as `incarnation`). What the batch
@@ -469,16 +477,24 @@ public final class ReplicaStore: Sendable {
         from sender: NodeID,
         incarnation: NodeID,
         wallMilliseconds: UInt64,
-        refuse: Refusal? = nil
+        refuse: Refusal? = nil,
+        revoked: RevokedWriters = RevokedWriters()
     ) throws(StoreError) -> Int {
-        try apply(batch, stream: (sender, incarnation), wallMilliseconds: wallMilliseconds, refuse: refuse)
+        try apply(
+            batch,
+            stream: (sender, incarnation),
+            wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked
+        )
     }
 
     private func apply(
         _ batch: DeltaBatch,
         stream: (sender: NodeID, incarnation: NodeID)?,
         wallMilliseconds: UInt64,
-        refuse: Refusal?
+        refuse: Refusal?,
+        revoked: RevokedWriters
     ) throws(StoreError) -> Int {
         try refuseIfDamaged()
         let me = try info()
@@ -503,6 +519,7 @@ public final class ReplicaStore: Sendable {
                     }
                     _ = try tx.retireWriterIfWitnessed(by: batch.covers)
                     var writer: Transaction.ClaimedWriter?
+                    var createdByRevoked: [(row: Int64, id: ItemID)] = []
                     // A batch carries an item's fields together: look each item up once, and skip
                     // reading fields of an item this transaction created (they cannot exist yet).
                     var itemRows: [ItemID: Int64] = [:]
@@ -529,11 +546,10 @@ public final class ReplicaStore: Sendable {
                             : try tx.loadField(item: itemRow, name: update.key.field)
                         var merged = (old?.state ?? FieldState()).merged(with: update.change)
                         guard merged != old?.state else { continue }
+                        var overruled: [FieldVersion] = []
                         if let refuse, let reason = refuse(update.key, merged, try tx.loadItem(update.key.item).state) {
                             let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
-                            if writer == nil { writer = try tx.claimWriter(lease: lease, name: me.nodeName) }
-                            writer!.counter += 1
-                            let dot = Dot(node: writer!.id, counter: writer!.counter)
+                            let dot = try tx.nextDot(&writer, lease: lease, name: me.nodeName)
                             let held = Set(old?.state.versions.map(\.dot) ?? [])
                             merged.overrule(
                                 rejecting: update.change.versionDots.filter { !held.contains($0) },
@@ -542,6 +558,23 @@ public final class ReplicaStore: Sendable {
                                 dot: dot,
                                 timestamp: timestamp
                             )
+                        } else if !revoked.isEmpty {
+                            let outcome = try tx.overruleRevoked(
+                                &merged,
+                                old: old?.state,
+                                field: update.key.field,
+                                fieldRow: old?.row,
+                                revoked: revoked,
+                                writer: &writer,
+                                lease: lease,
+                                name: me.nodeName,
+                                wallMilliseconds: wallMilliseconds
+                            )
+                            switch outcome {
+                            case .none: break
+                            case .overruled(let versions): overruled = versions
+                            case .createdByRevoked: createdByRevoked.append((itemRow, update.key.item))
+                            }
                         }
                         _ = try tx.saveField(
                             item: itemRow,
@@ -549,7 +582,8 @@ public final class ReplicaStore: Sendable {
                             name: update.key.field,
                             row: old?.row,
                             old: old?.state,
-                            new: merged
+                            new: merged,
+                            overruled: overruled
                         )
                         if created { savedInCreatedItems.insert(update.key) }
                         derived[itemRow, default: Transaction.DerivedChange()].note(
@@ -559,11 +593,20 @@ public final class ReplicaStore: Sendable {
                         )
                         changed += 1
                     }
+                    for (row, change) in derived { try tx.updateItem(row: row, by: change) }
+                    // After the derived columns, which a `_deleted` in this batch may have set.
+                    changed += try tx.deleteItems(
+                        createdByRevoked: createdByRevoked,
+                        revoked: revoked,
+                        writer: &writer,
+                        lease: lease,
+                        name: me.nodeName,
+                        wallMilliseconds: wallMilliseconds
+                    )
                     if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
                     // The writer's marker follows received changes too: a restore that loses them
                     // is a rollback as much as one that loses local edits.
                     if changed > 0 { marker = (try Transaction.currentWriter(db: db), try tx.countChange()) }
-                    for (row, change) in derived { try tx.updateItem(row: row, by: change) }
                     if let stream {
                         try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: batch.covers)
                     } else {

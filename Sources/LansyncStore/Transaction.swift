@@ -100,6 +100,15 @@ struct Transaction {
         var counter: UInt64
     }
 
+    static func nodeID(db: Database) throws -> NodeID {
+        guard
+            let id = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_id'").flatMap(
+                NodeID.init(text:)
+            )
+        else { throw DecodingError("table meta holds no valid node_id", offset: 0) }
+        return id
+    }
+
     static func currentWriter(db: Database) throws -> NodeID {
         let meta =
             try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_id'")
@@ -111,18 +120,25 @@ struct Transaction {
     }
 
     /// The writer for this transaction's local writes: the current one if its continuity is
-    /// proven and no peer has witnessed a rollback, else a new one, started in this transaction.
+    /// proven, no peer has witnessed a rollback, and it names this node; else a new one, started
+    /// in this transaction.
     mutating func claimWriter(lease: WriterLease, name: String) throws -> ClaimedWriter {
         let current = try Self.currentWriter(db: db)
+        let node = try Self.nodeID(db: db)
         let retired = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_retired'") == "1"
         let row = try nodeRow(current)
         let held = try changeStamp()
         let marker = lease.marker(for: current)
-        if !retired, WriterContinuity.isProven(marker: marker, held: held) {
+        let named = current.isWriter(of: node)
+        if !retired, named, WriterContinuity.isProven(marker: marker, held: held) {
             return ClaimedWriter(id: current, row: row, counter: try counter(of: row))
         }
-        let reason: WriterRecord.Reason = retired ? .witness : marker != nil ? .restored : .unproven
-        let fresh = NodeID.random()
+        let reason: WriterRecord.Reason =
+            retired
+            ? .witness
+            : marker != nil && !WriterContinuity.isProven(marker: marker, held: held)
+                ? .restored : !named ? .named : .unproven
+        let fresh = NodeID.writer(for: node)
         lease.record(fresh, stamp: held)
         try Self.startWriter(fresh, name: name, reason: reason, db: db)
         return ClaimedWriter(id: fresh, row: try nodeRow(fresh), counter: 0)
@@ -261,7 +277,8 @@ struct Transaction {
         name: FieldName,
         row: Int64?,
         old: FieldState?,
-        new: FieldState
+        new: FieldState,
+        overruled: [FieldVersion] = []
     ) throws -> Int64 {
         let conflict = name != .deleted && new.hasConflict
         var rows: [NodeID: Int64] = [:]
@@ -304,7 +321,7 @@ struct Transaction {
                 }
             }
         }
-        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots)
+        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
         return fieldRow
     }
 
@@ -312,10 +329,20 @@ struct Transaction {
     /// while the field is in conflict, its siblings (in the order they arrived, which the relay's
     /// first-seen policy reads). A version never superseded and never in conflict lives only in
     /// the state. Each field keeps at most historyLimit versions, live ones included.
-    mutating func recordHistory(field fieldRow: Int64, old: FieldState?, new: FieldState, newDots: Set<Dot>) throws {
+    ///
+    /// `overruled`: versions that arrived and were overruled in the same transaction (a revoked
+    /// node's writes), so that history shows what was refused.
+    mutating func recordHistory(
+        field fieldRow: Int64,
+        old: FieldState?,
+        new: FieldState,
+        newDots: Set<Dot>,
+        overruled: [FieldVersion] = []
+    ) throws {
+        let oldDots = Set(old?.versions.map(\.dot) ?? [])
         var recorded = old?.versions.filter { !newDots.contains($0.dot) } ?? []
+        recorded += overruled.filter { !oldDots.contains($0.dot) && !newDots.contains($0.dot) }
         if new.versions.count > 1 {
-            let oldDots = Set(old?.versions.map(\.dot) ?? [])
             recorded +=
                 new.versions.filter { oldDots.contains($0.dot) } + new.versions.filter { !oldDots.contains($0.dot) }
         }

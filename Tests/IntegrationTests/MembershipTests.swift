@@ -197,6 +197,80 @@ import Testing
         #expect(a.isRunning && b.isRunning && c.isRunning)
     }
 
+    /// What c writes after its revocation is refused even when it gets in through a member that
+    /// had not heard of the revocation yet (b, offline when it was made): b overrules it when the
+    /// revocation reaches it (a would refuse it on arrival, whichever comes first: the store's
+    /// RevokedWritesTests cover both), both show the earlier values and put the planted item in
+    /// the bin, list the refusals under `status`'s REVOKED, and history says why.
+    @Test func aRevokedMachinesLaterWritesAreRefusedEverywhere() async throws {
+        let cli = CLI("revoke-writes")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let ports = freePorts(3)
+        var a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        for name in ["b", "c"] {
+            let (code, _) = try await invite(cli, "a", ["--name", name])
+            try await cli.ok(["join", code, "--dir", cli.path(name), "--name", name])
+        }
+        a.stop()
+        a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1], ports[2]])
+        defer { a.stop() }
+        var b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
+        var c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "shared", "title=from a", "tags=[\"x\"]"])
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "before", "title=written before"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
+        guard case .string(let cNode)? = try await cli.status(cli.path("c"))["node_id"] else { return }
+        b.stop()
+        c.stop()
+
+        // b is offline when a revokes c; c, offline too, goes on writing.
+        try await cli.ok(["revoke", "--dir", cli.path("a"), "c", "--reason", "stolen"])
+        try await cli.ok(["set", "--dir", cli.path("c"), "shared", "title=changed by the thief", "tags+=y"])
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "planted", "title=planted"])
+        // b, not knowing, takes it all from c.
+        c = try NodeProcess(dir: cli.path("c"), port: ports[2])
+        try await cli.ok(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(ports[2])"])
+        #expect(try await cli.ok(["get", "--dir", cli.path("b"), "shared"]).contains("changed by the thief"))
+        c.stop()
+
+        // b meets a: a refuses what b brings of c's, b overrules it when it learns the revocation.
+        b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        defer { b.stop() }
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil, "b: \(b.logText)")
+        for dir in ["a", "b"] {
+            let shared = try JSON(parsing: try await cli.ok(["get", "--dir", cli.path(dir), "shared", "--json"]))
+            #expect(shared["fields"]?["title"] == .string("from a"), "\(dir): \(shared.text)")
+            #expect(shared["fields"]?["tags"] == .array([.string("x")]), "\(dir): \(shared.text)")
+            let planted = try JSON(parsing: try await cli.ok(["get", "--dir", cli.path(dir), "planted", "--json"]))
+            #expect(planted["deleted"] == .bool(true), "\(dir): \(planted.text)")
+            #expect(try await cli.ok(["get", "--dir", cli.path(dir), "before"]).contains("written before"))
+            let status = try await cli.status(cli.path(dir))
+            guard case .array(let refused)? = status["revoked_writes"], !refused.isEmpty else {
+                Issue.record("\(dir): no revoked_writes in status: \(status.text)")
+                continue
+            }
+            #expect(
+                refused.allSatisfy {
+                    if case .string(let reason)? = $0["reason"] {
+                        return reason.contains("revoked node \(cNode.prefix(7))") && reason.contains("stolen")
+                    }
+                    return false
+                },
+                "\(dir): \(status.text)"
+            )
+            #expect(try await cli.ok(["status", "--dir", cli.path(dir)]).contains("REVOKED"))
+            let history = try await cli.ok(["history", "--dir", cli.path(dir), "shared", "title"])
+            #expect(history.contains("refused, kept") && history.contains("revoked node"), "\(dir): \(history)")
+            if dir == "b" {
+                // b held the refused value; a may never have seen it (b's overrule can reach it first).
+                #expect(history.contains("changed by the thief"), "b: \(history)")
+            }
+        }
+        #expect(b.logText.contains("overruled"), "b: \(b.logText)")
+        #expect(a.isRunning && b.isRunning)
+    }
+
     /// A cluster made before invites (every machine initialised with the cluster file) moves to
     /// the new model with one command: the machines not named remove the authority's key when the
     /// signed set reaches them (c only through b), and everything keeps syncing.

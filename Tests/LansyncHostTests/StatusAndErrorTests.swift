@@ -37,7 +37,7 @@ import Testing
         let keys = [
             "node_id", "name", "cluster_id", "running", "listen", "mdns", "items", "deleted", "conflicts", "digest",
             "damaged",
-            "version_vector", "peers", "changes", "rejected", "refused",
+            "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused",
         ]
         #expect(Set(object.keys) == Set(keys))
         #expect(object["listen"] is NSNull)

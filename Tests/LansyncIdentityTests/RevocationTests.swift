@@ -1,6 +1,7 @@
 import LansyncCore
-import LansyncIdentity
 import Testing
+
+@testable import LansyncIdentity
 
 /// Cluster statements (revocations, admitter sets): only the cluster's authority can make one
 /// that members accept, and no byte of one can change unnoticed.
@@ -29,32 +30,106 @@ import Testing
     @Test func onlyTheAuthoritysRevocationsCount() throws {
         let node = NodeKey().nodeID
         let by = NodeKey().nodeID
-        let revocation = try Revocation.make(
-            node: node,
-            name: "laptop",
-            reason: "lost on the train",
-            at: 1_700_000_000_000,
-            by: by,
-            authority: authority
+        let revocation = try #require(
+            try Revocation.make(
+                node: node,
+                name: "laptop",
+                reason: "lost on the train",
+                at: 1_700_000_000_000,
+                by: by,
+                keeping: [node: 7, .writer(for: node): 3, by: 9],
+                authority: authority
+            ).first
         )
         #expect(revocation.isSigned(by: authority.trust))
         #expect(!revocation.isSigned(by: other.trust), "another cluster's authority did not sign it")
-        let forged = try Revocation.make(node: node, name: "laptop", reason: "", at: 1, by: by, authority: other)
-        #expect(!forged.isSigned(by: authority.trust))
+        #expect(revocation.cut?.counters.count == 2, "only the revoked node's writers are named")
+        #expect(revocation.cut?.counters[node] == 7 && revocation.cut?.parts == 1)
+        let forged = try Revocation.make(
+            node: node,
+            name: "laptop",
+            reason: "",
+            at: 1,
+            by: by,
+            keeping: [:],
+            authority: other
+        )
+        #expect(forged.count == 1 && !forged[0].isSigned(by: authority.trust))
         expectTamperEvident(.revocation(revocation))
-        // A node's revocations share a key (the first one stays); the reason is cut between
-        // characters, and still signed.
+        // The reason is cut between characters, and still signed.
         let long = try Revocation.make(
             node: node,
             name: "x",
             reason: "a" + String(repeating: "é", count: 300),
             at: 2,
             by: by,
+            keeping: [node: 1],
             authority: authority
+        )[0]
+        #expect(
+            ClusterStatement.revocation(long).key != ClusterStatement.revocation(revocation).key,
+            "two revocations of a node (by two admitting machines) are both kept: each cut is whole on its own"
         )
-        #expect(ClusterStatement.revocation(long).key == ClusterStatement.revocation(revocation).key)
         #expect(long.reason.utf8.count <= Revocation.maxReasonBytes && long.isSigned(by: authority.trust))
         #expect(ClusterStatement(encoded: ClusterStatement.revocation(long).encoded) == .revocation(long))
+    }
+
+    /// A node with many writer ids (one per reboot) gets a cut in parts, each a signed statement
+    /// that fits a hello, with every writer in exactly one part.
+    @Test func aLongCutComesInParts() throws {
+        let node = NodeKey().nodeID
+        var counters: [NodeID: UInt64] = [:]
+        for i in 0..<400 { counters[.writer(for: node)] = UInt64(i + 1) }
+        let parts = try Revocation.make(
+            node: node,
+            name: "laptop",
+            reason: String(repeating: "r", count: 300),
+            at: 3,
+            by: node,
+            keeping: counters,
+            authority: authority
+        )
+        #expect(parts.count == 3 && parts.allSatisfy { $0.cut?.parts == 3 })
+        #expect(Set(parts.map { ClusterStatement.revocation($0).key }).count == 3, "each part is kept")
+        var named: [NodeID: UInt64] = [:]
+        for part in parts {
+            let statement = ClusterStatement.revocation(part)
+            #expect(statement.encoded.count < 4096, "a part fits a hello statement")
+            #expect(part.isSigned(by: authority.trust))
+            named.merge(part.cut?.counters ?? [:]) { _, _ in
+                Issue.record("a writer in two parts")
+                return 0
+            }
+        }
+        #expect(named == counters)
+        expectTamperEvident(.revocation(parts[1]))
+    }
+
+    /// A revocation made by a protocol 1.3 node (kind 1, no cut) still reads and verifies.
+    @Test func aRevocationWithoutACutStillCounts() throws {
+        let node = NodeKey().nodeID
+        let message = Revocation.signedBytes(
+            cluster: authority.clusterID,
+            node: node,
+            name: "old",
+            reason: "r",
+            at: 4,
+            by: node,
+            cut: nil
+        )
+        let legacy = Revocation(
+            node: node,
+            name: "old",
+            reason: "r",
+            at: 4,
+            by: node,
+            cut: nil,
+            signature: try ClusterStatement.sign(message, with: authority)
+        )
+        let statement = ClusterStatement.revocation(legacy)
+        #expect(statement.encoded.first == 1 && statement.key.first == 1)
+        #expect(ClusterStatement(encoded: statement.encoded) == statement && legacy.isSigned(by: authority.trust))
+        expectTamperEvident(statement)
     }
 
     @Test func onlyTheAuthoritysAdmitterSetsCount() throws {

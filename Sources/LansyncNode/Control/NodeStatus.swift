@@ -28,6 +28,9 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var changes: Changes?
     /// Permanent errors: this node's changes the relay refused (and overruled).
     public var rejected: [Rejection]
+    /// Writes of revoked nodes made after their revocation's cut, which this replica refused
+    /// (overruled, by this node or another member), newest first.
+    public var revokedWrites: [Rejection]
     /// Connections refused for their certificate since the node started, newest first (empty
     /// without a running node).
     public var refused: [Refusal]
@@ -48,6 +51,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         peers: [Peer],
         changes: Changes?,
         rejected: [Rejection],
+        revokedWrites: [Rejection] = [],
         refused: [Refusal] = []
     ) {
         self.nodeID = nodeID
@@ -65,6 +69,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         self.peers = peers
         self.changes = changes
         self.rejected = rejected
+        self.revokedWrites = revokedWrites
         self.refused = refused
     }
 
@@ -231,7 +236,8 @@ public struct NodeStatus: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case nodeID = "node_id", name, clusterID = "cluster_id", running, listen, mdns, items, deleted, conflicts
-        case digest, damaged, versionVector = "version_vector", peers, changes, rejected, refused
+        case digest, damaged, versionVector = "version_vector", peers, changes, rejected
+        case revokedWrites = "revoked_writes", refused
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -252,6 +258,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         try c.encode(peers, forKey: .peers)
         try c.encode(changes, forKey: .changes)
         try c.encode(rejected, forKey: .rejected)
+        try c.encode(revokedWrites, forKey: .revokedWrites)
         try c.encode(refused, forKey: .refused)
     }
 }

@@ -128,6 +128,14 @@ public enum StatusReport {
                     reason: $0.reason
                 )
             },
+            revokedWrites: try store.revokedWriteRejections().map {
+                NodeStatus.Rejection(
+                    id: $0.item.rawValue,
+                    field: $0.field.rawValue,
+                    counter: $0.counter,
+                    reason: $0.reason
+                )
+            },
             refused: refused
         )
     }

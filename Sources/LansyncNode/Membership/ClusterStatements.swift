@@ -3,23 +3,37 @@ import LansyncIdentity
 import LansyncStore
 import NIOConcurrencyHelpers
 
-/// The cluster statements a node holds (revocations, and the latest set of admitting machines),
-/// in memory for the checks every session makes and in the replica (table `statement`) across
-/// restarts. Only statements the cluster's authority signed are ever kept: a peer's forged or
-/// damaged ones are dropped.
+/// The cluster statements a node holds (revocations with their write cuts, and the latest set of
+/// admitting machines), in memory for the checks every session makes and in the replica (table
+/// `statement`) across restarts. Only statements the cluster's authority signed are ever kept: a
+/// peer's forged or damaged ones are dropped.
 final class ClusterStatements: Sendable {
     /// What a reading or a peer's hello brought that this node did not hold.
     struct News: Sendable {
         var revocations: [Revocation] = []
         /// A set of admitting machines newer than the one held.
         var admitters: AdmitterSet?
-        var isEmpty: Bool { revocations.isEmpty && admitters == nil }
+        /// The writes revocations refuse changed (a cut is complete now): what the replica holds
+        /// must be checked against ``ClusterStatements/revokedWriters``.
+        var cutsChanged = false
+        var isEmpty: Bool { revocations.isEmpty && admitters == nil && !cutsChanged }
+    }
+
+    private struct Held {
+        /// Each revoked node's first revocation (for the refusal's words).
+        var revoked: [NodeID: Revocation] = [:]
+        /// Every revocation statement, by its key: what hellos carry on.
+        var revocationRecords: [[UInt8]: [UInt8]] = [:]
+        /// The parts of each cut held so far, by ``Revocation/cutID``.
+        var cutParts: [[UInt8]: [Int: Revocation]] = [:]
+        var admitters: AdmitterSet?
+        var writers = RevokedWriters()
     }
 
     let store: ReplicaStore
     let io: BlockingIO
     let trust: ClusterCertificate
-    private let held = NIOLockedValueBox<(revoked: [NodeID: Revocation], admitters: AdmitterSet?)>(([:], nil))
+    private let held = NIOLockedValueBox(Held())
     /// The binary forms already judged (held, or refused), so that a record is verified once:
     /// every hello and every nudge brings them all again.
     private let seen = NIOLockedValueBox<Set<[UInt8]>>([])
@@ -36,10 +50,14 @@ final class ClusterStatements: Sendable {
     /// The latest set of admitting machines, if one was ever made.
     var admitters: AdmitterSet? { held.withLockedValue { $0.admitters } }
 
-    /// What a hello carries: every revocation, and the latest admitter set.
+    /// The writes the revocations held refuse: each revoked node's, after its cut (once every
+    /// part of the cut is held).
+    var revokedWriters: RevokedWriters { held.withLockedValue { $0.writers } }
+
+    /// What a hello carries: every revocation (each part of each cut), and the latest admitter set.
     var records: [[UInt8]] {
         held.withLockedValue { held in
-            held.revoked.values.sorted { $0.node < $1.node }.map { ClusterStatement.revocation($0).encoded }
+            held.revocationRecords.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
                 + (held.admitters.map { [ClusterStatement.admitters($0).encoded] } ?? [])
         }
     }
@@ -75,16 +93,62 @@ final class ClusterStatements: Sendable {
             for statement in statements {
                 switch statement {
                 case .revocation(let revocation):
-                    guard held.revoked[revocation.node] == nil else { continue }
-                    held.revoked[revocation.node] = revocation
-                    news.revocations.append(revocation)
+                    guard held.revocationRecords[statement.key] == nil else { continue }
+                    held.revocationRecords[statement.key] = statement.encoded
+                    if held.revoked[revocation.node] == nil {
+                        held.revoked[revocation.node] = revocation
+                        news.revocations.append(revocation)
+                    }
+                    if let cut = revocation.cut {
+                        held.cutParts[revocation.cutID, default: [:]][cut.part] = revocation
+                        news.cutsChanged = news.cutsChanged || held.cutParts[revocation.cutID]?.count == cut.parts
+                    }
                 case .admitters(let set):
                     guard set.at > held.admitters?.at ?? 0 else { continue }
                     held.admitters = set
                     news.admitters = set
                 }
             }
+            if news.cutsChanged { held.writers = Self.writers(held.cutParts, revoked: held.revoked) }
             return news
         }
+    }
+
+    /// The complete cuts, as ``RevokedWriters``: a cut counts once every part is held. Two
+    /// admitting machines may each have revoked a node: their cuts join (a write either kept
+    /// stays), so every member refuses the same writes whichever it heard first.
+    private static func writers(_ cuts: [[UInt8]: [Int: Revocation]], revoked: [NodeID: Revocation]) -> RevokedWriters {
+        var counters: [NodeID: [NodeID: UInt64]] = [:]
+        for parts in cuts.values {
+            guard let first = parts.values.first, let count = first.cut?.parts, parts.count == count,
+                (0..<count).allSatisfy({ parts[$0] != nil })
+            else { continue }
+            for part in parts.values {
+                counters[first.node, default: [:]].merge(part.cut?.counters ?? [:]) { max($0, $1) }
+            }
+        }
+        return RevokedWriters(
+            counters.compactMap { node, counters in
+                guard let revocation = revoked[node] else { return nil }
+                return RevokedWriters.Cut(node: node, counters: counters, reason: Self.reason(revocation))
+            }
+        )
+    }
+
+    /// When a cut is new (`news`), overrules what the replica already holds of the writes it
+    /// refuses (taken in before the revocation was); returns how many fields and items changed.
+    @discardableResult
+    func overruleRevokedWrites(news: News) async -> Int {
+        guard news.cutsChanged else { return 0 }
+        let store = self.store
+        let writers = revokedWriters
+        return
+            (try? await io.run { try store.overruleRevokedWrites(writers, wallMilliseconds: WallClock.milliseconds) })
+            ?? 0
+    }
+
+    /// The words a refused write's overrule carries (storage finds them by their start).
+    static func reason(_ revocation: Revocation) -> String {
+        "written by revoked node \(revocation.node.short)\(revocation.name.isEmpty ? "" : " (\(revocation.name))") after its revocation at \(WallClock.iso8601(milliseconds: revocation.at))\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
     }
 }

@@ -34,7 +34,7 @@ public enum OneShotSync {
         // Revocations count here as in a node: a revoked peer gets nothing, and the statements
         // travel both ways in the hellos.
         let statements = ClusterStatements(store: store, io: io, trust: identity.trust)
-        _ = await statements.reload()
+        await statements.overruleRevokedWrites(news: await statements.reload())
         var results: [Result] = []
         for peer in peers {
             let result: Result = await withTaskGroup(of: Result?.self) { group in
@@ -61,13 +61,16 @@ public enum OneShotSync {
                         config.statements = statements.records
                         var observer = SessionObserver()
                         observer.progress = { progress(peer, $0) }
-                        observer.peerReady = { hello in _ = await statements.learn(hello.statements) }
+                        observer.peerReady = { hello in
+                            await statements.overruleRevokedWrites(news: await statements.learn(hello.statements))
+                        }
                         let outcome = await SessionRunner(
                             store: store,
                             io: io,
                             hub: hub,
                             config: config,
-                            observer: observer
+                            observer: observer,
+                            revoked: { statements.revokedWriters }
                         )
                         .run(connection)
                         if let hello = outcome.peer, outcome.reachedUpToDate {

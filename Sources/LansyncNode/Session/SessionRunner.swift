@@ -79,6 +79,8 @@ public struct SessionRunner: Sendable {
     let observer: SessionObserver
     /// The relay's limits, checked on every incoming field state.
     let refuse: ReplicaStore.Refusal?
+    /// The writes revocations refuse, read for every batch (a revocation may arrive mid-session).
+    let revoked: @Sendable () -> RevokedWriters
 
     public init(
         store: ReplicaStore,
@@ -86,9 +88,11 @@ public struct SessionRunner: Sendable {
         hub: ChangeHub,
         config: SessionMachine.SessionConfig,
         observer: SessionObserver = SessionObserver(),
-        refuse: ReplicaStore.Refusal? = nil
+        refuse: ReplicaStore.Refusal? = nil,
+        revoked: @escaping @Sendable () -> RevokedWriters = { RevokedWriters() }
     ) {
         self.refuse = refuse
+        self.revoked = revoked
         self.store = store
         self.io = io
         self.hub = hub
@@ -142,6 +146,7 @@ public struct SessionRunner: Sendable {
                             let store = self.store
                             do {
                                 let refuse = self.refuse
+                                let revoked = self.revoked()
                                 let peer = config.authenticatedPeer
                                 let incarnation = machine.peer?.writer ?? peer
                                 let (changed, version) = try await io.run {
@@ -150,7 +155,8 @@ public struct SessionRunner: Sendable {
                                         from: peer,
                                         incarnation: incarnation,
                                         wallMilliseconds: WallClock.milliseconds,
-                                        refuse: refuse
+                                        refuse: refuse,
+                                        revoked: revoked
                                     )
                                     return (changed, changed > 0 ? try store.versionVector() : nil)
                                 }

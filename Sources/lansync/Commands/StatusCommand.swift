@@ -61,6 +61,12 @@ struct StatusCommand: ParsableCommand {
             )
             for r in status.rejected.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
         }
+        if !status.revokedWrites.isEmpty {
+            lines.append(
+                "REVOKED  \(status.revokedWrites.count) writes of revoked machines, made after their revocation, were refused (the fields keep their earlier values; 'lansync history' shows both):"
+            )
+            for r in status.revokedWrites.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
+        }
         if !status.refused.isEmpty {
             lines.append("REFUSED  connections refused for their certificate:")
             for r in status.refused.prefix(5) {

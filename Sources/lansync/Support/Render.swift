@@ -65,7 +65,9 @@ enum Render {
         switch write {
         case .assign(let value): return "= " + human(json: value.jsonText, width: 200)
         case let .overrule(kept, _, reason):
-            return "relay kept " + human(json: kept.jsonText, width: 60) + " (" + reason + ")"
+            // The relay overrules a change over its limits; any member overrules a revoked
+            // node's writes: the reason says which.
+            return "refused, kept " + human(json: kept.jsonText, width: 60) + " (" + reason + ")"
         case .list(let change):
             var parts: [String] = []
             if change.replaced { parts.append("= [list]") }
