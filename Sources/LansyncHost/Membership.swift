@@ -143,6 +143,9 @@ extension DataDirectory {
         public let revocation: Revocation?
         /// Set when this machine admitted it with an invite: when (Unix ms).
         public let admittedHere: UInt64?
+        /// Its admission, if it joined with an invite and the admission reached this machine:
+        /// when (Unix ms) and which admitting machine let it in.
+        public let admission: Admission?
         /// Unix ms of the last time both sides were up to date, if they ever were.
         public let lastSync: UInt64?
         /// Whether it is one of the admitting machines the latest `cluster admitters` named; nil
@@ -151,10 +154,15 @@ extension DataDirectory {
     }
 
     /// The cluster statements this replica holds that its authority signed.
-    func statements(store: ReplicaStore) throws -> (revoked: [NodeID: Revocation], admitters: AdmitterSet?) {
+    func statements(
+        store: ReplicaStore
+    ) throws -> (
+        revoked: [NodeID: Revocation], admitters: AdmitterSet?, admissions: [NodeID: Admission]
+    ) {
         let trust = try clusterCertificate()
         var revoked: [NodeID: Revocation] = [:]
         var admitters: AdmitterSet?
+        var admissions: [NodeID: Admission] = [:]
         for record in try store.statementRecords() {
             guard let statement = ClusterStatement(encoded: record), statement.isSigned(by: trust) else { continue }
             switch statement {
@@ -162,16 +170,18 @@ extension DataDirectory {
                 if revoked[revocation.node] == nil { revoked[revocation.node] = revocation }
             case .admitters(let set):
                 if set.at > admitters?.at ?? 0 { admitters = set }
+            case .admission(let admission):
+                if admissions[admission.node] == nil { admissions[admission.node] = admission }
             }
         }
-        return (revoked, admitters)
+        return (revoked, admitters, admissions)
     }
 
     /// Every member this replica knows of: itself, the peers it met, the machines it admitted,
-    /// and the revoked, with the revoked ones' reasons.
+    /// those whose admission reached it, and the revoked, with the revoked ones' reasons.
     public func members(store: ReplicaStore) throws -> [Member] {
         let info = try store.info()
-        let (revoked, admitters) = try statements(store: store)
+        let (revoked, admitters, admissions) = try statements(store: store)
         var peers: [NodeID: PeerRecord] = [:]
         for peer in try store.peers() where peers[peer.nodeID] == nil { peers[peer.nodeID] = peer }
         var admitted: [NodeID: (name: String?, at: UInt64)] = [:]
@@ -179,15 +189,19 @@ extension DataDirectory {
             if let node = invite.usedBy, let at = invite.usedAt { admitted[node] = (invite.name, at) }
         }
         let ids = Set([info.nodeID]).union(peers.keys).union(admitted.keys).union(revoked.keys)
+            .union(admissions.keys)
         let members = ids.map { id -> Member in
             let name: String? =
-                id == info.nodeID ? info.nodeName : peers[id]?.name ?? admitted[id]?.name ?? revoked[id]?.name
+                id == info.nodeID
+                ? info.nodeName
+                : peers[id]?.name ?? admitted[id]?.name ?? admissions[id]?.name ?? revoked[id]?.name
             return Member(
                 nodeID: id,
                 name: name,
                 isThisNode: id == info.nodeID,
                 revocation: revoked[id],
                 admittedHere: admitted[id]?.at,
+                admission: admissions[id],
                 lastSync: peers[id]?.lastSync,
                 admits: admitters.map { $0.nodes.contains(id) }
             )
@@ -251,6 +265,7 @@ extension DataDirectory {
                 isThisNode: false,
                 revocation: nil,
                 admittedHere: nil,
+                admission: nil,
                 lastSync: nil,
                 admits: nil
             )

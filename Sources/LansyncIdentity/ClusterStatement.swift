@@ -7,19 +7,21 @@ import X509
 /// set of machines that may hold the authority's key (Docs/SECURITY.md).
 ///
 /// Kinds: 1, a revocation without a write cut (made by protocol 1.3 nodes); 2, a set of
-/// admitting machines; 3, a revocation with its write cut (one part of it).
+/// admitting machines; 3, a revocation with its write cut (one part of it); 4, an admission.
 ///
 /// A node keeps only statements its own authority signed; a peer's forged or damaged ones are
 /// dropped. Revocations accumulate; of the admitter sets, the latest counts.
 public enum ClusterStatement: Sendable, Hashable {
     case revocation(Revocation)
     case admitters(AdmitterSet)
+    case admission(Admission)
 
     /// The binary form: a kind byte, then the statement's own.
     public var encoded: [UInt8] {
         switch self {
         case .revocation(let revocation): [revocation.cut == nil ? 1 : 3] + revocation.encoded
         case .admitters(let set): [2] + set.encoded
+        case .admission(let admission): [4] + admission.encoded
         }
     }
 
@@ -35,6 +37,9 @@ public enum ClusterStatement: Sendable, Hashable {
         case 2:
             guard let s = AdmitterSet(encoded: body) else { return nil }
             self = .admitters(s)
+        case 4:
+            guard let a = Admission(encoded: body) else { return nil }
+            self = .admission(a)
         default: return nil
         }
     }
@@ -43,6 +48,7 @@ public enum ClusterStatement: Sendable, Hashable {
         switch self {
         case .revocation(let revocation): revocation.isSigned(by: trust)
         case .admitters(let set): set.isSigned(by: trust)
+        case .admission(let admission): admission.isSigned(by: trust)
         }
     }
 
@@ -60,6 +66,7 @@ public enum ClusterStatement: Sendable, Hashable {
                 [1] + revocation.node.bytes
             }
         case .admitters(let set): [2] + Array(SHA256.hash(data: set.signature).prefix(16))
+        case .admission(let admission): [4] + admission.node.bytes
         }
     }
 

@@ -54,8 +54,15 @@ public final class Node: Sendable {
         registry = PeerRegistry(store: store, io: io, localNode: info.nodeID, log: log)
         authority =
             options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
-        joinDesk = JoinDesk(store: store, io: io, admitting: options.admitting, log: log)
         statements = ClusterStatements(store: store, io: io, trust: identity.trust)
+        joinDesk = JoinDesk(
+            store: store,
+            io: io,
+            me: info.nodeID,
+            statements: statements,
+            admitting: options.admitting,
+            log: log
+        )
     }
 
     /// Runs until the calling task is cancelled. `ready` is called with the bound port.
@@ -340,8 +347,8 @@ public final class Node: Sendable {
     }
 
     /// Acts on cluster statements new to this node: logs each revocation and closes the revoked
-    /// peer's session, applies a new admitter set, then reopens every other session so that their
-    /// hellos carry the news on.
+    /// peer's session, overrules the revoked nodes' writes it holds beyond their cuts, applies a
+    /// new admitter set, then reopens every other session so that their hellos carry the news on.
     func statementsLearned(_ news: ClusterStatements.News) async {
         guard !news.isEmpty else { return }
         if let admitters = news.admitters { await admittersChanged(admitters) }
@@ -359,6 +366,8 @@ public final class Node: Sendable {
             )
             await registry.refuse(revocation.node, error: "revoked at \(when)")
         }
+        // Admissions alone are not urgent: they travel with the next sessions.
+        guard !news.revocations.isEmpty || news.admitters != nil || news.cutsChanged else { return }
         await registry.reopenAll()
     }
 

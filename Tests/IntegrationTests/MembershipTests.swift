@@ -51,7 +51,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: cli.path("c/replica.sqlite")))
 
         // The joined machine syncs both ways.
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        var b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         defer { b.stop() }
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "from-a", "title=made on a"])
         try await cli.ok(["add", "--dir", cli.path("b"), "--id", "from-b", "title=made on b"])
@@ -66,6 +66,28 @@ import Testing
         let viaB = try await cli.run(["join", other, "--dir", cli.path("d"), "--address", "127.0.0.1:\(ports[1])"])
         #expect(viaB.status != 0 && viaB.stderr.contains("cannot admit others"), "\(viaB.stderr)")
         #expect(!FileManager.default.fileExists(atPath: cli.path("d")))
+
+        // A machine b never meets: its admission, signed by a, reaches b at b's next session,
+        // and b lists it with who admitted it.
+        let (forE, _) = try await invite(cli, "a")
+        try await cli.ok(["join", forE, "--dir", cli.path("e"), "--name", "e"])
+        b.stop()
+        b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        guard case .string(let aNode)? = try await cli.status(cli.path("a"))["node_id"] else { return }
+        var listed: JSON?
+        for _ in 0..<100 where listed == nil {
+            let members = try JSON(parsing: try await cli.ok(["members", "--dir", cli.path("b"), "--json"]))
+            if case .array(let list) = members { listed = list.first { $0["name"] == .string("e") } }
+            if listed == nil { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(listed?["admitted_by"] == .string(aNode), "\(listed?.text ?? "e is not listed on b")")
+        #expect(listed?["state"] == .string("active") && listed?["admitted_at"] != .null)
+        #expect(try await cli.ok(["members", "--dir", cli.path("b")]).contains("by a"))
+        guard case .array(let inStatus)? = try await cli.status(cli.path("b"))["members"] else {
+            Issue.record("status --json has no members array")
+            return
+        }
+        #expect(inStatus.contains { $0["name"] == .string("e") && $0["admitted_by"] == .string(aNode) })
         #expect(a.isRunning && b.isRunning)
     }
 

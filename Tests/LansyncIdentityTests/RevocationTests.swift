@@ -132,6 +132,18 @@ import Testing
         expectTamperEvident(statement)
     }
 
+    @Test func onlyTheAuthoritysAdmissionsCount() throws {
+        let node = NodeKey().nodeID
+        let by = NodeKey().nodeID
+        let admission = try Admission.make(node: node, name: "garage", at: 9, by: by, authority: authority)
+        #expect(admission.isSigned(by: authority.trust) && !admission.isSigned(by: other.trust))
+        let forged = try Admission.make(node: node, name: "garage", at: 9, by: by, authority: other)
+        #expect(!forged.isSigned(by: authority.trust))
+        expectTamperEvident(.admission(admission))
+        let later = try Admission.make(node: node, name: "again", at: 10, by: by, authority: authority)
+        #expect(ClusterStatement.admission(later).key == ClusterStatement.admission(admission).key, "the first stays")
+    }
+
     @Test func onlyTheAuthoritysAdmitterSetsCount() throws {
         let kitchen = NodeKey().nodeID
         let relay = NodeKey().nodeID

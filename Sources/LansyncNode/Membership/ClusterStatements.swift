@@ -16,7 +16,9 @@ final class ClusterStatements: Sendable {
         /// The writes revocations refuse changed (a cut is complete now): what the replica holds
         /// must be checked against ``ClusterStatements/revokedWriters``.
         var cutsChanged = false
-        var isEmpty: Bool { revocations.isEmpty && admitters == nil && !cutsChanged }
+        /// Machines whose admission is new here (kept, and passed on; nothing to act on).
+        var admissions: [Admission] = []
+        var isEmpty: Bool { revocations.isEmpty && admitters == nil && !cutsChanged && admissions.isEmpty }
     }
 
     private struct Held {
@@ -27,6 +29,8 @@ final class ClusterStatements: Sendable {
         /// The parts of each cut held so far, by ``Revocation/cutID``.
         var cutParts: [[UInt8]: [Int: Revocation]] = [:]
         var admitters: AdmitterSet?
+        /// Each admitted machine's first admission, in its binary form.
+        var admissions: [NodeID: [UInt8]] = [:]
         var writers = RevokedWriters()
     }
 
@@ -54,12 +58,22 @@ final class ClusterStatements: Sendable {
     /// part of the cut is held).
     var revokedWriters: RevokedWriters { held.withLockedValue { $0.writers } }
 
-    /// What a hello carries: every revocation (each part of each cut), and the latest admitter set.
+    /// What a hello carries: every revocation (each part of each cut), the latest admitter set,
+    /// and every admission.
     var records: [[UInt8]] {
         held.withLockedValue { held in
             held.revocationRecords.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
                 + (held.admitters.map { [ClusterStatement.admitters($0).encoded] } ?? [])
+                + held.admissions.sorted { $0.key < $1.key }.map(\.value)
         }
+    }
+
+    /// Keeps a statement this node made itself (an admission, when its join desk lets a machine
+    /// in), in the replica and for the next hellos.
+    func add(_ statement: ClusterStatement) async {
+        _ = adopt([statement])
+        let store = self.store
+        _ = try? await io.run { try store.addStatements([(statement.key, statement.encoded)]) }
     }
 
     /// Reads what the replica holds (at start, and after `lansync revoke` or `cluster admitters`
@@ -107,6 +121,11 @@ final class ClusterStatements: Sendable {
                     guard set.at > held.admitters?.at ?? 0 else { continue }
                     held.admitters = set
                     news.admitters = set
+                case .admission(let admission):
+                    // Nothing to act on: it only tells people who let a member in.
+                    guard held.admissions[admission.node] == nil else { continue }
+                    held.admissions[admission.node] = statement.encoded
+                    news.admissions.append(admission)
                 }
             }
             if news.cutsChanged { held.writers = Self.writers(held.cutParts, revoked: held.revoked) }

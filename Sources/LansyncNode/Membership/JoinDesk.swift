@@ -18,6 +18,10 @@ import NIOCore
 final class JoinDesk: Sendable {
     let store: ReplicaStore
     let io: BlockingIO
+    /// This node, which signs the admissions it grants as their maker.
+    let me: NodeID
+    /// Where an admission goes, to travel to every member.
+    let statements: ClusterStatements
     private let authority: NIOLockedValueBox<ClusterSecret?>
     let log: @Sendable (String) -> Void
     private let active = NIOLockedValueBox(0)
@@ -31,9 +35,18 @@ final class JoinDesk: Sendable {
     /// How long a joiner has to send its request.
     static let requestTimeout: Duration = .seconds(10)
 
-    init(store: ReplicaStore, io: BlockingIO, admitting: ClusterSecret?, log: @escaping @Sendable (String) -> Void) {
+    init(
+        store: ReplicaStore,
+        io: BlockingIO,
+        me: NodeID,
+        statements: ClusterStatements,
+        admitting: ClusterSecret?,
+        log: @escaping @Sendable (String) -> Void
+    ) {
         self.store = store
         self.io = io
+        self.me = me
+        self.statements = statements
         authority = NIOLockedValueBox(admitting)
         self.log = log
     }
@@ -127,9 +140,12 @@ final class JoinDesk: Sendable {
                     certificate: try admitting.issueCertificate(forPublicKeyDER: request.publicKey),
                     authority: try admitting.trust.der()
                 )
-                log(
-                    "admitted node \(node.short) (\(request.name.isEmpty ? invite.name ?? "unnamed" : request.name)) from \(address) with an invite"
-                )
+                let name = request.name.isEmpty ? invite.name ?? "" : request.name
+                log("admitted node \(node.short) (\(name.isEmpty ? "unnamed" : name)) from \(address) with an invite")
+                // Every member learns who let it in (in the hellos, like a revocation).
+                if let admission = try? Admission.make(node: node, name: name, at: now, by: me, authority: admitting) {
+                    await statements.add(.admission(admission))
+                }
                 return .joinAccepted(accepted)
             } catch {
                 log("join from \(address): cannot issue a certificate: \(error)")

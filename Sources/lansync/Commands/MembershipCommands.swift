@@ -155,51 +155,39 @@ struct RevokeCommand: ParsableCommand {
 struct MembersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "members",
-        abstract: "List the members this machine knows: active or revoked (with why and when), and which it admitted.",
+        abstract: "List the members this machine knows: active or revoked (with why and when), and who admitted them.",
         discussion:
-            "A machine knows the peers it met or heard of, the machines it admitted, and every revocation it holds."
+            "A machine knows the peers it met or heard of, every machine that joined with an invite (each admission is signed and travels with every sync), and every revocation it holds."
     )
 
     @OptionGroup var data: DataDirectoryOptions
     @Flag(
         help:
-            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, admits, last_sync."
+            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, admitted_at, admitted_by, admits, last_sync."
     )
     var json = false
 
     func run() throws {
         let directory = data.directory
         let members = try directory.members(store: try directory.open())
-        let time = { (ms: UInt64?) in ms.map { WallClock.iso8601(milliseconds: $0) } }
+        let time = Self.time(_:)
         if json {
-            let array: JSON = .array(
-                members.map { m in
-                    .object([
-                        ("node_id", .string(m.nodeID.text)),
-                        ("name", m.name.map(JSON.string) ?? .null),
-                        ("this_node", .bool(m.isThisNode)),
-                        ("state", .string(m.revocation == nil ? "active" : "revoked")),
-                        ("revoked_at", time(m.revocation?.at).map(JSON.string) ?? .null),
-                        ("revoked_by", m.revocation.map { .string($0.by.text) } ?? .null),
-                        ("reason", m.revocation.map { .string($0.reason) } ?? .null),
-                        ("admitted_here_at", time(m.admittedHere).map(JSON.string) ?? .null),
-                        ("admits", m.admits.map(JSON.bool) ?? .null),
-                        ("last_sync", time(m.lastSync).map(JSON.string) ?? .null),
-                    ])
-                }
-            )
-            print(array.text)
+            print(Self.json(members).text)
             return
         }
-        var rows = [["NODE", "NAME", "STATE", "ADMITS", "SINCE", "ADMITTED HERE", "LAST SYNC"]]
+        var rows = [["NODE", "NAME", "STATE", "ADMITS", "SINCE", "ADMITTED", "LAST SYNC"]]
+        let names = Dictionary(members.map { ($0.nodeID, $0.name ?? $0.nodeID.short) }) { a, _ in a }
         for m in members {
+            let admitted = m.admission.map { a in
+                "\(time(a.at)?.prefix(16) ?? "-") by \(a.by == m.nodeID ? "itself" : names[a.by] ?? a.by.short)"
+            }
             let state =
                 m.revocation.map { "revoked" + ($0.reason.isEmpty ? "" : ": \($0.reason)") }
                 ?? (m.isThisNode ? "active (this node)" : "active")
             rows.append([
                 m.nodeID.short, m.name ?? "?", state, m.admits.map { $0 ? "yes" : "no" } ?? "-",
                 String((time(m.revocation?.at) ?? "-").prefix(19)),
-                String((time(m.admittedHere) ?? "-").prefix(19)),
+                admitted ?? String((time(m.admittedHere) ?? "-").prefix(16)),
                 String((time(m.lastSync) ?? "-").prefix(19)),
             ])
         }
@@ -212,6 +200,30 @@ struct MembersCommand: ParsableCommand {
                 .joined(separator: "  ")
             )
         }
+    }
+
+    static func time(_ ms: UInt64?) -> String? { ms.map { WallClock.iso8601(milliseconds: $0) } }
+
+    /// The JSON form of the members (`members --json`, and `status --json`'s `members`).
+    static func json(_ members: [DataDirectory.Member]) -> JSON {
+        .array(
+            members.map { m in
+                .object([
+                    ("node_id", .string(m.nodeID.text)),
+                    ("name", m.name.map(JSON.string) ?? .null),
+                    ("this_node", .bool(m.isThisNode)),
+                    ("state", .string(m.revocation == nil ? "active" : "revoked")),
+                    ("revoked_at", time(m.revocation?.at).map(JSON.string) ?? .null),
+                    ("revoked_by", m.revocation.map { .string($0.by.text) } ?? .null),
+                    ("reason", m.revocation.map { .string($0.reason) } ?? .null),
+                    ("admitted_here_at", time(m.admittedHere).map(JSON.string) ?? .null),
+                    ("admitted_at", time(m.admission?.at).map(JSON.string) ?? .null),
+                    ("admitted_by", m.admission.map { .string($0.by.text) } ?? .null),
+                    ("admits", m.admits.map(JSON.bool) ?? .null),
+                    ("last_sync", time(m.lastSync).map(JSON.string) ?? .null),
+                ])
+            }
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import LansyncCore
 import LansyncHost
+import LansyncJSON
 import LansyncNode
 import LansyncStore
 
@@ -20,11 +21,13 @@ struct StatusCommand: ParsableCommand {
         let directory = data.directory
         let store = try directory.open()
         let status = try directory.status(of: store)
+        // Membership as this directory holds it (the running node keeps the same files).
+        let members = (try? directory.members(store: store)) ?? []
         if json {
-            print(status.json)
+            // The node's status, and the members as `members --json` lists them.
+            guard case .object(let pairs) = try JSON(parsing: status.json) else { return print(status.json) }
+            print(JSON.object(pairs + [("members", MembersCommand.json(members))]).text)
         } else {
-            // Membership as this directory holds it (the running node keeps the same files).
-            let members = (try? directory.members(store: store)) ?? []
             let revoked = members.filter { $0.revocation != nil }
             var line = "\(members.count) known"
             if !revoked.isEmpty {
