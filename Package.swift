@@ -99,7 +99,7 @@ let package = Package(
             name: "LansyncHost",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
-                "LansyncWire",
+                "LansyncWire", "LansyncDiscovery",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -111,7 +111,7 @@ let package = Package(
             name: "lansync",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
-                "LansyncWire", "LansyncDiscovery", "LansyncHost",
+                "LansyncWire", "LansyncDiscovery", "LansyncDiscovery", "LansyncHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

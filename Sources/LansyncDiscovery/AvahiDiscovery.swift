@@ -1,12 +1,13 @@
 import CAvahi
 import Foundation
-import LansyncCore
+public import LansyncCore
 
 /// mDNS/DNS-SD through the system's Avahi daemon (libavahi-client, over D-Bus).
 ///
 /// Publishes `_lansync._tcp` with our TXT record, browses for the same type, resolves what it finds,
 /// and reports peers of our cluster (never ourselves; a service without our TXT keys is ignored
-/// without error). It survives the daemon: absent at start, it says so once and keeps waiting
+/// without error). ``browse(cluster:protocolMajor:)`` only browses: a machine joining with an
+/// invite looks for the nodes of the cluster the code names. It survives the daemon: absent at start, it says so once and keeps waiting
 /// (`AVAHI_CLIENT_NO_FAIL`); when the daemon restarts, it re-publishes and re-browses; without
 /// D-Bus at all it retries every few seconds.
 ///
@@ -15,7 +16,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     // @unchecked Sendable, and why it is safe: every mutable property below is read or written
     // only (a) inside Avahi callbacks, which the threaded poll runs on its thread while holding
     // its lock, or (b) in stop and the retry task, which take `lifecycle` and then that same
-    // poll lock (`avahi_threaded_poll_lock`) — or (c) in start before the poll thread runs, and
+    // poll lock (`avahi_threaded_poll_lock`) — or (c) in start or browse before the poll thread runs, and
     // in stop after `stopped` is set under both locks and the thread has been stopped. The retry
     // task holds `lifecycle` from reading `poll` until it is done with it, so stop cannot free
     // the poll under it. Lock order is always lifecycle, then poll; callbacks take neither.
@@ -25,6 +26,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private var group: OpaquePointer?
     private var browser: OpaquePointer?
     private var advertisement: Advertisement?
+    /// Which resolved services are reported: node, cluster, protocol major.
+    private var accepts: (@Sendable (NodeID, NodeID, UInt32) -> Bool)?
     private var serviceName = ""
     private var continuation: AsyncStream<DiscoveryEvent>.Continuation?
     private var nodesByService: [String: NodeID] = [:]
@@ -37,10 +40,27 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     deinit { stop() }
 
     public func start(_ advertisement: Advertisement) -> AsyncStream<DiscoveryEvent> {
-        let (stream, continuation) = AsyncStream<DiscoveryEvent>.makeStream(bufferingPolicy: .unbounded)
         self.advertisement = advertisement
-        self.continuation = continuation
         serviceName = "lansync-\(advertisement.nodeID.text)"
+        return begin { node, cluster, proto in
+            cluster == advertisement.clusterID && node != advertisement.nodeID
+                && proto == advertisement.protocolMajor
+        }
+    }
+
+    /// Browses without publishing anything, and reports the nodes whose cluster id `cluster`
+    /// accepts and that speak `protocolMajor`.
+    public func browse(
+        cluster: @escaping @Sendable (NodeID) -> Bool,
+        protocolMajor: UInt32
+    ) -> AsyncStream<DiscoveryEvent> {
+        begin { _, id, proto in cluster(id) && proto == protocolMajor }
+    }
+
+    private func begin(_ accepts: @escaping @Sendable (NodeID, NodeID, UInt32) -> Bool) -> AsyncStream<DiscoveryEvent> {
+        let (stream, continuation) = AsyncStream<DiscoveryEvent>.makeStream(bufferingPolicy: .unbounded)
+        self.accepts = accepts
+        self.continuation = continuation
         guard let poll = avahi_threaded_poll_new() else {
             continuation.yield(.unavailable("cannot create the Avahi event loop"))
             return stream
@@ -269,7 +289,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         _ port: UInt16,
         _ txt: UnsafeMutablePointer<AvahiStringList>?
     ) {
-        guard event == AVAHI_RESOLVER_FOUND, let name, let address, let advertisement else { return }
+        guard event == AVAHI_RESOLVER_FOUND, let name, let address, let accepts else { return }
         var entries: [String: String] = [:]
         var item = txt
         while let current = item {
@@ -283,8 +303,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             item = avahi_string_list_get_next(current)
         }
         // Strangers' services, other clusters and ourselves are ignored without a word.
-        guard let peer = Advertisement.peer(fromTXT: entries), peer.cluster == advertisement.clusterID,
-            peer.node != advertisement.nodeID, peer.proto == advertisement.protocolMajor
+        guard let peer = Advertisement.peer(fromTXT: entries), accepts(peer.node, peer.cluster, peer.proto)
         else { return }
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
         guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return }

@@ -1,5 +1,6 @@
 import Foundation
 public import LansyncCore
+import LansyncDiscovery
 public import LansyncIdentity
 public import LansyncNode
 public import LansyncStore
@@ -71,21 +72,21 @@ extension DataDirectory {
     }
 
     /// Creates this directory as a new member of the cluster the invite names: makes a key here,
-    /// asks the inviter (at `address`, or the address in the code) to certify it, and writes the
-    /// directory with the authority's certificate alone. Refuses a directory that holds a replica.
+    /// asks the inviter to certify it, and writes the directory with the authority's certificate
+    /// alone. Refuses a directory that holds a replica.
+    ///
+    /// The inviter is `address` if given, else the address in the code; if that cannot be reached
+    /// (the machine moved, or the code has none), the nodes of the code's cluster that announce
+    /// themselves on mDNS within `search`, each as it appears, until one admits this machine (the
+    /// pinned cluster is checked on each; only the machine that made the invite accepts it).
     public func join(
         code: InviteCode,
         name: String?,
         address: PeerAddress?,
-        historyLimit: Int
+        historyLimit: Int,
+        search: Duration = .seconds(6)
     ) async throws -> Initialised {
         try refuseExistingReplica()
-        guard let target = address ?? code.host.flatMap({ host in code.port.map { PeerAddress(host: host, port: $0) } })
-        else {
-            throw HostError(
-                "the invite code carries no address: give the inviting machine's with --address HOST:PORT (the address its 'lansync node' listens on)"
-            )
-        }
         let nodeName = name ?? ProcessInfo.processInfo.hostName
         let key = NodeKey()
         let request = JoinRequest(
@@ -94,20 +95,141 @@ extension DataDirectory {
             proof: code.proof(publicKey: key.publicKeyDER, name: nodeName)
         )
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let answer: Message
         do {
-            answer = try await JoinDialer.request(
+            let made = try await join(
                 request,
-                host: target.host,
-                port: target.port,
-                pins: { code.pins($0) },
+                code: code,
+                key: key,
+                name: nodeName,
+                address: address,
+                historyLimit: historyLimit,
+                search: search,
                 group: group
             )
+            try? await group.shutdownGracefully()
+            return made
         } catch {
             try? await group.shutdownGracefully()
-            throw HostError("cannot join through \(target): \(error)")
+            throw error
         }
-        try? await group.shutdownGracefully()
+    }
+
+    private func join(
+        _ request: JoinRequest,
+        code: InviteCode,
+        key: NodeKey,
+        name nodeName: String,
+        address: PeerAddress?,
+        historyLimit: Int,
+        search: Duration,
+        group: any EventLoopGroup
+    ) async throws -> Initialised {
+        let coded = code.host.flatMap { host in code.port.map { PeerAddress(host: host, port: $0) } }
+        var unreachable: [String] = []
+        if let target = address ?? coded {
+            switch await Self.ask(target, request, code: code, group: group) {
+            case .answered(let answer):
+                return try finish(
+                    answer,
+                    from: target,
+                    key: key,
+                    name: nodeName,
+                    code: code,
+                    historyLimit: historyLimit
+                )
+            case .unreachable(let why):
+                if address != nil { throw HostError("cannot join through \(target): \(why)") }
+                unreachable.append("not at \(target) (\(why))")
+            }
+        }
+        // Not where the code says (or it says nowhere): ask the cluster's nodes on the LAN, each as
+        // it appears, until one admits this machine or the time is up.
+        var refusals: [String] = []
+        let discovery = AvahiDiscovery()
+        let events = discovery.browse(cluster: { code.pins($0) }, protocolMajor: ProtocolVersion.current.major)
+        let timer = Task {
+            try? await Task.sleep(for: search)
+            discovery.stop()  // ends the events
+        }
+        defer {
+            timer.cancel()
+            discovery.stop()
+        }
+        var asked = Set(coded.map { [$0] } ?? [])
+        for await event in events {
+            guard case .found(let peer) = event else { continue }
+            let candidate = PeerAddress(host: peer.host, port: peer.port)
+            guard asked.insert(candidate).inserted else { continue }
+            switch await Self.ask(candidate, request, code: code, group: group) {
+            case .answered(.joinAccepted(let accepted)):
+                return try finish(
+                    .joinAccepted(accepted),
+                    from: candidate,
+                    key: key,
+                    name: nodeName,
+                    code: code,
+                    historyLimit: historyLimit
+                )
+            case .answered(.error(let error)):
+                refusals.append("\(candidate) refused: \(error.message)")
+            case .answered(let other):
+                refusals.append("\(candidate) answered with a \(other.kind) message")
+            case .unreachable(let why):
+                refusals.append("not at \(candidate) (\(why))")
+            }
+        }
+        let seconds = Int(search.components.seconds)
+        if refusals.isEmpty {
+            throw HostError(
+                (unreachable.isEmpty
+                    ? "the invite code carries no address, and "
+                    : "cannot reach the inviting machine: \(unreachable.joined()); and ")
+                    + "no node of its cluster announced itself on mDNS within \(seconds) s: is its 'lansync node' running? Give its address with --address HOST:PORT"
+            )
+        }
+        throw HostError(
+            "no machine admitted this one: \((unreachable + refusals).joined(separator: "; ")). Ask the inviting machine for a new code, or give its address with --address HOST:PORT"
+        )
+    }
+
+    /// What asking one machine gave: its answer, or why it could not be asked.
+    enum Attempt {
+        case answered(Message)
+        case unreachable(String)
+    }
+
+    static func ask(
+        _ target: PeerAddress,
+        _ request: JoinRequest,
+        code: InviteCode,
+        group: any EventLoopGroup
+    ) async
+        -> Attempt
+    {
+        do {
+            return .answered(
+                try await JoinDialer.request(
+                    request,
+                    host: target.host,
+                    port: target.port,
+                    pins: { code.pins($0) },
+                    group: group
+                )
+            )
+        } catch {
+            return .unreachable("\(error)")
+        }
+    }
+
+    /// Writes the new member's directory from the inviter's answer.
+    private func finish(
+        _ answer: Message,
+        from target: PeerAddress,
+        key: NodeKey,
+        name nodeName: String,
+        code: InviteCode,
+        historyLimit: Int
+    ) throws -> Initialised {
         switch answer {
         case .joinAccepted(let accepted):
             let authority = try ClusterCertificate(der: accepted.authority)

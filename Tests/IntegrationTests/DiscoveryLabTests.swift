@@ -109,6 +109,56 @@ struct DiscoveryLabTests {
         #expect(!nodes[0].logText.contains("error"), "\(nodes[0].logText)")
     }
 
+    /// Issue 16: `join` finds the inviting machine on mDNS when the code's address is stale (the
+    /// machine moved) or missing (invite made while its node was stopped), asking each node of
+    /// the pinned cluster in turn: a member that cannot admit says so, and the inviter admits.
+    @Test func aMachineJoinsThroughMDNS() async throws {
+        let lab = try Lab(hosts: 3)
+        defer { lab.down() }
+        let cli = CLI("mdns-join")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1"])
+        // Made while d1's node is stopped and with no --address: the code carries no address.
+        let (_, noAddress) = Lab.run([
+            "exec", "1", CLI.binary, "invite", "--dir", cli.path("d1"), "--name", "d3", "--json",
+        ])
+        guard case .string(let addressless)? = try JSON(parsing: noAddress)["code"] else {
+            Issue.record("invite printed no code: \(noAddress)")
+            return
+        }
+        var nodes = [try node(cli, 1)]
+        // A stale address: the machine no longer listens there.
+        let stale = try await cli.ok([
+            "invite", "--dir", cli.path("d1"), "--name", "d2", "--address", "\(Lab.address(1)):7999", "--json",
+        ])
+        guard case .string(let code)? = try JSON(parsing: stale)["code"] else {
+            Issue.record("invite printed no code: \(stale)")
+            return
+        }
+        let (joined2, out2) = Lab.run(["exec", "2", CLI.binary, "join", code, "--dir", cli.path("d2"), "--name", "d2"])
+        #expect(joined2 == 0 && out2.contains("joined cluster"), "\(out2)")
+        nodes.append(try node(cli, 2))
+        try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "hello", "title=from d1"])
+        #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
+
+        // No address at all, and d2 (which cannot admit) is on the LAN too.
+        let (joined3, out3) = Lab.run([
+            "exec", "3", CLI.binary, "join", addressless, "--dir", cli.path("d3"), "--name", "d3",
+        ])
+        #expect(joined3 == 0 && out3.contains("joined cluster"), "\(out3)")
+        nodes.append(try node(cli, 3))
+        #expect(
+            try await cli.waitForConvergence((1...3).map { cli.path("d\($0)") }, timeout: .seconds(30)) != nil,
+            "\(nodes.map(\.logText))"
+        )
+        #expect(
+            !FileManager.default.contents(atPath: cli.path("d3/cluster.pem")).map {
+                String(decoding: $0, as: UTF8.self).contains("PRIVATE KEY")
+            }!
+        )
+        for node in nodes { #expect(node.stop() == 0) }
+    }
+
     /// No daemon at start: the node says so once, keeps working, and picks mDNS up when the daemon
     /// appears; when the daemon restarts, the node publishes and browses again.
     @Test func theNodeOutlivesItsAvahiDaemon() async throws {
