@@ -50,6 +50,7 @@ if [ "$PROFILE" = short ]; then
     RESTORE_ROUNDS=2      # times each restore variant runs
     CLOCK_OFFSETS=(+1d +2y -12h)
     STRANGER_COUNT=200    # idle connections held open
+    TLS_STRANGER_COUNT=40 # more that complete TLS without a certificate (a joiner's way in)
     DAMAGE_FLIPS=3        # extra copies with random bytes flipped
     PART_CYCLES=2         # cut/heal cycles
     PART_CUT=5            # seconds host 3 stays cut off
@@ -61,6 +62,7 @@ else
     RESTORE_ROUNDS=8
     CLOCK_OFFSETS=(+10m +1d +3d +2y +30y -12h -1y)
     STRANGER_COUNT=500
+    TLS_STRANGER_COUNT=100
     DAMAGE_FLIPS=40
     PART_CYCLES=5
     PART_CUT=60
@@ -128,7 +130,7 @@ trap 'echo; echo "chaos.sh: interrupted, cleaning up"; exit 130' INT TERM
 
 # --- Helpers ------------------------------------------------------------------------------------
 cat >"$W/chaos.py" <<'PY'
-import calendar, json, os, random, resource, socket, subprocess, sys, time
+import calendar, json, os, random, resource, socket, ssl, subprocess, sys, time
 
 L = os.environ["LANSYNC"]
 
@@ -205,6 +207,55 @@ def inversions(d, item, fld, *chain):
         stamps.setdefault(json.dumps(h["write"].get("set")), h["time"])
     times = [stamps.get(json.dumps(parse_value(t))) for t in chain]
     print(sum(1 for a, b in zip(times, times[1:]) if a and b and b < a))
+
+def tls_strangers(port, n, hold, ready, stop):
+    """Holds N TLS connections to 127.0.0.1:PORT that complete the handshake without a client
+    certificate (as a joining machine does) and then say nothing; one the node closes comes back a
+    second later. Writes to READY how many handshakes completed, runs until STOP exists (at most
+    HOLD seconds), then writes to READY.done how many the node closed."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    def dial():
+        try:
+            raw = socket.create_connection(("127.0.0.1", int(port)), timeout=3)
+            s = ctx.wrap_socket(raw)
+            s.setblocking(False)
+            return s
+        except (OSError, ssl.SSLError):
+            return None
+    n = int(n)
+    socks = [dial() for _ in range(n)]
+    with open(ready + ".tmp", "w") as f:
+        f.write(f"{sum(1 for s in socks if s)}\n")
+    os.rename(ready + ".tmp", ready)
+    closed = 0
+    back = [0.0] * n
+    end = time.time() + float(hold)
+    while time.time() < end and not os.path.exists(stop):
+        now = time.time()
+        for k in range(n):
+            s = socks[k]
+            if s is not None:
+                try:
+                    if s.recv(1) != b"":
+                        continue
+                except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+                    continue
+                except (OSError, ssl.SSLError):
+                    pass
+                s.close()
+                socks[k], back[k] = None, now + 1.0
+                closed += 1
+            elif now >= back[k]:
+                socks[k] = dial()
+        time.sleep(0.05)
+    for s in socks:
+        if s is not None:
+            s.close()
+    with open(ready + ".done", "w") as f:
+        f.write(f"{closed}\n")
 
 def strangers(port, n, hold, ready, stop):
     """Holds N idle TCP connections to 127.0.0.1:PORT from 21 loopback addresses (127.0.0.1 and
@@ -327,7 +378,7 @@ def bad_json(path):
 
 cmd, args = sys.argv[1], sys.argv[2:]
 {"acks": acks, "import-file": import_file, "atomic": atomic, "field": field, "equal-lists": equal_lists,
- "lead-hours": lead_hours, "inversions": inversions, "bad-json": bad_json, "strangers": strangers, "damage": damage}[cmd.replace("_", "-")](*args)
+ "lead-hours": lead_hours, "inversions": inversions, "bad-json": bad_json, "strangers": strangers, "tls-strangers": tls_strangers, "damage": damage}[cmd.replace("_", "-")](*args)
 PY
 export LANSYNC=$L
 py() { python3 "$W/chaos.py" "$@"; }
@@ -753,11 +804,17 @@ sc_strangers() {
     [ "$PROFILE" = long ] && hold=240
     python3 "$W/chaos.py" strangers "$pa" "$STRANGER_COUNT" "$hold" "$S/ready" "$S/stop" &
     local spid=$! _
-    BG_PIDS=("$spid")
-    for _ in $(seq 1 300); do [ -e "$S/ready" ] && break; sleep 0.1; done
-    local held failed
+    # And strangers that complete TLS without a certificate, as a joining machine does, and then
+    # send no join request: at most 8 are served at once (10 s each), the rest closed at once.
+    python3 "$W/chaos.py" tls-strangers "$pa" "$TLS_STRANGER_COUNT" "$hold" "$S/tls-ready" "$S/stop" &
+    local tpid=$!
+    BG_PIDS=("$spid" "$tpid")
+    for _ in $(seq 1 300); do [ -e "$S/ready" ] && [ -e "$S/tls-ready" ] && break; sleep 0.1; done
+    local held failed tls_held
     read -r held failed <"$S/ready" 2>/dev/null || { held=0 failed=$STRANGER_COUNT; }
+    read -r tls_held <"$S/tls-ready" 2>/dev/null || tls_held=0
     [ "$held" -gt 0 ] || fail "no stranger connection could be opened"
+    [ "$tls_held" -gt 0 ] || fail "no TLS handshake without a certificate completed"
     sleep 3   # longer than a first-byte timeout: the strangers have been dropped and come back
     # A member's one-shot sync while the strangers are held.
     local t0 sync_ms sync_rc
@@ -788,15 +845,20 @@ sc_strangers() {
     [ "$c2_ms" != never ] || fail "after C restarted, an edit on A did not reach it within 8 s (A did not dial C again)"
     touch "$S/stop"
     for _ in $(seq 1 100); do [ -e "$S/ready.done" ] && break; sleep 0.1; done
-    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; BG_PIDS=()
-    local dropped back
+    for _ in $(seq 1 100); do [ -e "$S/tls-ready.done" ] && break; sleep 0.1; done
+    kill "$spid" "$tpid" 2>/dev/null; wait "$spid" "$tpid" 2>/dev/null; BG_PIDS=()
+    local dropped back tls_closed busy_lines
     read -r dropped back <"$S/ready.done" 2>/dev/null || { dropped="?" back="?"; }
+    read -r tls_closed <"$S/tls-ready.done" 2>/dev/null || tls_closed="?"
+    # The node says it turns certificate-less connections away at most once a minute.
+    busy_lines=$(grep -c "closing connections without a certificate" "${NODE_LOG[a]}")
+    [ "$busy_lines" -le $(( hold / 60 + 1 )) ] || fail "A logged the busy line $busy_lines times (at most once a minute)"
     kill -0 "${NODE_PID[a]}" 2>/dev/null || fail "node A died: $(tail -1 "${NODE_LOG[a]}")"
     # Once the strangers are gone, everyone converges.
     sync_with "$S/b" "$pa" 20 || fail "the member's sync after the strangers left failed: $(tail -1 "$EDIT_ERR")"
     wait_converge 20 "$S/a" "$S/b" "$S/c" >/dev/null || fail "A, B, C did not converge after the strangers left"
     check_acks "$S/a" "$S/b" "$S/c"
-    FIG="strangers: $held idle connections from 21 addresses ($dropped closed by A, $back came back), member sync $( [ "$sync_rc" = 0 ] && echo "ok in $(secs $sync_ms) s" || echo "FAILED after $(secs $sync_ms) s"), A->C edit in ${c_ms}$( [ "$c_ms" != never ] && echo " s"), after C restarted in ${c2_ms}$( [ "$c2_ms" != never ] && echo " s")"
+    FIG="strangers: $held idle connections from 21 addresses ($dropped closed by A, $back came back) and $tls_held TLS ones without a certificate ($tls_closed closed by A, $busy_lines busy line in its log), member sync $( [ "$sync_rc" = 0 ] && echo "ok in $(secs $sync_ms) s" || echo "FAILED after $(secs $sync_ms) s"), A->C edit in ${c_ms}$( [ "$c_ms" != never ] && echo " s"), after C restarted in ${c2_ms}$( [ "$c2_ms" != never ] && echo " s")"
 }
 
 # --- 5. unprivileged ----------------------------------------------------------------------------
