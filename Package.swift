@@ -32,6 +32,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
+        // The local API's HTTP server; its optional traits (swift-configuration) are not needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // Pure: values, dots, version vectors, clocks, registers, list sets, items, deltas, merge.
@@ -106,12 +110,24 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The local HTTP API and change feed a running node serves (Hummingbird).
+        .target(
+            name: "LansyncAPI",
+            dependencies: [
+                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncHost", "LansyncNode", "LansyncTransport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // The CLI: argument parsing and rendering only.
         .executableTarget(
             name: "lansync",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
-                "LansyncWire", "LansyncDiscovery", "LansyncDiscovery", "LansyncHost",
+                "LansyncWire", "LansyncDiscovery", "LansyncHost", "LansyncAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

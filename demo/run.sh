@@ -62,7 +62,7 @@ if [ "$MODE" = lab ]; then
     HOST=([alice]=1 [bob]=2 [carol]=3 [dave]=4 [relay]=5)
     for n in alice bob carol dave relay; do ADDR[$n]="10.77.0.${HOST[$n]}:7420"; done
 else
-    i=0; for n in relay alice bob carol dave; do ADDR[$n]="127.0.0.1:$((17400 + i))"; i=$((i + 1)); done
+    i=0; for n in relay alice bob carol dave; do ADDR[$n]="127.0.0.1:$((17400 + 10 * i))"; i=$((i + 1)); done
 fi
 
 cleanup() {

@@ -412,7 +412,7 @@ start_node() {
     if [ -n "${LAB_HOST:-}" ]; then
         scripts/lab.sh exec "$LAB_HOST" "$L" node --dir "$dir" --listen "$listen" "$@" >>"$log" 2>&1 </dev/null &
     else
-        "${RUN_AS[@]}" "$L" node --dir "$dir" --listen "$listen" --no-mdns "$@" >>"$log" 2>&1 </dev/null &
+        "${RUN_AS[@]}" "$L" node --dir "$dir" --listen "$listen" --no-mdns --no-api "$@" >>"$log" 2>&1 </dev/null &
     fi
     NODE_PID[$key]=$! NODE_LOG[$key]=$log
     local _

@@ -56,6 +56,7 @@ extension DataDirectory {
         }
         try SecretFile.write(clusterPEM, to: clusterPath, replace: true)
         try SecretFile.write(try identity.pem(), to: nodePath, replace: true)
+        _ = try apiToken()
         do {
             _ = try ReplicaStore.create(
                 path: replicaPath,

@@ -1,6 +1,6 @@
 import Crypto
 public import Foundation
-import LansyncCore
+public import LansyncCore
 import LansyncJSON
 public import LansyncStore
 
@@ -101,7 +101,11 @@ public enum ItemImport {
     }
 
     static func parseLine(_ bytes: [UInt8], number: Int) throws(HostError) -> Line {
-        func fail(_ why: String) -> HostError { failure(number, why) }
+        try parse(bytes, number: number) { failure(number, $0) }
+    }
+
+    /// Checks one item in the form `get --json` prints; `fail` words a problem.
+    static func parse(_ bytes: [UInt8], number: Int, fail: (String) -> HostError) throws(HostError) -> Line {
         guard let text = String(validating: bytes, as: UTF8.self) else { throw fail("not valid UTF-8") }
         let json: JSON
         do { json = try JSON(parsing: text) } catch { throw fail("not JSON (\(error.description))") }
@@ -200,5 +204,25 @@ extension DataDirectory {
         if result.edits > 0 { try? store.checkpoint() }
         if result.edits > 0 { nudgeNode() }
         return result
+    }
+}
+
+extension DataDirectory {
+    /// Creates an item from its JSON form, as `export` writes a line and the API takes a create
+    /// body (`{"id"?, "type", "fields", "deleted"?}`), through the same path as `lansync add`;
+    /// returns its id (a new UUIDv7 when the body names none). Throws, changing nothing, for bad
+    /// JSON, unknown keys, and an id that exists.
+    public func createItem(json bytes: [UInt8], in store: ReplicaStore) throws -> ItemID {
+        let line = try ItemImport.parse(bytes, number: 1) { HostError("the item \($0)") }
+        var rng = SystemRandomNumberGenerator()
+        let id = line.id ?? ItemID.uuidV7(milliseconds: WallClock.milliseconds, using: &rng)
+        if let state = try store.itemState(id), state.exists { throw EditError.itemExists(id) }
+        try edit(
+            .create(type: line.type ?? ItemState.defaultType, assignments: line.fields.map { .set($0.0, $0.1) }),
+            on: id,
+            in: store
+        )
+        if line.deleted == true { try edit(.delete, on: id, in: store) }
+        return id
     }
 }

@@ -58,3 +58,11 @@ extension StoredItem {
         String(jsonText.dropLast()) + #","sync":"# + (sync?.json.text ?? "null") + "}"
     }
 }
+
+extension ItemSync {
+    /// The sync state of the latest edit of `id` made here, or nil if it has none.
+    public static func of(_ id: ItemID, in store: ReplicaStore) throws -> ItemSync? {
+        guard let edit = try store.latestLocalEdits(of: id)[id] else { return nil }
+        return ItemSync(edit: edit, peers: try store.peers())
+    }
+}

@@ -1,6 +1,6 @@
 import Foundation
 public import LansyncNode
-import LansyncStore
+public import LansyncStore
 import LansyncTransport
 
 extension DataDirectory {
@@ -8,7 +8,15 @@ extension DataDirectory {
     ///
     /// Damage is refused, never served: SQLite's quick check runs before anything is read from
     /// the file, and a damaged replica does not start.
-    public func runNode(_ options: NodeOptions, log: @escaping @Sendable (String) -> Void = NodeLog.line) async throws {
+    /// Something that runs beside the node (the local API), started once the node listens: an
+    /// error from it stops the node; one that returns leaves the node running without it.
+    public typealias NodeService = @Sendable (Node, ReplicaStore) async throws -> Void
+
+    public func runNode(
+        _ options: NodeOptions,
+        log: @escaping @Sendable (String) -> Void = NodeLog.line,
+        alongside services: [NodeService] = []
+    ) async throws {
         let store = try open()
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
@@ -24,7 +32,31 @@ extension DataDirectory {
         options.admitting = try admittingAuthority()
         options.retireAuthority = { [self] in try dropAuthorityKey() }
         let node = try Node(options: options, store: store, identity: try tlsIdentity(), log: log)
-        let task = Task { try await node.run() }
+        let task = Task {
+            // True when the node itself ended.
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                let (listening, started) = AsyncStream<Void>.makeStream()
+                group.addTask {
+                    try await node.run { _ in started.finish() }
+                    return true
+                }
+                group.addTask {
+                    // After the node listens, so that a port the node needs is never the
+                    // service's first (a taken port is then reported for what it is).
+                    for await _ in listening {}
+                    guard !Task.isCancelled else { return false }
+                    try await withThrowingTaskGroup(of: Void.self) { running in
+                        for service in services { running.addTask { try await service(node, store) } }
+                        try await running.waitForAll()
+                    }
+                    return false
+                }
+                while let nodeEnded = try await group.next() {
+                    if nodeEnded { break }
+                }
+                group.cancelAll()
+            }
+        }
         let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

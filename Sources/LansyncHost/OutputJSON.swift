@@ -89,3 +89,14 @@ extension Sequence<FieldConflict> {
     /// What `conflicts --json` prints: an array of ``FieldConflict/json(names:)``.
     public func jsonText(names: [NodeID: String] = [:]) -> String { JSON.array(map { $0.json(names: names) }).text }
 }
+
+extension ChangeEntry {
+    /// One entry of the change feed, as `lansync watch --json` prints it and the API sends it:
+    /// `{"seq", "time", "id", "type", "field", "kind", "value"}`.
+    public var jsonText: String {
+        #"{"seq":\#(seq),"time":"# + JSON.string(WallClock.iso8601(milliseconds: at)).text + #","id":"#
+            + JSON.string(item.rawValue).text + #","type":"# + JSON.string(type).text + #","field":"#
+            + JSON.string(field.rawValue).text + #","kind":"# + JSON.string(kind.rawValue).text + #","value":"#
+            + (value ?? "null") + "}"
+    }
+}

@@ -19,6 +19,7 @@ public final class Node: Sendable {
     let identity: TLSIdentity
     let info: ReplicaInfo
     let hub = ChangeHub()
+    private let apiAddress = NIOLockedValueBox<String?>(nil)
     let io = BlockingIO()
     private let sessions = NIOLockedValueBox(0)
     private let digests = ReplicaDigest.Cache()
@@ -354,6 +355,7 @@ public final class Node: Sendable {
         if let admitters = news.admitters { await admittersChanged(admitters) }
         let overruled = await statements.overruleRevokedWrites(news: news)
         if overruled > 0 {
+            await announceChange()
             log(
                 "overruled \(overruled) writes of revoked nodes made after their revocation (they show in history and status)"
             )
@@ -385,6 +387,38 @@ public final class Node: Sendable {
             log("this machine may no longer admit others, but its authority key could not be removed: \(error)")
         }
     }
+
+    /// Records where the local API listens, for `status`.
+    public func announceAPI(_ address: String?) { apiAddress.withLockedValue { $0 = address } }
+
+    /// What `status` shows of this running node.
+    public func status() async throws -> NodeStatus {
+        let peers = await registry.snapshot()
+        let listen = await registry.listenAddress
+        let discovery = await registry.discoveryState
+        let store = self.store
+        let digests = self.digests
+        let refusedNow = refused.snapshot
+        var status = try await io.run {
+            try StatusReport.make(
+                store: store,
+                running: true,
+                listen: listen,
+                peers: peers,
+                discovery: discovery,
+                digests: digests,
+                refused: refusedNow
+            )
+        }
+        status.api = apiAddress.withLockedValue { $0 }
+        return status
+    }
+
+    /// A stream that yields once per (coalesced) change of the replica, local or merged, until
+    /// ``stopWatchingChanges(_:)``: how the local API's change feed wakes.
+    public func watchChanges() -> (id: Int, changes: AsyncStream<Void>) { hub.subscribe() }
+
+    public func stopWatchingChanges(_ id: Int) { hub.unsubscribe(id) }
 
     /// Tells every session the replica changed, with its version vector read afresh.
     func announceChange() async {
@@ -430,27 +464,7 @@ public final class Node: Sendable {
             await statementsLearned(await statements.reload())
             return #"{"ok":true}"#
         case .status?:
-            let peers = await registry.snapshot()
-            let listen = await registry.listenAddress
-            let discovery = await registry.discoveryState
-            let store = self.store
-            let digests = self.digests
-            let refusedNow = refused.snapshot
-            do {
-                return try await io.run {
-                    try StatusReport.make(
-                        store: store,
-                        running: true,
-                        listen: listen,
-                        peers: peers,
-                        discovery: discovery,
-                        digests: digests,
-                        refused: refusedNow
-                    ).json
-                }
-            } catch {
-                return #"{"error":"the replica could not be read"}"#
-            }
+            return (try? await status().json) ?? #"{"error":"the replica could not be read"}"#
         case nil:
             return #"{"error":"unknown request: send {\"op\":\"status\"} or {\"op\":\"nudge\"}"}"#
         }

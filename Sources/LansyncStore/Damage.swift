@@ -331,6 +331,9 @@ extension ReplicaStore {
                         arguments: [writer.id.text, Int64(clamping: writer.started), writer.reason.rawValue]
                     )
                 }
+                // Its change feed gave numbers this file must not give again (the damaged file
+                // may not say how far it got).
+                try Transaction.raiseChangeSequence(to: Transaction.changeSequenceFloor, db: db)
                 // The file it was rebuilt from may have been ahead of anything this writer's marker
                 // proves: write on under a new writer.
                 try Transaction.startWriter(.writer(for: info.nodeID), name: info.nodeName, reason: .repair, db: db)

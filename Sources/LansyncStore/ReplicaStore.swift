@@ -508,6 +508,7 @@ public final class ReplicaStore: Sendable {
                 defer { if stream != nil { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
                 try db.inTransaction(.immediate) {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
+                    tx.origin = .peer
                     // What the batch changes in each item's derived columns, applied at the end
                     // without reading the item again.
                     var derived: [Int64: Transaction.DerivedChange] = [:]
@@ -820,10 +821,27 @@ public final class ReplicaStore: Sendable {
         try forEachItem(type: type, includeDeleted: includeDeleted, only: nil, body)
     }
 
+    /// One page of items, sorted by id: at most `limit`, with ids after `after` (the last id of
+    /// the page before). A page shorter than `limit` is the last.
+    public func items(
+        type: String? = nil,
+        includeDeleted: Bool = false,
+        after: ItemID? = nil,
+        limit: Int
+    ) throws(StoreError) -> [StoredItem] {
+        var page: [StoredItem] = []
+        try forEachItem(type: type, includeDeleted: includeDeleted, only: nil, after: after, limit: limit) {
+            page.append($0)
+        }
+        return page
+    }
+
     private func forEachItem(
         type: String? = nil,
         includeDeleted: Bool = true,
         only: ItemID?,
+        after: ItemID? = nil,
+        limit: Int? = nil,
         _ body: (StoredItem) throws -> Void
     ) throws(StoreError) {
         var conditions: [String] = []
@@ -832,11 +850,21 @@ public final class ReplicaStore: Sendable {
             conditions.append("i.item_id = ?")
             arguments.append(only.rawValue)
         }
+        if let after {
+            conditions.append("i.item_id > ?")
+            arguments.append(after.rawValue)
+        }
         if let type {
             conditions.append("i.type = ?")
             arguments.append(type)
         }
         if !includeDeleted { conditions.append("i.deleted = 0") }
+        if let limit {
+            // The page's items first (the item_id index), then their fields.
+            let inner = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            conditions = ["i.id IN (SELECT i.id FROM item i \(inner) ORDER BY i.item_id LIMIT ?)"]
+            arguments.append(limit)
+        }
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = """
             SELECT i.item_id, i.type, i.deleted, f.name, f.state, f.conflict FROM item i

@@ -238,6 +238,24 @@ enum Schema {
                     """
             )
         }
+        migrator.registerMigration("v12-change-feed") { db in
+            try db.execute(
+                sql: """
+                    -- The change feed (Docs/API.md): one row per field a transaction changed, in
+                    -- commit order. AUTOINCREMENT: a number is never given twice, even after the
+                    -- oldest rows are dropped (the last 100,000 are kept). 'value' is the field's
+                    -- shown value after the change, as JSON.
+                    CREATE TABLE change (
+                        seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+                        at      INTEGER NOT NULL,
+                        item_id TEXT NOT NULL,
+                        field   TEXT NOT NULL,
+                        kind    TEXT NOT NULL,
+                        value   TEXT
+                    );
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -22,6 +22,8 @@ struct Transaction {
     let nodes: NodeRows
     /// The change stamp of this transaction, once a field save needed it.
     private var pendingStamp: UInt64?
+    /// Where this transaction's changes come from, for the change feed.
+    var origin = ChangeOrigin.local
 
     init(db: Database, historyLimit: Int, nodes: NodeRows = NodeRows()) throws {
         self.db = db
@@ -37,6 +39,7 @@ struct Transaction {
         try db.execute(sql: "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'changes'")
         let stamp = try changeStamp()
         assert(pendingStamp == nil || pendingStamp == stamp, "a transaction counts its change once")
+        try pruneChanges(stamp: stamp)
         return stamp
     }
 
@@ -138,6 +141,10 @@ struct Transaction {
             ? .witness
             : marker != nil && !WriterContinuity.isProven(marker: marker, held: held)
                 ? .restored : !named ? .named : .unproven
+        // A rolled-back file's feed numbers were given before: jump past them.
+        if reason == .witness || reason == .restored {
+            try Self.raiseChangeSequence(to: Self.changeSequenceFloor, db: db)
+        }
         let fresh = NodeID.writer(for: node)
         lease.record(fresh, stamp: held)
         try Self.startWriter(fresh, name: name, reason: reason, db: db)
@@ -322,6 +329,7 @@ struct Transaction {
             }
         }
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
+        try recordChange(itemID: itemID, name: name, old: old, new: new)
         return fieldRow
     }
 

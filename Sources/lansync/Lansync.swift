@@ -19,9 +19,9 @@ struct Lansync: AsyncParsableCommand {
             MembersCommand.self,
             AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
             RevertCommand.self,
-            GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self,
+            GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self, WatchCommand.self,
             ExportCommand.self, ImportCommand.self,
-            NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self,
+            NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self, APITokenCommand.self,
             CheckCommand.self, RepairCommand.self, DebugCommand.self,
         ]
     )

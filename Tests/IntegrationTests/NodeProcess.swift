@@ -19,7 +19,9 @@ final class NodeProcess: @unchecked Sendable {
             dir: dir,
             port: port,
             arguments: ["--listen", "127.0.0.1:\(port)", "--no-mdns"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
-                + extra
+                // The API's default port (ours plus one) may be another test's node's: none
+                // unless the test asks for one.
+                + (extra.contains("--api") ? [] : ["--no-api"]) + extra
         )
     }
 

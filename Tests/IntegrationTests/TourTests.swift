@@ -32,7 +32,7 @@ import Testing
         defer { cli.cleanUp() }
         // The README names its ports; something else holding them would fail the tour, not lansync
         // (a node of another test shutting down frees its port within seconds).
-        for port in [7420, 7421] {
+        for port in [7420, 7421, 7430, 7431] {
             var free = Self.isFree(port)
             for _ in 0..<300 where !free {
                 try await Task.sleep(for: .milliseconds(200))

@@ -35,7 +35,8 @@ import Testing
     @Test func everyKeyIsPresentWithNullForNoValue() throws {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sample().json.utf8)) as? [String: Any])
         let keys = [
-            "node_id", "name", "cluster_id", "running", "listen", "mdns", "items", "deleted", "conflicts", "digest",
+            "node_id", "name", "cluster_id", "running", "listen", "api", "mdns", "items", "deleted", "conflicts",
+            "digest",
             "damaged",
             "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused",
         ]

@@ -38,8 +38,8 @@ as() { su -s /bin/sh lansync -c "$*"; }
 as "lansync cluster create $W/cluster.pem" >/dev/null || fail "cluster create"
 as "lansync --dir $W/a init --cluster $W/cluster.pem --name a" >/dev/null || fail "init a"
 as "lansync --dir $W/b init --cluster $W/cluster.pem --name b" >/dev/null || fail "init b"
-as "lansync --dir $W/a node --listen 127.0.0.1:7436 --no-mdns --peer 127.0.0.1:7437 >$W/a.log 2>&1 &"
-as "lansync --dir $W/b node --listen 127.0.0.1:7437 --no-mdns --peer 127.0.0.1:7436 >$W/b.log 2>&1 &"
+as "lansync --dir $W/a node --listen 127.0.0.1:7436 --no-mdns --peer 127.0.0.1:7446 >$W/a.log 2>&1 &"
+as "lansync --dir $W/b node --listen 127.0.0.1:7446 --no-mdns --peer 127.0.0.1:7436 >$W/b.log 2>&1 &"
 id=$(as "lansync --dir $W/a add --type task title=Packaged") || fail "add on a"
 id2=$(as "lansync --dir $W/b add --type task title=Installed") || fail "add on b"
 i=0

@@ -12,6 +12,8 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var running: Bool
     /// Where the node listens (nil without a running node).
     public var listen: String?
+    /// Where the local API listens (`http://ADDR/v1`), nil without one.
+    public var api: String?
     /// The discovery state: "running", "unavailable: why", "off (--no-mdns)" (nil without a node).
     public var mdns: String?
     public var items: Int
@@ -235,7 +237,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case nodeID = "node_id", name, clusterID = "cluster_id", running, listen, mdns, items, deleted, conflicts
+        case nodeID = "node_id", name, clusterID = "cluster_id", running, listen, api, mdns, items, deleted, conflicts
         case digest, damaged, versionVector = "version_vector", peers, changes, rejected
         case revokedWrites = "revoked_writes", refused
     }
@@ -248,6 +250,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         try c.encode(clusterID, forKey: .clusterID)
         try c.encode(running, forKey: .running)
         try c.encode(listen, forKey: .listen)
+        try c.encode(api, forKey: .api)
         try c.encode(mdns, forKey: .mdns)
         try c.encode(items, forKey: .items)
         try c.encode(deleted, forKey: .deleted)

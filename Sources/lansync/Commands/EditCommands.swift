@@ -23,7 +23,7 @@ func performEdit(_ edit: ItemEdit, onTyped typed: String, in data: DataDirectory
 func printItemJSON(_ id: ItemID, in data: DataDirectoryOptions) throws {
     let store = try data.directory.open()
     guard let item = try store.storedItem(id) else { throw EditError.unknownItem(id) }
-    print(item.jsonText(sync: try itemSync(id, in: store)))
+    print(item.jsonText(sync: try ItemSync.of(id, in: store)))
 }
 
 /// `lansync add`: creates an item and prints its id.

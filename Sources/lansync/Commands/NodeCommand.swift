@@ -19,6 +19,7 @@ struct NodeCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var data: DataDirectoryOptions
+    @OptionGroup var api: APIOptions
     @Option(help: ArgumentHelp("Where to accept peers.", valueName: "HOST:PORT"))
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
     @Option(
@@ -51,6 +52,10 @@ struct NodeCommand: AsyncParsableCommand {
         if !noMdns { options.discovery = AvahiDiscovery() }
         options.relay = relay
         options.relayInterval = .milliseconds(Int(relayInterval * 1000))
-        try await data.directory.runNode(options)
+        let directory = data.directory
+        try await directory.runNode(
+            options,
+            alongside: try api.service(for: directory, listen: options.listen).map { [$0] } ?? []
+        )
     }
 }

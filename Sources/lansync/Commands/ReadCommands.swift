@@ -17,7 +17,7 @@ struct GetCommand: ParsableCommand {
         let store = try data.directory.open()
         let itemID = try AssignmentParser.resolveItemID(id, in: store)
         guard let item = try store.storedItem(itemID) else { throw EditError.unknownItem(itemID) }
-        let sync = try itemSync(itemID, in: store)
+        let sync = try ItemSync.of(itemID, in: store)
         if json {
             print(item.jsonText(sync: sync))
             return
@@ -231,10 +231,4 @@ struct ConflictsCommand: ParsableCommand {
         print(Render.table(["ID", "FIELD", "WRITER", "TIME", "VALUE (* shown)"], rows, width: nil))
         print("\(conflicts.count) open conflict(s): 'lansync resolve ID FIELD VALUE' settles one")
     }
-}
-
-/// The sync state of the latest edit of `id` made here, or nil if it has none.
-func itemSync(_ id: ItemID, in store: ReplicaStore) throws -> ItemSync? {
-    guard let edit = try store.latestLocalEdits(of: id)[id] else { return nil }
-    return ItemSync(edit: edit, peers: try store.peers())
 }

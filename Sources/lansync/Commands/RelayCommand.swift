@@ -20,6 +20,7 @@ struct RelayCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var data: DataDirectoryOptions
+    @OptionGroup var api: APIOptions
     @Option(help: ArgumentHelp("Where to accept nodes.", valueName: "HOST:PORT"))
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
     @Option(help: "How to settle conflicts: latest or first-seen.")
@@ -51,6 +52,10 @@ struct RelayCommand: AsyncParsableCommand {
         options.maxSessions = maxSessions
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         if mdns { options.discovery = AvahiDiscovery() }
-        try await data.directory.runNode(options)
+        let directory = data.directory
+        try await directory.runNode(
+            options,
+            alongside: try api.service(for: directory, listen: options.listen).map { [$0] } ?? []
+        )
     }
 }

@@ -53,7 +53,8 @@ final class Lansync {
     /// replica's digest, which takes most of a second at 100,000 items and would be timed too.)
     func start(_ replica: Replica, peers: [NodeProcess] = [], antiEntropy: Double? = nil) throws -> NodeProcess {
         let port = port()
-        var args = [binary, "node", "--dir", replica.dir, "--listen", "127.0.0.1:\(port)", "--no-mdns"]
+        // No local API: its default port (ours plus one) is the next node's.
+        var args = [binary, "node", "--dir", replica.dir, "--listen", "127.0.0.1:\(port)", "--no-mdns", "--no-api"]
         for p in peers.map(\.port) { args += ["--peer", "127.0.0.1:\(p)"] }
         if let antiEntropy { args += ["--anti-entropy", String(antiEntropy)] }
         let log = replica.dir + ".log"

@@ -1,16 +1,16 @@
-import LansyncCore
+public import LansyncCore
 import LansyncJSON
-import LansyncStore
+public import LansyncStore
 
-/// Parses command-line assignments: `FIELD=VALUE`, `FIELD+=ELEM`, `FIELD-=ELEM`.
+/// Parses assignments, as the CLI and the API take them: `FIELD=VALUE`, `FIELD+=ELEM`, `FIELD-=ELEM`.
 ///
 /// VALUE and ELEM are JSON when they are valid JSON (a number, true, false, null, a "quoted
 /// string" or an [array]) and plain text otherwise, so `title=Climb` stores the string "Climb",
 /// `n=3` the integer 3, `n=3.0` the double 3, and `tags=["a","b"]` a list.
-enum AssignmentParser {
-    static func parse(_ argument: String) throws -> Assignment {
+public enum AssignmentParser {
+    public static func parse(_ argument: String) throws -> Assignment {
         guard let equals = argument.firstIndex(of: "=") else {
-            throw CLIError(
+            throw HostError(
                 "'\(argument.prefix(40))' is not an assignment: write FIELD=VALUE, FIELD+=ELEM or FIELD-=ELEM"
             )
         }
@@ -32,31 +32,31 @@ enum AssignmentParser {
 
     /// JSON when valid, plain text otherwise; but a number out of range is an error, not text,
     /// and so is a JSON object (anywhere in the value), which `import` refuses too: one rule.
-    static func parseValue(_ text: String, field: String) throws -> Value {
+    public static func parseValue(_ text: String, field: String) throws -> Value {
         let json: JSON
         do {
             json = try JSON(parsing: text)
         } catch  where error.isNumberOutOfRange {
-            throw CLIError("\(field)=\(text.prefix(40)): \(error.message)")
+            throw HostError("\(field)=\(text.prefix(40)): \(error.message)")
         } catch {
             return .string(text)
         }
         guard let value = json.value else {
-            throw CLIError(
+            throw HostError(
                 "\(field)=\(text.prefix(40)): a JSON object is not a field value (values are null, bool, number, string or list): to keep it as text, quote it as a JSON string"
             )
         }
         return value
     }
 
-    static func parseItemID(_ text: String) throws -> ItemID {
+    public static func parseItemID(_ text: String) throws -> ItemID {
         try ItemID(text)
     }
 
     /// The item an id typed by a user names: the id itself, or the one item whose id starts
     /// with it. Throws, saying what matched, for a prefix of several; an id nothing matches is
     /// returned as typed, so the command reports it as unknown in its own words.
-    static func resolveItemID(_ text: String, in store: ReplicaStore) throws -> ItemID {
+    public static func resolveItemID(_ text: String, in store: ReplicaStore) throws -> ItemID {
         let typed = try ItemID(text)
         let matches = try store.itemIDs(matching: typed.rawValue)
         switch matches.count {
@@ -64,7 +64,7 @@ enum AssignmentParser {
         case 1: return matches[0]
         default:
             let shown = matches.prefix(4).map(\.rawValue).joined(separator: ", ")
-            throw CLIError(
+            throw HostError(
                 "'\(text)' is the start of several item ids (\(shown)\(matches.count > 4 ? ", …" : "")): give more of it"
             )
         }

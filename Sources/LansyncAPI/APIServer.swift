@@ -1,0 +1,58 @@
+import Foundation
+import Hummingbird
+public import LansyncHost
+public import LansyncNode
+public import LansyncStore
+import LansyncTransport
+import Logging
+import NIOCore
+
+/// The local HTTP API a running node serves (Docs/API.md): items, conflicts, history, status and
+/// peers under `/v1`, and the change feed, as JSON or Server-Sent Events. Every request needs the
+/// data directory's bearer token. Every write goes through the same path as the CLI's (one
+/// transaction, then the node pushes it), so it merges and syncs like a CLI edit. Errors are
+/// problem details with the CLI's words.
+public struct APIServer: Sendable {
+    public let host: String
+    public let port: Int
+    let directory: DataDirectory
+    let token: String
+
+    /// The largest request body taken (a field value is at most 1 MiB).
+    static let maxBody = 4 << 20
+
+    public init(host: String, port: Int, directory: DataDirectory, token: String) {
+        self.host = host
+        self.port = port
+        self.directory = directory
+        self.token = token
+    }
+
+    /// Serves until the calling task is cancelled; `ready` gets the address it listens on.
+    public func run(node: Node, store: ReplicaStore, ready: @escaping @Sendable (String) async -> Void) async throws {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: ProblemMiddleware())
+        router.add(middleware: TokenCheck(token: token))
+        let routes = Routes(directory: directory, store: store, node: node)
+        routes.register(on: router.group("v1"))
+        var logger = Logger(label: "lansync-api")
+        logger.logLevel = .critical
+        let host = self.host
+        let app = Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port)),
+            onServerRunning: { channel in
+                await ready("\(host):\(channel.localAddress?.port ?? 0)")
+            },
+            logger: logger
+        )
+        do {
+            try await app.run()
+        } catch is CancellationError {
+        } catch {
+            throw HostError(
+                "the API cannot serve on \(host):\(port) (\(TransportError.describing(error))): choose another address with --api HOST:PORT, or run without it (--no-api)"
+            )
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LansyncCore
+import LansyncHost
+import LansyncNode
+import LansyncStore
+import NIOCore
+
+/// `GET /v1/changes`: the replica's change feed (``ChangeEntry``), after `since`, filtered by
+/// `type`, `item` and `field`. As JSON, one page: `{"changes": [...], "last": SEQ}` (pass `last`
+/// as the next `since`). With `Accept: text/event-stream`, a stream of Server-Sent Events that
+/// never ends: each change is an event whose `id` is its sequence number, so a client that
+/// reconnects with `Last-Event-ID` resumes exactly after the last one it got, with no gap and no
+/// repeat; a comment every 15 s keeps idle connections (and proxies) honest.
+struct ChangeFeed: Sendable {
+    let store: ReplicaStore
+    let node: Node
+
+    static let heartbeat: Duration = .seconds(15)
+
+    struct Filter: Sendable {
+        var type: String?
+        var item: ItemID?
+        var field: FieldName?
+    }
+
+    func respond(to request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        var filter = Filter()
+        filter.type = query["type"].map(String.init)
+        filter.item = try query["item"].map { try ItemID(String($0)) }
+        filter.field = query["field"].map { FieldName(unchecked: String($0)) }
+        let stream = request.headers[.accept]?.contains("text/event-stream") == true
+        let resumeHeader = HTTPField.Name("Last-Event-ID")!
+        let sinceText = (stream ? request.headers[resumeHeader] : nil) ?? query["since"].map(String.init)
+        let since = try sinceText.map { text -> UInt64 in
+            guard let n = UInt64(text) else {
+                throw Problem(.badRequest, "since (or Last-Event-ID) must be a sequence number, like 0 or 1234")
+            }
+            return n
+        }
+        if stream { return try await events(after: since ?? store.latestChangeSeq(), filter) }
+        let limit =
+            try query["limit"].map { text -> Int in
+                guard let n = Int(text), (1...10_000).contains(n) else {
+                    throw Problem(.badRequest, "limit must be a number from 1 to 10000")
+                }
+                return n
+            } ?? 1000
+        let start = since ?? 0
+        let entries = try store.changes(
+            since: start,
+            limit: limit,
+            type: filter.type,
+            item: filter.item,
+            field: filter.field
+        )
+        // With a filter, the page may end before the feed does: `last` is where the next page
+        // starts either way.
+        let last = entries.count < limit ? max(start, try store.latestChangeSeq()) : entries.last!.seq
+        return json(#"{"changes":["# + entries.map(\.jsonText).joined(separator: ",") + #"],"last":\#(last)}"#)
+    }
+
+    func events(after since: UInt64, _ filter: Filter) async throws -> Response {
+        // Refused before the stream starts if the feed no longer holds what comes after `since`.
+        _ = try store.changes(since: since, limit: 1, type: filter.type, item: filter.item, field: filter.field)
+        let store = self.store
+        let node = self.node
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+            body: ResponseBody { writer in
+                // Watch first, then read: a change committed in between wakes the loop.
+                let (id, wakes) = node.watchChanges()
+                let (events, continuation) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingNewest(4))
+                let forward = Task {
+                    for await _ in wakes { continuation.yield(true) }
+                    continuation.finish()
+                }
+                let beat = Task {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: Self.heartbeat)
+                        continuation.yield(false)
+                    }
+                }
+                defer {
+                    forward.cancel()
+                    beat.cancel()
+                    node.stopWatchingChanges(id)
+                }
+                var last = since
+                try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                func drain(_ writer: inout any ResponseBodyWriter) async throws {
+                    while true {
+                        let entries = try store.changes(
+                            since: last,
+                            limit: 1000,
+                            type: filter.type,
+                            item: filter.item,
+                            field: filter.field
+                        )
+                        guard !entries.isEmpty else { return }
+                        var text = ""
+                        for entry in entries { text += "id: \(entry.seq)\nevent: change\ndata: \(entry.jsonText)\n\n" }
+                        try await writer.write(ByteBuffer(string: text))
+                        last = entries.last!.seq
+                        if entries.count < 1000 { return }
+                    }
+                }
+                try await drain(&writer)
+                for await change in events {
+                    if change {
+                        try await drain(&writer)
+                    } else {
+                        try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                    }
+                }
+                try await writer.finish(nil)
+            }
+        )
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Hummingbird
+import LansyncCore
+import LansyncHost
+import LansyncJSON
+import LansyncStore
+import NIOCore
+
+/// A failure the API answers with: RFC 9457 problem details (`application/problem+json`), whose
+/// `detail` is the sentence the CLI prints for the same failure. Nothing was changed.
+struct Problem: HTTPResponseError {
+    let status: HTTPResponse.Status
+    let detail: String
+    var headers: HTTPFields = [:]
+
+    init(_ status: HTTPResponse.Status, _ detail: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.detail = detail
+        self.headers = headers
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = JSON.object([
+            ("type", .string("about:blank")),
+            ("title", .string(status.reasonPhrase)),
+            ("status", .integer(Int64(status.code))),
+            ("detail", .string(detail)),
+        ]).text
+        var headers = self.headers
+        headers[.contentType] = "application/problem+json"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    /// The problem for an error from the layers below, in their own words.
+    static func from(_ error: any Error) -> Problem {
+        switch error {
+        case let problem as Problem: return problem
+        case let edit as EditError: return from(edit)
+        case let store as StoreError:
+            switch store {
+            case .edit(let edit, _): return from(edit)
+            case .corrupt: return Problem(.serviceUnavailable, store.description)
+            default: return Problem(.internalServerError, store.description)
+            }
+        case let host as HostError: return Problem(.badRequest, host.description)
+        case let gap as FeedGap: return Problem(.gone, gap.description)
+        case is NIOTooManyBytesError:
+            return Problem(.contentTooLarge, "the request body is over \(APIServer.maxBody) bytes: send less at once")
+        case let http as HTTPError:
+            switch http.status {
+            case .notFound:
+                return Problem(.notFound, "no such endpoint: Docs/API.md lists them (all under /v1)")
+            case .contentTooLarge:
+                return Problem(
+                    .contentTooLarge,
+                    "the request body is over \(APIServer.maxBody) bytes: send less at once"
+                )
+            case .methodNotAllowed:
+                return Problem(.methodNotAllowed, "this endpoint does not take that method: Docs/API.md lists them")
+            default: return Problem(http.status, http.body ?? http.status.reasonPhrase)
+            }
+        default: return Problem(.internalServerError, "\(error)")
+        }
+    }
+
+    static func from(_ edit: EditError) -> Problem {
+        switch edit {
+        case .unknownItem: Problem(.notFound, edit.description)
+        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict: Problem(.conflict, edit.description)
+        case .valueTooLarge, .tooManyFields: Problem(.unprocessableContent, edit.description)
+        default: Problem(.badRequest, edit.description)
+        }
+    }
+}
+
+/// Turns every error into a problem, so that no library's text and no stack of Swift types ever
+/// reaches a client.
+struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch {
+            throw Problem.from(error)
+        }
+    }
+}
+
+/// The bearer token check: without `Authorization: Bearer TOKEN` (the data directory's
+/// `api-token`), 401 and nothing else.
+struct TokenCheck<Context: RequestContext>: RouterMiddleware {
+    let token: [UInt8]
+
+    init(token: String) { self.token = Array(token.utf8) }
+
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws
+        -> Response
+    {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+            Self.equal(Array(header.utf8.dropFirst(7)), token)
+        else {
+            throw Problem(
+                .unauthorized,
+                "a bearer token is needed: send 'Authorization: Bearer TOKEN', where 'lansync api-token' prints TOKEN",
+                headers: [.wwwAuthenticate: #"Bearer realm="lansync""#]
+            )
+        }
+        return try await next(request, context)
+    }
+
+    /// Compares in time that does not depend on where the first difference is.
+    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for (x, y) in zip(a, b) { difference |= x ^ y }
+        return difference == 0
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import Hummingbird
+import LansyncCore
+import LansyncHost
+import LansyncJSON
+import LansyncNode
+import LansyncStore
+import NIOCore
+
+/// The `/v1` endpoints. Shapes follow the CLI: an item is `get --json`'s object, a create body is
+/// an `export` line, a patch is the CLI's assignments; lists, conflicts and history are what
+/// `list --json`, `conflicts --json` and `history --json` print (Docs/API.md).
+struct Routes: Sendable {
+    let directory: DataDirectory
+    let store: ReplicaStore
+    let node: Node
+
+    func register(on v1: RouterGroup<BasicRequestContext>) {
+        v1.get("status") { _, _ in json(try await node.status().json) }
+        v1.get("peers") { _, _ in
+            let status = try JSON(parsing: try await node.status().json)
+            return json((status["peers"] ?? .array([])).text)
+        }
+        v1.get("items") { request, _ in try listItems(request) }
+        v1.post("items") { request, _ in try await createItem(request) }
+        v1.get("items/:id") { _, context in try item(try resolve(context)) }
+        v1.patch("items/:id") { request, context in try await patchItem(request, context) }
+        v1.delete("items/:id") { _, context in try edit(.delete, try resolve(context)) }
+        v1.post("items/:id/restore") { _, context in try edit(.restore, try resolve(context)) }
+        v1.post("items/:id/resolve") { request, context in try await resolveConflict(request, context) }
+        v1.get("items/:id/history") { request, context in try history(request, context) }
+        v1.get("conflicts") { _, _ in json(try store.conflicts().jsonText(names: try store.nodeNames())) }
+        v1.get("changes") { request, _ in try await ChangeFeed(store: store, node: node).respond(to: request) }
+    }
+
+    // MARK: Items
+
+    func resolve(_ context: BasicRequestContext) throws -> ItemID {
+        try AssignmentParser.resolveItemID(try context.parameters.require("id"), in: store)
+    }
+
+    func item(_ id: ItemID, status: HTTPResponse.Status = .ok) throws -> Response {
+        guard let item = try store.storedItem(id) else { throw EditError.unknownItem(id) }
+        return json(item.jsonText(sync: try ItemSync.of(id, in: store)), status: status)
+    }
+
+    func listItems(_ request: Request) throws -> Response {
+        let query = request.uri.queryParameters
+        let limit =
+            try query["limit"].map { text -> Int in
+                guard let n = Int(text), (1...1000).contains(n) else {
+                    throw Problem(.badRequest, "limit must be a number from 1 to 1000")
+                }
+                return n
+            } ?? 100
+        let deleted =
+            try query["deleted"].map { text -> Bool in
+                guard text == "true" || text == "false" else {
+                    throw Problem(.badRequest, "deleted must be true or false")
+                }
+                return text == "true"
+            } ?? false
+        let after = try query["after"].map { try ItemID(String($0)) }
+        let page = try store.items(
+            type: query["type"].map(String.init),
+            includeDeleted: deleted,
+            after: after,
+            limit: limit
+        )
+        let edits = try store.latestLocalEdits()
+        let peers = try store.peers()
+        let items = page.map { item in
+            item.jsonText(sync: edits[ItemID(unchecked: item.id)].map { ItemSync(edit: $0, peers: peers) })
+        }
+        let next = page.count == limit ? page.last.map { JSON.string($0.id).text } ?? "null" : "null"
+        return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":"# + next + "}")
+    }
+
+    func createItem(_ request: Request) async throws -> Response {
+        let body = try await bytes(of: request)
+        let id = try directory.createItem(json: body, in: store)
+        var response = try item(id, status: .created)
+        response.headers[.location] = "/v1/items/\(id.rawValue)"
+        return response
+    }
+
+    /// A patch body: the CLI's assignments (`["title=Climb", "tags+=outdoor"]`), or
+    /// `{"set": {...}, "add": {...}, "remove": {...}}` with JSON values (a list under add or
+    /// remove adds or removes each element).
+    func patchItem(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let id = try resolve(context)
+        let body = try await bytes(of: request)
+        guard let text = String(validating: body, as: UTF8.self), let json = try? JSON(parsing: text) else {
+            throw Problem(
+                .badRequest,
+                "the patch is not JSON: send a list of assignments or {\"set\", \"add\", \"remove\"}"
+            )
+        }
+        var assignments: [Assignment] = []
+        switch json {
+        case .array(let list):
+            for entry in list {
+                guard case .string(let assignment) = entry else {
+                    throw Problem(.badRequest, "a patch list holds assignments as strings, like \"title=Climb\"")
+                }
+                assignments.append(try AssignmentParser.parse(assignment))
+            }
+        case .object(let members):
+            for (key, value) in members {
+                guard key == "set" || key == "add" || key == "remove", case .object(let fields) = value else {
+                    throw Problem(
+                        .badRequest,
+                        "unknown key '\(key)' in the patch: expected \"set\", \"add\" and \"remove\", each an object of fields"
+                    )
+                }
+                for (name, fieldValue) in fields {
+                    let field = try FieldName(name)
+                    guard let value = fieldValue.value else {
+                        throw Problem(
+                            .badRequest,
+                            "field '\(name)' holds an object; values are null, bool, number, string or list"
+                        )
+                    }
+                    switch key {
+                    case "set": assignments.append(.set(field, value))
+                    default:
+                        let elements: [Value]
+                        if case .list(let list) = value { elements = list } else { elements = [value] }
+                        for element in elements {
+                            assignments.append(key == "add" ? .add(field, element) : .remove(field, element))
+                        }
+                    }
+                }
+            }
+        default:
+            throw Problem(.badRequest, "the patch must be a list of assignments or {\"set\", \"add\", \"remove\"}")
+        }
+        return try edit(.update(assignments), id)
+    }
+
+    func edit(_ edit: ItemEdit, _ id: ItemID) throws -> Response {
+        try directory.edit(edit, on: id, in: store)
+        return try item(id)
+    }
+
+    /// `{"field": NAME, "value": VALUE}`: settles a conflict as `lansync resolve` does.
+    func resolveConflict(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let id = try resolve(context)
+        let body = try await bytes(of: request)
+        guard let text = String(validating: body, as: UTF8.self), let json = try? JSON(parsing: text),
+            case .object(let members) = json, Set(members.map(\.key)) == ["field", "value"],
+            case .string(let name)? = json["field"], let value = json["value"]?.value
+        else {
+            throw Problem(.badRequest, "a resolve body is {\"field\": NAME, \"value\": VALUE}")
+        }
+        return try edit(.resolve(try FieldName(name), value), id)
+    }
+
+    func history(_ request: Request, _ context: BasicRequestContext) throws -> Response {
+        let id = try resolve(context)
+        guard try store.itemState(id)?.exists == true else { throw EditError.unknownItem(id) }
+        let field = request.uri.queryParameters["field"].map { FieldName(unchecked: String($0)) }
+        let all = request.uri.queryParameters["all"] == "true"
+        let entries = try store.history(id, field: field).filter { all || field != nil || !$0.field.isReserved }
+        return json(entries.jsonText)
+    }
+
+    func bytes(of request: Request) async throws -> [UInt8] {
+        var buffer = try await request.body.collect(upTo: APIServer.maxBody)
+        return buffer.readBytes(length: buffer.readableBytes) ?? []
+    }
+}
+
+/// A JSON response.
+func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+    Response(
+        status: status,
+        headers: [.contentType: "application/json"],
+        body: ResponseBody(byteBuffer: ByteBuffer(string: text))
+    )
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import LansyncCore
+import LansyncHost
+import LansyncStore
+
+/// `lansync watch [--since SEQ] [--type T] [--item ID] [--field F] [--json] [--once]`
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Follow the change feed: every change this replica commits, local or merged, in order.",
+        discussion: """
+            Each change has a sequence number that only grows and is never given twice, also \
+            across restarts: to resume, pass the last one seen with --since. Works with or without \
+            a running node (it reads the replica). Without --since, starts with the next change. \
+            The feed keeps the last 100,000 changes; a --since older than that is refused, with \
+            what to do (Docs/API.md, "The change feed").
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Option(help: ArgumentHelp("Start after this sequence number (0: every change kept).", valueName: "SEQ"))
+    var since: UInt64?
+    @Option(help: "Only changes of items of this type.") var type: String?
+    @Option(help: "Only changes of this item (its id, or a unique start of it).") var item: String?
+    @Option(help: "Only changes of this field.") var field: String?
+    @Flag(help: "Print each change as one JSON object per line (JSON Lines).") var json = false
+    @Flag(help: "Print the changes there are now, then exit, instead of following.") var once = false
+
+    func run() async throws {
+        let store = try data.directory.open()
+        let itemID = try item.map { try AssignmentParser.resolveItemID($0, in: store) }
+        let fieldName = field.map { FieldName(unchecked: $0) }
+        var last = try since ?? store.latestChangeSeq()
+        var out = Output()
+        while true {
+            let entries: [ChangeEntry]
+            do {
+                entries = try store.changes(since: last, limit: 1000, type: type, item: itemID, field: fieldName)
+            } catch let gap as FeedGap {
+                throw CLIError(gap.description)
+            }
+            for entry in entries {
+                out.line(json ? entry.jsonText : Self.line(entry))
+                last = entry.seq
+            }
+            out.flush()
+            if entries.count == 1000 { continue }
+            if once { return }
+            // Polls: a read of a feed with nothing new is one indexed lookup.
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    static func line(_ entry: ChangeEntry) -> String {
+        let value = entry.value.map { Render.human(json: $0, width: 120) } ?? "-"
+        return
+            "\(entry.seq)  \(WallClock.iso8601(milliseconds: entry.at))  \(entry.kind.rawValue)  \(entry.item.rawValue).\(entry.field.rawValue) = \(value)"
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import LansyncJSON
+import Testing
+
+/// The local API and its change feed on the real binary (issue 17), driven by a small Python
+/// client (Tests/api/apiclient.py, standard library only): every endpoint with good and bad
+/// input, and a feed followed across a node restart that delivers every change once, in order.
+@Suite(.serialized) struct APITests {
+    static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("api/apiclient.py").path
+
+    /// Runs the client; returns its exit status and output.
+    func client(_ arguments: [String]) -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.client] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do { try process.run() } catch { return (127, "cannot run python3: \(error)") }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    func token(_ cli: CLI, _ dir: String) async throws -> String {
+        try await cli.ok(["api-token", "--dir", cli.path(dir)]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func everyEndpointAnswersAndBadInputChangesNothing() async throws {
+        let cli = CLI("api")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let ports = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        defer { a.stop() }
+        let token = try await token(cli, "a")
+        #expect(token.count == 64)
+        let mode = try FileManager.default.attributesOfItem(atPath: cli.path("a/api-token"))[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the token file is the owner's alone")
+        // The node says where its API is.
+        var api: String?
+        for _ in 0..<50 where api == nil {
+            if case .string(let address)? = try await cli.status(cli.path("a"))["api"] { api = address }
+            if api == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(api == "127.0.0.1:\(ports[1])")
+        let run = client(["check", "http://127.0.0.1:\(ports[1])", token])
+        print(run.output)
+        #expect(run.status == 0, "\(run.output)\n\(a.logText)")
+        // What the API wrote is what the CLI reads.
+        #expect(try await cli.ok(["get", "--dir", cli.path("a"), "api-1"]).contains("Climb together"))
+        #expect(a.isRunning)
+    }
+
+    /// The issue's script: items added over HTTP on A, B's feed followed meanwhile, B restarted
+    /// in the middle; every create arrives once, in order, and the follower resumes with
+    /// Last-Event-ID.
+    @Test func theFeedDeliversEveryChangeOnceAcrossARestart() async throws {
+        let cli = CLI("api-feed")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let p = freePorts(4)
+        let a = try NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[2]], extra: ["--api", "127.0.0.1:\(p[1])"])
+        defer { a.stop() }
+        var b = try NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]], extra: ["--api", "127.0.0.1:\(p[3])"])
+        defer { b.stop() }
+        let tokenA = try await token(cli, "a")
+        let tokenB = try await token(cli, "b")
+        let out = cli.path("feed.jsonl")
+        // Each create is two changes on B (_type, i): 60 items, 120 events.
+        let follower = Task.detached { [self] in
+            client(["follow", "http://127.0.0.1:\(p[3])", tokenB, out, "120", "60"])
+        }
+        let first = client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "one"])
+        #expect(first.status == 0, "\(first.output)")
+        try await Task.sleep(for: .seconds(1))
+        b.stop()
+        b = try NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]], extra: ["--api", "127.0.0.1:\(p[3])"])
+        let second = client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "two"])
+        #expect(second.status == 0, "\(second.output)")
+        let followed = await follower.value
+        print(followed.output)
+        #expect(followed.status == 0, "\(followed.output)\n\(b.logText)")
+        let lines = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
+        let events = try lines.map { try JSON(parsing: String($0)) }
+        let seqs = events.compactMap { event -> Int64? in
+            if case .integer(let n)? = event["seq"] { n } else { nil }
+        }
+        #expect(seqs.count == 120 && seqs == seqs.sorted() && Set(seqs).count == seqs.count, "in order, once: \(seqs)")
+        let created = events.filter { $0["kind"] == .string("create") }.compactMap { event -> String? in
+            if case .string(let id)? = event["id"] { id } else { nil }
+        }
+        let expected = (0..<30).map { "one-\($0)" } + (0..<30).map { "two-\($0)" }
+        #expect(Set(created) == Set(expected) && created.count == 60, "every create once: \(created)")
+        #expect(followed.output.contains("reconnects") && !followed.output.contains("0 reconnects"), "it reconnected")
+    }
+}
+
+/// `lansync watch`: the same feed on the command line, with or without a running node.
+@Suite(.serialized) struct WatchTests {
+    /// Starts `lansync watch ARGS` and collects its output lines as they come.
+    final class Watcher: @unchecked Sendable {
+        // @unchecked: `lines` is only touched under `lock`.
+        let process = Process()
+        private let lock = NSLock()
+        private var text = ""
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: CLI.binary)
+            process.arguments = ["watch"] + arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                self?.lock.withLock { self?.text += String(decoding: data, as: UTF8.self) }
+            }
+            try process.run()
+        }
+
+        var lines: [String] { lock.withLock { text.split(separator: "\n").map(String.init) } }
+
+        /// Waits until a line contains `needle`; true if one did within 10 s.
+        func waitFor(_ needle: String) async throws -> Bool {
+            for _ in 0..<200 {
+                if lines.contains(where: { $0.contains(needle) }) { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return false
+        }
+
+        func stop() {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    @Test func watchFollowsTheFeedWithOrWithoutANode() async throws {
+        let cli = CLI("watch")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=first"])
+        try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=second"])
+        // Everything kept, once.
+        let all = try await cli.ok(["watch", "--dir", cli.path("a"), "--since", "0", "--once", "--json"])
+        let entries = try all.split(separator: "\n").map { try JSON(parsing: String($0)) }
+        #expect(entries.map { $0["kind"] } == [.string("create"), .string("edit"), .string("edit")], "\(all)")
+        #expect(entries.last?["value"] == .string("second"))
+        let human = try await cli.ok(["watch", "--dir", cli.path("a"), "--since", "0", "--once", "--field", "title"])
+        #expect(human.contains("edit  t1.title = second"), "\(human)")
+
+        // Following, without a node: the next edit appears; with a node, too.
+        let watcher = try Watcher(["--dir", cli.path("a"), "--json"])
+        defer { watcher.stop() }
+        try await Task.sleep(for: .milliseconds(300))
+        try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=third"])
+        #expect(try await watcher.waitFor(#""value":"third""#), "\(watcher.lines)")
+        let ports = freePorts(2)
+        let node = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        defer { node.stop() }
+        try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=fourth"])
+        #expect(try await watcher.waitFor(#""value":"fourth""#), "\(watcher.lines)")
+        #expect(!watcher.lines.contains { $0.contains(#""value":"second""#) }, "it started after what was there")
+        let bad = try await cli.run(["watch", "--dir", cli.path("a"), "--since", "abc"])
+        #expect(
+            bad.status != 0 && bad.stderr.hasPrefix("Error: The value 'abc' is invalid for '--since"),
+            "\(bad.stderr)"
+        )
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+import LansyncCore
+import LansyncTestSupport
+import Testing
+
+@testable import LansyncStore
+
+/// The change feed: every field change a replica commits, local or merged, in commit order, with
+/// numbers that only grow, across reopening, a restore from a backup and a repair.
+@Suite struct ChangeFeedTests {
+    let dir = makeTemporaryDirectory("feed")
+    let t0: UInt64 = 1_700_000_000_000
+    var lease: WriterLease { WriterLease(directory: dir) }
+    let title = FieldName.named("title")
+
+    func create(_ node: UInt64) throws -> ReplicaStore {
+        try ReplicaStore.create(
+            path: "\(dir)/r\(node).sqlite",
+            nodeID: .node(node),
+            clusterID: .node(99),
+            nodeName: "n\(node)",
+            fingerprint: "fp",
+            lease: lease
+        )
+    }
+
+    func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {
+        let held = try to.versionVector()
+        var stream = try from.deltaStream(for: held, maxUpdates: 10, deltaBase: held)
+        while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: t0) }
+    }
+
+    func kinds(_ entries: [ChangeEntry]) -> [String] { entries.map { "\($0.field.rawValue):\($0.kind.rawValue)" } }
+
+    @Test func localAndMergedChangesAreFedInOrder() throws {
+        let a = try create(1)
+        let b = try create(2)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: [.set(title, .string("one"))]), to: x, wallMilliseconds: t0)
+        try a.apply(.update([.set(title, .string("two"))]), to: x, wallMilliseconds: t0 + 1)
+        try a.apply(.delete, to: x, wallMilliseconds: t0 + 2)
+        try a.apply(.restore, to: x, wallMilliseconds: t0 + 3)
+        let local = try a.changes(since: 0)
+        #expect(kinds(local) == ["_type:create", "title:edit", "title:edit", "_deleted:delete", "_deleted:restore"])
+        #expect(local.map(\.seq) == Array(1...5), "numbered in commit order")
+        #expect(local[2].value == "\"two\"" && local[0].type == "task" && local.allSatisfy { $0.item == x })
+
+        try sync(a, b)
+        let merged = try b.changes(since: 0)
+        #expect(Set(kinds(merged)) == ["_type:create", "title:merge", "_deleted:merge"], "\(kinds(merged))")
+        // Concurrent edits: a conflict, then its settlement, each once.
+        try a.apply(.update([.set(title, .string("from a"))]), to: x, wallMilliseconds: t0 + 4)
+        try b.apply(.update([.set(title, .string("from b"))]), to: x, wallMilliseconds: t0 + 4)
+        let before = try b.latestChangeSeq()
+        try sync(a, b)
+        #expect(kinds(try b.changes(since: before)) == ["title:conflict"])
+        try b.apply(.resolve(title, .string("both")), to: x, wallMilliseconds: t0 + 5)
+        let settled = try b.changes(since: before + 1)
+        #expect(kinds(settled) == ["title:settle"] && settled[0].value == "\"both\"")
+
+        // Filters.
+        try a.apply(
+            .create(type: "note", assignments: [.set(title, .string("n"))]),
+            to: .named("y"),
+            wallMilliseconds: t0
+        )
+        #expect(try a.changes(since: 0, type: "note").map(\.item) == [.named("y"), .named("y")])
+        #expect(try a.changes(since: 0, item: x, field: title).count == 3)
+        #expect(try a.changes(since: 0, limit: 2).map(\.seq) == [1, 2])
+    }
+
+    @Test func numbersAreNeverGivenTwice() throws {
+        let path = "\(dir)/r1.sqlite"
+        var seqs: [UInt64] = []
+        do {
+            let a = try create(1)
+            try a.apply(
+                .create(type: "t", assignments: [.set(title, .integer(0))]),
+                to: .named("x"),
+                wallMilliseconds: t0
+            )
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try FileManager.default.copyItem(atPath: path + suffix, toPath: "\(dir)/backup.sqlite" + suffix)
+            }
+            for i in 1...3 {
+                try a.apply(.update([.set(title, .integer(Int64(i)))]), to: .named("x"), wallMilliseconds: t0)
+            }
+            seqs = try a.changes(since: 0).map(\.seq)
+        }
+        // Reopened: the numbering goes on.
+        let reopened = try ReplicaStore.open(path: path, lease: lease)
+        try reopened.apply(.update([.set(title, .integer(4))]), to: .named("x"), wallMilliseconds: t0)
+        #expect(try reopened.changes(since: seqs.last!).map(\.seq) == [seqs.last! + 1])
+        let highest = try reopened.latestChangeSeq()
+
+        // Restored from the backup (which stopped at 2): the next number is past every one given.
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: "\(dir)/backup.sqlite" + suffix) {
+            try FileManager.default.copyItem(atPath: "\(dir)/backup.sqlite" + suffix, toPath: path + suffix)
+        }
+        let restored = try ReplicaStore.open(path: path, lease: lease)
+        #expect(try restored.latestChangeSeq() < highest, "the backup's own numbering")
+        try restored.apply(.update([.set(title, .integer(5))]), to: .named("x"), wallMilliseconds: t0)
+        let after = try restored.changes(since: highest)
+        #expect(after.count == 1 && after[0].seq > highest, "\(after.map(\.seq)) after \(highest)")
+    }
+
+    @Test func aReaderBehindWhatIsKeptIsToldToStartAgain() throws {
+        let a = try create(1)
+        for i in 0..<5 {
+            try a.apply(.create(type: "t", assignments: []), to: .named("i\(i)"), wallMilliseconds: t0)
+        }
+        // As the pruning does once more than the kept number were made.
+        try a.pool.write { db in try db.execute(sql: "DELETE FROM change WHERE seq <= 3") }
+        #expect(throws: FeedGap.self) { try a.changes(since: 1) }
+        #expect(try a.changes(since: 3).map(\.seq) == [4, 5], "from the oldest kept on, no gap")
+    }
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""A small client of lansync's local API, used by Tests/IntegrationTests/APITests.swift against
+the real binary (standard library only).
+
+  apiclient.py check BASE TOKEN               every endpoint, good and bad input; exit 1 on a failure
+  apiclient.py add BASE TOKEN N PREFIX        creates items PREFIX-0 .. PREFIX-(N-1) over HTTP
+  apiclient.py follow BASE TOKEN OUT N SECS   follows the feed as Server-Sent Events, reconnecting
+                                              with Last-Event-ID, appending each event's data to
+                                              OUT, until N events came or SECS passed
+"""
+import http.client, json, sys, time, urllib.parse
+
+def request(base, token, method, path, body=None, headers=None, raw=None):
+    u = urllib.parse.urlparse(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    h = {} if token is None else {"Authorization": "Bearer " + token}
+    h.update(headers or {})
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    if data is not None:
+        h.setdefault("Content-Type", "application/json")
+    conn.request(method, path, body=data, headers=h)
+    r = conn.getresponse()
+    text = r.read().decode()
+    conn.close()
+    try:
+        payload = json.loads(text) if text else None
+    except ValueError:
+        payload = text
+    return r.status, r.getheader("Content-Type") or "", payload
+
+failures = 0
+def expect(ok, what, detail=""):
+    global failures
+    print(("ok: " if ok else "FAILED: ") + what + ("" if ok else f" ({detail})"))
+    if not ok:
+        failures += 1
+
+def problem(status, ctype, payload, code, words):
+    return (status == code and ctype.startswith("application/problem+json") and isinstance(payload, dict)
+            and payload.get("status") == code and words in payload.get("detail", ""))
+
+def check(base, token):
+    # Auth: no token, a wrong one.
+    s, c, p = request(base, None, "GET", "/v1/items")
+    expect(problem(s, c, p, 401, "bearer token"), "no token: 401 problem", f"{s} {p}")
+    s, c, p = request(base, "0" * 64, "GET", "/v1/status")
+    expect(s == 401, "a wrong token: 401", f"{s}")
+    # Create (an export line), get, list.
+    s, c, p = request(base, token, "POST", "/v1/items", {"id": "api-1", "type": "task", "fields": {"title": "Climb", "tags": ["outdoor"]}})
+    expect(s == 201 and p["id"] == "api-1" and p["fields"]["title"] == "Climb", "create: 201 with the item", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items", {"type": "note", "fields": {"n": 1}})
+    expect(s == 201 and len(p["id"]) > 8 and p["type"] == "note", "create without an id: a new one", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items", {"id": "api-1", "type": "task"})
+    expect(problem(s, c, p, 409, "api-1"), "create an existing id: 409", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items/api-1")
+    expect(s == 200 and p["fields"]["tags"] == ["outdoor"] and p["deleted"] is False, "get", f"{s} {p}")
+    for i in range(5):
+        request(base, token, "POST", "/v1/items", {"id": f"page-{i}", "type": "page"})
+    s, c, p = request(base, token, "GET", "/v1/items?type=page&limit=2")
+    first = [i["id"] for i in p["items"]]
+    s2, c2, p2 = request(base, token, "GET", "/v1/items?type=page&limit=2&after=" + p["next"])
+    s3, c3, p3 = request(base, token, "GET", "/v1/items?type=page&limit=2&after=" + p2["next"])
+    pages = first + [i["id"] for i in p2["items"]] + [i["id"] for i in p3["items"]]
+    expect(pages == [f"page-{i}" for i in range(5)] and p3["next"] is None, "list: cursor pages, stable and whole", f"{pages} {p3}")
+    # Patch: the CLI's assignments, and the object form.
+    s, c, p = request(base, token, "PATCH", "/v1/items/api-1", ["title=Climb together", "tags+=indoor", "n=3"])
+    expect(s == 200 and p["fields"]["title"] == "Climb together" and p["fields"]["n"] == 3
+           and sorted(p["fields"]["tags"]) == ["indoor", "outdoor"], "patch with assignments", f"{s} {p}")
+    s, c, p = request(base, token, "PATCH", "/v1/items/api-1", {"set": {"done": True}, "remove": {"tags": "outdoor"}})
+    expect(s == 200 and p["fields"]["done"] is True and p["fields"]["tags"] == ["indoor"], "patch with set/add/remove", f"{s} {p}")
+    s, c, p = request(base, token, "PATCH", "/v1/items/api-", ["n=4"])
+    expect(s == 200 and p["id"] == "api-1", "an id prefix names the item", f"{s} {p}")
+    # Bad input: a clear problem, and nothing changed.
+    before = request(base, token, "GET", "/v1/items/api-1")[2]
+    for what, body, code, words in [
+        ("malformed JSON", b"{not json", 400, "not JSON"),
+        ("an unknown patch key", json.dumps({"replace": {}}).encode(), 400, "unknown key"),
+        ("an object value", json.dumps({"set": {"x": {"a": 1}}}).encode(), 400, "object"),
+        ("a bad assignment", json.dumps(["no equals sign"]).encode(), 400, "not an assignment"),
+        ("a reserved field", json.dumps(["_type=x"]).encode(), 400, "reserved"),
+    ]:
+        s, c, p = request(base, token, "PATCH", "/v1/items/api-1", raw=body)
+        expect(problem(s, c, p, code, words), f"{what}: {code} problem", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items", raw=json.dumps({"type": "t", "colour": 1}).encode())
+    expect(problem(s, c, p, 400, "unknown key"), "create with an unknown key: 400", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items", raw=b"x" * (5 << 20))
+    expect(problem(s, c, p, 413, "bytes"), "an oversized body: 413", f"{s} {str(p)[:200]}")
+    expect(request(base, token, "GET", "/v1/items/api-1")[2] == before, "bad input changed nothing")
+    s, c, p = request(base, token, "GET", "/v1/items/nope")
+    expect(problem(s, c, p, 404, "nope"), "an unknown item: 404", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/nothing-here")
+    expect(problem(s, c, p, 404, "no such endpoint"), "an unknown endpoint: 404 problem", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items/api-1/resolve", {"field": "title", "value": "x"})
+    expect(problem(s, c, p, 409, "title"), "resolve without a conflict: 409", f"{s} {p}")
+    # Delete, restore, history, conflicts, status, peers.
+    s, c, p = request(base, token, "DELETE", "/v1/items/api-1")
+    expect(s == 200 and p["deleted"] is True, "delete", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items?type=task")
+    expect(s == 200 and p["items"] == [], "a deleted item leaves the list", f"{p}")
+    s, c, p = request(base, token, "POST", "/v1/items/api-1/restore")
+    expect(s == 200 and p["deleted"] is False and p["fields"]["title"] == "Climb together", "restore", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items/api-1/history?field=title")
+    expect(s == 200 and [e["write"].get("set") for e in p][:2] == ["Climb together", "Climb"], "history", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/conflicts")
+    expect(s == 200 and p == [], "conflicts", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/status")
+    expect(s == 200 and p["running"] is True and p["api"] and p["items"] >= 7, "status", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/peers")
+    expect(s == 200 and isinstance(p, list), "peers", f"{s} {p}")
+    # The feed, as JSON pages.
+    s, c, p = request(base, token, "GET", "/v1/changes?since=0&item=api-1&field=title")
+    expect(s == 200 and [e["value"] for e in p["changes"]] == ["Climb", "Climb together"], "changes, filtered", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/changes?since=abc")
+    expect(problem(s, c, p, 400, "sequence number"), "changes with a bad since: 400", f"{s} {p}")
+    return 1 if failures else 0
+
+def add(base, token, n, prefix):
+    for i in range(int(n)):
+        s, c, p = request(base, token, "POST", "/v1/items", {"id": f"{prefix}-{i}", "type": "feed", "fields": {"i": i}})
+        if s != 201:
+            print(f"FAILED: create {prefix}-{i}: {s} {p}")
+            return 1
+    print(f"ok: created {n} items over HTTP")
+    return 0
+
+def follow(base, token, out, n, secs):
+    """Server-Sent Events by hand: an event ends at a blank line; 'id:' is its sequence number."""
+    u = urllib.parse.urlparse(base)
+    last, got, reconnects = None, 0, -1
+    end = time.time() + float(secs)
+    with open(out, "a") as sink:
+        while got < int(n) and time.time() < end:
+            reconnects += 1
+            try:
+                conn = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+                h = {"Authorization": "Bearer " + token, "Accept": "text/event-stream"}
+                path = "/v1/changes?type=feed"
+                if last is not None:
+                    h["Last-Event-ID"] = last
+                else:
+                    path += "&since=0"
+                conn.request("GET", path, headers=h)
+                r = conn.getresponse()
+                if r.status != 200:
+                    time.sleep(0.2)
+                    continue
+                event_id, data = None, None
+                while got < int(n) and time.time() < end:
+                    line = r.fp.readline()
+                    if not line:
+                        break
+                    line = line.decode().rstrip("\n")
+                    if line.startswith("id: "):
+                        event_id = line[4:]
+                    elif line.startswith("data: "):
+                        data = line[6:]
+                    elif line == "" and data is not None:
+                        sink.write(data + "\n")
+                        sink.flush()
+                        last, got, data = event_id, got + 1, None
+            except OSError:
+                time.sleep(0.2)
+    print(f"ok: followed {got} events, {reconnects} reconnects")
+    return 0 if got >= int(n) else 1
+
+if __name__ == "__main__":
+    cmd, *args = sys.argv[1:]
+    sys.exit({"check": check, "add": add, "follow": follow}[cmd](*args))
