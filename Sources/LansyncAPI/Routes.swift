@@ -60,20 +60,42 @@ struct Routes: Sendable {
                 }
                 return text == "true"
             } ?? false
-        let after = try query["after"].map { try ItemID(String($0)) }
-        let page = try store.items(
-            type: query["type"].map(String.init),
-            includeDeleted: deleted,
-            after: after,
-            limit: limit
-        )
+        let type = query["type"].map(String.init)
+        let conditions = query.getAll("where")
+        let sort = query["sort"].map(String.init)
+        let page: [StoredItem]
+        let next: String?
+        if conditions.isEmpty, sort == nil {
+            page = try store.items(
+                type: type,
+                includeDeleted: deleted,
+                after: try query["after"].map { try ItemID(String($0)) },
+                limit: limit
+            )
+            next = page.count == limit ? page.last?.id : nil
+        } else {
+            // A query: `next` is an opaque cursor for `after`, with the same query.
+            let itemQuery = ItemQuery(
+                filters: try conditions.map(QueryParser.filter),
+                sort: try sort.map(QueryParser.sort)
+            )
+            let result = try store.query(
+                itemQuery,
+                type: type,
+                includeDeleted: deleted,
+                limit: limit,
+                after: query["after"].map(String.init)
+            )
+            page = result.items
+            next = result.next
+        }
         let edits = try store.latestLocalEdits()
         let peers = try store.peers()
         let items = page.map { item in
             item.jsonText(sync: edits[ItemID(unchecked: item.id)].map { ItemSync(edit: $0, peers: peers) })
         }
-        let next = page.count == limit ? page.last.map { JSON.string($0.id).text } ?? "null" : "null"
-        return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":"# + next + "}")
+        let nextText = next.map { JSON.string($0).text } ?? "null"
+        return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":"# + nextText + "}")
     }
 
     func createItem(_ request: Request) async throws -> Response {

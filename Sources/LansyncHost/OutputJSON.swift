@@ -96,7 +96,7 @@ extension ChangeEntry {
     public var jsonText: String {
         #"{"seq":\#(seq),"time":"# + JSON.string(WallClock.iso8601(milliseconds: at)).text + #","id":"#
             + JSON.string(item.rawValue).text + #","type":"# + JSON.string(type).text + #","field":"#
-            + JSON.string(field.rawValue).text + #","kind":"# + JSON.string(kind.rawValue).text + #","value":"#
+            + JSON.string(field.rawValue).text + #","kind":"# + JSON.string(kind.name).text + #","value":"#
             + (value ?? "null") + "}"
     }
 }

@@ -4,21 +4,35 @@ public import LansyncCore
 import LansyncJSON
 
 /// What one change to a field was, as the change feed tells it (Docs/API.md, "The change feed").
-public enum ChangeKind: String, Sendable, CaseIterable {
+/// The raw values are what the replica file stores.
+public enum ChangeKind: Int, Sendable, CaseIterable {
     /// An item came into being (its `_type` was first written), here or on a peer.
-    case create
+    case create = 0
     /// A local edit (the CLI, the API).
-    case edit
+    case edit = 1
     /// A change merged from a peer.
-    case merge
+    case merge = 2
     /// Concurrent writes left the field with more than one value.
-    case conflict
+    case conflict = 3
     /// The field's conflict was settled (a resolve, a later write, or the relay).
-    case settle
+    case settle = 4
     /// The item was deleted (its `_deleted` became true).
-    case delete
+    case delete = 5
     /// The item was restored.
-    case restore
+    case restore = 6
+
+    /// The word the feed shows.
+    public var name: String {
+        switch self {
+        case .create: "create"
+        case .edit: "edit"
+        case .merge: "merge"
+        case .conflict: "conflict"
+        case .settle: "settle"
+        case .delete: "delete"
+        case .restore: "restore"
+        }
+    }
 }
 
 /// One entry of the change feed: a field of an item changed, in the transaction that committed
@@ -50,8 +64,8 @@ extension ChangeEntry {
 }
 
 extension Transaction {
-    /// Appends the feed entry for a field this transaction saved.
-    func recordChange(itemID: ItemID, name: FieldName, old: FieldState?, new: FieldState) throws {
+    /// Appends the feed entry for a field this transaction saved (its row `fieldRow`).
+    mutating func recordChange(fieldRow: Int64, name: FieldName, old: FieldState?, new: FieldState) throws {
         let kind: ChangeKind
         if name == .deleted {
             let was = old.map(Self.deletes) ?? false
@@ -66,22 +80,33 @@ extension Transaction {
         } else {
             kind = origin == .local ? .edit : .merge
         }
-        try db.cachedStatement(
-            sql: "INSERT INTO change(at, item_id, field, kind, value) VALUES (?, ?, ?, ?, ?)"
-        ).execute(arguments: [
-            Int64(clamping: WallClock.milliseconds), itemID.rawValue, name.rawValue, kind.rawValue,
-            new.shownValue?.json.text,
-        ])
+        if commitTime == nil { commitTime = Int64(clamping: WallClock.milliseconds) }
+        var value: Data?
+        if let shown = new.shownValue {
+            var writer = ByteWriter()
+            writer.value(shown)
+            value = Data(writer.bytes)
+        }
+        try db.cachedStatement(sql: "INSERT INTO change(at, field, kind, value) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [commitTime, fieldRow, kind.rawValue, value])
+        // A transaction of many changes (an import, a first sync) keeps the feed to its size as
+        // it goes, so the file never holds more than that.
+        changesRecorded += 1
+        if changesRecorded % 10_000 == 0 { try pruneChanges() }
     }
 
     static func deletes(_ state: FieldState) -> Bool {
         state.versions.contains { $0.write == .assign(.bool(true)) }
     }
 
-    /// Keeps the feed to its last ``ChangeEntry/retained`` entries (now and then: every 256th
-    /// transaction that changed something).
+    /// Keeps the feed to its last ``ChangeEntry/retained`` entries (every 256th transaction that
+    /// changed something, and every 10,000 changes within one).
     func pruneChanges(stamp: UInt64) throws {
         guard stamp % 256 == 0 else { return }
+        try pruneChanges()
+    }
+
+    func pruneChanges() throws {
         try db.execute(
             sql: "DELETE FROM change WHERE seq <= (SELECT seq FROM sqlite_sequence WHERE name = 'change') - ?",
             arguments: [Int64(ChangeEntry.retained)]
@@ -126,8 +151,8 @@ extension ReplicaStore {
     ) throws -> [ChangeEntry] {
         let (entries, oldest) = try read { db -> ([ChangeEntry], UInt64?) in
             var sql = """
-                SELECT c.seq, c.at, c.item_id, coalesce(i.type, ''), c.field, c.kind, c.value FROM change c
-                LEFT JOIN item i ON i.item_id = c.item_id WHERE c.seq > ?
+                SELECT c.seq, c.at, i.item_id, i.type, f.name, c.kind, c.value FROM change c
+                JOIN field f ON f.id = c.field JOIN item i ON i.id = f.item WHERE c.seq > ?
                 """
             var arguments: [(any DatabaseValueConvertible)?] = [Int64(clamping: since)]
             if let type {
@@ -135,11 +160,11 @@ extension ReplicaStore {
                 arguments.append(type)
             }
             if let item {
-                sql += " AND c.item_id = ?"
+                sql += " AND i.item_id = ?"
                 arguments.append(item.rawValue)
             }
             if let field {
-                sql += " AND c.field = ?"
+                sql += " AND f.name = ?"
                 arguments.append(field.rawValue)
             }
             sql += " ORDER BY c.seq LIMIT ?"
@@ -147,6 +172,11 @@ extension ReplicaStore {
             let entries = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).compactMap {
                 row -> ChangeEntry? in
                 guard let kind = ChangeKind(rawValue: row[5]) else { return nil }
+                var value: Value?
+                if let bytes = row[6] as Data? {
+                    var reader = ByteReader(Array(bytes))
+                    value = try? reader.value()
+                }
                 return ChangeEntry(
                     seq: UInt64(clamping: row[0] as Int64),
                     at: UInt64(clamping: row[1] as Int64),
@@ -154,7 +184,7 @@ extension ReplicaStore {
                     type: row[3],
                     field: FieldName(unchecked: row[4]),
                     kind: kind,
-                    value: row[6]
+                    value: value.map(\.jsonText)
                 )
             }
             let oldest = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM change").map { UInt64(clamping: $0) }

@@ -243,16 +243,38 @@ enum Schema {
                 sql: """
                     -- The change feed (Docs/API.md): one row per field a transaction changed, in
                     -- commit order. AUTOINCREMENT: a number is never given twice, even after the
-                    -- oldest rows are dropped (the last 100,000 are kept). 'value' is the field's
-                    -- shown value after the change, as JSON.
+                    -- oldest rows are dropped (the last 100,000 are kept). 'field' is the field's
+                    -- row, 'kind' a ChangeKind's number, 'value' the field's shown value after the
+                    -- change in the replica's binary value form (NULL: none).
                     CREATE TABLE change (
-                        seq     INTEGER PRIMARY KEY AUTOINCREMENT,
-                        at      INTEGER NOT NULL,
-                        item_id TEXT NOT NULL,
-                        field   TEXT NOT NULL,
-                        kind    TEXT NOT NULL,
-                        value   TEXT
+                        seq   INTEGER PRIMARY KEY AUTOINCREMENT,
+                        at    INTEGER NOT NULL,
+                        field INTEGER NOT NULL REFERENCES field(id),
+                        kind  INTEGER NOT NULL,
+                        value BLOB
                     );
+                    """
+            )
+        }
+        migrator.registerMigration("v13-query-index") { db in
+            try db.execute(
+                sql: """
+                    -- Fields indexed for queries ('lansync index FIELD'), and their typed shown
+                    -- values: kind 0 null, 1 bool (num 0 or 1), 2 number (num), 3 string (txt),
+                    -- 4 list, whose elements get rows of their own (element 1). Kept in step with
+                    -- the field states by the code that saves them (Docs/API.md, "Queries").
+                    CREATE TABLE indexed_field (name TEXT PRIMARY KEY) WITHOUT ROWID;
+                    CREATE TABLE query_index (
+                        field   TEXT NOT NULL,
+                        item    INTEGER NOT NULL REFERENCES item(id),
+                        kind    INTEGER NOT NULL,
+                        element INTEGER NOT NULL,
+                        num     REAL,
+                        txt     TEXT
+                    );
+                    CREATE INDEX query_by_num ON query_index(field, element, kind, num);
+                    CREATE INDEX query_by_txt ON query_index(field, element, kind, txt);
+                    CREATE INDEX query_by_item ON query_index(item, field);
                     """
             )
         }

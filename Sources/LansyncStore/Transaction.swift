@@ -24,6 +24,12 @@ struct Transaction {
     private var pendingStamp: UInt64?
     /// Where this transaction's changes come from, for the change feed.
     var origin = ChangeOrigin.local
+    /// The fields indexed for queries, read at the first save.
+    var indexedNames: Set<String>?
+    /// The commit's wall-clock time for the change feed, read at the first change.
+    var commitTime: Int64?
+    /// How many feed entries this transaction wrote.
+    var changesRecorded = 0
 
     init(db: Database, historyLimit: Int, nodes: NodeRows = NodeRows()) throws {
         self.db = db
@@ -329,7 +335,8 @@ struct Transaction {
             }
         }
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
-        try recordChange(itemID: itemID, name: name, old: old, new: new)
+        try recordChange(fieldRow: fieldRow, name: name, old: old, new: new)
+        try indexField(item: item, name: name, new: new)
         return fieldRow
     }
 

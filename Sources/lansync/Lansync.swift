@@ -20,6 +20,7 @@ struct Lansync: AsyncParsableCommand {
             AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
             RevertCommand.self,
             GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self, WatchCommand.self,
+            IndexCommand.self,
             ExportCommand.self, ImportCommand.self,
             NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self, APITokenCommand.self,
             CheckCommand.self, RepairCommand.self, DebugCommand.self,

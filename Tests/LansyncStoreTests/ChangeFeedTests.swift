@@ -31,7 +31,7 @@ import Testing
         while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: t0) }
     }
 
-    func kinds(_ entries: [ChangeEntry]) -> [String] { entries.map { "\($0.field.rawValue):\($0.kind.rawValue)" } }
+    func kinds(_ entries: [ChangeEntry]) -> [String] { entries.map { "\($0.field.rawValue):\($0.kind.name)" } }
 
     @Test func localAndMergedChangesAreFedInOrder() throws {
         let a = try create(1)

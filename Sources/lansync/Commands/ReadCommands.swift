@@ -40,7 +40,7 @@ struct GetCommand: ParsableCommand {
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List items, sorted by id.",
+        abstract: "List items, sorted by id, or those a query selects, in its order.",
         discussion: """
             Shows each item's title (or name) first, then its other fields, cut to the terminal's \
             width (COLUMNS, when set). --fields shows the named fields as columns, --wide cuts \
@@ -55,6 +55,18 @@ struct ListCommand: ParsableCommand {
     var fields: String?
     @Flag(help: "Show every value whole, however wide the terminal.") var wide = false
     @Flag(help: "Only items whose latest edit here no other machine is known to have (DIRTY).") var dirty = false
+    @Option(
+        name: .customLong("where"),
+        help: ArgumentHelp(
+            "Only items whose field passes (repeatable, all must): FIELD=VALUE, !=, <, <=, >, >=, 'FIELD contains ELEM', 'FIELD prefix TEXT', 'FIELD exists', 'FIELD missing'.",
+            valueName: "condition"
+        )
+    )
+    var conditions: [String] = []
+    @Option(help: ArgumentHelp("Order by this field's value (-FIELD: descending), then by id.", valueName: "[-]field"))
+    var sort: String?
+    @Option(help: "At most this many items.") var limit: Int?
+    @Flag(help: "Say how the query is answered (which index, if any) instead of listing.") var explain = false
     @Flag(help: "Print a JSON array.") var json = false
 
     /// The fields people name an item by: shown first, in a column of their own.
@@ -78,10 +90,28 @@ struct ListCommand: ParsableCommand {
 
     func validate() throws {
         if json, fields != nil || wide { throw ValidationError("--json prints every field; drop --fields and --wide") }
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
     }
 
     func run() throws {
         let store = try data.directory.open()
+        // With a query, the items it selects in its order; else every item, by id, as it streams.
+        let query = ItemQuery(filters: try conditions.map(QueryParser.filter), sort: try sort.map(QueryParser.sort))
+        if explain {
+            print(try store.queryPlan(query))
+            return
+        }
+        var selected: [StoredItem]?
+        if !conditions.isEmpty || sort != nil || limit != nil {
+            selected = try store.query(query, type: type, includeDeleted: deleted, limit: limit ?? .max).items
+        }
+        func forEachItem(_ body: (StoredItem) throws -> Void) throws {
+            if let selected {
+                try selected.forEach(body)
+            } else {
+                try store.forEachItem(type: type, includeDeleted: deleted, body)
+            }
+        }
         let edits = try store.latestLocalEdits()
         let peers = try store.peers()
         func sync(_ item: StoredItem) -> ItemSync? {
@@ -92,7 +122,7 @@ struct ListCommand: ParsableCommand {
         if json {
             var first = true
             out.line("[")
-            try store.forEachItem(type: type, includeDeleted: deleted) { item in
+            try forEachItem { item in
                 guard listed(item) else { return }
                 out.line((first ? "" : ",") + item.jsonText(sync: sync(item)))
                 first = false
@@ -107,7 +137,7 @@ struct ListCommand: ParsableCommand {
         // takes an id takes it); to a pipe, or with --wide, whole.
         let shortIDs = width == nil ? [:] : Self.shortestUniqueStarts(try store.itemIDs(matching: "", limit: .max))
         var items: [StoredItem] = []
-        try store.forEachItem(type: type, includeDeleted: deleted) { if listed($0) { items.append($0) } }
+        try forEachItem { if listed($0) { items.append($0) } }
         func value(_ item: StoredItem, _ name: String) -> String? { item.fields.first { $0.name == name }?.json }
         func shown(_ item: StoredItem, _ name: String) -> String {
             guard let json = value(item, name) else { return "" }

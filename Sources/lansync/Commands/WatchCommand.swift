@@ -55,6 +55,6 @@ struct WatchCommand: AsyncParsableCommand {
     static func line(_ entry: ChangeEntry) -> String {
         let value = entry.value.map { Render.human(json: $0, width: 120) } ?? "-"
         return
-            "\(entry.seq)  \(WallClock.iso8601(milliseconds: entry.at))  \(entry.kind.rawValue)  \(entry.item.rawValue).\(entry.field.rawValue) = \(value)"
+            "\(entry.seq)  \(WallClock.iso8601(milliseconds: entry.at))  \(entry.kind.name)  \(entry.item.rawValue).\(entry.field.rawValue) = \(value)"
     }
 }

@@ -1,0 +1,270 @@
+import Foundation
+import GRDB
+public import LansyncCore
+import LansyncJSON
+
+// Queries over shown values (``ItemQuery``). A field is either indexed (`lansync index FIELD`:
+// table `query_index` holds its typed shown value, a row per list element, kept in step by the
+// code that saves fields) or not: then its states are read and decoded, one field per item. The
+// first filter on an indexed field picks the candidates with one index range; every filter is
+// then checked exactly on the candidates' values, so an index only ever makes a query faster.
+
+/// A query that cannot be answered as asked (a bad cursor): what to do instead.
+public struct QueryError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One page of a query's results, and where the next one starts.
+public struct QueryPage: Sendable {
+    public let items: [StoredItem]
+    /// Pass as `after` for the next page; nil on the last.
+    public let next: String?
+}
+
+extension Transaction {
+    /// The index rows of a shown value: (kind, element, number, text). Kinds: 0 null, 1 bool,
+    /// 2 number, 3 string, 4 list (whose elements get rows of their own, element 1).
+    static func indexRows(_ value: Value?) -> [(kind: Int, element: Int, num: Double?, txt: String?)] {
+        func row(_ v: Value, element: Int) -> (Int, Int, Double?, String?) {
+            switch v {
+            case .null: (0, element, nil, nil)
+            case .bool(let b): (1, element, b ? 1 : 0, nil)
+            case .integer(let n): (2, element, Double(n), nil)
+            case .double(let d): (2, element, d.isNaN ? nil : d, nil)
+            case .string(let s): (3, element, nil, s)
+            case .list: (4, element, nil, nil)
+            }
+        }
+        guard let value else { return [] }
+        if case .list(let elements) = value {
+            return [row(value, element: 0)]
+                + elements.filter { if case .list = $0 { false } else { true } }
+                .map { row($0, element: 1) }
+        }
+        return [row(value, element: 0)]
+    }
+
+    /// Brings `query_index` in step with a saved field, if its name is indexed.
+    mutating func indexField(item: Int64, name: FieldName, new: FieldState) throws {
+        if indexedNames == nil {
+            indexedNames = Set(try String.fetchAll(db, sql: "SELECT name FROM indexed_field"))
+        }
+        guard indexedNames!.contains(name.rawValue) else { return }
+        try Self.reindex(item: item, name: name.rawValue, value: new.shownValue, db: db)
+    }
+
+    static func reindex(item: Int64, name: String, value: Value?, db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM query_index WHERE item = ? AND field = ?")
+            .execute(arguments: [item, name])
+        for row in indexRows(value) {
+            try db.cachedStatement(
+                sql: "INSERT INTO query_index(field, item, kind, element, num, txt) VALUES (?, ?, ?, ?, ?, ?)"
+            ).execute(arguments: [name, item, row.kind, row.element, row.num, row.txt])
+        }
+    }
+}
+
+extension ReplicaStore {
+    /// The indexed fields, each with how many items hold it.
+    public func indexedFields() throws(StoreError) -> [(field: FieldName, items: Int)] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT x.name, (SELECT count(DISTINCT item) FROM query_index q WHERE q.field = x.name)
+                    FROM indexed_field x ORDER BY x.name
+                    """
+            ).map { (FieldName(unchecked: $0[0]), $0[1]) }
+        }
+    }
+
+    /// Indexes `field` (every item's value now, and every later change); nothing if it is already.
+    public func addIndex(_ field: FieldName) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                try db.execute(sql: "INSERT OR IGNORE INTO indexed_field(name) VALUES (?)", arguments: [field.rawValue])
+                guard db.changesCount > 0 else { return }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT item, state FROM field WHERE name = ?",
+                    arguments: [field.rawValue]
+                )
+                for row in rows {
+                    let state = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodeRows)
+                    try Transaction.reindex(item: row[0], name: field.rawValue, value: state.shownValue, db: db)
+                }
+            }
+        }
+    }
+
+    /// Stops indexing `field`; true if it was indexed.
+    @discardableResult
+    public func dropIndex(_ field: FieldName) throws(StoreError) -> Bool {
+        try guarded {
+            try pool.write { db in
+                try db.execute(sql: "DELETE FROM indexed_field WHERE name = ?", arguments: [field.rawValue])
+                let dropped = db.changesCount > 0
+                try db.execute(sql: "DELETE FROM query_index WHERE field = ?", arguments: [field.rawValue])
+                return dropped
+            }
+        }
+    }
+
+    /// The items that pass `query` (of `type`, deleted ones only with `includeDeleted`), in its
+    /// order, at most `limit`, after the page that ended with `after`.
+    public func query(
+        _ query: ItemQuery,
+        type: String? = nil,
+        includeDeleted: Bool = false,
+        limit: Int,
+        after: String? = nil
+    ) throws -> QueryPage {
+        let start = try after.map(Self.cursor(from:))
+        let ordered = try read { db -> [(value: Value?, id: String)] in
+            let candidates = try Self.candidates(query, db: db)
+            var items: [Int64: (id: String, values: [FieldName: Value])] = [:]
+            var conditions: [String] = []
+            var arguments: [(any DatabaseValueConvertible)?] = []
+            if let type {
+                conditions.append("type = ?")
+                arguments.append(type)
+            }
+            if !includeDeleted { conditions.append("deleted = 0") }
+            let candidateList = candidates.map { "[" + $0.map(String.init).joined(separator: ",") + "]" }
+            if let candidateList {
+                conditions.append("id IN (SELECT value FROM json_each(?))")
+                arguments.append(candidateList)
+            }
+            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            for row in try Row.fetchAll(
+                db,
+                sql: "SELECT id, item_id FROM item \(whereClause)",
+                arguments: StatementArguments(arguments)
+            ) {
+                items[row[0]] = (row[1], [:])
+            }
+            let names = Set(query.filters.map(\.field) + (query.sort.map { [$0.field] } ?? []))
+            for name in names {
+                let sql =
+                    candidates == nil
+                    ? "SELECT item, state FROM field WHERE name = ?"
+                    : "SELECT item, state FROM field WHERE name = ? AND item IN (SELECT value FROM json_each(?))"
+                var args: [(any DatabaseValueConvertible)?] = [name.rawValue]
+                if let candidateList { args.append(candidateList) }
+                for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(args)) {
+                    let item: Int64 = row[0]
+                    guard items[item] != nil else { continue }
+                    let state = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodeRows)
+                    if let value = state.shownValue { items[item]!.values[name] = value }
+                }
+            }
+            let passing = items.values.filter { query.matches($0.values) }
+                .map { item in (value: query.sort.flatMap { item.values[$0.field] }, id: item.id) }
+            return passing.sorted { query.precedes($0, $1) }
+        }
+        var page = ordered
+        if let start { page = page.filter { query.precedes(start, $0) } }
+        let taken = Array(page.prefix(limit))
+        let items = try taken.compactMap { try storedItem(ItemID(unchecked: $0.id)) }
+        let next = page.count > limit ? taken.last.map { Self.cursor(for: $0) } : nil
+        return QueryPage(items: items, next: next)
+    }
+
+    /// Which index, if any, a query's candidates come from, and SQLite's plan for reading them:
+    /// what `list --explain` prints, and what tests check.
+    public func queryPlan(_ query: ItemQuery) throws -> String {
+        try read { db in
+            guard let (filter, sql, arguments) = try Self.indexedFilter(query, db: db) else {
+                return "no filter on an indexed field: every item's values are read ('lansync index FIELD' indexes one)"
+            }
+            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments)
+                .map { $0["detail"] as String }.joined(separator: "; ")
+            return "candidates from the index on \(filter.field.rawValue) (\(filter.op.rawValue)): \(plan)"
+        }
+    }
+
+    // MARK: Candidates
+
+    static func candidates(_ query: ItemQuery, db: Database) throws -> [Int64]? {
+        guard let (_, sql, arguments) = try indexedFilter(query, db: db) else { return nil }
+        return try Int64.fetchAll(db, sql: sql, arguments: arguments)
+    }
+
+    /// The first filter an index can answer, with the statement that does.
+    static func indexedFilter(
+        _ query: ItemQuery,
+        db: Database
+    ) throws
+        -> (ItemQuery.Filter, String, StatementArguments)?
+    {
+        let indexed = Set(try String.fetchAll(db, sql: "SELECT name FROM indexed_field"))
+        for filter in query.filters where indexed.contains(filter.field.rawValue) {
+            guard let (condition, values) = condition(filter) else { continue }
+            let sql = "SELECT DISTINCT item FROM query_index WHERE field = ? AND \(condition)"
+            return (filter, sql, StatementArguments([filter.field.rawValue] + values))
+        }
+        return nil
+    }
+
+    /// The index condition for a filter, or nil if the index cannot narrow it (!=, missing, a
+    /// null or list value).
+    static func condition(_ filter: ItemQuery.Filter) -> (String, [(any DatabaseValueConvertible)?])? {
+        let comparisons: [ItemQuery.Filter.Operator: String] = [
+            .equal: "=", .less: "<", .lessOrEqual: "<=", .greater: ">", .greaterOrEqual: ">=",
+        ]
+        switch (filter.op, filter.value) {
+        case (.exists, _): return ("element = 0 AND kind <> 0", [])
+        case (.prefix, .string(let start)?):
+            guard let last = start.unicodeScalars.last else { return ("element = 0 AND kind = 3", []) }
+            guard let next = Unicode.Scalar(last.value == 0xD7FF ? 0xE000 : last.value + 1) else {
+                return ("element = 0 AND kind = 3 AND txt >= ?", [start])
+            }
+            let upper = String(start.unicodeScalars.dropLast()) + String(Character(next))
+            return ("element = 0 AND kind = 3 AND txt >= ? AND txt < ?", [start, upper])
+        case (.contains, let value?):
+            switch value {
+            case .bool(let b): return ("element = 1 AND kind = 1 AND num = ?", [b ? 1.0 : 0.0])
+            case .integer, .double: return ("element = 1 AND kind = 2 AND num = ?", [value.number])
+            case .string(let s): return ("element = 1 AND kind = 3 AND txt = ?", [s])
+            default: return nil
+            }
+        case (let op, let value?):
+            guard let sign = comparisons[op] else { return nil }
+            switch value {
+            case .integer, .double:
+                guard let n = value.number, !n.isNaN else { return nil }
+                return ("element = 0 AND kind = 2 AND num \(sign) ?", [n])
+            case .string(let s): return ("element = 0 AND kind = 3 AND txt \(sign) ?", [s])
+            case .bool(let b) where op == .equal: return ("element = 0 AND kind = 1 AND num = ?", [b ? 1.0 : 0.0])
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    // MARK: Cursors
+
+    /// A page's end as text: its sort value and id (JSON, then base64url), opaque to clients, who
+    /// pass it back as `after` with the same query.
+    static func cursor(for entry: (value: Value?, id: String)) -> String {
+        let json = JSON.array([entry.value?.json ?? .null, .string(entry.id)]).text
+        return Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func cursor(from text: String) throws -> (value: Value?, id: String) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64),
+            let json = try? JSON(parsing: String(decoding: data, as: UTF8.self)),
+            case .array(let pair) = json, pair.count == 2, case .string(let id) = pair[1]
+        else {
+            throw QueryError(
+                "'\(text.prefix(40))' is not a page cursor: pass the 'next' of the page before, with the same query"
+            )
+        }
+        let value = pair[0].value
+        return (value == .null ? nil : value, id)
+    }
+}
