@@ -43,7 +43,6 @@ struct Problem: HTTPResponseError {
             default: return Problem(.internalServerError, store.description)
             }
         case let host as HostError: return Problem(.badRequest, host.description)
-        case let gap as FeedGap: return Problem(.gone, gap.description)
         case let query as QueryError: return Problem(.badRequest, query.description)
         case is NIOTooManyBytesError:
             return Problem(.contentTooLarge, "the request body is over \(APIServer.maxBody) bytes: send less at once")

@@ -35,10 +35,10 @@ public enum ChangeKind: Int, Sendable, CaseIterable {
     }
 }
 
-/// One entry of the change feed: a field of an item changed, in the transaction that committed
-/// it. Every change the replica commits gets the next sequence number, strictly increasing and
-/// never reused, in this file and in every file rebuilt or restored from it (a restored or
-/// rebuilt replica's numbers jump past any the older file gave).
+/// One entry of the change feed: a field of an item changed. Every change a replica commits gets
+/// the next sequence number, strictly increasing and never given twice, in this file and in every
+/// file rebuilt or restored from it. The feed lists each field once, at its latest change: a
+/// field changed twice since a reader last looked shows once, with its latest number and value.
 public struct ChangeEntry: Sendable, Equatable {
     public let seq: UInt64
     /// Wall-clock milliseconds of the commit.
@@ -57,78 +57,96 @@ enum ChangeOrigin {
     case local, peer
 }
 
-extension ChangeEntry {
-    /// How many entries the feed keeps: older ones are dropped, and a reader that asks for them
-    /// is told to start again (``ReplicaStore/changes(since:limit:type:item:field:)``).
-    public static let retained: UInt64 = 100_000
-}
-
 extension Transaction {
-    /// Appends the feed entry for a field this transaction saved (its row `fieldRow`).
-    mutating func recordChange(fieldRow: Int64, name: FieldName, old: FieldState?, new: FieldState) throws {
+    /// The feed's number, time and kind for a field this transaction saves.
+    mutating func nextChange(
+        name: FieldName,
+        old: FieldState?,
+        new: FieldState,
+        conflict: Bool
+    ) throws
+        -> (seq: Int64, at: Int64, kind: ChangeKind)
+    {
         let kind: ChangeKind
+        let wasInConflict = old.map { $0.versions.count > 1 && $0.hasConflict } ?? false
         if name == .deleted {
             let was = old.map(Self.deletes) ?? false
             let now = Self.deletes(new)
             kind = was == now ? (origin == .local ? .edit : .merge) : now ? .delete : .restore
         } else if name == .type, old?.isEmpty ?? true {
             kind = .create
-        } else if new.hasConflict, old?.hasConflict != true {
+        } else if conflict, !wasInConflict {
             kind = .conflict
-        } else if old?.hasConflict == true, !new.hasConflict {
+        } else if wasInConflict, !conflict {
             kind = .settle
         } else {
             kind = origin == .local ? .edit : .merge
         }
-        if commitTime == nil { commitTime = Int64(clamping: WallClock.milliseconds) }
-        var value: Data?
-        if let shown = new.shownValue {
-            var writer = ByteWriter()
-            writer.value(shown)
-            value = Data(writer.bytes)
+        if lastSeq == nil {
+            lastSeq = try Self.latestSeq(db: db)
+            commitTime = Int64(clamping: WallClock.milliseconds)
         }
-        try db.cachedStatement(sql: "INSERT INTO change(at, field, kind, value) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [commitTime, fieldRow, kind.rawValue, value])
-        // A transaction of many changes (an import, a first sync) keeps the feed to its size as
-        // it goes, so the file never holds more than that.
-        changesRecorded += 1
-        if changesRecorded % 10_000 == 0 { try pruneChanges() }
+        lastSeq! += 1
+        return (lastSeq!, commitTime!, kind)
+    }
+
+    /// The highest number the feed gave: the latest change's, or the floor a restore or repair set.
+    static func latestSeq(db: Database) throws -> Int64 {
+        let highest = try Int64.fetchOne(db, sql: latestSeqSQL) ?? 0
+        let floor =
+            try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'change_floor'").flatMap { Int64($0) } ?? 0
+        return max(highest, floor)
+    }
+
+    /// `seq > 0` lets SQLite read the last entry of the partial index `field_by_seq` rather than
+    /// scan every field (which, once per transaction, made a first sync seven times slower).
+    static let latestSeqSQL = "SELECT seq FROM field WHERE seq > 0 ORDER BY seq DESC LIMIT 1"
+
+    /// The feed's query after `since`; `seq > 0` again lets it walk `field_by_seq` in order.
+    static func changesQuery(
+        since: UInt64,
+        limit: Int,
+        type: String?,
+        item: ItemID?,
+        field: FieldName?
+    )
+        -> (sql: String, arguments: StatementArguments)
+    {
+        var sql = """
+            SELECT f.seq, f.changed_at, i.item_id, i.type, f.name, f.change_kind, f.state FROM field f
+            JOIN item i ON i.id = f.item WHERE f.seq > 0 AND f.seq > ?
+            """
+        var arguments: [(any DatabaseValueConvertible)?] = [Int64(clamping: since)]
+        if let type {
+            sql += " AND i.type = ?"
+            arguments.append(type)
+        }
+        if let item {
+            sql += " AND i.item_id = ?"
+            arguments.append(item.rawValue)
+        }
+        if let field {
+            sql += " AND f.name = ?"
+            arguments.append(field.rawValue)
+        }
+        sql += " ORDER BY f.seq LIMIT ?"
+        arguments.append(limit)
+        return (sql, StatementArguments(arguments))
     }
 
     static func deletes(_ state: FieldState) -> Bool {
         state.versions.contains { $0.write == .assign(.bool(true)) }
     }
 
-    /// Keeps the feed to its last ``ChangeEntry/retained`` entries (every 256th transaction that
-    /// changed something, and every 10,000 changes within one).
-    func pruneChanges(stamp: UInt64) throws {
-        guard stamp % 256 == 0 else { return }
-        try pruneChanges()
-    }
-
-    func pruneChanges() throws {
-        try db.execute(
-            sql: "DELETE FROM change WHERE seq <= (SELECT seq FROM sqlite_sequence WHERE name = 'change') - ?",
-            arguments: [Int64(ChangeEntry.retained)]
-        )
-    }
-
     /// Moves the feed's numbering past `floor` (a replica restored from an older copy, or
     /// rebuilt: numbers the older file gave must not come again).
     static func raiseChangeSequence(to floor: UInt64, db: Database) throws {
-        let current = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'change'")
-        guard Int64(clamping: floor) > current ?? 0 else { return }
-        if current == nil {
-            try db.execute(
-                sql: "INSERT INTO sqlite_sequence(name, seq) VALUES ('change', ?)",
-                arguments: [Int64(clamping: floor)]
-            )
-        } else {
-            try db.execute(
-                sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'change'",
-                arguments: [Int64(clamping: floor)]
-            )
-        }
+        guard Int64(clamping: floor) > (try latestSeq(db: db)) else { return }
+        try db.execute(
+            sql:
+                "INSERT INTO meta(key, value) VALUES ('change_floor', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            arguments: [String(floor)]
+        )
     }
 
     /// A floor no restored or rebuilt file's numbering can have reached: a thousand numbers for
@@ -139,9 +157,7 @@ extension Transaction {
 
 extension ReplicaStore {
     /// The feed after `since` (entries with a greater sequence number), oldest first, at most
-    /// `limit`; only those of items of `type`, of `item`, or of `field` if given. Throws
-    /// ``FeedGap`` when entries after `since` were already dropped (the reader must start again
-    /// from a full listing).
+    /// `limit`; only those of items of `type`, of `item`, or of `field` if given.
     public func changes(
         since: UInt64,
         limit: Int = 1000,
@@ -149,34 +165,18 @@ extension ReplicaStore {
         item: ItemID? = nil,
         field: FieldName? = nil
     ) throws -> [ChangeEntry] {
-        let (entries, oldest) = try read { db -> ([ChangeEntry], UInt64?) in
-            var sql = """
-                SELECT c.seq, c.at, i.item_id, i.type, f.name, c.kind, c.value FROM change c
-                JOIN field f ON f.id = c.field JOIN item i ON i.id = f.item WHERE c.seq > ?
-                """
-            var arguments: [(any DatabaseValueConvertible)?] = [Int64(clamping: since)]
-            if let type {
-                sql += " AND i.type = ?"
-                arguments.append(type)
-            }
-            if let item {
-                sql += " AND i.item_id = ?"
-                arguments.append(item.rawValue)
-            }
-            if let field {
-                sql += " AND f.name = ?"
-                arguments.append(field.rawValue)
-            }
-            sql += " ORDER BY c.seq LIMIT ?"
-            arguments.append(limit)
-            let entries = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).compactMap {
+        try read { db -> [ChangeEntry] in
+            let (sql, arguments) = Transaction.changesQuery(
+                since: since,
+                limit: limit,
+                type: type,
+                item: item,
+                field: field
+            )
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap {
                 row -> ChangeEntry? in
                 guard let kind = ChangeKind(rawValue: row[5]) else { return nil }
-                var value: Value?
-                if let bytes = row[6] as Data? {
-                    var reader = ByteReader(Array(bytes))
-                    value = try? reader.value()
-                }
+                let state = try? StoredState.decode(Array(row[6] as Data), db: db, nodes: nodeRows)
                 return ChangeEntry(
                     seq: UInt64(clamping: row[0] as Int64),
                     at: UInt64(clamping: row[1] as Int64),
@@ -184,31 +184,15 @@ extension ReplicaStore {
                     type: row[3],
                     field: FieldName(unchecked: row[4]),
                     kind: kind,
-                    value: value.map(\.jsonText)
+                    value: state?.shownValue?.jsonText
                 )
             }
-            let oldest = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM change").map { UInt64(clamping: $0) }
-            return (entries, oldest)
         }
-        if let oldest, since + 1 < oldest { throw FeedGap(since: since, oldest: oldest) }
-        return entries
     }
 
     /// The feed's latest sequence number (0 before any change): a reader that starts from it
     /// sees every later change.
     public func latestChangeSeq() throws -> UInt64 {
-        try read { db in
-            UInt64(clamping: try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'change'") ?? 0)
-        }
-    }
-}
-
-/// A reader asked for feed entries the replica no longer keeps.
-public struct FeedGap: Error, Sendable, CustomStringConvertible {
-    public let since: UInt64
-    /// The oldest entry kept.
-    public let oldest: UInt64
-    public var description: String {
-        "the change feed no longer holds the changes after \(since) (it keeps the last \(ChangeEntry.retained), from \(oldest)): list the items again, then follow the feed from its latest sequence number"
+        try read { db in UInt64(clamping: try Transaction.latestSeq(db: db)) }
     }
 }

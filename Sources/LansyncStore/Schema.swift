@@ -241,18 +241,16 @@ enum Schema {
         migrator.registerMigration("v12-change-feed") { db in
             try db.execute(
                 sql: """
-                    -- The change feed (Docs/API.md): one row per field a transaction changed, in
-                    -- commit order. AUTOINCREMENT: a number is never given twice, even after the
-                    -- oldest rows are dropped (the last 100,000 are kept). 'field' is the field's
-                    -- row, 'kind' a ChangeKind's number, 'value' the field's shown value after the
-                    -- change in the replica's binary value form (NULL: none).
-                    CREATE TABLE change (
-                        seq   INTEGER PRIMARY KEY AUTOINCREMENT,
-                        at    INTEGER NOT NULL,
-                        field INTEGER NOT NULL REFERENCES field(id),
-                        kind  INTEGER NOT NULL,
-                        value BLOB
-                    );
+                    -- The change feed (Docs/API.md): each field carries the sequence number of its
+                    -- latest change ('seq', 0: none since this version), when it was committed
+                    -- ('changed_at', Unix ms) and what it was ('change_kind', a ChangeKind). A
+                    -- change takes the highest number plus one, and numbers only grow, so none
+                    -- comes twice; meta 'change_floor' moves them past the numbers an older copy
+                    -- of the file gave (a restore, a repair).
+                    ALTER TABLE field ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE field ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE field ADD COLUMN change_kind INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX field_by_seq ON field(seq) WHERE seq > 0;
                     """
             )
         }

@@ -28,8 +28,8 @@ struct Transaction {
     var indexedNames: Set<String>?
     /// The commit's wall-clock time for the change feed, read at the first change.
     var commitTime: Int64?
-    /// How many feed entries this transaction wrote.
-    var changesRecorded = 0
+    /// The feed's last sequence number, read at the first change and counted on from there.
+    var lastSeq: Int64?
 
     init(db: Database, historyLimit: Int, nodes: NodeRows = NodeRows()) throws {
         self.db = db
@@ -45,7 +45,6 @@ struct Transaction {
         try db.execute(sql: "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'changes'")
         let stamp = try changeStamp()
         assert(pendingStamp == nil || pendingStamp == stamp, "a transaction counts its change once")
-        try pruneChanges(stamp: stamp)
         return stamp
     }
 
@@ -298,13 +297,17 @@ struct Transaction {
         for node in StoredState.nodes(of: new) { rows[node] = try nodeRow(node) }
         let blob = Data(StoredState.encode(new, rows: rows))
         let fieldRow: Int64
+        let change = try nextChange(name: name, old: old, new: new, conflict: conflict)
         if let row {
-            try db.cachedStatement(sql: "UPDATE field SET conflict = ?, state = ? WHERE id = ?")
-                .execute(arguments: [conflict, blob, row])
+            try db.cachedStatement(
+                sql: "UPDATE field SET conflict = ?, state = ?, seq = ?, changed_at = ?, change_kind = ? WHERE id = ?"
+            ).execute(arguments: [conflict, blob, change.seq, change.at, change.kind.rawValue, row])
             fieldRow = row
         } else {
-            try db.cachedStatement(sql: "INSERT INTO field(item, name, conflict, state) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [item, name.rawValue, conflict, blob])
+            try db.cachedStatement(
+                sql:
+                    "INSERT INTO field(item, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            ).execute(arguments: [item, name.rawValue, conflict, blob, change.seq, change.at, change.kind.rawValue])
             fieldRow = db.lastInsertedRowID
         }
         let oldDots = Set(old?.versions.map(\.dot) ?? [])
@@ -335,7 +338,6 @@ struct Transaction {
             }
         }
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
-        try recordChange(fieldRow: fieldRow, name: name, old: old, new: new)
         try indexField(item: item, name: name, new: new)
         return fieldRow
     }

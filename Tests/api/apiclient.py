@@ -107,9 +107,27 @@ def check(base, token):
     expect(s == 200 and p["running"] is True and p["api"] and p["items"] >= 7, "status", f"{s} {p}")
     s, c, p = request(base, token, "GET", "/v1/peers")
     expect(s == 200 and isinstance(p, list), "peers", f"{s} {p}")
+    # Queries: where (repeatable), sort, and opaque cursors for the next page.
+    for i in range(9):
+        request(base, token, "POST", "/v1/items", {"id": f"q-{i}", "type": "job", "fields": {"owner": ["ana", "bo", "cy"][i % 3], "n": i}})
+    q = "/v1/items?type=job&where=" + urllib.parse.quote("owner!=cy") + "&where=" + urllib.parse.quote("n>=1") + "&sort=-n&limit=2"
+    got, after = [], None
+    for _ in range(10):
+        s, c, p = request(base, token, "GET", q + ("" if after is None else "&after=" + urllib.parse.quote(p["next"])))
+        if s != 200:
+            break
+        got += [i["id"] for i in p["items"]]
+        if p["next"] is None:
+            break
+        after = p["next"]
+    expect(got == ["q-7", "q-6", "q-4", "q-3", "q-1"], "where, sort and cursor pages", f"{s} {got} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items?where=n")
+    expect(problem(s, c, p, 400, "not a condition"), "a bad condition: 400", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items?sort=n&after=zzz")
+    expect(problem(s, c, p, 400, "cursor"), "a bad cursor: 400", f"{s} {p}")
     # The feed, as JSON pages.
     s, c, p = request(base, token, "GET", "/v1/changes?since=0&item=api-1&field=title")
-    expect(s == 200 and [e["value"] for e in p["changes"]] == ["Climb", "Climb together"], "changes, filtered", f"{s} {p}")
+    expect(s == 200 and [e["value"] for e in p["changes"]] == ["Climb together"], "changes, filtered: the field once, at its latest", f"{s} {p}")
     s, c, p = request(base, token, "GET", "/v1/changes?since=abc")
     expect(problem(s, c, p, 400, "sequence number"), "changes with a bad since: 400", f"{s} {p}")
     return 1 if failures else 0

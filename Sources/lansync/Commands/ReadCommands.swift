@@ -63,7 +63,10 @@ struct ListCommand: ParsableCommand {
         )
     )
     var conditions: [String] = []
-    @Option(help: ArgumentHelp("Order by this field's value (-FIELD: descending), then by id.", valueName: "[-]field"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Order by this field's value (-FIELD: descending), then by id.", valueName: "[-]field")
+    )
     var sort: String?
     @Option(help: "At most this many items.") var limit: Int?
     @Flag(help: "Say how the query is answered (which index, if any) instead of listing.") var explain = false

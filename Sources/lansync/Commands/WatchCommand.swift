@@ -12,14 +12,14 @@ struct WatchCommand: AsyncParsableCommand {
         discussion: """
             Each change has a sequence number that only grows and is never given twice, also \
             across restarts: to resume, pass the last one seen with --since. Works with or without \
-            a running node (it reads the replica). Without --since, starts with the next change. \
-            The feed keeps the last 100,000 changes; a --since older than that is refused, with \
-            what to do (Docs/API.md, "The change feed").
+            a running node (it reads the replica). Without --since, starts with the next change; \
+            --since 0 lists every field once, at its latest change. A field changed several times \
+            since the last look shows once, at its latest (Docs/API.md, "The change feed").
             """
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Option(help: ArgumentHelp("Start after this sequence number (0: every change kept).", valueName: "SEQ"))
+    @Option(help: ArgumentHelp("Start after this sequence number (0: every field's latest change).", valueName: "SEQ"))
     var since: UInt64?
     @Option(help: "Only changes of items of this type.") var type: String?
     @Option(help: "Only changes of this item (its id, or a unique start of it).") var item: String?
@@ -34,12 +34,7 @@ struct WatchCommand: AsyncParsableCommand {
         var last = try since ?? store.latestChangeSeq()
         var out = Output()
         while true {
-            let entries: [ChangeEntry]
-            do {
-                entries = try store.changes(since: last, limit: 1000, type: type, item: itemID, field: fieldName)
-            } catch let gap as FeedGap {
-                throw CLIError(gap.description)
-            }
+            let entries = try store.changes(since: last, limit: 1000, type: type, item: itemID, field: fieldName)
             for entry in entries {
                 out.line(json ? entry.jsonText : Self.line(entry))
                 last = entry.seq

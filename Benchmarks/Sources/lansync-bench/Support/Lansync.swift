@@ -25,6 +25,9 @@ final class Lansync {
 
     var version: String { ((try? cli(["--version"])) ?? "?").trimmingCharacters(in: .whitespacesAndNewlines) }
 
+    /// `--no-api` where the binary has a local API (an older one, compared against, has none).
+    lazy var noAPI: [String] = ((try? cli(["node", "--help"])) ?? "").contains("--no-api") ? ["--no-api"] : []
+
     /// A new, empty replica in `work/name`.
     func makeReplica(_ name: String) throws -> Replica {
         let dir = work + "/" + name
@@ -54,7 +57,7 @@ final class Lansync {
     func start(_ replica: Replica, peers: [NodeProcess] = [], antiEntropy: Double? = nil) throws -> NodeProcess {
         let port = port()
         // No local API: its default port (ours plus one) is the next node's.
-        var args = [binary, "node", "--dir", replica.dir, "--listen", "127.0.0.1:\(port)", "--no-mdns", "--no-api"]
+        var args = [binary, "node", "--dir", replica.dir, "--listen", "127.0.0.1:\(port)", "--no-mdns"] + noAPI
         for p in peers.map(\.port) { args += ["--peer", "127.0.0.1:\(p)"] }
         if let antiEntropy { args += ["--anti-entropy", String(antiEntropy)] }
         let log = replica.dir + ".log"
