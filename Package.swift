@@ -120,6 +120,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
+            // Embedded in OpenAPIDocument.swift by scripts/openapi.sh.
+            exclude: ["openapi.json"],
             swiftSettings: strict
         ),
         // The CLI: argument parsing and rendering only.

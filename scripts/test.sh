@@ -14,6 +14,22 @@ source scripts/lib/packages.sh
 
 ensure_packages "${LANSYNC_TEST_PACKAGES[@]}"
 
+# schemathesis (PyPI), which fuzzes the local API against its OpenAPI document
+# (APITests.theAPIKeepsToItsOpenAPIDocument), in a virtualenv of its own under .build. Without it
+# that one test is skipped and says why; CI must have it.
+venv=.build/venv
+if [ ! -x "$venv/bin/schemathesis" ]; then
+    echo "==> installing schemathesis from PyPI into $venv"
+    python3 -c 'import ensurepip, venv' 2>/dev/null || ensure_packages python3-venv
+    if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==4.*"; }; then
+        if [ "${CI:-}" = true ]; then
+            echo "lansync: cannot install schemathesis from PyPI, which CI needs" >&2
+            exit 1
+        fi
+        echo "==> schemathesis could not be installed: its API test will be skipped"
+    fi
+fi
+
 # LANSYNC_WARNINGS_AS_ERRORS=1 reaches Package.swift, which then treats our targets' warnings as
 # errors (and only ours).
 echo "==> building (debug) with tests${LANSYNC_WARNINGS_AS_ERRORS:+ (warnings as errors)}"

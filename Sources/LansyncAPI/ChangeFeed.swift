@@ -28,9 +28,9 @@ struct ChangeFeed: Sendable {
     func respond(to request: Request) async throws -> Response {
         let query = request.uri.queryParameters
         var filter = Filter()
-        filter.type = query["type"].map(String.init)
+        filter.type = try query["type"].map(Routes.type)
         filter.item = try query["item"].map { try ItemID(String($0)) }
-        filter.field = query["field"].map { FieldName(unchecked: String($0)) }
+        filter.field = try query["field"].map(Routes.field)
         let stream = request.headers[.accept]?.contains("text/event-stream") == true
         let resumeHeader = HTTPField.Name("Last-Event-ID")!
         let sinceText = (stream ? request.headers[resumeHeader] : nil) ?? query["since"].map(String.init)
@@ -48,23 +48,19 @@ struct ChangeFeed: Sendable {
                 }
                 return n
             } ?? 1000
-        let start = since ?? 0
-        let entries = try store.changes(
-            since: start,
+        // With a filter, the page may end before the feed does: `last` is where the next page
+        // starts either way.
+        let (entries, last) = try store.changePage(
+            since: since ?? 0,
             limit: limit,
             type: filter.type,
             item: filter.item,
             field: filter.field
         )
-        // With a filter, the page may end before the feed does: `last` is where the next page
-        // starts either way.
-        let last = entries.count < limit ? max(start, try store.latestChangeSeq()) : entries.last!.seq
         return json(#"{"changes":["# + entries.map(\.jsonText).joined(separator: ",") + #"],"last":\#(last)}"#)
     }
 
     func events(after since: UInt64, _ filter: Filter) async throws -> Response {
-        // Refused before the stream starts if the feed no longer holds what comes after `since`.
-        _ = try store.changes(since: since, limit: 1, type: filter.type, item: filter.item, field: filter.field)
         let store = self.store
         let node = self.node
         return Response(

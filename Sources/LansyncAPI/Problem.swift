@@ -66,8 +66,9 @@ struct Problem: HTTPResponseError {
     static func from(_ edit: EditError) -> Problem {
         switch edit {
         case .unknownItem: Problem(.notFound, edit.description)
-        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict: Problem(.conflict, edit.description)
-        case .valueTooLarge, .tooManyFields: Problem(.unprocessableContent, edit.description)
+        // The request is sound but the item's present state refuses it.
+        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList: Problem(.conflict, edit.description)
+        case .valueTooLarge, .valueTooDeep, .tooManyFields: Problem(.unprocessableContent, edit.description)
         default: Problem(.badRequest, edit.description)
         }
     }
@@ -85,6 +86,16 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     {
         do {
             return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            // The router answers 404 for a known path asked with a method it does not take.
+            if let methods = Routes.methods(of: request.uri.path) {
+                throw Problem(
+                    .methodNotAllowed,
+                    "\(request.method) is not taken here: \(request.uri.path) takes \(methods.joined(separator: ", "))",
+                    headers: [.allow: methods.joined(separator: ", ")]
+                )
+            }
+            throw Problem.from(error)
         } catch {
             throw Problem.from(error)
         }

@@ -16,27 +16,107 @@ struct Routes: Sendable {
     let node: Node
 
     func register(on v1: RouterGroup<BasicRequestContext>) {
-        v1.get("status") { _, _ in json(try await node.status().json) }
-        v1.get("peers") { _, _ in
+        v1.get("status") { request, _ in
+            try takes(request)
+            return json(try await node.status().json)
+        }
+        v1.get("peers") { request, _ in
+            try takes(request)
             let status = try JSON(parsing: try await node.status().json)
             return json((status["peers"] ?? .array([])).text)
         }
-        v1.get("items") { request, _ in try listItems(request) }
-        v1.post("items") { request, _ in try await createItem(request) }
-        v1.get("items/:id") { _, context in try item(try resolve(context)) }
-        v1.patch("items/:id") { request, context in try await patchItem(request, context) }
-        v1.delete("items/:id") { _, context in try edit(.delete, try resolve(context)) }
-        v1.post("items/:id/restore") { _, context in try edit(.restore, try resolve(context)) }
-        v1.post("items/:id/resolve") { request, context in try await resolveConflict(request, context) }
-        v1.get("items/:id/history") { request, context in try history(request, context) }
-        v1.get("conflicts") { _, _ in json(try store.conflicts().jsonText(names: try store.nodeNames())) }
-        v1.get("changes") { request, _ in try await ChangeFeed(store: store, node: node).respond(to: request) }
+        v1.get("items") { request, _ in
+            try takes(request, "limit", "deleted", "type", "where", "sort", "after")
+            return try listItems(request)
+        }
+        v1.post("items") { request, _ in
+            try takes(request)
+            return try await createItem(request)
+        }
+        v1.get("items/:id") { request, context in
+            try takes(request)
+            return try item(try resolve(context))
+        }
+        v1.patch("items/:id") { request, context in
+            try takes(request)
+            return try await patchItem(request, context)
+        }
+        v1.delete("items/:id") { request, context in
+            try takes(request)
+            return try edit(.delete, try resolve(context))
+        }
+        v1.post("items/:id/restore") { request, context in
+            try takes(request)
+            return try edit(.restore, try resolve(context))
+        }
+        v1.post("items/:id/resolve") { request, context in
+            try takes(request)
+            return try await resolveConflict(request, context)
+        }
+        v1.get("items/:id/history") { request, context in
+            try takes(request, "field", "all")
+            return try history(request, context)
+        }
+        v1.get("conflicts") { request, _ in
+            try takes(request)
+            return json(try store.conflicts().jsonText(names: try store.nodeNames()))
+        }
+        v1.get("changes") { request, _ in
+            try takes(request, "since", "limit", "type", "item", "field")
+            return try await ChangeFeed(store: store, node: node).respond(to: request)
+        }
+        v1.get("openapi.json") { request, _ in
+            try takes(request)
+            return json(OpenAPIDocument.text)
+        }
+    }
+
+    /// A `type` filter: a type an item could have (a wrong one is a mistake, not an empty answer).
+    static func type(_ text: Substring) throws -> String {
+        try ItemState.validate(type: String(text))
+        return String(text)
+    }
+
+    /// A `field` filter: a field name, or `_type` or `_deleted`.
+    static func field(_ text: Substring) throws -> FieldName {
+        try QueryParser.field(String(text), in: "field=\(text)")
+    }
+
+    /// Each endpoint's methods, for the `405` (with `Allow`) a known path answers to another one.
+    static let methods: [(path: [String], methods: [String])] = [
+        (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST"]),
+        (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
+        (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
+        (["changes"], ["GET"]), (["openapi.json"], ["GET"]),
+    ]
+
+    /// The methods `path` (as requested, `/v1/...`) takes, or nil if it names no endpoint.
+    static func methods(of path: String) -> [String]? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard parts.first == "v1" else { return nil }
+        let rest = parts.dropFirst()
+        return methods.first { entry in
+            entry.path.count == rest.count && zip(entry.path, rest).allSatisfy { $0 == ":id" || $0 == $1 }
+        }?.methods
+    }
+
+    /// Refuses a query parameter the endpoint does not know (a misspelt `sinec=` would otherwise
+    /// be ignored, and the answer look right but be wrong).
+    func takes(_ request: Request, _ names: String...) throws {
+        for (key, _) in request.uri.queryParameters where !names.contains(String(key)) {
+            let known = names.isEmpty ? "none" : names.joined(separator: ", ")
+            throw Problem(.badRequest, "unknown query parameter '\(key)': this endpoint takes \(known)")
+        }
     }
 
     // MARK: Items
 
     func resolve(_ context: BasicRequestContext) throws -> ItemID {
-        try AssignmentParser.resolveItemID(try context.parameters.require("id"), in: store)
+        // The whole id, unlike the CLI, which takes a unique start: a program that asks for an
+        // item that is not there must hear 404, not act on another item that happens to start
+        // with the same letters. The router hands the segment over still percent-encoded.
+        let segment = try context.parameters.require("id")
+        return try ItemID(segment.removingPercentEncoding ?? segment)
     }
 
     func item(_ id: ItemID, status: HTTPResponse.Status = .ok) throws -> Response {
@@ -60,7 +140,7 @@ struct Routes: Sendable {
                 }
                 return text == "true"
             } ?? false
-        let type = query["type"].map(String.init)
+        let type = try query["type"].map(Self.type)
         let conditions = query.getAll("where")
         let sort = query["sort"].map(String.init)
         let page: [StoredItem]
@@ -157,6 +237,8 @@ struct Routes: Sendable {
         default:
             throw Problem(.badRequest, "the patch must be a list of assignments or {\"set\", \"add\", \"remove\"}")
         }
+        // Like an empty JSON merge patch, one that assigns nothing changes nothing.
+        if assignments.isEmpty { return try item(id) }
         return try edit(.update(assignments), id)
     }
 
@@ -181,8 +263,12 @@ struct Routes: Sendable {
     func history(_ request: Request, _ context: BasicRequestContext) throws -> Response {
         let id = try resolve(context)
         guard try store.itemState(id)?.exists == true else { throw EditError.unknownItem(id) }
-        let field = request.uri.queryParameters["field"].map { FieldName(unchecked: String($0)) }
-        let all = request.uri.queryParameters["all"] == "true"
+        let field = try request.uri.queryParameters["field"].map(Self.field)
+        let all =
+            try request.uri.queryParameters["all"].map { text -> Bool in
+                guard text == "true" || text == "false" else { throw Problem(.badRequest, "all must be true or false") }
+                return text == "true"
+            } ?? false
         let entries = try store.history(id, field: field).filter { all || field != nil || !$0.field.isReserved }
         return json(entries.jsonText)
     }

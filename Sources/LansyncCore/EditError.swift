@@ -11,6 +11,7 @@ public enum EditError: Error, Equatable, Sendable, CustomStringConvertible {
     case noAssignments
     case notAList(ItemID, FieldName, kind: String)
     case valueTooLarge(FieldName, bytes: Int)
+    case valueTooDeep(FieldName, nesting: Int)
     case tooManyFields(ItemID, count: Int)
     case noConflict(ItemID, FieldName)
 
@@ -33,7 +34,9 @@ public enum EditError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noAssignments:
             "nothing to change: give at least one FIELD=VALUE, FIELD+=ELEM or FIELD-=ELEM"
         case let .notAList(id, field, kind):
-            "field '\(field)' of item \(id) holds a \(kind), not a list: '+=' and '-=' work on lists; use '\(field)=[...]' to make it one"
+            "field '\(field)' of item \(id) holds \("aeiou".contains(kind.first ?? "x") ? "an" : "a") \(kind), not a list: '+=' and '-=' work on lists; use '\(field)=[...]' to make it one"
+        case let .valueTooDeep(field, nesting):
+            "value of field '\(field)' nests lists \(nesting) deep, over the limit of \(Limits.maxValueNesting): flatten it"
         case let .valueTooLarge(field, bytes):
             "value of field '\(field)' is \(bytes) bytes, over the limit of \(Limits.maxValueBytes): store less in one field"
         case let .tooManyFields(id, count):

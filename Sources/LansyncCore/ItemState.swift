@@ -102,9 +102,7 @@ public struct ItemState: Hashable, Sendable {
         case let .resolve(name, value):
             guard exists else { throw .unknownItem(id) }
             guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
-            guard value.encodedSize <= Limits.maxValueBytes else {
-                throw .valueTooLarge(name, bytes: value.encodedSize)
-            }
+            try Self.validate(value, of: name)
             if name == .type {
                 guard case .string(let type) = value else { throw .invalidType("(\(value.kindName), not text)") }
                 try Self.validate(type: type)
@@ -127,6 +125,15 @@ public struct ItemState: Hashable, Sendable {
         let changed = try applying(edit, dot: dot, timestamp: timestamp)
         for (name, state) in changed { fields[name] = state }
         return changed
+    }
+
+    /// A value a field may hold: at most ``Limits/maxValueBytes`` encoded, and lists nested at
+    /// most ``Limits/maxValueNesting`` deep (a deeper one could not be read back).
+    static func validate(_ value: Value, of name: FieldName) throws(EditError) {
+        guard value.encodedSize <= Limits.maxValueBytes else {
+            throw .valueTooLarge(name, bytes: value.encodedSize)
+        }
+        guard value.nesting <= Limits.maxValueNesting else { throw .valueTooDeep(name, nesting: value.nesting) }
     }
 
     /// Item types: 1 to ``Limits/maxTypeBytes`` bytes with no control characters.
@@ -155,8 +162,12 @@ public struct ItemState: Hashable, Sendable {
             var field = changed[name] ?? fields[name] ?? FieldState()
             switch assignment {
             case .set(_, let value):
+                try Self.validate(value, of: name)
                 field.assign(value, dot: dot, timestamp: timestamp)
             case .add(_, let element), .remove(_, let element):
+                // Checked as the list it would make: a removal keeps the element in the field's
+                // state even when the list never held it.
+                try Self.validate(.list([element]), of: name)
                 if let shown = field.shownValue, !shown.isList, shown != .null {
                     throw .notAList(id, name, kind: shown.kindName)
                 }
@@ -164,8 +175,7 @@ public struct ItemState: Hashable, Sendable {
                 if case .add = assignment { isAdd = true }
                 field.changeList(element, add: isAdd, dot: dot, timestamp: timestamp)
             }
-            let size = field.shownValue?.encodedSize ?? 0
-            guard size <= Limits.maxValueBytes else { throw .valueTooLarge(name, bytes: size) }
+            if let shown = field.shownValue { try Self.validate(shown, of: name) }
             changed[name] = field
         }
         let userFields = Set(fields.keys.filter { !$0.isReserved }).union(changed.keys.filter { !$0.isReserved })

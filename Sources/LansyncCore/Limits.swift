@@ -20,4 +20,8 @@ public enum Limits {
     public static let maxLoggedRemovals = 64
     /// The longest item id, in bytes.
     public static let maxItemIDBytes = 128
+    /// How deep lists may nest in one value (`[[1]]` is 2): what every decoder of a replica's
+    /// file and of the protocol accepts (``ByteReader/maxValueDepth``), so that a value written
+    /// can always be read back.
+    public static let maxValueNesting = 16
 }

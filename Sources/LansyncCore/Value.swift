@@ -81,6 +81,12 @@ extension Value {
 
     /// An upper bound of the value's encoded size in bytes, used to enforce ``Limits/maxValueBytes``
     /// before anything is written or sent.
+    /// How deep lists nest in it: 0 for a scalar, 1 for a list of scalars (or an empty list).
+    public var nesting: Int {
+        guard case .list(let elements) = self else { return 0 }
+        return 1 + (elements.map(\.nesting).max() ?? 0)
+    }
+
     public var encodedSize: Int {
         switch self {
         case .null, .bool: 1

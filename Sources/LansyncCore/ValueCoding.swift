@@ -39,8 +39,9 @@ extension ByteWriter {
 }
 
 extension ByteReader {
-    /// Lists nested deeper than this are refused.
-    public static let maxValueDepth = 16
+    /// Lists nested deeper than this are refused (a value of ``Limits/maxValueNesting`` levels
+    /// has its innermost elements at this depth).
+    public static let maxValueDepth = Limits.maxValueNesting
 
     public mutating func value(depth: Int = 0) throws(DecodingError) -> Value {
         guard depth <= Self.maxValueDepth else { throw fail("list nesting too deep") }

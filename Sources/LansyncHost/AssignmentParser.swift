@@ -9,13 +9,15 @@ public import LansyncStore
 /// `n=3` the integer 3, `n=3.0` the double 3, and `tags=["a","b"]` a list.
 public enum AssignmentParser {
     public static func parse(_ argument: String) throws -> Assignment {
-        guard let equals = argument.firstIndex(of: "=") else {
+        // Scalars, not characters: a value that starts with a combining mark or an emoji
+        // modifier (`x=\u{301}`) makes one character of "=" and itself.
+        guard let equals = argument.unicodeScalars.firstIndex(of: "=") else {
             throw HostError(
                 "'\(argument.prefix(40))' is not an assignment: write FIELD=VALUE, FIELD+=ELEM or FIELD-=ELEM"
             )
         }
-        var name = String(argument[..<equals])
-        let text = String(argument[argument.index(after: equals)...])
+        var name = String(argument.unicodeScalars[..<equals])
+        let text = String(argument.unicodeScalars[argument.unicodeScalars.index(after: equals)...])
         let value = try parseValue(text, field: String(name.prefix(40)))
         let kind: (FieldName, Value) -> Assignment
         if name.hasSuffix("+") {

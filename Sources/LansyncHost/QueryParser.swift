@@ -21,20 +21,21 @@ public enum QueryParser {
             return ItemQuery.Filter(field: try field(words[0], in: text), op: op, value: value)
         }
         // FIELD OP VALUE, the operator being the first of = ! < > in the text.
-        guard let start = trimmed.firstIndex(where: { "=!<>".contains($0) }) else {
+        guard let start = trimmed.unicodeScalars.firstIndex(where: { "=!<>".unicodeScalars.contains($0) }) else {
             throw HostError(
                 "'\(text.prefix(60))' is not a condition: write FIELD=VALUE (or !=, <, <=, >, >=), FIELD contains VALUE, FIELD prefix TEXT, FIELD exists or FIELD missing"
             )
         }
-        let name = trimmed[..<start].trimmingCharacters(in: .whitespaces)
-        let rest = trimmed[start...]
+        let name = String(trimmed.unicodeScalars[..<start]).trimmingCharacters(in: .whitespaces)
+        let rest = Substring(trimmed.unicodeScalars[start...])
         guard
             let op = [">=", "<=", "!=", "=", "<", ">"].compactMap(ItemQuery.Filter.Operator.init(rawValue:))
-                .first(where: { rest.hasPrefix($0.rawValue) })
+                .first(where: { rest.unicodeScalars.starts(with: $0.rawValue.unicodeScalars) })
         else {
             throw HostError("'\(text.prefix(60))': '\(rest.prefix(2))' is not an operator (use =, !=, <, <=, > or >=)")
         }
-        let valueText = String(rest.dropFirst(op.rawValue.count)).trimmingCharacters(in: .whitespaces)
+        let valueText = String(rest.unicodeScalars.dropFirst(op.rawValue.unicodeScalars.count))
+            .trimmingCharacters(in: .whitespaces)
         return ItemQuery.Filter(
             field: try field(name, in: text),
             op: op,
@@ -51,7 +52,8 @@ public enum QueryParser {
         )
     }
 
-    static func field(_ name: String, in text: String) throws -> FieldName {
+    /// A field name in a query: a user field's, or `_type` or `_deleted`.
+    public static func field(_ name: String, in text: String) throws -> FieldName {
         if name == "_type" || name == "_deleted" { return FieldName(unchecked: name) }
         do { return try FieldName(name) } catch {
             throw HostError("'\(text.prefix(60))': \(error)")

@@ -165,7 +165,20 @@ extension ReplicaStore {
         item: ItemID? = nil,
         field: FieldName? = nil
     ) throws -> [ChangeEntry] {
-        try read { db -> [ChangeEntry] in
+        try changePage(since: since, limit: limit, type: type, item: item, field: field).entries
+    }
+
+    /// A page of the feed and where the next one starts (`last`): the last entry's number when
+    /// the page is full, else the feed's latest number, both read in one snapshot so that no
+    /// change committed meanwhile is skipped.
+    public func changePage(
+        since: UInt64,
+        limit: Int = 1000,
+        type: String? = nil,
+        item: ItemID? = nil,
+        field: FieldName? = nil
+    ) throws -> (entries: [ChangeEntry], last: UInt64) {
+        try read { db -> ([ChangeEntry], UInt64) in
             let (sql, arguments) = Transaction.changesQuery(
                 since: since,
                 limit: limit,
@@ -173,7 +186,7 @@ extension ReplicaStore {
                 item: item,
                 field: field
             )
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap {
+            let entries = try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap {
                 row -> ChangeEntry? in
                 guard let kind = ChangeKind(rawValue: row[5]) else { return nil }
                 let state = try? StoredState.decode(Array(row[6] as Data), db: db, nodes: nodeRows)
@@ -187,6 +200,10 @@ extension ReplicaStore {
                     value: state?.shownValue?.jsonText
                 )
             }
+            let last =
+                entries.count < limit
+                ? max(since, UInt64(clamping: try Transaction.latestSeq(db: db))) : entries.last!.seq
+            return (entries, last)
         }
     }
 

@@ -48,6 +48,55 @@ import Testing
         #expect(try reopened.integrityCheck() == "ok")
     }
 
+    /// The deepest value a field may hold is written and read back, as a set and as a list
+    /// element; one level more is refused before anything is written (it once went in and left
+    /// the file "damaged", found by fuzzing the API).
+    @Test func theDeepestValueReadsBackAndADeeperOneIsRefused() throws {
+        func nested(_ levels: Int) -> Value { (0..<levels).reduce(Value.integer(7)) { inner, _ in .list([inner]) } }
+        let store = try create()
+        let deepest = nested(Limits.maxValueNesting)
+        try store.apply(
+            .create(
+                type: "t",
+                assignments: [
+                    .set(.named("deep"), deepest), .add(.named("tags"), nested(Limits.maxValueNesting - 1)),
+                ]
+            ),
+            to: .named("a"),
+            wallMilliseconds: t0
+        )
+        let reopened = try ReplicaStore.open(path: path, lease: lease)
+        #expect(try reopened.fullCheck().isSound)
+        let fields = try #require(try reopened.storedItem(.named("a"))).fields
+        #expect(fields.map(\.json) == [deepest.jsonText, Value.list([nested(Limits.maxValueNesting - 1)]).jsonText])
+        let before = try reopened.versionVector()
+        #expect(throws: StoreError.edit(.valueTooDeep(.named("deeper"), nesting: Limits.maxValueNesting + 1), index: 0))
+        {
+            try reopened.apply(
+                .update([.set(.named("deeper"), nested(Limits.maxValueNesting + 1))]),
+                to: .named("a"),
+                wallMilliseconds: t0
+            )
+        }
+        #expect(throws: StoreError.edit(.valueTooDeep(.named("tags"), nesting: Limits.maxValueNesting + 1), index: 0)) {
+            try reopened.apply(
+                .update([.add(.named("tags"), nested(Limits.maxValueNesting))]),
+                to: .named("a"),
+                wallMilliseconds: t0
+            )
+        }
+        #expect(throws: StoreError.edit(.valueTooDeep(.named("other"), nesting: Limits.maxValueNesting + 1), index: 0))
+        {
+            try reopened.apply(
+                .update([.remove(.named("other"), nested(Limits.maxValueNesting))]),
+                to: .named("a"),
+                wallMilliseconds: t0
+            )
+        }
+        #expect(try reopened.versionVector() == before)
+        #expect(try reopened.fullCheck().isSound)
+    }
+
     @Test func refusedEditChangesNothing() throws {
         let store = try create()
         try store.apply(

@@ -69,7 +69,18 @@ def check(base, token):
     s, c, p = request(base, token, "PATCH", "/v1/items/api-1", {"set": {"done": True}, "remove": {"tags": "outdoor"}})
     expect(s == 200 and p["fields"]["done"] is True and p["fields"]["tags"] == ["indoor"], "patch with set/add/remove", f"{s} {p}")
     s, c, p = request(base, token, "PATCH", "/v1/items/api-", ["n=4"])
-    expect(s == 200 and p["id"] == "api-1", "an id prefix names the item", f"{s} {p}")
+    expect(s == 404 and "no item with id api-" in p["detail"], "an id prefix is not the item (the API takes whole ids)", f"{s} {p}")
+    s, c, p = request(base, token, "PATCH", "/v1/items/api-1", {"set": {}})
+    expect(s == 200 and p["fields"]["done"] is True, "a patch that assigns nothing changes nothing", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items/api-1?fields=title")
+    expect(s == 400 and "unknown query parameter 'fields'" in p["detail"], "an unknown query parameter is refused", f"{s} {p}")
+    deep = 7
+    for _ in range(17):
+        deep = [deep]
+    s, c, p = request(base, token, "PATCH", "/v1/items/api-1", {"set": {"deep": deep}})
+    expect(s == 422 and "nests lists 17 deep" in p["detail"], "a value nested too deep: 422", f"{s} {p}")
+    s, c, p = request(base, token, "PUT", "/v1/items/api-1", {"set": {}})
+    expect(s == 405 and "GET, PATCH, DELETE" in p["detail"], "a method the endpoint does not take: 405", f"{s} {p}")
     # Bad input: a clear problem, and nothing changed.
     before = request(base, token, "GET", "/v1/items/api-1")[2]
     for what, body, code, words in [

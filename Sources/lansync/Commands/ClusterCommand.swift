@@ -15,9 +15,10 @@ struct ClusterCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write a new cluster secret to FILE (mode 0600).",
             discussion: """
-                The secret is a cluster certificate authority: every machine that holds it can join \
-                the cluster, so copy it only to your machines (e.g. with scp), then run \
-                'lansync init --cluster FILE' on each. Refuses to overwrite an existing file.
+                The secret is the cluster's certificate authority: a machine that holds it admits \
+                others. Run 'lansync init --cluster FILE' on the machine (or the few) that should \
+                admit; every other machine joins with a code from 'lansync invite' ('lansync join \
+                CODE') and never holds the secret. Refuses to overwrite an existing file.
                 """
         )
 
