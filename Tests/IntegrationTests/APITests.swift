@@ -26,10 +26,16 @@ import Testing
         run("/usr/bin/env", ["python3", Self.client] + arguments)
     }
 
-    func run(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
+    /// Runs a program in `directory` (schemathesis leaves a cache where it runs).
+    func run(
+        _ executable: String,
+        _ arguments: [String],
+        in directory: String? = nil
+    ) -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -110,7 +116,8 @@ import Testing
                 Self.repository.appendingPathComponent("Tests/api/schemathesis.toml").path,
                 "run", document, "--url", base, "-H", "Authorization: Bearer \(token)",
                 "--max-examples", "100", "--workers", "1", "--request-timeout", "10",
-            ]
+            ],
+            in: cli.path("")
         )
         print(fuzz.output)
         #expect(fuzz.status == 0, "schemathesis found failures (its report is above)")
