@@ -40,6 +40,10 @@ public struct APIServer: Sendable {
         let host = self.host
         let app = Application(
             router: router,
+            // A connection that sends nothing for 30 s while no answer is under way is closed:
+            // half a request can't hold a connection for ever. A feed stream is an answer under
+            // way, so its quiet client stays.
+            server: .http1(configuration: .init(idleTimeout: .seconds(30))),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port)),
             onServerRunning: { channel in
                 await ready("\(host):\(channel.localAddress?.port ?? 0)")

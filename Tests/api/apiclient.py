@@ -7,8 +7,9 @@ the real binary (standard library only).
   apiclient.py follow BASE TOKEN OUT N SECS   follows the feed as Server-Sent Events, reconnecting
                                               with Last-Event-ID, appending each event's data to
                                               OUT, until N events came or SECS passed
+  apiclient.py slow BASE TOKEN                slow and stalled clients do not stop the API
 """
-import http.client, json, sys, time, urllib.parse
+import http.client, json, os, socket, sys, threading, time, urllib.parse
 
 def request(base, token, method, path, body=None, headers=None, raw=None):
     u = urllib.parse.urlparse(base)
@@ -175,7 +176,7 @@ def follow(base, token, out, n, secs):
                     continue
                 event_id, data = None, None
                 while got < int(n) and time.time() < end:
-                    line = r.fp.readline()
+                    line = r.readline()
                     if not line:
                         break
                     line = line.decode().rstrip("\n")
@@ -192,6 +193,81 @@ def follow(base, token, out, n, secs):
     print(f"ok: followed {got} events, {reconnects} reconnects")
     return 0 if got >= int(n) else 1
 
+def slow(base, token):
+    """Slow and stalled clients hold connections while others use the API: half a request head,
+    half a body, and feed clients that never read a replica's worth of events."""
+    u = urllib.parse.urlparse(base)
+    held = []
+    for i in range(40):
+        sock = socket.create_connection((u.hostname, u.port))
+        sock.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\n")
+        held.append(sock)
+    for i in range(10):
+        sock = socket.create_connection((u.hostname, u.port))
+        body = json.dumps({"id": f"stalled-{i}", "type": "slow", "fields": {"n": i}}).encode()
+        sock.sendall(
+            f"POST /v1/items HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n".encode()
+            + f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body[: len(body) // 2]
+        )
+        held.append(sock)
+    for i in range(3):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((u.hostname, u.port))
+        sock.sendall(
+            f"GET /v1/changes?since=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n".encode()
+            + b"Accept: text/event-stream\r\n\r\n"
+        )
+        held.append(sock)
+    time.sleep(0.5)
+    s, c, p = request(base, token, "GET", "/v1/status")
+    expect(s == 200, "the API answers while 53 slow clients hold connections", f"{s}")
+    # A follower that reads, from now on, while items are made.
+    out = f"/tmp/lansync-slow-{os.getpid()}.jsonl"
+    start = request(base, token, "GET", "/v1/changes?limit=1&since=0")[2]
+    latest = request(base, token, "GET", f"/v1/changes?since={start['last']}")[2]["last"]
+    reader = threading.Thread(target=lambda: follow_from(base, token, out, latest, 300))
+    reader.start()
+    time.sleep(0.3)
+    created = 0
+    for i in range(300):
+        s, c, p = request(base, token, "POST", "/v1/items", {"id": f"fast-{i}", "type": "slow", "fields": {"n": i}})
+        created += s == 201
+    expect(created == 300, "300 items made over HTTP meanwhile", f"{created}")
+    reader.join(30)
+    got = [json.loads(l) for l in open(out)] if os.path.exists(out) else []
+    ids = [e["id"] for e in got if e["field"] == "n"]
+    expect(sorted(ids) == sorted(f"fast-{i}" for i in range(300)) and len(ids) == 300,
+           "a reading feed client got every one, once, beside three that never read", f"{len(ids)}")
+    for sock in held:
+        sock.close()
+    time.sleep(0.3)
+    s, c, p = request(base, token, "GET", "/v1/items/stalled-0")
+    expect(s == 404, "a body that never finished made nothing", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/status")
+    expect(s == 200, "the API answers after they go", f"{s}")
+    return 0 if failures == 0 else 1
+
+def follow_from(base, token, out, since, n):
+    """Reads the feed (type slow) after `since` until n events of field n came, or 30 s passed."""
+    u = urllib.parse.urlparse(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("GET", f"/v1/changes?type=slow&since={since}",
+                 headers={"Authorization": "Bearer " + token, "Accept": "text/event-stream"})
+    r = conn.getresponse()
+    got, end = 0, time.time() + 30
+    with open(out, "w") as sink:
+        while got < n and time.time() < end:
+            line = r.readline()
+            if not line:
+                break
+            line = line.decode().rstrip("\n")
+            if line.startswith("data: "):
+                sink.write(line[6:] + "\n")
+                got += json.loads(line[6:])["field"] == "n"
+    conn.close()
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    sys.exit({"check": check, "add": add, "follow": follow}[cmd](*args))
+    sys.exit({"check": check, "add": add, "follow": follow, "slow": slow}[cmd](*args))

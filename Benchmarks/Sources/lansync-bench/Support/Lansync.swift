@@ -54,10 +54,17 @@ final class Lansync {
     /// Starts a node on `replica` listening on a fresh loopback port, with static peers and no
     /// mDNS, and waits until its log says it listens. (Not by asking `status`: that computes the
     /// replica's digest, which takes most of a second at 100,000 items and would be timed too.)
-    func start(_ replica: Replica, peers: [NodeProcess] = [], antiEntropy: Double? = nil) throws -> NodeProcess {
+    func start(
+        _ replica: Replica,
+        peers: [NodeProcess] = [],
+        antiEntropy: Double? = nil,
+        api: Bool = false
+    ) throws -> NodeProcess {
         let port = port()
-        // No local API: its default port (ours plus one) is the next node's.
-        var args = [binary, "node", "--dir", replica.dir, "--listen", "127.0.0.1:\(port)", "--no-mdns"] + noAPI
+        // No local API unless asked for: its default port (ours plus one) is the next node's.
+        let apiPort = api ? self.port() : nil
+        var args = [binary, "node", "--dir", replica.dir, "--listen", "127.0.0.1:\(port)", "--no-mdns"]
+        args += apiPort.map { ["--api", "127.0.0.1:\($0)"] } ?? noAPI
         for p in peers.map(\.port) { args += ["--peer", "127.0.0.1:\(p)"] }
         if let antiEntropy { args += ["--anti-entropy", String(antiEntropy)] }
         let log = replica.dir + ".log"
@@ -68,7 +75,7 @@ final class Lansync {
         }
         let before = listening()
         let child = try Child(args, stderr: log)
-        let node = NodeProcess(child: child, replica: replica, port: port)
+        let node = NodeProcess(child: child, replica: replica, port: port, apiPort: apiPort)
         try waitUntil("\(replica.name)'s node to start (see \(log))", timeout: 30, interval: 0.005) {
             guard child.isRunning else { throw BenchError("\(replica.name)'s node exited; see \(log)") }
             return listening() > before
@@ -141,11 +148,14 @@ final class NodeProcess {
     let child: Child
     let replica: Replica
     let port: Int
+    /// Where its local API listens, when it was started with one.
+    let apiPort: Int?
 
-    init(child: Child, replica: Replica, port: Int) {
+    init(child: Child, replica: Replica, port: Int, apiPort: Int? = nil) {
         self.child = child
         self.replica = replica
         self.port = port
+        self.apiPort = apiPort
     }
 
     var peakRSS: Int { ProcessStats.peakRSS(child.pid) }
