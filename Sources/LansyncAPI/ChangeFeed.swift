@@ -26,14 +26,14 @@ struct ChangeFeed: Sendable {
     }
 
     func respond(to request: Request) async throws -> Response {
-        let query = request.uri.queryParameters
+        let query = try QueryString(request.uri.query)
         var filter = Filter()
         filter.type = try query["type"].map(Routes.type)
-        filter.item = try query["item"].map { try ItemID(String($0)) }
+        filter.item = try query["item"].map { try ItemID($0) }
         filter.field = try query["field"].map(Routes.field)
         let stream = request.headers[.accept]?.contains("text/event-stream") == true
         let resumeHeader = HTTPField.Name("Last-Event-ID")!
-        let sinceText = (stream ? request.headers[resumeHeader] : nil) ?? query["since"].map(String.init)
+        let sinceText = (stream ? request.headers[resumeHeader] : nil) ?? query["since"]
         let since = try sinceText.map { text -> UInt64 in
             guard let n = UInt64(text) else {
                 throw Problem(.badRequest, "since (or Last-Event-ID) must be a sequence number, like 0 or 1234")
@@ -89,19 +89,24 @@ struct ChangeFeed: Sendable {
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
                 func drain(_ writer: inout any ResponseBodyWriter) async throws {
                     while true {
-                        let entries = try store.changes(
+                        // `last` moves to the page's end even past changes the filter left out,
+                        // so a filtered client does not read them again on every wake.
+                        let page = try store.changePage(
                             since: last,
                             limit: 1000,
                             type: filter.type,
                             item: filter.item,
                             field: filter.field
                         )
-                        guard !entries.isEmpty else { return }
-                        var text = ""
-                        for entry in entries { text += "id: \(entry.seq)\nevent: change\ndata: \(entry.jsonText)\n\n" }
-                        try await writer.write(ByteBuffer(string: text))
-                        last = entries.last!.seq
-                        if entries.count < 1000 { return }
+                        last = page.last
+                        if !page.entries.isEmpty {
+                            var text = ""
+                            for entry in page.entries {
+                                text += "id: \(entry.seq)\nevent: change\ndata: \(entry.jsonText)\n\n"
+                            }
+                            try await writer.write(ByteBuffer(string: text))
+                        }
+                        if page.entries.count < 1000 { return }
                     }
                 }
                 try await drain(&writer)

@@ -664,7 +664,7 @@ enum OpenAPIDocument {
             },
             "schemas": {
               "Value": {
-                "description": "A field's value: null, a bool, a number, a string, or a list of values.",
+                "description": "A field's value: null, a bool, a number, a string, or a list of values (nested at most 16 deep). An integer is a signed 64-bit one; a larger number is written as a double (1e20).",
                 "type": [
                   "null",
                   "boolean",
@@ -674,6 +674,13 @@ enum OpenAPIDocument {
                 ],
                 "items": {
                   "$ref": "#/components/schemas/Value"
+                },
+                "if": {
+                  "type": "integer"
+                },
+                "then": {
+                  "minimum": -9223372036854775808,
+                  "maximum": 9223372036854775807
                 }
               },
               "Fields": {
@@ -814,6 +821,10 @@ enum OpenAPIDocument {
                     "description": "true: the item is made, then deleted (an export line of a deleted item)."
                   },
                   "conflicts": {
+                    "type": "array",
+                    "items": {
+                      "type": "string"
+                    },
                     "description": "Ignored: an export line carries it."
                   }
                 }

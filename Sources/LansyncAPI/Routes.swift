@@ -72,14 +72,14 @@ struct Routes: Sendable {
     }
 
     /// A `type` filter: a type an item could have (a wrong one is a mistake, not an empty answer).
-    static func type(_ text: Substring) throws -> String {
-        try ItemState.validate(type: String(text))
-        return String(text)
+    static func type(_ text: String) throws -> String {
+        try ItemState.validate(type: text)
+        return text
     }
 
     /// A `field` filter: a field name, or `_type` or `_deleted`.
-    static func field(_ text: Substring) throws -> FieldName {
-        try QueryParser.field(String(text), in: "field=\(text)")
+    static func field(_ text: String) throws -> FieldName {
+        try QueryParser.field(text, in: "field=\(text)")
     }
 
     /// Each endpoint's methods, for the `405` (with `Allow`) a known path answers to another one.
@@ -103,7 +103,7 @@ struct Routes: Sendable {
     /// Refuses a query parameter the endpoint does not know (a misspelt `sinec=` would otherwise
     /// be ignored, and the answer look right but be wrong).
     func takes(_ request: Request, _ names: String...) throws {
-        for (key, _) in request.uri.queryParameters where !names.contains(String(key)) {
+        for (key, _) in try QueryString(request.uri.query).pairs where !names.contains(key) {
             let known = names.isEmpty ? "none" : names.joined(separator: ", ")
             throw Problem(.badRequest, "unknown query parameter '\(key)': this endpoint takes \(known)")
         }
@@ -125,7 +125,7 @@ struct Routes: Sendable {
     }
 
     func listItems(_ request: Request) throws -> Response {
-        let query = request.uri.queryParameters
+        let query = try QueryString(request.uri.query)
         let limit =
             try query["limit"].map { text -> Int in
                 guard let n = Int(text), (1...1000).contains(n) else {
@@ -141,15 +141,15 @@ struct Routes: Sendable {
                 return text == "true"
             } ?? false
         let type = try query["type"].map(Self.type)
-        let conditions = query.getAll("where")
-        let sort = query["sort"].map(String.init)
+        let conditions = query.all("where")
+        let sort = query["sort"]
         let page: [StoredItem]
         let next: String?
         if conditions.isEmpty, sort == nil {
             page = try store.items(
                 type: type,
                 includeDeleted: deleted,
-                after: try query["after"].map { try ItemID(String($0)) },
+                after: try query["after"].map { try ItemID($0) },
                 limit: limit
             )
             next = page.count == limit ? page.last?.id : nil
@@ -164,7 +164,7 @@ struct Routes: Sendable {
                 type: type,
                 includeDeleted: deleted,
                 limit: limit,
-                after: query["after"].map(String.init)
+                after: query["after"]
             )
             page = result.items
             next = result.next
@@ -263,9 +263,10 @@ struct Routes: Sendable {
     func history(_ request: Request, _ context: BasicRequestContext) throws -> Response {
         let id = try resolve(context)
         guard try store.itemState(id)?.exists == true else { throw EditError.unknownItem(id) }
-        let field = try request.uri.queryParameters["field"].map(Self.field)
+        let query = try QueryString(request.uri.query)
+        let field = try query["field"].map(Self.field)
         let all =
-            try request.uri.queryParameters["all"].map { text -> Bool in
+            try query["all"].map { text -> Bool in
                 guard text == "true" || text == "false" else { throw Problem(.badRequest, "all must be true or false") }
                 return text == "true"
             } ?? false

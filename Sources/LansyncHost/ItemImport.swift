@@ -115,6 +115,11 @@ public enum ItemImport {
         if let unknown = members.first(where: { !knownKeys.contains($0.key) }) {
             throw fail("unknown key '\(unknown.key)' (expected id, type, fields, deleted)")
         }
+        // Ignored (an export line carries the fields in conflict), but only in the form export writes.
+        if let value = json["conflicts"] {
+            guard case .array(let names) = value, names.allSatisfy({ if case .string = $0 { true } else { false } })
+            else { throw fail("\"conflicts\" must be a list of field names, as export writes it (it is ignored)") }
+        }
         var id: ItemID?
         if let value = json["id"] {
             guard case .string(let s) = value else { throw fail("\"id\" must be a string") }

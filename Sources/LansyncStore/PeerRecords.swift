@@ -175,24 +175,34 @@ extension ReplicaStore {
     /// live: per writer id of this replica, the highest counter among the item's live versions
     /// (reserved fields included: a delete is an edit). An item whose every local edit was
     /// superseded, or never edited here, is absent: nothing of this machine's is on its way.
-    /// One aggregate over the version index rows of this replica's writers.
+    /// One aggregate over the version index rows of this replica's writers; for one item, its
+    /// fields' own versions (the index has no way in by item, so the aggregate would read every
+    /// version this replica wrote: 10 ms at 10,000 items, on every API answer of an item).
     public func latestLocalEdits(of id: ItemID? = nil) throws(StoreError) -> [ItemID: VersionVector] {
         let writers = try self.writers().map(\.id)
+        if let id {
+            guard let state = try itemState(id) else { return [:] }
+            let mine = Set(writers)
+            var latest = VersionVector()
+            for field in state.fields.values {
+                for version in field.versions where mine.contains(version.dot.node) {
+                    latest.raise(version.dot.node, to: version.dot.counter)
+                }
+            }
+            return latest.isEmpty ? [:] : [id: latest]
+        }
         return try guarded {
             try pool.read { db in
                 var result: [ItemID: VersionVector] = [:]
                 for writer in writers {
                     guard let row = try ReplicaStore.nodeRow(of: writer, db: db) else { continue }
-                    let filter = id == nil ? "" : " AND i.item_id = ?"
-                    var arguments: [any DatabaseValueConvertible] = [row]
-                    if let id { arguments.append(id.rawValue) }
                     for item in try Row.fetchAll(
                         db,
                         sql: """
                             SELECT i.item_id, max(v.counter) FROM version v JOIN field f ON f.id = v.field
-                            JOIN item i ON i.id = f.item WHERE v.node = ?\(filter) GROUP BY i.item_id
+                            JOIN item i ON i.id = f.item WHERE v.node = ? GROUP BY i.item_id
                             """,
-                        arguments: StatementArguments(arguments)
+                        arguments: [row]
                     ) {
                         let key = ItemID(unchecked: (try item.decode(atIndex: 0)))
                         result[key, default: VersionVector()].raise(

@@ -250,7 +250,7 @@ enum Schema {
                     ALTER TABLE field ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE field ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE field ADD COLUMN change_kind INTEGER NOT NULL DEFAULT 0;
-                    CREATE INDEX field_by_seq ON field(seq) WHERE seq > 0;
+                    CREATE INDEX field_by_seq ON field(seq);
                     """
             )
         }

@@ -133,6 +133,11 @@ def check(base, token):
             break
         after = p["next"]
     expect(got == ["q-7", "q-6", "q-4", "q-3", "q-1"], "where, sort and cursor pages", f"{s} {got} {p}")
+    # As forms and urlencode write it: + for a space, %2B for a plus.
+    s, c, p = request(base, token, "GET", "/v1/items?" + urllib.parse.urlencode([("where", "owner prefix a"), ("type", "job")]))
+    expect(s == 200 and sorted(i["id"] for i in p["items"]) == ["q-0", "q-3", "q-6"], "a condition with + for spaces", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items?where=n%ZZ")
+    expect(problem(s, c, p, 400, "bad escape"), "a bad escape in the query string: 400", f"{s} {p}")
     s, c, p = request(base, token, "GET", "/v1/items?where=n")
     expect(problem(s, c, p, 400, "not a condition"), "a bad condition: 400", f"{s} {p}")
     s, c, p = request(base, token, "GET", "/v1/items?sort=n&after=zzz")

@@ -34,13 +34,12 @@ struct WatchCommand: AsyncParsableCommand {
         var last = try since ?? store.latestChangeSeq()
         var out = Output()
         while true {
-            let entries = try store.changes(since: last, limit: 1000, type: type, item: itemID, field: fieldName)
-            for entry in entries {
-                out.line(json ? entry.jsonText : Self.line(entry))
-                last = entry.seq
-            }
+            let page = try store.changePage(since: last, limit: 1000, type: type, item: itemID, field: fieldName)
+            for entry in page.entries { out.line(json ? entry.jsonText : Self.line(entry)) }
+            // Past changes the filters left out too, so they are not read again.
+            last = page.last
             out.flush()
-            if entries.count == 1000 { continue }
+            if page.entries.count == 1000 { continue }
             if once { return }
             // Polls: a read of a feed with nothing new is one indexed lookup.
             try await Task.sleep(for: .milliseconds(50))
