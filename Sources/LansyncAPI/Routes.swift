@@ -169,7 +169,7 @@ struct Routes: Sendable {
             page = result.items
             next = result.next
         }
-        let edits = try store.latestLocalEdits()
+        let edits = try store.latestLocalEdits(of: page.map { ItemID(unchecked: $0.id) })
         let peers = try store.peers()
         let items = page.map { item in
             item.jsonText(sync: edits[ItemID(unchecked: item.id)].map { ItemSync(edit: $0, peers: peers) })

@@ -122,7 +122,7 @@ extension ReplicaStore {
     ) throws -> QueryPage {
         let start = try after.map(Self.cursor(from:))
         let ordered = try read { db -> [(value: Value?, id: String)] in
-            let candidates = try Self.candidates(query, db: db)
+            let candidates = try self.candidates(query, db: db)
             var items: [Int64: (id: String, values: [FieldName: Value])] = [:]
             var conditions: [String] = []
             var arguments: [(any DatabaseValueConvertible)?] = []
@@ -186,9 +186,27 @@ extension ReplicaStore {
 
     // MARK: Candidates
 
-    static func candidates(_ query: ItemQuery, db: Database) throws -> [Int64]? {
-        guard let (_, sql, arguments) = try indexedFilter(query, db: db) else { return nil }
-        return try Int64.fetchAll(db, sql: sql, arguments: arguments)
+    /// The items a query can only find among (nil: every item): from an index, or else from one
+    /// pass over the values of a field a filter needs (one that no item without the field
+    /// passes), keeping the items whose value passes that field's filters. Every filter is still
+    /// checked on the candidates' values afterwards.
+    func candidates(_ query: ItemQuery, db: Database) throws -> [Int64]? {
+        if let (_, sql, arguments) = try Self.indexedFilter(query, db: db) {
+            return try Int64.fetchAll(db, sql: sql, arguments: arguments)
+        }
+        guard let field = query.filters.first(where: { !$0.matches(nil) })?.field else { return nil }
+        let filters = query.filters.filter { $0.field == field }
+        var found: [Int64] = []
+        let rows = try Row.fetchCursor(
+            db,
+            sql: "SELECT item, state FROM field WHERE name = ?",
+            arguments: [field.rawValue]
+        )
+        while let row = try rows.next() {
+            let shown = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodeRows).shownValue
+            if filters.allSatisfy({ $0.matches(shown) }) { found.append(row[0]) }
+        }
+        return found
     }
 
     /// The first filter an index can answer, with the statement that does.

@@ -169,8 +169,6 @@ public struct LocalChange: Sendable, Equatable {
 }
 
 extension ReplicaStore {
-    /// This replica's most recent live changes under any of its writers (newest writer first,
-    /// then newest change), and how many of its live changes a holder of `seen` lacks, and has.
     /// For each item (or only `id`'s), this replica's latest edit of it that a field still holds
     /// live: per writer id of this replica, the highest counter among the item's live versions
     /// (reserved fields included: a delete is an edit). An item whose every local edit was
@@ -179,18 +177,8 @@ extension ReplicaStore {
     /// fields' own versions (the index has no way in by item, so the aggregate would read every
     /// version this replica wrote: 10 ms at 10,000 items, on every API answer of an item).
     public func latestLocalEdits(of id: ItemID? = nil) throws(StoreError) -> [ItemID: VersionVector] {
+        if let id { return try latestLocalEdits(of: [id]) }
         let writers = try self.writers().map(\.id)
-        if let id {
-            guard let state = try itemState(id) else { return [:] }
-            let mine = Set(writers)
-            var latest = VersionVector()
-            for field in state.fields.values {
-                for version in field.versions where mine.contains(version.dot.node) {
-                    latest.raise(version.dot.node, to: version.dot.counter)
-                }
-            }
-            return latest.isEmpty ? [:] : [id: latest]
-        }
         return try guarded {
             try pool.read { db in
                 var result: [ItemID: VersionVector] = [:]
@@ -216,6 +204,27 @@ extension ReplicaStore {
         }
     }
 
+    /// ``latestLocalEdits(of:)`` for a few items (a page of a list or a query), each from its
+    /// own fields: the aggregate over every version this replica wrote takes 0.35 s at 100,000
+    /// items, this a few microseconds an item.
+    public func latestLocalEdits(of ids: [ItemID]) throws(StoreError) -> [ItemID: VersionVector] {
+        let mine = Set(try self.writers().map(\.id))
+        var result: [ItemID: VersionVector] = [:]
+        for id in ids {
+            guard let state = try itemState(id) else { continue }
+            var latest = VersionVector()
+            for field in state.fields.values {
+                for version in field.versions where mine.contains(version.dot.node) {
+                    latest.raise(version.dot.node, to: version.dot.counter)
+                }
+            }
+            if !latest.isEmpty { result[id] = latest }
+        }
+        return result
+    }
+
+    /// This replica's most recent live changes under any of its writers (newest writer first,
+    /// then newest change), and how many of its live changes a holder of `seen` lacks, and has.
     public func localChanges(
         limit: Int,
         seenBy seen: VersionVector

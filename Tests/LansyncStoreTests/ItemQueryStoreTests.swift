@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncJSON
 import LansyncTestSupport
 import Testing
 
@@ -58,8 +59,31 @@ import Testing
                 ],
                 sort: .init(field: priority, descending: true)
             ),
+            ItemQuery(
+                filters: [
+                    .init(field: priority, op: .missing, value: nil),
+                    .init(field: owner, op: .equal, value: .string("ana")),
+                ]
+            ),
         ]
+        // Every item checked by hand: what a query must find, however it narrows its reading.
+        let tasks = try store.items(type: "task", includeDeleted: false, after: nil, limit: 1000)
+        func reference(_ query: ItemQuery) throws -> Set<String> {
+            Set(
+                try tasks.filter { item in
+                    var values: [FieldName: Value] = [:]
+                    for field in item.fields {
+                        values[FieldName(unchecked: field.name)] = try JSON(parsing: field.json).value
+                    }
+                    return query.matches(values)
+                }.map(\.id)
+            )
+        }
         let before = try queries.map { try ids(store.query($0, type: "task", limit: 1000)) }
+        for (query, found) in zip(queries, before) {
+            #expect(Set(found) == (try reference(query)), "\(query)")
+        }
+        #expect(before.last == ["i00", "i15", "i30", "i45"], "no priority (every 5th), owner ana (every 3rd)")
         #expect(before[0].count == 16 && !before[0].contains("i03"), "every 3rd task, one deleted: \(before[0])")
         #expect(before[2].count == 13, "every 4th task, one deleted: \(before[2])")
         for field in [owner, priority, tags] { try store.addIndex(field) }
