@@ -196,6 +196,15 @@ extension ReplicaStore {
         }
         guard let field = query.filters.first(where: { !$0.matches(nil) })?.field else { return nil }
         let filters = query.filters.filter { $0.field == field }
+        // A string a passing value must hold (=, prefix, contains) is stored as its UTF-8 bytes
+        // in the field's state, and strings compare byte by byte: a state without those bytes
+        // cannot pass, and is not decoded.
+        let needles = filters.compactMap { filter -> Data? in
+            guard [.equal, .prefix, .contains].contains(filter.op), case .string(let text)? = filter.value,
+                !text.isEmpty
+            else { return nil }
+            return Data(text.utf8)
+        }
         var found: [Int64] = []
         let rows = try Row.fetchCursor(
             db,
@@ -203,7 +212,12 @@ extension ReplicaStore {
             arguments: [field.rawValue]
         )
         while let row = try rows.next() {
-            let shown = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodeRows).shownValue
+            let bytes = try row.withUnsafeData(atIndex: 1) { data -> [UInt8]? in
+                guard let data else { return [] }
+                return needles.allSatisfy { data.range(of: $0) != nil } ? Array(data) : nil
+            }
+            guard let bytes else { continue }
+            let shown = try StoredState.decode(bytes, db: db, nodes: nodeRows).shownValue
             if filters.allSatisfy({ $0.matches(shown) }) { found.append(row[0]) }
         }
         return found
