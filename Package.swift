@@ -36,6 +36,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // The node's counters (swift-metrics, which Hummingbird brings anyway) and their
+        // Prometheus form at /metrics.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Pure: values, dots, version vectors, clocks, registers, list sets, items, deltas, merge.
@@ -93,6 +97,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -107,10 +113,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
-        // The local HTTP API and change feed a running node serves (Hummingbird).
+        // The local HTTP API, change feed, web page and metrics a running node serves (Hummingbird).
         .target(
             name: "LansyncAPI",
             dependencies: [
@@ -119,9 +126,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            // Embedded in OpenAPIDocument.swift by scripts/openapi.sh.
-            exclude: ["openapi.json"],
+            // Embedded in OpenAPIDocument.swift by scripts/openapi.sh, and the web page's files in
+            // UIAssets.swift by scripts/ui.sh.
+            exclude: ["openapi.json", "UI"],
             swiftSettings: strict
         ),
         // The CLI: argument parsing and rendering only.
@@ -131,6 +141,7 @@ let package = Package(
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
                 "LansyncWire", "LansyncDiscovery", "LansyncHost", "LansyncAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

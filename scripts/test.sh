@@ -14,19 +14,23 @@ source scripts/lib/packages.sh
 
 ensure_packages "${LANSYNC_TEST_PACKAGES[@]}"
 
-# schemathesis (PyPI), which fuzzes the local API against its OpenAPI document
-# (APITests.theAPIKeepsToItsOpenAPIDocument), in a virtualenv of its own under .build. Without it
-# that one test is skipped and says why; CI must have it.
+# From PyPI, in a virtualenv of its own under .build: schemathesis, which fuzzes the local API
+# against its OpenAPI document (APITests.theAPIKeepsToItsOpenAPIDocument), and Playwright, which
+# drives Debian's chromium through the web page (UITests.aRealBrowserUsesThePage; it never
+# downloads a browser of its own). Without them those tests are skipped and say why; CI must
+# have them.
+ensure_packages "${LANSYNC_BROWSER_PACKAGES[@]}"
 venv=.build/venv
-if [ ! -x "$venv/bin/schemathesis" ]; then
-    echo "==> installing schemathesis from PyPI into $venv"
+if [ ! -x "$venv/bin/schemathesis" ] || ! "$venv/bin/python" -c 'import playwright.sync_api' 2>/dev/null; then
+    echo "==> installing schemathesis and playwright from PyPI into $venv"
     python3 -c 'import ensurepip, venv' 2>/dev/null || ensure_packages python3-venv
-    if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==4.*"; }; then
+    if ! { python3 -m venv "$venv" \
+        && "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==4.*" "playwright==1.*"; }; then
         if [ "${CI:-}" = true ]; then
-            echo "lansync: cannot install schemathesis from PyPI, which CI needs" >&2
+            echo "lansync: cannot install schemathesis and playwright from PyPI, which CI needs" >&2
             exit 1
         fi
-        echo "==> schemathesis could not be installed: its API test will be skipped"
+        echo "==> schemathesis or playwright could not be installed: their tests will be skipped"
     fi
 fi
 

@@ -6,6 +6,7 @@ public import LansyncStore
 import LansyncTransport
 import Logging
 import NIOCore
+public import Prometheus
 
 /// The local HTTP API a running node serves (Docs/API.md): items, conflicts, history, status and
 /// peers under `/v1`, and the change feed, as JSON or Server-Sent Events. Every request needs the
@@ -17,24 +18,41 @@ public struct APIServer: Sendable {
     public let port: Int
     let directory: DataDirectory
     let token: String
+    /// Where `/metrics` reads from (nil: no metrics endpoint).
+    let metrics: PrometheusCollectorRegistry?
 
     /// The largest request body taken (a field value is at most 1 MiB).
     static let maxBody = 4 << 20
 
-    public init(host: String, port: Int, directory: DataDirectory, token: String) {
+    public init(
+        host: String,
+        port: Int,
+        directory: DataDirectory,
+        token: String,
+        metrics: PrometheusCollectorRegistry? = nil
+    ) {
         self.host = host
         self.port = port
         self.directory = directory
         self.token = token
+        self.metrics = metrics
     }
 
     /// Serves until the calling task is cancelled; `ready` gets the address it listens on.
     public func run(node: Node, store: ReplicaStore, ready: @escaping @Sendable (String) async -> Void) async throws {
         let router = Router(context: BasicRequestContext.self)
+        // Outermost, so that it counts each request with the status its problem answered.
+        router.add(middleware: RequestCounter())
         router.add(middleware: ProblemMiddleware())
         router.add(middleware: TokenCheck(token: token))
         let routes = Routes(directory: directory, store: store, node: node)
         routes.register(on: router.group("v1"))
+        WebPage(
+            directory: directory,
+            token: token,
+            assetsFolder: ProcessInfo.processInfo.environment["LANSYNC_UI_ASSETS"]
+        ).register(on: router)
+        if let metrics { MetricsEndpoint(registry: metrics, node: node).register(on: router) }
         var logger = Logger(label: "lansync-api")
         logger.logLevel = .critical
         let host = self.host

@@ -652,6 +652,62 @@ enum OpenAPIDocument {
                   }
                 }
               }
+            },
+            "/v1/login": {
+              "post": {
+                "operationId": "login",
+                "summary": "Trades a one-time code from `lansync ui` for the bearer token: how the web page logs in from the link. The only endpoint under /v1 that needs no token; a code works once, within 5 minutes.",
+                "security": [],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "type": "object",
+                        "required": [
+                          "code"
+                        ],
+                        "properties": {
+                          "code": {
+                            "type": "string",
+                            "description": "The code after `#login=` in the link `lansync ui` prints."
+                          }
+                        }
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "200": {
+                    "description": "The code was good: the token.",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "type": "object",
+                          "required": [
+                            "token"
+                          ],
+                          "properties": {
+                            "token": {
+                              "type": "string"
+                            }
+                          },
+                          "additionalProperties": false
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/400"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  },
+                  "413": {
+                    "$ref": "#/components/responses/413"
+                  }
+                }
+              }
             }
           },
           "components": {

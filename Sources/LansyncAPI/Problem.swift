@@ -103,7 +103,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 /// The bearer token check: without `Authorization: Bearer TOKEN` (the data directory's
-/// `api-token`), 401 and nothing else.
+/// `api-token`), 401 and nothing else, for every path but the web page's own files and its login
+/// (which hold no data, and are served to anyone who can connect).
 struct TokenCheck<Context: RequestContext>: RouterMiddleware {
     let token: [UInt8]
 
@@ -116,6 +117,7 @@ struct TokenCheck<Context: RequestContext>: RouterMiddleware {
     ) async throws
         -> Response
     {
+        guard Self.needsToken(request.uri.path) else { return try await next(request, context) }
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
             Self.equal(Array(header.utf8.dropFirst(7)), token)
         else {
@@ -128,11 +130,28 @@ struct TokenCheck<Context: RequestContext>: RouterMiddleware {
         return try await next(request, context)
     }
 
+    /// Whether a request for `path` must carry the token: everything but the page's files and
+    /// the login. An allow-list, so that no spelling of a data path (`//v1/items`, `/v1/./items`)
+    /// can slip past the check.
+    static func needsToken(_ path: String) -> Bool {
+        if path == "/" || path == "/v1/login" { return false }
+        guard path.hasPrefix("/ui/") else { return true }
+        let name = path.utf8.dropFirst(4)
+        return name.isEmpty || name.first == UInt8(ascii: ".")
+            || !name.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }
+    }
+
     /// Compares in time that does not depend on where the first difference is.
     static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         var difference: UInt8 = 0
         for (x, y) in zip(a, b) { difference |= x ^ y }
         return difference == 0
+    }
+}
+
+extension UInt8 {
+    var isASCIIAlphanumeric: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x5a).contains(self) || (0x61...0x7a).contains(self)
     }
 }

@@ -87,7 +87,7 @@ struct Routes: Sendable {
         (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST"]),
         (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
         (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
-        (["changes"], ["GET"]), (["openapi.json"], ["GET"]),
+        (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]),
     ]
 
     /// The methods `path` (as requested, `/v1/...`) takes, or nil if it names no endpoint.

@@ -2,6 +2,7 @@ import Foundation
 public import LansyncNode
 public import LansyncStore
 import LansyncTransport
+public import Logging
 
 extension DataDirectory {
     /// Runs this directory's node (or relay) until SIGINT or SIGTERM, holding the node lock.
@@ -14,7 +15,7 @@ extension DataDirectory {
 
     public func runNode(
         _ options: NodeOptions,
-        log: @escaping @Sendable (String) -> Void = NodeLog.line,
+        logger: Logger,
         alongside services: [NodeService] = []
     ) async throws {
         let store = try open()
@@ -31,7 +32,7 @@ extension DataDirectory {
         options.controlSocketPath = controlSocketPath
         options.admitting = try admittingAuthority()
         options.retireAuthority = { [self] in try dropAuthorityKey() }
-        let node = try Node(options: options, store: store, identity: try tlsIdentity(), log: log)
+        let node = try Node(options: options, store: store, identity: try tlsIdentity(), logger: logger)
         let task = Task {
             // True when the node itself ended.
             try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -70,15 +71,6 @@ extension DataDirectory {
         } catch {
             throw HostError("node stopped: \(TransportError.describing(error))")
         }
-    }
-}
-
-/// The node's log: one timestamped line per event on stderr.
-public enum NodeLog {
-    @Sendable public static func line(_ text: String) {
-        FileHandle.standardError.write(
-            Data("\(WallClock.iso8601(milliseconds: WallClock.milliseconds)) \(text)\n".utf8)
-        )
     }
 }
 

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import LansyncCore
 import LansyncDiscovery
@@ -6,6 +7,7 @@ import LansyncJSON
 public import LansyncStore
 public import LansyncTransport
 import LansyncWire
+public import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -26,8 +28,13 @@ public final class Node: Sendable {
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
     let authority: Authority?
-    /// Prints one line about something worth knowing (a peer connected, an error).
-    let log: @Sendable (String) -> Void
+    /// One line per thing worth knowing: sessions starting and ending, refusals, discovery,
+    /// membership news, errors (Docs/OPERATIONS.md, "Logs").
+    let logger: Logger
+    let metrics = NodeMetrics()
+    /// Connections closed before they proved a membership (no TLS, silence, a bad handshake):
+    /// each address and reason logged at most once a minute, so a flood cannot fill the log.
+    let strangers = RefusedConnections()
     /// Answers machines joining with an invite.
     let joinDesk: JoinDesk
     /// Connections refused for their certificate, for `status` and the log.
@@ -40,21 +47,21 @@ public final class Node: Sendable {
         options: NodeOptions,
         store: ReplicaStore,
         identity: TLSIdentity,
-        log: @escaping @Sendable (String) -> Void
+        logger: Logger
     ) throws {
         self.options = options
         self.store = store
         self.identity = identity
-        self.log = log
+        self.logger = logger
         info = try store.info()
         guard info.nodeID == identity.nodeID else {
             throw TransportError(
                 "node.pem is for node \(identity.nodeID.short) but the replica belongs to \(info.nodeID.short)"
             )
         }
-        registry = PeerRegistry(store: store, io: io, localNode: info.nodeID, log: log)
+        registry = PeerRegistry(store: store, io: io, localNode: info.nodeID, logger: logger)
         authority =
-            options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, log: log) : nil
+            options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, logger: logger) : nil
         statements = ClusterStatements(store: store, io: io, trust: identity.trust)
         joinDesk = JoinDesk(
             store: store,
@@ -62,7 +69,7 @@ public final class Node: Sendable {
             me: info.nodeID,
             statements: statements,
             admitting: options.admitting,
-            log: log
+            logger: logger
         )
     }
 
@@ -82,7 +89,7 @@ public final class Node: Sendable {
             let listenAddress = PeerAddress(host: options.listen.host, port: listener.port).description
             await registry.setListenAddress(listenAddress)
             for peer in options.staticPeers { await registry.configure(address: peer.description, source: .configured) }
-            log(
+            logger.notice(
                 "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
             )
             if let authority { _ = await authority.settleAll() }
@@ -125,7 +132,7 @@ public final class Node: Sendable {
         }
         try? await group.shutdownGracefully()
         await io.shutdown()
-        log("node stopped")
+        logger.notice("node stopped")
     }
 
     private func accept(_ listener: Transport.Listener) async throws {
@@ -135,10 +142,10 @@ public final class Node: Sendable {
                     sessions.addTask {
                         let accepted: InboundConnection
                         do { accepted = try await pending.get() } catch let error as TransportError {
-                            // Why a handshake failed matters only when a certificate was refused:
-                            // strangers' silent or garbage connections are not worth a line.
                             if error.refusal != nil {
                                 self.noteRefused(error, address: error.peer ?? "?", dialled: false)
+                            } else {
+                                self.noteStranger(address: error.peer ?? "?", reason: error.description)
                             }
                             return
                         } catch {
@@ -159,8 +166,23 @@ public final class Node: Sendable {
     /// Records a connection refused for its certificate (for `status`), and logs it unless the
     /// same address was logged for the same reason within the minute.
     func noteRefused(_ error: TransportError, address: String, dialled: Bool) {
+        metrics.refused(error.refusal?.name ?? "certificate")
         guard refused.note(address: address, reason: error.description) else { return }
-        log("refused \(dialled ? "the connection to" : "a connection from") \(address): \(error.description)")
+        logger.warning(
+            "refused \(dialled ? "the connection to" : "a connection from") \(address): \(error.description)"
+        )
+    }
+
+    /// Records a connection closed before it proved anything (not TLS, silent, a failed
+    /// handshake, a full house), and logs it unless the same address was logged for the same
+    /// reason within the minute.
+    func noteStranger(address: String, reason: String, metric: String = "handshake") {
+        metrics.refused(metric)
+        guard strangers.note(address: address, reason: reason) else { return }
+        logger.info(
+            "closed a connection from \(address) before a session: \(reason) (said at most once a minute per address)",
+            metadata: ["event": "refused", "address": "\(address)", "reason": "\(metric)"]
+        )
     }
 
     /// Advertises this node and dials the peers discovery finds, for as long as they are
@@ -182,17 +204,29 @@ public final class Node: Sendable {
                         let address = PeerAddress(host: peer.host, port: peer.port)
                         await registry.discovered(peer.nodeID, address: address.description)
                         if await seen.found(peer.nodeID, at: address) {
+                            metrics.discovery("found")
+                            logger.info(
+                                "mDNS: found node \(peer.nodeID.short) at \(address)",
+                                metadata: ["event": "discovery", "change": "found", "node": "\(peer.nodeID.text)"]
+                            )
                             dialers.addTask {
                                 await self.keepConnected(.discovered(peer.nodeID, seen), transport: transport)
                             }
                         }
                     case .lost(let node):
+                        metrics.discovery("lost")
+                        logger.info(
+                            "mDNS: node \(node.short) is no longer advertised",
+                            metadata: ["event": "discovery", "change": "lost", "node": "\(node.text)"]
+                        )
                         await seen.lost(node)
                     case .available:
-                        log("mDNS: advertising and browsing \(Advertisement.serviceType) through avahi-daemon")
+                        metrics.discovery("available")
+                        logger.info("mDNS: advertising and browsing \(Advertisement.serviceType) through avahi-daemon")
                         await registry.setDiscoveryState("running")
                     case .unavailable(let why):
-                        log("mDNS unavailable: \(why)")
+                        metrics.discovery("unavailable")
+                        logger.warning("mDNS unavailable: \(why)")
                         await registry.setDiscoveryState("unavailable: \(why)")
                     }
                 }
@@ -218,6 +252,7 @@ public final class Node: Sendable {
         }
         guard admitted else {
             let busy = ProtocolError(.busy, "this node serves \(options.maxSessions) sessions already; try again later")
+            noteStranger(address: address, reason: busy.description, metric: "busy")
             await answerWithoutSession(connection, busy)
             return SessionOutcome(error: busy)
         }
@@ -253,6 +288,10 @@ public final class Node: Sendable {
         config.antiEntropyInterval = options.antiEntropyInterval
         config.statements = statements.records
         var observer = SessionObserver()
+        let tally = SessionTally()
+        let started = ContinuousClock.now
+        let metrics = self.metrics
+        let logger = self.logger
         observer.peerReady = { [self] hello in
             await statementsLearned(await statements.learn(hello.statements))
             if statements.revocation(of: peerID) != nil {
@@ -267,16 +306,36 @@ public final class Node: Sendable {
             ) {
                 channel.close(promise: nil)
             }
-            if let claimed { token.set(claimed) } else { channel.close(promise: nil) }
+            if let claimed {
+                token.set(claimed)
+                metrics.sessionsStarted.increment()
+                metrics.sessionsActive.increment()
+                let path = hello.role == .relay ? "relay" : "direct"
+                logger.info(
+                    "session with \(hello.name.isEmpty ? peerID.short : hello.name) (\(peerID.short)) started: \(path), \(connection.outbound ? "dialled" : "accepted from") \(address)",
+                    metadata: [
+                        "event": "session-start", "peer": "\(hello.name)", "node": "\(peerID.text)", "path": "\(path)",
+                        "address": "\(address)", "direction": "\(connection.outbound ? "outbound" : "inbound")",
+                    ]
+                )
+            } else {
+                channel.close(promise: nil)
+            }
         }
         observer.upToDate = { vv in
             await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
             if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
         }
-        if let authority = self.authority {
-            observer.applied = { [self] in if await authority.settleAll() > 0 { await self.announceChange() } }
+        let authority = self.authority
+        observer.applied = { [self] changed in
+            metrics.merges.increment()
+            metrics.appliedStates.increment(by: changed)
+            if let authority, await authority.settleAll() > 0 { await self.announceChange() }
         }
-        observer.progress = { progress in await registry.progress(peerID, progress) }
+        observer.progress = { progress in
+            metrics.count(tally, progress)
+            await registry.progress(peerID, progress)
+        }
         let limits = options.relayLimits
         let refuse: ReplicaStore.Refusal? =
             options.role == .relay ? { @Sendable key, state, item in limits.refusal(key, state, item) } : nil
@@ -303,8 +362,44 @@ public final class Node: Sendable {
             address: address,
             error: failure
         )
-        if report, let failure {
-            log("session with \(outcome.peer?.name ?? address) (\(peerID.short)) ended: \(failure)")
+        var final = SessionObserver.Progress()
+        final.sentUpdates = outcome.sentUpdates
+        final.receivedUpdates = outcome.receivedUpdates
+        final.sentBytes = outcome.sentBytes
+        final.receivedBytes = outcome.receivedBytes
+        metrics.count(tally, final)
+        if let peer = outcome.peer, token.value != nil {
+            metrics.sessionsActive.decrement()
+            let seconds = (ContinuousClock.now - started) / .milliseconds(1) / 1000
+            let path = peer.role == .relay ? "relay" : "direct"
+            guard report else {
+                // Both sides dialled at once: the registry kept the other connection.
+                metrics.sessionsEnded.increment()
+                logger.info(
+                    "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended: replaced by the other connection to it (both sides dialled at once)",
+                    metadata: [
+                        "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)", "replaced": "true",
+                    ]
+                )
+                return outcome
+            }
+            (failure == nil ? metrics.sessionsEnded : metrics.sessionsFailed).increment()
+            logger.info(
+                "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(outcome.sentUpdates) field states (\(outcome.sentBytes) bytes), received \(outcome.receivedUpdates) (\(outcome.receivedBytes) bytes)\(failure.map { "; \($0)" } ?? "")",
+                metadata: [
+                    "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)", "path": "\(path)",
+                    "address": "\(address)", "sent": "\(outcome.sentUpdates)", "received": "\(outcome.receivedUpdates)",
+                    "sent_bytes": "\(outcome.sentBytes)", "received_bytes": "\(outcome.receivedBytes)",
+                    "duration_s": "\(String(format: "%.3f", seconds))", "error": "\(failure ?? "")",
+                ]
+            )
+        } else if report, let failure {
+            logger.warning(
+                "connection with \(address) (\(peerID.short)) ended before a session: \(failure)",
+                metadata: [
+                    "event": "session-end", "node": "\(peerID.text)", "address": "\(address)", "error": "\(failure)",
+                ]
+            )
         }
         return outcome
     }
@@ -356,15 +451,15 @@ public final class Node: Sendable {
         let overruled = await statements.overruleRevokedWrites(news: news)
         if overruled > 0 {
             await announceChange()
-            log(
+            logger.notice(
                 "overruled \(overruled) writes of revoked nodes made after their revocation (they show in history and status)"
             )
         }
         for revocation in news.revocations {
             let when = WallClock.iso8601(milliseconds: revocation.at)
-            log(
-                "node \(revocation.node.short) (\(revocation.name)) was revoked at \(when) by \(revocation.by.short)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
-                    + (revocation.node == info.nodeID ? "; that is this node: members will refuse it" : "")
+            let itself = revocation.node == info.nodeID ? "; that is this node: members will refuse it" : ""
+            logger.notice(
+                "node \(revocation.node.short) (\(revocation.name)) was revoked at \(when) by \(revocation.by.short)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")\(itself)"
             )
             await registry.refuse(revocation.node, error: "revoked at \(when)")
         }
@@ -380,11 +475,13 @@ public final class Node: Sendable {
         joinDesk.retire()
         do {
             try options.retireAuthority?()
-            log(
+            logger.notice(
                 "the cluster's authority key was removed from this machine: since \(WallClock.iso8601(milliseconds: set.at)), only \(set.nodes.map(\.short).joined(separator: ", ")) admit others"
             )
         } catch {
-            log("this machine may no longer admit others, but its authority key could not be removed: \(error)")
+            logger.error(
+                "this machine may no longer admit others, but its authority key could not be removed: \(error)"
+            )
         }
     }
 

@@ -23,6 +23,7 @@ struct Lansync: AsyncParsableCommand {
             IndexCommand.self,
             ExportCommand.self, ImportCommand.self,
             NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self, APITokenCommand.self,
+            UICommand.self,
             CheckCommand.self, RepairCommand.self, DebugCommand.self,
         ]
     )

@@ -3,6 +3,8 @@
 
 # What building and testing need beyond the Swift toolchain.
 LANSYNC_TEST_PACKAGES=(libsqlite3-dev sqlite3 libavahi-client-dev avahi-daemon avahi-utils dbus iproute2 nftables util-linux faketime openssl)
+# The browser the web page's tests drive (through Playwright, with its executable_path).
+LANSYNC_BROWSER_PACKAGES=(chromium)
 
 ensure_packages() {
     local missing=()

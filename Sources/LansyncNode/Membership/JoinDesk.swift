@@ -4,6 +4,7 @@ import LansyncIdentity
 import LansyncStore
 import LansyncTransport
 import LansyncWire
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -23,7 +24,7 @@ final class JoinDesk: Sendable {
     /// Where an admission goes, to travel to every member.
     let statements: ClusterStatements
     private let authority: NIOLockedValueBox<ClusterSecret?>
-    let log: @Sendable (String) -> Void
+    let logger: Logger
     private let active = NIOLockedValueBox(0)
     /// When the last "closed: too many" line was logged (Unix ms): one a minute at most, so a
     /// flood of certificate-less connections cannot fill the log.
@@ -41,14 +42,14 @@ final class JoinDesk: Sendable {
         me: NodeID,
         statements: ClusterStatements,
         admitting: ClusterSecret?,
-        log: @escaping @Sendable (String) -> Void
+        logger: Logger
     ) {
         self.store = store
         self.io = io
         self.me = me
         self.statements = statements
         authority = NIOLockedValueBox(admitting)
-        self.log = log
+        self.logger = logger
     }
 
     /// Whether this node admits others now.
@@ -73,7 +74,7 @@ final class JoinDesk: Sendable {
                 return true
             }
             if due {
-                log(
+                logger.warning(
                     "closing connections without a certificate (from \(connection.remoteAddress) and others): \(Self.maxActive) are being served; this line comes at most once a minute"
                 )
             }
@@ -104,7 +105,7 @@ final class JoinDesk: Sendable {
 
     private func answer(_ request: JoinRequest, from address: String) async -> Message {
         guard let admitting = authority.withLockedValue({ $0 }) else {
-            log("join refused (\(address)): this machine cannot admit others")
+            logger.warning("join refused (\(address)): this machine cannot admit others")
             return .error(
                 ProtocolError(
                     .joinRefused,
@@ -130,7 +131,7 @@ final class JoinDesk: Sendable {
                 }
             }
         } catch {
-            log("join from \(address) not answered: \(error)")
+            logger.info("join from \(address) not answered: \(error)")
             return .error(ProtocolError(.storage, "the inviter could not record the join; try again"))
         }
         switch outcome {
@@ -141,18 +142,20 @@ final class JoinDesk: Sendable {
                     authority: try admitting.trust.der()
                 )
                 let name = request.name.isEmpty ? invite.name ?? "" : request.name
-                log("admitted node \(node.short) (\(name.isEmpty ? "unnamed" : name)) from \(address) with an invite")
+                logger.notice(
+                    "admitted node \(node.short) (\(name.isEmpty ? "unnamed" : name)) from \(address) with an invite"
+                )
                 // Every member learns who let it in (in the hellos, like a revocation).
                 if let admission = try? Admission.make(node: node, name: name, at: now, by: me, authority: admitting) {
                     await statements.add(.admission(admission))
                 }
                 return .joinAccepted(accepted)
             } catch {
-                log("join from \(address): cannot issue a certificate: \(error)")
+                logger.error("join from \(address): cannot issue a certificate: \(error)")
                 return .error(ProtocolError(.storage, "the inviter could not issue a certificate"))
             }
         case .unknown:
-            log("join refused (\(address)): no invite of this machine matches the code")
+            logger.warning("join refused (\(address)): no invite of this machine matches the code")
             return .error(
                 ProtocolError(
                     .joinRefused,
@@ -160,7 +163,7 @@ final class JoinDesk: Sendable {
                 )
             )
         case .used(let at):
-            log("join refused (\(address)): the invite was already used")
+            logger.warning("join refused (\(address)): the invite was already used")
             return .error(
                 ProtocolError(
                     .joinRefused,
@@ -168,7 +171,7 @@ final class JoinDesk: Sendable {
                 )
             )
         case .expired(let at):
-            log("join refused (\(address)): the invite expired")
+            logger.warning("join refused (\(address)): the invite expired")
             return .error(
                 ProtocolError(.joinRefused, "this invite expired (\(Self.time(at))): ask for a new one")
             )

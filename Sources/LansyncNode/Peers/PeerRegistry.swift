@@ -1,6 +1,7 @@
 public import LansyncCore
 public import LansyncStore
 public import LansyncWire
+public import Logging
 
 /// The live state of every peer a node knows: configured addresses not reached yet, connected
 /// sessions, and what each peer last reported. Persists what `status` shows when no node runs.
@@ -55,18 +56,18 @@ public actor PeerRegistry {
     private var savedSync: [NodeID: UInt64] = [:]
     private let saves: AsyncStream<Void>
     private let requestSave: AsyncStream<Void>.Continuation
-    let log: @Sendable (String) -> Void
+    let logger: Logger
 
     public init(
         store: ReplicaStore,
         io: BlockingIO,
         localNode: NodeID,
-        log: @escaping @Sendable (String) -> Void = { _ in }
+        logger: Logger = .silent
     ) {
         self.store = store
         self.io = io
         self.localNode = localNode
-        self.log = log
+        self.logger = logger
         (saves, requestSave) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -75,7 +76,7 @@ public actor PeerRegistry {
         let store = self.store
         let records: [PeerRecord]
         do { records = try await io.run { try store.peers() } } catch {
-            log("could not read the peers recorded by earlier runs: \(error)")
+            logger.error("could not read the peers recorded by earlier runs: \(error)")
             return
         }
         for r in records where r.nodeID != localNode {
@@ -289,7 +290,9 @@ public actor PeerRegistry {
                 for (name, ids) in names { for id in ids { try store.setNodeName(name, for: id) } }
             }
         } catch {
-            log("could not record what this node knows of its peers (status shows it while the node runs): \(error)")
+            logger.error(
+                "could not record what this node knows of its peers (status shows it while the node runs): \(error)"
+            )
         }
     }
 }

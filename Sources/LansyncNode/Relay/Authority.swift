@@ -1,5 +1,6 @@
 import LansyncCore
 public import LansyncStore
+public import Logging
 
 /// How the relay, the cluster's authority, settles a conflict.
 public enum SettlePolicy: String, Sendable, CaseIterable {
@@ -18,18 +19,18 @@ public actor Authority {
     let io: BlockingIO
     let policy: SettlePolicy
     public private(set) var settled = 0
-    let log: @Sendable (String) -> Void
+    let logger: Logger
 
     public init(
         store: ReplicaStore,
         io: BlockingIO,
         policy: SettlePolicy,
-        log: @escaping @Sendable (String) -> Void = { _ in }
+        logger: Logger = .silent
     ) {
         self.store = store
         self.io = io
         self.policy = policy
-        self.log = log
+        self.logger = logger
     }
 
     /// Settles every open conflict; returns how many it settled.
@@ -60,7 +61,7 @@ public actor Authority {
             }
         } catch {
             // Left open, the conflicts stay visible and are tried again after the next change.
-            log("the relay could not settle conflicts: \(error)")
+            logger.error("the relay could not settle conflicts: \(error)")
             return 0
         }
         settled += count

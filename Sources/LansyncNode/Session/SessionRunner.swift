@@ -47,8 +47,8 @@ public struct SessionObserver: Sendable {
     public var peerReady: @Sendable (Hello) async -> Void = { _ in }
     public var upToDate: @Sendable (_ peerVersionVector: VersionVector) async -> Void = { _ in }
     public var progress: @Sendable (Progress) async -> Void = { _ in }
-    /// A batch from the peer changed the replica.
-    public var applied: @Sendable () async -> Void = {}
+    /// A batch from the peer changed the replica: how many field states it changed.
+    public var applied: @Sendable (_ changed: Int) async -> Void = { _ in }
 
     /// Counters of a session so far.
     public struct Progress: Sendable, Equatable {
@@ -162,7 +162,7 @@ public struct SessionRunner: Sendable {
                                 }
                                 if changed > 0 {
                                     hub.notify(version: version, except: subscription)
-                                    await observer.applied()
+                                    await observer.applied(changed)
                                 }
                                 queue += machine.handle(.applied(sequence: sequence, now: .now))
                             } catch {

@@ -2,6 +2,7 @@ import ArgumentParser
 import LansyncAPI
 import LansyncHost
 import LansyncNode
+import Logging
 
 /// `--api HOST:PORT` and `--no-api`, shared by `node` and `relay`.
 struct APIOptions: ParsableArguments {
@@ -20,7 +21,10 @@ struct APIOptions: ParsableArguments {
     }
 
     /// The API to run beside the node on `directory`, or nil with --no-api.
-    func service(for directory: DataDirectory, listen: PeerAddress) throws -> DataDirectory.NodeService? {
+    /// Its metrics backend (Prometheus, served at /metrics) is bootstrapped here, before the node
+    /// makes its counters.
+    func service(for directory: DataDirectory, listen: PeerAddress, logger: Logger) throws -> DataDirectory.NodeService?
+    {
         guard !off else { return nil }
         let address =
             self.address
@@ -29,19 +33,22 @@ struct APIOptions: ParsableArguments {
             host: address.host,
             port: address.port,
             directory: directory,
-            token: try directory.apiToken()
+            token: try directory.apiToken(),
+            metrics: APIServer.bootstrapMetrics()
         )
         let explicit = self.address != nil
         return { node, store in
             do {
                 try await server.run(node: node, store: store) { bound in
                     node.announceAPI(bound)
-                    NodeLog.line("local API on http://\(bound)/v1 ('lansync api-token' prints its bearer token)")
+                    logger.notice(
+                        "local API on http://\(bound)/v1, the web page on http://\(bound)/ ('lansync ui' prints a link that logs in)"
+                    )
                 }
             } catch  where !explicit {
                 // The default address is taken (another node on this machine, say): the node
                 // runs on without an API rather than not at all.
-                NodeLog.line("no local API: \(error)")
+                logger.warning("no local API: \(error)")
             }
         }
     }
@@ -59,4 +66,43 @@ struct APITokenCommand: ParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
 
     func run() throws { print(try data.directory.apiToken()) }
+}
+
+/// `lansync ui`
+struct UICommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ui",
+        abstract: "Print a link that opens this node's web page, logged in.",
+        discussion:
+            "The running node serves the page on its API address. The link carries a one-time code that logs the page in once, within 5 minutes; after that, log in with the token 'lansync api-token' prints. See Docs/UI.md."
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Flag(help: "Print {\"url\": ...} as JSON.") var json = false
+
+    func run() throws {
+        let directory = data.directory
+        guard let status = ControlClient.status(path: directory.controlSocketPath) else {
+            throw CLIError(
+                "no node is running on \(directory.path): start one with 'lansync node', which serves the page"
+            )
+        }
+        guard let api = status.api else {
+            throw CLIError(
+                "the node on \(directory.path) serves no API, so no page: restart it without --no-api (or with --api HOST:PORT)"
+            )
+        }
+        let code = try directory.makeUILoginCode()
+        // The code goes after '#', which a browser never sends: it stays out of every log and
+        // Referer, and the page posts it once to /v1/login.
+        let url = "http://\(Self.urlAuthority(api))/#login=\(code)"
+        print(json ? #"{"url":"\#(url)"}"# : url)
+    }
+
+    /// `HOST:PORT` as a URL's authority: an IPv6 host goes in brackets.
+    static func urlAuthority(_ address: String) -> String {
+        guard let colon = address.lastIndex(of: ":") else { return address }
+        let host = address[..<colon]
+        return host.contains(":") ? "[\(host)]\(address[colon...])" : address
+    }
 }

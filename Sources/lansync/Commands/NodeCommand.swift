@@ -20,6 +20,7 @@ struct NodeCommand: AsyncParsableCommand {
 
     @OptionGroup var data: DataDirectoryOptions
     @OptionGroup var api: APIOptions
+    @OptionGroup var log: LogOptions
     @Option(help: ArgumentHelp("Where to accept peers.", valueName: "HOST:PORT"))
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
     @Option(
@@ -53,9 +54,11 @@ struct NodeCommand: AsyncParsableCommand {
         options.relay = relay
         options.relayInterval = .milliseconds(Int(relayInterval * 1000))
         let directory = data.directory
+        let logger = log.bootstrap()
         try await directory.runNode(
             options,
-            alongside: try api.service(for: directory, listen: options.listen).map { [$0] } ?? []
+            logger: logger,
+            alongside: try api.service(for: directory, listen: options.listen, logger: logger).map { [$0] } ?? []
         )
     }
 }

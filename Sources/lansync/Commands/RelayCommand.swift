@@ -21,6 +21,7 @@ struct RelayCommand: AsyncParsableCommand {
 
     @OptionGroup var data: DataDirectoryOptions
     @OptionGroup var api: APIOptions
+    @OptionGroup var log: LogOptions
     @Option(help: ArgumentHelp("Where to accept nodes.", valueName: "HOST:PORT"))
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
     @Option(help: "How to settle conflicts: latest or first-seen.")
@@ -53,9 +54,11 @@ struct RelayCommand: AsyncParsableCommand {
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         if mdns { options.discovery = AvahiDiscovery() }
         let directory = data.directory
+        let logger = log.bootstrap()
         try await directory.runNode(
             options,
-            alongside: try api.service(for: directory, listen: options.listen).map { [$0] } ?? []
+            logger: logger,
+            alongside: try api.service(for: directory, listen: options.listen, logger: logger).map { [$0] } ?? []
         )
     }
 }

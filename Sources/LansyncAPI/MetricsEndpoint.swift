@@ -1,0 +1,85 @@
+import Hummingbird
+import LansyncNode
+import Metrics
+import NIOCore
+public import Prometheus
+
+extension APIServer {
+    /// Makes this process's swift-metrics counters (the node's, the API's) Prometheus metrics,
+    /// kept in the registry it returns, which ``MetricsEndpoint`` serves. Once per process,
+    /// before the node makes its counters.
+    public static func bootstrapMetrics() -> PrometheusCollectorRegistry {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }
+}
+
+/// `GET /metrics`: every metric in Prometheus's text format (Docs/OPERATIONS.md, "Metrics"),
+/// behind the API's token like everything with data in it. The counters are the node's own; the
+/// gauges (items, open conflicts, peers connected, what each peer lacks) are read from the
+/// node's status when asked, so they are never stale.
+struct MetricsEndpoint: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let node: Node
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("metrics") { _, _ in try await respond() }
+    }
+
+    func respond() async throws -> Response {
+        let status = try await node.status()
+        gauge("items", "Items in the replica, deleted ones not counted.").set(to: Double(status.items))
+        gauge("items_deleted", "Deleted items (tombstones) in the replica.").set(to: Double(status.deleted))
+        gauge("open_conflicts", "Fields whose concurrent values are not settled yet.").set(to: Double(status.conflicts))
+        gauge("peers_connected", "Peers with a session now.").set(to: Double(status.peers.filter(\.connected).count))
+        gauge("rejected_changes", "This node's changes the relay refused.").set(to: Double(status.rejected.count))
+        for peer in status.peers {
+            guard let id = peer.nodeID, let lacks = peer.lacks else { continue }
+            let labels = [("peer", peer.name ?? ""), ("node", id)]
+            gauge("peer_lacks", "Field states of this replica the peer is not known to hold.", labels).set(
+                to: Double(lacks)
+            )
+            gauge("peer_connected", "1 while the peer has a session.", labels).set(to: peer.connected ? 1 : 0)
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
+        )
+    }
+}
+
+extension MetricsEndpoint {
+    func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Prometheus.Gauge {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(namespace: "lansync", metricName: name, unitName: "", helpText: help),
+            labels: labels
+        )
+    }
+}
+
+/// Counts every API request by method and status (`lansync_api_requests_total`).
+struct RequestCounter<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            let response = try await next(request, context)
+            count(request, response.status.code)
+            return response
+        } catch let error as any HTTPResponseError {
+            count(request, error.status.code)
+            throw error
+        }
+    }
+
+    func count(_ request: Request, _ status: Int) {
+        Counter(
+            label: "lansync_api_requests_total",
+            dimensions: [("method", request.method.rawValue), ("status", String(status))]
+        ).increment()
+    }
+}

@@ -1,0 +1,2056 @@
+// lansync's web page: a client of the node's local API (/v1, Docs/API.md), like any other.
+// It holds no data of its own: it reads the replica through the API, follows the change feed
+// to stay current, and sends every edit to the API. Docs/UI.md describes it.
+//
+// Plain modern JavaScript, no library, no build step. The node serves it under a strict
+// Content-Security-Policy: no inline script or style, no eval, nothing from another origin.
+
+const TOKEN_KEY = 'lansync.token';
+const PREFS_KEY = 'lansync.items';
+const MAX_ITEMS = 20000;           // the items view loads at most this many items
+const MAX_REFETCH = 300;           // more changed items than this at once: reload the list
+
+const main = document.getElementById('main');
+const top = document.getElementById('top');
+const liveEl = document.getElementById('live');
+const nodeNameEl = document.getElementById('node-name');
+const conflictCountEl = document.getElementById('conflict-count');
+const toastsEl = document.getElementById('toasts');
+
+// ---------------------------------------------------------------------------------------------
+// Values. A field holds null, a bool, a number, a string or a list. An integer is 64 bits and a
+// double round-trips bit for bit, which a JavaScript number cannot always do (2^53 + 1, or 2.0
+// that would come back as the integer 2). Where the browser can (JSON.parse's source text and
+// JSON.rawJSON), such a number is kept as its JSON text, so that keeping a value in a conflict
+// or bringing one back writes exactly what was read.
+
+class Num {
+  constructor(source) { this.source = source; }
+  valueOf() { return Number(this.source); }
+  toString() { return this.source; }
+  toJSON() { return JSON.rawJSON(this.source); }
+}
+
+const exactNumbers = (() => {
+  try {
+    if (typeof JSON.rawJSON !== 'function') return false;
+    let seen = false;
+    JSON.parse('2.0', (key, value, context) => { seen = !!context && context.source === '2.0'; return value; });
+    return seen && JSON.stringify([new Num('2.0')]) === '[2.0]';
+  } catch {
+    return false;
+  }
+})();
+
+function reviver(key, value, context) {
+  if (typeof value === 'number' && context && typeof context.source === 'string' && String(value) !== context.source) {
+    return new Num(context.source);
+  }
+  return value;
+}
+
+function parseJSON(text) {
+  return exactNumbers ? JSON.parse(text, reviver) : JSON.parse(text);
+}
+
+function jsonText(value) {
+  return JSON.stringify(value);
+}
+
+function kindOf(v) {
+  if (v === null || v === undefined) return 'null';
+  if (Array.isArray(v)) return 'list';
+  if (typeof v === 'number' || v instanceof Num) return 'number';
+  if (typeof v === 'boolean') return 'bool';
+  if (typeof v === 'string') return 'string';
+  return 'other';
+}
+
+/** A value as one line of text: a string as itself, anything else as JSON. */
+function valueText(v) {
+  if (v === undefined) return '';
+  if (typeof v === 'string') return v;
+  return jsonText(v);
+}
+
+function sameValue(a, b) {
+  return jsonText(a) === jsonText(b);
+}
+
+function shorten(text, n = 60) {
+  return text.length > n ? text.slice(0, n - 1) + '…' : text;
+}
+
+/**
+ * What a person typed, read as the CLI reads an assignment's value: JSON when it is valid JSON
+ * (2, true, null, ["a", "b"], "2"), text otherwise. With `asText` (a field that holds text), the
+ * text is kept as it is. Text that starts like JSON but is not valid JSON is a mistake to show,
+ * not a string to save.
+ */
+function readInput(text, asText) {
+  if (asText) return { value: text };
+  const t = text.trim();
+  if (t === '') return { value: text };
+  try {
+    return { value: parseJSON(t) };
+  } catch (e) {
+    if (/^[[{"]/.test(t)) {
+      const why = String(e.message || e).replace(/^JSON\.parse: |^SyntaxError: /, '');
+      return {
+        error: `“${shorten(t, 40)}” is not valid JSON (${why}). A list is written ["a", "b"]; to keep it as text, put it in quotes.`,
+      };
+    }
+    return { value: text };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DOM helpers. Text always goes in as text nodes: nothing from the replica is parsed as HTML.
+
+function h(tag, props, ...kids) {
+  const el = document.createElement(tag);
+  if (props) {
+    for (const [k, v] of Object.entries(props)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k === 'value' || k === 'checked') el[k] = v;
+      else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+  add(el, kids);
+  return el;
+}
+
+/** Replaces an element's children; null, undefined and false are left out, arrays flattened. */
+function fill(el, ...kids) {
+  el.replaceChildren();
+  add(el, kids);
+}
+
+function add(el, kids) {
+  for (const kid of kids) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    if (Array.isArray(kid)) add(el, kid);
+    else el.append(kid instanceof Node ? kid : String(kid));
+  }
+}
+
+let idCounter = 0;
+function uid(prefix) {
+  idCounter += 1;
+  return `${prefix}-${idCounter}`;
+}
+
+/**
+ * Runs `change` (which may replace elements) and puts the keyboard focus back where it was: on
+ * the element with the same data-key inside the same data-scope, when the focused one was replaced.
+ */
+function keepFocus(change) {
+  const active = document.activeElement;
+  const key = active && active.dataset ? active.dataset.key : undefined;
+  const scopeEl = active && active.closest ? active.closest('[data-scope]') : null;
+  const scope = scopeEl ? scopeEl.dataset.scope : undefined;
+  change();
+  if (!active || active === document.body) return;
+  if (active.isConnected) {
+    // Moved rather than replaced: moving a focused element takes the focus away from it.
+    if (document.activeElement !== active) active.focus({ preventScroll: true });
+    return;
+  }
+  if (!key) return;
+  let next = null;
+  if (scope !== undefined) {
+    next = document.querySelector(`[data-scope="${CSS.escape(scope)}"] [data-key="${CSS.escape(key)}"]`);
+  } else {
+    next = document.querySelector(`[data-key="${CSS.escape(key)}"]`);
+  }
+  if (next) next.focus({ preventScroll: true });
+}
+
+function renderValue(v) {
+  switch (kindOf(v)) {
+    case 'null':
+      return h('span', { class: 'v-null' }, 'null');
+    case 'bool':
+      return h('span', { class: 'v-bool' }, String(v));
+    case 'number':
+      return h('span', { class: 'v-num' }, String(v));
+    case 'string':
+      return v === '' ? h('span', { class: 'v-null' }, 'empty text') : h('span', { class: 'v-str' }, v);
+    case 'list':
+      if (v.length === 0) return h('span', { class: 'v-null' }, 'empty list');
+      return h('span', { class: 'chips' }, v.map((e) => h('span', { class: 'chip' }, valueText(e))));
+    default:
+      return h('span', null, jsonText(v));
+  }
+}
+
+function relTime(iso) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso || '';
+  const s = Math.round((Date.now() - t) / 1000);
+  if (s < 5) return 'just now';
+  if (s < 60) return `${s} s ago`;
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m} min ago`;
+  const hours = Math.round(m / 60);
+  if (hours < 24) return `${hours} h ago`;
+  return new Date(t).toLocaleString();
+}
+
+function timeEl(iso) {
+  if (!iso) return h('span', { class: 'muted' }, 'never');
+  const t = Date.parse(iso);
+  return h('time', { datetime: iso, title: Number.isNaN(t) ? iso : new Date(t).toLocaleString() }, relTime(iso));
+}
+
+function toast(message, { error = false, action = null, timeout } = {}) {
+  const close = () => el.remove();
+  const el = h('div', { class: error ? 'toast error' : 'toast', role: error ? 'alert' : null },
+    h('p', null, message),
+    action && h('button', { type: 'button', onclick: () => { close(); action.run(); } }, action.label),
+    h('button', { type: 'button', 'aria-label': 'Dismiss this message', onclick: close }, '×'));
+  toastsEl.append(el);
+  while (toastsEl.children.length > 4) toastsEl.firstElementChild.remove();
+  setTimeout(close, timeout || (error ? 9000 : action ? 7000 : 3500));
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// The API. Every request carries the token; a 401 sends the page back to its login form, and a
+// problem's `detail` (the CLI's sentence for the same mistake) is what the user reads.
+
+let token = readToken();
+let session = 0;            // bumped at each login and logout, so that old loops stop
+
+function readToken() {
+  try { return localStorage.getItem(TOKEN_KEY); } catch { return null; }
+}
+function saveToken(value) {
+  token = value;
+  try {
+    if (value) localStorage.setItem(TOKEN_KEY, value);
+    else localStorage.removeItem(TOKEN_KEY);
+  } catch { /* a browser without storage: the token lasts as long as the page */ }
+}
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const UNREACHABLE = `The node at ${location.host} does not answer: is 'lansync node' running? The page reconnects by itself when it is back.`;
+
+async function readProblem(res) {
+  let text = '';
+  try { text = await res.text(); } catch { /* the body was cut */ }
+  try {
+    const problem = JSON.parse(text);
+    if (problem && typeof problem.detail === 'string' && problem.detail) return problem.detail;
+  } catch { /* not JSON */ }
+  return `The node answered ${res.status} ${res.statusText || ''}`.trim() + '.';
+}
+
+async function api(method, path, body) {
+  const mine = session;
+  const headers = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : jsonText(body), cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, UNREACHABLE);
+  }
+  if (res.status === 401) {
+    if (mine === session) unauthorized();
+    throw new ApiError(401, 'The node did not accept the token.');
+  }
+  if (!res.ok) throw new ApiError(res.status, await readProblem(res));
+  const text = await res.text();
+  return text ? parseJSON(text) : null;
+}
+
+const itemPath = (id) => `/v1/items/${encodeURIComponent(id)}`;
+
+// ---------------------------------------------------------------------------------------------
+// What the page knows: the items, the open conflicts and the node's status, all from the API.
+// Views subscribe to changes of it; the change feed and the status poll keep it current.
+
+const store = {
+  items: new Map(),
+  itemsReady: false,
+  itemsError: null,
+  truncated: false,
+  loading: false,
+  conflicts: [],
+  conflictsReady: false,
+  conflictsError: null,
+  status: null,
+  statusError: null,
+  listeners: new Set(),
+  shortIds: null,
+};
+
+function emit(what, ids) {
+  for (const fn of [...store.listeners]) {
+    try { fn(what, ids); } catch (e) { console.warn(e); }
+  }
+}
+function subscribe(fn) {
+  store.listeners.add(fn);
+  return () => store.listeners.delete(fn);
+}
+
+function putItem(item) {
+  const before = store.items.get(item.id);
+  if (!before) store.shortIds = null;
+  store.items.set(item.id, item);
+  if (!before || jsonText(before.conflicts) !== jsonText(item.conflicts)) scheduleConflicts();
+  emit('items', [item.id]);
+}
+
+async function loadItems() {
+  const mine = session;
+  store.loading = true;
+  try {
+    const map = new Map();
+    let after = null;
+    do {
+      const q = new URLSearchParams({ limit: '1000', deleted: 'true' });
+      if (after) q.set('after', after);
+      const page = await api('GET', `/v1/items?${q}`);
+      for (const item of page.items) map.set(item.id, item);
+      after = page.next;
+    } while (after && map.size < MAX_ITEMS);
+    if (mine !== session) return;
+    store.items = map;
+    store.truncated = !!after;
+    store.itemsReady = true;
+    store.itemsError = null;
+    store.shortIds = null;
+  } catch (e) {
+    if (mine !== session) return;
+    store.itemsError = e.message;
+  } finally {
+    if (mine === session) store.loading = false;
+  }
+  emit('items', null);
+  if (pending.size) scheduleFlush();
+}
+
+async function loadConflicts() {
+  const mine = session;
+  try {
+    const list = await api('GET', '/v1/conflicts');
+    if (mine !== session) return;
+    store.conflicts = list;
+    store.conflictsReady = true;
+    store.conflictsError = null;
+  } catch (e) {
+    if (mine !== session) return;
+    store.conflictsError = e.message;
+  }
+  showConflictCount();
+  emit('conflicts');
+}
+
+let conflictsTimer = null;
+function scheduleConflicts() {
+  clearTimeout(conflictsTimer);
+  conflictsTimer = setTimeout(loadConflicts, 80);
+}
+
+function showConflictCount() {
+  const n = store.conflicts.length;
+  conflictCountEl.hidden = n === 0;
+  conflictCountEl.textContent = String(n);
+  conflictCountEl.setAttribute('aria-label', `${n} open`);
+}
+
+/** The shortest start of each id that no other loaded id shares (at least 8), as the CLI shows. */
+function shortId(id) {
+  if (!store.shortIds) {
+    const ids = [...store.items.keys()].sort();
+    const common = (a, b) => {
+      let i = 0;
+      while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
+      return i;
+    };
+    store.shortIds = new Map();
+    ids.forEach((x, i) => {
+      const need = Math.max(i > 0 ? common(x, ids[i - 1]) : 0, i + 1 < ids.length ? common(x, ids[i + 1]) : 0) + 1;
+      store.shortIds.set(x, x.slice(0, Math.max(8, need)));
+    });
+  }
+  return store.shortIds.get(id) || id.slice(0, 8);
+}
+
+function itemTitle(item) {
+  if (!item) return '';
+  for (const f of ['title', 'name']) {
+    const v = item.fields[f];
+    if (typeof v === 'string' && v.trim() !== '') return v;
+    if (kindOf(v) === 'number') return String(v);
+  }
+  return shortId(item.id);
+}
+
+function writerName(writer, node) {
+  if (writer) return writer;
+  return node ? `node ${node.slice(0, 7)}` : 'an unknown node';
+}
+
+// ---------------------------------------------------------------------------------------------
+// The change feed: GET /v1/changes as Server-Sent Events, read with fetch (EventSource cannot
+// send the token) and resumed after a drop with Last-Event-ID, so nothing is missed or repeated.
+// Each change names an item: the page fetches it again (the item, with its conflicts and sync
+// state, is what the views show).
+
+const feed = { lastId: null, controller: null, connected: false };
+const pending = new Set();
+let flushTimer = null;
+
+function setLive(state) {
+  feed.connected = state === 'on';
+  liveEl.className = `live ${state}`;
+  liveEl.textContent = state === 'on' ? 'Live' : state === 'off' ? 'Reconnecting…' : 'Connecting…';
+  liveEl.title = state === 'on'
+    ? 'Following the node’s change feed: edits from anywhere show here as they arrive.'
+    : 'The change feed is not connected; the page retries every few seconds.';
+}
+
+function startFeed(mine) {
+  let first;
+  const firstTry = new Promise((resolve) => { first = resolve; });
+  let initial = true;
+  (async () => {
+    let delay = 1000;
+    while (mine === session) {
+      const controller = new AbortController();
+      feed.controller = controller;
+      try {
+        const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
+        if (feed.lastId !== null) headers['Last-Event-ID'] = feed.lastId;
+        const res = await fetch('/v1/changes', { headers, signal: controller.signal, cache: 'no-store' });
+        if (res.status === 401) {
+          if (mine === session) unauthorized();
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error(`status ${res.status}`);
+        setLive('on');
+        delay = 1000;
+        // A first connection that came late, with no event to resume from: what happened before
+        // it is not in the stream, so read everything again.
+        if (!initial && feed.lastId === null) resync();
+        initial = false;
+        first(true);
+        await readEvents(res.body, mine);
+      } catch (e) {
+        if (mine !== session || (e && e.name === 'AbortError')) return;
+      }
+      initial = false;
+      first(false);
+      if (mine !== session) return;
+      setLive('off');
+      await sleep(delay);
+      delay = Math.min(delay * 2, 4000);
+    }
+  })();
+  return firstTry;
+}
+
+async function readEvents(body, mine) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let data = [];
+  let event = 'message';
+  let id = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done || mine !== session) return;
+    buffer += value;
+    let nl;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      let line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      if (line === '') {
+        if (id !== null) feed.lastId = id;
+        if (data.length && event === 'change') {
+          try { onChange(parseJSON(data.join('\n'))); } catch (e) { console.warn('a change the page could not read', e); }
+        }
+        data = [];
+        event = 'message';
+        id = null;
+        continue;
+      }
+      if (line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const name = colon < 0 ? line : line.slice(0, colon);
+      let val = colon < 0 ? '' : line.slice(colon + 1);
+      if (val.startsWith(' ')) val = val.slice(1);
+      if (name === 'data') data.push(val);
+      else if (name === 'id') id = val;
+      else if (name === 'event') event = val;
+    }
+  }
+}
+
+function onChange(change) {
+  if (!change || typeof change.id !== 'string') return;
+  pending.add(change.id);
+  if (change.kind === 'conflict' || change.kind === 'settle') scheduleConflicts();
+  emit('change', change);
+  scheduleFlush();
+}
+
+function scheduleFlush() {
+  if (flushTimer) return;
+  flushTimer = setTimeout(flush, 40);
+}
+
+async function flush() {
+  flushTimer = null;
+  if (store.loading) { scheduleFlush(); return; }
+  const ids = [...pending];
+  pending.clear();
+  if (ids.length === 0) return;
+  if (ids.length > MAX_REFETCH) { await resync(); return; }
+  await refetch(ids);
+}
+
+async function refetch(ids) {
+  const mine = session;
+  let next = 0;
+  const worker = async () => {
+    while (next < ids.length) {
+      const id = ids[next];
+      next += 1;
+      try {
+        const item = await api('GET', itemPath(id));
+        if (mine === session) putItem(item);
+      } catch (e) {
+        if (e.status === 404 && store.items.delete(id)) { store.shortIds = null; emit('items', [id]); }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(6, ids.length) }, worker));
+}
+
+async function resync() {
+  await Promise.all([loadItems(), loadConflicts()]);
+}
+
+// The node's status: every second on the cluster view, every few seconds elsewhere. An item's
+// sync state (DIRTY, SYNCING, SYNCED) moves when a peer acknowledges, which is not a change of
+// the replica and so not in the feed: when the node's counts move, the items shown as not yet
+// synced are fetched again.
+
+let statusTimer = null;
+let pollGeneration = 0;
+let syncSignature = '';
+
+function statusSignature(s) {
+  const c = s.changes || {};
+  return jsonText([c.dirty, c.syncing, c.synced, (s.peers || []).map((p) => [p.node_id, p.connected, p.lacks, p.last_sync])]);
+}
+
+async function refreshStatus() {
+  const mine = session;
+  try {
+    const s = await api('GET', '/v1/status');
+    if (mine !== session) return;
+    store.status = s;
+    store.statusError = null;
+    nodeNameEl.textContent = s.name ? `${s.name}` : '';
+    const sig = statusSignature(s);
+    if (sig !== syncSignature) {
+      syncSignature = sig;
+      const unsynced = [...store.items.values()]
+        .filter((it) => it.sync && it.sync.state !== 'SYNCED')
+        .map((it) => it.id);
+      if (unsynced.length > MAX_REFETCH) loadItems();
+      else if (unsynced.length) refetch(unsynced);
+    }
+  } catch (e) {
+    if (mine !== session) return;
+    store.statusError = e.message;
+  }
+  emit('status');
+}
+
+function pollStatus(mine) {
+  clearTimeout(statusTimer);
+  if (mine !== session) return;
+  pollGeneration += 1;
+  const generation = pollGeneration;
+  refreshStatus().finally(() => {
+    if (mine !== session || generation !== pollGeneration) return;
+    statusTimer = setTimeout(() => pollStatus(mine), currentRoute === 'cluster' ? 1000 : 3000);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logging in: the link 'lansync ui' prints ends in #login=CODE, which POST /v1/login trades once
+// for the token; otherwise the user pastes the token 'lansync api-token' prints.
+
+function stopSession() {
+  session += 1;
+  if (feed.controller) feed.controller.abort();
+  feed.controller = null;
+  feed.lastId = null;
+  clearTimeout(statusTimer);
+  clearTimeout(flushTimer);
+  flushTimer = null;
+  pending.clear();
+  if (currentView && currentView.destroy) currentView.destroy();
+  currentView = null;
+  currentRoute = null;
+  Object.assign(store, {
+    items: new Map(), itemsReady: false, itemsError: null, truncated: false, loading: false,
+    conflicts: [], conflictsReady: false, conflictsError: null, status: null, statusError: null, shortIds: null,
+  });
+}
+
+function unauthorized() {
+  saveToken(null);
+  showLogin('This node did not accept the token the page held: it was changed, or another node now answers at this address. Log in again.');
+}
+
+function showLogin(message) {
+  stopSession();
+  top.hidden = true;
+  const errId = uid('login-error');
+  const input = h('input', {
+    type: 'password', id: 'token', name: 'token', autocomplete: 'off', spellcheck: 'false',
+    'aria-describedby': errId, required: true,
+  });
+  const error = h('p', { class: 'error-text', id: errId, role: 'alert' });
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Log in');
+  const form = h('form', { novalidate: true },
+    h('label', { class: 'stack', for: 'token' }, h('span', null, 'API token')),
+    input, error, button);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const value = input.value.trim();
+    error.textContent = '';
+    if (!value) {
+      error.textContent = "Paste the token first: 'lansync api-token' prints it.";
+      input.focus();
+      return;
+    }
+    button.disabled = true;
+    try {
+      const res = await fetch('/v1/status', { headers: { Authorization: `Bearer ${value}` }, cache: 'no-store' });
+      if (res.status === 401) {
+        error.textContent = "This node does not accept that token. Check that it is the one 'lansync api-token' prints for this node's data directory.";
+        input.select();
+        return;
+      }
+      if (!res.ok) {
+        error.textContent = await readProblem(res);
+        return;
+      }
+      saveToken(value);
+      start();
+    } catch {
+      error.textContent = UNREACHABLE;
+    } finally {
+      button.disabled = false;
+    }
+  });
+  const view = h('section', { class: 'panel login', 'aria-labelledby': 'login-title' },
+    h('h1', { id: 'login-title', tabindex: '-1' }, 'Log in to this node'),
+    h('p', { class: 'sub' }, `This page shows and edits the replica of the lansync node at ${location.host}.`),
+    message && h('p', { class: 'notice', role: 'alert' }, message),
+    form,
+    h('p', { class: 'hint' },
+      'On the node’s machine, ', h('code', null, 'lansync ui'), ' prints a link that logs in by itself, and ',
+      h('code', null, 'lansync api-token'), ' prints the token.'));
+  fill(main, view);
+  document.title = 'Log in · lansync';
+  input.focus();
+}
+
+async function redeemLoginCode(code) {
+  try {
+    const res = await fetch('/v1/login', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code }), cache: 'no-store',
+    });
+    if (!res.ok) return { error: await readProblem(res) };
+    const data = await res.json();
+    if (!data || typeof data.token !== 'string') return { error: 'The node answered the login without a token.' };
+    return { token: data.token };
+  } catch {
+    return { error: UNREACHABLE };
+  }
+}
+
+async function boot() {
+  const match = /^#login=(.+)$/.exec(location.hash);
+  if (match) {
+    let code = match[1];
+    try { code = decodeURIComponent(code); } catch { /* keep it as it is */ }
+    // The code is spent either way: take it out of the address bar and the history.
+    history.replaceState(null, '', `${location.pathname}${location.search}#/items`);
+    const answer = await redeemLoginCode(code);
+    if (answer.token) {
+      saveToken(answer.token);
+    } else if (token) {
+      start();
+      toast(`The login link did not work: ${answer.error} The page used the token it already held.`, { error: true });
+      return;
+    } else {
+      showLogin(`That login link did not work: ${answer.error}`);
+      return;
+    }
+  }
+  if (!token) {
+    showLogin();
+    return;
+  }
+  start();
+}
+
+async function start() {
+  stopSession();
+  const mine = session;
+  top.hidden = false;
+  setLive('connecting');
+  fill(main, h('p', { class: 'loading' }, 'Loading…'));
+  // The feed first, then the data: whatever changes in between arrives through the feed.
+  await Promise.race([startFeed(mine), sleep(2500)]);
+  if (mine !== session) return;
+  pollStatus(mine);
+  route();
+  await resync();
+}
+
+document.getElementById('logout').addEventListener('click', () => {
+  saveToken(null);
+  showLogin('You are logged out. The token stays valid: it is the node’s, not this page’s.');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Routing: #/items, #/item/ID, #/conflicts, #/cluster.
+
+let currentView = null;
+let currentRoute = null;
+
+function route() {
+  if (!token) return;
+  const hash = location.hash;
+  let name;
+  let view;
+  let m;
+  if (hash === '' || hash === '#' || hash === '#/' || hash === '#/items') {
+    name = 'items';
+  } else if ((m = /^#\/item\/(.+)$/.exec(hash))) {
+    name = 'item';
+  } else if (hash === '#/conflicts') {
+    name = 'conflicts';
+  } else if (hash === '#/cluster') {
+    name = 'cluster';
+  } else {
+    history.replaceState(null, '', '#/items');
+    name = 'items';
+  }
+  const firstView = currentView === null;
+  if (currentView && currentView.destroy) currentView.destroy();
+  currentRoute = name;
+  if (name === 'items') view = itemsView();
+  else if (name === 'item') {
+    let id = m[1];
+    try { id = decodeURIComponent(id); } catch { /* as it is */ }
+    view = itemView(id);
+  } else if (name === 'conflicts') view = conflictsView();
+  else view = clusterView();
+  currentView = view;
+  fill(main, view.el);
+  for (const [navName, el] of [['items', 'nav-items'], ['conflicts', 'nav-conflicts'], ['cluster', 'nav-cluster']]) {
+    const link = document.getElementById(el);
+    if (navName === name || (name === 'item' && navName === 'items')) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  if (name === 'cluster') pollStatus(session);
+  if (!firstView) {
+    const heading = main.querySelector('h1');
+    if (heading) heading.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+  }
+}
+
+window.addEventListener('hashchange', () => {
+  if (/^#login=/.test(location.hash)) { boot(); return; }
+  route();
+});
+
+function setTitle(text) {
+  const node = store.status && store.status.name ? ` · ${store.status.name}` : '';
+  document.title = `${text}${node} · lansync`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A field's value that turns into its editor: text for a scalar, chips for a list (each one
+// removable, and a box to add one). Used by the items table and by the item view.
+
+class FieldCell {
+  constructor(id, field, { onClose } = {}) {
+    this.id = id;
+    this.field = field;
+    this.onClose = onClose;
+    this.mode = 'show';
+    this.busy = false;
+    this.el = h('div', { class: 'fv' });
+    this.render();
+  }
+
+  get item() { return store.items.get(this.id); }
+  get editing() { return this.mode !== 'show'; }
+
+  /** The item changed: show it, unless the user is typing a scalar's new value. */
+  refresh() {
+    if (this.mode === 'scalar') return;
+    this.render();
+  }
+
+  render() {
+    keepFocus(() => this.draw());
+  }
+
+  draw() {
+    const item = this.item;
+    if (!item) { fill(this.el); return; }
+    if (this.mode === 'list') { this.renderList(item); return; }
+    if (this.mode === 'scalar') { this.renderScalar(item); return; }
+    const has = Object.prototype.hasOwnProperty.call(item.fields, this.field);
+    const v = item.fields[this.field];
+    const shown = has ? renderValue(v) : h('span', { class: 'v-missing' }, '—');
+    const inConflict = item.conflicts.includes(this.field);
+    const mark = inConflict
+      ? h('a', { class: 'conflict-mark', href: '#/conflicts', 'data-key': `c:${this.field}` }, '⚠ conflict')
+      : null;
+    if (item.deleted) {
+      fill(this.el, h('span', { class: 'static' }, shown), mark);
+      return;
+    }
+    const what = has ? shorten(valueText(v), 80) : 'not set';
+    fill(this.el, 
+      h('button', {
+        type: 'button', class: 'show', 'data-key': `f:${this.field}`,
+        'aria-label': `${this.field}: ${what}${inConflict ? ' (in conflict)' : ''}. Edit`,
+        onclick: () => this.open(),
+      }, shown),
+      mark);
+  }
+
+  open() {
+    const item = this.item;
+    if (!item || item.deleted) return;
+    this.mode = Array.isArray(item.fields[this.field]) ? 'list' : 'scalar';
+    this.addInput = null;
+    this.error = null;
+    this.render();
+    const input = this.el.querySelector('input');
+    if (input) { input.focus(); if (this.mode === 'scalar') input.select(); }
+  }
+
+  close(focus = true) {
+    this.mode = 'show';
+    this.render();
+    if (focus) {
+      const button = this.el.querySelector('button.show');
+      if (button) button.focus();
+    }
+    if (this.onClose) this.onClose();
+  }
+
+  showError(message) {
+    this.error = message;
+    const p = this.el.querySelector('.error-text');
+    if (p) p.textContent = message || '';
+  }
+
+  async patch(body, okMessage) {
+    this.busy = true;
+    try {
+      const item = await api('PATCH', itemPath(this.id), body);
+      putItem(item);
+      if (okMessage) announce(okMessage);
+      return true;
+    } catch (e) {
+      this.showError(e.message);
+      return false;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  renderScalar(item) {
+    const has = Object.prototype.hasOwnProperty.call(item.fields, this.field);
+    const v = item.fields[this.field];
+    const asText = kindOf(v) === 'string';
+    const initial = has ? valueText(v) : '';
+    const errId = uid('err');
+    const hintId = uid('hint');
+    const input = h('input', {
+      type: 'text', value: initial, 'aria-label': `New value of ${this.field}`,
+      'aria-describedby': `${hintId} ${errId}`, 'data-key': `e:${this.field}`,
+    });
+    const save = async () => {
+      if (this.busy) return;
+      if (input.value === initial) { this.close(); return; }
+      const read = readInput(input.value, asText);
+      if (read.error) { this.showError(read.error); input.focus(); return; }
+      if (await this.patch({ set: { [this.field]: read.value } }, `Saved ${this.field}.`)) this.close();
+    };
+    input.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') { ev.preventDefault(); save(); }
+      else if (ev.key === 'Escape') { ev.preventDefault(); this.close(); }
+    });
+    const wrap = h('div', { class: 'scalar-edit' },
+      h('div', { class: 'edit-row' },
+        input,
+        h('button', { type: 'button', class: 'small primary', onclick: save }, 'Save'),
+        h('button', { type: 'button', class: 'small quiet', onclick: () => this.close() }, 'Cancel')),
+      h('p', { class: 'hint', id: hintId }, asText
+        ? 'Enter saves, Escape cancels. Text stays text.'
+        : 'Enter saves, Escape cancels. Read like the CLI: JSON when valid (2, true, ["a"]), text otherwise.'),
+      h('p', { class: 'error-text', id: errId, role: 'alert' }, this.error || ''));
+    // Leaving the editor saves what changed (as a spreadsheet does), or just closes it.
+    wrap.addEventListener('focusout', (ev) => {
+      if (ev.relatedTarget && wrap.contains(ev.relatedTarget)) return;
+      setTimeout(() => {
+        if (this.mode !== 'scalar' || wrap.contains(document.activeElement) || !wrap.isConnected) return;
+        if (input.value === initial) this.close(false);
+        else if (!this.error) save();
+      }, 0);
+    });
+    fill(this.el, wrap);
+  }
+
+  renderList(item) {
+    const list = Array.isArray(item.fields[this.field]) ? item.fields[this.field] : [];
+    const asText = list.every((e) => typeof e === 'string');
+    const errId = this.errId || (this.errId = uid('err'));
+    if (!this.addInput) {
+      this.addInput = h('input', {
+        type: 'text', class: 'chip-add', placeholder: 'Add…', 'aria-label': `Add to ${this.field}`,
+        'aria-describedby': errId, 'data-key': `a:${this.field}`,
+      });
+      this.addInput.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Enter') { ev.preventDefault(); this.addElement(); }
+        else if (ev.key === 'Escape') { ev.preventDefault(); this.close(); }
+      });
+    }
+    this.addInput.dataset.asText = asText ? '1' : '';
+    const chips = list.map((e, i) => {
+      const text = valueText(e);
+      return h('span', { class: 'chip' }, text === '' ? h('span', { class: 'v-null' }, 'empty text') : text,
+        h('button', {
+          type: 'button', 'aria-label': `Remove ${shorten(text, 40) || 'empty text'} from ${this.field}`,
+          'data-key': `r:${this.field}:${i}`, onclick: () => this.removeElement(e, i),
+        }, '×'));
+    });
+    const wrap = h('div', { class: 'list-edit', role: 'group', 'aria-label': `Edit the list ${this.field}` },
+      h('span', { class: 'chips' }, chips.length ? chips : h('span', { class: 'v-null' }, 'empty list')),
+      h('div', { class: 'edit-row' },
+        this.addInput,
+        h('button', { type: 'button', class: 'small', onclick: () => this.addElement() }, 'Add'),
+        h('button', { type: 'button', class: 'small quiet', 'data-key': `d:${this.field}`, onclick: () => this.close() }, 'Done')),
+      h('p', { class: 'error-text', id: errId, role: 'alert' }, this.error || ''));
+    wrap.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape') { ev.preventDefault(); this.close(); }
+    });
+    wrap.addEventListener('focusout', (ev) => {
+      if (ev.relatedTarget && wrap.contains(ev.relatedTarget)) return;
+      setTimeout(() => {
+        if (this.mode !== 'list' || this.busy || !wrap.isConnected) return;
+        if (this.el.contains(document.activeElement)) return;
+        if (this.addInput.value.trim() === '') this.close(false);
+      }, 0);
+    });
+    fill(this.el, wrap);
+  }
+
+  async addElement() {
+    if (this.busy) return;
+    const text = this.addInput.value;
+    if (text.trim() === '') { this.showError('Type the element to add first.'); return; }
+    const read = readInput(text, this.addInput.dataset.asText === '1');
+    if (read.error) { this.showError(read.error); return; }
+    this.showError(null);
+    if (await this.patch({ add: { [this.field]: [read.value] } }, `Added ${shorten(valueText(read.value), 40)} to ${this.field}.`)) {
+      this.addInput.value = '';
+      this.addInput.focus();
+    }
+  }
+
+  async removeElement(element, index) {
+    if (this.busy) return;
+    this.showError(null);
+    if (await this.patch({ remove: { [this.field]: [element] } }, `Removed ${shorten(valueText(element), 40)} from ${this.field}.`)) {
+      if (this.mode !== 'list') return;
+      const buttons = this.el.querySelectorAll('.chip button');
+      const next = buttons[Math.min(index, buttons.length - 1)];
+      (next || this.addInput).focus();
+    }
+  }
+}
+
+// A polite announcement for screen readers, without a toast for every small edit.
+const announcer = h('div', { class: 'visually-hidden', role: 'status', 'aria-live': 'polite' });
+document.body.append(announcer);
+function announce(text) {
+  announcer.textContent = '';
+  setTimeout(() => { announcer.textContent = text; }, 30);
+}
+
+async function deleteItem(item) {
+  try {
+    putItem(await api('DELETE', itemPath(item.id)));
+    toast(`Deleted “${shorten(itemTitle(item), 40)}”.`, { action: { label: 'Undo', run: () => restoreItem(item) } });
+  } catch (e) {
+    toast(e.message, { error: true });
+  }
+}
+
+async function restoreItem(item) {
+  try {
+    putItem(await api('POST', `${itemPath(item.id)}/restore`));
+    toast(`Restored “${shorten(itemTitle(item), 40)}”.`);
+  } catch (e) {
+    toast(e.message, { error: true });
+  }
+}
+
+function syncBadge(sync) {
+  if (!sync) {
+    return h('span', { class: 'badge', title: 'No edit made on this node is live: there is nothing of this node’s to send.' }, '—');
+  }
+  const holders = (sync.peers || []).map((p) => p.name || p.node.slice(0, 7));
+  const explain = {
+    DIRTY: 'This node’s latest edit has not reached another machine yet.',
+    SYNCING: 'Some machines have this node’s latest edit, not yet all of them (or the relay).',
+    SYNCED: 'Every peer (or the relay) has this node’s latest edit.',
+  }[sync.state] || '';
+  const title = holders.length ? `${explain} Held by: ${holders.join(', ')}.` : explain;
+  return h('span', { class: `badge ${sync.state.toLowerCase()}`, title }, sync.state);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The items view: a table with a type filter, a search box, sorting, a choice of columns, a
+// form for a new item, inline edits, delete and restore.
+
+function loadPrefs() {
+  try {
+    const p = JSON.parse(localStorage.getItem(PREFS_KEY) || '{}');
+    return { type: '', showDeleted: false, sort: { key: '@id', dir: 1 }, columns: {}, ...p };
+  } catch {
+    return { type: '', showDeleted: false, sort: { key: '@id', dir: 1 }, columns: {} };
+  }
+}
+function savePrefs(p) {
+  try { localStorage.setItem(PREFS_KEY, JSON.stringify(p)); } catch { /* none */ }
+}
+
+const RANK = { null: 0, bool: 1, number: 2, string: 3, list: 4, other: 5 };
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
+function compareValues(a, b) {
+  const ka = a === undefined ? 'null' : kindOf(a);
+  const kb = b === undefined ? 'null' : kindOf(b);
+  if (ka !== kb) return RANK[ka] - RANK[kb];
+  switch (ka) {
+    case 'null': return 0;
+    case 'bool': return Number(a) - Number(b);
+    case 'number': return Number(a) - Number(b);
+    case 'string': return collator.compare(a, b);
+    default: return collator.compare(jsonText(a), jsonText(b));
+  }
+}
+
+const SYNC_RANK = { DIRTY: 0, SYNCING: 1, SYNCED: 2 };
+
+const searchCache = new WeakMap();
+function searchText(item) {
+  let s = searchCache.get(item);
+  if (s === undefined) {
+    const parts = [item.id, item.type];
+    for (const [k, v] of Object.entries(item.fields)) {
+      parts.push(k);
+      if (Array.isArray(v)) for (const e of v) parts.push(valueText(e));
+      else parts.push(valueText(v));
+    }
+    s = parts.join('\n').toLowerCase();
+    searchCache.set(item, s);
+  }
+  return s;
+}
+
+function columnName(key) {
+  return key === '@id' ? 'Item' : key === '@type' ? 'Type' : key === '@sync' ? 'Sync' : key;
+}
+
+function itemsView() {
+  const prefs = loadPrefs();
+  let search = '';
+  const rows = new Map();     // id -> { tr, item, cells }
+  let columns = [];
+  let fieldNames = [];
+  let unsubscribe = null;
+
+  const el = h('section', { 'aria-labelledby': 'items-title' });
+  const countEl = h('p', { class: 'sub', id: 'items-count' });
+  const typeSelect = h('select', { id: 'type-filter', 'data-key': 'type-filter' });
+  const searchInput = h('input', {
+    type: 'search', id: 'item-search', placeholder: 'Words, values, an id…', 'data-key': 'search', autocomplete: 'off',
+  });
+  const deletedBox = h('input', { type: 'checkbox', id: 'show-deleted', checked: prefs.showDeleted });
+  const columnsBody = h('fieldset', null, h('legend', null, 'Show these columns'));
+  const columnsMenu = h('details', { class: 'menu' },
+    h('summary', { 'aria-label': 'Choose columns' }, 'Columns'),
+    h('div', { class: 'menu-body' }, columnsBody));
+  const sortSelect = h('select', { id: 'sort-mobile', 'aria-label': 'Sort by' });
+  const sortDir = h('button', { type: 'button', class: 'small', 'aria-label': 'Reverse the order' }, '↑↓');
+  const newButton = h('button', { type: 'button', class: 'primary', 'aria-expanded': 'false', 'aria-controls': 'new-item' }, 'New item');
+  const form = newItemForm();
+  const thead = h('thead');
+  const tbody = h('tbody');
+  const table = h('table', { class: 'items', 'aria-labelledby': 'items-title', 'aria-describedby': 'items-count' }, thead, tbody);
+  const emptyEl = h('p', { class: 'empty', hidden: true });
+  const noticeEl = h('p', { class: 'notice-bar', hidden: true, role: 'alert' });
+
+  add(el, [
+    h('div', { class: 'view-head' },
+      h('div', null, h('h1', { id: 'items-title', tabindex: '-1' }, 'Items'), countEl),
+      newButton),
+    form.el,
+    noticeEl,
+    h('div', { class: 'toolbar', role: 'search' },
+      h('label', { class: 'stack', for: 'type-filter' }, h('span', { class: 'field-label' }, 'Type'), typeSelect),
+      h('label', { class: 'stack grow', for: 'item-search' }, h('span', { class: 'field-label' }, 'Search'), searchInput),
+      h('label', { for: 'show-deleted' }, deletedBox, 'Show deleted'),
+      h('div', { class: 'stack sort-mobile' }, h('span', { class: 'field-label' }, 'Sort'),
+        h('div', { class: 'edit-row' }, sortSelect, sortDir)),
+      h('div', { class: 'end' }, columnsMenu)),
+    h('div', { class: 'panel table-wrap' }, table, emptyEl),
+  ]);
+
+  function visibleItems() {
+    const q = search.trim().toLowerCase();
+    const list = [];
+    for (const item of store.items.values()) {
+      if (item.deleted && !prefs.showDeleted) continue;
+      if (prefs.type && item.type !== prefs.type) continue;
+      if (q && !searchText(item).includes(q)) continue;
+      list.push(item);
+    }
+    const { key, dir } = prefs.sort;
+    const value = (it) => {
+      if (key === '@id') return it.id;
+      if (key === '@type') return it.type;
+      if (key === '@sync') return it.sync ? SYNC_RANK[it.sync.state] : 3;
+      return it.fields[key];
+    };
+    list.sort((a, b) => {
+      const c = key === '@id' ? (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) : compareValues(value(a), value(b));
+      if (c !== 0) return c * dir;
+      return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    });
+    return list;
+  }
+
+  function computeFields() {
+    const counts = new Map();
+    for (const item of store.items.values()) {
+      if (prefs.type && item.type !== prefs.type) continue;
+      if (item.deleted && !prefs.showDeleted) continue;
+      for (const f of Object.keys(item.fields)) counts.set(f, (counts.get(f) || 0) + 1);
+    }
+    fieldNames = [...counts.keys()].sort((a, b) => collator.compare(a, b));
+    const chosen = prefs.columns[prefs.type || '*'];
+    if (Array.isArray(chosen)) {
+      columns = chosen.slice();
+    } else {
+      const byUse = [...counts.entries()].sort((a, b) => b[1] - a[1] || collator.compare(a[0], b[0])).map((e) => e[0]);
+      const first = ['title', 'name'].filter((f) => counts.has(f));
+      const rest = byUse.filter((f) => !first.includes(f));
+      columns = [...(prefs.type ? [] : ['@type']), ...first, ...rest].slice(0, prefs.type ? 5 : 6);
+      columns.push('@sync');
+    }
+    for (const c of columns) if (!c.startsWith('@') && !fieldNames.includes(c)) fieldNames.push(c);
+  }
+
+  function renderTypes() {
+    const counts = new Map();
+    for (const item of store.items.values()) {
+      if (item.deleted && !prefs.showDeleted) continue;
+      counts.set(item.type, (counts.get(item.type) || 0) + 1);
+    }
+    if (prefs.type && !counts.has(prefs.type)) counts.set(prefs.type, 0);
+    const types = [...counts.keys()].sort((a, b) => collator.compare(a, b));
+    keepFocus(() => {
+      fill(typeSelect, 
+        h('option', { value: '' }, 'All types'),
+        types.map((t) => h('option', { value: t }, `${t} (${counts.get(t)})`)));
+      typeSelect.value = prefs.type;
+    });
+    form.setTypes(types, prefs.type);
+  }
+
+  function renderColumnsMenu() {
+    const options = ['@type', ...fieldNames, '@sync'];
+    fill(columnsBody, columnsBody.firstElementChild, options.map((key) => {
+      const id = uid('col');
+      const box = h('input', { type: 'checkbox', id, checked: columns.includes(key), 'data-key': `col:${key}` });
+      box.addEventListener('change', () => {
+        const set = new Set(columns);
+        if (box.checked) set.add(key); else set.delete(key);
+        columns = options.filter((k) => set.has(k));
+        prefs.columns[prefs.type || '*'] = columns;
+        savePrefs(prefs);
+        rows.clear();
+        renderAll();
+      });
+      return h('label', { for: id }, box, columnName(key));
+    }));
+  }
+
+  function renderHead() {
+    const { key, dir } = prefs.sort;
+    const th = (k, label) => {
+      const active = key === k;
+      return h('th', { scope: 'col', 'aria-sort': active ? (dir > 0 ? 'ascending' : 'descending') : null },
+        h('button', {
+          type: 'button', 'data-key': `sort:${k}`,
+          'aria-label': `${label}: sort ${active && dir > 0 ? 'descending' : 'ascending'}`,
+          onclick: () => setSort(k, active ? -dir : 1),
+        }, label, ' ', h('span', { class: 'sort-arrow', 'aria-hidden': 'true' }, active ? (dir > 0 ? '▲' : '▼') : '')));
+    };
+    keepFocus(() => fill(thead, h('tr', null,
+      th('@id', 'Item'),
+      columns.map((c) => th(c, columnName(c))),
+      h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))));
+    const options = ['@id', ...columns];
+    keepFocus(() => {
+      fill(sortSelect, options.map((k) => h('option', { value: k }, columnName(k))));
+      sortSelect.value = options.includes(key) ? key : '@id';
+    });
+  }
+
+  function setSort(k, dir) {
+    prefs.sort = { key: k, dir };
+    savePrefs(prefs);
+    renderHead();
+    renderBody();
+    announce(`Sorted by ${columnName(k)}, ${dir > 0 ? 'ascending' : 'descending'}.`);
+  }
+
+  function buildRow(item) {
+    const title = itemTitle(item);
+    const cells = [];
+    const tr = h('tr', { 'data-scope': item.id, 'data-id': item.id, class: item.deleted ? 'is-deleted' : null });
+    tr.append(h('td', { 'data-label': 'Item' },
+      h('a', {
+        class: 'item-link', href: `#/item/${encodeURIComponent(item.id)}`, 'data-key': 'open', title: item.id,
+        'aria-label': `Open ${title}${item.deleted ? ' (deleted)' : ''}`,
+      }, shortId(item.id)),
+      item.deleted ? h('span', null, ' ', h('span', { class: 'badge deleted' }, 'deleted')) : null));
+    for (const c of columns) {
+      if (c === '@type') {
+        tr.append(h('td', { 'data-label': 'Type' }, item.type));
+      } else if (c === '@sync') {
+        tr.append(h('td', { 'data-label': 'Sync', class: 'sync-cell' }, syncBadge(item.sync)));
+      } else {
+        const cell = new FieldCell(item.id, c, { onClose: () => renderRowLater(item.id) });
+        cells.push(cell);
+        tr.append(h('td', { 'data-label': c, 'data-field': c }, cell.el));
+      }
+    }
+    tr.append(h('td', { class: 'actions' }, item.deleted
+      ? h('button', { type: 'button', class: 'small', 'data-key': 'restore', 'aria-label': `Restore ${title}`, onclick: () => restoreItem(item) }, 'Restore')
+      : h('button', { type: 'button', class: 'small danger', 'data-key': 'delete', 'aria-label': `Delete ${title}`, onclick: () => deleteItem(item) }, 'Delete')));
+    return { tr, item, cells };
+  }
+
+  function rowFor(item) {
+    let row = rows.get(item.id);
+    if (row && row.item !== item) {
+      if (row.cells.some((c) => c.editing)) {
+        row.cells.forEach((c) => c.refresh());
+        row.stale = true;
+        return row;
+      }
+      row = null;
+    }
+    if (!row) {
+      row = buildRow(item);
+      rows.set(item.id, row);
+    }
+    return row;
+  }
+
+  function renderRowLater(id) {
+    setTimeout(() => {
+      const row = rows.get(id);
+      if (row && row.stale && !row.cells.some((c) => c.editing)) {
+        rows.delete(id);
+        renderBody();
+      }
+    }, 0);
+  }
+
+  function renderBody(flashIds) {
+    const list = visibleItems();
+    const wanted = list.map((it) => rowFor(it).tr);
+    keepFocus(() => {
+      // Move rows only where the order changed, so a focused row is not taken out needlessly.
+      let child = tbody.firstElementChild;
+      for (const tr of wanted) {
+        if (child === tr) { child = child.nextElementSibling; continue; }
+        tbody.insertBefore(tr, child);
+      }
+      while (child) { const next = child.nextElementSibling; child.remove(); child = next; }
+    });
+    for (const [id, row] of rows) if (!row.tr.isConnected && !store.items.has(id)) rows.delete(id);
+    if (flashIds) {
+      for (const id of flashIds) {
+        const row = rows.get(id);
+        if (row && row.tr.isConnected) {
+          row.tr.classList.remove('flash');
+          void row.tr.offsetWidth;
+          row.tr.classList.add('flash');
+        }
+      }
+    }
+    const total = [...store.items.values()].filter((it) => !it.deleted).length;
+    const deleted = store.items.size - total;
+    let text;
+    if (!store.itemsReady) text = store.itemsError ? '' : 'Loading…';
+    else if (list.length === total && !prefs.type && !search && !prefs.showDeleted) text = `${total} item${total === 1 ? '' : 's'}`;
+    else text = `${list.length} shown of ${total} item${total === 1 ? '' : 's'}${prefs.showDeleted ? ` and ${deleted} deleted` : ''}`;
+    countEl.textContent = text;
+    emptyEl.hidden = list.length > 0 || !store.itemsReady;
+    table.hidden = list.length === 0;
+    emptyEl.textContent = store.items.size === 0
+      ? 'No items yet. “New item” adds one; items added on any node of the cluster show up here as they arrive.'
+      : 'No item matches. Change the type, the search or “Show deleted”.';
+    if (store.itemsError) {
+      noticeEl.hidden = false;
+      noticeEl.textContent = store.itemsError;
+    } else if (store.truncated) {
+      noticeEl.hidden = false;
+      noticeEl.textContent = `This page loaded the first ${MAX_ITEMS.toLocaleString()} items only: use 'lansync list --where' for the rest.`;
+    } else {
+      noticeEl.hidden = true;
+    }
+  }
+
+  function renderAll() {
+    computeFields();
+    renderTypes();
+    renderColumnsMenu();
+    renderHead();
+    renderBody();
+  }
+
+  typeSelect.addEventListener('change', () => {
+    prefs.type = typeSelect.value;
+    savePrefs(prefs);
+    rows.clear();
+    renderAll();
+  });
+  searchInput.addEventListener('input', () => {
+    search = searchInput.value;
+    renderBody();
+  });
+  searchInput.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && searchInput.value) { searchInput.value = ''; search = ''; renderBody(); }
+  });
+  deletedBox.addEventListener('change', () => {
+    prefs.showDeleted = deletedBox.checked;
+    savePrefs(prefs);
+    renderAll();
+  });
+  sortSelect.addEventListener('change', () => setSort(sortSelect.value, 1));
+  sortDir.addEventListener('click', () => setSort(prefs.sort.key, -prefs.sort.dir));
+  columnsMenu.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && columnsMenu.open) {
+      columnsMenu.open = false;
+      columnsMenu.querySelector('summary').focus();
+    }
+  });
+  const outside = (ev) => { if (columnsMenu.open && !columnsMenu.contains(ev.target)) columnsMenu.open = false; };
+  document.addEventListener('click', outside);
+  newButton.addEventListener('click', () => {
+    if (form.el.hidden) form.open(); else form.close();
+  });
+  form.onToggle = (open) => newButton.setAttribute('aria-expanded', String(open));
+  form.onCreated = (item) => {
+    form.close();
+    newButton.focus();
+    renderAll();
+    renderBody([item.id]);
+  };
+
+  const keys = (ev) => {
+    if (ev.key !== '/' || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const t = ev.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+    ev.preventDefault();
+    searchInput.focus();
+  };
+  document.addEventListener('keydown', keys);
+
+  unsubscribe = subscribe((what, ids) => {
+    if (what !== 'items') return;
+    if (ids === null) { rows.clear(); renderAll(); return; }
+    const before = jsonText([fieldNames, columns]);
+    computeFields();
+    if (jsonText([fieldNames, columns]) !== before) {
+      rows.clear();
+      renderColumnsMenu();
+      renderHead();
+    }
+    renderTypes();
+    renderBody(ids);
+  });
+
+  setTitle('Items');
+  renderAll();
+
+  return {
+    el,
+    destroy() {
+      unsubscribe();
+      document.removeEventListener('click', outside);
+      document.removeEventListener('keydown', keys);
+    },
+  };
+}
+
+function newItemForm() {
+  const el = h('form', { class: 'panel new-item', id: 'new-item', hidden: true, 'aria-labelledby': 'new-item-title', novalidate: true });
+  const typeInput = h('input', { type: 'text', id: 'new-type', list: 'known-types', placeholder: 'item', autocomplete: 'off' });
+  const typesList = h('datalist', { id: 'known-types' });
+  const rowsEl = h('div', { class: 'rows' });
+  const errorEl = h('p', { class: 'error-text', role: 'alert', id: 'new-item-error' });
+  const createButton = h('button', { type: 'submit', class: 'primary' }, 'Create');
+  let n = 0;
+  const api_ = { el, onToggle: null, onCreated: null };
+
+  function addRow(name = '', value = '') {
+    n += 1;
+    const i = n;
+    const nameInput = h('input', { type: 'text', id: `new-field-${i}`, value: name, autocomplete: 'off', class: 'field-name' });
+    const valueInput = h('input', { type: 'text', id: `new-value-${i}`, value, autocomplete: 'off', class: 'field-value' });
+    const row = h('div', { class: 'row' },
+      h('label', { class: 'stack', for: `new-field-${i}` }, h('span', { class: 'field-label' }, `Field name ${i}`), nameInput),
+      h('label', { class: 'stack', for: `new-value-${i}` }, h('span', { class: 'field-label' }, `Value ${i}`), valueInput),
+      h('button', {
+        type: 'button', class: 'small quiet', 'aria-label': `Remove field ${i}`,
+        onclick: () => { row.remove(); const first = rowsEl.querySelector('input'); (first || addButton).focus(); },
+      }, 'Remove'));
+    rowsEl.append(row);
+    return nameInput;
+  }
+
+  const addButton = h('button', { type: 'button', class: 'small', onclick: () => addRow().focus() }, 'Add a field');
+
+  add(el, [
+    h('h2', { id: 'new-item-title' }, 'New item'),
+    h('label', { class: 'stack', for: 'new-type' }, h('span', { class: 'field-label' }, 'Type'), typeInput),
+    typesList,
+    rowsEl,
+    addButton,
+    h('p', { class: 'hint' }, 'A value is read as the CLI reads it: JSON when it is valid JSON (2, true, null, ["a", "b"]), text otherwise.'),
+    errorEl,
+    h('div', { class: 'form-actions' }, createButton,
+      h('button', { type: 'button', onclick: () => api_.close(true) }, 'Cancel')),
+  ]);
+
+  el.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape') { ev.preventDefault(); api_.close(true); }
+  });
+
+  el.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    errorEl.textContent = '';
+    const fields = {};
+    for (const row of rowsEl.children) {
+      const name = row.querySelector('.field-name').value.trim();
+      const text = row.querySelector('.field-value').value;
+      if (!name && !text) continue;
+      if (!name) { errorEl.textContent = `Give the value “${shorten(text, 30)}” a field name.`; row.querySelector('.field-name').focus(); return; }
+      if (Object.prototype.hasOwnProperty.call(fields, name)) { errorEl.textContent = `The field ${name} is named twice.`; return; }
+      const read = readInput(text, false);
+      if (read.error) { errorEl.textContent = `${name}: ${read.error}`; row.querySelector('.field-value').focus(); return; }
+      fields[name] = read.value;
+    }
+    const body = { fields };
+    const type = typeInput.value.trim();
+    if (type) body.type = type;
+    createButton.disabled = true;
+    try {
+      const item = await api('POST', '/v1/items', body);
+      putItem(item);
+      toast(`Created “${shorten(itemTitle(item), 40)}”.`);
+      if (api_.onCreated) api_.onCreated(item);
+    } catch (e) {
+      errorEl.textContent = e.message;
+    } finally {
+      createButton.disabled = false;
+    }
+  });
+
+  api_.setTypes = (types, current) => {
+    fill(typesList, types.map((t) => h('option', { value: t })));
+    api_.defaultType = current || '';
+  };
+  api_.open = () => {
+    fill(rowsEl);
+    n = 0;
+    typeInput.value = api_.defaultType || '';
+    addRow('title');
+    addRow();
+    errorEl.textContent = '';
+    el.hidden = false;
+    if (api_.onToggle) api_.onToggle(true);
+    (typeInput.value ? rowsEl.querySelector('.field-value') : typeInput).focus();
+  };
+  api_.close = (focusButton) => {
+    el.hidden = true;
+    if (api_.onToggle) api_.onToggle(false);
+    if (focusButton) {
+      const b = document.querySelector('[aria-controls="new-item"]');
+      if (b) b.focus();
+    }
+  };
+  return api_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One item: its fields (editable), per-field history as a timeline, "bring this value back".
+
+function describeWrite(write) {
+  if (write && Object.prototype.hasOwnProperty.call(write, 'set')) {
+    return { what: ['set to ', renderValue(write.set)], value: write.set, has: true };
+  }
+  if (write && write.list) {
+    const l = write.list;
+    const added = l.added || [];
+    const removed = l.removed || [];
+    if (l.replaced) {
+      return { what: ['set the list to ', renderValue(added)], value: added, has: true };
+    }
+    const parts = [];
+    if (added.length) parts.push('added ', h('span', { class: 'chips' }, added.map((e) => h('span', { class: 'chip' }, valueText(e)))));
+    if (removed.length) parts.push(added.length ? '; removed ' : 'removed ', h('span', { class: 'chips' }, removed.map((e) => h('span', { class: 'chip' }, valueText(e)))));
+    if (!parts.length) parts.push('changed nothing in the list');
+    return { what: parts, has: false };
+  }
+  if (write && write.overrule) {
+    const o = write.overrule;
+    const n = (o.rejected || []).length;
+    return {
+      what: ['the relay kept ', renderValue(o.kept), ` and refused ${n} write${n === 1 ? '' : 's'}`, o.reason ? `: ${o.reason}` : ''],
+      has: false,
+    };
+  }
+  return { what: [jsonText(write)], has: false };
+}
+
+function itemView(id) {
+  const el = h('section', { 'aria-labelledby': 'item-title' });
+  const head = h('div');
+  const fieldsBody = h('tbody');
+  const histEl = h('div');
+  const fieldRows = new Map();    // field -> { tr, cell }
+  let history = null;
+  let historyError = null;
+  let historyTimer = null;
+  let missing = null;
+
+  const addName = h('input', { type: 'text', id: 'add-field-name', autocomplete: 'off' });
+  const addValue = h('input', { type: 'text', id: 'add-field-value', autocomplete: 'off' });
+  const addError = h('p', { class: 'error-text', role: 'alert' });
+  const addForm = h('form', { class: 'panel add-field', novalidate: true, 'aria-labelledby': 'add-field-title' },
+    h('h3', { id: 'add-field-title' }, 'Add a field'),
+    h('div', { class: 'row' },
+      h('label', { class: 'stack', for: 'add-field-name' }, h('span', { class: 'field-label' }, 'Field name'), addName),
+      h('label', { class: 'stack', for: 'add-field-value' }, h('span', { class: 'field-label' }, 'Value'), addValue),
+      h('button', { type: 'submit' }, 'Add')),
+    h('p', { class: 'hint' }, 'Read as the CLI reads it: JSON when valid (2, true, ["a", "b"]), text otherwise. A field that exists gets the new value.'),
+    addError);
+  addForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    addError.textContent = '';
+    const name = addName.value.trim();
+    if (!name) { addError.textContent = 'Name the field first.'; addName.focus(); return; }
+    const read = readInput(addValue.value, false);
+    if (read.error) { addError.textContent = read.error; addValue.focus(); return; }
+    try {
+      putItem(await api('PATCH', itemPath(id), { set: { [name]: read.value } }));
+      announce(`Set ${name}.`);
+      addName.value = '';
+      addValue.value = '';
+      addName.focus();
+    } catch (e) {
+      addError.textContent = e.message;
+    }
+  });
+
+  add(el, [
+    h('a', { class: 'back', href: '#/items' }, '← All items'),
+    head,
+    h('h2', null, 'Fields'),
+    h('div', { class: 'panel' }, h('table', { class: 'fields', 'aria-label': 'Fields' }, fieldsBody)),
+    addForm,
+    h('h2', { id: 'history-title' }, 'History'),
+    h('p', { class: 'sub' }, 'Every kept version of each field, newest first. Bringing a value back is a new edit: it syncs like any other, and the history keeps everything.'),
+    histEl,
+  ]);
+
+  function fieldOrder(item) {
+    const names = Object.keys(item.fields).sort((a, b) => collator.compare(a, b));
+    const first = ['title', 'name'].filter((f) => names.includes(f));
+    return [...first, ...names.filter((f) => !first.includes(f))];
+  }
+
+  function renderHead(item) {
+    const title = itemTitle(item);
+    setTitle(title);
+    keepFocus(() => fill(head, 
+      h('div', { class: 'item-head' },
+        h('div', null,
+          h('h1', { id: 'item-title', tabindex: '-1' }, title),
+          h('ul', { class: 'meta' },
+            h('li', null, 'type ', h('strong', null, item.type)),
+            h('li', null, 'id ', h('code', null, item.id)),
+            h('li', null, 'sync ', syncBadge(item.sync)),
+            item.deleted ? h('li', null, h('span', { class: 'badge deleted' }, 'deleted')) : null)),
+        h('div', null, item.deleted
+          ? h('button', { type: 'button', 'data-key': 'restore', onclick: () => restoreItem(item) }, 'Restore')
+          : h('button', { type: 'button', class: 'danger', 'data-key': 'delete', onclick: () => deleteItem(item) }, 'Delete'))),
+      item.deleted
+        ? h('p', { class: 'notice-bar' }, 'This item is deleted. Restore it to edit it; it comes back with every edit it received meanwhile.')
+        : null,
+      item.conflicts.length
+        ? h('p', { class: 'notice-bar' }, `In conflict: ${item.conflicts.join(', ')}. `, h('a', { href: '#/conflicts' }, 'Settle it on the conflicts page'), '.')
+        : null));
+  }
+
+  function renderFields(item) {
+    const wanted = [];
+    for (const f of fieldOrder(item)) {
+      let row = fieldRows.get(f);
+      if (row && row.cell.editing) {
+        row.cell.refresh();
+      } else if (row && row.deleted === item.deleted) {
+        row.cell.render();
+      } else {
+        const cell = new FieldCell(id, f);
+        const tr = h('tr', { 'data-scope': `field:${f}`, 'data-field': f },
+          h('th', { scope: 'row' }, f),
+          h('td', null, cell.el),
+          h('td', { class: 'hist-link' }, h('button', {
+            type: 'button', class: 'small quiet', 'data-key': 'hist', 'aria-label': `History of ${f}`,
+            onclick: () => {
+              const target = document.getElementById(`hist-${cssId(f)}`);
+              if (target) { target.scrollIntoView({ block: 'start' }); target.focus({ preventScroll: true }); }
+            },
+          }, 'History')));
+        row = { tr, cell, deleted: item.deleted };
+        fieldRows.set(f, row);
+      }
+      wanted.push(row.tr);
+    }
+    keepFocus(() => fill(fieldsBody, ...wanted));
+    addForm.hidden = item.deleted;
+  }
+
+  function renderHistory() {
+    const item = store.items.get(id);
+    if (historyError) { fill(histEl, h('p', { class: 'notice-bar' }, historyError)); return; }
+    if (!history || !item) { fill(histEl, h('p', { class: 'loading' }, 'Loading…')); return; }
+    const byField = new Map();
+    for (const entry of history) {
+      if (!byField.has(entry.field)) byField.set(entry.field, []);
+      byField.get(entry.field).push(entry);
+    }
+    const order = [...fieldOrder(item).filter((f) => byField.has(f)), ...[...byField.keys()].filter((f) => !(f in item.fields))];
+    if (!order.length) {
+      fill(histEl, h('p', { class: 'empty' }, 'No history kept for this item.'));
+      return;
+    }
+    keepFocus(() => fill(histEl, ...order.map((f) => {
+      const entries = byField.get(f);
+      const current = item.fields[f];
+      return h('section', { class: 'panel field-hist', 'data-scope': `hist:${f}`, 'aria-labelledby': `hist-${cssId(f)}` },
+        h('h3', { id: `hist-${cssId(f)}`, tabindex: '-1' }, f),
+        h('ol', { class: 'timeline' }, entries.map((e, i) => {
+          const d = describeWrite(e.write);
+          const isCurrent = e.live && d.has && sameValue(d.value, current);
+          const canRevert = d.has && !isCurrent && !item.deleted;
+          return h('li', { class: e.live ? 'is-live' : null },
+            h('div', { class: 'when' },
+              timeEl(e.time),
+              h('span', null, 'by ', h('strong', null, writerName(e.writer, e.node))),
+              e.live ? h('span', { class: 'badge synced' }, item.conflicts.includes(f) ? 'live, in conflict' : 'live') : null),
+            h('div', { class: 'what' }, d.what),
+            canRevert
+              ? h('button', {
+                type: 'button', class: 'small', 'data-key': `rev:${e.node}:${e.counter}`,
+                'aria-label': `Bring back ${f} = ${shorten(valueText(d.value), 60)}`,
+                onclick: (ev) => bringBack(f, d.value, ev.currentTarget),
+              }, 'Bring this value back')
+              : null,
+          );
+        })));
+    })));
+  }
+
+  async function bringBack(field, value, button) {
+    button.disabled = true;
+    try {
+      putItem(await api('PATCH', itemPath(id), { set: { [field]: value } }));
+      toast(`${field} is ${shorten(valueText(value), 50)} again.`);
+    } catch (e) {
+      toast(e.message, { error: true });
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function loadHistory() {
+    try {
+      history = await api('GET', `${itemPath(id)}/history`);
+      historyError = null;
+    } catch (e) {
+      historyError = e.message;
+    }
+    renderHistory();
+  }
+
+  function scheduleHistory() {
+    clearTimeout(historyTimer);
+    historyTimer = setTimeout(loadHistory, 120);
+  }
+
+  function render() {
+    const item = store.items.get(id);
+    if (!item) {
+      if (missing) {
+        fill(head, h('h1', { id: 'item-title', tabindex: '-1' }, 'No such item'), h('p', { class: 'notice-bar' }, missing));
+        fill(fieldsBody);
+        addForm.hidden = true;
+        fill(histEl);
+      } else {
+        fill(head, h('h1', { id: 'item-title', tabindex: '-1' }, 'Loading…'));
+      }
+      return;
+    }
+    renderHead(item);
+    renderFields(item);
+    renderHistory();
+  }
+
+  const unsubscribe = subscribe((what, ids) => {
+    if (what === 'items' && (ids === null || ids.includes(id))) {
+      render();
+      scheduleHistory();
+    }
+  });
+
+  if (!store.items.has(id)) {
+    api('GET', itemPath(id)).then(putItem, (e) => { missing = e.message; render(); });
+  }
+  render();
+  loadHistory();
+  return { el, destroy() { unsubscribe(); clearTimeout(historyTimer); } };
+}
+
+/** A field name made safe for an element id (field names may hold any character). */
+function cssId(name) {
+  let out = '';
+  for (const ch of name) out += /[A-Za-z0-9_-]/.test(ch) ? ch : `_${ch.codePointAt(0).toString(16)}_`;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conflicts: each one's values side by side, who wrote each and when, one click to keep one, or
+// a new value.
+
+function conflictsView() {
+  const el = h('section', { 'aria-labelledby': 'conflicts-title' });
+  const listEl = h('div');
+  const cards = new Map();   // key -> { el, sig }
+  add(el, [
+    h('div', { class: 'view-head' },
+      h('div', null,
+        h('h1', { id: 'conflicts-title', tabindex: '-1' }, 'Conflicts'),
+        h('p', { class: 'sub' }, 'Fields written on two machines that had not seen each other’s edit. Keep one value, or write a new one: the choice syncs to every node, and the other values stay in the field’s history.'))),
+    listEl,
+  ]);
+
+  function card(c) {
+    const item = store.items.get(c.id);
+    const title = item ? itemTitle(item) : c.id.slice(0, 8);
+    const key = `${c.id}\n${c.field}`;
+    const headId = uid('conflict');
+    const errorEl = h('p', { class: 'error-text', role: 'alert' });
+    const allText = (c.values || []).every((v) => typeof v === 'string');
+    const newInput = h('input', { type: 'text', id: uid('new-value'), autocomplete: 'off', 'data-key': 'new' });
+    const resolve = async (value, button, label) => {
+      errorEl.textContent = '';
+      button.disabled = true;
+      try {
+        putItem(await api('POST', `${itemPath(c.id)}/resolve`, { field: c.field, value }));
+        store.conflicts = store.conflicts.filter((x) => !(x.id === c.id && x.field === c.field));
+        showConflictCount();
+        toast(`${c.field} of “${shorten(title, 30)}”: kept ${label}.`);
+        const next = cards.get(key) ? cards.get(key).el.nextElementSibling : null;
+        emit('conflicts');
+        const focusTarget = next && next.isConnected ? next.querySelector('button') : el.querySelector('h1');
+        if (focusTarget) focusTarget.focus();
+        scheduleConflicts();
+      } catch (e) {
+        errorEl.textContent = e.message;
+        button.disabled = false;
+      }
+    };
+    const versions = (c.versions || []).map((v, i) => {
+      const isShown = sameValue(v.value, c.shown);
+      const who = writerName(v.writer, v.node);
+      return h('div', { class: isShown ? 'version shown' : 'version', role: 'listitem' },
+        h('div', { class: 'value' }, renderValue(v.value)),
+        h('p', { class: 'who' }, 'by ', h('strong', null, who), ', ', timeEl(v.time)),
+        isShown ? h('p', { class: 'who' }, h('span', { class: 'badge syncing' }, 'shown now')) : null,
+        h('button', {
+          type: 'button', class: 'primary', 'data-key': `keep:${i}`,
+          'aria-label': `Keep ${shorten(valueText(v.value), 50)}, by ${who}`,
+          onclick: (ev) => resolve(v.value, ev.currentTarget, `“${shorten(valueText(v.value), 40)}”`),
+        }, 'Keep this'));
+    });
+    const form = h('form', { class: 'new-value', novalidate: true },
+      h('label', { class: 'stack', for: newInput.id }, h('span', { class: 'field-label' }, 'Or a new value'), newInput),
+      h('button', { type: 'submit', 'data-key': 'use' }, 'Use this value'));
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const text = newInput.value;
+      if (text.trim() === '') { errorEl.textContent = 'Type the new value first.'; newInput.focus(); return; }
+      const read = readInput(text, allText);
+      if (read.error) { errorEl.textContent = read.error; newInput.focus(); return; }
+      resolve(read.value, form.querySelector('button'), 'the new value');
+    });
+    return h('article', { class: 'panel conflict', 'data-scope': key, 'data-conflict': `${c.id}/${c.field}`, 'aria-labelledby': headId },
+      h('h2', { id: headId }, h('a', { href: `#/item/${encodeURIComponent(c.id)}` }, title), h('span', { class: 'muted' }, ` · ${c.field}`)),
+      h('p', { class: 'sub' }, `${item ? item.type : 'item'} · ${c.versions.length} concurrent writes`),
+      h('div', { class: 'versions', role: 'list', 'aria-label': `Values of ${c.field}` }, versions),
+      form,
+      allText ? null : h('p', { class: 'hint' }, 'Read as the CLI reads it: JSON when valid, text otherwise.'),
+      errorEl);
+  }
+
+  function render() {
+    if (!store.conflictsReady) {
+      fill(listEl, store.conflictsError
+        ? h('p', { class: 'notice-bar' }, store.conflictsError)
+        : h('p', { class: 'loading' }, 'Loading…'));
+      return;
+    }
+    if (store.conflicts.length === 0) {
+      cards.clear();
+      fill(listEl, h('p', { class: 'empty' }, 'No open conflicts. When two machines change the same field while apart, both values show here until one is kept.'));
+      return;
+    }
+    const seen = new Set();
+    const els = store.conflicts.map((c) => {
+      const key = `${c.id}\n${c.field}`;
+      const item = store.items.get(c.id);
+      const sig = jsonText([c.versions, item ? itemTitle(item) : null]);
+      seen.add(key);
+      let entry = cards.get(key);
+      if (!entry || entry.sig !== sig) {
+        entry = { el: card(c), sig };
+        cards.set(key, entry);
+      }
+      return entry.el;
+    });
+    for (const k of [...cards.keys()]) if (!seen.has(k)) cards.delete(k);
+    keepFocus(() => fill(listEl, ...els));
+  }
+
+  const unsubscribe = subscribe((what) => {
+    if (what === 'conflicts' || what === 'items') render();
+  });
+  setTitle('Conflicts');
+  render();
+  return { el, destroy: unsubscribe };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cluster: this node, its peers (path, connected, last sync, what each lacks), its own
+// changes (DIRTY / SYNCING / SYNCED), rejected changes and refused connections.
+
+const SOURCES = {
+  static: 'named with --peer',
+  mdns: 'found by mDNS',
+  relay: 'known through the relay',
+  inbound: 'connected to this node',
+};
+
+const FIELD_NAMES = { _type: 'created (its type)', _deleted: 'deleted or restored' };
+
+const PATHS = {
+  direct: 'direct',
+  relay: 'the relay',
+  'via relay': 'through the relay',
+  'via other peers': 'through other peers',
+};
+
+function clusterView() {
+  const el = h('section', { 'aria-labelledby': 'cluster-title' });
+  const body = h('div');
+  add(el, [
+    h('div', { class: 'view-head' },
+      h('div', null, h('h1', { id: 'cluster-title', tabindex: '-1' }, 'Cluster'), h('p', { class: 'sub', id: 'cluster-sub' }))),
+    body,
+  ]);
+
+  function card(label, value, cls) {
+    return h('div', { class: 'panel card' }, h('p', { class: 'k' }, label), h('p', { class: cls ? `v ${cls}` : 'v' }, value));
+  }
+
+  function itemLabel(id) {
+    const item = store.items.get(id);
+    return h('a', { href: `#/item/${encodeURIComponent(id)}`, 'data-key': `i:${id}` }, item ? itemTitle(item) : id.slice(0, 8));
+  }
+
+  function peersTable(peers) {
+    if (!peers.length) {
+      return h('p', { class: 'empty' }, 'This node knows no peer yet. Start it with --peer HOST:PORT, or let mDNS find the others on the LAN.');
+    }
+    return h('div', { class: 'panel table-wrap' }, h('table', { class: 'peers', 'aria-label': 'Peers' },
+      h('thead', null, h('tr', null, ['Peer', 'Path', 'State', 'Last sync', 'Lacks', 'Problem'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, peers.map((p) => {
+        const name = p.name || (p.node_id ? `node ${p.node_id.slice(0, 7)}` : p.address || 'unknown');
+        const recv = p.receiving;
+        return h('tr', { 'data-peer': p.name || p.node_id || p.address || '' },
+          h('td', { 'data-label': 'Peer' }, h('strong', null, name),
+            p.address ? h('div', { class: 'muted mono' }, p.address) : null,
+            p.node_id ? h('div', { class: 'muted mono', title: p.node_id }, p.node_id.slice(0, 12)) : null),
+          h('td', { 'data-label': 'Path' }, PATHS[p.path] || p.path || '—', p.source ? h('div', { class: 'muted' }, SOURCES[p.source] || p.source) : null),
+          h('td', { 'data-label': 'State' },
+            h('span', { class: p.connected ? 'badge connected state' : 'badge down state' }, p.connected ? 'connected' : 'not connected'),
+            recv ? h('div', { class: 'muted' }, `receiving ${Number(recv.received).toLocaleString()} of ~${Number(recv.expected).toLocaleString()}${recv.eta_seconds != null ? `, ${Math.round(recv.eta_seconds)} s left` : ''}`) : null),
+          h('td', { 'data-label': 'Last sync' }, timeEl(p.last_sync)),
+          h('td', { 'data-label': 'Lacks' }, p.lacks == null
+            ? h('span', { class: 'muted' }, 'unknown')
+            : p.lacks === 0 ? h('span', null, 'nothing') : h('span', null, `${Number(p.lacks).toLocaleString()} field change${p.lacks === 1 ? '' : 's'}`)),
+          h('td', { 'data-label': 'Problem' }, p.last_error ? h('span', { class: 'peer-error' }, plainError(p.last_error)) : h('span', { class: 'muted' }, 'none')));
+      }))));
+  }
+
+  function changesSection(ch) {
+    if (!ch) {
+      return [h('p', { class: 'muted' }, 'This node knows no peer yet, so its changes have nowhere to go: they wait as they are.')];
+    }
+    const where = ch.relay ? `the relay (${ch.relay.slice(0, 7)})` : 'every peer';
+    const num = (v) => (v == null ? 0 : v);
+    const recent = ch.recent || [];
+    return [
+      h('p', { class: 'sub' }, `This node’s own live field changes, by whether ${where} has them.`),
+      h('div', { class: 'cards' },
+        card('Dirty: waiting to leave', String(num(ch.dirty))),
+        card('Syncing: being handed over', String(num(ch.syncing))),
+        card(`Synced: ${ch.relay ? 'on the relay' : 'on every peer'}`, String(num(ch.synced)))),
+      recent.length
+        ? h('div', { class: 'panel table-wrap' }, h('table', { class: 'peers', 'aria-label': 'Recent changes of this node' },
+          h('thead', null, h('tr', null, ['Item', 'Field', 'State'].map((t) => h('th', { scope: 'col' }, t)))),
+          h('tbody', null, recent.map((r) => h('tr', null,
+            h('td', { 'data-label': 'Item' }, itemLabel(r.id)),
+            h('td', { 'data-label': 'Field' }, FIELD_NAMES[r.field] || r.field),
+            h('td', { 'data-label': 'State' }, h('span', { class: `badge ${String(r.state).toLowerCase()}` }, r.state)))))))
+        : null,
+    ];
+  }
+
+  function listSection(title, entries, describe, none) {
+    return [
+      h('h2', null, title),
+      entries && entries.length
+        ? h('ul', { class: 'panel problem-list' }, entries.map((e) => h('li', null, describe(e))))
+        : h('p', { class: 'muted' }, none),
+    ];
+  }
+
+  function render() {
+    const s = store.status;
+    const sub = el.querySelector('#cluster-sub');
+    if (!s) {
+      fill(body, store.statusError
+        ? h('p', { class: 'notice-bar', role: 'alert' }, store.statusError)
+        : h('p', { class: 'loading' }, 'Loading…'));
+      return;
+    }
+    sub.textContent = `${s.name} (${s.node_id.slice(0, 7)}) in cluster ${s.cluster_id.slice(0, 7)}`;
+    const peers = s.peers || [];
+    const up = peers.filter((p) => p.connected).length;
+    const vv = Object.entries(s.version_vector || {});
+    keepFocus(() => fill(body, 
+      store.statusError ? h('p', { class: 'notice-bar', role: 'alert' }, `${store.statusError} (showing what it said last)`) : null,
+      s.damaged ? h('p', { class: 'notice-bar', role: 'alert' }, `The replica is damaged: ${s.damaged}`) : null,
+      h('div', { class: 'cards' },
+        card('Peers connected', `${up} of ${peers.length}`),
+        card('Items', Number(s.items).toLocaleString()),
+        card('Deleted', Number(s.deleted).toLocaleString()),
+        card('Open conflicts', Number(s.conflicts).toLocaleString())),
+      h('h2', null, 'Peers'),
+      peersTable(peers),
+      h('h2', null, 'This node’s changes'),
+      changesSection(s.changes),
+      listSection('Rejected changes', s.rejected, (r) => [
+        h('strong', null, r.field || 'a field'), ' of ', r.id ? itemLabel(r.id) : 'an item', r.reason ? `: ${r.reason}` : '',
+      ], s.changes && s.changes.relay ? 'None: the relay took every change of this node.' : 'None.'),
+      listSection('Refused connections', s.refused, (r) => [
+        h('span', { class: 'mono' }, r.address), `: ${plainError(r.reason)}`,
+        h('div', { class: 'muted' }, `${r.count} time${r.count === 1 ? '' : 's'}, last `, timeEl(r.last)),
+      ], 'None since the node started.'),
+      s.revoked_writes && s.revoked_writes.length
+        ? listSection('Refused writes of revoked machines', s.revoked_writes, (r) => [
+          h('strong', null, r.field), ' of ', itemLabel(r.id), r.reason ? `: ${r.reason}` : '',
+        ], '')
+        : null,
+      h('h2', null, 'This node'),
+      h('dl', { class: 'panel kv' },
+        h('dt', null, 'Node'), h('dd', null, `${s.name} `, h('code', null, s.node_id)),
+        h('dt', null, 'Cluster'), h('dd', null, h('code', null, s.cluster_id)),
+        h('dt', null, 'State'), h('dd', null, s.running ? `running, listening on ${s.listen || '—'}` : 'not running'),
+        h('dt', null, 'API'), h('dd', null, s.api || location.host),
+        h('dt', null, 'Discovery'), h('dd', null, s.mdns || '—'),
+        h('dt', null, 'Digest'), h('dd', null, h('code', null, s.digest), h('div', { class: 'muted' }, 'Equal on replicas that hold the same data.')),
+        h('dt', null, 'Version vector'), h('dd', null, vv.length
+          ? vv.map(([node, n]) => h('div', { class: 'mono' }, `${node.slice(0, 7)}: ${n}`))
+          : '—'))));
+  }
+
+  const unsubscribe = subscribe((what) => { if (what === 'status') render(); });
+  setTitle('Cluster');
+  render();
+  return { el, destroy: unsubscribe };
+}
+
+/** A node's error text, with its machine-readable prefix (wrong-cluster: ...) made readable. */
+function plainError(text) {
+  if (!text) return '';
+  const t = String(text).replace(/^([a-z]+(?:-[a-z]+)+): /, (all, code) => `${code.replace(/-/g, ' ')}: `);
+  return t.charAt(0).toUpperCase() + t.slice(1);
+}
+
+boot();

@@ -1,0 +1,63 @@
+import Crypto
+public import Foundation
+import Glibc
+
+extension DataDirectory {
+    /// The folder of one-time login codes for the web page (`lansync ui`), mode 0700.
+    var uiLoginFolder: String { path + "/ui-logins" }
+
+    /// How long a code from `lansync ui` logs in: long enough to click, short enough that a URL
+    /// left in a terminal's scrollback is of no use later.
+    public static let uiLoginLifetime: TimeInterval = 300
+
+    /// A one-time code that logs the web page in once (`lansync ui`): 128 random bits as 32 hex
+    /// digits. Only its SHA-256 is kept, as the name of an empty file in `ui-logins/`, so that
+    /// redeeming it is one `unlink`, which succeeds for one caller only. Codes past their lifetime
+    /// are swept here.
+    public func makeUILoginCode(now: Date = Date()) throws -> String {
+        let folder = uiLoginFolder
+        if mkdir(folder, 0o700) != 0, errno != EEXIST {
+            throw HostError(
+                "cannot make \(folder): \(String(cString: strerror(errno))); check the data directory's permissions"
+            )
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            let file = folder + "/" + name
+            if let made = Self.modification(of: file), now.timeIntervalSince(made) > Self.uiLoginLifetime {
+                unlink(file)
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let code = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let file = folder + "/" + Self.digest(code)
+        let fd = Glibc.open(file, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        guard fd >= 0 else {
+            throw HostError(
+                "cannot write \(file): \(String(cString: strerror(errno))); check the data directory's permissions"
+            )
+        }
+        close(fd)
+        return code
+    }
+
+    /// Redeems a code from ``makeUILoginCode(now:)``: true once, for a code made less than
+    /// ``uiLoginLifetime`` ago; false for anything else (unknown, used, expired, not a code).
+    public func redeemUILoginCode(_ code: String, now: Date = Date()) -> Bool {
+        guard code.utf8.count == 32, code.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { return false }
+        let file = uiLoginFolder + "/" + Self.digest(code)
+        guard let made = Self.modification(of: file) else { return false }
+        // The unlink is what makes it one-time: of two requests with the same code, one removes
+        // the file and the other fails.
+        guard unlink(file) == 0 else { return false }
+        return now.timeIntervalSince(made) <= Self.uiLoginLifetime
+    }
+
+    static func digest(_ code: String) -> String {
+        SHA256.hash(data: Data(code.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func modification(of file: String) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: file))?[.modificationDate] as? Date
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import LansyncJSON
+import Testing
+
+/// What an operator sees of a running node (issue 18): its log, as text and as JSON Lines, at the
+/// level asked for, and its Prometheus metrics, on the real binary.
+@Suite(.serialized) struct ObservabilityTests {
+    /// GET with curl; the status code and the body.
+    static func get(_ url: String, token: String? = nil) -> (status: Int, body: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments =
+            ["curl", "-s", "-w", "\n%{http_code}", "--max-time", "10"]
+            + (token.map { ["-H", "Authorization: Bearer \($0)"] } ?? []) + [url]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        guard (try? process.run()) != nil else { return (0, "cannot run curl") }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard let cut = text.lastIndex(of: "\n") else { return (0, text) }
+        return (Int(text[text.index(after: cut)...]) ?? 0, String(text[..<cut]))
+    }
+
+    /// A metric's value in Prometheus's text format (the first sample whose name and labels
+    /// start with `prefix`).
+    static func sample(_ text: String, _ prefix: String) -> Double? {
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") && line.hasPrefix(prefix) {
+            let rest = line.dropFirst(prefix.count)
+            // A prefix without labels names that metric only, not every metric it starts.
+            guard prefix.contains("{") || rest.first == " " || rest.first == "{" else { continue }
+            return Double(line.split(separator: " ").last ?? "")
+        }
+        return nil
+    }
+
+    /// Waits until `condition` holds, for up to `seconds`.
+    static func eventually(_ seconds: Double = 20, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    /// Sends bytes that are not TLS to a port, and closes.
+    static func sendGarbage(to port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return }
+        let garbage = Array("GET / HTTP/1.0\r\n\r\nnot a TLS hello at all\n".utf8)
+        _ = garbage.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
+    @Test func theLogSaysWhatHappenedAsTextAndAsJSON() async throws {
+        let cli = CLI("logs")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let ports = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        defer { a.stop() }
+        var b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: ["--log-format", "json"])
+        defer { b.stop() }
+        try await cli.ok(["add", "--dir", cli.path("a"), "--type", "task", "title=logged"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        // A session start on both sides, named and with its path.
+        #expect(
+            try await Self.eventually {
+                a.logText.contains("session with b (") && a.logText.contains("started: direct")
+            },
+            "a: \(a.logText)"
+        )
+        // A stranger's connection that is not TLS: one line, with the address and why.
+        Self.sendGarbage(to: ports[0])
+        #expect(
+            try await Self.eventually { a.logText.contains("closed a connection from 127.0.0.1 before a session") },
+            "a: \(a.logText)"
+        )
+        // b stops: a logs the session's end with what it moved.
+        b.stop()
+        #expect(
+            try await Self.eventually { a.logText.contains("ended after") && a.logText.contains("field states (") },
+            "a: \(a.logText)"
+        )
+        // Every line of b's log is a JSON object with a time, a level and a message; its session
+        // end carries the figures as keys.
+        let lines = b.logText.split(separator: "\n").map(String.init)
+        #expect(!lines.isEmpty)
+        var sawEnd = false
+        for line in lines {
+            let json = try JSON(parsing: line)
+            #expect(json["time"] != nil && json["level"] != nil && json["message"] != nil, "\(line)")
+            if json["event"] == .string("session-end"), json["replaced"] == nil {
+                sawEnd = true
+                for key in ["peer", "path", "sent", "received", "sent_bytes", "received_bytes", "duration_s"] {
+                    #expect(json[key] != nil, "session-end lacks \(key): \(line)")
+                }
+                #expect(json["peer"] == .string("a") && json["path"] == .string("direct"), "\(line)")
+            }
+        }
+        #expect(sawEnd, "b logged no session end: \(b.logText)")
+
+        // At notice, sessions (info) are not logged; what an operator must know still is.
+        b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: ["--log-level", "notice"])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--type", "task", "title=quiet"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        b.stop()
+        #expect(!b.logText.contains("session with"), "b at notice: \(b.logText)")
+        #expect(b.logText.contains("notice node") && b.logText.contains("listening on"), "b at notice: \(b.logText)")
+
+        // A level or format that does not exist: a usage error that names the choices.
+        let wrong = try await cli.run(["node", "--dir", cli.path("b"), "--log-level", "loud"])
+        #expect(wrong.status == 64 && wrong.stderr.contains("debug, info, notice"), "\(wrong.stderr)")
+        let format = try await cli.run(["node", "--dir", cli.path("b"), "--log-format", "xml"])
+        #expect(format.status == 64 && format.stderr.contains("text or json"), "\(format.stderr)")
+    }
+
+    @Test func metricsCountSessionsStatesAndRequests() async throws {
+        let cli = CLI("metrics")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        for i in 0..<5 { try await cli.ok(["add", "--dir", cli.path("a"), "--type", "task", "n=\(i)"]) }
+        try await cli.ok(["add", "--dir", cli.path("b"), "--id", "c1", "title=b's"])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "c1", "title=a's"])
+        let ports = freePorts(3)
+        let a = try NodeProcess(
+            dir: cli.path("a"),
+            port: ports[0],
+            peers: [ports[1]],
+            extra: ["--api", "127.0.0.1:\(ports[2])"]
+        )
+        defer { a.stop() }
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        defer { b.stop() }
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        let url = "http://127.0.0.1:\(ports[2])/metrics"
+        let token = try await cli.ok(["api-token", "--dir", cli.path("a")]).trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
+        // Behind the token, like every path with data.
+        #expect(Self.get(url).status == 401)
+        var text = ""
+        #expect(
+            try await Self.eventually {
+                text = Self.get(url, token: token).body
+                return Self.sample(text, "lansync_peers_connected") == 1
+            },
+            "\(text)"
+        )
+        #expect(Self.sample(text, "lansync_sessions_started_total")! >= 1, "\(text)")
+        #expect(Self.sample(text, "lansync_sessions_active") == 1, "\(text)")
+        // a sent its 5 items (their fields) and took b's version of c1: a conflict, open on both.
+        #expect(Self.sample(text, "lansync_field_states_sent_total")! >= 5, "\(text)")
+        #expect(Self.sample(text, "lansync_field_states_received_total")! >= 1, "\(text)")
+        #expect(Self.sample(text, "lansync_field_states_applied_total")! >= 1, "\(text)")
+        #expect(Self.sample(text, "lansync_merges_total")! >= 1, "\(text)")
+        #expect(Self.sample(text, "lansync_sent_bytes_total")! > 0, "\(text)")
+        #expect(Self.sample(text, "lansync_items") == 6, "\(text)")
+        #expect(Self.sample(text, "lansync_open_conflicts") == 1, "\(text)")
+        #expect(Self.sample(text, #"lansync_peer_lacks{peer="b""#) == 0, "\(text)")
+        #expect(text.contains("# HELP lansync_open_conflicts"), "gauges explain themselves: \(text)")
+        // The API counts its requests, the refused one included.
+        #expect(Self.sample(text, #"lansync_api_requests_total{method="GET",status="401"}"#)! >= 1, "\(text)")
+        // b goes away: the peer gauge says so.
+        b.stop()
+        #expect(
+            try await Self.eventually {
+                text = Self.get(url, token: token).body
+                return Self.sample(text, #"lansync_peer_connected{peer="b""#) == 0
+            },
+            "\(text)"
+        )
+        #expect(Self.sample(text, "lansync_sessions_active") == 0, "\(text)")
+        #expect(a.isRunning)
+    }
+}

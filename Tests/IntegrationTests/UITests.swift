@@ -1,0 +1,136 @@
+import Foundation
+import LansyncJSON
+import Testing
+
+/// The web page (issue 18) on the real binary: the node serves the files in the repository with
+/// their security headers and no token, `lansync ui`'s link logs in once, nothing with data is
+/// served without the token whatever the path's spelling, and a real browser (Debian's chromium,
+/// driven by Playwright for Python: Tests/ui/page_test.py) logs in, edits, resolves a conflict and
+/// watches a peer go and come back, with no JavaScript error.
+@Suite(.serialized) struct UITests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Python with Playwright: where scripts/test.sh installed it, or `$LANSYNC_PLAYWRIGHT_PYTHON`.
+    static let python: String? = {
+        let candidates: [String?] = [
+            ProcessInfo.processInfo.environment["LANSYNC_PLAYWRIGHT_PYTHON"],
+            repository.appendingPathComponent(".build/venv/bin/python").path,
+        ]
+        return candidates.compactMap { $0 }.first { path in
+            FileManager.default.isExecutableFile(atPath: path)
+                && run(path, ["-c", "import playwright.sync_api"]).status == 0
+        }
+    }()
+
+    static let chromium = ProcessInfo.processInfo.environment["LANSYNC_CHROMIUM"] ?? "/usr/bin/chromium"
+
+    static func run(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        guard (try? process.run()) != nil else { return (127, "cannot run \(executable)") }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// A request with curl: status, headers (lowercased names) and body.
+    static func request(
+        _ url: String,
+        method: String = "GET",
+        body: String? = nil,
+        token: String? = nil
+    ) -> (status: Int, headers: [String: String], body: String) {
+        var arguments = ["curl", "-s", "-i", "--path-as-is", "--max-time", "10", "-X", method]
+        if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
+        if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
+        let result = run("/usr/bin/env", arguments + [url])
+        let parts = result.output.components(separatedBy: "\r\n\r\n")
+        let head = parts.first?.split(separator: "\r\n") ?? []
+        let status = head.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces
+            )
+        }
+        return (status, headers, parts.dropFirst().joined(separator: "\r\n\r\n"))
+    }
+
+    @Test func theNodeServesThePageAndItsLoginOnce() async throws {
+        let cli = CLI("ui")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        // Without a node there is no page to open: said plainly.
+        let early = try await cli.run(["ui", "--dir", cli.path("a")])
+        #expect(early.status == 1 && early.stderr.contains("no node is running"), "\(early.stderr)")
+        let ports = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        defer { a.stop() }
+        let base = "http://127.0.0.1:\(ports[1])"
+        var page = Self.request(base + "/")
+        for _ in 0..<50 where page.status != 200 {
+            try await Task.sleep(for: .milliseconds(100))
+            page = Self.request(base + "/")
+        }
+        // Every file of the page, exactly as in the repository (scripts/ui.sh embedded them).
+        let folder = Self.repository.appendingPathComponent("Sources/LansyncAPI/UI")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }
+        #expect(files.contains("index.html") && files.contains("app.js"))
+        for name in files {
+            let served = name == "index.html" ? page : Self.request(base + "/ui/" + name)
+            let file = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+            #expect(served.status == 200, "\(name): \(served.status)")
+            #expect(served.body == file, "\(name) is served as in the repository: run scripts/ui.sh")
+            #expect(served.headers["content-security-policy"]?.contains("script-src 'self'") == true, "\(name)")
+            #expect(served.headers["x-content-type-options"] == "nosniff", "\(name)")
+        }
+        #expect(Self.request(base + "/ui/nothing.js").status == 404)
+        // Nothing with data without the token, however the path is spelt.
+        for path in [
+            "/v1/items", "//v1/items", "/v1//items", "/ui/../v1/items", "/V1/items", "/metrics", "/v1/status/",
+        ] {
+            #expect(Self.request(base + path).status == 401, "\(path) without a token")
+        }
+        // `lansync ui`: a link whose code logs in once.
+        let link = try await cli.ok(["ui", "--dir", cli.path("a")]).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(link.hasPrefix(base + "/#login="), "\(link)")
+        let code = String(link.split(separator: "=").last ?? "")
+        let token = try await cli.ok(["api-token", "--dir", cli.path("a")]).trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
+        let first = Self.request(base + "/v1/login", method: "POST", body: #"{"code":"\#(code)"}"#)
+        #expect(first.status == 200 && (try? JSON(parsing: first.body))?["token"] == .string(token), "\(first.body)")
+        let again = Self.request(base + "/v1/login", method: "POST", body: #"{"code":"\#(code)"}"#)
+        #expect(again.status == 401 && again.body.contains("lansync ui"), "\(again.body)")
+        let garbage = Self.request(base + "/v1/login", method: "POST", body: "{not json")
+        #expect(garbage.status == 400 && garbage.body.contains("code"), "\(garbage.body)")
+        #expect(a.isRunning)
+    }
+
+    @Test(
+        .enabled(
+            if: Self.python != nil && FileManager.default.isExecutableFile(atPath: Self.chromium),
+            "Playwright for Python or chromium is missing: scripts/test.sh installs both (Debian's chromium, Playwright from PyPI into .build/venv)"
+        )
+    )
+    func aRealBrowserUsesThePage() async throws {
+        let shots = FileManager.default.temporaryDirectory.appendingPathComponent("lansync-ui-screenshots").path
+        try? FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
+        let result = Self.run(
+            Self.python!,
+            [
+                Self.repository.appendingPathComponent("Tests/ui/page_test.py").path,
+                "--lansync", CLI.binary, "--screenshots", shots,
+            ]
+        )
+        print(result.output)
+        print("screenshots of each view: \(shots)")
+        #expect(result.status == 0, "the browser test failed (its output is above)")
+    }
+}
