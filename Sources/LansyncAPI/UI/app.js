@@ -9,6 +9,7 @@ const TOKEN_KEY = 'lansync.token';
 const PREFS_KEY = 'lansync.items';
 const MAX_ITEMS = 20000;           // the items view loads at most this many items
 const MAX_REFETCH = 300;           // more changed items than this at once: reload the list
+const PAGE_ROWS = 200;             // the items table draws this many rows at first, and more on demand
 
 const main = document.getElementById('main');
 const top = document.getElementById('top');
@@ -245,12 +246,19 @@ class ApiError extends Error {
 
 const UNREACHABLE = `The node at ${location.host} does not answer: is 'lansync node' running? The page reconnects by itself when it is back.`;
 
+/** The CLI's sentences start in lower case and end without a stop; on a page they read better as sentences. */
+function sentence(text) {
+  const t = String(text).trim();
+  if (!t) return t;
+  return t.charAt(0).toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? '' : '.');
+}
+
 async function readProblem(res) {
   let text = '';
   try { text = await res.text(); } catch { /* the body was cut */ }
   try {
     const problem = JSON.parse(text);
-    if (problem && typeof problem.detail === 'string' && problem.detail) return problem.detail;
+    if (problem && typeof problem.detail === 'string' && problem.detail) return sentence(problem.detail);
   } catch { /* not JSON */ }
   return `The node answered ${res.status} ${res.statusText || ''}`.trim() + '.';
 }
@@ -297,7 +305,7 @@ const store = {
 
 function emit(what, ids) {
   for (const fn of [...store.listeners]) {
-    try { fn(what, ids); } catch (e) { console.warn(e); }
+    try { fn(what, ids); } catch (e) { console.error('the page failed to show a change:', e); }
   }
 }
 function subscribe(fn) {
@@ -705,7 +713,7 @@ async function boot() {
       toast(`The login link did not work: ${answer.error} The page used the token it already held.`, { error: true });
       return;
     } else {
-      showLogin(`That login link did not work: ${answer.error}`);
+      showLogin(answer.error);
       return;
     }
   }
@@ -908,6 +916,7 @@ class FieldCell {
       if (read.error) { this.showError(read.error); input.focus(); return; }
       if (await this.patch({ set: { [this.field]: read.value } }, `Saved ${this.field}.`)) this.close();
     };
+    input.addEventListener('input', () => { if (this.error) this.showError(null); });
     input.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') { ev.preventDefault(); save(); }
       else if (ev.key === 'Escape') { ev.preventDefault(); this.close(); }
@@ -1102,6 +1111,8 @@ function itemsView() {
   const rows = new Map();     // id -> { tr, item, cells }
   let columns = [];
   let fieldNames = [];
+  let typesSignature = '';
+  let shownLimit = PAGE_ROWS;       // rows drawn; "Show more" draws more
   let unsubscribe = null;
 
   const el = h('section', { 'aria-labelledby': 'items-title' });
@@ -1111,7 +1122,9 @@ function itemsView() {
     type: 'search', id: 'item-search', placeholder: 'Words, values, an id…', 'data-key': 'search', autocomplete: 'off',
   });
   const deletedBox = h('input', { type: 'checkbox', id: 'show-deleted', checked: prefs.showDeleted });
-  const columnsBody = h('fieldset', null, h('legend', null, 'Show these columns'));
+  // A group, not a <fieldset>: Chromium leaves a fieldset refilled inside a closed <details> blank when it opens.
+  const columnsBody = h('div', { role: 'group', 'aria-labelledby': 'columns-legend' },
+    h('p', { class: 'legend', id: 'columns-legend' }, 'Show these columns'));
   const columnsMenu = h('details', { class: 'menu' },
     h('summary', { 'aria-label': 'Choose columns' }, 'Columns'),
     h('div', { class: 'menu-body' }, columnsBody));
@@ -1123,6 +1136,12 @@ function itemsView() {
   const tbody = h('tbody');
   const table = h('table', { class: 'items', 'aria-labelledby': 'items-title', 'aria-describedby': 'items-count' }, thead, tbody);
   const emptyEl = h('p', { class: 'empty', hidden: true });
+  const moreButton = h('button', { type: 'button', 'data-key': 'more' }, 'Show more');
+  const moreEl = h('div', { class: 'list-foot', hidden: true }, h('span', { class: 'more-count' }), moreButton);
+  moreButton.addEventListener('click', () => {
+    shownLimit += PAGE_ROWS * 5;
+    renderBody();
+  });
   const noticeEl = h('p', { class: 'notice-bar', hidden: true, role: 'alert' });
 
   add(el, [
@@ -1139,6 +1158,7 @@ function itemsView() {
         h('div', { class: 'edit-row' }, sortSelect, sortDir)),
       h('div', { class: 'end' }, columnsMenu)),
     h('div', { class: 'panel table-wrap' }, table, emptyEl),
+    moreEl,
   ]);
 
   function visibleItems() {
@@ -1194,6 +1214,10 @@ function itemsView() {
     }
     if (prefs.type && !counts.has(prefs.type)) counts.set(prefs.type, 0);
     const types = [...counts.keys()].sort((a, b) => collator.compare(a, b));
+    // Refilled only when it changes: refilling would close the list a user has open.
+    const signature = jsonText([types.map((t) => [t, counts.get(t)]), prefs.type]);
+    if (signature === typesSignature) return;
+    typesSignature = signature;
     keepFocus(() => {
       fill(typeSelect, 
         h('option', { value: '' }, 'All types'),
@@ -1209,9 +1233,14 @@ function itemsView() {
       const id = uid('col');
       const box = h('input', { type: 'checkbox', id, checked: columns.includes(key), 'data-key': `col:${key}` });
       box.addEventListener('change', () => {
-        const set = new Set(columns);
-        if (box.checked) set.add(key); else set.delete(key);
-        columns = options.filter((k) => set.has(k));
+        // Keep the order the columns have; a new one goes last (before Sync), Type first.
+        const next = columns.filter((k) => k !== key);
+        if (box.checked) {
+          if (key === '@type') next.unshift(key);
+          else if (key !== '@sync' && next.includes('@sync')) next.splice(next.indexOf('@sync'), 0, key);
+          else next.push(key);
+        }
+        columns = next;
         prefs.columns[prefs.type || '*'] = columns;
         savePrefs(prefs);
         rows.clear();
@@ -1255,12 +1284,12 @@ function itemsView() {
     const title = itemTitle(item);
     const cells = [];
     const tr = h('tr', { 'data-scope': item.id, 'data-id': item.id, class: item.deleted ? 'is-deleted' : null });
-    tr.append(h('td', { 'data-label': 'Item' },
+    tr.append(h('td', { 'data-label': 'Item' }, h('div', null,
       h('a', {
         class: 'item-link', href: `#/item/${encodeURIComponent(item.id)}`, 'data-key': 'open', title: item.id,
         'aria-label': `Open ${title}${item.deleted ? ' (deleted)' : ''}`,
       }, shortId(item.id)),
-      item.deleted ? h('span', null, ' ', h('span', { class: 'badge deleted' }, 'deleted')) : null));
+      item.deleted ? h('span', null, ' ', h('span', { class: 'badge deleted' }, 'deleted')) : null)));
     for (const c of columns) {
       if (c === '@type') {
         tr.append(h('td', { 'data-label': 'Type' }, item.type));
@@ -1307,7 +1336,10 @@ function itemsView() {
 
   function renderBody(flashIds) {
     const list = visibleItems();
-    const wanted = list.map((it) => rowFor(it).tr);
+    const drawn = list.length > shownLimit ? list.slice(0, shownLimit) : list;
+    const wanted = drawn.map((it) => rowFor(it).tr);
+    moreEl.hidden = drawn.length === list.length;
+    moreEl.querySelector('.more-count').textContent = `Showing ${drawn.length.toLocaleString()} of ${list.length.toLocaleString()}.`;
     keepFocus(() => {
       // Move rows only where the order changed, so a focused row is not taken out needlessly.
       let child = tbody.firstElementChild;
@@ -1360,12 +1392,14 @@ function itemsView() {
   }
 
   typeSelect.addEventListener('change', () => {
+    shownLimit = PAGE_ROWS;
     prefs.type = typeSelect.value;
     savePrefs(prefs);
     rows.clear();
     renderAll();
   });
   searchInput.addEventListener('input', () => {
+    shownLimit = PAGE_ROWS;
     search = searchInput.value;
     renderBody();
   });
@@ -1695,8 +1729,7 @@ function itemView(id) {
         h('h3', { id: `hist-${cssId(f)}`, tabindex: '-1' }, f),
         h('ol', { class: 'timeline' }, entries.map((e, i) => {
           const d = describeWrite(e.write);
-          const isCurrent = e.live && d.has && sameValue(d.value, current);
-          const canRevert = d.has && !isCurrent && !item.deleted;
+          const canRevert = d.has && !sameValue(d.value, current) && !item.deleted;
           return h('li', { class: e.live ? 'is-live' : null },
             h('div', { class: 'when' },
               timeEl(e.time),
@@ -1813,7 +1846,7 @@ function conflictsView() {
         putItem(await api('POST', `${itemPath(c.id)}/resolve`, { field: c.field, value }));
         store.conflicts = store.conflicts.filter((x) => !(x.id === c.id && x.field === c.field));
         showConflictCount();
-        toast(`${c.field} of “${shorten(title, 30)}”: kept ${label}.`);
+        toast(`${c.field} of “${shorten(title, 30)}” is now ${label}.`);
         const next = cards.get(key) ? cards.get(key).el.nextElementSibling : null;
         emit('conflicts');
         const focusTarget = next && next.isConnected ? next.querySelector('button') : el.querySelector('h1');
@@ -1829,8 +1862,8 @@ function conflictsView() {
       const who = writerName(v.writer, v.node);
       return h('div', { class: isShown ? 'version shown' : 'version', role: 'listitem' },
         h('div', { class: 'value' }, renderValue(v.value)),
-        h('p', { class: 'who' }, 'by ', h('strong', null, who), ', ', timeEl(v.time)),
-        isShown ? h('p', { class: 'who' }, h('span', { class: 'badge syncing' }, 'shown now')) : null,
+        h('p', { class: 'who' }, 'by ', h('strong', null, who), ', ', timeEl(v.time),
+          isShown ? [' ', h('span', { class: 'badge syncing' }, 'shown now')] : null),
         h('button', {
           type: 'button', class: 'primary', 'data-key': `keep:${i}`,
           'aria-label': `Keep ${shorten(valueText(v.value), 50)}, by ${who}`,
@@ -1942,13 +1975,13 @@ function clusterView() {
         const name = p.name || (p.node_id ? `node ${p.node_id.slice(0, 7)}` : p.address || 'unknown');
         const recv = p.receiving;
         return h('tr', { 'data-peer': p.name || p.node_id || p.address || '' },
-          h('td', { 'data-label': 'Peer' }, h('strong', null, name),
+          h('td', { 'data-label': 'Peer' }, h('div', null, h('strong', null, name),
             p.address ? h('div', { class: 'muted mono' }, p.address) : null,
-            p.node_id ? h('div', { class: 'muted mono', title: p.node_id }, p.node_id.slice(0, 12)) : null),
-          h('td', { 'data-label': 'Path' }, PATHS[p.path] || p.path || '—', p.source ? h('div', { class: 'muted' }, SOURCES[p.source] || p.source) : null),
-          h('td', { 'data-label': 'State' },
+            p.node_id ? h('div', { class: 'muted mono', title: p.node_id }, p.node_id.slice(0, 12)) : null)),
+          h('td', { 'data-label': 'Path' }, h('div', null, PATHS[p.path] || p.path || '—', p.source ? h('div', { class: 'muted' }, SOURCES[p.source] || p.source) : null)),
+          h('td', { 'data-label': 'State' }, h('div', null,
             h('span', { class: p.connected ? 'badge connected state' : 'badge down state' }, p.connected ? 'connected' : 'not connected'),
-            recv ? h('div', { class: 'muted' }, `receiving ${Number(recv.received).toLocaleString()} of ~${Number(recv.expected).toLocaleString()}${recv.eta_seconds != null ? `, ${Math.round(recv.eta_seconds)} s left` : ''}`) : null),
+            recv ? h('div', { class: 'muted' }, `receiving ${Number(recv.received).toLocaleString()} of ~${Number(recv.expected).toLocaleString()}${recv.eta_seconds != null ? `, ${Math.round(recv.eta_seconds)} s left` : ''}`) : null)),
           h('td', { 'data-label': 'Last sync' }, timeEl(p.last_sync)),
           h('td', { 'data-label': 'Lacks' }, p.lacks == null
             ? h('span', { class: 'muted' }, 'unknown')
@@ -1971,7 +2004,7 @@ function clusterView() {
         card('Syncing: being handed over', String(num(ch.syncing))),
         card(`Synced: ${ch.relay ? 'on the relay' : 'on every peer'}`, String(num(ch.synced)))),
       recent.length
-        ? h('div', { class: 'panel table-wrap' }, h('table', { class: 'peers', 'aria-label': 'Recent changes of this node' },
+        ? h('div', { class: 'panel table-wrap' }, h('table', { class: 'recent', 'aria-label': 'Recent changes of this node' },
           h('thead', null, h('tr', null, ['Item', 'Field', 'State'].map((t) => h('th', { scope: 'col' }, t)))),
           h('tbody', null, recent.map((r) => h('tr', null,
             h('td', { 'data-label': 'Item' }, itemLabel(r.id)),

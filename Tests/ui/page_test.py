@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+"""Browser tests of lansync's web page (Docs/UI.md), in a real Chromium driven by Playwright.
+
+    python3 Tests/ui/page_test.py --lansync BIN --screenshots DIR
+
+Sets up a cluster of two nodes on 127.0.0.1 (free ports, a temporary directory), opens each
+node's page, and checks, printing one line per check: logging in with the link 'lansync ui'
+prints (and that the link works once), logging in with the token, an item added on one node's
+page showing up on the other's without a reload, editing a list field as chips, a conflict
+made with the CLI on both nodes and settled on the page, a CLI edit on one node showing up on
+the other's page, a peer going down and coming back on the cluster view, and no JavaScript error
+in any page during the whole run. Screenshots of every view go to DIR.
+
+Exit status 0 only if every check passed. The nodes and the temporary directory are removed
+whatever happens; every wait has a timeout, and the whole run is bounded (RUN_LIMIT).
+
+Chromium is /usr/bin/chromium (Debian's package), or $LANSYNC_CHROMIUM; it runs headless with
+--no-sandbox (CI runs as root).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+RUN_LIMIT = 100          # seconds: the whole run (about 20 s), whatever hangs
+WAIT = 10_000            # ms: the longest a page is given to show something
+SYNC_WAIT = 15.0         # s: the longest the CLI is given to see a change arrive
+
+
+class CheckFailed(Exception):
+    pass
+
+
+class RunTimeout(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """Two nodes, kitchen (A) and garage (B), peers of each other over loopback."""
+
+    def __init__(self, binary, root):
+        self.binary = binary
+        self.root = root
+        self.nodes = {}
+
+    def cli(self, node, *args, check=True, timeout=30):
+        cmd = [self.binary, "--dir", self.nodes[node]["dir"], *args]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise CheckFailed(f"'lansync {' '.join(args)}' on {node} failed ({result.returncode}): {result.stderr.strip()}")
+        return result.stdout.strip()
+
+    def cli_json(self, node, *args):
+        return json.loads(self.cli(node, *args, "--json"))
+
+    def setup(self):
+        pem = os.path.join(self.root, "cluster.pem")
+        subprocess.run([self.binary, "cluster", "create", pem], check=True, capture_output=True, timeout=30)
+        ports = {}
+        for name in ("kitchen", "garage"):
+            listen, api = free_port(), free_port()
+            while api == listen:
+                api = free_port()
+            ports[name] = (listen, api)
+        for name, other in (("kitchen", "garage"), ("garage", "kitchen")):
+            self.nodes[name] = {
+                "dir": os.path.join(self.root, name),
+                "listen": ports[name][0],
+                "api": ports[name][1],
+                "peer": ports[other][0],
+                "log": os.path.join(self.root, f"{name}.log"),
+                "proc": None,
+            }
+        subprocess.run([self.binary, "--dir", self.nodes["kitchen"]["dir"], "init", "--cluster", pem, "--name", "kitchen"],
+                       check=True, capture_output=True, timeout=30)
+        self.start("kitchen")
+        code = self.cli("kitchen", "invite", "--name", "garage")
+        subprocess.run([self.binary, "--dir", self.nodes["garage"]["dir"], "join", code, "--name", "garage"],
+                       check=True, capture_output=True, timeout=60)
+        self.start("garage")
+
+    def url(self, node):
+        return f"http://127.0.0.1:{self.nodes[node]['api']}/"
+
+    def start(self, node):
+        n = self.nodes[node]
+        log = open(n["log"], "a")
+        n["proc"] = subprocess.Popen(
+            [self.binary, "--dir", n["dir"], "node", "--listen", f"127.0.0.1:{n['listen']}", "--no-mdns",
+             "--peer", f"127.0.0.1:{n['peer']}", "--api", f"127.0.0.1:{n['api']}"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if n["proc"].poll() is not None:
+                raise CheckFailed(f"node {node} exited at start ({n['proc'].returncode})")
+            try:
+                with urllib.request.urlopen(self.url(node), timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        raise CheckFailed(f"node {node} did not serve its page at {self.url(node)} within 20 s")
+
+    def stop(self, node, sig=signal.SIGTERM):
+        proc = self.nodes[node]["proc"]
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        self.nodes[node]["proc"] = None
+
+    def stop_all(self):
+        for node in list(self.nodes):
+            try:
+                self.stop(node)
+            except Exception as e:  # keep cleaning up
+                print(f"  (stopping {node}: {e})")
+
+    def log_tails(self, lines=25):
+        out = []
+        for node, n in self.nodes.items():
+            try:
+                with open(n["log"]) as f:
+                    tail = f.readlines()[-lines:]
+            except OSError:
+                tail = ["(no log)\n"]
+            out.append(f"--- {node}'s log, last {len(tail)} lines ---\n" + "".join(tail))
+        return "\n".join(out)
+
+    def wait_cli(self, what, probe, timeout=SYNC_WAIT):
+        """Polls `probe` (which returns (ok, seen)) until ok, or fails saying what was seen last."""
+        deadline = time.monotonic() + timeout
+        seen = None
+        while True:
+            ok, seen = probe()
+            if ok:
+                return seen
+            if time.monotonic() > deadline:
+                raise CheckFailed(f"expected {what} within {timeout:.0f} s; last seen: {seen}")
+            time.sleep(0.15)
+
+
+class Console:
+    """Every console error and uncaught exception of every page, with the few that a check provokes on purpose."""
+
+    def __init__(self):
+        self.errors = []
+
+    def watch(self, page, label, allowed=()):
+        def on_console(msg):
+            if msg.type != "error":
+                return
+            if any(re.search(p, msg.text) for p in allowed):
+                return
+            self.errors.append(f"{label}: console error: {msg.text}")
+
+        def on_error(err):
+            self.errors.append(f"{label}: page error: {err}")
+
+        page.on("console", on_console)
+        page.on("pageerror", on_error)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lansync", required=True, help="the lansync binary")
+    parser.add_argument("--screenshots", required=True, help="a directory for the screenshots")
+    args = parser.parse_args()
+    binary = os.path.abspath(args.lansync)
+    shots = os.path.abspath(args.screenshots)
+    os.makedirs(shots, exist_ok=True)
+    chromium = os.environ.get("LANSYNC_CHROMIUM", "/usr/bin/chromium")
+
+    def on_alarm(signum, frame):
+        raise RunTimeout(f"the run took over {RUN_LIMIT} s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(RUN_LIMIT)
+
+    root = tempfile.mkdtemp(prefix="lansync-ui-")
+    cluster = Cluster(binary, root)
+    console = Console()
+    passed = []
+    started = time.monotonic()
+    current = ["setting up"]
+
+    def check(name):
+        current[0] = name
+
+        def done():
+            passed.append(name)
+            print(f"ok    {name}  ({time.monotonic() - started:.1f} s)", flush=True)
+        return done
+
+    browser = None
+    failure = None
+    try:
+        current[0] = "setting up two nodes"
+        cluster.setup()
+        ids = {}
+        ids["bike"] = cluster.cli("kitchen", "add", "--type", "task", "title=Fix the bike", 'tags=["garage"]', "priority=2")
+        ids["paint"] = cluster.cli("garage", "add", "--type", "task", "title=Buy paint", 'tags=["shop", "weekend"]', "priority=1")
+        ids["groceries"] = cluster.cli("kitchen", "add", "--type", "note", "title=Groceries", 'items=["milk", "eggs", "bread"]')
+
+        with sync_playwright() as pw:
+            current[0] = f"launching {chromium}"
+            browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+            try:
+
+                def new_page(label, allowed=(), **context_args):
+                    context_args.setdefault("viewport", {"width": 1280, "height": 860})
+                    context = browser.new_context(**context_args)
+                    page = context.new_page()
+                    page.set_default_timeout(WAIT)
+                    console.watch(page, label, allowed)
+                    return page
+
+                def screenshot(page, name, full=True):
+                    # A still picture for the docs: from the top, no focus ring, no passing message.
+                    page.evaluate("""() => {
+                        window.scrollTo(0, 0);
+                        if (document.activeElement) document.activeElement.blur();
+                        document.querySelectorAll('.toast').forEach((t) => t.remove());
+                    }""")
+                    page.screenshot(path=os.path.join(shots, f"{name}.png"), full_page=full, animations="disabled")
+
+                def items_row(page, text):
+                    return page.locator("table.items tbody tr", has_text=text)
+
+                # -- logging in --------------------------------------------------------------
+                done = check("log in with the link 'lansync ui' prints")
+                link = cluster.cli("kitchen", "ui")
+                if not re.match(r"^http://127\.0\.0\.1:\d+/#login=\S+$", link):
+                    raise CheckFailed(f"expected 'lansync ui' to print http://127.0.0.1:PORT/#login=CODE, got {link!r}")
+                a = new_page("kitchen's page")
+                a.goto(link)
+                expect(a.get_by_role("heading", name="Items", exact=True)).to_be_visible()
+                expect(items_row(a, "Fix the bike")).to_be_visible()
+                if "login=" in a.url:
+                    raise CheckFailed(f"expected the login code to be gone from the address, got {a.url}")
+                token = a.evaluate("localStorage.getItem('lansync.token')")
+                if token != cluster.cli("kitchen", "api-token"):
+                    raise CheckFailed("expected the page to hold the node's token after the link")
+                done()
+
+                done = check("the same link a second time: refused with a clear message")
+                spent = new_page("a spent link", allowed=[r"status of 401"])
+                spent.goto(link)
+                expect(spent.get_by_role("heading", name="Log in to this node")).to_be_visible()
+                expect(spent.get_by_text(re.compile("used already, has expired"))).to_be_visible()
+                done()
+
+                done = check("a wrong token: refused with a clear message")
+                spent.get_by_label("API token").fill("not-the-token")
+                spent.get_by_role("button", name="Log in").click()
+                expect(spent.get_by_text(re.compile("does not accept that token"))).to_be_visible()
+                screenshot(spent, "login", full=False)
+                spent.context.close()
+                done()
+
+                done = check("log in with the token")
+                b = new_page("garage's page")
+                b.goto(cluster.url("garage"))
+                b.get_by_label("API token").fill(cluster.cli("garage", "api-token"))
+                b.get_by_role("button", name="Log in").click()
+                expect(b.get_by_role("heading", name="Items", exact=True)).to_be_visible()
+                expect(items_row(b, "Buy paint")).to_be_visible()
+                expect(b.locator("#live")).to_have_text("Live")
+                done()
+
+                # -- adding, searching, choosing columns -----------------------------------
+                done = check("a malformed value is refused with a clear error, nothing is made")
+                expect(a.locator("#live")).to_have_text("Live")
+                a.get_by_role("button", name="New item").click()
+                a.locator("#new-type").fill("task")
+                a.get_by_label("Value 1").fill("Climb")
+                a.get_by_label("Field name 2").fill("tags")
+                a.get_by_label("Value 2").fill('["outdoor", ')
+                a.get_by_role("button", name="Create").click()
+                expect(a.locator("#new-item-error")).to_contain_text("is not valid JSON")
+                if len(cluster.cli_json("kitchen", "list")) != 3:
+                    raise CheckFailed("expected no item to be made from a malformed value")
+                done()
+
+                done = check("add an item on kitchen's page, see it on garage's page without a reload")
+                a.get_by_label("Value 2").fill('["outdoor"]')
+                a.get_by_role("button", name="Create").click()
+                expect(items_row(a, "Climb")).to_be_visible()
+                expect(items_row(b, "Climb")).to_be_visible()
+                made = [i for i in cluster.cli_json("kitchen", "list") if i["fields"].get("title") == "Climb"]
+                if len(made) != 1 or made[0]["fields"].get("tags") != ["outdoor"] or made[0]["type"] != "task":
+                    raise CheckFailed(f"expected one task Climb with tags [\"outdoor\"], got {made}")
+                ids["climb"] = made[0]["id"]
+                done()
+
+                done = check("search, type filter and column choice")
+                a.get_by_label("Search").fill("climb")
+                expect(a.locator("table.items tbody tr")).to_have_count(1)
+                a.get_by_label("Search").fill("")
+                a.locator("#type-filter").select_option("note")
+                expect(a.locator("table.items tbody tr")).to_have_count(1)
+                expect(items_row(a, "Groceries")).to_be_visible()
+                a.locator("#type-filter").select_option("")
+                expect(a.locator("table.items tbody tr")).to_have_count(4)
+                a.get_by_text("Columns", exact=True).click()
+                priority_box = a.get_by_role("checkbox", name="priority")
+                expect(priority_box).to_be_visible()
+                if priority_box.is_checked():
+                    priority_box.uncheck()
+                expect(a.locator("thead th", has_text="priority")).to_have_count(0)
+                priority_box.check()
+                expect(a.locator("thead th", has_text="priority")).to_have_count(1)
+                tags_box = a.get_by_role("checkbox", name="tags")
+                if not tags_box.is_checked():
+                    tags_box.check()
+                a.keyboard.press("Escape")
+                a.get_by_role("button", name=re.compile("^title: sort")).click()
+                expect(a.locator("table.items tbody tr").first).to_contain_text("Buy paint")
+                done()
+
+                # -- editing a list, and a scalar -------------------------------------------
+                done = check("edit a list field as chips (add one, remove one); the other node has it")
+                row = a.locator(f'tr[data-id="{ids["climb"]}"]')
+                row.locator('td[data-field="tags"] button.show').click()
+                add_box = a.get_by_label("Add to tags")
+                add_box.fill("indoor")
+                add_box.press("Enter")
+                expect(row.get_by_role("button", name="Remove indoor from tags")).to_be_visible()
+                row.get_by_role("button", name="Remove outdoor from tags").click()
+                expect(row.get_by_role("button", name="Remove outdoor from tags")).to_have_count(0)
+                a.get_by_label("Add to tags").press("Escape")
+                expect(row.locator('td[data-field="tags"] .chip')).to_have_text(["indoor"])
+                cluster.wait_cli("garage's 'get --json' to show tags [\"indoor\"]", lambda: (
+                    (lambda item: (item["fields"].get("tags") == ["indoor"], item["fields"].get("tags")))(
+                        cluster.cli_json("garage", "get", ids["climb"]))))
+                expect(items_row(b, "Climb").locator('td[data-field="tags"] .chip')).to_have_text(["indoor"])
+                done()
+
+                done = check("edit a text field inline; the other node's page shows it")
+                row.locator('td[data-field="title"] button.show').click()
+                box = a.get_by_label("New value of title")
+                box.fill("Climb the north face")
+                box.press("Enter")
+                expect(row.locator('td[data-field="title"]')).to_have_text("Climb the north face")
+                expect(items_row(b, "Climb the north face")).to_be_visible()
+                done()
+
+                done = check("a CLI edit on garage shows up on kitchen's page")
+                cluster.cli("garage", "set", ids["bike"], "title=Fix the bike (front brake)", "tags+=urgent")
+                expect(items_row(a, "Fix the bike (front brake)")).to_be_visible()
+                expect(items_row(a, "Fix the bike (front brake)").locator('td[data-field="tags"] .chip')).to_have_text(["garage", "urgent"])
+                done()
+
+                done = check("delete and restore on the page; the other node follows")
+                target = items_row(a, "Buy paint")
+                target.get_by_role("button", name="Delete Buy paint").click()
+                expect(items_row(a, "Buy paint")).to_have_count(0)
+                expect(items_row(b, "Buy paint")).to_have_count(0)
+                cluster.wait_cli("garage to see Buy paint deleted", lambda: (
+                    (lambda item: (item["deleted"] is True, item["deleted"]))(cluster.cli_json("garage", "get", ids["paint"]))))
+                a.get_by_label("Show deleted").check()
+                a.get_by_role("button", name="Restore Buy paint").click()
+                a.get_by_label("Show deleted").uncheck()
+                expect(items_row(a, "Buy paint")).to_be_visible()
+                expect(items_row(b, "Buy paint")).to_be_visible()
+                done()
+
+                done = check("the items view at 390 x 844")
+                phone = new_page("kitchen's page on a phone", viewport={"width": 390, "height": 844}, is_mobile=True)
+                phone.goto(link.split("#")[0])
+                phone.evaluate("token => localStorage.setItem('lansync.token', token)", token)
+                phone.reload()
+                expect(items_row(phone, "Climb the north face")).to_be_visible()
+                width = phone.evaluate("document.documentElement.scrollWidth")
+                if width > 390:
+                    raise CheckFailed(f"expected the page to fit 390 px, it is {width} px wide")
+                screenshot(phone, "items-phone", full=False)
+                phone.context.close()
+                done()
+
+                a.get_by_label("Search").fill("")
+                screenshot(a, "items")
+
+                # -- a conflict --------------------------------------------------------------
+                done = check("a conflict made with the CLI on both nodes shows on the page")
+                b.context.close()   # garage's node goes down next: its page would only see it fail
+                cluster.stop("garage")
+                cluster.cli("kitchen", "set", ids["groceries"], "title=Groceries for Saturday")
+                cluster.cli("garage", "set", ids["groceries"], "title=Groceries for Sunday")
+                a.get_by_role("link", name=re.compile("^Conflicts")).click()
+                expect(a.get_by_role("heading", name="Conflicts", exact=True)).to_be_visible()
+                expect(a.get_by_text("No open conflicts")).to_be_visible()
+                cluster.start("garage")
+                card = a.locator(f'article[data-conflict="{ids["groceries"]}/title"]')
+                expect(card).to_be_visible(timeout=SYNC_WAIT * 1000)
+                expect(card.locator(".version")).to_have_count(2)
+                expect(card).to_contain_text("Groceries for Saturday")
+                expect(card).to_contain_text("Groceries for Sunday")
+                expect(card).to_contain_text("kitchen")
+                expect(card).to_contain_text("garage")
+                expect(a.locator("#conflict-count")).to_have_text("1")
+                screenshot(a, "conflicts")
+                done()
+
+                done = check("settle it on the page; closed on both nodes")
+                card.get_by_role("button", name=re.compile("^Keep Groceries for Sunday")).click()
+                expect(a.get_by_text("No open conflicts")).to_be_visible()
+                expect(a.locator("#conflict-count")).to_be_hidden()
+                for node in ("kitchen", "garage"):
+                    cluster.wait_cli(f"'conflicts --json' on {node} to be empty",
+                                     lambda node=node: (lambda c: (c == [], c))(cluster.cli_json(node, "conflicts")))
+                    cluster.wait_cli(f"{node} to show the kept title", lambda node=node: (
+                        (lambda t: (t == "Groceries for Sunday", t))(cluster.cli_json(node, "get", ids["groceries"])["fields"].get("title"))))
+                done()
+
+                done = check("an item's page: its fields, its history, bring a value back")
+                a.goto(f"{cluster.url('kitchen')}#/item/{ids['groceries']}")
+                expect(a.get_by_role("heading", name="Groceries for Sunday", level=1)).to_be_visible()
+                history = a.locator('section[data-scope="hist:title"]')
+                for value in ("Groceries", "Groceries for Saturday", "Groceries for Sunday"):
+                    expect(history.locator("li", has_text=value).first).to_be_visible()
+                bring_back = history.get_by_role("button", name="Bring back title = Groceries", exact=True)
+                entries = history.locator("li").count()
+                bring_back.click()
+                expect(a.get_by_role("heading", name="Groceries", exact=True, level=1)).to_be_visible()
+                expect(history.locator("li")).to_have_count(entries + 1)
+                cluster.wait_cli("garage to show the title brought back", lambda: (
+                    (lambda t: (t == "Groceries", t))(cluster.cli_json("garage", "get", ids["groceries"])["fields"].get("title"))))
+                screenshot(a, "item")
+                done()
+
+                # -- the cluster view ------------------------------------------------------
+                done = check("cluster view: garage connected")
+                a.get_by_role("link", name="Cluster").click()
+                peer_state = a.locator('tr[data-peer="garage"] .state')
+                expect(peer_state).to_have_text("connected", timeout=SYNC_WAIT * 1000)
+                expect(a.locator('tr[data-peer="garage"]')).to_contain_text("direct")
+                done()
+
+                done = check("cluster view: garage goes down")
+                cluster.stop("garage", signal.SIGKILL)
+                expect(peer_state).to_have_text("not connected", timeout=SYNC_WAIT * 1000)
+                done()
+
+                done = check("an edit made while garage is down shows DIRTY, then SYNCED once it is back")
+                a.get_by_role("link", name="Items", exact=True).click()
+                climb = a.locator(f'tr[data-id="{ids["climb"]}"]')
+                climb.locator('td[data-field="title"] button.show').click()
+                box = a.get_by_label("New value of title")
+                box.fill("Climb the north face, with ropes")
+                box.press("Enter")
+                expect(climb.locator(".sync-cell .badge")).to_have_text("DIRTY")
+                a.get_by_role("link", name="Cluster").click()
+                expect(peer_state).to_have_text("not connected")
+                done()
+
+                done = check("cluster view: garage comes back")
+                cluster.start("garage")
+                expect(peer_state).to_have_text("connected", timeout=SYNC_WAIT * 1000)
+                expect(a.locator('tr[data-peer="garage"]')).to_contain_text("nothing", timeout=SYNC_WAIT * 1000)
+                screenshot(a, "cluster")
+                a.get_by_role("link", name="Items", exact=True).click()
+                expect(climb.locator(".sync-cell .badge")).to_have_text("SYNCED", timeout=SYNC_WAIT * 1000)
+                cluster.wait_cli("garage to have the edit made while it was down", lambda: (
+                    (lambda t: (t == "Climb the north face, with ropes", t))(cluster.cli_json("garage", "get", ids["climb"])["fields"].get("title"))))
+                done()
+
+                done = check("no JavaScript error in any page")
+                a.context.close()
+                if console.errors:
+                    raise CheckFailed("expected no console or page error, got:\n  " + "\n  ".join(console.errors))
+                done()
+
+                browser.close()
+                browser = None
+            except BaseException:
+                # What each open page showed when a check failed.
+                for i, context in enumerate(browser.contexts if browser else []):
+                    for j, page in enumerate(context.pages):
+                        try:
+                            page.screenshot(path=os.path.join(shots, f"failure-{i}-{j}.png"), full_page=True)
+                        except Exception:
+                            pass
+                raise
+    except (Exception, RunTimeout) as e:   # any failure: report it, then clean up
+        failure = e
+    finally:
+        signal.alarm(0)
+        if browser is not None:
+            try:
+                browser.close()
+            except Exception:
+                pass
+        if failure is not None:
+            print(f"FAIL  {current[0]}", flush=True)
+            print(f"      {type(failure).__name__}: {failure}".replace("\n", "\n      "))
+            if console.errors:
+                print("      console errors so far:\n        " + "\n        ".join(console.errors))
+            print(cluster.log_tails())
+        cluster.stop_all()
+        shutil.rmtree(root, ignore_errors=True)
+
+    if failure is not None:
+        print(f"{len(passed)} check(s) passed, 1 failed; screenshots in {shots}")
+        return 1
+    print(f"all {len(passed)} checks passed in {time.monotonic() - started:.1f} s; screenshots in {shots}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
