@@ -44,25 +44,6 @@ import Testing
         return false
     }
 
-    /// Sends bytes that are not TLS to a port, and closes.
-    static func sendGarbage(to port: Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { return }
-        let garbage = Array("GET / HTTP/1.0\r\n\r\nnot a TLS hello at all\n".utf8)
-        _ = garbage.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        Thread.sleep(forTimeInterval: 0.3)
-    }
-
     @Test func theLogSaysWhatHappenedAsTextAndAsJSON() async throws {
         let cli = CLI("logs")
         defer { cli.cleanUp() }
@@ -82,7 +63,7 @@ import Testing
             "a: \(a.logText)"
         )
         // A stranger's connection that is not TLS: one line, with the address and why.
-        Self.sendGarbage(to: ports[0])
+        _ = tcpSend(port: ports[0], bytes: Array("GET / HTTP/1.0\r\n\r\nnot a TLS hello\n".utf8), keepOpen: false)
         #expect(
             try await Self.eventually { a.logText.contains("closed a connection from 127.0.0.1 before a session") },
             "a: \(a.logText)"
@@ -154,7 +135,9 @@ import Testing
         #expect(
             try await Self.eventually {
                 text = Self.get(url, token: token).body
+                // Counters move as sessions report: wait for what the convergence implies.
                 return Self.sample(text, "lansync_peers_connected") == 1
+                    && Self.sample(text, "lansync_field_states_received_total") ?? 0 >= 1
             },
             "\(text)"
         )

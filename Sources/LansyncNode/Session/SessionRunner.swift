@@ -118,6 +118,12 @@ public struct SessionRunner: Sendable {
         do {
             try await connection.channel.executeThenClose { inbound, outbound in
                 var machine = SessionMachine(config: config)
+                // However the session ends (cleanly, on an error, or closed under a write), the
+                // outcome says what it moved: a batch applied just before a close still counts.
+                defer {
+                    outcome.sentUpdates = machine.sentUpdates
+                    outcome.receivedUpdates = machine.receivedUpdates
+                }
                 var delta: DeltaStream?
                 /// The current delta is known to be empty (``hub``'s vector): produce nothing.
                 var emptyDelta = false
@@ -276,8 +282,6 @@ public struct SessionRunner: Sendable {
                             return true
                         }
                     }
-                    outcome.sentUpdates = machine.sentUpdates
-                    outcome.receivedUpdates = machine.receivedUpdates
                     return false
                 }
 
@@ -309,11 +313,7 @@ public struct SessionRunner: Sendable {
                         if machine.phase != .closed { outcome.connectionError = "the peer closed the connection" }
                         return
                     case .event(let event):
-                        if try await perform(machine.handle(event)) {
-                            outcome.sentUpdates = machine.sentUpdates
-                            outcome.receivedUpdates = machine.receivedUpdates
-                            return
-                        }
+                        if try await perform(machine.handle(event)) { return }
                     }
                     let now = SessionObserver.Progress(
                         sentUpdates: machine.sentUpdates,
