@@ -35,6 +35,10 @@ public final class Node: Sendable {
     /// Connections closed before they proved a membership (no TLS, silence, a bad handshake):
     /// each address and reason logged at most once a minute, so a flood cannot fill the log.
     let strangers = RefusedConnections()
+    /// Lines strangers can cause (connections closed before a session, discovery changes): at
+    /// most this many a minute each, whatever the number of addresses or adverts.
+    let strangerLines = LineBudget(perMinute: 30)
+    let discoveryLines = LineBudget(perMinute: 30)
     /// Answers machines joining with an invite.
     let joinDesk: JoinDesk
     /// Connections refused for their certificate, for `status` and the log.
@@ -179,8 +183,10 @@ public final class Node: Sendable {
     func noteStranger(address: String, reason: String, metric: String = "handshake") {
         metrics.refused(metric)
         guard strangers.note(address: address, reason: reason) else { return }
+        let budget = strangerLines.take()
+        guard budget != .drop else { return }
         logger.info(
-            "closed a connection from \(address) before a session: \(reason) (said at most once a minute per address)",
+            "closed a connection from \(address) before a session: \(reason) (said at most once a minute per address\(budget == .lastThisMinute ? "; no more such lines this minute" : ""))",
             metadata: ["event": "refused", "address": "\(address)", "reason": "\(metric)"]
         )
     }
@@ -205,20 +211,14 @@ public final class Node: Sendable {
                         await registry.discovered(peer.nodeID, address: address.description)
                         if await seen.found(peer.nodeID, at: address) {
                             metrics.discovery("found")
-                            logger.info(
-                                "mDNS: found node \(peer.nodeID.short) at \(address)",
-                                metadata: ["event": "discovery", "change": "found", "node": "\(peer.nodeID.text)"]
-                            )
+                            logDiscovery("found node \(peer.nodeID.short) at \(address)", "found", peer.nodeID)
                             dialers.addTask {
                                 await self.keepConnected(.discovered(peer.nodeID, seen), transport: transport)
                             }
                         }
                     case .lost(let node):
                         metrics.discovery("lost")
-                        logger.info(
-                            "mDNS: node \(node.short) is no longer advertised",
-                            metadata: ["event": "discovery", "change": "lost", "node": "\(node.text)"]
-                        )
+                        logDiscovery("node \(node.short) is no longer advertised", "lost", node)
                         await seen.lost(node)
                     case .available:
                         metrics.discovery("available")
@@ -234,6 +234,16 @@ public final class Node: Sendable {
         } onCancel: {
             discovery.stop()
         }
+    }
+
+    /// Logs a peer found or lost on mDNS, within ``discoveryLines``.
+    private func logDiscovery(_ text: String, _ change: String, _ node: NodeID) {
+        let budget = discoveryLines.take()
+        guard budget != .drop else { return }
+        logger.info(
+            "mDNS: \(text)\(budget == .lastThisMinute ? " (no more discovery lines this minute)" : "")",
+            metadata: ["event": "discovery", "change": "\(change)", "node": "\(node.text)"]
+        )
     }
 
     /// Runs one session and records what happened.
