@@ -672,7 +672,8 @@ enum OpenAPIDocument {
                             "type": "string",
                             "description": "The code after `#login=` in the link `lansync ui` prints."
                           }
-                        }
+                        },
+                        "additionalProperties": false
                       }
                     }
                   }
@@ -720,7 +721,7 @@ enum OpenAPIDocument {
             },
             "schemas": {
               "Value": {
-                "description": "A field's value: null, a bool, a number, a string, or a list of values (nested at most 16 deep). An integer is a signed 64-bit one; a larger number is written as a double (1e20).",
+                "description": "A field's value: null, a bool, a number, a string, or a list of values (nested at most 16 deep). An integer is a signed 64-bit one: a longer integer literal is refused with 422 (write it as a string, or as a double such as 1e20; JSON Schema cannot tell 1e20 from the integer literal, so the range is not in this schema).",
                 "type": [
                   "null",
                   "boolean",
@@ -730,13 +731,6 @@ enum OpenAPIDocument {
                 ],
                 "items": {
                   "$ref": "#/components/schemas/Value"
-                },
-                "if": {
-                  "type": "integer"
-                },
-                "then": {
-                  "minimum": -9223372036854775808,
-                  "maximum": 9223372036854775807
                 }
               },
               "Fields": {

@@ -42,7 +42,8 @@ struct Problem: HTTPResponseError {
             case .corrupt: return Problem(.serviceUnavailable, store.description)
             default: return Problem(.internalServerError, store.description)
             }
-        case let host as HostError: return Problem(.badRequest, host.description)
+        case let host as HostError:
+            return Problem(host.unprocessable ? .unprocessableContent : .badRequest, host.description)
         case let query as QueryError: return Problem(.badRequest, query.description)
         case is NIOTooManyBytesError:
             return Problem(.contentTooLarge, "the request body is over \(APIServer.maxBody) bytes: send less at once")

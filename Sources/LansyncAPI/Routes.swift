@@ -192,12 +192,7 @@ struct Routes: Sendable {
     func patchItem(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try resolve(context)
         let body = try await bytes(of: request)
-        guard let text = String(validating: body, as: UTF8.self), let json = try? JSON(parsing: text) else {
-            throw Problem(
-                .badRequest,
-                "the patch is not JSON: send a list of assignments or {\"set\", \"add\", \"remove\"}"
-            )
-        }
+        let json = try Self.parse(body, "the patch", shape: #"a list of assignments or {"set", "add", "remove"}"#)
         var assignments: [Assignment] = []
         switch json {
         case .array(let list):
@@ -251,8 +246,8 @@ struct Routes: Sendable {
     func resolveConflict(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try resolve(context)
         let body = try await bytes(of: request)
-        guard let text = String(validating: body, as: UTF8.self), let json = try? JSON(parsing: text),
-            case .object(let members) = json, Set(members.map(\.key)) == ["field", "value"],
+        let json = try Self.parse(body, "a resolve body", shape: #"{"field": NAME, "value": VALUE}"#)
+        guard case .object(let members) = json, Set(members.map(\.key)) == ["field", "value"],
             case .string(let name)? = json["field"], let value = json["value"]?.value
         else {
             throw Problem(.badRequest, "a resolve body is {\"field\": NAME, \"value\": VALUE}")
@@ -272,6 +267,23 @@ struct Routes: Sendable {
             } ?? false
         let entries = try store.history(id, field: field).filter { all || field != nil || !$0.field.isReserved }
         return json(entries.jsonText)
+    }
+
+    /// A request body as JSON: 400 when it is not JSON (or not UTF-8), 422 when it is but holds
+    /// an integer past 64 bits (JSON sets no limit; lansync keeps Int64 and doubles apart, and a
+    /// double is written 1e20).
+    static func parse(_ body: [UInt8], _ what: String, shape: String) throws -> JSON {
+        guard let text = String(validating: body, as: UTF8.self) else {
+            throw Problem(.badRequest, "\(what) is not UTF-8 text: send \(shape)")
+        }
+        do {
+            return try JSON(parsing: text)
+        } catch {
+            guard error.isNumberOutOfRange else {
+                throw Problem(.badRequest, "\(what) is not JSON (\(error.description)): send \(shape)")
+            }
+            throw Problem(.unprocessableContent, "\(what) holds an \(error.description)")
+        }
     }
 
     func bytes(of request: Request) async throws -> [UInt8] {

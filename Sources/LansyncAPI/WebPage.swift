@@ -54,8 +54,10 @@ struct WebPage: Sendable {
     /// `{"code": CODE}` from the link `lansync ui` printed: answers `{"token": TOKEN}` once.
     func login(_ request: Request) async throws -> Response {
         let body = try await request.body.collect(upTo: 4096)
+        // Exactly {"code": CODE}, like every other body the API takes: an unknown key is a mistake.
         guard let text = String(validating: body.readableBytesView, as: UTF8.self),
-            case .string(let code)? = (try? JSON(parsing: text))?["code"]
+            case .object(let members)? = try? JSON(parsing: text), members.count == 1,
+            case .string(let code) = members[0].value, members[0].key == "code"
         else {
             throw Problem(
                 .badRequest,

@@ -2,6 +2,9 @@
 /// what was wrong and what to do. Nothing was changed when it is thrown.
 public struct HostError: Error, CustomStringConvertible, Sendable, Equatable {
     public let description: String
+    /// The input was well formed but holds what lansync cannot keep (an integer past 64 bits):
+    /// the local API answers it with 422 rather than 400.
+    public var unprocessable = false
 
     public init(_ description: String) { self.description = description }
 }

@@ -108,7 +108,13 @@ public enum ItemImport {
     static func parse(_ bytes: [UInt8], number: Int, fail: (String) -> HostError) throws(HostError) -> Line {
         guard let text = String(validating: bytes, as: UTF8.self) else { throw fail("not valid UTF-8") }
         let json: JSON
-        do { json = try JSON(parsing: text) } catch { throw fail("not JSON (\(error.description))") }
+        do { json = try JSON(parsing: text) } catch {
+            // Sound JSON (which has no integer limits) with an integer past 64 bits.
+            guard error.isNumberOutOfRange else { throw fail("not JSON (\(error.description))") }
+            var tooLarge = fail("holds an \(error.description)")
+            tooLarge.unprocessable = true
+            throw tooLarge
+        }
         guard case .object(let members) = json else {
             throw fail("expected a JSON object like 'lansync get --json' prints")
         }

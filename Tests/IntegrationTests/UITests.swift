@@ -108,6 +108,8 @@ import Testing
         #expect(first.status == 200 && (try? JSON(parsing: first.body))?["token"] == .string(token), "\(first.body)")
         let again = Self.request(base + "/v1/login", method: "POST", body: #"{"code":"\#(code)"}"#)
         #expect(again.status == 401 && again.body.contains("lansync ui"), "\(again.body)")
+        let extra = Self.request(base + "/v1/login", method: "POST", body: #"{"code":"\#(code)","remember":true}"#)
+        #expect(extra.status == 400, "a login body is exactly {\"code\"}: \(extra.body)")
         let garbage = Self.request(base + "/v1/login", method: "POST", body: "{not json")
         #expect(garbage.status == 400 && garbage.body.contains("code"), "\(garbage.body)")
         #expect(a.isRunning)

@@ -90,11 +90,16 @@ def check(base, token):
         ("an object value", json.dumps({"set": {"x": {"a": 1}}}).encode(), 400, "object"),
         ("a bad assignment", json.dumps(["no equals sign"]).encode(), 400, "not an assignment"),
         ("a reserved field", json.dumps(["_type=x"]).encode(), 400, "reserved"),
+        ("an integer past 64 bits", b'{"set": {"n": 100000000000000000000}}', 422, "integer out of range"),
     ]:
         s, c, p = request(base, token, "PATCH", "/v1/items/api-1", raw=body)
         expect(problem(s, c, p, code, words), f"{what}: {code} problem", f"{s} {p}")
     s, c, p = request(base, token, "POST", "/v1/items", raw=json.dumps({"type": "t", "colour": 1}).encode())
     expect(problem(s, c, p, 400, "unknown key"), "create with an unknown key: 400", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items", raw=b'{"type": "t", "fields": {"n": -100000000000000000000}}')
+    expect(problem(s, c, p, 422, "integer out of range"), "create with an integer past 64 bits: 422", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items", {"type": "t", "id": "big", "fields": {"n": 1e20}})
+    expect(s == 201 and p["fields"]["n"] == 1e20, "a double written 1e20 is taken", f"{s} {p}")
     s, c, p = request(base, token, "POST", "/v1/items", raw=b"x" * (5 << 20))
     expect(problem(s, c, p, 413, "bytes"), "an oversized body: 413", f"{s} {str(p)[:200]}")
     expect(request(base, token, "GET", "/v1/items/api-1")[2] == before, "bad input changed nothing")
