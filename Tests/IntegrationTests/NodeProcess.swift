@@ -58,6 +58,19 @@ final class NodeProcess: @unchecked Sendable {
     }
 
     var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// Waits up to `seconds` for the log to contain every one of `needles`. The node writes a line
+    /// after it acts (a key removed, a write overruled), so a test that has seen the act must
+    /// still wait for the line.
+    func logContains(_ needles: String..., within seconds: Double = 10) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let text = logText
+            if needles.allSatisfy({ text.contains($0) }) { return true }
+            guard Date() < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
     var pid: Int32 { process.processIdentifier }
     var isRunning: Bool { process.isRunning }
 
