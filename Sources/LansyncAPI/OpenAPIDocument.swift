@@ -1307,7 +1307,7 @@ enum OpenAPIDocument {
                 }
               },
               "422": {
-                "description": "A value over 1 MiB or too many fields.",
+                "description": "Well formed but not keepable: a value over 1 MiB or nested over 16 deep, too many fields, an integer past 64 bits, a field name or type over its limit in bytes (this document counts characters), or an assignment whose value is a JSON object.",
                 "content": {
                   "application/problem+json": {
                     "schema": {

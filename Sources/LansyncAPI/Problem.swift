@@ -69,7 +69,9 @@ struct Problem: HTTPResponseError {
         case .unknownItem: Problem(.notFound, edit.description)
         // The request is sound but the item's present state refuses it.
         case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList: Problem(.conflict, edit.description)
-        case .valueTooLarge, .valueTooDeep, .tooManyFields: Problem(.unprocessableContent, edit.description)
+        // Over a limit: a value too large, or a name the OpenAPI document lets through (it can
+        // only count characters) that is too long in bytes.
+        case _ where edit.isOverALimit: Problem(.unprocessableContent, edit.description)
         default: Problem(.badRequest, edit.description)
         }
     }

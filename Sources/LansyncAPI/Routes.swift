@@ -71,15 +71,38 @@ struct Routes: Sendable {
         }
     }
 
-    /// A `type` filter: a type an item could have (a wrong one is a mistake, not an empty answer).
+    /// A `type` filter: a type an item could have (a wrong one is a mistake, not an empty answer),
+    /// except that one the OpenAPI document allows (64 characters) but over 64 bytes is taken and
+    /// matches nothing: the document cannot count bytes, and a filter is a question, not an edit.
     static func type(_ text: String) throws -> String {
-        try ItemState.validate(type: text)
-        return text
+        try inQuery {
+            if text.utf8.count > Limits.maxTypeBytes, text.unicodeScalars.count <= Limits.maxTypeBytes,
+                !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
+            {
+                return text
+            }
+            try ItemState.validate(type: text)
+            return text
+        }
     }
 
-    /// A `field` filter: a field name, or `_type` or `_deleted`.
+    /// A `field` filter: a field name, or `_type` or `_deleted`; like a type, a name within the
+    /// document's 128 characters but over 128 bytes matches nothing.
     static func field(_ text: String) throws -> FieldName {
-        try QueryParser.field(text, in: "field=\(text)")
+        try inQuery {
+            if text.utf8.count > Limits.maxFieldNameBytes, text.unicodeScalars.count <= Limits.maxFieldNameBytes {
+                try FieldName.checkSpelling(text)
+                return FieldName(unchecked: text)
+            }
+            return try QueryParser.field(text, in: "field=\(text)")
+        }
+    }
+
+    /// Bad input in a query string is a 400 whatever it is (a 422 is for a body's content).
+    static func inQuery<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let problem as Problem { throw problem } catch {
+            throw Problem(.badRequest, Problem.from(error).detail)
+        }
     }
 
     /// Each endpoint's methods, for the `405` (with `Allow`) a known path answers to another one.
@@ -156,8 +179,8 @@ struct Routes: Sendable {
         } else {
             // A query: `next` is an opaque cursor for `after`, with the same query.
             let itemQuery = ItemQuery(
-                filters: try conditions.map(QueryParser.filter),
-                sort: try sort.map(QueryParser.sort)
+                filters: try Self.inQuery { try conditions.map(QueryParser.filter) },
+                sort: try Self.inQuery { try sort.map(QueryParser.sort) }
             )
             let result = try store.query(
                 itemQuery,

@@ -45,4 +45,16 @@ public enum EditError: Error, Equatable, Sendable, CustomStringConvertible {
             "field '\(field)' of item \(id) has no open conflict: use 'lansync set' to change it"
         }
     }
+
+    /// The edit is well formed but goes past one of ``Limits`` (a value's size or nesting, the
+    /// number of fields, a name's or a type's length in bytes), rather than being misspelt. The
+    /// local API answers these with 422, and the rest of its bad input with 400.
+    public var isOverALimit: Bool {
+        switch self {
+        case .valueTooLarge, .valueTooDeep, .tooManyFields: true
+        case .invalidFieldName(let name, _): name.utf8.count > Limits.maxFieldNameBytes
+        case .invalidType(let type): type.utf8.count > Limits.maxTypeBytes
+        default: false
+        }
+    }
 }

@@ -17,6 +17,13 @@ public struct FieldName: Hashable, Comparable, Sendable {
         guard !name.isEmpty, name.utf8.count <= Limits.maxFieldNameBytes else {
             throw .invalidFieldName(name, reason: "must be 1 to \(Limits.maxFieldNameBytes) bytes")
         }
+        try Self.checkSpelling(name)
+        rawValue = name
+    }
+
+    /// The rules of a user field name other than its length: not reserved, no control characters
+    /// or `=`, no `+` or `-` at the end.
+    public static func checkSpelling(_ name: String) throws(EditError) {
         guard !name.hasPrefix("_") else {
             throw .invalidFieldName(name, reason: "names starting with '_' are reserved")
         }
@@ -26,7 +33,6 @@ public struct FieldName: Hashable, Comparable, Sendable {
         guard !name.hasSuffix("+"), !name.hasSuffix("-") else {
             throw .invalidFieldName(name, reason: "a name may not end with '+' or '-'")
         }
-        rawValue = name
     }
 
     /// A name read back from storage or the wire, where reserved names are legitimate.

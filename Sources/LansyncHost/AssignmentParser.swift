@@ -39,14 +39,19 @@ public enum AssignmentParser {
         do {
             json = try JSON(parsing: text)
         } catch  where error.isNumberOutOfRange {
-            throw HostError("\(field)=\(text.prefix(40)): \(error.message)")
+            var outOfRange = HostError("\(field)=\(text.prefix(40)): \(error.message)")
+            outOfRange.unprocessable = true
+            throw outOfRange
         } catch {
             return .string(text)
         }
         guard let value = json.value else {
-            throw HostError(
+            // A well-formed assignment whose value lansync cannot keep: the API's 422.
+            var object = HostError(
                 "\(field)=\(text.prefix(40)): a JSON object is not a field value (values are null, bool, number, string or list): to keep it as text, quote it as a JSON string"
             )
+            object.unprocessable = true
+            throw object
         }
         return value
     }

@@ -106,6 +106,12 @@ public enum ItemImport {
 
     /// Checks one item in the form `get --json` prints; `fail` words a problem.
     static func parse(_ bytes: [UInt8], number: Int, fail: (String) -> HostError) throws(HostError) -> Line {
+        /// A refused name or type: over a limit is well formed but not keepable (the API's 422).
+        func refused(_ error: EditError) -> HostError {
+            var failure = fail(error.description)
+            failure.unprocessable = error.isOverALimit
+            return failure
+        }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw fail("not valid UTF-8") }
         let json: JSON
         do { json = try JSON(parsing: text) } catch {
@@ -134,7 +140,7 @@ public enum ItemImport {
         var type: String?
         if let value = json["type"] {
             guard case .string(let s) = value else { throw fail("\"type\" must be a string") }
-            do { try ItemState.validate(type: s) } catch { throw fail(error.description) }
+            do { try ItemState.validate(type: s) } catch { throw refused(error) }
             type = s
         }
         var deleted: Bool?
@@ -147,7 +153,7 @@ public enum ItemImport {
             guard case .object(let members) = value else { throw fail("\"fields\" must be an object") }
             for member in members {
                 let name: FieldName
-                do { name = try FieldName(member.key) } catch { throw fail(error.description) }
+                do { name = try FieldName(member.key) } catch { throw refused(error) }
                 guard let v = member.value.value else {
                     throw fail("field '\(member.key)' holds an object; values are null, bool, number, string or list")
                 }

@@ -91,6 +91,10 @@ def check(base, token):
         ("a bad assignment", json.dumps(["no equals sign"]).encode(), 400, "not an assignment"),
         ("a reserved field", json.dumps(["_type=x"]).encode(), 400, "reserved"),
         ("an integer past 64 bits", b'{"set": {"n": 100000000000000000000}}', 422, "integer out of range"),
+        # Within the OpenAPI document (which cannot see inside an assignment's value, and counts
+        # a name's characters, not its bytes) but not keepable: 422, not 400.
+        ("an assignment holding an object", json.dumps(["x={\"a\": 1}"]).encode(), 422, "object"),
+        ("a name of 100 characters and 200 bytes", json.dumps({"set": {"\u00e9" * 100: 1}}).encode(), 422, "bytes"),
     ]:
         s, c, p = request(base, token, "PATCH", "/v1/items/api-1", raw=body)
         expect(problem(s, c, p, code, words), f"{what}: {code} problem", f"{s} {p}")
@@ -98,6 +102,8 @@ def check(base, token):
     expect(problem(s, c, p, 400, "unknown key"), "create with an unknown key: 400", f"{s} {p}")
     s, c, p = request(base, token, "POST", "/v1/items", raw=b'{"type": "t", "fields": {"n": -100000000000000000000}}')
     expect(problem(s, c, p, 422, "integer out of range"), "create with an integer past 64 bits: 422", f"{s} {p}")
+    s, c, p = request(base, token, "POST", "/v1/items", {"type": "\u00e9" * 40, "fields": {}})
+    expect(problem(s, c, p, 422, "invalid type"), "create with a type of 40 characters and 80 bytes: 422", f"{s} {p}")
     s, c, p = request(base, token, "POST", "/v1/items", {"type": "t", "id": "big", "fields": {"n": 1e20}})
     expect(s == 201 and p["fields"]["n"] == 1e20, "a double written 1e20 is taken", f"{s} {p}")
     s, c, p = request(base, token, "POST", "/v1/items", raw=b"x" * (5 << 20))
@@ -147,6 +153,17 @@ def check(base, token):
     expect(problem(s, c, p, 400, "not a condition"), "a bad condition: 400", f"{s} {p}")
     s, c, p = request(base, token, "GET", "/v1/items?sort=n&after=zzz")
     expect(problem(s, c, p, 400, "cursor"), "a bad cursor: 400", f"{s} {p}")
+    # A query string's bad input is a 400 even where a body's would be a 422.
+    s, c, p = request(base, token, "GET", "/v1/items?" + urllib.parse.urlencode([("where", 'x={"a":1}')]))
+    expect(problem(s, c, p, 400, "object"), "a condition on an object: 400", f"{s} {p}")
+    # A type or name the OpenAPI document allows (it counts characters) but too long in bytes for
+    # any item to have: an empty answer, not an error.
+    s, c, p = request(base, token, "GET", "/v1/items?" + urllib.parse.urlencode([("type", "\u00e9" * 40)]))
+    expect(s == 200 and p["items"] == [], "a type of 40 characters and 80 bytes matches nothing", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/changes?" + urllib.parse.urlencode([("since", "0"), ("field", "\u00e9" * 100)]))
+    expect(s == 200 and p["changes"] == [], "a field of 100 characters and 200 bytes matches nothing", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/changes?" + urllib.parse.urlencode([("type", "a" * 65)]))
+    expect(problem(s, c, p, 400, "invalid type"), "a type of 65 characters: 400", f"{s} {p}")
     # The feed, as JSON pages.
     s, c, p = request(base, token, "GET", "/v1/changes?since=0&item=api-1&field=title")
     expect(s == 200 and [e["value"] for e in p["changes"]] == ["Climb together"], "changes, filtered: the field once, at its latest", f"{s} {p}")
