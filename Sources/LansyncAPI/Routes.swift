@@ -173,7 +173,8 @@ struct Routes: Sendable {
                 type: type,
                 includeDeleted: deleted,
                 after: try query["after"].map { try ItemID($0) },
-                limit: limit
+                limit: limit,
+                withLocalEdits: true
             )
             next = page.count == limit ? page.last?.id : nil
         } else {
@@ -187,16 +188,14 @@ struct Routes: Sendable {
                 type: type,
                 includeDeleted: deleted,
                 limit: limit,
-                after: query["after"]
+                after: query["after"],
+                withLocalEdits: true
             )
             page = result.items
             next = result.next
         }
-        let edits = try store.latestLocalEdits(of: page.map { ItemID(unchecked: $0.id) })
         let peers = try store.peers()
-        let items = page.map { item in
-            item.jsonText(sync: edits[ItemID(unchecked: item.id)].map { ItemSync(edit: $0, peers: peers) })
-        }
+        let items = page.map { item in item.jsonText(sync: item.localEdit.map { ItemSync(edit: $0, peers: peers) }) }
         let nextText = next.map { JSON.string($0).text } ?? "null"
         return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":"# + nextText + "}")
     }

@@ -62,7 +62,7 @@ extension StoredItem {
 extension ItemSync {
     /// The sync state of the latest edit of `id` made here, or nil if it has none.
     public static func of(_ id: ItemID, in store: ReplicaStore) throws -> ItemSync? {
-        guard let edit = try store.latestLocalEdits(of: id)[id] else { return nil }
+        guard let edit = try store.latestLocalEdits(of: [id])[id] else { return nil }
         return ItemSync(edit: edit, peers: try store.peers())
     }
 }

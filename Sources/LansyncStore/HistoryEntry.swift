@@ -21,6 +21,18 @@ public struct StoredItem: Sendable, Equatable {
     /// User fields by name, in byte order, each with its shown value as JSON.
     public let fields: [(name: String, json: String)]
     public let conflicts: [String]
+    /// The dots of this replica's latest live edits of the item, one per writer of this
+    /// replica's (what its sync state is judged by; nil when none is live), when the read asked
+    /// for them (``ReplicaStore/items(_:withLocalEdits:)``); nil otherwise. Not compared by `==`.
+    public var localEdit: VersionVector?
+
+    public init(id: String, type: String, deleted: Bool, fields: [(name: String, json: String)], conflicts: [String]) {
+        self.id = id
+        self.type = type
+        self.deleted = deleted
+        self.fields = fields
+        self.conflicts = conflicts
+    }
 
     public static func == (lhs: StoredItem, rhs: StoredItem) -> Bool {
         lhs.id == rhs.id && lhs.type == rhs.type && lhs.deleted == rhs.deleted && lhs.conflicts == rhs.conflicts

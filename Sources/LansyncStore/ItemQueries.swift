@@ -113,12 +113,14 @@ extension ReplicaStore {
 
     /// The items that pass `query` (of `type`, deleted ones only with `includeDeleted`), in its
     /// order, at most `limit`, after the page that ended with `after`.
+    /// With `withLocalEdits`, each item carries ``StoredItem/localEdit``.
     public func query(
         _ query: ItemQuery,
         type: String? = nil,
         includeDeleted: Bool = false,
         limit: Int,
-        after: String? = nil
+        after: String? = nil,
+        withLocalEdits: Bool = false
     ) throws -> QueryPage {
         let start = try after.map(Self.cursor(from:))
         let ordered = try read { db -> [(value: Value?, id: String)] in
@@ -166,7 +168,7 @@ extension ReplicaStore {
         var page = ordered
         if let start { page = page.filter { query.precedes(start, $0) } }
         let taken = Array(page.prefix(limit))
-        let items = try taken.compactMap { try storedItem(ItemID(unchecked: $0.id)) }
+        let items = try self.items(taken.map { ItemID(unchecked: $0.id) }, withLocalEdits: withLocalEdits)
         let next = page.count > limit ? taken.last.map { Self.cursor(for: $0) } : nil
         return QueryPage(items: items, next: next)
     }

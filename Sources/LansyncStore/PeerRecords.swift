@@ -169,44 +169,12 @@ public struct LocalChange: Sendable, Equatable {
 }
 
 extension ReplicaStore {
-    /// For each item (or only `id`'s), this replica's latest edit of it that a field still holds
-    /// live: per writer id of this replica, the highest counter among the item's live versions
+    /// For each of these items, this replica's latest edit of it that a field still holds live:
+    /// per writer id of this replica, the highest counter among the item's live versions
     /// (reserved fields included: a delete is an edit). An item whose every local edit was
     /// superseded, or never edited here, is absent: nothing of this machine's is on its way.
-    /// One aggregate over the version index rows of this replica's writers; for one item, its
-    /// fields' own versions (the index has no way in by item, so the aggregate would read every
-    /// version this replica wrote: 10 ms at 10,000 items, on every API answer of an item).
-    public func latestLocalEdits(of id: ItemID? = nil) throws(StoreError) -> [ItemID: VersionVector] {
-        if let id { return try latestLocalEdits(of: [id]) }
-        let writers = try self.writers().map(\.id)
-        return try guarded {
-            try pool.read { db in
-                var result: [ItemID: VersionVector] = [:]
-                for writer in writers {
-                    guard let row = try ReplicaStore.nodeRow(of: writer, db: db) else { continue }
-                    for item in try Row.fetchAll(
-                        db,
-                        sql: """
-                            SELECT i.item_id, max(v.counter) FROM version v JOIN field f ON f.id = v.field
-                            JOIN item i ON i.id = f.item WHERE v.node = ? GROUP BY i.item_id
-                            """,
-                        arguments: [row]
-                    ) {
-                        let key = ItemID(unchecked: (try item.decode(atIndex: 0)))
-                        result[key, default: VersionVector()].raise(
-                            writer,
-                            to: UInt64((try item.decode(atIndex: 1) as Int64))
-                        )
-                    }
-                }
-                return result
-            }
-        }
-    }
-
-    /// ``latestLocalEdits(of:)`` for a few items (a page of a list or a query), each from its
-    /// own fields: the aggregate over every version this replica wrote takes 0.35 s at 100,000
-    /// items, this a few microseconds an item.
+    /// Each from its own fields (the version index has no way in by item). A page of items reads
+    /// them with ``items(_:withLocalEdits:)`` instead, in the same pass as their values.
     public func latestLocalEdits(of ids: [ItemID]) throws(StoreError) -> [ItemID: VersionVector] {
         let mine = Set(try self.writers().map(\.id))
         var result: [ItemID: VersionVector] = [:]

@@ -807,48 +807,82 @@ public final class ReplicaStore: Sendable {
     /// An item for display; nil if unknown.
     public func storedItem(_ id: ItemID) throws(StoreError) -> StoredItem? {
         var found: StoredItem?
-        try forEachItem(only: id) { found = $0 }
+        try forEachItem(only: [id]) { found = $0 }
         return found
     }
 
     /// Calls `body` with every item, sorted by id, reading in one snapshot without holding all
-    /// items in memory.
+    /// items in memory; with `withLocalEdits`, each carries ``StoredItem/localEdit``.
     public func forEachItem(
         type: String? = nil,
         includeDeleted: Bool = false,
+        withLocalEdits: Bool = false,
         _ body: (StoredItem) throws -> Void
     ) throws(StoreError) {
-        try forEachItem(type: type, includeDeleted: includeDeleted, only: nil, body)
+        try forEachItem(
+            type: type,
+            includeDeleted: includeDeleted,
+            only: nil,
+            localWriters: withLocalEdits ? Set(try writers().map(\.id)) : nil,
+            body
+        )
     }
 
     /// One page of items, sorted by id: at most `limit`, with ids after `after` (the last id of
     /// the page before). A page shorter than `limit` is the last.
+    /// With `withLocalEdits`, each item carries ``StoredItem/localEdit``, read in the same pass.
     public func items(
         type: String? = nil,
         includeDeleted: Bool = false,
         after: ItemID? = nil,
-        limit: Int
+        limit: Int,
+        withLocalEdits: Bool = false
     ) throws(StoreError) -> [StoredItem] {
         var page: [StoredItem] = []
-        try forEachItem(type: type, includeDeleted: includeDeleted, only: nil, after: after, limit: limit) {
-            page.append($0)
-        }
+        try forEachItem(
+            type: type,
+            includeDeleted: includeDeleted,
+            only: nil,
+            after: after,
+            limit: limit,
+            localWriters: withLocalEdits ? Set(try writers().map(\.id)) : nil
+        ) { page.append($0) }
         return page
     }
 
+    /// The items with these ids, in this order (deleted ones too; ids with no item are skipped),
+    /// read in one snapshot and one statement: a page of a query. With `withLocalEdits`, each
+    /// carries ``StoredItem/localEdit``.
+    public func items(_ ids: [ItemID], withLocalEdits: Bool = false) throws(StoreError) -> [StoredItem] {
+        guard !ids.isEmpty else { return [] }
+        var found: [String: StoredItem] = [:]
+        try forEachItem(
+            only: ids,
+            localWriters: withLocalEdits ? Set(try writers().map(\.id)) : nil
+        ) { found[$0.id] = $0 }
+        return ids.compactMap { found[$0.rawValue] }
+    }
+
+    /// Every item (or those of `only`) that passes the conditions, sorted by id. With
+    /// `localWriters`, each item's ``StoredItem/localEdit`` is taken from the states read anyway,
+    /// which then include the reserved fields' (a delete or a retype is an edit too).
     private func forEachItem(
         type: String? = nil,
         includeDeleted: Bool = true,
-        only: ItemID?,
+        only: [ItemID]?,
         after: ItemID? = nil,
         limit: Int? = nil,
+        localWriters: Set<NodeID>? = nil,
         _ body: (StoredItem) throws -> Void
     ) throws(StoreError) {
         var conditions: [String] = []
         var arguments: [any DatabaseValueConvertible] = []
-        if let only {
+        if let only, only.count == 1 {
             conditions.append("i.item_id = ?")
-            arguments.append(only.rawValue)
+            arguments.append(only[0].rawValue)
+        } else if let only {
+            conditions.append("i.item_id IN (SELECT value FROM json_each(?))")
+            arguments.append(JSON.array(only.map { .string($0.rawValue) }).text)
         }
         if let after {
             conditions.append("i.item_id > ?")
@@ -866,25 +900,37 @@ public final class ReplicaStore: Sendable {
             arguments.append(limit)
         }
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        // `_deleted` is only read for its versions (its value is the item's `deleted` column).
         let sql = """
             SELECT i.item_id, i.type, i.deleted, f.name, f.state, f.conflict FROM item i
-            LEFT JOIN field f ON f.item = i.id AND f.name <> '_deleted'
+            LEFT JOIN field f ON f.item = i.id\(localWriters == nil ? " AND f.name <> '_deleted'" : "")
             \(whereClause) ORDER BY i.item_id, f.name
             """
         try guarded {
             try pool.read { db in
-                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(arguments))
+                let cursor = try Row.fetchCursor(
+                    db.cachedStatement(sql: sql),
+                    arguments: StatementArguments(arguments)
+                )
                 var current: (id: String, type: String, deleted: Bool)?
                 var fields: [(name: String, json: String)] = []
                 var conflicts: [String] = []
+                var latest = VersionVector()
                 func flush() throws {
                     if let c = current {
-                        try body(
-                            StoredItem(id: c.id, type: c.type, deleted: c.deleted, fields: fields, conflicts: conflicts)
+                        var item = StoredItem(
+                            id: c.id,
+                            type: c.type,
+                            deleted: c.deleted,
+                            fields: fields,
+                            conflicts: conflicts
                         )
+                        if localWriters != nil, !latest.isEmpty { item.localEdit = latest }
+                        try body(item)
                     }
                     fields = []
                     conflicts = []
+                    latest = VersionVector()
                 }
                 while let row = try cursor.next() {
                     let id: String = (try row.decode(atIndex: 0))
@@ -892,23 +938,25 @@ public final class ReplicaStore: Sendable {
                         try flush()
                         current = (id, (try row.decode(atIndex: 1)), (try row.decode(atIndex: 2)))
                     }
-                    if let name: String = (try row.decode(atIndex: 3)) {
-                        // Reserved fields are not shown, but a conflict on one (`_type`) is.
-                        if !name.hasPrefix("_") {
-                            // The shown value is decoded from the state; a state that does not decode
-                            // is damage, reported, never shown.
-                            guard let blob: Data = try? row.decode(atIndex: 4),
-                                let state = try? StoredState.decode(Array(blob), db: db, nodes: nodeRows)
-                            else {
-                                throw StoreError.corrupt(
-                                    path: path,
-                                    detail: "the state of \(id).\(name) does not decode"
-                                )
-                            }
-                            fields.append((name, state.shownValue?.jsonText ?? "null"))
+                    guard let name: String = (try row.decode(atIndex: 3)) else { continue }
+                    // Reserved fields are not shown, but a conflict on one (`_type`) is.
+                    let shown = !name.hasPrefix("_")
+                    if shown || localWriters != nil {
+                        // The shown value is decoded from the state; a state that does not decode
+                        // is damage, reported, never shown.
+                        guard let blob: Data = try? row.decode(atIndex: 4),
+                            let state = try? StoredState.decode(Array(blob), db: db, nodes: nodeRows)
+                        else {
+                            throw StoreError.corrupt(path: path, detail: "the state of \(id).\(name) does not decode")
                         }
-                        if try row.decode(atIndex: 5) as Bool { conflicts.append(name) }
+                        if shown { fields.append((name, state.shownValue?.jsonText ?? "null")) }
+                        if let localWriters {
+                            for version in state.versions where localWriters.contains(version.dot.node) {
+                                latest.raise(version.dot.node, to: version.dot.counter)
+                            }
+                        }
                     }
+                    if name != FieldName.deleted.rawValue, try row.decode(atIndex: 5) as Bool { conflicts.append(name) }
                 }
                 try flush()
             }

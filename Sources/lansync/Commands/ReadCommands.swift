@@ -106,24 +106,23 @@ struct ListCommand: ParsableCommand {
         }
         var selected: [StoredItem]?
         if !conditions.isEmpty || sort != nil || limit != nil {
-            selected = try store.query(query, type: type, includeDeleted: deleted, limit: limit ?? .max).items
+            selected = try store.query(
+                query,
+                type: type,
+                includeDeleted: deleted,
+                limit: limit ?? .max,
+                withLocalEdits: true
+            ).items
         }
         func forEachItem(_ body: (StoredItem) throws -> Void) throws {
             if let selected {
                 try selected.forEach(body)
             } else {
-                try store.forEachItem(type: type, includeDeleted: deleted, body)
+                try store.forEachItem(type: type, includeDeleted: deleted, withLocalEdits: true, body)
             }
         }
-        // A few selected items: each from its own fields; all of them: one pass over the versions.
-        let edits =
-            try selected.flatMap { $0.count <= 1000 ? $0 : nil }.map {
-                try store.latestLocalEdits(of: $0.map { ItemID(unchecked: $0.id) })
-            } ?? store.latestLocalEdits()
         let peers = try store.peers()
-        func sync(_ item: StoredItem) -> ItemSync? {
-            edits[ItemID(unchecked: item.id)].map { ItemSync(edit: $0, peers: peers) }
-        }
+        func sync(_ item: StoredItem) -> ItemSync? { item.localEdit.map { ItemSync(edit: $0, peers: peers) } }
         func listed(_ item: StoredItem) -> Bool { !dirty || sync(item)?.state == .dirty }
         var out = Output()
         if json {
