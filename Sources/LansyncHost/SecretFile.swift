@@ -3,10 +3,35 @@ import Foundation
 /// Files that hold secrets (the cluster secret, a node's key): written readable by their owner
 /// only (0600) and synced before anything relies on them.
 public enum SecretFile {
-    /// Writes `text` to `path`. Without `replace`, refuses to overwrite an existing file.
+    /// Writes `text` to `path`. Without `replace`, refuses to overwrite an existing file. With
+    /// it, the old file stays whole until the new one is: the text goes to a file beside it,
+    /// synced, then renamed over it (a reader, or a crash, sees the old file or the new one,
+    /// never an empty one; a node's key truncated by a power cut would cut the machine off).
     public static func write(_ text: String, to path: String, replace: Bool = false) throws(HostError) {
-        let flags = O_WRONLY | O_CREAT | (replace ? O_TRUNC : O_EXCL)
-        let fd = Foundation.open(path, flags, 0o600)
+        guard replace else { return try create(text, at: path, path) }
+        let temporary = path + ".new-\(getpid())"
+        unlink(temporary)
+        do throws(HostError) {
+            try create(text, at: temporary, path)
+            guard rename(temporary, path) == 0 else {
+                throw HostError("cannot write \(path): \(Self.reason(errno, path: path))")
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        // The rename is durable once the directory is synced.
+        let directory = (path as NSString).deletingLastPathComponent
+        let dirFD = Foundation.open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY)
+        if dirFD >= 0 {
+            fsync(dirFD)
+            close(dirFD)
+        }
+    }
+
+    /// Creates `file` (which must not exist) holding `text`, synced; errors name `path`.
+    private static func create(_ text: String, at file: String, _ path: String) throws(HostError) {
+        let fd = Foundation.open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard fd >= 0 else {
             if errno == EEXIST {
                 throw HostError("\(path) already exists: choose another file name, or remove it first")
