@@ -7,7 +7,8 @@
 #
 # The first run makes WORKDIR/replica (default /tmp/lansync-api-pages) with BINARY; every run
 # starts a node with BINARY on a copy of it and prints, per figure, the median and the least of
-# 20 requests on one connection (the first, which warms the caches, left out).
+# 20 requests on one connection (the first, which warms the caches, left out), timed by
+# api-bench.py (W8's client).
 set -euo pipefail
 BIN=$(realpath "$1")
 LABEL=$2
@@ -34,28 +35,22 @@ PORT=$((40000 + RANDOM % 20000))
 NODE=$!
 trap 'kill $NODE 2>/dev/null; wait $NODE 2>/dev/null' EXIT
 for _ in $(seq 1 200); do grep -q "local API on" "$WORK/node.log" && break; sleep 0.1; done
-python3 - "$((PORT + 1))" "$(cat "$WORK/run/api-token")" "$LABEL" <<'PY'
-import http.client, json, statistics, sys, time, urllib.parse
-port, token, label = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-def timed(name, params, n=21):
-    path = "/v1/items?" + urllib.parse.urlencode(params)
-    ms = []
-    for _ in range(n):
-        start = time.monotonic()
-        conn.request("GET", path, headers={"Authorization": "Bearer " + token})
-        r = conn.getresponse()
-        body = r.read()
-        ms.append((time.monotonic() - start) * 1000)
-        if r.status != 200:
-            raise SystemExit(f"{name}: {r.status} {body[:200]!r}")
-    ms = ms[1:]
-    found = len(json.loads(body)["items"])
-    print(f"{label:10} {name:28} found {found:4}  median {statistics.median(ms):7.2f} ms  least {min(ms):7.2f} ms")
-mid = 50000
-timed("f3 = value, indexed", [("where", "f3=value 3 of item %07d %s" % (mid, "x" * 25)), ("limit", "1000")])
-timed("f3 prefix, indexed", [("where", "f3 prefix value 3 of item %05d" % (mid // 100)), ("limit", "1000")])
-timed("a page of 100, no query", [("limit", "100")])
-timed("f4 = value, unindexed", [("where", "f4=value 4 of item %07d %s" % (mid, "x" * 25)), ("limit", "1000")])
-timed("f4 prefix, unindexed", [("where", "f4 prefix value 4 of item %05d" % (mid // 100)), ("limit", "1000")])
-PY
+BASE="http://127.0.0.1:$((PORT + 1))"
+TOKEN=$(cat "$WORK/run/api-token")
+CLIENT="$(dirname "$0")/api-bench.py"
+X=xxxxxxxxxxxxxxxxxxxxxxxxx
+timed() {
+    local name=$1
+    shift
+    python3 "$CLIENT" query "$BASE" "$TOKEN" 21 "$@" | python3 -c '
+import json, statistics, sys
+r = json.load(sys.stdin)
+ms, found = r["ms"][1:], r["found"]  # the first request warms the caches
+print(f"{sys.argv[1]:10} {sys.argv[2]:28} found {found:4}  median {statistics.median(ms):7.2f} ms  least {min(ms):7.2f} ms")
+' "$LABEL" "$name"
+}
+timed "f3 = value, indexed" "f3=value 3 of item 0050000 $X"
+timed "f3 prefix, indexed" "f3 prefix value 3 of item 00500"
+timed "a page of 100, no query" --limit=100
+timed "f4 = value, unindexed" "f4=value 4 of item 0050000 $X"
+timed "f4 prefix, unindexed" "f4 prefix value 4 of item 00500"
