@@ -201,11 +201,11 @@ extension ReplicaStore {
         // A string a passing value must hold (=, prefix, contains) is stored as its UTF-8 bytes
         // in the field's state, and strings compare byte by byte: a state without those bytes
         // cannot pass, and is not decoded.
-        let needles = filters.compactMap { filter -> Data? in
+        let needles = filters.compactMap { filter -> [UInt8]? in
             guard [.equal, .prefix, .contains].contains(filter.op), case .string(let text)? = filter.value,
                 !text.isEmpty
             else { return nil }
-            return Data(text.utf8)
+            return Array(text.utf8)
         }
         var found: [Int64] = []
         let rows = try Row.fetchCursor(
@@ -216,13 +216,32 @@ extension ReplicaStore {
         while let row = try rows.next() {
             let bytes = try row.withUnsafeData(atIndex: 1) { data -> [UInt8]? in
                 guard let data else { return [] }
-                return needles.allSatisfy { data.range(of: $0) != nil } ? Array(data) : nil
+                let passes = data.withUnsafeBytes { state in needles.allSatisfy { Self.bytes(state, contain: $0) } }
+                return passes ? Array(data) : nil
             }
             guard let bytes else { continue }
             let shown = try StoredState.decode(bytes, db: db, nodes: nodeRows).shownValue
             if filters.allSatisfy({ $0.matches(shown) }) { found.append(row[0]) }
         }
         return found
+    }
+
+    /// Whether `needle` occurs in `haystack`: `memchr` to its first byte, then `memcmp`. Foundation's
+    /// `Data.range(of:)` took three quarters of an unindexed query's time.
+    static func bytes(_ haystack: UnsafeRawBufferPointer, contain needle: [UInt8]) -> Bool {
+        guard let first = needle.first else { return true }
+        guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
+        let last = haystack.count - needle.count
+        return needle.withUnsafeBytes { n in
+            var offset = 0
+            while offset <= last {
+                guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return false }
+                let at = base.distance(to: UnsafeRawPointer(hit))
+                if memcmp(base + at, n.baseAddress!, needle.count) == 0 { return true }
+                offset = at + 1
+            }
+            return false
+        }
     }
 
     /// The first filter an index can answer, with the statement that does.

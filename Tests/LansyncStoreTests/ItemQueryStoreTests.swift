@@ -111,6 +111,30 @@ import Testing
         )
     }
 
+    /// The byte search that lets an unindexed filter skip a state agrees with a search by hand,
+    /// on random bytes from a small alphabet (so that first bytes often match and the rest not),
+    /// needles at the very start and end, longer than the bytes, and empty.
+    @Test func theByteSearchFindsWhatASearchByHandFinds() {
+        var rng = SplitMix64(seed: 0x5EA_4C4)
+        func naive(_ h: [UInt8], _ n: [UInt8]) -> Bool {
+            n.isEmpty || (n.count <= h.count && (0...(h.count - n.count)).contains { Array(h[$0..<$0 + n.count]) == n })
+        }
+        var found = 0
+        for _ in 0..<5000 {
+            let h = (0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 97...99, using: &rng) }
+            let n: [UInt8]
+            switch Int.random(in: 0...3, using: &rng) {
+            case 0 where !h.isEmpty: n = Array(h.prefix(Int.random(in: 1...h.count, using: &rng)))
+            case 1 where !h.isEmpty: n = Array(h.suffix(Int.random(in: 1...h.count, using: &rng)))
+            default: n = (0..<Int.random(in: 0...6, using: &rng)).map { _ in UInt8.random(in: 97...99, using: &rng) }
+            }
+            let fast = h.withUnsafeBytes { ReplicaStore.bytes($0, contain: n) }
+            #expect(fast == naive(h, n), "\(h) contains \(n)")
+            if fast { found += 1 }
+        }
+        #expect(found > 1000 && found < 4900, "both answers drawn often: \(found) of 5000 found")
+    }
+
     @Test func pagesFollowTheOrderWithoutOverlap() throws {
         let store = try filled()
         let query = ItemQuery(
