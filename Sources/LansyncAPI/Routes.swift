@@ -76,9 +76,8 @@ struct Routes: Sendable {
     /// matches nothing: the document cannot count bytes, and a filter is a question, not an edit.
     static func type(_ text: String) throws -> String {
         try inQuery {
-            if text.utf8.count > Limits.maxTypeBytes, text.unicodeScalars.count <= Limits.maxTypeBytes,
-                !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
-            {
+            if text.utf8.count > Limits.maxTypeBytes, text.unicodeScalars.count <= Limits.maxTypeBytes {
+                try ItemState.checkSpelling(type: text)
                 return text
             }
             try ItemState.validate(type: text)
@@ -143,8 +142,8 @@ struct Routes: Sendable {
     }
 
     func item(_ id: ItemID, status: HTTPResponse.Status = .ok) throws -> Response {
-        guard let item = try store.storedItem(id) else { throw EditError.unknownItem(id) }
-        return json(item.jsonText(sync: try ItemSync.of(id, in: store)), status: status)
+        guard let item = try store.storedItem(id, withLocalEdits: true) else { throw EditError.unknownItem(id) }
+        return json(item.jsonText(sync: try ItemSync.of(item, in: store)), status: status)
     }
 
     func listItems(_ request: Request) throws -> Response {

@@ -138,9 +138,15 @@ public struct ItemState: Hashable, Sendable {
 
     /// Item types: 1 to ``Limits/maxTypeBytes`` bytes with no control characters.
     public static func validate(type: String) throws(EditError) {
-        guard !type.isEmpty, type.utf8.count <= Limits.maxTypeBytes,
-            !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
-        else { throw .invalidType(type) }
+        guard type.utf8.count <= Limits.maxTypeBytes else { throw .invalidType(type) }
+        try checkSpelling(type: type)
+    }
+
+    /// The rules of a type other than its length: not empty, no control characters.
+    public static func checkSpelling(type: String) throws(EditError) {
+        guard !type.isEmpty, !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw .invalidType(type)
+        }
     }
 
     private func requireLive() throws(EditError) {

@@ -60,9 +60,10 @@ extension StoredItem {
 }
 
 extension ItemSync {
-    /// The sync state of the latest edit of `id` made here, or nil if it has none.
-    public static func of(_ id: ItemID, in store: ReplicaStore) throws -> ItemSync? {
-        guard let edit = try store.latestLocalEdits(of: [id])[id] else { return nil }
+    /// The sync state of `item`'s latest edit made here, or nil if it has none: `item` read
+    /// with `withLocalEdits` (its ``StoredItem/localEdit``).
+    public static func of(_ item: StoredItem, in store: ReplicaStore) throws -> ItemSync? {
+        guard let edit = item.localEdit else { return nil }
         return ItemSync(edit: edit, peers: try store.peers())
     }
 }

@@ -169,28 +169,6 @@ public struct LocalChange: Sendable, Equatable {
 }
 
 extension ReplicaStore {
-    /// For each of these items, this replica's latest edit of it that a field still holds live:
-    /// per writer id of this replica, the highest counter among the item's live versions
-    /// (reserved fields included: a delete is an edit). An item whose every local edit was
-    /// superseded, or never edited here, is absent: nothing of this machine's is on its way.
-    /// Each from its own fields (the version index has no way in by item). A page of items reads
-    /// them with ``items(_:withLocalEdits:)`` instead, in the same pass as their values.
-    public func latestLocalEdits(of ids: [ItemID]) throws(StoreError) -> [ItemID: VersionVector] {
-        let mine = Set(try self.writers().map(\.id))
-        var result: [ItemID: VersionVector] = [:]
-        for id in ids {
-            guard let state = try itemState(id) else { continue }
-            var latest = VersionVector()
-            for field in state.fields.values {
-                for version in field.versions where mine.contains(version.dot.node) {
-                    latest.raise(version.dot.node, to: version.dot.counter)
-                }
-            }
-            if !latest.isEmpty { result[id] = latest }
-        }
-        return result
-    }
-
     /// This replica's most recent live changes under any of its writers (newest writer first,
     /// then newest change), and how many of its live changes a holder of `seen` lacks, and has.
     public func localChanges(

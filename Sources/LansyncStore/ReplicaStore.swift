@@ -805,10 +805,17 @@ public final class ReplicaStore: Sendable {
     }
 
     /// An item for display; nil if unknown.
-    public func storedItem(_ id: ItemID) throws(StoreError) -> StoredItem? {
+    /// With `withLocalEdits`, it carries ``StoredItem/localEdit``, read in the same pass.
+    public func storedItem(_ id: ItemID, withLocalEdits: Bool = false) throws(StoreError) -> StoredItem? {
         var found: StoredItem?
-        try forEachItem(only: [id]) { found = $0 }
+        try forEachItem(only: [id], localWriters: try localWriters(if: withLocalEdits)) { found = $0 }
         return found
+    }
+
+    /// This replica's writer ids, whose live versions make an item's ``StoredItem/localEdit``,
+    /// when `wanted`.
+    private func localWriters(if wanted: Bool) throws(StoreError) -> Set<NodeID>? {
+        wanted ? Set(try writers().map(\.id)) : nil
     }
 
     /// Calls `body` with every item, sorted by id, reading in one snapshot without holding all
@@ -823,7 +830,7 @@ public final class ReplicaStore: Sendable {
             type: type,
             includeDeleted: includeDeleted,
             only: nil,
-            localWriters: withLocalEdits ? Set(try writers().map(\.id)) : nil,
+            localWriters: try localWriters(if: withLocalEdits),
             body
         )
     }
@@ -845,7 +852,7 @@ public final class ReplicaStore: Sendable {
             only: nil,
             after: after,
             limit: limit,
-            localWriters: withLocalEdits ? Set(try writers().map(\.id)) : nil
+            localWriters: try localWriters(if: withLocalEdits)
         ) { page.append($0) }
         return page
     }
@@ -858,7 +865,7 @@ public final class ReplicaStore: Sendable {
         var found: [String: StoredItem] = [:]
         try forEachItem(
             only: ids,
-            localWriters: withLocalEdits ? Set(try writers().map(\.id)) : nil
+            localWriters: try localWriters(if: withLocalEdits)
         ) { found[$0.id] = $0 }
         return ids.compactMap { found[$0.rawValue] }
     }

@@ -22,8 +22,8 @@ func performEdit(_ edit: ItemEdit, onTyped typed: String, in data: DataDirectory
 /// Prints the item as `get --json` does (after an edit with `--json`).
 func printItemJSON(_ id: ItemID, in data: DataDirectoryOptions) throws {
     let store = try data.directory.open()
-    guard let item = try store.storedItem(id) else { throw EditError.unknownItem(id) }
-    print(item.jsonText(sync: try ItemSync.of(id, in: store)))
+    guard let item = try store.storedItem(id, withLocalEdits: true) else { throw EditError.unknownItem(id) }
+    print(item.jsonText(sync: try ItemSync.of(item, in: store)))
 }
 
 /// `lansync add`: creates an item and prints its id.

@@ -16,8 +16,10 @@ struct GetCommand: ParsableCommand {
     func run() throws {
         let store = try data.directory.open()
         let itemID = try AssignmentParser.resolveItemID(id, in: store)
-        guard let item = try store.storedItem(itemID) else { throw EditError.unknownItem(itemID) }
-        let sync = try ItemSync.of(itemID, in: store)
+        guard let item = try store.storedItem(itemID, withLocalEdits: true) else {
+            throw EditError.unknownItem(itemID)
+        }
+        let sync = try ItemSync.of(item, in: store)
         if json {
             print(item.jsonText(sync: sync))
             return
