@@ -9,7 +9,7 @@
 #   scripts/chaos.sh --only kill9,clock  only these scenarios
 #   scripts/chaos.sh --keep              keep the work directory (data directories, logs) at the end
 #
-# Scenarios: kill9 restore clock strangers unprivileged damage partition. Each prints one line of
+# Scenarios: kill9 restore clock strangers unprivileged damage partition member. Each prints one line of
 # figures with PASS, FAIL or SKIP (and, on failure, why); the last line is "N passed, N failed",
 # and the exit status is non-zero if any scenario failed. CHAOS_SEED=N repeats a run's random
 # choices; CHAOS_BINARY=PATH tests that lansync binary instead of building one.
@@ -22,7 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ALL=(kill9 restore clock strangers unprivileged damage partition)
+ALL=(kill9 restore clock strangers unprivileged damage partition member)
 PROFILE=short KEEP=0 ONLY=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -57,6 +57,7 @@ if [ "$PROFILE" = short ]; then
     PART_LOSS=10          # % of frames dropped at each host's bridge port
     PART_LOSS_AFTER=8     # seconds the loss stays on after the heal
     PART_TIMEOUT=90       # seconds to converge after a heal
+    MEMBER_WRITERS=300000 # made-up writers a member's covers name
 else
     K9_ROUNDS=300
     RESTORE_ROUNDS=8
@@ -69,6 +70,7 @@ else
     PART_LOSS=10
     PART_LOSS_AFTER=30
     PART_TIMEOUT=180
+    MEMBER_WRITERS=1200000
 fi
 SEED=${CHAOS_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$SEED
@@ -1073,6 +1075,93 @@ sc_partition() {
     check_files "$S/d1" "$S/d2" "$S/d3"
     scripts/lab.sh down >/dev/null 2>&1; LAB_UP=0
     FIG="partition: 3 lab hosts over mDNS, first convergence in $( [ "$first_ms" -ge 0 ] && echo "$(secs "$first_ms") s" || echo never), $PART_CYCLES cut(s) of ${PART_CUT} s with ${PART_LOSS}% loss per port, converged after heal in ${heal_times[*]}, $(commas "$ACKED") acknowledged edits, $MISSING missing, $REUSED reused dots"
+}
+
+# --- 8. member ----------------------------------------------------------------------------------
+# A member that misbehaves, with a valid certificate of its own ('lansync debug rogue-member': a
+# modified or buggy lansync). Node A (with C as its peer) takes, in turn: covers naming
+# MEMBER_WRITERS made-up writers; 18 hellos of 4,000 junk statements each; a value 100 bytes over
+# the 1 MiB limit; and a name full of terminal control sequences. Meanwhile A's own edits must
+# commit at once, SIGTERM must stop A within a second, its vector must not take the fake writers,
+# its memory must not grow by 16 MiB, the big value must never be stored (A's export must import
+# elsewhere), no control byte may reach A's status, members or log, and C, restarted, must sync
+# with A afterwards (Docs/SECURITY.md, "What a member can and cannot do").
+sc_member() {
+    local S=$W/member
+    make_cluster "$S" a c m || { fail "init failed"; return; }
+    ACKS=$S/acks EDIT_ERR=$S/edit.err
+    : >"$ACKS"; : >"$EDIT_ERR"
+    local pa pc
+    pa=$(free_port); pc=$(free_port)
+    start_node c "$S/c" "127.0.0.1:$pc" || { fail "node C did not start"; return; }
+    start_node a "$S/a" "127.0.0.1:$pa" --peer "127.0.0.1:$pc" || { fail "node A did not start"; return; }
+    ack_set "$S/a" warm v 1 add
+    wait_converge 20 "$S/a" "$S/c" >/dev/null || fail "A and C did not converge before the attacks"
+    # 1. Made-up writers in covers, with an edit on A and then a SIGTERM while they arrive.
+    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --fake-writers "$MEMBER_WRITERS" --seconds 15 >"$S/rogue1.out" 2>&1 &
+    local rpid=$! t0 add_ms add_rc
+    BG_PIDS=("$rpid")
+    sleep 2
+    t0=$(now_ms)
+    "$L" add --dir "$S/a" --id during v=1 >/dev/null 2>>"$EDIT_ERR"
+    add_rc=$? add_ms=$(( $(now_ms) - t0 ))
+    if [ "$add_rc" = 0 ]; then printf 'set\tduring\tv\t1\n' >>"$ACKS"; else fail "an edit on A during the attack failed after $(secs $add_ms) s: $(tail -1 "$EDIT_ERR")"; fi
+    [ "$add_ms" -le 5000 ] || fail "an edit on A during the attack took $(secs $add_ms) s (at most 5 s)"
+    wait "$rpid" 2>/dev/null; BG_PIDS=()
+    local writers vector
+    writers=$(sqlite3 -readonly "$S/a/replica.sqlite" 'SELECT count(*) FROM node' 2>&1)
+    vector=$(sqlite3 -readonly "$S/a/replica.sqlite" 'SELECT count(*) FROM node WHERE counter > 0' 2>&1)
+    [[ $writers =~ ^[0-9]+$ ]] && [ "$writers" -le 100 ] || fail "A holds $writers writers after the attack (the cluster has 3 machines)"
+    local answer; answer=$(grep -E '^error' "$S/rogue1.out" | head -1)
+    # The same again, stopped with SIGTERM a second in.
+    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --fake-writers "$MEMBER_WRITERS" --seconds 15 >"$S/rogue1b.out" 2>&1 &
+    rpid=$!; BG_PIDS=("$rpid")
+    sleep 1
+    local apid=${NODE_PID[a]} stop_ms="never" _
+    t0=$(now_ms)
+    kill -TERM "$apid" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$apid" 2>/dev/null || { stop_ms=$(( $(now_ms) - t0 )); break; }; sleep 0.05; done
+    if [ "$stop_ms" = never ]; then kill9 "$apid"; fail "A did not stop within 5 s of SIGTERM"; stop_ms=">5000"
+    elif [ "$stop_ms" -gt 1000 ]; then fail "A took $(secs $stop_ms) s to stop on SIGTERM (at most 1 s)"; fi
+    NODE_PID[a]=""
+    kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null; BG_PIDS=()
+    # C restarts and must sync with the restarted A.
+    stop_node c
+    start_node a "$S/a" "127.0.0.1:$pa" --peer "127.0.0.1:$pc" || fail "A did not restart: $(tail -1 "${NODE_LOG[a]}")"
+    start_node c "$S/c" "127.0.0.1:$pc" || fail "C did not restart"
+    ack_set "$S/c" afterc v 1 add
+    local conv_ms
+    conv_ms=$(wait_converge 30 "$S/a" "$S/c") || { fail "A and C did not converge after the attack"; conv_ms=-1; }
+    # 2. Junk statements: A's memory.
+    local rss0 rss1
+    rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/${NODE_PID[a]}/status")
+    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --junk-statements 4000 --hellos 18 --seconds 1 >"$S/rogue2.out" 2>&1 \
+        || fail "the junk statements could not be sent: $(tail -1 "$S/rogue2.out")"
+    sleep 1
+    rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/${NODE_PID[a]}/status" 2>/dev/null || echo 0)
+    local grew=$(( (rss1 - rss0) / 1024 ))
+    [ "$grew" -lt 16 ] || fail "18 hellos of junk statements grew A by $grew MiB (less than 16 allowed)"
+    # 3. A value over the 1 MiB limit.
+    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --value-bytes $(( (1 << 20) + 100 )) --seconds 3 >"$S/rogue3.out" 2>&1
+    local stored
+    stored=$(sqlite3 -readonly "$S/a/replica.sqlite" "SELECT count(*) FROM field WHERE length(state) > 1048576" 2>&1)
+    [ "$stored" = 0 ] || fail "A stored the oversized value ($stored field state(s) over 1 MiB)"
+    "$L" export --dir "$S/a" >"$S/a.jsonl" 2>"$S/export.err" || fail "A's export failed: $(head -1 "$S/export.err")"
+    "$L" init --dir "$S/fresh" --cluster "$S/cluster.pem" --name fresh >/dev/null
+    local imported
+    imported=$("$L" import --dir "$S/fresh" "$S/a.jsonl" 2>&1) || fail "A's export does not import elsewhere: $(head -1 <<<"$imported")"
+    # 4. A name with terminal control sequences.
+    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --name '\e[2K\rpwned\e]0;owned\a' --seconds 3 >"$S/rogue4.out" 2>&1
+    "$L" status --dir "$S/a" >"$S/status.out" 2>&1
+    "$L" members --dir "$S/a" >"$S/members.out" 2>&1
+    local raw=0 f
+    for f in "$S/status.out" "$S/members.out" "${NODE_LOG[a]}"; do
+        if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$f"; then raw=$((raw + 1)); fail "a control byte reached $(basename "$f")"; fi
+    done
+    kill -0 "${NODE_PID[a]}" 2>/dev/null || fail "node A died: $(tail -1 "${NODE_LOG[a]}")"
+    wait_converge 20 "$S/a" "$S/c" >/dev/null || fail "A and C did not converge at the end"
+    check_acks "$S/a" "$S/c"
+    FIG="member: $(commas "$MEMBER_WRITERS") fake writers in covers (A answered: ${answer:-nothing}; A holds $writers writers, $vector in its vector), an edit on A meanwhile in ${add_ms} ms, SIGTERM stopped A in ${stop_ms} ms, C restarted and converged in $( [ "$conv_ms" -ge 0 ] && echo "$(secs "$conv_ms") s" || echo never); 18 hellos of 4,000 junk statements grew A by $grew MiB; a value of 1 MiB + 100 stored $stored time(s); control bytes in status/members/log: $raw"
 }
 
 # --- Run ----------------------------------------------------------------------------------------

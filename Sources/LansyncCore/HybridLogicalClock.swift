@@ -35,9 +35,20 @@ public struct HybridLogicalClock: Hashable, Sendable {
 
     public init(latest: HLCTimestamp = .zero) { self.latest = latest }
 
-    /// A new timestamp, strictly greater than any this clock has issued or observed.
+    /// A new timestamp, strictly greater than any this clock has issued or observed, unless this
+    /// clock stands further than ``maxForwardDrift`` ahead of the wall clock: then it comes back
+    /// to the wall clock.
+    ///
+    /// A clock once set years ahead would otherwise keep every later write of this replica years
+    /// ahead, winning every tie-break for as long. Coming back is safe: timestamps only order
+    /// concurrent versions, and a later local write is never concurrent with an earlier one
+    /// (causality decides; DESIGN invariant 3), nor is a dot ever taken from the clock.
     public mutating func tick(wallMilliseconds: UInt64) -> HLCTimestamp {
         let wall = min(wallMilliseconds, (1 << 48) - 1)
+        if latest.milliseconds > wall &+ Self.maxForwardDrift {
+            latest = HLCTimestamp(milliseconds: wall, logical: 0)
+            return latest
+        }
         if wall > latest.milliseconds {
             latest = HLCTimestamp(milliseconds: wall, logical: 0)
         } else if latest.logical < UInt16.max {

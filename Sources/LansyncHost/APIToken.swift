@@ -1,4 +1,5 @@
 import Foundation
+import LansyncStore
 
 extension DataDirectory {
     /// The file that holds the local API's bearer token (mode 0600).
@@ -8,6 +9,7 @@ extension DataDirectory {
     /// made at `init` and `join`; a directory made before the API gets one on first use. Whoever
     /// can read the data directory can use the API, and nobody else.
     public func apiToken() throws -> String {
+        if let problem = FileAccess.readProblem(apiTokenPath) { throw HostError(problem) }
         if let text = try? String(contentsOfFile: apiTokenPath, encoding: .utf8) {
             let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard token.count == 64, token.allSatisfy(\.isHexDigit) else {

@@ -43,6 +43,9 @@ public struct DataDirectory: Sendable {
     public func tlsIdentity() throws(HostError) -> TLSIdentity {
         let nodePEM: String
         let clusterPEM: String
+        for file in [nodePath, clusterPath] {
+            if let problem = FileAccess.readProblem(file) { throw HostError(problem) }
+        }
         do {
             nodePEM = try String(contentsOfFile: nodePath, encoding: .utf8)
             clusterPEM = try String(contentsOfFile: clusterPath, encoding: .utf8)

@@ -54,6 +54,8 @@ extension DataDirectory {
         } catch {
             throw HostError("cannot create \(path): \(error.localizedDescription)")
         }
+        // An existing directory keeps its mode through createDirectory: others must not read it.
+        for change in tightenPermissions() { note("made it private: \(change)") }
         try SecretFile.write(clusterPEM, to: clusterPath, replace: true)
         try SecretFile.write(try identity.pem(), to: nodePath, replace: true)
         _ = try apiToken()

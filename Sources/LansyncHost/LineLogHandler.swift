@@ -1,4 +1,5 @@
 import Foundation
+import LansyncCore
 import LansyncJSON
 import LansyncStore
 public import Logging
@@ -34,7 +35,8 @@ public struct LineLogHandler: LogHandler {
         let line: String
         switch format {
         case .text:
-            line = "\(time) \(event.level) \(event.message)"
+            // One line, whatever a peer put in its name or its error: control characters escaped.
+            line = "\(time) \(event.level) \(TerminalText.escaped(event.message.description))"
         case .json:
             var all = metadata
             if let provided = metadataProvider?.get() { all.merge(provided) { $1 } }

@@ -21,6 +21,7 @@ extension DataDirectory {
         let store = try open()
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
+        for change in tightenPermissions() { logger.notice("made the data directory private: \(change)") }
         let check = try store.quickCheck()
         if let damage = store.damage ?? check.problems.first {
             throw HostError(
@@ -58,10 +59,16 @@ extension DataDirectory {
                 group.cancelAll()
             }
         }
+        let socket = controlSocketPath
         let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { task.cancel() }
+            source.setEventHandler {
+                task.cancel()
+                // A transaction under way (a peer's batch, an import's) stops now and rolls back.
+                store.interrupt()
+                Self.stopWithin(Self.stopDeadline, logger: logger, socket: socket)
+            }
             source.resume()
             return source
         }
@@ -70,6 +77,27 @@ extension DataDirectory {
             try await task.value
         } catch {
             throw HostError("node stopped: \(TransportError.describing(error))")
+        }
+    }
+}
+
+extension DataDirectory {
+    /// How long a node may take to stop once told to: a stop asked for is a stop within a second,
+    /// whatever the node is doing.
+    static let stopDeadline: Duration = .milliseconds(800)
+
+    /// Ends the process after `deadline` if the node has not stopped by then (work that no
+    /// cancellation reaches). Safe for the replica: every change committed is durable, and the
+    /// one under way rolls back as after a crash; the node lock goes with the process.
+    static func stopWithin(_ deadline: Duration, logger: Logger, socket: String) {
+        let nanoseconds = Int(deadline / .nanoseconds(1))
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+            logger.warning(
+                "node still busy \(nanoseconds / 1_000_000) ms after it was told to stop: stopping now (every committed change is kept; the one under way rolls back)"
+            )
+            unlink(socket)
+            fflush(nil)
+            _exit(0)
         }
     }
 }

@@ -131,7 +131,10 @@ extension JSON {
         out += "\""
         // Most strings need no escaping: append them whole (the per-scalar loop below is the
         // largest cost of writing a synced field's shown value and history).
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c || $0 == 0x7f }) {
+        // (0xC2 and 0xE2 start the C1 controls and the direction overrides, written as escapes
+        // too so that JSON shown on a terminal cannot drive it: TerminalText.)
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c || $0 == 0x7f || $0 == 0xC2 || $0 == 0xE2 })
+        {
             out += s
             out += "\""
             return
@@ -143,7 +146,7 @@ extension JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7f:
+            case _ where TerminalText.needsEscape(scalar):
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

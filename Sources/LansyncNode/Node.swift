@@ -43,6 +43,12 @@ public final class Node: Sendable {
     let joinDesk: JoinDesk
     /// Connections refused for their certificate, for `status` and the log.
     let refused = RefusedConnections()
+    /// Lines about refused certificates (another cluster's, a revoked one): at most 30 a minute
+    /// in all, on top of once a minute per address and reason (``refused``).
+    let refusalLines = LineBudget(perMinute: 30)
+    /// Lines a member's sessions cause (started, ended, refused): at most 60 a minute per peer
+    /// (30 sessions) and 300 in all, so a member reconnecting in a loop cannot fill the log.
+    let sessionLines = LogGate(perSource: 60, perMinute: 300)
     /// The cluster authority's statements: revoked identities (refused, and told to every peer)
     /// and the machines that admit others.
     let statements: ClusterStatements
@@ -172,8 +178,10 @@ public final class Node: Sendable {
     func noteRefused(_ error: TransportError, address: String, dialled: Bool) {
         metrics.refused(error.refusal?.name ?? "certificate")
         guard refused.note(address: address, reason: error.description) else { return }
+        let budget = refusalLines.take()
+        guard budget != .drop else { return }
         logger.warning(
-            "refused \(dialled ? "the connection to" : "a connection from") \(address): \(error.description)"
+            "refused \(dialled ? "the connection to" : "a connection from") \(address): \(error.description)\(budget == .lastThisMinute ? " (no more such lines this minute)" : "")"
         )
     }
 
@@ -297,6 +305,7 @@ public final class Node: Sendable {
         )
         config.antiEntropyInterval = options.antiEntropyInterval
         config.statements = statements.records
+        config.maxWriters = options.writerBounds.total
         var observer = SessionObserver()
         let tally = SessionTally()
         let started = ContinuousClock.now
@@ -321,8 +330,10 @@ public final class Node: Sendable {
                 metrics.sessionsStarted.increment()
                 metrics.sessionsActive.increment()
                 let path = hello.role == .relay ? "relay" : "direct"
+                let budget = sessionLines.take(source: peerID.text)
+                guard budget != .drop else { return }
                 logger.info(
-                    "session with \(hello.name.isEmpty ? peerID.short : hello.name) (\(peerID.short)) started: \(path), \(connection.outbound ? "dialled" : "accepted from") \(address)",
+                    "session with \(hello.name.isEmpty ? peerID.short : hello.name) (\(peerID.short)) started: \(path), \(connection.outbound ? "dialled" : "accepted from") \(address)\(budget.note)",
                     metadata: [
                         "event": "session-start", "peer": "\(hello.name)", "node": "\(peerID.text)", "path": "\(path)",
                         "address": "\(address)", "direction": "\(connection.outbound ? "outbound" : "inbound")",
@@ -346,9 +357,9 @@ public final class Node: Sendable {
             metrics.count(tally, progress)
             await registry.progress(peerID, progress)
         }
-        let limits = options.relayLimits
-        let refuse: ReplicaStore.Refusal? =
-            options.role == .relay ? { @Sendable key, state, item in limits.refusal(key, state, item) } : nil
+        // Every node refuses what breaks ``Limits`` on arrival (overruled, never stored); a relay
+        // may enforce lower limits for the whole cluster.
+        let refuse = (options.role == .relay ? options.relayLimits : RelayLimits.standard).refusal
         let held = self.statements
         let runner = SessionRunner(
             store: store,
@@ -357,7 +368,8 @@ public final class Node: Sendable {
             config: config,
             observer: observer,
             refuse: refuse,
-            revoked: { held.revokedWriters }
+            revoked: { held.revokedWriters },
+            writers: options.writerBounds
         )
         let outcome = await runner.run(connection)
         if outcome.peer != nil, token.value == nil {
@@ -382,11 +394,13 @@ public final class Node: Sendable {
             metrics.sessionsActive.decrement()
             let seconds = (ContinuousClock.now - started) / .milliseconds(1) / 1000
             let path = peer.role == .relay ? "relay" : "direct"
+            let budget = sessionLines.take(source: peerID.text)
+            guard budget != .drop else { return outcome }
             guard report else {
                 // Both sides dialled at once: the registry kept the other connection.
                 metrics.sessionsEnded.increment()
                 logger.info(
-                    "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended: replaced by the other connection to it (both sides dialled at once)",
+                    "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended: replaced by the other connection to it (both sides dialled at once)\(budget.note)",
                     metadata: [
                         "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)", "replaced": "true",
                     ]
@@ -395,7 +409,7 @@ public final class Node: Sendable {
             }
             (failure == nil ? metrics.sessionsEnded : metrics.sessionsFailed).increment()
             logger.info(
-                "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(outcome.sentUpdates) field states (\(outcome.sentBytes) bytes), received \(outcome.receivedUpdates) (\(outcome.receivedBytes) bytes)\(failure.map { "; \($0)" } ?? "")",
+                "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(outcome.sentUpdates) field states (\(outcome.sentBytes) bytes), received \(outcome.receivedUpdates) (\(outcome.receivedBytes) bytes)\(outcome.unverifiedCovers > 0 ? "; left out \(outcome.unverifiedCovers) writer(s) its batches claimed that no state named" : "")\(failure.map { "; \($0)" } ?? "")\(budget.note)",
                 metadata: [
                     "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)", "path": "\(path)",
                     "address": "\(address)", "sent": "\(outcome.sentUpdates)", "received": "\(outcome.receivedUpdates)",
@@ -403,7 +417,7 @@ public final class Node: Sendable {
                     "duration_s": "\(String(format: "%.3f", seconds))", "error": "\(failure ?? "")",
                 ]
             )
-        } else if report, let failure {
+        } else if report, let failure, sessionLines.take(source: peerID.text) != .drop {
             logger.warning(
                 "connection with \(address) (\(peerID.short)) ended before a session: \(failure)",
                 metadata: [

@@ -1,5 +1,6 @@
 public import LansyncDiscovery
 public import LansyncIdentity
+public import LansyncStore
 public import LansyncWire
 
 /// What a node is told at start.
@@ -16,8 +17,11 @@ public struct NodeOptions: Sendable {
     /// `.relay` for `lansync relay`, which settles conflicts with `settlePolicy`.
     public var role: Hello.Role = .peer
     public var settlePolicy: SettlePolicy = .latest
-    /// The limits a relay enforces.
+    /// The limits on what this node takes in from peers: every node enforces ``Limits`` on
+    /// arrival; a relay may be told lower ones, for the whole cluster.
     public var relayLimits = RelayLimits()
+    /// How many writers peers may bring into this replica, in all and per session.
+    public var writerBounds = WriterBounds.standard
     /// The most sessions a node serves at once (each one's memory is bounded, so this bounds the
     /// total); more are told `busy` and retry later.
     public var maxSessions = 128

@@ -81,10 +81,14 @@ public final class ReplicaStore: Sendable {
 
     /// Opens an existing replica file.
     public static func open(path: String, lease: WriterLease = .standard()) throws(StoreError) -> ReplicaStore {
+        if let problem = FileAccess.readProblem(path) { throw .permissionDenied(problem) }
         guard FileManager.default.fileExists(atPath: path) else {
             throw .notInitialised(directory: (path as NSString).deletingLastPathComponent)
         }
-        let store = try ReplicaStore(path: path, pool: openPool(path), lease: lease)
+        // A replica this process may read but not write (another user's, shared read-only) opens
+        // read-only: reading commands work, a write says it cannot.
+        let readOnly = !FileAccess.isWritable(path)
+        let store = try ReplicaStore(path: path, pool: openPool(path, readOnly: readOnly), lease: lease)
         try store.guarded {
             let (applicationID, superseded, hasMeta) = try store.pool.read { db in
                 (
@@ -97,7 +101,15 @@ public final class ReplicaStore: Sendable {
                 throw StoreError.notAReplica(path: path, reason: "a SQLite database of another program")
             }
             guard !superseded else { throw StoreError.newerSchema(path: path) }
-            try Schema.migrator.migrate(store.pool)
+            if readOnly {
+                guard try store.pool.read({ db in try Schema.migrator.hasCompletedMigrations(db) }) else {
+                    throw StoreError.io(
+                        "\(path) needs upgrading by this version of lansync, which needs write access: run any lansync command as its owner first"
+                    )
+                }
+            } else {
+                try Schema.migrator.migrate(store.pool)
+            }
         }
         return store
     }
@@ -114,16 +126,39 @@ public final class ReplicaStore: Sendable {
         }
     }
 
-    private static func openPool(_ path: String) throws(StoreError) -> DatabasePool {
+    /// Makes the statements running now fail at once (SQLite's interrupt); their transactions
+    /// roll back, and later statements run as usual. For a process that must stop now.
+    public func interrupt() { pool.interrupt() }
+
+    private static func openPool(_ path: String, readOnly: Bool = false) throws(StoreError) -> DatabasePool {
         var config = Configuration()
+        config.readonly = readOnly
         config.busyMode = .timeout(30)
         config.prepareDatabase { db in
+            guard !readOnly else { return }
             try db.execute(sql: "PRAGMA synchronous = FULL")
             // After a checkpoint the WAL file is cut back to this size (Docs/STORAGE.md, "The WAL").
             try db.execute(sql: "PRAGMA journal_size_limit = \(walSizeLimit)")
         }
+        // SQLite reads a WAL database only with its -shm file, which a reader without write
+        // access cannot make. With no -wal file either, no writer is under way and the file is
+        // whole: it is read as immutable (a snapshot; a node starting meanwhile is not seen).
+        var opened = path
+        let fm = FileManager.default
+        if readOnly, !fm.fileExists(atPath: path + "-shm"), !fm.fileExists(atPath: path + "-wal") {
+            let absolute = path.hasPrefix("/") ? path : fm.currentDirectoryPath + "/" + path
+            var allowed = CharacterSet.urlPathAllowed
+            allowed.remove(charactersIn: "?#%")
+            opened =
+                "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?immutable=1"
+        }
         do {
-            return try DatabasePool(path: path, configuration: config)
+            return try DatabasePool(path: opened, configuration: config)
+        } catch let error as DatabaseError where readOnly && error.resultCode == .SQLITE_READONLY {
+            // SQLite reads a WAL database only with its -shm file, which it cannot make here.
+            throw StoreError.io(
+                "cannot read \(path) without write access while no node runs on it (SQLite needs to make its -shm file beside it): run lansync as its owner, or start its node"
+            )
         } catch {
             throw mapError(error, path: path)
         }
@@ -439,10 +474,11 @@ public final class ReplicaStore: Sendable {
         if let first = broken.first { markDamaged("the state of \(first.item).\(first.field) does not decode") }
     }
 
-    /// Decides whether an incoming change is refused (the relay's limits): a reason, or nil.
-    /// It sees the field key, the field as merging the change would leave it, and the item as
-    /// this replica holds it before the merge.
-    public typealias Refusal = @Sendable (FieldKey, FieldState, ItemState?) -> String?
+    /// Decides whether an incoming change is refused (``Limits``, or the relay's): a reason, or
+    /// nil. It sees the field key, the field as merging the change would leave it, the field as
+    /// this replica holds it before the merge (nil if new), and a count of the item's user fields
+    /// before the merge (read only if asked).
+    public typealias Refusal = @Sendable (FieldKey, FieldState, FieldState?, () throws -> Int) throws -> String?
 
     /// Merges a batch received from a peer, and records what it covers, in one transaction.
     /// Applying a batch again changes nothing. Returns how many fields changed.
@@ -464,7 +500,15 @@ public final class ReplicaStore: Sendable {
         refuse: Refusal? = nil,
         revoked: RevokedWriters = RevokedWriters()
     ) throws(StoreError) -> Int {
-        try apply(batch, stream: nil, wallMilliseconds: wallMilliseconds, refuse: refuse, revoked: revoked)
+        try apply(
+            batch,
+            stream: nil,
+            wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked,
+            writers: .standard,
+            allowance: WriterBounds.standard.perSession
+        ).changed
     }
 
     /// Merges a batch of `sender`'s stream (sent while it wrote as `incarnation`). What the batch
@@ -480,12 +524,40 @@ public final class ReplicaStore: Sendable {
         refuse: Refusal? = nil,
         revoked: RevokedWriters = RevokedWriters()
     ) throws(StoreError) -> Int {
+        try receive(
+            batch,
+            from: sender,
+            incarnation: incarnation,
+            wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked
+        ).changed
+    }
+
+    /// ``apply(_:from:incarnation:wallMilliseconds:refuse:revoked:)``, within `writers`: the
+    /// batch's writers are checked first (``WriterCheck``), with `allowance` writers still allowed
+    /// to be new in this session. A batch past a bound is refused whole (``StoreError/tooManyWriters(held:new:limit:)``,
+    /// ``StoreError/tooManyNewWriters(new:perSession:)``); covers naming writers this replica
+    /// cannot verify are left out. Returns what the batch did.
+    @discardableResult
+    public func receive(
+        _ batch: DeltaBatch,
+        from sender: NodeID,
+        incarnation: NodeID,
+        wallMilliseconds: UInt64,
+        refuse: Refusal? = nil,
+        revoked: RevokedWriters = RevokedWriters(),
+        writers: WriterBounds = .standard,
+        allowance: Int? = nil
+    ) throws(StoreError) -> ReceivedBatch {
         try apply(
             batch,
             stream: (sender, incarnation),
             wallMilliseconds: wallMilliseconds,
             refuse: refuse,
-            revoked: revoked
+            revoked: revoked,
+            writers: writers,
+            allowance: allowance ?? writers.perSession
         )
     }
 
@@ -494,10 +566,20 @@ public final class ReplicaStore: Sendable {
         stream: (sender: NodeID, incarnation: NodeID)?,
         wallMilliseconds: UInt64,
         refuse: Refusal?,
-        revoked: RevokedWriters
-    ) throws(StoreError) -> Int {
+        revoked: RevokedWriters,
+        writers: WriterBounds,
+        allowance: Int
+    ) throws(StoreError) -> ReceivedBatch {
         try refuseIfDamaged()
         let me = try info()
+        // Before the write lock: the look-ups are reads, and a refused batch never takes it.
+        let check = try guarded {
+            try pool.read { db in
+                let check = try WriterCheck(batch, db: db)
+                try check.check(writers, allowance: allowance, db: db)
+                return check
+            }
+        }
         var marker: (writer: NodeID, stamp: UInt64)?
         let changed = try guarded {
             try pool.writeWithoutTransaction { db in
@@ -507,6 +589,9 @@ public final class ReplicaStore: Sendable {
                 if stream != nil { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 defer { if stream != nil { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
                 try db.inTransaction(.immediate) {
+                    // Checked again under the write lock: another session may have brought
+                    // writers since the read (a look-up only, when none are new).
+                    try check.check(writers, allowance: allowance, db: db)
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
                     tx.origin = .peer
                     // What the batch changes in each item's derived columns, applied at the end
@@ -518,7 +603,7 @@ public final class ReplicaStore: Sendable {
                             throw StoreError.staleDelta(base: base, held: held)
                         }
                     }
-                    _ = try tx.retireWriterIfWitnessed(by: batch.covers)
+                    _ = try tx.retireWriterIfWitnessed(by: check.covers)
                     var writer: Transaction.ClaimedWriter?
                     var createdByRevoked: [(row: Int64, id: ItemID)] = []
                     // A batch carries an item's fields together: look each item up once, and skip
@@ -548,7 +633,14 @@ public final class ReplicaStore: Sendable {
                         var merged = (old?.state ?? FieldState()).merged(with: update.change)
                         guard merged != old?.state else { continue }
                         var overruled: [FieldVersion] = []
-                        if let refuse, let reason = refuse(update.key, merged, try tx.loadItem(update.key.item).state) {
+                        if let refuse,
+                            let reason = try refuse(
+                                update.key,
+                                merged,
+                                old?.state,
+                                { try Transaction.userFieldCount(db: db, item: itemRow) }
+                            )
+                        {
                             let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
                             let dot = try tx.nextDot(&writer, lease: lease, name: me.nodeName)
                             let held = Set(old?.state.versions.map(\.dot) ?? [])
@@ -609,11 +701,11 @@ public final class ReplicaStore: Sendable {
                     // is a rollback as much as one that loses local edits.
                     if changed > 0 { marker = (try Transaction.currentWriter(db: db), try tx.countChange()) }
                     if let stream {
-                        try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: batch.covers)
+                        try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: check.covers)
                     } else {
-                        for node in batch.covers.nodes {
+                        for (node, counter) in check.covers.counters {
                             let row = try tx.nodeRow(node)
-                            try tx.raiseCounter(of: row, to: batch.covers[node])
+                            try tx.raiseCounter(of: row, to: counter)
                         }
                     }
                     try tx.saveClock()
@@ -623,7 +715,11 @@ public final class ReplicaStore: Sendable {
             }
         }
         if let marker { lease.record(marker.writer, stamp: marker.stamp) }
-        return changed
+        return ReceivedBatch(
+            changed: changed,
+            newWriters: check.newWriters.count,
+            unverifiedCovers: check.unverifiedCovers
+        )
     }
 
     /// `sender`'s stream is complete (its `done` came after every batch was applied): what its
@@ -645,8 +741,12 @@ public final class ReplicaStore: Sendable {
     private func completeStream(from sender: NodeID, db: Database) throws {
         var tx = try Transaction(db: db, historyLimit: 0, nodes: nodeRows)
         guard let stream = try Transaction.stream(db: db, from: sender) else { return }
-        for node in stream.covers.nodes {
-            try tx.raiseCounter(of: try tx.nodeRow(node), to: stream.covers[node])
+        for (node, counter) in stream.covers.counters {
+            // Two statements, not one nested in the other: `tx.raiseCounter(of: try tx.nodeRow(...))`
+            // held a copy of the transaction (and of its node cache) while nodeRow grew the cache,
+            // so every new node copied the whole cache.
+            let row = try tx.nodeRow(node)
+            try tx.raiseCounter(of: row, to: counter)
         }
         try db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
     }

@@ -12,10 +12,18 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case newerSchema(path: String)
     case corrupt(path: String, detail: String)
     case io(String)
+    /// The system refused to let this process read the replica (``FileAccess``).
+    case permissionDenied(String)
     /// A peer sent field deltas taken against writes this replica does not hold (its version
     /// vector does not cover the batch's base): merging them could lose a removal, so the batch is
     /// refused whole and the session ends; the next one starts from what this replica holds.
     case staleDelta(base: VersionVector, held: VersionVector)
+    /// A peer's batch names writers that would take the replica past ``WriterBounds/total``:
+    /// refused whole, nothing merged.
+    case tooManyWriters(held: Int, new: Int, limit: Int)
+    /// A peer's batch would bring more writers new to the replica than its session may still
+    /// bring (``WriterBounds/perSession``): refused whole; the next session carries on.
+    case tooManyNewWriters(new: Int, perSession: Int)
 
     public var description: String {
         switch self {
@@ -31,8 +39,13 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .corrupt(path, detail):
             "\(path) is damaged (\(Self.oneLine(detail))): run 'lansync check' for a full report, then 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
         case .io(let message): message
+        case .permissionDenied(let message): message
         case let .staleDelta(base, held):
             "a peer sent changes against \(base), more than this replica holds (\(held)); nothing was merged, and the next session starts afresh"
+        case let .tooManyWriters(held, new, limit):
+            "a batch names \(new) writer(s) new to this replica, which holds \(held) of its limit of \(limit); nothing was merged (raise the node's --max-writers if the cluster really has that many)"
+        case let .tooManyNewWriters(new, perSession):
+            "a batch names \(new) writer(s) new to this replica, past the \(perSession) one session may bring (--max-new-writers); nothing was merged, and the next session carries on"
         }
     }
 }

@@ -246,6 +246,14 @@ struct Transaction {
 
     func loadItem(_ id: ItemID) throws -> LoadedItem { try Self.loadItem(db: db, id, nodes: nodes) }
 
+    /// How many user fields (not `_type`, `_deleted`) the item in row `item` has.
+    static func userFieldCount(db: Database, item: Int64) throws -> Int {
+        try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT count(*) FROM field WHERE item = ? AND substr(name, 1, 1) <> '_'"),
+            arguments: [item]
+        ) ?? 0
+    }
+
     static func loadItem(db: Database, _ id: ItemID, nodes: NodeRows) throws -> LoadedItem {
         guard
             let row = try Int64.fetchOne(

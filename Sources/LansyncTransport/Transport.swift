@@ -159,28 +159,42 @@ public final class Transport: Sendable {
     /// Binds `host:port` (port 0 picks a free one).
     public func listen(host: String, port: Int) async throws(TransportError) -> Listener {
         do {
+            // Nothing about one accepted connection may fail the listener: NIO ends the stream of
+            // accepted connections (and so the node's accept loop) on an error setting one up, so
+            // the child's option and pipeline are set here, and a failure closes only that child.
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelOption(.backlog, value: 64)
-                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .bind(host: host, port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let check = PeerCheck()
-                        return try self.configure(
-                            channel,
-                            tls: NIOSSLServerHandler(
-                                context: self.serverContext,
-                                customVerificationCallback: self.identity.verifier(check)
-                            ),
-                            check: check,
-                            outbound: false
-                        )
-                    }
+                    channel.eventLoop.makeSucceededFuture(self.accepted(channel))
                 }
             return Listener(channel: channel, port: channel.channel.localAddress?.port ?? port)
         } catch {
             let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
             throw TransportError(listeningOn: shown, error: error)
+        }
+    }
+
+    /// Sets up an accepted connection; never throws: a connection that cannot be set up (closed
+    /// under it, out of resources) is closed, and its future fails, for that connection alone.
+    private func accepted(_ channel: any Channel) -> EventLoopFuture<InboundConnection> {
+        do {
+            try? channel.syncOptions?.setOption(.tcpOption(.tcp_nodelay), value: 1)
+            let check = PeerCheck()
+            return try configure(
+                channel,
+                tls: NIOSSLServerHandler(
+                    context: serverContext,
+                    customVerificationCallback: identity.verifier(check)
+                ),
+                check: check,
+                outbound: false
+            )
+        } catch {
+            channel.close(promise: nil)
+            var failure = TransportError("could not set up the connection: \(TransportError.describing(error))")
+            failure.peer = channel.remoteAddress?.ipAddress
+            return channel.eventLoop.makeFailedFuture(failure)
         }
     }
 

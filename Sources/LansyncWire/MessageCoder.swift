@@ -122,10 +122,17 @@ public enum MessageCoder {
                     guard count <= UInt64(WireLimits.maxStatements) else {
                         throw WireError.malformed("too many cluster statements")
                     }
+                    var total = 0
                     for _ in 0..<count {
                         let statement = try r.data()
                         guard statement.count <= WireLimits.maxStatementBytes else {
                             throw WireError.malformed("cluster statement too large")
+                        }
+                        total += statement.count
+                        guard total <= WireLimits.maxStatementsBytes else {
+                            throw WireError.malformed(
+                                "cluster statements of more than \(WireLimits.maxStatementsBytes) bytes"
+                            )
                         }
                         hello.statements.append(Array(statement))
                     }

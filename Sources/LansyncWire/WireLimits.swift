@@ -16,6 +16,10 @@ public enum WireLimits {
     /// under 500 bytes; a set of admitting machines, 16 bytes each, fits 256 of them).
     public static let maxStatements = 4096
     public static let maxStatementBytes = 4096
+    /// The most bytes of statements one hello carries, all together (1 MiB): a cluster of a
+    /// thousand members with a revocation each needs about a tenth of it, and a member sending
+    /// made-up ones cannot make a node hold more than this of them.
+    public static let maxStatementsBytes = 1 << 20
     /// The largest key or certificate in a join (DER): a P-256 key is 91 bytes, a certificate
     /// about 500.
     public static let maxJoinBlobBytes = 4096

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LansyncCore
 
 /// The `lansync` command: the one binary for the CLI, the node daemon and the relay.
 @main
@@ -31,6 +32,9 @@ struct Lansync: AsyncParsableCommand {
     /// Refuses arguments that are not valid UTF-8 before anything parses them: Swift would turn
     /// the bad bytes into U+FFFD and store that, silently (import refuses such bytes too).
     static func main() async {
+        // Everything lansync creates (the replica and its WAL, keys, the token, the control
+        // socket) is its owner's alone: the data directory holds every record (Docs/SECURITY.md).
+        umask(0o077)
         let argv = UnsafeBufferPointer(start: CommandLine.unsafeArgv, count: Int(CommandLine.argc))
         for (position, raw) in argv.enumerated().dropFirst() {
             guard let raw, String(validatingCString: raw) == nil else { continue }
@@ -42,7 +46,30 @@ struct Lansync: AsyncParsableCommand {
             )
             Foundation.exit(1)
         }
-        await main(Self.movingGlobalDirectory(Array(CommandLine.arguments.dropFirst())))
+        let arguments = Self.movingGlobalDirectory(Array(CommandLine.arguments.dropFirst()))
+        var command: any ParsableCommand
+        do { command = try parseAsRoot(arguments) } catch { exit(withError: error) }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: Self.printable(error))
+        }
+    }
+
+    /// An error as it may reach the terminal: its text may carry what a peer said (a refusal's
+    /// words, a name), so control characters are escaped (``TerminalText``). ArgumentParser's own
+    /// errors (usage, help, exit codes) pass as they are.
+    static func printable(_ error: any Error) -> any Error {
+        switch error {
+        case is ExitCode, is CleanExit, is ValidationError: return error
+        default:
+            let text = String(describing: error)
+            return TerminalText.isPlain(text) ? error : CLIError(TerminalText.escaped(text))
+        }
     }
 
     /// `lansync --dir X list` as users type it (`git -C`, `sqlite3 FILE`): a `--dir` given before

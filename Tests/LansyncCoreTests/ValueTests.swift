@@ -102,4 +102,18 @@ import Testing
         other.observe(HLCTimestamp(milliseconds: 1 << 47, logical: 0), wallMilliseconds: 1000)
         #expect(other.latest.milliseconds <= 1000 + HybridLogicalClock.maxForwardDrift)
     }
+
+    /// A clock once set two years ahead (a replica's saved clock) does not keep this replica's
+    /// writes two years ahead once the wall clock is right again; within the drift it stays
+    /// monotonic.
+    @Test func aClockOnceYearsAheadComesBack() {
+        let now: UInt64 = 1_800_000_000_000
+        let twoYears: UInt64 = 2 * 365 * 86_400_000
+        var clock = HybridLogicalClock(latest: HLCTimestamp(milliseconds: now + twoYears, logical: 7))
+        let t = clock.tick(wallMilliseconds: now)
+        #expect(t.milliseconds == now)
+        #expect(clock.tick(wallMilliseconds: now) > t)
+        var near = HybridLogicalClock(latest: HLCTimestamp(milliseconds: now + 60_000, logical: 0))
+        #expect(near.tick(wallMilliseconds: now) > HLCTimestamp(milliseconds: now + 60_000, logical: 0))
+    }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import LansyncCore
 import LansyncIdentity
 import LansyncStore
@@ -38,9 +39,13 @@ final class ClusterStatements: Sendable {
     let io: BlockingIO
     let trust: ClusterCertificate
     private let held = NIOLockedValueBox(Held())
-    /// The binary forms already judged (held, or refused), so that a record is verified once:
-    /// every hello and every nudge brings them all again.
-    private let seen = NIOLockedValueBox<Set<[UInt8]>>([])
+    /// The digests of the binary forms already judged (held, or refused), so that a record is
+    /// verified once: every hello and every nudge brings them all again. Digests, not the records
+    /// (up to 4 KiB each, and any member may send thousands of made-up ones), and at most
+    /// ``maxSeen`` of them: about 3 MiB whatever peers send. When full it starts over, which costs
+    /// only verifying again.
+    private let seen = NIOLockedValueBox<Set<SHA256Digest>>([])
+    static let maxSeen = 65_536
 
     init(store: ReplicaStore, io: BlockingIO, trust: ClusterCertificate) {
         self.store = store
@@ -96,7 +101,10 @@ final class ClusterStatements: Sendable {
 
     private func valid(_ records: [[UInt8]]) -> [ClusterStatement] {
         let unseen = seen.withLockedValue { seen in
-            records.filter { seen.count < 65_536 ? seen.insert($0).inserted : !seen.contains($0) }
+            records.filter { record in
+                if seen.count >= Self.maxSeen { seen.removeAll(keepingCapacity: true) }
+                return seen.insert(SHA256.hash(data: record)).inserted
+            }
         }
         return unseen.compactMap(ClusterStatement.init(encoded:)).filter { $0.isSigned(by: trust) }
     }

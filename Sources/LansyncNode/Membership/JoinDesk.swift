@@ -35,6 +35,18 @@ final class JoinDesk: Sendable {
     static let maxActive = 8
     /// How long a joiner has to send its request.
     static let requestTimeout: Duration = .seconds(10)
+    /// The lines join requests cause (anyone can send one): once a minute per address, 30 a
+    /// minute in all.
+    private let lines = LogGate(perSource: 1, perMinute: 30)
+
+    /// Logs a line a join request caused, within ``lines``.
+    private func log(_ level: Logger.Level, _ text: String, from address: String) {
+        // The address without its port: each connection comes from another one.
+        let source = address.lastIndex(of: ":").map { String(address[..<$0]) } ?? address
+        let budget = lines.take(source: source)
+        guard budget != .drop else { return }
+        logger.log(level: level, "\(text)\(budget.note)")
+    }
 
     init(
         store: ReplicaStore,
@@ -105,12 +117,19 @@ final class JoinDesk: Sendable {
 
     private func answer(_ request: JoinRequest, from address: String) async -> Message {
         guard let admitting = authority.withLockedValue({ $0 }) else {
-            logger.warning("join refused (\(address)): this machine cannot admit others")
+            log(.warning, "join refused (\(address)): this machine cannot admit others", from: address)
             return .error(
                 ProtocolError(
                     .joinRefused,
                     "this machine cannot admit others (it does not hold the cluster's authority key): use a code from a machine that can"
                 )
+            )
+        }
+        // Before the invite is used: a name every member will print must be a plain one.
+        if !request.name.isEmpty, let problem = MachineName.problem(with: request.name) {
+            log(.warning, "join refused (\(address)): its name is not valid (\(problem))", from: address)
+            return .error(
+                ProtocolError(.joinRefused, "the name is refused (\(problem)): join again with another --name")
             )
         }
         let node: NodeID
@@ -131,7 +150,7 @@ final class JoinDesk: Sendable {
                 }
             }
         } catch {
-            logger.info("join from \(address) not answered: \(error)")
+            log(.info, "join from \(address) not answered: \(error)", from: address)
             return .error(ProtocolError(.storage, "the inviter could not record the join; try again"))
         }
         switch outcome {
@@ -155,7 +174,7 @@ final class JoinDesk: Sendable {
                 return .error(ProtocolError(.storage, "the inviter could not issue a certificate"))
             }
         case .unknown:
-            logger.warning("join refused (\(address)): no invite of this machine matches the code")
+            log(.warning, "join refused (\(address)): no invite of this machine matches the code", from: address)
             return .error(
                 ProtocolError(
                     .joinRefused,
@@ -163,7 +182,7 @@ final class JoinDesk: Sendable {
                 )
             )
         case .used(let at):
-            logger.warning("join refused (\(address)): the invite was already used")
+            log(.warning, "join refused (\(address)): the invite was already used", from: address)
             return .error(
                 ProtocolError(
                     .joinRefused,
@@ -171,7 +190,7 @@ final class JoinDesk: Sendable {
                 )
             )
         case .expired(let at):
-            logger.warning("join refused (\(address)): the invite expired")
+            log(.warning, "join refused (\(address)): the invite expired", from: address)
             return .error(
                 ProtocolError(.joinRefused, "this invite expired (\(Self.time(at))): ask for a new one")
             )

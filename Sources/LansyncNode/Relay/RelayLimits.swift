@@ -1,45 +1,99 @@
 public import LansyncCore
+public import LansyncStore
 
-/// The limits the relay enforces for the whole cluster. A field state that breaks them is refused:
-/// the relay overrules it (see `ReplicaStore.apply(_:wallMilliseconds:refuse:)`), and the node that
-/// wrote it shows the refusal in `status`, a permanent error that blocks nothing else.
+/// The limits a node enforces on what peers send it, checked on every field state that arrives
+/// before it is stored: ``Limits`` on every node, exactly as on writing, and on the relay the
+/// lower ones it may be given for the whole cluster. A field state that breaks them is refused:
+/// the node overrules it (see `ReplicaStore.apply(_:wallMilliseconds:refuse:)`), so it is never
+/// stored, every replica converges on the refusal, and the node that wrote it shows it in
+/// `status`, a permanent error that blocks nothing else.
 public struct RelayLimits: Sendable, Equatable {
-    /// The largest value of one field, in encoded bytes.
+    /// The largest value of one field, in encoded bytes (at most ``Limits/maxValueBytes``).
     public var maxValueBytes = Limits.maxValueBytes
-    /// The most user fields one item may have.
+    /// The most user fields one item may have (at most ``Limits/maxFieldsPerItem``).
     public var maxFieldsPerItem = Limits.maxFieldsPerItem
 
+    /// How a refusal names the limit: the relay's, or the one every node enforces.
+    let whose: String
+
+    /// What every node enforces: ``Limits``.
+    public static let standard = RelayLimits(whose: "the limit")
+
+    /// The check as `ReplicaStore` takes it.
+    public var refusal: ReplicaStore.Refusal {
+        { @Sendable key, state, held, userFields in try self.refusal(key, state, held, userFields: userFields) }
+    }
+
+    /// Limits above ``Limits`` are lowered to them: no node may store what another would refuse
+    /// to write.
     public init(maxValueBytes: Int = Limits.maxValueBytes, maxFieldsPerItem: Int = Limits.maxFieldsPerItem) {
-        self.maxValueBytes = maxValueBytes
-        self.maxFieldsPerItem = maxFieldsPerItem
+        self.init(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFieldsPerItem, whose: "the relay's limit")
+    }
+
+    private init(
+        maxValueBytes: Int = Limits.maxValueBytes,
+        maxFieldsPerItem: Int = Limits.maxFieldsPerItem,
+        whose: String
+    ) {
+        self.maxValueBytes = min(maxValueBytes, Limits.maxValueBytes)
+        self.maxFieldsPerItem = min(maxFieldsPerItem, Limits.maxFieldsPerItem)
+        self.whose = whose
     }
 
     /// Why a change is refused, or nil, judging `incoming`: the field as merging the change would
-    /// leave it (a field delta carries only part of the list). Only versions the relay does not
-    /// hold yet are judged, and the list as it would be.
-    public func refusal(_ key: FieldKey, _ incoming: FieldState, _ item: ItemState?) -> String? {
-        let held = Set(item?.fields[key.field]?.versions.map(\.dot) ?? [])
-        for version in incoming.versions where !held.contains(version.dot) {
+    /// leave it (a field delta carries only part of the list). Only versions not in `held` (the
+    /// field as this replica holds it) are judged, and the list as it would be; `userFields`
+    /// counts the item's user fields, asked only when the field is new.
+    public func refusal(
+        _ key: FieldKey,
+        _ incoming: FieldState,
+        _ held: FieldState?,
+        userFields: () throws -> Int
+    ) rethrows -> String? {
+        let heldDots = Set(held?.versions.map(\.dot) ?? [])
+        for version in incoming.versions where !heldDots.contains(version.dot) {
             var values: [Value] = []
             switch version.write {
             case .assign(let value): values = [value]
-            case .list(let change): values = change.added
+            case .list(let change): values = change.added + change.removed
             case .overrule: continue
             }
             if let big = values.first(where: { $0.encodedSize > maxValueBytes }) {
-                return "a value of \(big.encodedSize) bytes is over the relay's limit of \(maxValueBytes)"
+                return "a value of \(big.encodedSize) bytes is over \(whose) of \(maxValueBytes)"
             }
+            if let deep = values.first(where: { $0.nesting > Limits.maxValueNesting }) {
+                return "a value nests lists \(deep.nesting) deep, over the limit of \(Limits.maxValueNesting)"
+            }
+            if let reason = Self.reservedRefusal(key.field, version.write) { return reason }
         }
         if let list = incoming.listValue.isEmpty ? nil : Value.list(incoming.listValue),
             list.encodedSize > maxValueBytes
         {
-            return "a list of \(list.encodedSize) bytes is over the relay's limit of \(maxValueBytes)"
+            return "a list of \(list.encodedSize) bytes is over \(whose) of \(maxValueBytes)"
         }
-        if !key.field.isReserved, item?.fields[key.field] == nil,
-            let count = item?.fields.keys.filter({ !$0.isReserved }).count, count >= maxFieldsPerItem
-        {
-            return "item \(key.item) would have more than \(maxFieldsPerItem) fields, the relay's limit"
+        if !key.field.isReserved, held == nil {
+            let count = try userFields()
+            if count >= maxFieldsPerItem {
+                return "item \(key.item) would have more than \(maxFieldsPerItem) fields, \(whose)"
+            }
         }
         return nil
+    }
+
+    /// What lansync's own fields may hold: `_type` a valid type, `_deleted` a bool (a list edit
+    /// of either is no write lansync makes).
+    static func reservedRefusal(_ field: FieldName, _ write: FieldVersion.Write) -> String? {
+        switch (field, write) {
+        case (.type, .assign(.string(let type))):
+            // The type itself is not repeated: it may hold anything.
+            do { try ItemState.validate(type: type) } catch {
+                return "an item type that is empty, over \(Limits.maxTypeBytes) bytes, or holds control characters"
+            }
+            return nil
+        case (.type, _): return "an item type that is not text"
+        case (.deleted, .assign(.bool)): return nil
+        case (.deleted, _): return "a deletion that is not true or false"
+        default: return nil
+        }
     }
 }

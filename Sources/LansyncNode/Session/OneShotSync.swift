@@ -70,6 +70,8 @@ public enum OneShotSync {
                             hub: hub,
                             config: config,
                             observer: observer,
+                            // Limits hold on arrival for a one-shot sync as for the node.
+                            refuse: RelayLimits.standard.refusal,
                             revoked: { statements.revokedWriters }
                         )
                         .run(connection)

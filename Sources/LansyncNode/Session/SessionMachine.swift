@@ -1,4 +1,5 @@
 public import LansyncCore
+import LansyncStore
 public import LansyncWire
 
 /// The logic of one sync session, as a pure state machine: events in, actions out. It owns no
@@ -35,6 +36,10 @@ public struct SessionMachine: Sendable {
         public var ackTimeout: Duration = .seconds(60)
         /// The cluster statements this node holds, sent in its hello (protocol 1.3).
         public var statements: [[UInt8]] = []
+        /// The most writers a version vector from the peer may name (its hello, summaries, `done`,
+        /// and what its batches cover, joined): a peer past it is refused, so what this side keeps
+        /// of the peer stays bounded whatever it claims (``WriterBounds/total``).
+        public var maxWriters = WriterBounds.standard.total
 
         public init(
             nodeID: NodeID,
@@ -79,6 +84,8 @@ public struct SessionMachine: Sendable {
         case tick(now: ContinuousClock.Instant, localVersion: VersionVector? = nil)
         /// Reading or writing the replica failed.
         case storageFailed(String)
+        /// The runner refused the peer's batch (it named more writers than this replica takes).
+        case refused(ProtocolError)
     }
 
     /// What the machine asks its runner to do, in order.
@@ -250,6 +257,9 @@ public struct SessionMachine: Sendable {
 
         case let (_, .storageFailed(why)):
             return fail(ProtocolError(.storage, why))
+
+        case let (_, .refused(error)):
+            return fail(error)
         }
     }
 
@@ -295,6 +305,7 @@ public struct SessionMachine: Sendable {
             // (no echo of a change to where it came from).
             peerVersionVector.join(batch.covers)
             deltaBase?.join(batch.covers)
+            if let refusal = tooManyWriters(peerVersionVector, "what its stream covers") { return fail(refusal) }
             return settle(open, [.apply(sequence: sequence, batch)])
 
         case (.open(var open), .ack(let sequence)):
@@ -326,7 +337,8 @@ public struct SessionMachine: Sendable {
             incoming = (Int(clamping: count), receivedUpdates)
             return settle(open, [])
 
-        case (.open(var open), .done):
+        case (.open(var open), .done(let vv)):
+            if let refusal = tooManyWriters(vv, "its done") { return fail(refusal) }
             open.peerInitialDone = true
             incoming = nil
             let actions = [.completeStream] + checkUpToDate(open)
@@ -335,6 +347,7 @@ public struct SessionMachine: Sendable {
         case (.open(var open), .summary(let vv)):
             peerVersionVector.join(vv)
             deltaBase?.join(vv)
+            if let refusal = tooManyWriters(peerVersionVector, "its summary") { return fail(refusal) }
             // Send what the peer lacks; a delta that finds nothing sends nothing.
             let actions = open.outgoing != nil ? [] : beginDelta(initial: false, &open)
             return settle(open, actions)
@@ -373,7 +386,18 @@ public struct SessionMachine: Sendable {
                 "peer has this node's own id \(hello.nodeID.short): a copied data directory, or a node connected to itself"
             )
         }
-        return nil
+        return tooManyWriters(hello.versionVector, "its hello")
+            ?? tooManyWriters(hello.resume, "its hello's resume point")
+    }
+
+    /// A refusal if `vector` (what the peer said, in `what`) names more writers than
+    /// ``SessionConfig/maxWriters``: a permanent error, since the peer will say it again.
+    private func tooManyWriters(_ vector: VersionVector, _ what: String) -> ProtocolError? {
+        guard vector.counters.count > config.maxWriters else { return nil }
+        return ProtocolError(
+            .rejectedChange,
+            "the peer names more than \(config.maxWriters) writers in \(what), past this node's limit (--max-writers); nothing more is taken from it"
+        )
     }
 
     private mutating func produced(_ batch: DeltaBatch?, now: ContinuousClock.Instant, _ open: inout Open) -> [Action] {

@@ -30,6 +30,11 @@ public struct SessionOutcome: Sendable {
     /// Bytes on the wire, TLS included.
     public var sentBytes = 0
     public var receivedBytes = 0
+    /// Writers new to this replica that the peer's batches brought.
+    public var newWriters = 0
+    /// Entries of the peer's covers naming writers this replica could not verify, left out
+    /// (``ReceivedBatch/unverifiedCovers``).
+    public var unverifiedCovers = 0
 
     /// A one-line description of why the session ended, nil for a clean end.
     public var failure: String? {
@@ -81,6 +86,8 @@ public struct SessionRunner: Sendable {
     let refuse: ReplicaStore.Refusal?
     /// The writes revocations refuse, read for every batch (a revocation may arrive mid-session).
     let revoked: @Sendable () -> RevokedWriters
+    /// What the peer's batches may add to the replica's writers.
+    let writers: WriterBounds
 
     public init(
         store: ReplicaStore,
@@ -89,8 +96,10 @@ public struct SessionRunner: Sendable {
         config: SessionMachine.SessionConfig,
         observer: SessionObserver = SessionObserver(),
         refuse: ReplicaStore.Refusal? = nil,
-        revoked: @escaping @Sendable () -> RevokedWriters = { RevokedWriters() }
+        revoked: @escaping @Sendable () -> RevokedWriters = { RevokedWriters() },
+        writers: WriterBounds = .standard
     ) {
+        self.writers = writers
         self.refuse = refuse
         self.revoked = revoked
         self.store = store
@@ -155,22 +164,39 @@ public struct SessionRunner: Sendable {
                                 let revoked = self.revoked()
                                 let peer = config.authenticatedPeer
                                 let incarnation = machine.peer?.writer ?? peer
-                                let (changed, version) = try await io.run {
-                                    let changed = try store.apply(
+                                let writers = self.writers
+                                let allowance = writers.perSession - outcome.newWriters
+                                let (received, version) = try await io.run {
+                                    let received = try store.receive(
                                         batch,
                                         from: peer,
                                         incarnation: incarnation,
                                         wallMilliseconds: WallClock.milliseconds,
                                         refuse: refuse,
-                                        revoked: revoked
+                                        revoked: revoked,
+                                        writers: writers,
+                                        allowance: allowance
                                     )
-                                    return (changed, changed > 0 ? try store.versionVector() : nil)
+                                    return (received, received.changed > 0 ? try store.versionVector() : nil)
                                 }
+                                let changed = received.changed
+                                outcome.newWriters += received.newWriters
+                                outcome.unverifiedCovers += received.unverifiedCovers
                                 if changed > 0 {
                                     hub.notify(version: version, except: subscription)
                                     await observer.applied(changed)
                                 }
                                 queue += machine.handle(.applied(sequence: sequence, now: .now))
+                            } catch let error as StoreError {
+                                switch error {
+                                case .tooManyWriters:
+                                    queue += machine.handle(.refused(ProtocolError(.rejectedChange, error.description)))
+                                case .tooManyNewWriters:
+                                    // The next session carries on where this one stopped.
+                                    queue += machine.handle(.refused(ProtocolError(.busy, error.description)))
+                                default:
+                                    queue += machine.handle(.storageFailed("applying a batch: \(error)"))
+                                }
                             } catch {
                                 queue += machine.handle(.storageFailed("applying a batch: \(error)"))
                             }

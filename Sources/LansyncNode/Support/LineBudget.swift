@@ -13,6 +13,9 @@ final class LineBudget: Sendable {
         case lastThisMinute
         /// Drop it.
         case drop
+
+        /// What a line logged under this verdict ends with.
+        var note: String { self == .lastThisMinute ? " (no more such lines this minute)" : "" }
     }
 
     let perMinute: Int

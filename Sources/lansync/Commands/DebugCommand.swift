@@ -16,7 +16,7 @@ struct DebugCommand: ParsableCommand {
         commandName: "debug",
         abstract: "Tools for lansync's own tests.",
         shouldDisplay: false,
-        subcommands: [EditLoop.self, Integrity.self, Raw.self]
+        subcommands: [EditLoop.self, Integrity.self, Raw.self, RogueMember.self]
     )
 
     /// Makes COUNT edits to one field, one transaction each, printing `COUNTER VALUE` after each

@@ -70,6 +70,13 @@ struct SetCommand: ParsableCommand {
     func run() throws {
         let assignments = try self.assignments.map(AssignmentParser.parse)
         let itemID = try performEdit(.update(assignments), onTyped: id, in: data)
+        // `set ID type=note` is a natural try at changing the item's type: say what it did.
+        for name in Set(assignments.map(\.field.rawValue)).intersection(["id", "type", "sync"]).sorted() {
+            Terminal.note(
+                "this set a field named '\(name)', which is not the item's own \(name) ('lansync get' shows them apart)"
+                    + (name == "type" ? "; an item's type is given when it is made ('lansync add --type')" : "")
+            )
+        }
         if json { try printItemJSON(itemID, in: data) }
     }
 }

@@ -38,6 +38,6 @@ struct NewNodeOptions: ParsableArguments {
 
     func validate() throws {
         guard history >= 1 else { throw ValidationError("--history must be at least 1") }
-        if let name, name.isEmpty || name.utf8.count > 64 { throw ValidationError("--name must be 1 to 64 bytes") }
+        if let name, let problem = MachineName.problem(with: name) { throw ValidationError("--name: \(problem)") }
     }
 }

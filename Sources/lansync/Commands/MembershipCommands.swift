@@ -54,7 +54,7 @@ struct InviteCommand: ParsableCommand {
     @Flag(help: "Print a JSON object: code, expires_at, address, node_running.") var json = false
 
     func validate() throws {
-        if let name, name.isEmpty || name.utf8.count > 64 { throw ValidationError("--name must be 1 to 64 bytes") }
+        if let name, let problem = MachineName.problem(with: name) { throw ValidationError("--name: \(problem)") }
     }
 
     func run() throws {

@@ -21,6 +21,7 @@ struct NodeCommand: AsyncParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @OptionGroup var api: APIOptions
     @OptionGroup var log: LogOptions
+    @OptionGroup var writers: WriterLimitOptions
     @Option(help: ArgumentHelp("Where to accept peers.", valueName: "HOST:PORT"))
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
     @Option(
@@ -50,6 +51,7 @@ struct NodeCommand: AsyncParsableCommand {
     func run() async throws {
         var options = NodeOptions(listen: listen, staticPeers: peers)
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        options.writerBounds = writers.bounds
         if !noMdns { options.discovery = AvahiDiscovery() }
         options.relay = relay
         options.relayInterval = .milliseconds(Int(relayInterval * 1000))

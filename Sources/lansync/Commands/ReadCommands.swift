@@ -24,14 +24,26 @@ struct GetCommand: ParsableCommand {
             print(item.jsonText(sync: sync))
             return
         }
-        var rows: [[String]] = [["id", item.id], ["type", item.type]]
-        if item.deleted { rows.append(["deleted", "yes ('lansync restore \(item.id)' brings it back)"]) }
-        if let sync { rows.append(["sync", Render.sync(sync)]) }
-        for field in item.fields {
-            let mark = item.conflicts.contains(field.name) ? "  [conflict]" : ""
-            rows.append([field.name, Render.human(json: field.json, width: 200) + mark])
+        // The item's own id, type and state come first, apart from its fields, each line saying
+        // what it is: a field named "id", "type" or "sync" (any member may add one) shows only in
+        // the table of fields below, never as the item's own.
+        var about = ["item \(item.id)", "type \(item.type)"]
+        if item.deleted { about.append("deleted: 'lansync restore \(item.id)' brings it back") }
+        if let sync { about.append("sync \(Render.sync(sync))") }
+        print(about.joined(separator: "\n"))
+        print()
+        if item.fields.isEmpty {
+            print("(no fields)")
+        } else {
+            let rows = item.fields.map { field in
+                [
+                    field.name,
+                    Render.human(json: field.json, width: 200)
+                        + (item.conflicts.contains(field.name) ? "  [conflict]" : ""),
+                ]
+            }
+            print(Render.table(["FIELD", "VALUE"], rows))
         }
-        print(Render.table(["FIELD", "VALUE"], rows))
         if !item.conflicts.isEmpty {
             print("\n\(item.conflicts.count) open conflict(s): 'lansync conflicts' lists the values")
         }

@@ -22,15 +22,16 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @OptionGroup var api: APIOptions
     @OptionGroup var log: LogOptions
+    @OptionGroup var writers: WriterLimitOptions
     @Option(help: ArgumentHelp("Where to accept nodes.", valueName: "HOST:PORT"))
     var listen = PeerAddress(host: "0.0.0.0", port: 7420)
     @Option(help: "How to settle conflicts: latest or first-seen.")
     var settle: SettlePolicy = .latest
     @Flag(help: "Also advertise over mDNS (a relay is usually off the LAN).")
     var mdns = false
-    @Option(help: "The largest field value the relay accepts, in bytes.")
+    @Option(help: "The largest field value the relay accepts, in bytes (at most 1048576, what every node accepts).")
     var maxValueBytes = Limits.maxValueBytes
-    @Option(help: "The most fields an item may have.")
+    @Option(help: "The most fields an item may have (at most 256, what every node accepts).")
     var maxFields = Limits.maxFieldsPerItem
     @Option(help: "The most nodes served at once; more are told to retry later.")
     var maxSessions = 128
@@ -41,6 +42,17 @@ struct RelayCommand: AsyncParsableCommand {
         // A zero or negative limit would make the relay overrule every change it is sent.
         guard maxValueBytes > 0 else { throw ValidationError("--max-value-bytes must be at least 1") }
         guard maxFields > 0 else { throw ValidationError("--max-fields must be at least 1") }
+        // Every node refuses what is over Limits: a relay taking more would store what no one else does.
+        guard maxValueBytes <= Limits.maxValueBytes else {
+            throw ValidationError(
+                "--max-value-bytes may be at most \(Limits.maxValueBytes), the limit every node enforces"
+            )
+        }
+        guard maxFields <= Limits.maxFieldsPerItem else {
+            throw ValidationError(
+                "--max-fields may be at most \(Limits.maxFieldsPerItem), the limit every node enforces"
+            )
+        }
         guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
         try validateInterval(antiEntropy, "--anti-entropy")
     }
@@ -51,6 +63,7 @@ struct RelayCommand: AsyncParsableCommand {
         options.settlePolicy = settle
         options.relayLimits = RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields)
         options.maxSessions = maxSessions
+        options.writerBounds = writers.bounds
         options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         if mdns { options.discovery = AvahiDiscovery() }
         let directory = data.directory

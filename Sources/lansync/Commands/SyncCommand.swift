@@ -47,10 +47,10 @@ struct SyncCommand: AsyncParsableCommand {
             peer,
             progress in
             guard showProgress else { return }
-            Terminal.stderr("\r\u{1B}[K" + Self.progressLine(peer: peer.description, progress))
+            Terminal.redrawLine(Self.progressLine(peer: peer.description, progress))
         }
         // Clear the progress line before the summary.
-        if showProgress { Terminal.stderr("\r\u{1B}[K") }
+        if showProgress { Terminal.redrawLine("") }
         var failures: [String] = []
         if json {
             // One object per peer, in the order given; a failure still exits non-zero.

@@ -1,0 +1,58 @@
+/// Text that came from elsewhere (a peer's name, a value, an error a peer reported) made safe to
+/// show on a terminal or write to a log.
+///
+/// A terminal obeys the control characters in what it prints: an escape sequence can erase the
+/// line above, move the cursor, recolour the screen or set the window title, a carriage return
+/// can overwrite what was printed, and bidirectional overrides reorder what a reader sees. Any
+/// member can choose its name and its values, so every human surface passes peer-supplied text
+/// through here (DESIGN invariant 11: checked before it is printed).
+public enum TerminalText {
+    /// Whether `scalar` is written as an escape: the C0 controls, DEL, the C1 controls, and the
+    /// bidirectional embeddings, overrides and isolates.
+    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+
+    /// `text` with every scalar that ``needsEscape(_:)`` written as `\u001b` (the JSON spelling,
+    /// so that inside a JSON string the escape reads back as the same character). Line breaks and
+    /// tabs are kept when `keepingLineBreaks` (for output of several lines); otherwise they are
+    /// escaped too (for one line of a log, a table cell, an error).
+    public static func escaped(_ text: String, keepingLineBreaks: Bool = false) -> String {
+        // The common case: nothing to escape (one pass over the bytes, no allocation).
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if needsEscape(scalar), !(keepingLineBreaks && (scalar == "\n" || scalar == "\t")) {
+                let hex = String(scalar.value, radix: 16)
+                out.append(
+                    contentsOf: "\\u\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex)".unicodeScalars
+                )
+            } else {
+                out.append(scalar)
+            }
+        }
+        return String(out)
+    }
+
+    /// True if `text` holds nothing ``needsEscape(_:)`` would escape.
+    public static func isPlain(_ text: String) -> Bool { !text.unicodeScalars.contains(where: needsEscape) }
+}
+
+/// The rules of a machine's name (`init --name`, `join --name`, `invite --name`, a join
+/// request): shown on every member's terminal, so no control characters.
+public enum MachineName {
+    /// The longest name, in UTF-8 bytes (what a hello carries).
+    public static let maxBytes = 64
+
+    /// What is wrong with `name`, or nil if it is a valid name.
+    public static func problem(with name: String) -> String? {
+        if name.isEmpty || name.utf8.count > maxBytes { return "a name must be 1 to \(maxBytes) bytes" }
+        if !TerminalText.isPlain(name) {
+            return "a name may not hold control characters (escape sequences, line breaks, tabs) or direction overrides"
+        }
+        return nil
+    }
+}

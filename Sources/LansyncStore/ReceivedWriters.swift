@@ -1,0 +1,108 @@
+import GRDB
+import LansyncCore
+
+/// Bounds on the writers that peers' batches may bring into a replica.
+///
+/// A member is trusted with data, not with the size of every replica's version vector: a writer
+/// id costs a row in table `node`, an entry in every hello and summary this replica sends, and an
+/// entry in every peer's vector after that. Without a bound, one session naming a million made-up
+/// writers would make the vector too large for the frame every hello must fit in.
+public struct WriterBounds: Sendable, Equatable {
+    /// The most writers the replica holds: a batch whose states would take it past this is
+    /// refused (a permanent error, in `status` on both sides).
+    public var total: Int
+    /// The most writers new to the replica that one session may bring; a batch past it ends the
+    /// session with a temporary error, and the next session carries on from there.
+    public var perSession: Int
+
+    public init(total: Int = WriterBounds.standard.total, perSession: Int = WriterBounds.standard.perSession) {
+        self.total = total
+        self.perSession = perSession
+    }
+
+    /// 65,536 writers in all (about 1.3 MB of version vector), 16,384 new ones per session.
+    public static let standard = WriterBounds(total: 65_536, perSession: 16_384)
+}
+
+/// What merging a peer's batch did, beyond the fields it changed.
+public struct ReceivedBatch: Sendable, Equatable {
+    /// Field states that changed.
+    public var changed = 0
+    /// Writers new to this replica that the batch's states named (each now has a `node` row).
+    public var newWriters = 0
+    /// Entries of the batch's covers that name a writer this replica does not know and no state
+    /// of the batch names: not recorded (see ``WriterCheck``).
+    public var unverifiedCovers = 0
+
+    public init(changed: Int = 0, newWriters: Int = 0, unverifiedCovers: Int = 0) {
+        self.changed = changed
+        self.newWriters = newWriters
+        self.unverifiedCovers = unverifiedCovers
+    }
+}
+
+/// Checks a received batch's writers against what the replica knows, before anything is written.
+///
+/// - A writer named by the batch's states (their contexts, dots and refused dots) that the
+///   replica does not know yet is new: it gets a row when the batch is merged, so it counts
+///   against ``WriterBounds``.
+/// - A writer named only by the batch's covers, and unknown to the replica, is dropped from the
+///   covers. Covers claim "every state of this writer you lacked has been sent"; a writer that
+///   wrote anything lives on in some field's context, which the replica holds once it holds that
+///   field, so a true claim is about a writer the replica knows by the end of the stream. Dropping
+///   one only under-claims: the writer's entry comes again with the next delta, once a state has
+///   named it. A made-up writer never gets a row, an entry in the vector, or a peer's attention.
+///
+/// The look-ups are reads, made before the write transaction: a peer's batch holds the write lock
+/// only for its merge, and work per named writer is one index look-up.
+struct WriterCheck {
+    /// Writers the states name that have no row yet.
+    var newWriters: Set<NodeID> = []
+    /// The covers with unknown, unnamed writers dropped.
+    var covers = VersionVector()
+    var unverifiedCovers = 0
+
+    init(_ batch: DeltaBatch, db: Database) throws {
+        let known = try db.cachedStatement(sql: "SELECT 1 FROM node WHERE node_id = ?")
+        func isKnown(_ node: NodeID) throws -> Bool { try Bool.fetchOne(known, arguments: [node.text]) != nil }
+        var named = Set<NodeID>()
+        for update in batch.updates {
+            named.formUnion(update.change.context.counters.keys)
+            for case .overrule(_, let rejected, _) in update.change.versions.map(\.write) {
+                named.formUnion(rejected.map(\.node))
+            }
+        }
+        for node in named where try !isKnown(node) { newWriters.insert(node) }
+        var kept: [NodeID: UInt64] = [:]
+        for (node, counter) in batch.covers.counters {
+            if try named.contains(node) || isKnown(node) {
+                kept[node] = counter
+            } else {
+                unverifiedCovers += 1
+            }
+        }
+        covers = VersionVector(kept)
+    }
+
+    /// Throws unless merging the batch keeps the replica within `bounds`, given `allowance`
+    /// writers still allowed to be new in this session.
+    func check(_ bounds: WriterBounds, allowance: Int, db: Database) throws {
+        guard !newWriters.isEmpty else { return }
+        guard newWriters.count <= allowance else {
+            throw StoreError.tooManyNewWriters(new: newWriters.count, perSession: bounds.perSession)
+        }
+        // Rows are only ever added, so the largest row id counts them without a scan.
+        let held = try Int.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM node") ?? 0
+        guard held + newWriters.count <= bounds.total else {
+            throw StoreError.tooManyWriters(held: held, new: newWriters.count, limit: bounds.total)
+        }
+    }
+}
+
+extension ReplicaStore {
+    /// How many writers (rows of table `node`) this replica knows: what ``WriterBounds/total``
+    /// bounds.
+    public func writerCount() throws(StoreError) -> Int {
+        try guarded { try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM node") ?? 0 } }
+    }
+}

@@ -1,0 +1,184 @@
+import ArgumentParser
+import Foundation
+import LansyncCore
+import LansyncHost
+import LansyncIdentity
+import LansyncNode
+import LansyncStore
+import LansyncTransport
+import LansyncWire
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+extension DebugCommand {
+    /// Plays a cluster member that misbehaves, with this directory's own certificate: a modified
+    /// or buggy lansync, as the chaos suite's attacks need one (Docs/SECURITY.md, "What a member
+    /// can and cannot do"). Every message is well formed; what it says is not to be believed.
+    ///
+    /// Prints, one per line, what the attacked node answered (`hello`, `ack`, `error CODE`,
+    /// ...), then `closed` or `open`, and on the last line the seconds the attack took.
+    struct RogueMember: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rogue-member")
+        @OptionGroup var data: DataDirectoryOptions
+        @Option var peer: PeerAddress
+        /// Covers naming this many made-up writers, in batches that carry no field state.
+        @Option var fakeWriters = 0
+        @Option var writersPerBatch = 50_000
+        /// Hellos, one connection each, carrying this many junk statements of 4,096 bytes.
+        @Option var junkStatements = 0
+        @Option var hellos = 1
+        /// One field state whose value is a string this many bytes long (over the 1 MiB limit to
+        /// break it).
+        @Option var valueBytes = 0
+        /// The name the hello gives (escapes such as \e and \a are read as their bytes).
+        @Option var name = "rogue"
+        @Option var seconds: Double = 10
+
+        func run() async throws {
+            let identity = try data.directory.tlsIdentity()
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let transport = try Transport(identity: identity, group: group)
+            let started = ContinuousClock.now
+            let hello = Hello(
+                nodeID: identity.nodeID,
+                clusterID: identity.trust.clusterID,
+                role: .peer,
+                name: Self.unescaped(name),
+                versionVector: VersionVector()
+            )
+            if junkStatements > 0 {
+                for _ in 0..<hellos {
+                    var rogue = hello
+                    // Each different (a random start), none signed.
+                    let filler = [UInt8](repeating: 0xA5, count: WireLimits.maxStatementBytes - 16)
+                    rogue.statements = (0..<junkStatements).map { _ in
+                        withUnsafeBytes(of: (UInt64.random(in: 0...UInt64.max), UInt64.random(in: 0...UInt64.max))) {
+                            Array($0)
+                        } + filler
+                    }
+                    try await exchange(transport, [.hello(rogue)])
+                }
+            } else {
+                var messages: [Message] = [.hello(hello)]
+                var sequence: UInt64 = 0
+                var left = fakeWriters
+                while left > 0 {
+                    let count = min(left, writersPerBatch)
+                    left -= count
+                    var covers: [NodeID: UInt64] = [:]
+                    for _ in 0..<count {
+                        covers[NodeID(high: .random(in: 1...UInt64.max), low: .random(in: 0...UInt64.max))] = 1
+                    }
+                    sequence += 1
+                    messages.append(.batch(sequence: sequence, DeltaBatch(updates: [], covers: VersionVector(covers))))
+                }
+                if valueBytes > 0 {
+                    var state = FieldState()
+                    let dot = Dot(node: identity.nodeID, counter: 1)
+                    state.assign(
+                        .string(String(repeating: "x", count: valueBytes)),
+                        dot: dot,
+                        timestamp: HLCTimestamp(rawValue: WallClock.milliseconds << 16)
+                    )
+                    let key = FieldKey(item: try ItemID("rogue-oversized"), field: try FieldName("big"))
+                    var type = FieldState()
+                    type.assign(
+                        .string("note"),
+                        dot: dot,
+                        timestamp: HLCTimestamp(rawValue: WallClock.milliseconds << 16)
+                    )
+                    sequence += 1
+                    let updates = [
+                        FieldUpdate(key: key, state: state),
+                        FieldUpdate(key: FieldKey(item: key.item, field: .type), state: type),
+                    ]
+                    messages.append(
+                        .batch(
+                            sequence: sequence,
+                            DeltaBatch(updates: updates, covers: VersionVector([identity.nodeID: 1]))
+                        )
+                    )
+                }
+                if sequence > 0 { messages.append(.done(versionVector: VersionVector())) }
+                try await exchange(transport, messages)
+            }
+            let elapsed = ContinuousClock.now - started
+            print(
+                String(
+                    format: "seconds %.2f",
+                    Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                )
+            )
+            try await group.shutdownGracefully()
+        }
+
+        /// Sends `messages` on one connection, printing what comes back, until the node closes it
+        /// or `seconds` pass.
+        private func exchange(_ transport: Transport, _ messages: [Message]) async throws {
+            let channel = try await transport.connectRaw(host: peer.host, port: peer.port)
+            let received = NIOLockedValueBox<[UInt8]>([])
+            let closedByPeer = NIOLockedValueBox(false)
+            try? await channel.executeThenClose { inbound, outbound in
+                await withTaskGroup(of: Void.self) { tasks in
+                    tasks.addTask {
+                        do {
+                            for try await chunk in inbound {
+                                received.withLockedValue { $0 += chunk.readableBytesView }
+                            }
+                            closedByPeer.withLockedValue { $0 = true }
+                        } catch {
+                            closedByPeer.withLockedValue { $0 = !(error is CancellationError) }
+                        }
+                    }
+                    tasks.addTask {
+                        for message in messages {
+                            do { try await outbound.write(ByteBuffer(bytes: Frame.encode(message))) } catch { return }
+                        }
+                        try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                    }
+                    await tasks.next()
+                    tasks.cancelAll()
+                }
+            }
+            var bytes = received.withLockedValue { $0 }[...]
+            while bytes.count >= 4, let length = try? Frame.payloadLength(prefix: Array(bytes.prefix(4))),
+                bytes.count >= 4 + length
+            {
+                let payload = Array(bytes.dropFirst(4).prefix(length))
+                bytes = bytes.dropFirst(4 + length)
+                switch try? MessageCoder.decode(payload) {
+                case .error(let e)?: print("error \(e.code.name): \(e.message)")
+                case let message?: print(message.kind)
+                case nil: print("undecodable")
+                }
+            }
+            print(closedByPeer.withLockedValue { $0 } ? "closed" : "open")
+        }
+
+        /// `\e`, `\a`, `\r`, `\n`, `\t` and `\xHH` as the bytes they name.
+        static func unescaped(_ text: String) -> String {
+            var out = ""
+            var chars = Array(text)[...]
+            while let c = chars.popFirst() {
+                guard c == "\\", let next = chars.popFirst() else {
+                    out.append(c)
+                    continue
+                }
+                switch next {
+                case "e": out.append("\u{1b}")
+                case "a": out.append("\u{07}")
+                case "r": out.append("\r")
+                case "n": out.append("\n")
+                case "t": out.append("\t")
+                case "x":
+                    let hex = String(chars.prefix(2))
+                    chars = chars.dropFirst(2)
+                    out.unicodeScalars.append(Unicode.Scalar(UInt8(hex, radix: 16) ?? 0x3f))
+                default: out.append(next)
+                }
+            }
+            return out
+        }
+    }
+}

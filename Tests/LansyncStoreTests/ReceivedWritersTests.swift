@@ -1,0 +1,123 @@
+import Foundation
+import LansyncCore
+import LansyncStore
+import LansyncTestSupport
+import Testing
+
+/// Writers a peer's batch brings into a real replica file: covers naming writers nobody can
+/// vouch for are left out, and states naming more new writers than the bounds allow are refused
+/// whole, with nothing merged.
+@Suite struct ReceivedWritersTests {
+    let t0: UInt64 = 1_700_000_000_000
+    let sender = NodeID.node(2)
+
+    func replica(_ label: String) throws -> ReplicaStore {
+        let dir = makeTemporaryDirectory(label)
+        return try ReplicaStore.create(
+            path: "\(dir)/r.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "r",
+            fingerprint: "test",
+            lease: WriterLease(directory: dir)
+        )
+    }
+
+    func fake(_ n: Int, from start: UInt64 = 10_000) -> [NodeID: UInt64] {
+        Dictionary(uniqueKeysWithValues: (0..<UInt64(n)).map { (NodeID.node(start + $0), UInt64(1)) })
+    }
+
+    /// A field state written by `writer` whose context also names `others` (writes it saw).
+    func update(_ item: String, by writer: NodeID, seeing others: [NodeID: UInt64] = [:]) -> FieldUpdate {
+        var state = FieldState()
+        for (node, counter) in others {
+            state.assign(.string("seen"), dot: Dot(node: node, counter: counter), timestamp: HLCTimestamp(rawValue: 1))
+        }
+        state.assign(.string("v"), dot: Dot(node: writer, counter: 1), timestamp: HLCTimestamp(rawValue: 2))
+        return FieldUpdate(key: FieldKey(item: .named(item), field: .named("f")), state: state)
+    }
+
+    func writerRows(_ store: ReplicaStore) throws -> Int { try store.writerCount() }
+
+    @Test func coversNamingUnknownWritersAreLeftOut() throws {
+        let store = try replica("covers")
+        let rowsBefore = try writerRows(store)
+        var covers = fake(10_000)
+        covers[sender] = 1
+        let batch = DeltaBatch(updates: [update("x", by: sender)], covers: VersionVector(covers))
+        let received = try store.receive(batch, from: sender, incarnation: sender, wallMilliseconds: t0)
+        try store.completeStream(from: sender)
+        #expect(received.unverifiedCovers == 10_000)
+        #expect(received.changed == 1 && received.newWriters == 1)
+        // The sender's own entry, named by its state, is kept; none of the made-up ones is.
+        #expect(try store.versionVector() == VersionVector([sender: 1]))
+        #expect(try writerRows(store) == rowsBefore + 1)
+    }
+
+    /// A writer the replica knows already (from an earlier state) is vouched for in covers even
+    /// when the batch carries nothing of it.
+    @Test func coversOfAKnownWriterAreKept() throws {
+        let store = try replica("known")
+        let other = NodeID.node(3)
+        try store.receive(
+            DeltaBatch(updates: [update("x", by: other)], covers: VersionVector()),
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: t0
+        )
+        let received = try store.receive(
+            DeltaBatch(updates: [], covers: VersionVector([other: 5])),
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: t0
+        )
+        try store.completeStream(from: sender)
+        #expect(received.unverifiedCovers == 0)
+        #expect(try store.versionVector()[other] == 5)
+    }
+
+    @Test func tooManyNewWritersInASessionAreRefusedWhole() throws {
+        let store = try replica("session")
+        let rowsBefore = try writerRows(store)
+        let batch = DeltaBatch(updates: [update("x", by: sender, seeing: fake(20))], covers: VersionVector())
+        #expect(throws: StoreError.tooManyNewWriters(new: 21, perSession: 100)) {
+            try store.receive(
+                batch,
+                from: sender,
+                incarnation: sender,
+                wallMilliseconds: t0,
+                writers: WriterBounds(total: 1000, perSession: 100),
+                allowance: 10
+            )
+        }
+        #expect(try store.itemState(.named("x")) == nil)
+        #expect(try writerRows(store) == rowsBefore)
+        // With the allowance of a new session it goes in.
+        let received = try store.receive(
+            batch,
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: t0,
+            writers: WriterBounds(total: 1000, perSession: 100)
+        )
+        #expect(received.newWriters == 21)
+        #expect(try store.itemState(.named("x")) != nil)
+    }
+
+    @Test func aBatchPastTheTotalIsRefusedWhole() throws {
+        let store = try replica("total")
+        let rowsBefore = try writerRows(store)
+        let batch = DeltaBatch(updates: [update("x", by: sender, seeing: fake(20))], covers: VersionVector())
+        #expect(throws: StoreError.tooManyWriters(held: rowsBefore, new: 21, limit: rowsBefore + 20)) {
+            try store.receive(
+                batch,
+                from: sender,
+                incarnation: sender,
+                wallMilliseconds: t0,
+                writers: WriterBounds(total: rowsBefore + 20, perSession: 1000)
+            )
+        }
+        #expect(try store.itemState(.named("x")) == nil)
+        #expect(try writerRows(store) == rowsBefore)
+    }
+}
