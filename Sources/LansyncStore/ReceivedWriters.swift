@@ -62,9 +62,9 @@ struct WriterCheck {
     var covers = VersionVector()
     var unverifiedCovers = 0
 
-    init(_ batch: DeltaBatch, db: Database) throws {
-        let known = try db.cachedStatement(sql: "SELECT 1 FROM node WHERE node_id = ?")
-        func isKnown(_ node: NodeID) throws -> Bool { try Bool.fetchOne(known, arguments: [node.text]) != nil }
+    /// Looks up, in one read, the writers `batch` names that `cache` does not know yet (none, for
+    /// a batch of writers this process has seen before).
+    init(_ batch: DeltaBatch, cache: NodeRows, read: ((Database) throws -> Void) throws -> Void) throws {
         var named = Set<NodeID>()
         for update in batch.updates {
             named.formUnion(update.change.context.counters.keys)
@@ -72,16 +72,26 @@ struct WriterCheck {
                 named.formUnion(rejected.map(\.node))
             }
         }
-        for node in named where try !isKnown(node) { newWriters.insert(node) }
+        let unknown = named.union(batch.covers.counters.keys).filter { !cache.isKnown($0) }
+        var found = Set<NodeID>()
+        if !unknown.isEmpty {
+            try read { db in
+                let known = try db.cachedStatement(sql: "SELECT 1 FROM node WHERE node_id = ?")
+                for node in unknown where try Bool.fetchOne(known, arguments: [node.text]) != nil { found.insert(node) }
+            }
+            cache.noteCommitted(found)
+        }
+        func isKnown(_ node: NodeID) -> Bool { found.contains(node) || !unknown.contains(node) }
+        newWriters = named.filter { !isKnown($0) }
         var kept: [NodeID: UInt64] = [:]
         for (node, counter) in batch.covers.counters {
-            if try named.contains(node) || isKnown(node) {
+            if named.contains(node) || isKnown(node) {
                 kept[node] = counter
             } else {
                 unverifiedCovers += 1
             }
         }
-        covers = VersionVector(kept)
+        covers = kept.count == batch.covers.counters.count ? batch.covers : VersionVector(kept)
     }
 
     /// Throws unless merging the batch keeps the replica within `bounds`, given `allowance`

@@ -574,11 +574,11 @@ public final class ReplicaStore: Sendable {
         let me = try info()
         // Before the write lock: the look-ups are reads, and a refused batch never takes it.
         let check = try guarded {
-            try pool.read { db in
-                let check = try WriterCheck(batch, db: db)
-                try check.check(writers, allowance: allowance, db: db)
-                return check
+            let check = try WriterCheck(batch, cache: nodeRows) { lookUp in try pool.read(lookUp) }
+            if !check.newWriters.isEmpty {
+                try pool.read { db in try check.check(writers, allowance: allowance, db: db) }
             }
+            return check
         }
         var marker: (writer: NodeID, stamp: UInt64)?
         let changed = try guarded {
@@ -610,6 +610,9 @@ public final class ReplicaStore: Sendable {
                     // reading fields of an item this transaction created (they cannot exist yet).
                     var itemRows: [ItemID: Int64] = [:]
                     var createdItems = Set<Int64>()
+                    // Each item's user fields, counted once per batch when a limit asks (a new
+                    // item has none): the field-count limit costs no query per field.
+                    var userFields: [Int64: Int] = [:]
                     var savedInCreatedItems = Set<FieldKey>()
                     for update in batch.updates {
                         for version in update.change.versions {
@@ -623,6 +626,7 @@ public final class ReplicaStore: Sendable {
                         } else {
                             itemRow = try tx.insertItem(update.key.item)
                             createdItems.insert(itemRow)
+                            userFields[itemRow] = 0
                         }
                         itemRows[update.key.item] = itemRow
                         let created = createdItems.contains(itemRow)
@@ -638,7 +642,12 @@ public final class ReplicaStore: Sendable {
                                 update.key,
                                 merged,
                                 old?.state,
-                                { try Transaction.userFieldCount(db: db, item: itemRow) }
+                                {
+                                    if let known = userFields[itemRow] { return known }
+                                    let count = try Transaction.userFieldCount(db: db, item: itemRow)
+                                    userFields[itemRow] = count
+                                    return count
+                                }
                             )
                         {
                             let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
@@ -679,6 +688,9 @@ public final class ReplicaStore: Sendable {
                             overruled: overruled
                         )
                         if created { savedInCreatedItems.insert(update.key) }
+                        if old == nil, !update.key.field.isReserved, let count = userFields[itemRow] {
+                            userFields[itemRow] = count + 1
+                        }
                         derived[itemRow, default: Transaction.DerivedChange()].note(
                             update.key.field,
                             old: old?.state,

@@ -94,8 +94,17 @@ struct StoredForm: IndexedNodeForm {
 /// written, always names the same node (rows are only ever added), so what is cached stays true.
 final class NodeRows: Sendable {
     private let known = Mutex<[UInt64: NodeID]>([:])
+    /// Node ids a read found a committed row for (``WriterCheck``): a row is never removed, so
+    /// they stay known, and a peer's batch naming only them needs no look-up.
+    private let knownIDs = Mutex<Set<NodeID>>([])
 
     init() {}
+
+    func isKnown(_ id: NodeID) -> Bool { knownIDs.withLock { $0.contains(id) } }
+
+    /// Only ids read from committed rows: a row written by a transaction that may still roll
+    /// back must not be taken as known.
+    func noteCommitted(_ ids: some Sequence<NodeID>) { knownIDs.withLock { $0.formUnion(ids) } }
 
     func id(ofRow row: UInt64, db: Database) -> NodeID? {
         if let node = known.withLock({ $0[row] }) { return node }

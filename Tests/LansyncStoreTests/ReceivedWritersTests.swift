@@ -104,6 +104,39 @@ import Testing
         #expect(try store.itemState(.named("x")) != nil)
     }
 
+    /// A limit on an item's fields counts the fields the same batch added before (a new item
+    /// starts at none) and, in a later batch, those stored: what passes it is merged, what
+    /// does not is overruled (kept as it was: null for a new field), never stored.
+    @Test func aFieldCountLimitCountsWhatTheBatchAdded() throws {
+        let store = try replica("fields")
+        let refuse: ReplicaStore.Refusal = { key, _, held, userFields in
+            guard !key.field.isReserved, held == nil else { return nil }
+            return try userFields() >= 3 ? "more than 3 fields" : nil
+        }
+        func field(_ name: String, _ counter: UInt64) -> FieldUpdate {
+            var state = FieldState()
+            state.assign(
+                .string(name),
+                dot: Dot(node: sender, counter: counter),
+                timestamp: HLCTimestamp(rawValue: counter)
+            )
+            return FieldUpdate(key: FieldKey(item: .named("wide"), field: .named(name)), state: state)
+        }
+        let first = DeltaBatch(updates: (1...5).map { field("f\($0)", UInt64($0)) }, covers: VersionVector())
+        try store.apply(first, from: sender, incarnation: sender, wallMilliseconds: t0, refuse: refuse)
+        let item = try #require(try store.itemState(.named("wide")))
+        #expect((1...3).allSatisfy { item.fields[.named("f\($0)")]?.shownValue == .string("f\($0)") })
+        #expect((4...5).allSatisfy { item.fields[.named("f\($0)")]?.shownValue == .null })
+        try store.apply(
+            DeltaBatch(updates: [field("f6", 6)], covers: VersionVector()),
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: t0,
+            refuse: refuse
+        )
+        #expect(try store.itemState(.named("wide"))?.fields[.named("f6")]?.shownValue == .null)
+    }
+
     @Test func aBatchPastTheTotalIsRefusedWhole() throws {
         let store = try replica("total")
         let rowsBefore = try writerRows(store)

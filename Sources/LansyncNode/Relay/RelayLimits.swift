@@ -50,8 +50,8 @@ public struct RelayLimits: Sendable, Equatable {
         _ held: FieldState?,
         userFields: () throws -> Int
     ) rethrows -> String? {
-        let heldDots = Set(held?.versions.map(\.dot) ?? [])
-        for version in incoming.versions where !heldDots.contains(version.dot) {
+        // A field holds a version or a few: no set to build for each field that arrives.
+        for version in incoming.versions where held?.versions.contains(where: { $0.dot == version.dot }) != true {
             var values: [Value] = []
             switch version.write {
             case .assign(let value): values = [value]
