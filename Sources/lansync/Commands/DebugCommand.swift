@@ -55,42 +55,60 @@ struct DebugCommand: ParsableCommand {
             let input = Array(FileHandle.standardInput.readDataToEndOfFile())
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             let transport = try Transport(identity: identity, group: group)
-            let channel = try await transport.connectRaw(host: peer.host, port: peer.port)
-            let received = NIOLockedValueBox<[UInt8]>([])
-            let closedByPeer = NIOLockedValueBox(false)
-            try? await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(ByteBuffer(bytes: input))
-                await withTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask {
-                        do {
-                            for try await chunk in inbound {
-                                received.withLockedValue { $0 += chunk.readableBytesView }
-                            }
-                            closedByPeer.withLockedValue { $0 = true }
-                        } catch {
-                            closedByPeer.withLockedValue { $0 = !(error is CancellationError) }
-                        }
-                    }
-                    tasks.addTask { try? await Task.sleep(for: .milliseconds(Int(seconds * 1000))) }
-                    await tasks.next()
-                    tasks.cancelAll()
-                }
-            }
-            var bytes = received.withLockedValue { $0 }[...]
-            while bytes.count >= 4, let length = try? Frame.payloadLength(prefix: Array(bytes.prefix(4))),
-                bytes.count >= 4 + length
-            {
-                let payload = Array(bytes.dropFirst(4).prefix(length))
-                bytes = bytes.dropFirst(4 + length)
-                switch try? MessageCoder.decode(payload) {
-                case .error(let e)?: print("error \(e.code.name)")
-                case let message?: print(message.kind)
-                case nil: print("undecodable")
-                }
-            }
-            print(closedByPeer.withLockedValue { $0 } ? "closed" : "open")
+            try await DebugCommand.converse(transport, peer: peer, sending: [input], seconds: seconds)
             try await group.shutdownGracefully()
         }
+    }
+
+    /// Connects to `peer` as this directory's node (a real TLS handshake), writes `chunks` in
+    /// order, and prints the kind of each frame that comes back (an error with its code and
+    /// words), then `closed` if the node closed the connection within `seconds`, else `open`.
+    static func converse(
+        _ transport: Transport,
+        peer: PeerAddress,
+        sending chunks: [[UInt8]],
+        seconds: Double
+    )
+        async throws
+    {
+        let channel = try await transport.connectRaw(host: peer.host, port: peer.port)
+        let received = NIOLockedValueBox<[UInt8]>([])
+        let closedByPeer = NIOLockedValueBox(false)
+        try? await channel.executeThenClose { inbound, outbound in
+            await withTaskGroup(of: Void.self) { tasks in
+                tasks.addTask {
+                    do {
+                        for try await chunk in inbound {
+                            received.withLockedValue { $0 += chunk.readableBytesView }
+                        }
+                        closedByPeer.withLockedValue { $0 = true }
+                    } catch {
+                        closedByPeer.withLockedValue { $0 = !(error is CancellationError) }
+                    }
+                }
+                tasks.addTask {
+                    for chunk in chunks {
+                        do { try await outbound.write(ByteBuffer(bytes: chunk)) } catch { return }
+                    }
+                    try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                }
+                await tasks.next()
+                tasks.cancelAll()
+            }
+        }
+        var bytes = received.withLockedValue { $0 }[...]
+        while bytes.count >= 4, let length = try? Frame.payloadLength(prefix: Array(bytes.prefix(4))),
+            bytes.count >= 4 + length
+        {
+            let payload = Array(bytes.dropFirst(4).prefix(length))
+            bytes = bytes.dropFirst(4 + length)
+            switch try? MessageCoder.decode(payload) {
+            case .error(let e)?: print("error \(e.code.name): \(e.message)")
+            case let message?: print(message.kind)
+            case nil: print("undecodable")
+            }
+        }
+        print(closedByPeer.withLockedValue { $0 } ? "closed" : "open")
     }
 
     /// Prints `PRAGMA integrity_check`.

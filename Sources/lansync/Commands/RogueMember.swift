@@ -113,47 +113,14 @@ extension DebugCommand {
             try await group.shutdownGracefully()
         }
 
-        /// Sends `messages` on one connection, printing what comes back, until the node closes it
-        /// or `seconds` pass.
+        /// Sends `messages` on one connection, printing what comes back.
         private func exchange(_ transport: Transport, _ messages: [Message]) async throws {
-            let channel = try await transport.connectRaw(host: peer.host, port: peer.port)
-            let received = NIOLockedValueBox<[UInt8]>([])
-            let closedByPeer = NIOLockedValueBox(false)
-            try? await channel.executeThenClose { inbound, outbound in
-                await withTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask {
-                        do {
-                            for try await chunk in inbound {
-                                received.withLockedValue { $0 += chunk.readableBytesView }
-                            }
-                            closedByPeer.withLockedValue { $0 = true }
-                        } catch {
-                            closedByPeer.withLockedValue { $0 = !(error is CancellationError) }
-                        }
-                    }
-                    tasks.addTask {
-                        for message in messages {
-                            do { try await outbound.write(ByteBuffer(bytes: Frame.encode(message))) } catch { return }
-                        }
-                        try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-                    }
-                    await tasks.next()
-                    tasks.cancelAll()
-                }
-            }
-            var bytes = received.withLockedValue { $0 }[...]
-            while bytes.count >= 4, let length = try? Frame.payloadLength(prefix: Array(bytes.prefix(4))),
-                bytes.count >= 4 + length
-            {
-                let payload = Array(bytes.dropFirst(4).prefix(length))
-                bytes = bytes.dropFirst(4 + length)
-                switch try? MessageCoder.decode(payload) {
-                case .error(let e)?: print("error \(e.code.name): \(e.message)")
-                case let message?: print(message.kind)
-                case nil: print("undecodable")
-                }
-            }
-            print(closedByPeer.withLockedValue { $0 } ? "closed" : "open")
+            try await DebugCommand.converse(
+                transport,
+                peer: peer,
+                sending: messages.map(Frame.encode),
+                seconds: seconds
+            )
         }
 
         /// `\e`, `\a`, `\r`, `\n`, `\t` and `\xHH` as the bytes they name.
