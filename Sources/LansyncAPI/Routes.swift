@@ -175,7 +175,7 @@ struct Routes: Sendable {
                 limit: limit,
                 withLocalEdits: true
             )
-            next = page.count == limit ? page.last?.id : nil
+            next = page.count == limit ? page.last?.id.rawValue : nil
         } else {
             // A query: `next` is an opaque cursor for `after`, with the same query.
             let itemQuery = ItemQuery(

@@ -145,38 +145,18 @@ extension DataDirectory {
         // Not where the code says (or it says nowhere): ask the cluster's nodes on the LAN, each as
         // it appears, until one admits this machine or the time is up.
         var refusals: [String] = []
-        let discovery = AvahiDiscovery()
-        let events = discovery.browse(cluster: { code.pins($0) }, protocolMajor: ProtocolVersion.current.major)
-        let timer = Task {
-            try? await Task.sleep(for: search)
-            discovery.stop()  // ends the events
+        let found = await Self.searchLAN(request, code: code, skipping: coded, within: search, group: group) {
+            refusals.append($0)
         }
-        defer {
-            timer.cancel()
-            discovery.stop()
-        }
-        var asked = Set(coded.map { [$0] } ?? [])
-        for await event in events {
-            guard case .found(let peer) = event else { continue }
-            let candidate = PeerAddress(host: peer.host, port: peer.port)
-            guard asked.insert(candidate).inserted else { continue }
-            switch await Self.ask(candidate, request, code: code, group: group) {
-            case .answered(.joinAccepted(let accepted)):
-                return try finish(
-                    .joinAccepted(accepted),
-                    from: candidate,
-                    key: key,
-                    name: nodeName,
-                    code: code,
-                    historyLimit: historyLimit
-                )
-            case .answered(.error(let error)):
-                refusals.append("\(candidate) refused: \(error.message)")
-            case .answered(let other):
-                refusals.append("\(candidate) answered with a \(other.kind) message")
-            case .unreachable(let why):
-                refusals.append("not at \(candidate) (\(why))")
-            }
+        if let found {
+            return try finish(
+                found.answer,
+                from: found.address,
+                key: key,
+                name: nodeName,
+                code: code,
+                historyLimit: historyLimit
+            )
         }
         let seconds = Int(search.components.seconds)
         if refusals.isEmpty {
@@ -190,6 +170,46 @@ extension DataDirectory {
         throw HostError(
             "no machine admitted this one: \((unreachable + refusals).joined(separator: "; ")). Ask the inviting machine for a new code, or give its address with --address HOST:PORT"
         )
+    }
+
+    /// Asks the nodes of the code's cluster that announce themselves on mDNS within `search`,
+    /// each as it appears (but `skipping`, asked already), until one admits this machine: its
+    /// address and acceptance; nil if none did. Says why of each that did not, through `refused`.
+    private static func searchLAN(
+        _ request: JoinRequest,
+        code: InviteCode,
+        skipping: PeerAddress?,
+        within search: Duration,
+        group: any EventLoopGroup,
+        refused: (String) -> Void
+    ) async -> (address: PeerAddress, answer: Message)? {
+        let discovery = AvahiDiscovery()
+        let events = discovery.browse(cluster: { code.pins($0) }, protocolMajor: ProtocolVersion.current.major)
+        let timer = Task {
+            try? await Task.sleep(for: search)
+            discovery.stop()  // ends the events
+        }
+        defer {
+            timer.cancel()
+            discovery.stop()
+        }
+        var asked = Set(skipping.map { [$0] } ?? [])
+        for await event in events {
+            guard case .found(let peer) = event else { continue }
+            let candidate = PeerAddress(host: peer.host, port: peer.port)
+            guard asked.insert(candidate).inserted else { continue }
+            switch await ask(candidate, request, code: code, group: group) {
+            case .answered(.joinAccepted(let accepted)):
+                return (candidate, .joinAccepted(accepted))
+            case .answered(.error(let error)):
+                refused("\(candidate) refused: \(error.message)")
+            case .answered(let other):
+                refused("\(candidate) answered with a \(other.kind) message")
+            case .unreachable(let why):
+                refused("not at \(candidate) (\(why))")
+            }
+        }
+        return nil
     }
 
     /// What asking one machine gave: its answer, or why it could not be asked.

@@ -21,6 +21,20 @@ extension DataDirectory {
         let store = try open()
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
+        let node = try prepareNode(options, store: store, logger: logger)
+        let task = Task { try await Self.run(node, store: store, alongside: services) }
+        let signals = Self.stopOnSignals(task, store: store, logger: logger, socket: controlSocketPath)
+        defer { signals.forEach { $0.cancel() } }
+        do {
+            try await task.value
+        } catch {
+            throw HostError("node stopped: \(TransportError.describing(error))")
+        }
+    }
+
+    /// The node for this directory, once the directory is private and the replica passed the
+    /// quick check.
+    private func prepareNode(_ options: NodeOptions, store: ReplicaStore, logger: Logger) throws -> Node {
         for change in tightenPermissions() { logger.notice("made the data directory private: \(change)") }
         let check = try store.quickCheck()
         if let damage = store.damage ?? check.problems.first {
@@ -33,34 +47,45 @@ extension DataDirectory {
         options.controlSocketPath = controlSocketPath
         options.admitting = try admittingAuthority()
         options.retireAuthority = { [self] in try dropAuthorityKey() }
-        let node = try Node(options: options, store: store, identity: try tlsIdentity(), logger: logger)
-        let task = Task {
-            // True when the node itself ended.
-            try await withThrowingTaskGroup(of: Bool.self) { group in
-                let (listening, started) = AsyncStream<Void>.makeStream()
-                group.addTask {
-                    try await node.run { _ in started.finish() }
-                    return true
-                }
-                group.addTask {
-                    // After the node listens, so that a port the node needs is never the
-                    // service's first (a taken port is then reported for what it is).
-                    for await _ in listening {}
-                    guard !Task.isCancelled else { return false }
-                    try await withThrowingTaskGroup(of: Void.self) { running in
-                        for service in services { running.addTask { try await service(node, store) } }
-                        try await running.waitForAll()
-                    }
-                    return false
-                }
-                while let nodeEnded = try await group.next() {
-                    if nodeEnded { break }
-                }
-                group.cancelAll()
+        return try Node(options: options, store: store, identity: try tlsIdentity(), logger: logger)
+    }
+
+    /// Runs `node`, and `services` once it listens, until the node ends or one of them throws.
+    private static func run(_ node: Node, store: ReplicaStore, alongside services: [NodeService]) async throws {
+        // True when the node itself ended.
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            let (listening, started) = AsyncStream<Void>.makeStream()
+            group.addTask {
+                try await node.run { _ in started.finish() }
+                return true
             }
+            group.addTask {
+                // After the node listens, so that a port the node needs is never the service's
+                // first (a taken port is then reported for what it is).
+                for await _ in listening {}
+                guard !Task.isCancelled else { return false }
+                try await withThrowingTaskGroup(of: Void.self) { running in
+                    for service in services { running.addTask { try await service(node, store) } }
+                    try await running.waitForAll()
+                }
+                return false
+            }
+            while let nodeEnded = try await group.next() {
+                if nodeEnded { break }
+            }
+            group.cancelAll()
         }
-        let socket = controlSocketPath
-        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+    }
+
+    /// On SIGINT or SIGTERM: cancels `task`, interrupts the transaction under way (it rolls back)
+    /// and ends the process if the node has not stopped within ``stopDeadline``.
+    private static func stopOnSignals(
+        _ task: Task<Void, any Error>,
+        store: ReplicaStore,
+        logger: Logger,
+        socket: String
+    ) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
@@ -71,12 +96,6 @@ extension DataDirectory {
             }
             source.resume()
             return source
-        }
-        defer { signals.forEach { $0.cancel() } }
-        do {
-            try await task.value
-        } catch {
-            throw HostError("node stopped: \(TransportError.describing(error))")
         }
     }
 }

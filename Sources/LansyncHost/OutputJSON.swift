@@ -8,16 +8,15 @@ extension StoredItem {
     /// `{"id": ID, "type": TYPE, "fields": {...}, "deleted": BOOL, "conflicts": [...]}`, one line:
     /// what `get --json` prints and `export` writes a line of.
     ///
-    /// Written as text directly: the replica keeps each field's shown value as JSON text already,
-    /// and an export of many items should not parse it again.
+    /// Written as text directly: an export of many items builds no JSON tree per item.
     public var jsonText: String {
-        var out = #"{"id":"# + JSON.string(id).text + #","type":"# + JSON.string(type).text + #","fields":{"#
+        var out = #"{"id":"# + JSON.string(id.rawValue).text + #","type":"# + JSON.string(type).text + #","fields":{"#
         for (i, field) in fields.enumerated() {
             if i > 0 { out += "," }
-            out += JSON.string(field.name).text + ":" + field.json
+            out += JSON.string(field.name.rawValue).text + ":" + field.value.jsonText
         }
         out += #"},"deleted":"# + (deleted ? "true" : "false") + #","conflicts":"#
-        out += JSON.array(conflicts.map(JSON.string)).text
+        out += JSON.array(conflicts.map { .string($0.rawValue) }).text
         return out + "}"
     }
 }

@@ -284,91 +284,35 @@ public final class Node: Sendable {
         source: PeerSource,
         closeWhenUpToDate: Bool
     ) async -> SessionOutcome {
-        let registry = self.registry
         let peerID = connection.peerNodeID
         if let revoked = statements.revocation(of: peerID) {
             return await refuseRevoked(connection, revoked, address: address)
         }
-        let channel = connection.channel.channel
-        let token = TokenBox()
-        // The writer can change while the node runs (a witnessed rollback): each session announces
-        // the current one.
-        let store = self.store
-        let writer = (try? await io.run { try store.info().writerID }) ?? info.writerID
-        var config = SessionMachine.SessionConfig(
-            nodeID: info.nodeID,
-            clusterID: info.clusterID,
-            role: options.role,
-            name: info.nodeName,
-            authenticatedPeer: peerID,
-            writer: writer
+        let log = SessionLog(
+            logger: logger,
+            metrics: metrics,
+            lines: sessionLines,
+            peerID: peerID,
+            address: address,
+            outbound: connection.outbound
         )
-        config.antiEntropyInterval = options.antiEntropyInterval
-        config.statements = statements.records
-        config.maxWriters = options.writerBounds.total
-        var observer = SessionObserver()
-        let tally = SessionTally()
-        let started = ContinuousClock.now
-        let metrics = self.metrics
-        let logger = self.logger
-        observer.peerReady = { [self] hello in
-            await statementsLearned(await statements.learn(hello.statements))
-            if statements.revocation(of: peerID) != nil {
-                channel.close(promise: nil)
-                return
-            }
-            let claimed = await registry.claim(
-                peer: hello,
-                address: address,
-                source: source,
-                outbound: connection.outbound
-            ) {
-                channel.close(promise: nil)
-            }
-            if let claimed {
-                token.set(claimed)
-                metrics.sessionsStarted.increment()
-                metrics.sessionsActive.increment()
-                let path = hello.role == .relay ? "relay" : "direct"
-                let budget = sessionLines.take(source: peerID.text)
-                guard budget != .drop else { return }
-                logger.info(
-                    "session with \(hello.name.isEmpty ? peerID.short : hello.name) (\(peerID.short)) started: \(path), \(connection.outbound ? "dialled" : "accepted from") \(address)\(budget.note)",
-                    metadata: [
-                        "event": "session-start", "peer": "\(hello.name)", "node": "\(peerID.text)", "path": "\(path)",
-                        "address": "\(address)", "direction": "\(connection.outbound ? "outbound" : "inbound")",
-                    ]
-                )
-            } else {
-                channel.close(promise: nil)
-            }
-        }
-        observer.upToDate = { vv in
-            await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
-            if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
-        }
-        let authority = self.authority
-        observer.applied = { [self] changed in
-            metrics.merges.increment()
-            metrics.appliedStates.increment(by: changed)
-            if let authority, await authority.settleAll() > 0 { await self.announceChange() }
-        }
-        observer.progress = { progress in
-            metrics.count(tally, progress)
-            await registry.progress(peerID, progress)
-        }
-        // Every node refuses what breaks ``Limits`` on arrival (overruled, never stored); a relay
-        // may enforce lower limits for the whole cluster.
-        let refuse = (options.role == .relay ? options.relayLimits : RelayLimits.standard).refusal
-        let held = self.statements
+        let token = TokenBox()
         let runner = SessionRunner(
             store: store,
             io: io,
             hub: hub,
-            config: config,
-            observer: observer,
-            refuse: refuse,
-            revoked: { held.revokedWriters },
+            config: await sessionConfig(for: peerID),
+            observer: observer(
+                of: connection,
+                log: log,
+                token: token,
+                source: source,
+                closeWhenUpToDate: closeWhenUpToDate
+            ),
+            // Every node refuses what breaks ``Limits`` on arrival (overruled, never stored); a
+            // relay may enforce lower limits for the whole cluster.
+            refuse: (options.role == .relay ? options.relayLimits : RelayLimits.standard).refusal,
+            revoked: { [statements] in statements.revokedWriters },
             writers: options.writerBounds
         )
         let outcome = await runner.run(connection)
@@ -378,54 +322,75 @@ public final class Node: Sendable {
         }
         var failure = outcome.failure
         if outcome.peer?.role == .oneShot, outcome.reachedUpToDate { failure = nil }
-        let report = await registry.ended(
+        let kept = await registry.ended(
             node: outcome.peer == nil ? nil : peerID,
             token: token.value,
             address: address,
             error: failure
         )
-        var final = SessionObserver.Progress()
-        final.sentUpdates = outcome.sentUpdates
-        final.receivedUpdates = outcome.receivedUpdates
-        final.sentBytes = outcome.sentBytes
-        final.receivedBytes = outcome.receivedBytes
-        metrics.count(tally, final)
-        if let peer = outcome.peer, token.value != nil {
-            metrics.sessionsActive.decrement()
-            let seconds = (ContinuousClock.now - started) / .milliseconds(1) / 1000
-            let path = peer.role == .relay ? "relay" : "direct"
-            let budget = sessionLines.take(source: peerID.text)
-            guard budget != .drop else { return outcome }
-            guard report else {
-                // Both sides dialled at once: the registry kept the other connection.
-                metrics.sessionsEnded.increment()
-                logger.info(
-                    "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended: replaced by the other connection to it (both sides dialled at once)\(budget.note)",
-                    metadata: [
-                        "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)", "replaced": "true",
-                    ]
-                )
-                return outcome
-            }
-            (failure == nil ? metrics.sessionsEnded : metrics.sessionsFailed).increment()
-            logger.info(
-                "session with \(peer.name.isEmpty ? peerID.short : peer.name) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(outcome.sentUpdates) field states (\(outcome.sentBytes) bytes), received \(outcome.receivedUpdates) (\(outcome.receivedBytes) bytes)\(outcome.unverifiedCovers > 0 ? "; left out \(outcome.unverifiedCovers) writer(s) its batches claimed that no state named" : "")\(failure.map { "; \($0)" } ?? "")\(budget.note)",
-                metadata: [
-                    "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)", "path": "\(path)",
-                    "address": "\(address)", "sent": "\(outcome.sentUpdates)", "received": "\(outcome.receivedUpdates)",
-                    "sent_bytes": "\(outcome.sentBytes)", "received_bytes": "\(outcome.receivedBytes)",
-                    "duration_s": "\(String(format: "%.3f", seconds))", "error": "\(failure ?? "")",
-                ]
-            )
-        } else if report, let failure, sessionLines.take(source: peerID.text) != .drop {
-            logger.warning(
-                "connection with \(address) (\(peerID.short)) ended before a session: \(failure)",
-                metadata: [
-                    "event": "session-end", "node": "\(peerID.text)", "address": "\(address)", "error": "\(failure)",
-                ]
-            )
-        }
+        log.ended(outcome, failure: failure, kept: kept, registered: token.value != nil)
         return outcome
+    }
+
+    /// What a session with `peer` starts from: this node's identity, role and statements, and
+    /// the writer it writes under now (it changes while the node runs after a witnessed rollback,
+    /// and each session announces the current one).
+    private func sessionConfig(for peer: NodeID) async -> SessionMachine.SessionConfig {
+        let store = self.store
+        let writer = (try? await io.run { try store.info().writerID }) ?? info.writerID
+        var config = SessionMachine.SessionConfig(
+            nodeID: info.nodeID,
+            clusterID: info.clusterID,
+            role: options.role,
+            name: info.nodeName,
+            authenticatedPeer: peer,
+            writer: writer
+        )
+        config.antiEntropyInterval = options.antiEntropyInterval
+        config.statements = statements.records
+        config.maxWriters = options.writerBounds.total
+        return config
+    }
+
+    /// How a session reports to the node: its hello (statements learnt, the registry's claim),
+    /// up-to-date points, batches applied (the relay settles conflicts) and progress.
+    private func observer(
+        of connection: PeerConnection,
+        log: SessionLog,
+        token: TokenBox,
+        source: PeerSource,
+        closeWhenUpToDate: Bool
+    ) -> SessionObserver {
+        let (registry, peerID, channel) = (self.registry, connection.peerNodeID, connection.channel.channel)
+        var observer = SessionObserver()
+        observer.peerReady = { [self] hello in
+            await statementsLearned(await statements.learn(hello.statements))
+            guard statements.revocation(of: peerID) == nil else { return channel.close(promise: nil) }
+            let claimed = await registry.claim(
+                peer: hello,
+                address: log.address,
+                source: source,
+                outbound: connection.outbound
+            ) {
+                channel.close(promise: nil)
+            }
+            guard let claimed else { return channel.close(promise: nil) }
+            token.set(claimed)
+            log.began(with: hello)
+        }
+        observer.upToDate = { vv in
+            await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
+            if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
+        }
+        observer.applied = { [self] changed in
+            log.applied(changed)
+            if let authority, await authority.settleAll() > 0 { await self.announceChange() }
+        }
+        observer.progress = { progress in
+            log.moved(progress.counters)
+            await registry.progress(peerID, progress)
+        }
+        return observer
     }
 
     /// Answers a connection with `error` instead of a session, and closes it. The peer's hello is

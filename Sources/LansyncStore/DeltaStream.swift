@@ -47,42 +47,12 @@ public struct DeltaStream: Sendable {
     ///   planned against (its batches to this replica): a replaced field it holds whole is not
     ///   sent back to it.
     public mutating func next(peerHolds: VersionVector = VersionVector()) throws(StoreError) -> DeltaBatch? {
-        let store = self.store
         var holds = receiver
         holds.join(peerHolds)
         var walkLimit = limit
         while true {
             var trial = planner
-            let (cursor, limit, tryLimit) = (superseded, self.limit, walkLimit)
-            // One read transaction: the look sees at least what the walk's rows saw, so every
-            // version missing from them is accounted for.
-            let read = try store.read { db -> Read in
-                let plan = try trial.nextBatch(limit: tryLimit) { node, after, limit in
-                    try store.versionRows(db, node: node, after: after, limit: limit)
-                }
-                // The walk's claims are made: nothing later can make them untrue.
-                guard let plan else { return .finished }
-                let look = try store.superseded(db, after: cursor, limit: limit)
-                let walked = Set(plan.keys)
-                let replaced = look.keys.filter { !walked.contains($0) }
-                // (The walk alone may take more than the limit: one write's fields travel together.)
-                let fits = replaced.isEmpty || plan.keys.count + replaced.count <= limit
-                // Both fit once the walk takes fewer (unless one write of the walk is that large).
-                if look.complete, !fits, replaced.count < limit, limit - replaced.count < tryLimit {
-                    return .retry(walkLimit: limit - replaced.count)
-                }
-                let walks = look.complete && fits
-                let keys = walks ? plan.keys + replaced : replaced
-                let states = try store.sizedFieldUpdates(db, keys)
-                return .batch(
-                    covers: walks ? plan.covers : nil,
-                    walked: walks ? walked : [],
-                    next: look.next,
-                    keys: keys,
-                    states: states
-                )
-            }
-            switch read {
+            switch try read(&trial, walkLimit: walkLimit) {
             case .finished:
                 planner = trial
                 return nil
@@ -91,16 +61,8 @@ public struct DeltaStream: Sendable {
                 continue
             case let .batch(covers, walked, next, keys, (updates, bytes, broken)):
                 if !broken.isEmpty {
-                    store.noteBroken(broken)
-                    // A state that does not decode is never sent, and the batch must not claim it:
-                    // stop streaming the nodes whose writes it holds (their covers stay below it, so
-                    // the peer gets those from someone else) and plan the batch again without it.
-                    var abandoned = false
-                    for key in broken {
-                        for node in try store.indexedNodes(of: key) where planner.abandon(node) { abandoned = true }
-                    }
                     // Nothing left to abandon (the index is damaged too): end the stream here.
-                    guard abandoned else { return nil }
+                    guard try abandon(broken) else { return nil }
                     continue
                 }
                 if bytes > budgetBytes, keys.count > 1 {
@@ -111,12 +73,7 @@ public struct DeltaStream: Sendable {
                 superseded = next
                 // Grow back towards the full batch size after a heavy stretch.
                 self.limit = min(planner.maxUpdates, limit * 2)
-                let changes = updates.compactMap { update -> FieldUpdate? in
-                    guard case .state(let state) = update.change else { return update }
-                    let spread = spreadsUnclaimed && walked.contains(update.key)
-                    guard spread || needsSending(state, holds: holds) else { return nil }
-                    return FieldUpdate(key: update.key, change: state.change(since: deltaBase))
-                }
+                let changes = self.changes(updates, walked: walked, holds: holds)
                 guard let covers else {
                     // Replaced fields first; the walk waits, as it may not claim past them.
                     if changes.isEmpty { continue }
@@ -125,6 +82,62 @@ public struct DeltaStream: Sendable {
                 planner = trial
                 return DeltaBatch(updates: changes, covers: covers, base: deltaBase)
             }
+        }
+    }
+
+    /// The walk's next stretch (at most `walkLimit` keys) and the replaced fields, with their
+    /// states, in one read transaction: the look sees at least what the walk's rows saw, so every
+    /// version missing from them is accounted for.
+    private func read(_ trial: inout DeltaPlanner, walkLimit: Int) throws(StoreError) -> Read {
+        let (store, cursor, limit) = (self.store, superseded, self.limit)
+        return try store.read { db -> Read in
+            let plan = try trial.nextBatch(limit: walkLimit) { node, after, limit in
+                try store.versionRows(db, node: node, after: after, limit: limit)
+            }
+            // The walk's claims are made: nothing later can make them untrue.
+            guard let plan else { return .finished }
+            let look = try store.superseded(db, after: cursor, limit: limit)
+            let walked = Set(plan.keys)
+            let replaced = look.keys.filter { !walked.contains($0) }
+            // (The walk alone may take more than the limit: one write's fields travel together.)
+            let fits = replaced.isEmpty || plan.keys.count + replaced.count <= limit
+            // Both fit once the walk takes fewer (unless one write of the walk is that large).
+            if look.complete, !fits, replaced.count < limit, limit - replaced.count < walkLimit {
+                return .retry(walkLimit: limit - replaced.count)
+            }
+            let walks = look.complete && fits
+            let keys = walks ? plan.keys + replaced : replaced
+            return .batch(
+                covers: walks ? plan.covers : nil,
+                walked: walks ? walked : [],
+                next: look.next,
+                keys: keys,
+                states: try store.sizedFieldUpdates(db, keys)
+            )
+        }
+    }
+
+    /// A state that does not decode is never sent, and the batch must not claim it: stops
+    /// streaming the nodes whose writes it holds (their covers stay below it, so the peer gets
+    /// those from someone else), so the batch is planned again without it. False if there was no
+    /// node left to stop.
+    private mutating func abandon(_ broken: [FieldKey]) throws(StoreError) -> Bool {
+        store.noteBroken(broken)
+        var abandoned = false
+        for key in broken {
+            for node in try store.indexedNodes(of: key) where planner.abandon(node) { abandoned = true }
+        }
+        return abandoned
+    }
+
+    /// The changes to send of the states read: each only if the receiver may lack it (or it is
+    /// the walk's and this stream spreads what only this replica holds), as a delta from the base.
+    private func changes(_ updates: [FieldUpdate], walked: Set<FieldKey>, holds: VersionVector) -> [FieldUpdate] {
+        updates.compactMap { update -> FieldUpdate? in
+            guard case .state(let state) = update.change else { return update }
+            let spread = spreadsUnclaimed && walked.contains(update.key)
+            guard spread || needsSending(state, holds: holds) else { return nil }
+            return FieldUpdate(key: update.key, change: state.change(since: deltaBase))
         }
     }
 

@@ -7,275 +7,302 @@ enum Schema {
     /// recognised and refused.
     static let applicationID: Int32 = 0x4C4E_5359
 
+    /// The migrations, oldest first, each in a function of its own below.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(
-                sql: """
-                    PRAGMA application_id = \(applicationID);
-
-                    -- Settings and this replica's identity: node_id, cluster_id, node_name,
-                    -- fingerprint (machine and path, to detect a copied directory), clock (the
-                    -- hybrid logical clock's latest value), history_limit; since v4 writer_id (the
-                    -- id local writes are issued under) and writer_retired ('1' once a peer showed
-                    -- it holds more of that writer than this replica).
-                    CREATE TABLE meta (
-                        key   TEXT PRIMARY KEY NOT NULL,
-                        value TEXT NOT NULL
-                    ) WITHOUT ROWID;
-
-                    -- Every node this replica has heard of. 'counter' is the replica's version
-                    -- vector: how far this replica has received that node's writes.
-                    CREATE TABLE node (
-                        id      INTEGER PRIMARY KEY,
-                        node_id TEXT NOT NULL UNIQUE,
-                        name    TEXT,
-                        counter INTEGER NOT NULL DEFAULT 0
-                    );
-
-                    -- One row per item; type, deleted and conflicts are derived from its fields.
-                    CREATE TABLE item (
-                        id        INTEGER PRIMARY KEY,
-                        item_id   TEXT NOT NULL UNIQUE,
-                        type      TEXT NOT NULL,
-                        deleted   INTEGER NOT NULL DEFAULT 0,
-                        conflicts INTEGER NOT NULL DEFAULT 0
-                    );
-                    CREATE INDEX item_by_type ON item(type, item_id);
-
-                    -- One row per field of an item. 'state' is the whole replicated state (binary);
-                    -- 'value' is the shown value as JSON, kept in step with it.
-                    CREATE TABLE field (
-                        id       INTEGER PRIMARY KEY,
-                        item     INTEGER NOT NULL REFERENCES item(id),
-                        name     TEXT NOT NULL,
-                        value    TEXT NOT NULL,
-                        conflict INTEGER NOT NULL DEFAULT 0,
-                        state    BLOB NOT NULL,
-                        UNIQUE (item, name)
-                    );
-                    CREATE INDEX field_conflicts ON field(conflict) WHERE conflict = 1;
-
-                    -- The version index: which field holds a live version with dot (node, counter).
-                    -- "Field states with a dot unseen by version vector V" is one range scan per node.
-                    CREATE TABLE version (
-                        node    INTEGER NOT NULL REFERENCES node(id),
-                        counter INTEGER NOT NULL,
-                        field   INTEGER NOT NULL REFERENCES field(id),
-                        PRIMARY KEY (node, counter, field)
-                    ) WITHOUT ROWID;
-
-                    -- Every version of every field this replica has seen, conflict losers included,
-                    -- up to history_limit per field. 'write' is JSON: {"set": VALUE} or
-                    -- {"list": {"replaced": BOOL, "added": [...], "removed": [...]}}.
-                    CREATE TABLE history (
-                        seq       INTEGER PRIMARY KEY,
-                        field     INTEGER NOT NULL REFERENCES field(id),
-                        node      INTEGER NOT NULL REFERENCES node(id),
-                        counter   INTEGER NOT NULL,
-                        timestamp INTEGER NOT NULL,
-                        write     TEXT NOT NULL,
-                        UNIQUE (field, node, counter)
-                    );
-                    CREATE INDEX history_by_field ON history(field, seq);
-
-                    -- What users see, for reading the file with the sqlite3 shell.
-                    CREATE VIEW shown AS
-                        SELECT item.item_id, item.type, item.deleted, field.name, field.value, field.conflict
-                        FROM item JOIN field ON field.item = item.id
-                        WHERE substr(field.name, 1, 1) <> '_';
-                    """
-            )
-        }
-        migrator.registerMigration("v2-peers") { db in
-            try db.execute(
-                sql: """
-                    -- What this node last knew of each peer it synced with, for 'lansync status' when
-                    -- no node is running: address, how it was found, the last time both sides were up
-                    -- to date (Unix ms), the last error, and the peer's version vector (binary).
-                    CREATE TABLE peer (
-                        node_id        TEXT PRIMARY KEY NOT NULL,
-                        name           TEXT,
-                        address        TEXT,
-                        source         TEXT NOT NULL,
-                        last_sync      INTEGER,
-                        last_error     TEXT,
-                        version_vector BLOB
-                    ) WITHOUT ROWID;
-                    """
-            )
-        }
-        migrator.registerMigration("v3-rejections") { db in
-            try db.execute(
-                sql: """
-                    -- Versions the relay refused (over its limits) and overruled: who wrote them, which
-                    -- field, and why. 'lansync status' shows the ones this node wrote.
-                    CREATE TABLE rejection (
-                        node_id TEXT NOT NULL,
-                        counter INTEGER NOT NULL,
-                        item_id TEXT NOT NULL,
-                        field   TEXT NOT NULL,
-                        reason  TEXT NOT NULL,
-                        PRIMARY KEY (node_id, counter, item_id, field)
-                    ) WITHOUT ROWID;
-                    """
-            )
-        }
-        migrator.registerMigration("v4-writers") { db in
-            try db.execute(
-                sql: """
-                    -- This replica's write identities in the order they started (Docs/MERGE.md, "Rolled-back
-                    -- replicas"). Dots are issued under meta 'writer_id'; a new writer starts whenever
-                    -- the replica cannot prove it continues the history its writer last wrote in.
-                    -- 'reason': init, unproven (no marker of this boot), restored (the replica holds
-                    -- less than its marker), witness (a peer held more of it), repair.
-                    CREATE TABLE writer (
-                        seq       INTEGER PRIMARY KEY,
-                        writer_id TEXT NOT NULL UNIQUE,
-                        started   INTEGER NOT NULL,
-                        reason    TEXT NOT NULL
-                    );
-
-                    INSERT INTO meta(key, value) SELECT 'writer_id', value FROM meta WHERE key = 'node_id';
-                    INSERT INTO writer(writer_id, started, reason) SELECT value, 0, 'init' FROM meta WHERE key = 'node_id';
-                    """
-            )
-        }
-        migrator.registerMigration("v5-streams") { db in
-            try db.execute(
-                sql: """
-                    -- The stream each peer has under way to this replica (Docs/MERGE.md, "Rolled-back
-                    -- replicas"): what its batches covered so far (a binary version vector), and the
-                    -- peer's writer id when it sent them. node.counter takes it in only when the stream
-                    -- completes; the hello tells the peer, so an interrupted stream resumes.
-                    CREATE TABLE stream (
-                        peer_id     TEXT PRIMARY KEY NOT NULL,
-                        incarnation TEXT NOT NULL,
-                        covers      BLOB NOT NULL
-                    ) WITHOUT ROWID;
-
-                    -- meta 'changes': counts the transactions that changed a field, so a cache of what
-                    -- the replica shows knows when it is stale (a stream's batches change fields
-                    -- before the version vector moves).
-                    INSERT OR IGNORE INTO meta(key, value) VALUES ('changes', '0');
-                    """
-            )
-        }
-        migrator.registerMigration("v6-history-of-the-superseded") { db in
-            try db.execute(
-                sql: """
-                    -- Since v6 'history' keeps only what the field states no longer show: superseded
-                    -- versions, and the siblings of a field in conflict (in arrival order, for the
-                    -- relay's first-seen policy). A live version of a field without conflict lives in
-                    -- its state alone, so a value is no longer stored twice.
-                    DELETE FROM history
-                    WHERE field IN (SELECT id FROM field WHERE conflict = 0)
-                      AND EXISTS (SELECT 1 FROM version v
-                                  WHERE v.node = history.node AND v.counter = history.counter AND v.field = history.field);
-                    """
-            )
-        }
-        migrator.registerMigration("v7-one-copy-of-each-value") { db in
-            try db.execute(
-                sql: """
-                    -- Since v7 a field's shown value lives only in its state: the 'value' column, a JSON
-                    -- copy of it, is gone, and with it the 'shown' view that read it ('lansync list',
-                    -- 'get' and 'export' show the values).
-                    DROP VIEW shown;
-                    ALTER TABLE field DROP COLUMN value;
-                    """
-            )
-        }
-        migrator.registerMigration("v8-removal-logs") { _ in
-            // No table changes: field states are written in format 4 from now on (their removal
-            // log, for field deltas; Docs/STORAGE.md), which lansync before this release cannot
-            // read. Recording this migration makes such a lansync refuse the file as written by a
-            // newer version, instead of reporting every rewritten field as damaged.
-        }
-        migrator.registerMigration("v9-superseded-at") { db in
-            try db.execute(
-                sql: """
-                    -- 'superseded_at': the change stamp (meta 'changes') of the last transaction that
-                    -- took one of the field's versions out of the version index (a newer write
-                    -- replaced it). A stream to a peer reads the index a batch at a time; a field
-                    -- whose version left the index before the stream reached it is found here
-                    -- instead (Docs/STORAGE.md, "Streams and the version index"). 0: never.
-                    ALTER TABLE field ADD COLUMN superseded_at INTEGER NOT NULL DEFAULT 0;
-                    CREATE INDEX field_by_superseded ON field(superseded_at, id) WHERE superseded_at > 0;
-                    """
-            )
-        }
-        migrator.registerMigration("v10-invites") { db in
-            try db.execute(
-                sql: """
-                    -- Invites this machine issued (lansync invite), local and never synced: the
-                    -- one-time secret, the name asked for, when it expires and when it was used
-                    -- (Unix ms), and the node it admitted. Docs/SECURITY.md.
-                    CREATE TABLE invite (
-                        secret BLOB PRIMARY KEY,
-                        name TEXT,
-                        created_at INTEGER NOT NULL,
-                        expires_at INTEGER NOT NULL,
-                        used_at INTEGER,
-                        used_by BLOB
-                    ) WITHOUT ROWID;
-                    """
-            )
-        }
-        migrator.registerMigration("v11-cluster-statements") { db in
-            try db.execute(
-                sql: """
-                    -- Statements of the cluster's authority this replica holds (lansync revoke,
-                    -- lansync cluster admitters, and every hello): revocations and sets of
-                    -- admitting machines, signed, in binary form. 'key' is what makes one new: a
-                    -- revocation's kind and node (a node's first revocation stays), a set's kind
-                    -- and signature. Only valid ones are kept (the node checks the signature
-                    -- first). Docs/SECURITY.md.
-                    CREATE TABLE statement (
-                        key BLOB PRIMARY KEY,
-                        record BLOB NOT NULL
-                    ) WITHOUT ROWID;
-                    """
-            )
-        }
-        migrator.registerMigration("v12-change-feed") { db in
-            try db.execute(
-                sql: """
-                    -- The change feed (Docs/API.md): each field carries the sequence number of its
-                    -- latest change ('seq', 0: none since this version), when it was committed
-                    -- ('changed_at', Unix ms) and what it was ('change_kind', a ChangeKind). A
-                    -- change takes the highest number plus one, and numbers only grow, so none
-                    -- comes twice; meta 'change_floor' moves them past the numbers an older copy
-                    -- of the file gave (a restore, a repair).
-                    ALTER TABLE field ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
-                    ALTER TABLE field ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
-                    ALTER TABLE field ADD COLUMN change_kind INTEGER NOT NULL DEFAULT 0;
-                    CREATE INDEX field_by_seq ON field(seq);
-                    """
-            )
-        }
-        migrator.registerMigration("v13-query-index") { db in
-            try db.execute(
-                sql: """
-                    -- Fields indexed for queries ('lansync index FIELD'), and their typed shown
-                    -- values: kind 0 null, 1 bool (num 0 or 1), 2 number (num), 3 string (txt),
-                    -- 4 list, whose elements get rows of their own (element 1). Kept in step with
-                    -- the field states by the code that saves them (Docs/API.md, "Queries").
-                    CREATE TABLE indexed_field (name TEXT PRIMARY KEY) WITHOUT ROWID;
-                    CREATE TABLE query_index (
-                        field   TEXT NOT NULL,
-                        item    INTEGER NOT NULL REFERENCES item(id),
-                        kind    INTEGER NOT NULL,
-                        element INTEGER NOT NULL,
-                        num     REAL,
-                        txt     TEXT
-                    );
-                    CREATE INDEX query_by_num ON query_index(field, element, kind, num);
-                    CREATE INDEX query_by_txt ON query_index(field, element, kind, txt);
-                    CREATE INDEX query_by_item ON query_index(item, field);
-                    """
-            )
-        }
+        migrator.registerMigration("v1", migrate: v1)
+        migrator.registerMigration("v2-peers", migrate: v2Peers)
+        migrator.registerMigration("v3-rejections", migrate: v3Rejections)
+        migrator.registerMigration("v4-writers", migrate: v4Writers)
+        migrator.registerMigration("v5-streams", migrate: v5Streams)
+        migrator.registerMigration("v6-history-of-the-superseded", migrate: v6HistoryOfTheSuperseded)
+        migrator.registerMigration("v7-one-copy-of-each-value", migrate: v7OneCopyOfEachValue)
+        migrator.registerMigration("v8-removal-logs", migrate: v8RemovalLogs)
+        migrator.registerMigration("v9-superseded-at", migrate: v9SupersededAt)
+        migrator.registerMigration("v10-invites", migrate: v10Invites)
+        migrator.registerMigration("v11-cluster-statements", migrate: v11ClusterStatements)
+        migrator.registerMigration("v12-change-feed", migrate: v12ChangeFeed)
+        migrator.registerMigration("v13-query-index", migrate: v13QueryIndex)
         return migrator
+    }
+
+    private static func v1(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                PRAGMA application_id = \(applicationID);
+
+                -- Settings and this replica's identity: node_id, cluster_id, node_name,
+                -- fingerprint (machine and path, to detect a copied directory), clock (the
+                -- hybrid logical clock's latest value), history_limit; since v4 writer_id (the
+                -- id local writes are issued under) and writer_retired ('1' once a peer showed
+                -- it holds more of that writer than this replica).
+                CREATE TABLE meta (
+                    key   TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+
+                -- Every node this replica has heard of. 'counter' is the replica's version
+                -- vector: how far this replica has received that node's writes.
+                CREATE TABLE node (
+                    id      INTEGER PRIMARY KEY,
+                    node_id TEXT NOT NULL UNIQUE,
+                    name    TEXT,
+                    counter INTEGER NOT NULL DEFAULT 0
+                );
+
+                -- One row per item; type, deleted and conflicts are derived from its fields.
+                CREATE TABLE item (
+                    id        INTEGER PRIMARY KEY,
+                    item_id   TEXT NOT NULL UNIQUE,
+                    type      TEXT NOT NULL,
+                    deleted   INTEGER NOT NULL DEFAULT 0,
+                    conflicts INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX item_by_type ON item(type, item_id);
+
+                -- One row per field of an item. 'state' is the whole replicated state (binary);
+                -- 'value' is the shown value as JSON, kept in step with it.
+                CREATE TABLE field (
+                    id       INTEGER PRIMARY KEY,
+                    item     INTEGER NOT NULL REFERENCES item(id),
+                    name     TEXT NOT NULL,
+                    value    TEXT NOT NULL,
+                    conflict INTEGER NOT NULL DEFAULT 0,
+                    state    BLOB NOT NULL,
+                    UNIQUE (item, name)
+                );
+                CREATE INDEX field_conflicts ON field(conflict) WHERE conflict = 1;
+
+                -- The version index: which field holds a live version with dot (node, counter).
+                -- "Field states with a dot unseen by version vector V" is one range scan per node.
+                CREATE TABLE version (
+                    node    INTEGER NOT NULL REFERENCES node(id),
+                    counter INTEGER NOT NULL,
+                    field   INTEGER NOT NULL REFERENCES field(id),
+                    PRIMARY KEY (node, counter, field)
+                ) WITHOUT ROWID;
+
+                -- Every version of every field this replica has seen, conflict losers included,
+                -- up to history_limit per field. 'write' is JSON: {"set": VALUE} or
+                -- {"list": {"replaced": BOOL, "added": [...], "removed": [...]}}.
+                CREATE TABLE history (
+                    seq       INTEGER PRIMARY KEY,
+                    field     INTEGER NOT NULL REFERENCES field(id),
+                    node      INTEGER NOT NULL REFERENCES node(id),
+                    counter   INTEGER NOT NULL,
+                    timestamp INTEGER NOT NULL,
+                    write     TEXT NOT NULL,
+                    UNIQUE (field, node, counter)
+                );
+                CREATE INDEX history_by_field ON history(field, seq);
+
+                -- What users see, for reading the file with the sqlite3 shell.
+                CREATE VIEW shown AS
+                    SELECT item.item_id, item.type, item.deleted, field.name, field.value, field.conflict
+                    FROM item JOIN field ON field.item = item.id
+                    WHERE substr(field.name, 1, 1) <> '_';
+                """
+        )
+    }
+
+    private static func v2Peers(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- What this node last knew of each peer it synced with, for 'lansync status' when
+                -- no node is running: address, how it was found, the last time both sides were up
+                -- to date (Unix ms), the last error, and the peer's version vector (binary).
+                CREATE TABLE peer (
+                    node_id        TEXT PRIMARY KEY NOT NULL,
+                    name           TEXT,
+                    address        TEXT,
+                    source         TEXT NOT NULL,
+                    last_sync      INTEGER,
+                    last_error     TEXT,
+                    version_vector BLOB
+                ) WITHOUT ROWID;
+                """
+        )
+    }
+
+    private static func v3Rejections(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- Versions the relay refused (over its limits) and overruled: who wrote them, which
+                -- field, and why. 'lansync status' shows the ones this node wrote.
+                CREATE TABLE rejection (
+                    node_id TEXT NOT NULL,
+                    counter INTEGER NOT NULL,
+                    item_id TEXT NOT NULL,
+                    field   TEXT NOT NULL,
+                    reason  TEXT NOT NULL,
+                    PRIMARY KEY (node_id, counter, item_id, field)
+                ) WITHOUT ROWID;
+                """
+        )
+    }
+
+    private static func v4Writers(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- This replica's write identities in the order they started (Docs/MERGE.md, "Rolled-back
+                -- replicas"). Dots are issued under meta 'writer_id'; a new writer starts whenever
+                -- the replica cannot prove it continues the history its writer last wrote in.
+                -- 'reason': init, unproven (no marker of this boot), restored (the replica holds
+                -- less than its marker), witness (a peer held more of it), repair.
+                CREATE TABLE writer (
+                    seq       INTEGER PRIMARY KEY,
+                    writer_id TEXT NOT NULL UNIQUE,
+                    started   INTEGER NOT NULL,
+                    reason    TEXT NOT NULL
+                );
+
+                INSERT INTO meta(key, value) SELECT 'writer_id', value FROM meta WHERE key = 'node_id';
+                INSERT INTO writer(writer_id, started, reason) SELECT value, 0, 'init' FROM meta WHERE key = 'node_id';
+                """
+        )
+    }
+
+    private static func v5Streams(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- The stream each peer has under way to this replica (Docs/MERGE.md, "Rolled-back
+                -- replicas"): what its batches covered so far (a binary version vector), and the
+                -- peer's writer id when it sent them. node.counter takes it in only when the stream
+                -- completes; the hello tells the peer, so an interrupted stream resumes.
+                CREATE TABLE stream (
+                    peer_id     TEXT PRIMARY KEY NOT NULL,
+                    incarnation TEXT NOT NULL,
+                    covers      BLOB NOT NULL
+                ) WITHOUT ROWID;
+
+                -- meta 'changes': counts the transactions that changed a field, so a cache of what
+                -- the replica shows knows when it is stale (a stream's batches change fields
+                -- before the version vector moves).
+                INSERT OR IGNORE INTO meta(key, value) VALUES ('changes', '0');
+                """
+        )
+    }
+
+    private static func v6HistoryOfTheSuperseded(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- Since v6 'history' keeps only what the field states no longer show: superseded
+                -- versions, and the siblings of a field in conflict (in arrival order, for the
+                -- relay's first-seen policy). A live version of a field without conflict lives in
+                -- its state alone, so a value is no longer stored twice.
+                DELETE FROM history
+                WHERE field IN (SELECT id FROM field WHERE conflict = 0)
+                  AND EXISTS (SELECT 1 FROM version v
+                              WHERE v.node = history.node AND v.counter = history.counter AND v.field = history.field);
+                """
+        )
+    }
+
+    private static func v7OneCopyOfEachValue(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- Since v7 a field's shown value lives only in its state: the 'value' column, a JSON
+                -- copy of it, is gone, and with it the 'shown' view that read it ('lansync list',
+                -- 'get' and 'export' show the values).
+                DROP VIEW shown;
+                ALTER TABLE field DROP COLUMN value;
+                """
+        )
+    }
+
+    private static func v8RemovalLogs(_: Database) throws {
+        // No table changes: field states are written in format 4 from now on (their removal
+        // log, for field deltas; Docs/STORAGE.md), which lansync before this release cannot
+        // read. Recording this migration makes such a lansync refuse the file as written by a
+        // newer version, instead of reporting every rewritten field as damaged.
+    }
+
+    private static func v9SupersededAt(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- 'superseded_at': the change stamp (meta 'changes') of the last transaction that
+                -- took one of the field's versions out of the version index (a newer write
+                -- replaced it). A stream to a peer reads the index a batch at a time; a field
+                -- whose version left the index before the stream reached it is found here
+                -- instead (Docs/STORAGE.md, "Streams and the version index"). 0: never.
+                ALTER TABLE field ADD COLUMN superseded_at INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX field_by_superseded ON field(superseded_at, id) WHERE superseded_at > 0;
+                """
+        )
+    }
+
+    private static func v10Invites(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- Invites this machine issued (lansync invite), local and never synced: the
+                -- one-time secret, the name asked for, when it expires and when it was used
+                -- (Unix ms), and the node it admitted. Docs/SECURITY.md.
+                CREATE TABLE invite (
+                    secret BLOB PRIMARY KEY,
+                    name TEXT,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER,
+                    used_by BLOB
+                ) WITHOUT ROWID;
+                """
+        )
+    }
+
+    private static func v11ClusterStatements(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- Statements of the cluster's authority this replica holds (lansync revoke,
+                -- lansync cluster admitters, and every hello): revocations and sets of
+                -- admitting machines, signed, in binary form. 'key' is what makes one new: a
+                -- revocation's kind and node (a node's first revocation stays), a set's kind
+                -- and signature. Only valid ones are kept (the node checks the signature
+                -- first). Docs/SECURITY.md.
+                CREATE TABLE statement (
+                    key BLOB PRIMARY KEY,
+                    record BLOB NOT NULL
+                ) WITHOUT ROWID;
+                """
+        )
+    }
+
+    private static func v12ChangeFeed(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- The change feed (Docs/API.md): each field carries the sequence number of its
+                -- latest change ('seq', 0: none since this version), when it was committed
+                -- ('changed_at', Unix ms) and what it was ('change_kind', a ChangeKind). A
+                -- change takes the highest number plus one, and numbers only grow, so none
+                -- comes twice; meta 'change_floor' moves them past the numbers an older copy
+                -- of the file gave (a restore, a repair).
+                ALTER TABLE field ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE field ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE field ADD COLUMN change_kind INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX field_by_seq ON field(seq);
+                """
+        )
+    }
+
+    private static func v13QueryIndex(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- Fields indexed for queries ('lansync index FIELD'), and their typed shown
+                -- values: kind 0 null, 1 bool (num 0 or 1), 2 number (num), 3 string (txt),
+                -- 4 list, whose elements get rows of their own (element 1). Kept in step with
+                -- the field states by the code that saves them (Docs/API.md, "Queries").
+                CREATE TABLE indexed_field (name TEXT PRIMARY KEY) WITHOUT ROWID;
+                CREATE TABLE query_index (
+                    field   TEXT NOT NULL,
+                    item    INTEGER NOT NULL REFERENCES item(id),
+                    kind    INTEGER NOT NULL,
+                    element INTEGER NOT NULL,
+                    num     REAL,
+                    txt     TEXT
+                );
+                CREATE INDEX query_by_num ON query_index(field, element, kind, num);
+                CREATE INDEX query_by_txt ON query_index(field, element, kind, txt);
+                CREATE INDEX query_by_item ON query_index(item, field);
+                """
+        )
     }
 }

@@ -30,6 +30,10 @@ struct Transaction {
     var commitTime: Int64?
     /// The feed's last sequence number, read at the first change and counted on from there.
     var lastSeq: Int64?
+    /// The writer's marker to record once this transaction commits (``WriterLease``): set by a
+    /// transaction that changed what the replica holds, so that a file restored to before it is
+    /// seen as rolled back.
+    var writerMarker: (writer: NodeID, stamp: UInt64)?
 
     init(db: Database, historyLimit: Int, nodes: NodeRows = NodeRows()) throws {
         self.db = db

@@ -110,7 +110,7 @@ import Testing
             let (_, finished) = try await Self.runAndKill(["import", "--dir", cli.path("a"), file], after: delay)
             let store = try ReplicaStore.open(path: cli.path("a/replica.sqlite"))
             var count = 0
-            try store.forEachItem(type: "bulk") { if $0.id.hasPrefix("r\(round)-") { count += 1 } }
+            try store.forEachItem(type: "bulk") { if $0.id.rawValue.hasPrefix("r\(round)-") { count += 1 } }
             #expect(count == 0 || count == size, "round \(round): \(count) of \(size) items (seed \(Self.seed))")
             if finished { #expect(count == size) } else { killed += 1 }
             #expect(try store.integrityCheck() == "ok")

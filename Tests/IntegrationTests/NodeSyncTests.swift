@@ -187,7 +187,7 @@ import Testing
             let start = clock.now
             var seen = false
             while clock.now - start < .seconds(10) {
-                if try b.storedItem(try ItemID("x"))?.fields.first?.json == "\(i)" {
+                if try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "\(i)" {
                     seen = true
                     break
                 }
@@ -330,10 +330,10 @@ import Testing
         let clock = ContinuousClock()
         let start = clock.now
         let b = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
-        while clock.now - start < .seconds(10), try b.storedItem(try ItemID("x"))?.fields.first?.json != "7" {
+        while clock.now - start < .seconds(10), try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText != "7" {
             try await Task.sleep(for: .milliseconds(10))
         }
-        #expect(try b.storedItem(try ItemID("x"))?.fields.first?.json == "7")
+        #expect(try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "7")
         print("an unannounced change reached the peer after \(clock.now - start)")
         na.stop()
         nb.stop()

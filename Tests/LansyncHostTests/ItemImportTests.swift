@@ -86,13 +86,13 @@ import Testing
         let lines = [#"{"type":"task","fields":{"title":"Climb"}}"#, #"{"fields":{"n":1}}"#, #"{"fields":{"n":1}}"#]
         try importLines(lines, into: store)
         var ids: [String] = []
-        try store.forEachItem { ids.append($0.id) }
+        try store.forEachItem { ids.append($0.id.rawValue) }
         #expect(ids.count == 3, "two identical lines are two items: \(ids)")
         #expect(ids.allSatisfy { $0.count == 36 && Array($0)[14] == "8" }, "UUIDv8 ids: \(ids)")
         let again = try importLines(lines, into: store, chunk: 3)
         #expect(again.edits == 0)
         var after: [String] = []
-        try store.forEachItem { after.append($0.id) }
+        try store.forEachItem { after.append($0.id.rawValue) }
         #expect(after == ids)
     }
 

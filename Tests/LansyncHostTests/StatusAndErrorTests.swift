@@ -12,7 +12,7 @@ import Testing
         direct.address = "10.0.0.2:7420"
         direct.source = .configured
         direct.lacks = 0
-        direct.sentUpdates = 3
+        direct.counters = SessionCounters(sentUpdates: 3)
         return NodeStatus(
             nodeID: "a",
             name: "alice",

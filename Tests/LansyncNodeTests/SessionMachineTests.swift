@@ -126,9 +126,38 @@ import Testing
             to: .named("a3"),
             wallMilliseconds: 1_700_000_000_100
         )
-        h.handle(0, .localChanged)
+        h.handle(0, .localChanged(localVersion: nil))
         h.run()
         #expect(h.sides[1].replica.items[.named("a3")]?.view.fields[.named("v")] == .string("live"))
+    }
+
+    /// A change announced with the replica's vector, which the peer is known to hold already (a
+    /// batch another session applied that came from this peer too), plans no delta: nothing is
+    /// read; one the peer lacks plans one at once.
+    @Test func aChangeThePeerHoldsReadsNothing() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        func plans(_ i: Int, during step: (inout SessionHarness) throws -> Void) rethrows -> Bool {
+            let before = h.sides[i].events.count
+            try step(&h)
+            return h.sides[i].events[before...].contains { if case .startDelta = $0 { true } else { false } }
+        }
+        let held = h.sides[0].replica.versionVector
+        #expect(!plans(0) { $0.handle(0, .localChanged(localVersion: held)) }, "a delta planned for nothing")
+        try h.sides[0].replica.apply(
+            .update([.set(.named("v"), .string("new"))]),
+            to: .named("a1"),
+            wallMilliseconds: 1_700_000_000_100
+        )
+        let newer = h.sides[0].replica.versionVector
+        #expect(
+            plans(0) { $0.handle(0, .localChanged(localVersion: newer)) },
+            "a change the peer lacks planned no delta"
+        )
+        h.run()
+        #expect(h.sides[1].replica.items[.named("a1")]?.view.fields[.named("v")] == .string("new"))
     }
 
     /// What the peer streamed to this side is never streamed back to it: after A's edits reach
@@ -145,11 +174,11 @@ import Testing
                 wallMilliseconds: 1_700_000_000_100
             )
         }
-        h.handle(0, .localChanged)
+        h.handle(0, .localChanged(localVersion: nil))
         h.run()
         #expect(h.sides[1].replica.items[.named("a4")]?.view.fields[.named("v")] == .string("live 4"))
         let sentBack = h.sides[1].machine.sentUpdates
-        h.handle(1, .localChanged)
+        h.handle(1, .localChanged(localVersion: nil))
         h.run()
         #expect(h.sides[1].machine.sentUpdates == sentBack, "B sent A's own changes back to it")
     }

@@ -42,7 +42,7 @@ import Testing
         return store
     }
 
-    func ids(_ page: QueryPage) -> [String] { page.items.map(\.id) }
+    func ids(_ page: QueryPage) -> [String] { page.items.map(\.id.rawValue) }
 
     @Test func anIndexChangesHowNotWhat() throws {
         let store = try filled()
@@ -72,11 +72,9 @@ import Testing
             Set(
                 try tasks.filter { item in
                     var values: [FieldName: Value] = [:]
-                    for field in item.fields {
-                        values[FieldName(unchecked: field.name)] = try JSON(parsing: field.json).value
-                    }
+                    for field in item.fields { values[field.name] = field.value }
                     return query.matches(values)
-                }.map(\.id)
+                }.map(\.id.rawValue)
             )
         }
         let before = try queries.map { try ids(store.query($0, type: "task", limit: 1000)) }

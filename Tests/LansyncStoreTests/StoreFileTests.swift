@@ -42,8 +42,8 @@ import Testing
         let reopened = try ReplicaStore.open(path: path, lease: lease)
         let item = try #require(try reopened.storedItem(.named("a")))
         #expect(item.type == "task")
-        #expect(item.fields.map(\.name) == ["tags", "title"])
-        #expect(item.fields.map(\.json) == [#"["x"]"#, #""Climb""#])
+        #expect(item.fields.map(\.name.rawValue) == ["tags", "title"])
+        #expect(item.fields.map(\.value.jsonText) == [#"["x"]"#, #""Climb""#])
         #expect(try reopened.info().nodeID == .node(1))
         #expect(try reopened.integrityCheck() == "ok")
     }
@@ -68,7 +68,11 @@ import Testing
         let reopened = try ReplicaStore.open(path: path, lease: lease)
         #expect(try reopened.fullCheck().isSound)
         let fields = try #require(try reopened.storedItem(.named("a"))).fields
-        #expect(fields.map(\.json) == [deepest.jsonText, Value.list([nested(Limits.maxValueNesting - 1)]).jsonText])
+        #expect(
+            fields.map(\.value.jsonText) == [
+                deepest.jsonText, Value.list([nested(Limits.maxValueNesting - 1)]).jsonText,
+            ]
+        )
         let before = try reopened.versionVector()
         #expect(throws: StoreError.edit(.valueTooDeep(.named("deeper"), nesting: Limits.maxValueNesting + 1), index: 0))
         {
@@ -368,7 +372,7 @@ import Testing
         let wiped = try create(dir + "/a2.sqlite", node: 1)
         try sync(b, wiped)
         #expect(try wiped.versionVector()[.node(1)] == dot.counter)
-        #expect(try wiped.storedItem(.named("x"))?.fields.map(\.json) == ["1"])
+        #expect(try wiped.storedItem(.named("x"))?.fields.map(\.value.jsonText) == ["1"])
         let next = try wiped.apply(.update([.set(.named("k"), .integer(2))]), to: .named("x"), wallMilliseconds: 1)
         #expect(next.node != dot.node)
         #expect(try wiped.writers().last?.reason == .witness)

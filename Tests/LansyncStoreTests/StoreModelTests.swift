@@ -34,7 +34,7 @@ import Testing
         var lines: [String] = []
         try store.forEachItem(includeDeleted: true) { item in
             lines.append(
-                "\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.json)" }) \(item.conflicts)"
+                "\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.value.jsonText)" }) \(item.conflicts.map(\.rawValue))"
             )
         }
         return lines + (try store.conflicts()).map { "\($0.item).\($0.field) \($0.values) \($0.shown)" }

@@ -89,10 +89,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         public var lacks: Int?
         public var lastError: String?
         /// The current session's counters (nil for a node met only through others).
-        public var sentUpdates: Int?
-        public var receivedUpdates: Int?
-        public var sentBytes: Int?
-        public var receivedBytes: Int?
+        public var counters: SessionCounters?
         public var roundTripsWaited: Int?
         /// The peer's delta under way, when it announced its size.
         public var receiving: Receiving?
@@ -172,12 +169,38 @@ public struct NodeStatus: Codable, Sendable, Equatable {
             try c.encode(lastSync, forKey: .lastSync)
             try c.encode(lacks, forKey: .lacks)
             try c.encode(lastError, forKey: .lastError)
-            try c.encode(sentUpdates, forKey: .sentUpdates)
-            try c.encode(receivedUpdates, forKey: .receivedUpdates)
-            try c.encode(sentBytes, forKey: .sentBytes)
-            try c.encode(receivedBytes, forKey: .receivedBytes)
+            try c.encode(counters?.sentUpdates, forKey: .sentUpdates)
+            try c.encode(counters?.receivedUpdates, forKey: .receivedUpdates)
+            try c.encode(counters?.sentBytes, forKey: .sentBytes)
+            try c.encode(counters?.receivedBytes, forKey: .receivedBytes)
             try c.encode(roundTripsWaited, forKey: .roundTripsWaited)
             try c.encode(receiving, forKey: .receiving)
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            nodeID = try c.decodeIfPresent(String.self, forKey: .nodeID)
+            name = try c.decodeIfPresent(String.self, forKey: .name)
+            address = try c.decodeIfPresent(String.self, forKey: .address)
+            source = try c.decodeIfPresent(PeerSource.self, forKey: .source)
+            path = try c.decode(Path.self, forKey: .path)
+            connected = try c.decode(Bool.self, forKey: .connected)
+            lastSync = try c.decodeIfPresent(String.self, forKey: .lastSync)
+            lacks = try c.decodeIfPresent(Int.self, forKey: .lacks)
+            lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
+            let counts = try [CodingKeys.sentUpdates, .receivedUpdates, .sentBytes, .receivedBytes].map {
+                try c.decodeIfPresent(Int.self, forKey: $0)
+            }
+            if counts.contains(where: { $0 != nil }) {
+                counters = SessionCounters(
+                    sentUpdates: counts[0] ?? 0,
+                    receivedUpdates: counts[1] ?? 0,
+                    sentBytes: counts[2] ?? 0,
+                    receivedBytes: counts[3] ?? 0
+                )
+            }
+            roundTripsWaited = try c.decodeIfPresent(Int.self, forKey: .roundTripsWaited)
+            receiving = try c.decodeIfPresent(Receiving.self, forKey: .receiving)
         }
     }
 

@@ -11,9 +11,9 @@ public enum ReplicaDigest {
     public static func compute(_ store: ReplicaStore) throws(StoreError) -> String {
         var hasher = SHA256()
         try store.forEachItem(includeDeleted: true) { item in
-            var line = item.id + "\u{1}" + item.type + "\u{1}" + (item.deleted ? "1" : "0")
-            for field in item.fields { line += "\u{1}" + field.name + "\u{2}" + field.json }
-            line += "\u{1}" + item.conflicts.joined(separator: "\u{2}") + "\n"
+            var line = item.id.rawValue + "\u{1}" + item.type + "\u{1}" + (item.deleted ? "1" : "0")
+            for field in item.fields { line += "\u{1}" + field.name.rawValue + "\u{2}" + field.value.jsonText }
+            line += "\u{1}" + item.conflicts.map(\.rawValue).joined(separator: "\u{2}") + "\n"
             hasher.update(data: Array(line.utf8))
         }
         return hasher.finalize().prefix(16).map { byte in

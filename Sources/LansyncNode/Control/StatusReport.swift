@@ -20,91 +20,18 @@ public enum StatusReport {
         let vv = try store.versionVector()
         let counts = try store.counts()
         let digest = if let digests { try digests.digest(store) } else { try ReplicaDigest.compute(store) }
-        var peers: [PeerRegistry.Entry]
-        if let live {
-            peers = live
-        } else {
-            peers = try store.peers().filter { $0.nodeID != info.nodeID }.map {
-                PeerRegistry.Entry(
-                    nodeID: $0.nodeID,
-                    name: $0.name,
-                    address: $0.address,
-                    source: $0.source,
-                    connected: false,
-                    lastSync: $0.lastSync,
-                    lastError: $0.lastError,
-                    versionVector: $0.versionVector
-                )
-            }
-        }
-        var shown: [NodeStatus.Peer] = []
-        for p in peers {
-            var peer = NodeStatus.Peer(
-                nodeID: p.nodeID?.text,
-                name: p.name,
-                path: p.source == .relay ? .relay : .direct,
-                connected: p.connected
-            )
-            peer.address = p.address
-            peer.source = p.source
-            peer.lastSync = p.lastSync.map { WallClock.iso8601(milliseconds: $0) }
-            peer.lacks = p.nodeID == nil ? nil : try store.lacking(p.versionVector)
-            peer.lastError = p.lastError
-            peer.sentUpdates = p.sentUpdates
-            peer.receivedUpdates = p.receivedUpdates
-            peer.sentBytes = p.sentBytes
-            peer.receivedBytes = p.receivedBytes
-            peer.roundTripsWaited = p.waitedRoundTrips
-            if let r = p.receiving {
-                let elapsed = Double(WallClock.milliseconds &- r.since) / 1000
-                let rate = elapsed > 0.5 && r.received > 0 ? Double(r.received) / elapsed : nil
-                peer.receiving = NodeStatus.Peer.Receiving(
-                    received: r.received,
-                    expected: r.expected,
-                    etaSeconds: rate.map { Int((Double(max(0, r.expected - r.received)) / $0).rounded(.up)) }
-                )
-            }
-            shown.append(peer)
-        }
-        // The nodes known only through others.
+        let peers = if let live { live } else { try recordedPeers(store, except: info.nodeID) }
         let relayEntry = peers.first { $0.source == .relay && $0.nodeID != nil }
-        let names = try store.nodeNames()
-        let directIDs = Set(peers.compactMap(\.nodeID))
         let ownWriters = Set(try store.writers().map(\.id)).union([info.nodeID])
-        for node in vv.nodes where !ownWriters.contains(node) && !directIDs.contains(node) {
-            shown.append(
-                NodeStatus.Peer(
-                    nodeID: node.text,
-                    name: names[node],
-                    path: relayEntry != nil ? .viaRelay : .viaOtherPeers,
-                    connected: false
-                )
-            )
-        }
-        // This node's own changes, against the relay when there is one, else against every peer
-        // it knows (a change is on all of them once the least of their vectors covers it).
-        var changes: NodeStatus.Changes?
-        let judges = relayEntry.map { [$0] } ?? peers.filter { $0.nodeID != nil }
-        if !judges.isEmpty {
-            var seen = VersionVector()
-            for writer in ownWriters { seen.raise(writer, to: judges.map { $0.versionVector[writer] }.min() ?? 0) }
-            let local = try store.localChanges(limit: 20, seenBy: seen)
-            let pending: NodeStatus.Change.State = judges.contains(where: \.connected) ? .syncing : .dirty
-            changes = NodeStatus.Changes(
-                relay: relayEntry?.nodeID?.text,
-                synced: local.atOrBelow,
-                syncing: pending == .syncing ? local.above : nil,
-                dirty: pending == .dirty ? local.above : nil,
-                recent: local.recent.map {
-                    NodeStatus.Change(
-                        id: $0.item.rawValue,
-                        field: $0.field.rawValue,
-                        counter: $0.counter,
-                        state: $0.seen ? .synced : pending
-                    )
-                }
-            )
-        }
+        var shown: [NodeStatus.Peer] = []
+        for peer in peers { shown.append(try shownPeer(peer, store: store)) }
+        shown += try indirectPeers(
+            of: vv,
+            known: peers,
+            ownWriters: ownWriters,
+            viaRelay: relayEntry != nil,
+            store: store
+        )
         return NodeStatus(
             nodeID: info.nodeID.text,
             name: info.nodeName,
@@ -119,24 +46,121 @@ public enum StatusReport {
             damaged: store.damage,
             versionVector: Dictionary(uniqueKeysWithValues: vv.nodes.map { ($0.text, vv[$0]) }),
             peers: shown,
-            changes: changes,
-            rejected: try store.ownRejections().map {
-                NodeStatus.Rejection(
-                    id: $0.item.rawValue,
-                    field: $0.field.rawValue,
-                    counter: $0.counter,
-                    reason: $0.reason
-                )
-            },
-            revokedWrites: try store.revokedWriteRejections().map {
-                NodeStatus.Rejection(
-                    id: $0.item.rawValue,
-                    field: $0.field.rawValue,
-                    counter: $0.counter,
-                    reason: $0.reason
-                )
-            },
+            changes: try changes(store, peers: peers, relay: relayEntry, ownWriters: ownWriters),
+            rejected: try store.ownRejections().map(NodeStatus.Rejection.init),
+            revokedWrites: try store.revokedWriteRejections().map(NodeStatus.Rejection.init),
             refused: refused
+        )
+    }
+
+    /// The peers the replica recorded, for a status with no node running.
+    private static func recordedPeers(
+        _ store: ReplicaStore,
+        except me: NodeID
+    ) throws(StoreError) -> [PeerRegistry.Entry] {
+        let recorded = try store.peers()
+        return recorded.filter { $0.nodeID != me }.map {
+            PeerRegistry.Entry(
+                nodeID: $0.nodeID,
+                name: $0.name,
+                address: $0.address,
+                source: $0.source,
+                connected: false,
+                lastSync: $0.lastSync,
+                lastError: $0.lastError,
+                versionVector: $0.versionVector
+            )
+        }
+    }
+
+    /// A peer this node meets itself, as status shows it.
+    private static func shownPeer(_ p: PeerRegistry.Entry, store: ReplicaStore) throws(StoreError) -> NodeStatus.Peer {
+        var peer = NodeStatus.Peer(
+            nodeID: p.nodeID?.text,
+            name: p.name,
+            path: p.source == .relay ? .relay : .direct,
+            connected: p.connected
+        )
+        peer.address = p.address
+        peer.source = p.source
+        peer.lastSync = p.lastSync.map { WallClock.iso8601(milliseconds: $0) }
+        peer.lacks = p.nodeID == nil ? nil : try store.lacking(p.versionVector)
+        peer.lastError = p.lastError
+        peer.counters = p.counters
+        peer.roundTripsWaited = p.waitedRoundTrips
+        if let r = p.receiving {
+            let elapsed = Double(WallClock.milliseconds &- r.since) / 1000
+            let rate = elapsed > 0.5 && r.received > 0 ? Double(r.received) / elapsed : nil
+            peer.receiving = NodeStatus.Peer.Receiving(
+                received: r.received,
+                expected: r.expected,
+                etaSeconds: rate.map { Int((Double(max(0, r.expected - r.received)) / $0).rounded(.up)) }
+            )
+        }
+        return peer
+    }
+
+    /// The nodes known only through others: writers in the version vector that are neither this
+    /// node's nor a peer's it meets.
+    private static func indirectPeers(
+        of vv: VersionVector,
+        known peers: [PeerRegistry.Entry],
+        ownWriters: Set<NodeID>,
+        viaRelay: Bool,
+        store: ReplicaStore
+    ) throws(StoreError) -> [NodeStatus.Peer] {
+        let names = try store.nodeNames()
+        let directIDs = Set(peers.compactMap(\.nodeID))
+        return vv.nodes.filter { !ownWriters.contains($0) && !directIDs.contains($0) }.map { node in
+            NodeStatus.Peer(
+                nodeID: node.text,
+                name: names[node],
+                path: viaRelay ? .viaRelay : .viaOtherPeers,
+                connected: false
+            )
+        }
+    }
+
+    /// This node's own changes, against the relay when there is one, else against every peer it
+    /// knows (a change is on all of them once the least of their vectors covers it); nil when it
+    /// knows none.
+    private static func changes(
+        _ store: ReplicaStore,
+        peers: [PeerRegistry.Entry],
+        relay: PeerRegistry.Entry?,
+        ownWriters: Set<NodeID>
+    ) throws(StoreError) -> NodeStatus.Changes? {
+        let judges = relay.map { [$0] } ?? peers.filter { $0.nodeID != nil }
+        guard !judges.isEmpty else { return nil }
+        var seen = VersionVector()
+        for writer in ownWriters { seen.raise(writer, to: judges.map { $0.versionVector[writer] }.min() ?? 0) }
+        let local = try store.localChanges(limit: 20, seenBy: seen)
+        let pending: NodeStatus.Change.State = judges.contains(where: \.connected) ? .syncing : .dirty
+        return NodeStatus.Changes(
+            relay: relay?.nodeID?.text,
+            synced: local.atOrBelow,
+            syncing: pending == .syncing ? local.above : nil,
+            dirty: pending == .dirty ? local.above : nil,
+            recent: local.recent.map {
+                NodeStatus.Change(
+                    id: $0.item.rawValue,
+                    field: $0.field.rawValue,
+                    counter: $0.counter,
+                    state: $0.seen ? .synced : pending
+                )
+            }
+        )
+    }
+}
+
+extension NodeStatus.Rejection {
+    /// A write the replica refused, as status shows it.
+    init(_ rejection: LansyncStore.Rejection) {
+        self.init(
+            id: rejection.item.rawValue,
+            field: rejection.field.rawValue,
+            counter: rejection.counter,
+            reason: rejection.reason
         )
     }
 }

@@ -153,48 +153,58 @@ final class JoinDesk: Sendable {
             log(.info, "join from \(address) not answered: \(error)", from: address)
             return .error(ProtocolError(.storage, "the inviter could not record the join; try again"))
         }
-        switch outcome {
-        case .admitted(let invite):
-            do {
-                let accepted = JoinAccepted(
-                    certificate: try admitting.issueCertificate(forPublicKeyDER: request.publicKey),
-                    authority: try admitting.trust.der()
-                )
-                let name = request.name.isEmpty ? invite.name ?? "" : request.name
-                logger.notice(
-                    "admitted node \(node.short) (\(name.isEmpty ? "unnamed" : name)) from \(address) with an invite"
-                )
-                // Every member learns who let it in (in the hellos, like a revocation).
-                if let admission = try? Admission.make(node: node, name: name, at: now, by: me, authority: admitting) {
-                    await statements.add(.admission(admission))
-                }
-                return .joinAccepted(accepted)
-            } catch {
-                logger.error("join from \(address): cannot issue a certificate: \(error)")
-                return .error(ProtocolError(.storage, "the inviter could not issue a certificate"))
+        guard case .admitted(let invite) = outcome else { return refusal(outcome, from: address) }
+        return await admit(node, request, invite: invite, at: now, from: address, authority: admitting)
+    }
+
+    /// Certifies the joining machine, and tells every member who let it in.
+    private func admit(
+        _ node: NodeID,
+        _ request: JoinRequest,
+        invite: InviteRecord,
+        at now: UInt64,
+        from address: String,
+        authority admitting: ClusterSecret
+    ) async -> Message {
+        do {
+            let accepted = JoinAccepted(
+                certificate: try admitting.issueCertificate(forPublicKeyDER: request.publicKey),
+                authority: try admitting.trust.der()
+            )
+            let name = request.name.isEmpty ? invite.name ?? "" : request.name
+            logger.notice(
+                "admitted node \(node.short) (\(name.isEmpty ? "unnamed" : name)) from \(address) with an invite"
+            )
+            // Every member learns who let it in (in the hellos, like a revocation).
+            if let admission = try? Admission.make(node: node, name: name, at: now, by: me, authority: admitting) {
+                await statements.add(.admission(admission))
             }
-        case .unknown:
-            log(.warning, "join refused (\(address)): no invite of this machine matches the code", from: address)
-            return .error(
-                ProtocolError(
-                    .joinRefused,
-                    "this machine issued no such invite: check that the code comes from this machine, or ask for a new one"
-                )
-            )
-        case .used(let at):
-            log(.warning, "join refused (\(address)): the invite was already used", from: address)
-            return .error(
-                ProtocolError(
-                    .joinRefused,
-                    "this invite was already used (\(Self.time(at))): a code admits one machine; ask for a new one"
-                )
-            )
-        case .expired(let at):
-            log(.warning, "join refused (\(address)): the invite expired", from: address)
-            return .error(
-                ProtocolError(.joinRefused, "this invite expired (\(Self.time(at))): ask for a new one")
-            )
+            return .joinAccepted(accepted)
+        } catch {
+            logger.error("join from \(address): cannot issue a certificate: \(error)")
+            return .error(ProtocolError(.storage, "the inviter could not issue a certificate"))
         }
+    }
+
+    /// The answer to a code that admits nobody: no such invite, used, or expired.
+    private func refusal(_ outcome: InviteRedemption, from address: String) -> Message {
+        let (logged, told): (String, String)
+        switch outcome {
+        case .admitted:
+            return .error(ProtocolError(.joinRefused, "the invite was admitted"))
+        case .unknown:
+            logged = "no invite of this machine matches the code"
+            told =
+                "this machine issued no such invite: check that the code comes from this machine, or ask for a new one"
+        case .used(let at):
+            logged = "the invite was already used"
+            told = "this invite was already used (\(Self.time(at))): a code admits one machine; ask for a new one"
+        case .expired(let at):
+            logged = "the invite expired"
+            told = "this invite expired (\(Self.time(at))): ask for a new one"
+        }
+        log(.warning, "join refused (\(address)): \(logged)", from: address)
+        return .error(ProtocolError(.joinRefused, told))
     }
 
     static func time(_ ms: UInt64) -> String { WallClock.iso8601(milliseconds: ms) }

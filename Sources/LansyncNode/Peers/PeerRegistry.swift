@@ -20,10 +20,7 @@ public actor PeerRegistry {
         public var lastSync: UInt64?
         public var lastError: String?
         public var versionVector = VersionVector()
-        public var sentUpdates = 0
-        public var receivedUpdates = 0
-        public var sentBytes = 0
-        public var receivedBytes = 0
+        public var counters = SessionCounters()
         public var waitedRoundTrips = 0
         /// The peer's delta under way, when it announced its size: field states expected,
         /// received so far, and when it began (Unix ms).
@@ -208,10 +205,7 @@ public actor PeerRegistry {
 
     /// The counters of the current session with `node`.
     public func progress(_ node: NodeID, _ p: SessionObserver.Progress) {
-        byNode[node]?.sentUpdates = p.sentUpdates
-        byNode[node]?.receivedUpdates = p.receivedUpdates
-        byNode[node]?.sentBytes = p.sentBytes
-        byNode[node]?.receivedBytes = p.receivedBytes
+        byNode[node]?.counters = p.counters
         byNode[node]?.waitedRoundTrips = p.waitedRoundTrips
         // What the session knows the peer holds keeps LACKS current between up-to-date points.
         byNode[node]?.versionVector.join(p.peerVersionVector)

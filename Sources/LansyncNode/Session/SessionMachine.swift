@@ -77,8 +77,9 @@ public struct SessionMachine: Sendable {
         case planned(fieldStates: Int)
         /// The runner produced the next outgoing batch, or nil when the delta is complete.
         case produced(DeltaBatch?, now: ContinuousClock.Instant)
-        /// The local replica changed (a local edit, or a batch from another peer).
-        case localChanged
+        /// The local replica changed (a local edit, or a batch from another peer); `localVersion`
+        /// is its version vector as last read (never ahead of it), nil if unknown.
+        case localChanged(localVersion: VersionVector?)
         /// Time passed (the runner ticks every few seconds); `localVersion` is the replica's
         /// version vector as last read (never ahead of it), nil if unknown.
         case tick(now: ContinuousClock.Instant, localVersion: VersionVector? = nil)
@@ -174,9 +175,14 @@ public struct SessionMachine: Sendable {
     /// peer older than protocol 1.2, which takes whole states only.
     public private(set) var deltaBase: VersionVector?
     public private(set) var peer: Hello?
-    /// Field states sent and received in this session.
-    public private(set) var sentUpdates = 0
-    public private(set) var receivedUpdates = 0
+    /// Field states sent and received in this session (the runner adds the bytes).
+    public private(set) var counters = SessionCounters()
+    public var sentUpdates: Int { counters.sentUpdates }
+    public var receivedUpdates: Int { counters.receivedUpdates }
+    /// The local replica's version vector as the runner last reported it (with a tick or a
+    /// change), nil when it did not know it: a later delta to a peer known to hold it all has
+    /// nothing to send.
+    private var localVersion: VersionVector?
     /// The peer's delta under way, when it said how large it is (`expect`): about how many field
     /// states it sends, and ``receivedUpdates`` when it said so. Nil between deltas.
     public private(set) var incoming: (expected: Int, receivedBefore: Int)?
@@ -203,21 +209,7 @@ public struct SessionMachine: Sendable {
             return []
 
         case let (.idle, .start(vv, resume, resumeFor, now)):
-            state = .awaitingHello(since: now)
-            lastReceived = now
-            told = (vv, now)
-            let hello = Hello(
-                nodeID: config.nodeID,
-                clusterID: config.clusterID,
-                role: config.role,
-                name: config.name,
-                versionVector: vv,
-                writer: config.writer,
-                resume: resume,
-                resumeFor: resumeFor,
-                statements: config.statements
-            )
-            return [.send(.hello(hello))]
+            return start(versionVector: vv, resume: resume, resumeFor: resumeFor, now: now)
         case (_, .start):
             return []
 
@@ -239,21 +231,16 @@ public struct SessionMachine: Sendable {
             let actions = produced(batch, now: now, &open)
             return settle(open, actions)
 
-        case (.open(var open), .localChanged):
-            guard open.outgoing != nil else {
-                let actions = beginDelta(initial: false, &open)
-                return settle(open, actions)
-            }
-            open.outgoing?.changedWhileStreaming = true
-            state = .open(open)
+        case (_, .localChanged(let version)):
+            return localChanged(version)
+
+        // Results of actions of a state the session has left.
+        case (_, .applied), (_, .produced), (_, .planned):
             return []
 
-        // Results of actions of a state the session has left, and changes before it opened.
-        case (_, .applied), (_, .produced), (_, .localChanged), (_, .planned):
-            return []
-
-        case let (_, .tick(now, localVersion)):
-            return tick(now, localVersion: localVersion)
+        case let (_, .tick(now, version)):
+            localVersion = version
+            return tick(now, localVersion: version)
 
         case let (_, .storageFailed(why)):
             return fail(ProtocolError(.storage, why))
@@ -261,6 +248,44 @@ public struct SessionMachine: Sendable {
         case let (_, .refused(error)):
             return fail(error)
         }
+    }
+
+    /// Says hello with this replica's version vector and where the peer's last stream to it got.
+    private mutating func start(
+        versionVector vv: VersionVector,
+        resume: VersionVector,
+        resumeFor: NodeID?,
+        now: ContinuousClock.Instant
+    ) -> [Action] {
+        state = .awaitingHello(since: now)
+        lastReceived = now
+        told = (vv, now)
+        let hello = Hello(
+            nodeID: config.nodeID,
+            clusterID: config.clusterID,
+            role: config.role,
+            name: config.name,
+            versionVector: vv,
+            writer: config.writer,
+            resume: resume,
+            resumeFor: resumeFor,
+            statements: config.statements
+        )
+        return [.send(.hello(hello))]
+    }
+
+    /// The replica changed: a delta begins at once, or after the one being streamed. (Before the
+    /// session opened, the first delta reads the replica anyway.)
+    private mutating func localChanged(_ version: VersionVector?) -> [Action] {
+        localVersion = version
+        guard case .open(var open) = state else { return [] }
+        guard open.outgoing != nil else {
+            let actions = beginDelta(initial: false, &open)
+            return settle(open, actions)
+        }
+        open.outgoing?.changedWhileStreaming = true
+        state = .open(open)
+        return []
     }
 
     /// Stores the open state back, unless the actions close the session.
@@ -278,20 +303,7 @@ public struct SessionMachine: Sendable {
     private mutating func receive(_ message: Message, now: ContinuousClock.Instant) -> [Action] {
         switch (state, message) {
         case (.awaitingHello, .hello(let hello)):
-            if let refusal = check(hello) { return fail(refusal) }
-            peer = hello
-            deltaBase = hello.version >= .fieldDeltas ? hello.versionVector : nil
-            // Resume the peer's interrupted stream from us only if we are still the incarnation
-            // that sent it; the peer drops it otherwise (``StreamResume``).
-            peerVersionVector = StreamResume.start(
-                receiver: hello.versionVector,
-                resume: hello.resume,
-                resumeFor: hello.resumeFor,
-                senderWriter: config.writer
-            )
-            var open = Open(lastSummary: now)
-            let actions = [.peerReady(hello)] + beginDelta(initial: true, &open)
-            return settle(open, actions)
+            return receiveHello(hello, now: now)
 
         case (.open(var open), let .batch(sequence, batch)):
             guard sequence == open.expectedSequence else {
@@ -300,7 +312,7 @@ public struct SessionMachine: Sendable {
                 )
             }
             open.expectedSequence += 1
-            receivedUpdates += batch.updates.count
+            counters.receivedUpdates += batch.updates.count
             // The peer holds what its stream covers: a later delta to it never sends that back
             // (no echo of a change to where it came from).
             peerVersionVector.join(batch.covers)
@@ -309,29 +321,7 @@ public struct SessionMachine: Sendable {
             return settle(open, [.apply(sequence: sequence, batch)])
 
         case (.open(var open), .ack(let sequence)):
-            let windowWasFull = open.inFlight.count >= config.window
-            var acknowledged = false
-            while let first = open.inFlight.first, first.sequence <= sequence {
-                peerVersionVector.join(first.covers)
-                open.inFlight.removeFirst()
-                acknowledged = true
-            }
-            guard acknowledged else {
-                return fail(ProtocolError(.unexpectedMessage, "ack of \(sequence), which was not sent"))
-            }
-            var actions: [Action] = []
-            if var delta = open.outgoing, !delta.exhausted, !delta.producing, open.inFlight.count < config.window {
-                if windowWasFull, sequence >= open.roundBoundary {
-                    waitedRoundTrips += 1
-                    open.roundBoundary = open.nextSequence
-                }
-                delta.producing = true
-                open.outgoing = delta
-                actions.append(.produceBatch)
-            }
-            actions += finishDeltaIfComplete(&open)
-            if open.outgoing == nil, open.inFlight.isEmpty { actions += checkUpToDate(open) }
-            return settle(open, actions)
+            return receiveAck(sequence, &open)
 
         case (.open(let open), .expect(let count)):
             incoming = (Int(clamping: count), receivedUpdates)
@@ -359,6 +349,52 @@ public struct SessionMachine: Sendable {
         default:
             return fail(ProtocolError(.unexpectedMessage, "unexpected \(message.kind) while \(phase)"))
         }
+    }
+
+    /// The peer's hello: checked, then the session opens and the first delta begins.
+    private mutating func receiveHello(_ hello: Hello, now: ContinuousClock.Instant) -> [Action] {
+        if let refusal = check(hello) { return fail(refusal) }
+        peer = hello
+        deltaBase = hello.version >= .fieldDeltas ? hello.versionVector : nil
+        // Resume the peer's interrupted stream from us only if we are still the incarnation that
+        // sent it; the peer drops it otherwise (``StreamResume``).
+        peerVersionVector = StreamResume.start(
+            receiver: hello.versionVector,
+            resume: hello.resume,
+            resumeFor: hello.resumeFor,
+            senderWriter: config.writer
+        )
+        var open = Open(lastSummary: now)
+        let actions = [.peerReady(hello)] + beginDelta(initial: true, &open)
+        return settle(open, actions)
+    }
+
+    /// The peer acknowledged batches up to `sequence`: the window opens for the next batch, and
+    /// the delta ends once all of it is acknowledged.
+    private mutating func receiveAck(_ sequence: UInt64, _ open: inout Open) -> [Action] {
+        let windowWasFull = open.inFlight.count >= config.window
+        var acknowledged = false
+        while let first = open.inFlight.first, first.sequence <= sequence {
+            peerVersionVector.join(first.covers)
+            open.inFlight.removeFirst()
+            acknowledged = true
+        }
+        guard acknowledged else {
+            return fail(ProtocolError(.unexpectedMessage, "ack of \(sequence), which was not sent"))
+        }
+        var actions: [Action] = []
+        if var delta = open.outgoing, !delta.exhausted, !delta.producing, open.inFlight.count < config.window {
+            if windowWasFull, sequence >= open.roundBoundary {
+                waitedRoundTrips += 1
+                open.roundBoundary = open.nextSequence
+            }
+            delta.producing = true
+            open.outgoing = delta
+            actions.append(.produceBatch)
+        }
+        actions += finishDeltaIfComplete(&open)
+        if open.outgoing == nil, open.inFlight.isEmpty { actions += checkUpToDate(open) }
+        return settle(open, actions)
     }
 
     private func check(_ hello: Hello) -> ProtocolError? {
@@ -411,7 +447,7 @@ public struct SessionMachine: Sendable {
         let sequence = open.nextSequence
         open.nextSequence += 1
         open.inFlight.append((sequence, batch.covers, now))
-        sentUpdates += batch.updates.count
+        counters.sentUpdates += batch.updates.count
         delta.sentBatches += 1
         delta.covered.join(batch.covers)
         var actions: [Action] = [.send(.batch(sequence: sequence, batch))]
@@ -423,10 +459,18 @@ public struct SessionMachine: Sendable {
         return actions
     }
 
-    private func beginDelta(initial: Bool, _ open: inout Open) -> [Action] {
+    private mutating func beginDelta(initial: Bool, _ open: inout Open) -> [Action] {
         var planned = peerVersionVector
         for batch in open.inFlight { planned.join(batch.covers) }
         var delta = Delta(isInitial: initial, startVersionVector: planned)
+        // A later delta to a peer known to hold everything this replica holds has nothing to
+        // send: it ends here, with no read of the replica (a newer change announces itself and
+        // begins another). The first delta always goes: it also carries what no vector claims.
+        if !initial, let localVersion, planned.covers(localVersion) {
+            delta.exhausted = true
+            open.outgoing = delta
+            return finishDeltaIfComplete(&open)
+        }
         var actions: [Action] = [.startDelta(peerVersionVector: planned, initial: initial, deltaBase: deltaBase)]
         if open.inFlight.count < config.window {
             delta.producing = true

@@ -30,7 +30,7 @@ struct NodeMetrics: Sendable {
     }
 
     /// Adds what a session did since its last report to the totals.
-    func count(_ tally: SessionTally, _ now: SessionObserver.Progress) {
+    func count(_ tally: SessionTally, _ now: SessionCounters) {
         let delta = tally.advance(to: now)
         if delta.sentBytes > 0 { sentBytes.increment(by: delta.sentBytes) }
         if delta.receivedBytes > 0 { receivedBytes.increment(by: delta.receivedBytes) }
@@ -42,20 +42,12 @@ struct NodeMetrics: Sendable {
 /// One session's counters as last added to the totals, so that each report adds only its
 /// difference (counters only grow within a session).
 final class SessionTally: Sendable {
-    private let last = NIOLockedValueBox(SessionObserver.Progress())
+    private let last = NIOLockedValueBox(SessionCounters())
 
-    func advance(to now: SessionObserver.Progress) -> SessionObserver.Progress {
+    func advance(to now: SessionCounters) -> SessionCounters {
         last.withLockedValue { last in
-            var delta = SessionObserver.Progress()
-            delta.sentBytes = max(0, now.sentBytes - last.sentBytes)
-            delta.receivedBytes = max(0, now.receivedBytes - last.receivedBytes)
-            delta.sentUpdates = max(0, now.sentUpdates - last.sentUpdates)
-            delta.receivedUpdates = max(0, now.receivedUpdates - last.receivedUpdates)
-            last.sentBytes = max(last.sentBytes, now.sentBytes)
-            last.receivedBytes = max(last.receivedBytes, now.receivedBytes)
-            last.sentUpdates = max(last.sentUpdates, now.sentUpdates)
-            last.receivedUpdates = max(last.receivedUpdates, now.receivedUpdates)
-            return delta
+            defer { last = last.atLeast(now) }
+            return now.since(last)
         }
     }
 }

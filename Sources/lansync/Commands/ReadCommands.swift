@@ -37,8 +37,8 @@ struct GetCommand: ParsableCommand {
         } else {
             let rows = item.fields.map { field in
                 [
-                    field.name,
-                    Render.human(json: field.json, width: 200)
+                    field.name.rawValue,
+                    Render.human(field.value, width: 200)
                         + (item.conflicts.contains(field.name) ? "  [conflict]" : ""),
                 ]
             }
@@ -158,10 +158,11 @@ struct ListCommand: ParsableCommand {
         let shortIDs = width == nil ? [:] : Self.shortestUniqueStarts(try store.itemIDs(matching: "", limit: .max))
         var items: [StoredItem] = []
         try forEachItem { if listed($0) { items.append($0) } }
-        func value(_ item: StoredItem, _ name: String) -> String? { item.fields.first { $0.name == name }?.json }
+        func value(_ item: StoredItem, _ name: String) -> Value? { item.value(of: FieldName(unchecked: name)) }
         func shown(_ item: StoredItem, _ name: String) -> String {
-            guard let json = value(item, name) else { return "" }
-            return Render.human(json: json, width: wide ? .max : 60) + (item.conflicts.contains(name) ? " !" : "")
+            guard let value = value(item, name) else { return "" }
+            return Render.human(value, width: wide ? .max : 60)
+                + (item.conflicts.contains(FieldName(unchecked: name)) ? " !" : "")
         }
         func typeColumn(_ item: StoredItem) -> String { item.type + (item.deleted ? " (deleted)" : "") }
         let header: [String]
@@ -169,7 +170,7 @@ struct ListCommand: ParsableCommand {
         if let chosen {
             header = ["ID", "TYPE"] + chosen.map { $0.uppercased() }
             rows = items.map { item in
-                [shortIDs[item.id] ?? item.id, typeColumn(item)] + chosen.map { shown(item, $0) }
+                [shortIDs[item.id.rawValue] ?? item.id.rawValue, typeColumn(item)] + chosen.map { shown(item, $0) }
             }
         } else {
             // A title column when any item has one; the other fields after it, by name.
@@ -177,11 +178,11 @@ struct ListCommand: ParsableCommand {
             header = ["ID", "TYPE"] + (titled ? ["TITLE"] : []) + ["FIELDS"]
             rows = items.map { item in
                 let title = Self.titleFields.first { value(item, $0) != nil }
-                let rest = item.fields.filter { $0.name != title }.map { field in
-                    field.name + (item.conflicts.contains(field.name) ? "!" : "") + "="
-                        + Render.human(json: field.json, width: wide ? .max : 24)
+                let rest = item.fields.filter { $0.name.rawValue != title }.map { field in
+                    field.name.rawValue + (item.conflicts.contains(field.name) ? "!" : "") + "="
+                        + Render.human(field.value, width: wide ? .max : 24)
                 }
-                return [shortIDs[item.id] ?? item.id, typeColumn(item)]
+                return [shortIDs[item.id.rawValue] ?? item.id.rawValue, typeColumn(item)]
                     + (titled ? [title.map { shown(item, $0) } ?? ""] : [])
                     + [rest.joined(separator: " ")]
             }
@@ -274,7 +275,7 @@ struct ConflictsCommand: ParsableCommand {
                 rows.append([
                     i == 0 ? c.item.rawValue : "", i == 0 ? c.field.rawValue : "",
                     Render.writer(version.dot, name: names[version.dot.node]), Render.time(version.timestamp),
-                    (i == 0 ? "* " : "  ") + Render.human(json: c.value(of: version).jsonText, width: .max),
+                    (i == 0 ? "* " : "  ") + Render.human(c.value(of: version), width: .max),
                 ])
             }
         }

@@ -29,9 +29,9 @@ struct SyncCommand: AsyncParsableCommand {
     /// One line: a bar and the count against the peer's announced total while its delta runs
     /// (a 1.2 peer announces a large one), else the counts so far.
     static func progressLine(peer: String, _ p: SessionObserver.Progress) -> String {
-        let counts = "sent \(p.sentUpdates), \(p.receivedBytes / 1000) KB in"
+        let counts = "sent \(p.counters.sentUpdates), \(p.counters.receivedBytes / 1000) KB in"
         guard let expected = p.expecting, expected > 0 else {
-            return "syncing with \(peer): received \(p.receivedUpdates) field states, \(counts)"
+            return "syncing with \(peer): received \(p.counters.receivedUpdates) field states, \(counts)"
         }
         let done = min(1, Double(p.receivedOfExpected) / Double(expected))
         let width = 24
@@ -59,8 +59,8 @@ struct SyncCommand: AsyncParsableCommand {
                 if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
                     members += [
                         ("ok", .bool(true)), ("node_id", .string(peer.nodeID.text)), ("name", .string(peer.name)),
-                        ("sent", .integer(Int64(outcome.sentUpdates))),
-                        ("received", .integer(Int64(outcome.receivedUpdates))),
+                        ("sent", .integer(Int64(outcome.counters.sentUpdates))),
+                        ("received", .integer(Int64(outcome.counters.receivedUpdates))),
                     ]
                 } else {
                     members += [("ok", .bool(false)), ("error", .string(result.error ?? "failed"))]
@@ -75,7 +75,7 @@ struct SyncCommand: AsyncParsableCommand {
         for result in results {
             if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
                 print(
-                    "synced with \(peer.name) (\(peer.nodeID.short)) at \(result.peer): sent \(outcome.sentUpdates), received \(outcome.receivedUpdates) field states"
+                    "synced with \(peer.name) (\(peer.nodeID.short)) at \(result.peer): sent \(outcome.counters.sentUpdates), received \(outcome.counters.receivedUpdates) field states"
                 )
             } else {
                 failures.append("\(result.peer): \(result.error ?? "failed")")

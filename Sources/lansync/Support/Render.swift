@@ -5,15 +5,19 @@ import LansyncStore
 
 /// Turns replica data into aligned text that fits the terminal (the JSON forms are the host's).
 enum Render {
-    /// A value for people: strings bare, everything else as JSON, cut to `width` columns.
-    static func human(json: String, width: Int = 60) -> String {
-        var text = json
-        if let parsed = try? JSON(parsing: json), case .string(let s) = parsed,
-            !s.unicodeScalars.contains(where: { $0.value < 0x20 })
-        {
-            text = s
+    /// A value for people: a string bare (unless it holds control characters: then quoted, as
+    /// JSON escapes them), everything else as JSON, cut to `width` columns.
+    static func human(_ value: Value, width: Int = 60) -> String {
+        if case .string(let s) = value, !s.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+            return truncate(s, to: width)
         }
-        return truncate(text, to: width)
+        return truncate(value.jsonText, to: width)
+    }
+
+    /// A value given as JSON text (the change feed's), as ``human(_:width:)`` shows it.
+    static func human(json: String, width: Int = 60) -> String {
+        guard let value = (try? JSON(parsing: json))?.value else { return truncate(json, to: width) }
+        return human(value, width: width)
     }
 
     static func truncate(_ text: String, to width: Int) -> String {
@@ -63,16 +67,16 @@ enum Render {
     /// What a write did, in a few words.
     static func change(_ write: FieldVersion.Write) -> String {
         switch write {
-        case .assign(let value): return "= " + human(json: value.jsonText, width: 200)
+        case .assign(let value): return "= " + human(value, width: 200)
         case let .overrule(kept, _, reason):
             // The relay overrules a change over its limits; any member overrules a revoked
             // node's writes: the reason says which.
-            return "refused, kept " + human(json: kept.jsonText, width: 60) + " (" + reason + ")"
+            return "refused, kept " + human(kept, width: 60) + " (" + reason + ")"
         case .list(let change):
             var parts: [String] = []
             if change.replaced { parts.append("= [list]") }
-            parts += change.added.map { "+" + human(json: $0.jsonText, width: 200) }
-            parts += change.removed.map { "-" + human(json: $0.jsonText, width: 200) }
+            parts += change.added.map { "+" + human($0, width: 200) }
+            parts += change.removed.map { "-" + human($0, width: 200) }
             return parts.isEmpty ? "(list edit)" : parts.joined(separator: " ")
         }
     }

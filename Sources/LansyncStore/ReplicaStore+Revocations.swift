@@ -139,95 +139,51 @@ extension ReplicaStore {
     @discardableResult
     public func overruleRevokedWrites(_ revoked: RevokedWriters, wallMilliseconds: UInt64) throws(StoreError) -> Int {
         guard !revoked.isEmpty else { return 0 }
-        try refuseIfDamaged()
-        let me = try info()
-        var marker: (writer: NodeID, stamp: UInt64)?
-        let changed = try guarded {
-            try pool.writeWithoutTransaction { db in
+        return try guarded {
+            try write { tx, me in
+                let fieldRows = try tx.fieldsWithWrites(refusedBy: revoked)
+                guard !fieldRows.isEmpty else { return .rollback(0) }
+                var writer: Transaction.ClaimedWriter?
+                var created: [(row: Int64, id: ItemID)] = []
                 var changed = 0
-                try db.inTransaction(.immediate) {
-                    var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
-                    var fieldRows = Set<Int64>()
-                    for row in try Row.fetchAll(db, sql: "SELECT id, node_id FROM node") {
-                        guard let writer = NodeID(text: row[1]), revoked.names(writer) else { continue }
-                        for version in try Row.fetchAll(
-                            db,
-                            sql: "SELECT counter, field FROM version WHERE node = ?",
-                            arguments: [row[0] as Int64]
-                        )
-                        where revoked.refusal(of: Dot(node: writer, counter: UInt64(clamping: version[0] as Int64)))
-                            != nil
-                        {
-                            fieldRows.insert(version[1])
-                        }
-                    }
-                    guard !fieldRows.isEmpty else { return .rollback }
-                    var writer: Transaction.ClaimedWriter?
-                    var created: [(row: Int64, id: ItemID)] = []
-                    for fieldRow in fieldRows.sorted() {
-                        guard
-                            let row = try Row.fetchOne(
-                                db,
-                                sql:
-                                    "SELECT f.item, f.name, i.item_id FROM field f JOIN item i ON i.id = f.item WHERE f.id = ?",
-                                arguments: [fieldRow]
-                            )
-                        else { continue }
-                        let itemRow: Int64 = row[0]
-                        let name = FieldName(unchecked: row[1] as String)
-                        let itemID = ItemID(unchecked: row[2] as String)
-                        guard let old = try tx.loadField(item: itemRow, name: name) else { continue }
-                        var state = old.state
-                        switch try tx.overruleRevoked(
-                            &state,
-                            old: old.state,
-                            field: name,
-                            fieldRow: old.row,
-                            revoked: revoked,
-                            writer: &writer,
-                            lease: lease,
-                            name: me.nodeName,
-                            wallMilliseconds: wallMilliseconds
-                        ) {
-                        case .none: continue
-                        case .createdByRevoked:
-                            created.append((itemRow, itemID))
-                            continue
-                        case .overruled:
-                            break
-                        }
-                        _ = try tx.saveField(
-                            item: itemRow,
-                            itemID: itemID,
-                            name: name,
-                            row: old.row,
-                            old: old.state,
-                            new: state
-                        )
-                        var change = Transaction.DerivedChange()
-                        change.note(name, old: old.state, new: state)
-                        try tx.updateItem(row: itemRow, by: change)
-                        changed += 1
-                    }
-                    changed += try tx.deleteItems(
-                        createdByRevoked: created,
+                for fieldRow in fieldRows.sorted() {
+                    guard let field = try tx.loadField(row: fieldRow) else { continue }
+                    var state = field.state
+                    switch try tx.overruleRevoked(
+                        &state,
+                        old: field.state,
+                        field: field.name,
+                        fieldRow: fieldRow,
                         revoked: revoked,
                         writer: &writer,
                         lease: lease,
                         name: me.nodeName,
                         wallMilliseconds: wallMilliseconds
-                    )
-                    guard let writer else { return .rollback }
-                    try tx.setCounter(of: writer.row, to: writer.counter)
-                    marker = (writer.id, try tx.countChange())
-                    try tx.saveClock()
-                    return .commit
+                    ) {
+                    case .none: continue
+                    case .createdByRevoked:
+                        created.append((field.item, field.itemID))
+                        continue
+                    case .overruled: break
+                    }
+                    try tx.save(state, over: field, row: fieldRow)
+                    changed += 1
                 }
-                return changed
+                changed += try tx.deleteItems(
+                    createdByRevoked: created,
+                    revoked: revoked,
+                    writer: &writer,
+                    lease: lease,
+                    name: me.nodeName,
+                    wallMilliseconds: wallMilliseconds
+                )
+                guard let writer else { return .rollback(0) }
+                try tx.setCounter(of: writer.row, to: writer.counter)
+                tx.writerMarker = (writer.id, try tx.countChange())
+                try tx.saveClock()
+                return .commit(changed)
             }
         }
-        if let marker { lease.record(marker.writer, stamp: marker.stamp) }
-        return changed
     }
 
     /// The writes of revoked nodes this replica refused (overrules it or another member wrote,
@@ -250,5 +206,52 @@ extension ReplicaStore {
                 )
             }
         }
+    }
+}
+
+extension Transaction {
+    /// The rows of the fields holding a version that `revoked` refuses, found through the version
+    /// index: the versions of the revoked nodes' writers beyond their cut.
+    func fieldsWithWrites(refusedBy revoked: RevokedWriters) throws -> Set<Int64> {
+        var fieldRows = Set<Int64>()
+        for row in try Row.fetchAll(db, sql: "SELECT id, node_id FROM node") {
+            guard let writer = NodeID(text: row[1]), revoked.names(writer) else { continue }
+            for version in try Row.fetchAll(
+                db,
+                sql: "SELECT counter, field FROM version WHERE node = ?",
+                arguments: [row[0] as Int64]
+            ) where revoked.refusal(of: Dot(node: writer, counter: UInt64(clamping: version[0] as Int64))) != nil {
+                fieldRows.insert(version[1])
+            }
+        }
+        return fieldRows
+    }
+
+    /// A field found by its row: its item (row and id), name and state; nil if it is gone.
+    func loadField(row fieldRow: Int64) throws -> (item: Int64, itemID: ItemID, name: FieldName, state: FieldState)? {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT f.item, f.name, i.item_id FROM field f JOIN item i ON i.id = f.item WHERE f.id = ?",
+                arguments: [fieldRow]
+            )
+        else { return nil }
+        let itemRow: Int64 = row[0]
+        let name = FieldName(unchecked: row[1] as String)
+        guard let loaded = try loadField(item: itemRow, name: name) else { return nil }
+        return (itemRow, ItemID(unchecked: row[2] as String), name, loaded.state)
+    }
+
+    /// Saves `state` over the field `old` (loaded with ``loadField(row:)``), and its item's derived
+    /// columns with it.
+    mutating func save(
+        _ state: FieldState,
+        over old: (item: Int64, itemID: ItemID, name: FieldName, state: FieldState),
+        row: Int64
+    ) throws {
+        _ = try saveField(item: old.item, itemID: old.itemID, name: old.name, row: row, old: old.state, new: state)
+        var change = DerivedChange()
+        change.note(old.name, old: old.state, new: state)
+        try updateItem(row: old.item, by: change)
     }
 }

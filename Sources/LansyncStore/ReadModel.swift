@@ -11,22 +11,36 @@ public struct HistoryEntry: Sendable, Equatable {
     public let write: FieldVersion.Write
     /// True if this version is one the field shows or keeps as a sibling right now.
     public let isLive: Bool
+
+    /// A version of a field: what names an entry.
+    struct Key: Hashable {
+        let field: FieldName
+        let dot: Dot
+    }
 }
 
-/// An item as read for display: shown values as JSON text, straight from the store.
+/// An item as read for display: its id, type, shown values and open conflicts, straight from
+/// the store (``ReplicaStore/storedItem(_:withLocalEdits:)``).
 public struct StoredItem: Sendable, Equatable {
-    public let id: String
+    public let id: ItemID
     public let type: String
     public let deleted: Bool
-    /// User fields by name, in byte order, each with its shown value as JSON.
-    public let fields: [(name: String, json: String)]
-    public let conflicts: [String]
+    /// User fields by name, in byte order, each with its shown value.
+    public let fields: [(name: FieldName, value: Value)]
+    /// The fields with an open conflict (`_type` among them when the item's type is in conflict).
+    public let conflicts: [FieldName]
     /// The dots of this replica's latest live edits of the item, one per writer of this
     /// replica's (what its sync state is judged by; nil when none is live), when the read asked
     /// for them (``ReplicaStore/items(_:withLocalEdits:)``); nil otherwise. Not compared by `==`.
     public var localEdit: VersionVector?
 
-    public init(id: String, type: String, deleted: Bool, fields: [(name: String, json: String)], conflicts: [String]) {
+    public init(
+        id: ItemID,
+        type: String,
+        deleted: Bool,
+        fields: [(name: FieldName, value: Value)],
+        conflicts: [FieldName]
+    ) {
         self.id = id
         self.type = type
         self.deleted = deleted
@@ -34,9 +48,12 @@ public struct StoredItem: Sendable, Equatable {
         self.conflicts = conflicts
     }
 
+    /// The shown value of the field `name`, nil if the item has no such field.
+    public func value(of name: FieldName) -> Value? { fields.first { $0.name == name }?.value }
+
     public static func == (lhs: StoredItem, rhs: StoredItem) -> Bool {
         lhs.id == rhs.id && lhs.type == rhs.type && lhs.deleted == rhs.deleted && lhs.conflicts == rhs.conflicts
-            && lhs.fields.map(\.name) == rhs.fields.map(\.name) && lhs.fields.map(\.json) == rhs.fields.map(\.json)
+            && lhs.fields.map(\.name) == rhs.fields.map(\.name) && lhs.fields.map(\.value) == rhs.fields.map(\.value)
     }
 }
 

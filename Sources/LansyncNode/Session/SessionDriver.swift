@@ -1,0 +1,283 @@
+import LansyncCore
+import LansyncStore
+import LansyncTransport
+import LansyncWire
+
+/// Carries out one session's ``SessionMachine`` actions: each action is a method here that does
+/// what the machine asked (a message sent, a batch applied in one transaction, a delta planned or
+/// read on the blocking pool) and reports back the event it led to, whose actions run next. The
+/// protocol's decisions are the machine's; the driver only executes them.
+struct SessionDriver {
+    /// What the driver reads: the peer's messages, the clock's ticks and local changes (events of
+    /// the machine), and the end of the peer's stream.
+    enum Input: Sendable {
+        case event(SessionMachine.Event)
+        case peerClosed
+    }
+
+    let runner: SessionRunner
+    /// This session's subscription to the node's change hub: changes this session applies are
+    /// announced to every other session but this one.
+    let subscription: Int
+    /// The connection's bytes, for progress.
+    let wire: WireCounters
+    let send: @Sendable (Message) async throws -> Void
+    private(set) var machine: SessionMachine
+    private(set) var outcome = SessionOutcome()
+    /// The outgoing delta being read, if any.
+    private var delta: DeltaStream?
+    /// What was last reported to the observer and recorded in the hub.
+    private var reported = SessionObserver.Progress()
+    private var recordedPeerVersion = VersionVector()
+
+    init(
+        runner: SessionRunner,
+        subscription: Int,
+        wire: WireCounters,
+        send: @escaping @Sendable (Message) async throws -> Void
+    ) {
+        self.runner = runner
+        self.subscription = subscription
+        self.wire = wire
+        self.send = send
+        self.machine = SessionMachine(config: runner.config)
+    }
+
+    private var store: ReplicaStore { runner.store }
+    private var io: BlockingIO { runner.io }
+
+    /// Starts the session, then handles `inputs` until it is over.
+    mutating func run(_ inputs: some AsyncSequence<Input, any Error>) async throws {
+        if try await start() { return }
+        for try await input in inputs {
+            switch input {
+            case .peerClosed:
+                if machine.phase != .closed { outcome.connectionError = "the peer closed the connection" }
+                return
+            case .event(let event):
+                if try await perform(machine.handle(event)) { return }
+            }
+            await report()
+        }
+    }
+
+    /// Reads where the replica and the peer's last stream stand and says hello; true if the
+    /// session is already over.
+    private mutating func start() async throws -> Bool {
+        let (store, peer) = (self.store, runner.config.authenticatedPeer)
+        let start: SessionMachine.Event
+        do {
+            let (version, resume) = try await io.run { (try store.versionVector(), try store.resume(from: peer)) }
+            start = .start(
+                versionVector: version,
+                resume: resume?.covers ?? VersionVector(),
+                resumeFor: resume?.incarnation,
+                now: .now
+            )
+        } catch {
+            // Nothing was sent yet: the peer learns why from an error message.
+            _ = machine.handle(.start(versionVector: VersionVector(), now: .now))
+            _ = try await perform(machine.handle(.storageFailed("reading the replica: \(error)")))
+            return true
+        }
+        return try await perform(machine.handle(start))
+    }
+
+    /// Performs actions (and those they lead to); returns true when the session is over.
+    mutating func perform(_ initial: [SessionMachine.Action]) async throws -> Bool {
+        var queue = initial[...]
+        while let action = queue.popFirst() {
+            switch action {
+            case .send(let message):
+                try await send(message)
+            case let .apply(sequence, batch):
+                queue += await apply(batch, sequence: sequence)
+            case .completeStream:
+                queue += await completeStream()
+            case let .startDelta(vv, initial, deltaBase):
+                let (first, later) = await startDelta(for: vv, initial: initial, deltaBase: deltaBase)
+                // Before the batches the queue already asks for.
+                queue.insert(contentsOf: first, at: queue.startIndex)
+                queue += later
+            case .produceBatch:
+                queue += await produceBatch()
+            case .sendSummary:
+                queue += try await sendSummary()
+            case .peerReady(let hello):
+                queue += await peerReady(hello)
+            case .upToDate:
+                outcome.reachedUpToDate = true
+                outcome.peerHolds = machine.peerVersionVector
+                await runner.observer.upToDate(machine.peerVersionVector)
+            case .finished:
+                return true
+            case let .close(error, peerError):
+                outcome.error = error
+                outcome.peerError = peerError
+                return true
+            }
+        }
+        return false
+    }
+
+    /// Applies the peer's batch in one transaction, within the session's writer allowance.
+    private mutating func apply(_ batch: DeltaBatch, sequence: UInt64) async -> [SessionMachine.Action] {
+        let (store, runner) = (self.store, self.runner)
+        let revoked = runner.revoked()
+        let peer = runner.config.authenticatedPeer
+        let incarnation = machine.peer?.writer ?? peer
+        let allowance = runner.writers.perSession - outcome.newWriters
+        do {
+            let (received, version) = try await io.run {
+                let received = try store.receive(
+                    batch,
+                    from: peer,
+                    incarnation: incarnation,
+                    wallMilliseconds: WallClock.milliseconds,
+                    refuse: runner.refuse,
+                    revoked: revoked,
+                    writers: runner.writers,
+                    allowance: allowance
+                )
+                return (received, received.changed > 0 ? try store.versionVector() : nil)
+            }
+            outcome.newWriters += received.newWriters
+            outcome.unverifiedCovers += received.unverifiedCovers
+            if received.changed > 0 {
+                runner.hub.notify(version: version, except: subscription)
+                await runner.observer.applied(received.changed)
+            }
+            return machine.handle(.applied(sequence: sequence, now: .now))
+        } catch let error as StoreError {
+            switch error {
+            case .tooManyWriters:
+                return machine.handle(.refused(ProtocolError(.rejectedChange, error.description)))
+            case .tooManyNewWriters:
+                // The next session carries on where this one stopped.
+                return machine.handle(.refused(ProtocolError(.busy, error.description)))
+            default:
+                return machine.handle(.storageFailed("applying a batch: \(error)"))
+            }
+        } catch {
+            return machine.handle(.storageFailed("applying a batch: \(error)"))
+        }
+    }
+
+    /// Records the peer's complete stream: what its batches covered joins the version vector.
+    private mutating func completeStream() async -> [SessionMachine.Action] {
+        let (store, peer) = (self.store, runner.config.authenticatedPeer)
+        do {
+            let version = try await io.run {
+                try store.completeStream(from: peer)
+                return try store.versionVector()
+            }
+            runner.hub.notify(version: version, except: subscription)
+            return []
+        } catch {
+            return machine.handle(.storageFailed("recording a complete stream: \(error)"))
+        }
+    }
+
+    /// Plans a delta for a peer known to hold `vv`: the actions to run at once (the announcement
+    /// of its size), and those after the queue (a failure).
+    private mutating func startDelta(
+        for vv: VersionVector,
+        initial: Bool,
+        deltaBase: VersionVector?
+    ) async -> (first: [SessionMachine.Action], later: [SessionMachine.Action]) {
+        let store = self.store
+        do {
+            // A peer that can show progress is told how large the delta is (an index count, as
+            // cheap as what it will send is small).
+            let announce = machine.peer.map { $0.version >= .fieldDeltas } ?? false
+            let (stream, size) = try await io.run {
+                (
+                    try store.deltaStream(
+                        for: vv,
+                        maxUpdates: WireLimits.maxUpdatesPerBatch,
+                        budgetBytes: WireLimits.batchBudgetBytes,
+                        unclaimed: initial,
+                        deltaBase: deltaBase
+                    ),
+                    announce ? try store.lacking(vv, cap: 10_000_000) : 0
+                )
+            }
+            delta = stream
+            return (machine.handle(.planned(fieldStates: size)), [])
+        } catch {
+            return ([], machine.handle(.storageFailed("reading the delta: \(error)")))
+        }
+    }
+
+    /// Reads the delta's next batch (nil when it is complete).
+    private mutating func produceBatch() async -> [SessionMachine.Action] {
+        guard let current = delta else { return [] }
+        let peerHolds = machine.peerVersionVector
+        do {
+            let (batch, advanced) = try await io.run { () throws -> (DeltaBatch?, DeltaStream) in
+                var stream = current
+                let batch = try stream.next(peerHolds: peerHolds)
+                return (batch, stream)
+            }
+            delta = advanced
+            return machine.handle(.produced(batch, now: .now))
+        } catch {
+            return machine.handle(.storageFailed("reading the delta: \(error)"))
+        }
+    }
+
+    /// Tells the peer this replica's version vector: the hub's (at worst behind the replica: the
+    /// peer then sends what this side holds), else read.
+    private mutating func sendSummary() async throws -> [SessionMachine.Action] {
+        let store = self.store
+        let vv: VersionVector
+        if let known = runner.hub.knownVersion {
+            vv = known
+        } else {
+            do { vv = try await io.run { try store.versionVector() } } catch {
+                return machine.handle(.storageFailed("reading the version vector: \(error)"))
+            }
+        }
+        try await send(.summary(versionVector: vv))
+        return []
+    }
+
+    /// The peer said hello: a peer holding more of this replica's own writer than the replica is
+    /// the witness of a rollback (the next local write starts a new writer), and progress it made
+    /// as another incarnation will not be resumed.
+    private mutating func peerReady(_ hello: Hello) async -> [SessionMachine.Action] {
+        outcome.peer = hello
+        let store = self.store
+        do {
+            outcome.witnessedRollback = try await io.run { try store.noteWitness(hello.versionVector) }
+            try await io.run { try store.meet(hello.nodeID, incarnation: hello.writer) }
+        } catch {
+            return machine.handle(.storageFailed("recording the peer's hello: \(error)"))
+        }
+        await runner.observer.peerReady(hello)
+        return []
+    }
+
+    /// Tells the observer the session's counters when they changed, and the hub what the peer
+    /// is known to hold.
+    private mutating func report() async {
+        var counters = machine.counters
+        counters.sentBytes = wire.sent
+        counters.receivedBytes = wire.received
+        let now = SessionObserver.Progress(
+            counters: counters,
+            waitedRoundTrips: machine.waitedRoundTrips,
+            expecting: machine.incoming?.expected,
+            receivedOfExpected: machine.incoming.map { machine.receivedUpdates - $0.receivedBefore } ?? 0,
+            peerVersionVector: machine.peerVersionVector
+        )
+        if now != reported {
+            reported = now
+            await runner.observer.progress(now)
+        }
+        if machine.peerVersionVector != recordedPeerVersion {
+            recordedPeerVersion = machine.peerVersionVector
+            runner.hub.record(subscription, peerHolds: recordedPeerVersion)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import GRDB
+import LansyncCore
+
+/// One peer batch merged into one write transaction (``ReplicaStore/receive(_:from:incarnation:wallMilliseconds:refuse:revoked:writers:allowance:)``):
+/// each field state merged with what the replica holds; refused (a limit's reason) or overruled
+/// (a revoked node's writes) by a write of this replica's own where it must be; saved; and each
+/// item's derived columns brought up to date once, at the end, without reading the item again.
+///
+/// A batch carries an item's fields together, so each item is looked up once, and the fields of
+/// an item this transaction created are never read (they cannot exist yet).
+struct BatchMerge {
+    let refuse: ReplicaStore.Refusal?
+    let revoked: RevokedWriters
+    let lease: WriterLease
+    /// This replica's name, for a writer claimed to overrule.
+    let nodeName: String
+    let wallMilliseconds: UInt64
+    /// This replica's writer, claimed by the first overrule.
+    private(set) var writer: Transaction.ClaimedWriter?
+    /// How many fields (and items deleted) the batch changed.
+    private(set) var changed = 0
+    private var itemRows: [ItemID: Int64] = [:]
+    private var createdItems = Set<Int64>()
+    /// Each item's user fields, counted once per batch when a limit asks (a new item has none):
+    /// the field-count limit costs no query per field.
+    private var userFields: [Int64: Int] = [:]
+    private var savedInCreatedItems = Set<FieldKey>()
+    private var derived: [Int64: Transaction.DerivedChange] = [:]
+    private var createdByRevoked: [(row: Int64, id: ItemID)] = []
+
+    init(
+        refuse: ReplicaStore.Refusal?,
+        revoked: RevokedWriters,
+        lease: WriterLease,
+        nodeName: String,
+        wallMilliseconds: UInt64
+    ) {
+        self.refuse = refuse
+        self.revoked = revoked
+        self.lease = lease
+        self.nodeName = nodeName
+        self.wallMilliseconds = wallMilliseconds
+    }
+
+    /// Merges one field's change.
+    mutating func merge(_ update: FieldUpdate, in tx: inout Transaction) throws {
+        for version in update.change.versions {
+            tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
+        }
+        let itemRow = try row(of: update.key.item, in: &tx)
+        let created = createdItems.contains(itemRow)
+        let old =
+            created && !savedInCreatedItems.contains(update.key)
+            ? nil : try tx.loadField(item: itemRow, name: update.key.field)
+        var merged = (old?.state ?? FieldState()).merged(with: update.change)
+        guard merged != old?.state else { return }
+        let overruled = try judge(update, merged: &merged, old: old, itemRow: itemRow, in: &tx)
+        _ = try tx.saveField(
+            item: itemRow,
+            itemID: update.key.item,
+            name: update.key.field,
+            row: old?.row,
+            old: old?.state,
+            new: merged,
+            overruled: overruled
+        )
+        if created { savedInCreatedItems.insert(update.key) }
+        if old == nil, !update.key.field.isReserved, let count = userFields[itemRow] {
+            userFields[itemRow] = count + 1
+        }
+        derived[itemRow, default: Transaction.DerivedChange()].note(update.key.field, old: old?.state, new: merged)
+        changed += 1
+    }
+
+    /// The item's row, inserted if the replica has never heard of it.
+    private mutating func row(of item: ItemID, in tx: inout Transaction) throws -> Int64 {
+        if let known = itemRows[item] { return known }
+        let row: Int64
+        if let stored = try tx.itemRow(item) {
+            row = stored
+        } else {
+            row = try tx.insertItem(item)
+            createdItems.insert(row)
+            userFields[row] = 0
+        }
+        itemRows[item] = row
+        return row
+    }
+
+    /// Overrules in `merged` what a limit refuses or a revocation does; returns the versions a
+    /// revocation overruled (for history).
+    private mutating func judge(
+        _ update: FieldUpdate,
+        merged: inout FieldState,
+        old: (row: Int64, state: FieldState)?,
+        itemRow: Int64,
+        in tx: inout Transaction
+    ) throws -> [FieldVersion] {
+        if let refuse {
+            let db = tx.db
+            let reason = try refuse(update.key, merged, old?.state) {
+                if let known = userFields[itemRow] { return known }
+                let count = try Transaction.userFieldCount(db: db, item: itemRow)
+                userFields[itemRow] = count
+                return count
+            }
+            if let reason {
+                let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
+                let dot = try tx.nextDot(&writer, lease: lease, name: nodeName)
+                let held = Set(old?.state.versions.map(\.dot) ?? [])
+                merged.overrule(
+                    rejecting: update.change.versionDots.filter { !held.contains($0) },
+                    keeping: old?.state.shownValue ?? .null,
+                    reason: reason,
+                    dot: dot,
+                    timestamp: timestamp
+                )
+                return []
+            }
+        }
+        guard !revoked.isEmpty else { return [] }
+        switch try tx.overruleRevoked(
+            &merged,
+            old: old?.state,
+            field: update.key.field,
+            fieldRow: old?.row,
+            revoked: revoked,
+            writer: &writer,
+            lease: lease,
+            name: nodeName,
+            wallMilliseconds: wallMilliseconds
+        ) {
+        case .none: return []
+        case .overruled(let versions): return versions
+        case .createdByRevoked:
+            createdByRevoked.append((itemRow, update.key.item))
+            return []
+        }
+    }
+
+    /// Brings the items' derived columns up to date, deletes the items a revoked node created,
+    /// and sets the overruling writer's counter.
+    mutating func finish(_ tx: inout Transaction) throws {
+        for (row, change) in derived { try tx.updateItem(row: row, by: change) }
+        // After the derived columns, which a `_deleted` in this batch may have set.
+        changed += try tx.deleteItems(
+            createdByRevoked: createdByRevoked,
+            revoked: revoked,
+            writer: &writer,
+            lease: lease,
+            name: nodeName,
+            wallMilliseconds: wallMilliseconds
+        )
+        if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
+    }
+}

@@ -1,0 +1,205 @@
+import Foundation
+import GRDB
+public import LansyncCore
+
+// A peer's batches: merged in one transaction each, their covers checked first; a peer's
+// stream and its progress (Docs/PROTOCOL.md, "Streams").
+extension ReplicaStore {
+    /// Decides whether an incoming change is refused (``Limits``, or the relay's): a reason, or
+    /// nil. It sees the field key, the field as merging the change would leave it, the field as
+    /// this replica holds it before the merge (nil if new), and a count of the item's user fields
+    /// before the merge (read only if asked).
+    public typealias Refusal = @Sendable (FieldKey, FieldState, FieldState?, () throws -> Int) throws -> String?
+
+    /// Merges a batch received from a peer, and records what it covers, in one transaction.
+    /// Applying a batch again changes nothing. Returns how many fields changed.
+    ///
+    /// With `refuse` (the relay), a field state it refuses is not merged: this replica overrules
+    /// it instead, with a write of its own that has seen it and keeps the field's current value
+    /// (null if it had none), in the same transaction. So the refusal reaches every node and the
+    /// batch's other changes, and the stream, carry on.
+    ///
+    /// A batch that covers more of this replica's own writer than the replica holds retires that
+    /// writer (``WriterContinuity``).
+    ///
+    /// Writes that `revoked` refuses (a revoked node's, after its cut) are overruled the same way,
+    /// keeping the field's value without them; an item such a write created is deleted.
+    @discardableResult
+    public func apply(
+        _ batch: DeltaBatch,
+        wallMilliseconds: UInt64,
+        refuse: Refusal? = nil,
+        revoked: RevokedWriters = RevokedWriters()
+    ) throws(StoreError) -> Int {
+        try apply(
+            batch,
+            stream: nil,
+            wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked,
+            writers: .standard,
+            allowance: WriterBounds.standard.perSession
+        ).changed
+    }
+
+    /// Merges a batch of `sender`'s stream (sent while it wrote as `incarnation`). What the batch
+    /// covers is recorded as that stream's progress (``resume(from:)``) and joins the version
+    /// vector only when the stream completes (``completeStream(from:)``), so an interrupted stream
+    /// never leaves a claim on writes whose newer states were still to come (``StreamResume``).
+    @discardableResult
+    public func apply(
+        _ batch: DeltaBatch,
+        from sender: NodeID,
+        incarnation: NodeID,
+        wallMilliseconds: UInt64,
+        refuse: Refusal? = nil,
+        revoked: RevokedWriters = RevokedWriters()
+    ) throws(StoreError) -> Int {
+        try receive(
+            batch,
+            from: sender,
+            incarnation: incarnation,
+            wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked
+        ).changed
+    }
+
+    /// ``apply(_:from:incarnation:wallMilliseconds:refuse:revoked:)``, within `writers`: the
+    /// batch's writers are checked first (``WriterCheck``), with `allowance` writers still allowed
+    /// to be new in this session. A batch past a bound is refused whole (``StoreError/tooManyWriters(held:new:limit:)``,
+    /// ``StoreError/tooManyNewWriters(new:perSession:)``); covers naming writers this replica
+    /// cannot verify are left out. Returns what the batch did.
+    @discardableResult
+    public func receive(
+        _ batch: DeltaBatch,
+        from sender: NodeID,
+        incarnation: NodeID,
+        wallMilliseconds: UInt64,
+        refuse: Refusal? = nil,
+        revoked: RevokedWriters = RevokedWriters(),
+        writers: WriterBounds = .standard,
+        allowance: Int? = nil
+    ) throws(StoreError) -> ReceivedBatch {
+        try apply(
+            batch,
+            stream: (sender, incarnation),
+            wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked,
+            writers: writers,
+            allowance: allowance ?? writers.perSession
+        )
+    }
+
+    private func apply(
+        _ batch: DeltaBatch,
+        stream: (sender: NodeID, incarnation: NodeID)?,
+        wallMilliseconds: UInt64,
+        refuse: Refusal?,
+        revoked: RevokedWriters,
+        writers: WriterBounds,
+        allowance: Int
+    ) throws(StoreError) -> ReceivedBatch {
+        try refuseIfDamaged()
+        // Before the write lock: the look-ups are reads, and a refused batch never takes it.
+        let check = try guarded {
+            let check = try WriterCheck(batch, cache: nodeRows) { lookUp in try pool.read(lookUp) }
+            if !check.newWriters.isEmpty {
+                try pool.read { db in try check.check(writers, allowance: allowance, db: db) }
+            }
+            return check
+        }
+        // A peer's batch may skip the fsync of its commit (Docs/STORAGE.md, "Durability"): the
+        // sender keeps everything, and the stream's progress commits with the data.
+        let changed = try guarded {
+            try write(stream == nil ? .full : .resent) { tx, me in
+                // Checked again under the write lock: another session may have brought writers
+                // since the read (a look-up only, when none are new).
+                try check.check(writers, allowance: allowance, db: tx.db)
+                tx.origin = .peer
+                if let base = batch.base, !base.isEmpty {
+                    let held = try tx.versionVector(of: base.nodes)
+                    guard batch.isApplicable(to: held) else { throw StoreError.staleDelta(base: base, held: held) }
+                }
+                _ = try tx.retireWriterIfWitnessed(by: check.covers)
+                var merge = BatchMerge(
+                    refuse: refuse,
+                    revoked: revoked,
+                    lease: lease,
+                    nodeName: me.nodeName,
+                    wallMilliseconds: wallMilliseconds
+                )
+                for update in batch.updates { try merge.merge(update, in: &tx) }
+                try merge.finish(&tx)
+                // The writer's marker follows received changes too: a restore that loses them is
+                // a rollback as much as one that loses local edits.
+                if merge.changed > 0 {
+                    tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
+                }
+                try tx.record(covers: check.covers, of: stream)
+                try tx.saveClock()
+                return .commit(merge.changed)
+            }
+        }
+        return ReceivedBatch(
+            changed: changed,
+            newWriters: check.newWriters.count,
+            unverifiedCovers: check.unverifiedCovers
+        )
+    }
+
+    /// `sender`'s stream is complete (its `done` came after every batch was applied): what its
+    /// batches covered joins the version vector, in one transaction.
+    public func completeStream(from sender: NodeID) throws(StoreError) {
+        // As for a peer's batches: what a lost commit held, the peer sends again.
+        try guarded {
+            try write(.resent) { tx, _ in
+                guard let stream = try Transaction.stream(db: tx.db, from: sender) else { return .commit(()) }
+                try tx.raiseCounters(to: stream.covers)
+                try tx.db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
+                return .commit(())
+            }
+        }
+    }
+
+    /// How far `sender`'s interrupted stream got, and its incarnation then (for the hello).
+    public func resume(from sender: NodeID) throws(StoreError) -> (covers: VersionVector, incarnation: NodeID)? {
+        try guarded { try pool.read { db in try Transaction.stream(db: db, from: sender) } }
+    }
+
+    /// `sender` said hello as `incarnation`: progress it made as another incarnation is dropped.
+    public func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                try db.execute(
+                    sql: "DELETE FROM stream WHERE peer_id = ? AND incarnation <> ?",
+                    arguments: [sender.text, incarnation.text]
+                )
+            }
+        }
+    }
+}
+
+extension Transaction {
+    /// Records what a batch covers: as `stream`'s progress (joining the version vector when the
+    /// stream completes), or, for a batch of no stream, in the version vector at once.
+    mutating func record(covers: VersionVector, of stream: (sender: NodeID, incarnation: NodeID)?) throws {
+        if let stream {
+            try recordStream(from: stream.sender, incarnation: stream.incarnation, covers: covers)
+        } else {
+            try raiseCounters(to: covers)
+        }
+    }
+
+    /// Raises each node's counter in the version vector to `covers`' where that is higher.
+    mutating func raiseCounters(to covers: VersionVector) throws {
+        for (node, counter) in covers.counters {
+            // Two statements, not one nested in the other: `raiseCounter(of: try nodeRow(...))`
+            // held a copy of the transaction (and of its node cache) while nodeRow grew the
+            // cache, so every new node copied the whole cache.
+            let row = try nodeRow(node)
+            try raiseCounter(of: row, to: counter)
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import GRDB
+import LansyncCore
+
+/// What `repair` did.
+public struct RepairReport: Sendable, Equatable {
+    /// Field states copied into the new file.
+    public var salvaged = 0
+    /// Field rows that could not be read or decoded, left behind.
+    public var lost = 0
+    /// Where the damaged file was moved.
+    public var damagedCopy = ""
+}
+
+extension ReplicaStore {
+    /// Rebuilds the damaged replica at `path` from what is sound in it, in place: a new file with
+    /// the same identity takes every field state that still reads and decodes, and a version
+    /// vector that claims nothing the lost rows held, so peers send those again at the next sync
+    /// (and receive this replica's own edits that survived). Local writes continue under a new
+    /// writer. The damaged file is kept beside it (`replica.sqlite.damaged-TIME`). The node must
+    /// not be running.
+    ///
+    /// The vector keeps each origin's entry below the lowest live write the version index names in
+    /// a lost row; if the index cannot be read, it claims nothing at all and peers resend everything.
+    public static func repair(
+        path: String,
+        wallMilliseconds: UInt64,
+        lease: WriterLease = .standard()
+    ) throws(StoreError) -> RepairReport {
+        let old = try open(path: path, lease: lease)
+        let salvage = old.salvage()
+        var report = RepairReport()
+        report.salvaged = salvage.sound.count
+        report.lost = salvage.lostRows.count
+        let claims = old.claims(losing: salvage)
+        let fresh = path + ".repairing"
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fresh + suffix) }
+        try old.rebuild(at: fresh, from: salvage.sound, claiming: claims, wallMilliseconds: wallMilliseconds)
+        report.damagedCopy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
+        do {
+            try FileManager.default.moveItem(atPath: path, toPath: report.damagedCopy)
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try FileManager.default.moveItem(atPath: path + suffix, toPath: report.damagedCopy + suffix)
+            }
+            try FileManager.default.moveItem(atPath: fresh, toPath: path)
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: fresh + suffix) {
+                try FileManager.default.moveItem(atPath: fresh + suffix, toPath: path + suffix)
+            }
+        } catch {
+            throw .io(
+                "cannot put the rebuilt replica in place of \(path) (\(error.localizedDescription)): the rebuilt one is \(fresh)"
+            )
+        }
+        try? FileManager.default.removeItem(atPath: damageMarkPath(path))
+        return report
+    }
+
+    /// What of a damaged file still reads: the field states that read and decode, the field rows
+    /// that do not, and whether even the field table's size could not be read.
+    private struct Salvage {
+        var sound: [FieldUpdate] = []
+        var lostRows: [Int64] = []
+        var unreadable = false
+    }
+
+    /// Reads the field table row by row, so one unreadable page costs only the rows on it. A
+    /// field whose item row is gone counts as lost too.
+    private func salvage() -> Salvage {
+        var salvage = Salvage()
+        var maxRow: Int64 = 0
+        do {
+            maxRow = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM field") } ?? 0
+        } catch {
+            salvage.unreadable = true
+        }
+        for rowID in stride(from: Int64(1), through: maxRow, by: 1) {
+            do {
+                if let read = try pool.read({ db in try salvageField(row: rowID, db: db) }) {
+                    salvage.sound.append(read)
+                }
+            } catch {
+                salvage.lostRows.append(rowID)
+            }
+        }
+        return salvage
+    }
+
+    /// One field row as a field state; nil if there is no such row; throws if it does not read.
+    private func salvageField(row rowID: Int64, db: Database) throws -> FieldUpdate? {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT i.item_id, f.name, f.state FROM field f LEFT JOIN item i ON i.id = f.item WHERE f.id = ?
+                    """,
+                arguments: [rowID]
+            )
+        else { return nil }
+        let name: String = try row.decode(atIndex: 1)
+        let blob: Data = try row.decode(atIndex: 2)
+        let field =
+            name == FieldName.type.rawValue
+            ? FieldName.type : name == FieldName.deleted.rawValue ? FieldName.deleted : try FieldName(name)
+        return FieldUpdate(
+            key: FieldKey(item: try ItemID(try row.decode(atIndex: 0) as String), field: field),
+            state: try StoredState.decode(Array(blob), db: db, nodes: nodeRows)
+        )
+    }
+
+    /// The version vector the rebuilt file may claim: this one's, kept below the lowest live
+    /// write the version index names in a lost row; nothing at all if that cannot be read.
+    private func claims(losing salvage: Salvage) -> VersionVector {
+        let claims = (try? versionVector()) ?? VersionVector()
+        if salvage.unreadable { return VersionVector() }
+        guard !salvage.lostRows.isEmpty else { return claims }
+        let lowest: [NodeID: UInt64]? = try? pool.read { db in
+            var lowest: [NodeID: UInt64] = [:]
+            for rowID in salvage.lostRows {
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT n.node_id, min(v.counter) FROM version v JOIN node n ON n.id = v.node WHERE v.field = ? GROUP BY n.node_id
+                        """,
+                    arguments: [rowID]
+                ) {
+                    guard let node = NodeID(text: try row.decode(atIndex: 0)) else {
+                        throw DecodingError("bad node id", offset: 0)
+                    }
+                    lowest[node] = min(lowest[node] ?? .max, UInt64(try row.decode(atIndex: 1) as Int64))
+                }
+            }
+            return lowest
+        }
+        guard let lowest else { return VersionVector() }
+        return VersionVector(
+            Dictionary(
+                uniqueKeysWithValues: claims.nodes.map { node in
+                    (node, min(claims[node], lowest[node].map { $0 - 1 } ?? .max))
+                }
+            )
+        )
+    }
+
+    /// Makes a new replica file at `fresh` with this one's identity, node names and writers, the
+    /// `sound` field states and `claims` as its version vector, writing on under a new writer.
+    private func rebuild(
+        at fresh: String,
+        from sound: [FieldUpdate],
+        claiming claims: VersionVector,
+        wallMilliseconds: UInt64
+    ) throws(StoreError) {
+        let info = try info()
+        let writers = (try? writers()) ?? []
+        let names = (try? nodeNames()) ?? [:]
+        let rebuilt = try Self.create(
+            path: fresh,
+            nodeID: info.nodeID,
+            clusterID: info.clusterID,
+            nodeName: info.nodeName,
+            fingerprint: info.fingerprint,
+            historyLimit: info.historyLimit,
+            lease: lease
+        )
+        try rebuilt.guarded {
+            try rebuilt.pool.write { db in
+                for (node, name) in names {
+                    try db.execute(
+                        sql:
+                            "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
+                        arguments: [node.text, name]
+                    )
+                }
+                for writer in writers where writer.id != info.nodeID {
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)",
+                        arguments: [writer.id.text, Int64(clamping: writer.started), writer.reason.rawValue]
+                    )
+                }
+                // Its change feed gave numbers this file must not give again (the damaged file
+                // may not say how far it got).
+                try Transaction.raiseChangeSequence(to: Transaction.changeSequenceFloor, db: db)
+                // The file it was rebuilt from may have been ahead of anything this writer's marker
+                // proves: write on under a new writer.
+                try Transaction.startWriter(.writer(for: info.nodeID), name: info.nodeName, reason: .repair, db: db)
+            }
+        }
+        var start = 0
+        while start < sound.count {
+            let chunk = Array(sound[start..<min(start + 1000, sound.count)])
+            try rebuilt.apply(DeltaBatch(updates: chunk, covers: VersionVector()), wallMilliseconds: wallMilliseconds)
+            start += chunk.count
+        }
+        try rebuilt.apply(DeltaBatch(updates: [], covers: claims), wallMilliseconds: wallMilliseconds)
+        rebuilt.lease.record(try rebuilt.info().writerID, stamp: try rebuilt.changeStamp())
+    }
+}
