@@ -134,17 +134,28 @@ let package = Package(
             exclude: ["openapi.json", "UI"],
             swiftSettings: strict
         ),
-        // The CLI: argument parsing and rendering only.
+        // Test support, never shipped: tools the integration tests and the chaos suite run to
+        // play a misbehaving member and to stress the store. They may reach below the host.
         .executableTarget(
-            name: "lansync",
+            name: "lansync-debug",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
-                "LansyncWire", "LansyncDiscovery", "LansyncHost", "LansyncAPI",
+                "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire",
+                "LansyncHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/Tools/lansync-debug",
+            swiftSettings: strict
+        ),
+        // The CLI: argument parsing and rendering only. It reaches the replica, the node and the
+        // cluster through the host alone (scripts/check-imports.sh).
+        .executableTarget(
+            name: "lansync",
+            dependencies: [
+                "LansyncHost", "LansyncAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),

@@ -12,7 +12,8 @@
 # Scenarios: kill9 restore clock strangers unprivileged damage partition member. Each prints one line of
 # figures with PASS, FAIL or SKIP (and, on failure, why); the last line is "N passed, N failed",
 # and the exit status is non-zero if any scenario failed. CHAOS_SEED=N repeats a run's random
-# choices; CHAOS_BINARY=PATH tests that lansync binary instead of building one.
+# choices; CHAOS_BINARY=PATH tests that lansync binary instead of building one (with the test
+# tools beside it, or at CHAOS_DEBUG_BINARY=PATH).
 #
 # Safety: test traffic goes only to 127.0.0.0/8 and into network namespaces this script creates
 # (scripts/lab.sh with LAB_PREFIX=lsc<PID>); no avahi-daemon is ever started in this machine's own
@@ -84,13 +85,17 @@ command -v python3 >/dev/null || NEED+=(python3)
 ensure_packages "${NEED[@]}"
 if [ -n "${CHAOS_BINARY:-}" ]; then
     L=$(realpath "$CHAOS_BINARY")
+    DBG=${CHAOS_DEBUG_BINARY:-$(dirname "$L")/lansync-debug}
     echo "==> testing $L (CHAOS_BINARY; not building)"
 else
     echo "==> building the release binary"
     BUILD_LOG=$(mktemp /tmp/lansync-chaos-build-XXXXXX)
     built=0
     for attempt in 1 2 3; do   # a source file edited during the build fails it: try again
-        if "${LANSYNC_RELEASE_BUILD[@]}" >"$BUILD_LOG" 2>&1; then built=1; break; fi
+        if "${LANSYNC_RELEASE_BUILD[@]}" >"$BUILD_LOG" 2>&1 && "${LANSYNC_RELEASE_DEBUG_BUILD[@]}" >>"$BUILD_LOG" 2>&1; then
+            built=1
+            break
+        fi
         grep -q "modified during the build" "$BUILD_LOG" || break
         sleep 5
     done
@@ -102,6 +107,7 @@ else
     fi
     rm -f "$BUILD_LOG"
     L=$ROOT/$LANSYNC_RELEASE_BINARY
+    DBG=$ROOT/$LANSYNC_RELEASE_DEBUG_BINARY
 fi
 [ -x "$L" ] || { echo "chaos.sh: no $L after the build" >&2; exit 1; }
 
@@ -1078,7 +1084,7 @@ sc_partition() {
 }
 
 # --- 8. member ----------------------------------------------------------------------------------
-# A member that misbehaves, with a valid certificate of its own ('lansync debug rogue-member': a
+# A member that misbehaves, with a valid certificate of its own ('lansync-debug rogue-member': a
 # modified or buggy lansync). Node A (with C as its peer) takes, in turn: covers naming
 # MEMBER_WRITERS made-up writers; 18 hellos of 4,000 junk statements each; a value 100 bytes over
 # the 1 MiB limit; and a name full of terminal control sequences. Meanwhile A's own edits must
@@ -1088,6 +1094,7 @@ sc_partition() {
 # with A afterwards (Docs/SECURITY.md, "What a member can and cannot do").
 sc_member() {
     local S=$W/member
+    [ -x "$DBG" ] || { fail "no test tools at $DBG: build them (swift build -c release --product lansync-debug) or set CHAOS_DEBUG_BINARY"; return; }
     make_cluster "$S" a c m || { fail "init failed"; return; }
     ACKS=$S/acks EDIT_ERR=$S/edit.err
     : >"$ACKS"; : >"$EDIT_ERR"
@@ -1098,7 +1105,7 @@ sc_member() {
     ack_set "$S/a" warm v 1 add
     wait_converge 20 "$S/a" "$S/c" >/dev/null || fail "A and C did not converge before the attacks"
     # 1. Made-up writers in covers, with an edit on A and then a SIGTERM while they arrive.
-    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --fake-writers "$MEMBER_WRITERS" --seconds 15 >"$S/rogue1.out" 2>&1 &
+    "$DBG" rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --fake-writers "$MEMBER_WRITERS" --seconds 15 >"$S/rogue1.out" 2>&1 &
     local rpid=$! t0 add_ms add_rc
     BG_PIDS=("$rpid")
     sleep 2
@@ -1114,7 +1121,7 @@ sc_member() {
     [[ $writers =~ ^[0-9]+$ ]] && [ "$writers" -le 100 ] || fail "A holds $writers writers after the attack (the cluster has 3 machines)"
     local answer; answer=$(grep -E '^error' "$S/rogue1.out" | head -1)
     # The same again, stopped with SIGTERM a second in.
-    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --fake-writers "$MEMBER_WRITERS" --seconds 15 >"$S/rogue1b.out" 2>&1 &
+    "$DBG" rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --fake-writers "$MEMBER_WRITERS" --seconds 15 >"$S/rogue1b.out" 2>&1 &
     rpid=$!; BG_PIDS=("$rpid")
     sleep 1
     local apid=${NODE_PID[a]} stop_ms="never" _
@@ -1135,14 +1142,14 @@ sc_member() {
     # 2. Junk statements: A's memory.
     local rss0 rss1
     rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/${NODE_PID[a]}/status")
-    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --junk-statements 4000 --hellos 18 --seconds 1 >"$S/rogue2.out" 2>&1 \
+    "$DBG" rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --junk-statements 4000 --hellos 18 --seconds 1 >"$S/rogue2.out" 2>&1 \
         || fail "the junk statements could not be sent: $(tail -1 "$S/rogue2.out")"
     sleep 1
     rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/${NODE_PID[a]}/status" 2>/dev/null || echo 0)
     local grew=$(( (rss1 - rss0) / 1024 ))
     [ "$grew" -lt 16 ] || fail "18 hellos of junk statements grew A by $grew MiB (less than 16 allowed)"
     # 3. A value over the 1 MiB limit.
-    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --value-bytes $(( (1 << 20) + 100 )) --seconds 3 >"$S/rogue3.out" 2>&1
+    "$DBG" rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --value-bytes $(( (1 << 20) + 100 )) --seconds 3 >"$S/rogue3.out" 2>&1
     local stored
     stored=$(sqlite3 -readonly "$S/a/replica.sqlite" "SELECT count(*) FROM field WHERE length(state) > 1048576" 2>&1)
     [ "$stored" = 0 ] || fail "A stored the oversized value ($stored field state(s) over 1 MiB)"
@@ -1151,7 +1158,7 @@ sc_member() {
     local imported
     imported=$("$L" import --dir "$S/fresh" "$S/a.jsonl" 2>&1) || fail "A's export does not import elsewhere: $(head -1 <<<"$imported")"
     # 4. A name with terminal control sequences.
-    "$L" debug rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --name '\e[2K\rpwned\e]0;owned\a' --seconds 3 >"$S/rogue4.out" 2>&1
+    "$DBG" rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" --name '\e[2K\rpwned\e]0;owned\a' --seconds 3 >"$S/rogue4.out" 2>&1
     "$L" status --dir "$S/a" >"$S/status.out" 2>&1
     "$L" members --dir "$S/a" >"$S/members.out" 2>&1
     local raw=0 f

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import LansyncCore
 import LansyncHost
 import LansyncNode
 import LansyncStore

@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import LansyncCore
 import LansyncHost
 import LansyncJSON
 import LansyncStore

@@ -34,6 +34,8 @@ public struct DataDirectory: Sendable {
     }
 
     public var replicaPath: String { path + "/" + ReplicaStore.fileName }
+    /// Versions kept per field in `history` unless `init --history` says otherwise.
+    public static let defaultHistoryLimit = ReplicaStore.defaultHistoryLimit
     public var clusterPath: String { path + "/cluster.pem" }
     public var nodePath: String { path + "/node.pem" }
     public var controlSocketPath: String { path + "/control.sock" }
@@ -80,6 +82,9 @@ public struct DataDirectory: Sendable {
     public func nudgeNode() {
         ControlClient.nudge(path: controlSocketPath)
     }
+
+    /// The running node's status; nil when no node runs on this directory.
+    public func runningNodeStatus() -> NodeStatus? { ControlClient.status(path: controlSocketPath) }
 
     /// The status: the running node's, else what the replica alone says.
     public func status(of store: ReplicaStore) throws -> NodeStatus {

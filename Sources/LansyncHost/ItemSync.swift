@@ -21,11 +21,17 @@ public struct ItemSync: Sendable, Equatable {
 
     public let state: State
     /// The peers known to hold the edit.
-    public let holders: [PeerRecord]
+    public let holders: [Holder]
+
+    /// A peer known to hold an edit: its node id, and its name when the replica knows it.
+    public struct Holder: Sendable, Equatable {
+        public let nodeID: NodeID
+        public let name: String?
+    }
 
     /// The state of an edit whose dots are `edit`, given the peers this replica knows.
     public init(edit: VersionVector, peers: [PeerRecord]) {
-        holders = peers.filter { $0.versionVector.covers(edit) }
+        holders = peers.filter { $0.versionVector.covers(edit) }.map { Holder(nodeID: $0.nodeID, name: $0.name) }
         if let relay = peers.first(where: { $0.source == .relay }) {
             state = relay.versionVector.covers(edit) ? .synced : holders.isEmpty ? .dirty : .syncing
         } else if holders.isEmpty {
@@ -54,9 +60,7 @@ public struct ItemSync: Sendable, Equatable {
 extension StoredItem {
     /// ``jsonText`` with the item's sync state last (`"sync": null` when it has none): what
     /// `get --json` and `list --json` print.
-    public func jsonText(sync: ItemSync?) -> String {
-        String(jsonText.dropLast()) + #","sync":"# + (sync?.json.text ?? "null") + "}"
-    }
+    public func jsonText(sync: ItemSync?) -> String { Item(self, sync: sync).jsonText }
 }
 
 extension ItemSync {

@@ -2,6 +2,7 @@ import Foundation
 public import LansyncNode
 public import LansyncStore
 import LansyncTransport
+import LansyncWire
 public import Logging
 
 extension DataDirectory {
@@ -127,17 +128,52 @@ extension DataDirectory {
     public func syncOnce(
         with peers: [PeerAddress],
         timeout: Duration,
-        progress: @escaping @Sendable (PeerAddress, SessionObserver.Progress) -> Void = { _, _ in }
-    ) async throws -> [OneShotSync.Result] {
+        progress: @escaping @Sendable (PeerAddress, SyncProgress) -> Void = { _, _ in }
+    ) async throws -> [SyncResult] {
         let store = try open()
         let results = try await OneShotSync.run(
             store: store,
             identity: try tlsIdentity(),
             peers: peers,
-            timeout: timeout,
-            progress: progress
-        )
+            timeout: timeout
+        ) { peer, p in
+            progress(
+                peer,
+                SyncProgress(counters: p.counters, expecting: p.expecting, receivedOfExpected: p.receivedOfExpected)
+            )
+        }
         nudgeNode()
-        return results
+        return results.map(SyncResult.init)
+    }
+}
+
+/// How far a one-shot sync with a peer has got.
+public struct SyncProgress: Sendable {
+    public let counters: SessionCounters
+    /// About how many field states the peer's delta under way holds, when it said so.
+    public let expecting: Int?
+    /// How many of those arrived.
+    public let receivedOfExpected: Int
+}
+
+/// How a one-shot sync with one peer ended.
+public struct SyncResult: Sendable {
+    public let peer: PeerAddress
+    /// The node that answered there, if one did.
+    public let nodeID: NodeID?
+    public let name: String?
+    public let counters: SessionCounters
+    /// Why it failed; nil when it did not.
+    public let error: String?
+    /// True when this replica and the peer are up to date with each other.
+    public let succeeded: Bool
+
+    init(_ result: OneShotSync.Result) {
+        peer = result.peer
+        nodeID = result.outcome?.peer?.nodeID
+        name = result.outcome?.peer?.name
+        counters = result.outcome?.counters ?? SessionCounters()
+        error = result.error
+        succeeded = result.succeeded && result.outcome?.peer != nil
     }
 }

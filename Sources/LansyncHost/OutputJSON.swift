@@ -1,23 +1,23 @@
 public import LansyncCore
+import LansyncIdentity
 public import LansyncJSON
+public import LansyncNode
 public import LansyncStore
 
 /// The JSON forms of what read commands print with `--json` (Docs/CLI.md is their contract), kept
 /// here so that every front end prints the same thing.
 extension StoredItem {
     /// `{"id": ID, "type": TYPE, "fields": {...}, "deleted": BOOL, "conflicts": [...]}`, one line:
-    /// what `get --json` prints and `export` writes a line of.
-    ///
-    /// Written as text directly: an export of many items builds no JSON tree per item.
+    /// what `export` writes a line of (``Item/jsonText`` adds the sync state).
     public var jsonText: String {
-        var out = #"{"id":"# + JSON.string(id.rawValue).text + #","type":"# + JSON.string(type).text + #","fields":{"#
-        for (i, field) in fields.enumerated() {
-            if i > 0 { out += "," }
-            out += JSON.string(field.name.rawValue).text + ":" + field.value.jsonText
-        }
-        out += #"},"deleted":"# + (deleted ? "true" : "false") + #","conflicts":"#
-        out += JSON.array(conflicts.map { .string($0.rawValue) }).text
-        return out + "}"
+        ItemJSON.text(
+            id: id,
+            type: type,
+            deleted: deleted,
+            fields: fields.lazy.map { ($0.name, $0.value) },
+            conflicts: conflicts,
+            sync: nil
+        )
     }
 }
 
@@ -96,6 +96,103 @@ extension ChangeEntry {
         #"{"seq":\#(seq),"time":"# + JSON.string(WallClock.iso8601(milliseconds: at)).text + #","id":"#
             + JSON.string(item.rawValue).text + #","type":"# + JSON.string(type).text + #","field":"#
             + JSON.string(field.rawValue).text + #","kind":"# + JSON.string(kind.name).text + #","value":"#
-            + (value ?? "null") + "}"
+            + (value?.jsonText ?? "null") + "}"
+    }
+}
+
+extension SyncResult {
+    /// One peer of `sync --json`: `peer`, `ok`, and `node_id`, `name`, `sent`, `received` when it
+    /// succeeded, else `error`.
+    public var json: JSON {
+        var members: [(key: String, value: JSON)] = [("peer", .string(peer.description))]
+        if succeeded, let nodeID {
+            members += [
+                ("ok", .bool(true)), ("node_id", .string(nodeID.text)), ("name", .string(name ?? "")),
+                ("sent", .integer(Int64(counters.sentUpdates))),
+                ("received", .integer(Int64(counters.receivedUpdates))),
+            ]
+        } else {
+            members += [("ok", .bool(false)), ("error", .string(error ?? "failed"))]
+        }
+        return .object(members)
+    }
+}
+
+extension Sequence<SyncResult> {
+    /// What `sync --json` prints: one object per peer, in the order given.
+    public var jsonText: String { JSON.array(map(\.json)).text }
+}
+
+extension DataDirectory.Member {
+    /// One member of `members --json` (and of `status --json`'s `members`).
+    public var json: JSON {
+        func time(_ ms: UInt64?) -> JSON { ms.map { .string(WallClock.iso8601(milliseconds: $0)) } ?? .null }
+        return .object([
+            ("node_id", .string(nodeID.text)),
+            ("name", name.map(JSON.string) ?? .null),
+            ("this_node", .bool(isThisNode)),
+            ("state", .string(revocation == nil ? "active" : "revoked")),
+            ("revoked_at", time(revocation?.at)),
+            ("revoked_by", revocation.map { .string($0.by.text) } ?? .null),
+            ("reason", revocation.map { .string($0.reason) } ?? .null),
+            ("admitted_here_at", time(admittedHere)),
+            ("admitted_at", time(admission?.at)),
+            ("admitted_by", admission.map { .string($0.by.text) } ?? .null),
+            ("admits", admits.map(JSON.bool) ?? .null),
+            ("last_sync", time(lastSync)),
+        ])
+    }
+}
+
+extension Sequence<DataDirectory.Member> {
+    /// What `members --json` prints.
+    public var jsonText: String { JSON.array(map(\.json)).text }
+}
+
+extension NodeStatus {
+    /// What `status --json` prints: the node's status, and the members as `members --json` lists
+    /// them.
+    public func jsonText(members: [DataDirectory.Member]) -> String {
+        guard case .object(let pairs) = try? JSON(parsing: json) else { return json }
+        return JSON.object(pairs + [("members", .array(members.map(\.json)))]).text
+    }
+}
+
+extension DataDirectory.Invitation {
+    /// What `invite --json` prints: `code`, `expires_at`, `address`, `node_running`.
+    public var jsonText: String {
+        JSON.object([
+            ("code", .string(code.text)),
+            ("expires_at", .string(WallClock.iso8601(milliseconds: expiresAt))),
+            ("address", reach.map(JSON.string) ?? .null),
+            ("node_running", .bool(nodeRunning)),
+        ]).text
+    }
+
+    /// Where the code says the inviting machine listens (`HOST:PORT`), if it says.
+    public var reach: String? { code.host.flatMap { host in code.port.map { "\(host):\($0)" } } }
+}
+
+extension ItemImport.Progress {
+    /// What `import --json` prints: `lines`, `edits`, `seconds`.
+    public func jsonText(seconds: Double) -> String {
+        JSON.object([
+            ("lines", .integer(Int64(lines))), ("edits", .integer(Int64(edits))),
+            ("seconds", .double((seconds * 1000).rounded() / 1000)),
+        ]).text
+    }
+}
+
+extension DamageReport {
+    /// What `check --json` prints: ``json`` as text.
+    public var jsonText: String { json.text }
+}
+
+extension Value {
+    /// The value for people: a string as it is (unless it holds control characters: then quoted,
+    /// as JSON escapes them), anything else in its JSON form.
+    public var displayText: String {
+        if case .string(let s) = self, !s.unicodeScalars.contains(where: { $0.value < 0x20 }) { return s }
+        return jsonText
     }
 }

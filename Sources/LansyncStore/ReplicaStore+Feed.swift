@@ -48,8 +48,8 @@ public struct ChangeEntry: Sendable, Equatable {
     public let type: String
     public let field: FieldName
     public let kind: ChangeKind
-    /// The field's shown value after the change, as JSON text (nil for a field with no value).
-    public let value: String?
+    /// The field's shown value after the change (nil for a field with no value).
+    public let value: Value?
 }
 
 /// Where local changes come from, for the feed's `edit` / `merge`.
@@ -199,7 +199,7 @@ extension ReplicaStore {
                     type: row[3],
                     field: FieldName(unchecked: row[4]),
                     kind: kind,
-                    value: state?.shownValue?.jsonText
+                    value: state?.shownValue
                 )
             }
             let last =

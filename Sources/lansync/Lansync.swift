@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LansyncCore
+import LansyncHost
 
 /// The `lansync` command: the one binary for the CLI, the node daemon and the relay.
 @main
@@ -25,7 +25,7 @@ struct Lansync: AsyncParsableCommand {
             ExportCommand.self, ImportCommand.self,
             NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self, APITokenCommand.self,
             UICommand.self,
-            CheckCommand.self, RepairCommand.self, DebugCommand.self,
+            CheckCommand.self, RepairCommand.self,
         ]
     )
 

@@ -16,6 +16,12 @@ struct CLI {
         return me.deletingLastPathComponent().appendingPathComponent("lansync").path
     }()
 
+    /// The test tools (`lansync-debug`, never shipped): beside ``binary``, or `LANSYNC_DEBUG_BIN`.
+    static let debugBinary: String = {
+        if let override = ProcessInfo.processInfo.environment["LANSYNC_DEBUG_BIN"] { return override }
+        return URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("lansync-debug").path
+    }()
+
     struct Result {
         let status: Int32
         let stdout: String
@@ -39,16 +45,14 @@ struct CLI {
     func run(
         _ arguments: [String],
         input: String? = nil,
-        environment extra: [String: String] = [:]
+        environment extra: [String: String] = [:],
+        binary: String = Self.binary
     ) async throws -> Result {
-        precondition(
-            FileManager.default.isExecutableFile(atPath: Self.binary),
-            "build the lansync binary first: \(Self.binary)"
-        )
+        precondition(FileManager.default.isExecutableFile(atPath: binary), "build the binary first: \(binary)")
         var env: [Environment.Key: String?] = ["HOME": root, "LANSYNC_DIR": nil]
         for (k, v) in extra { env[Environment.Key(stringLiteral: k)] = v }
         let result = try await Subprocess.run(
-            .path(FilePath(Self.binary)),
+            .path(FilePath(binary)),
             arguments: Arguments(arguments),
             environment: .inherit.updating(env),
             input: .string(input ?? ""),

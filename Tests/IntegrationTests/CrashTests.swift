@@ -17,10 +17,11 @@ import Testing
     /// (everything it printed before dying) and whether it had already exited by itself.
     static func runAndKill(
         _ arguments: [String],
+        binary: String = CLI.binary,
         after delay: Duration
     ) async throws -> (lines: [String], finished: Bool) {
         let result = try await Subprocess.run(
-            .path(FilePath(CLI.binary)),
+            .path(FilePath(binary)),
             arguments: Arguments(arguments),
             input: .none,
             output: .sequence,
@@ -52,7 +53,8 @@ import Testing
         for round in 0..<rounds {
             let delay = Duration.milliseconds(Int.random(in: 5...150, using: &rng))
             let (lines, _) = try await Self.runAndKill(
-                ["debug", "edit-loop", "--dir", cli.path("a"), "c", "1000000", "--tag", "r\(round)"],
+                ["edit-loop", "--dir", cli.path("a"), "c", "1000000", "--tag", "r\(round)"],
+                binary: CLI.debugBinary,
                 after: delay
             )
             for line in lines {

@@ -7,7 +7,7 @@ import Testing
 
 /// A member is trusted with data, not with the cluster's health (DESIGN invariant 11): what a
 /// member with a valid certificate sends, as a modified or buggy lansync would
-/// (`lansync debug rogue-member`), cannot freeze, bloat or poison a node, nor drive anyone's
+/// (`lansync-debug rogue-member`), cannot freeze, bloat or poison a node, nor drive anyone's
 /// terminal; and what is local stays private. Docs/SECURITY.md, "What a member can and cannot do".
 @Suite(.serialized) struct MemberTests {
     /// A cluster of `a` (running) and the rogue member `m`.
@@ -20,7 +20,8 @@ import Testing
 
     func rogue(_ cli: CLI, _ node: NodeProcess, _ arguments: [String]) async throws -> CLI.Result {
         try await cli.run(
-            ["debug", "rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(node.port)"] + arguments
+            ["rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(node.port)"] + arguments,
+            binary: CLI.debugBinary
         )
     }
 

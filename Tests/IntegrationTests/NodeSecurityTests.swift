@@ -167,7 +167,7 @@ import Testing
         #expect(a.isRunning)
     }
 
-    /// Sends bytes as an authenticated member (`lansync debug raw`) and returns what it saw.
+    /// Sends bytes as an authenticated member (`lansync-debug raw`) and returns what it saw.
     func rawExchange(_ cli: CLI, port: Int, bytes: [UInt8]) async throws -> String {
         let file = cli.path("raw-input")
         _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
@@ -175,7 +175,7 @@ import Testing
         let pipe = Pipe()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = [
-            "-c", "\"$0\" debug raw --dir \"$1\" --peer 127.0.0.1:\(port) --seconds 3 < \"$2\"", CLI.binary,
+            "-c", "\"$0\" raw --dir \"$1\" --peer 127.0.0.1:\(port) --seconds 3 < \"$2\"", CLI.debugBinary,
             cli.path("m"), file,
         ]
         process.standardOutput = pipe

@@ -4,3 +4,6 @@
 # toolchain; it still needs Debian's libsqlite3-0 and libavahi-client3 (Docs/OPERATIONS.md).
 LANSYNC_RELEASE_BUILD=(swift build -c release --product lansync --static-swift-stdlib)
 LANSYNC_RELEASE_BINARY=.build/release/lansync
+# The test tools (never shipped), with the same flags, for the chaos suite's member scenario.
+LANSYNC_RELEASE_DEBUG_BUILD=(swift build -c release --product lansync-debug --static-swift-stdlib)
+LANSYNC_RELEASE_DEBUG_BINARY=.build/release/lansync-debug

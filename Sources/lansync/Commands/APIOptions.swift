@@ -1,8 +1,6 @@
 import ArgumentParser
 import LansyncAPI
 import LansyncHost
-import LansyncNode
-import Logging
 
 /// `--api HOST:PORT` and `--no-api`, shared by `node` and `relay`.
 struct APIOptions: ParsableArguments {
@@ -23,38 +21,14 @@ struct APIOptions: ParsableArguments {
     /// The API to run beside the node on `directory`, or nil with --no-api.
     /// Its metrics backend (Prometheus, served at /metrics) is bootstrapped here, before the node
     /// makes its counters.
+    /// The API as a service beside the node, unless --no-api.
     func service(for directory: DataDirectory, listen: PeerAddress, logger: Logger) throws -> DataDirectory.NodeService?
     {
         guard !off else { return nil }
-        let address =
-            self.address
-            ?? PeerAddress(host: "127.0.0.1", port: listen.port == 0 || listen.port == 65_535 ? 0 : listen.port + 1)
-        let server = APIServer(
-            host: address.host,
-            port: address.port,
-            directory: directory,
-            token: try directory.apiToken(),
-            metrics: APIServer.bootstrapMetrics()
-        )
-        let explicit = self.address != nil
-        return { node, store in
-            do {
-                try await server.run(node: node, store: store) { bound in
-                    node.announceAPI(bound)
-                    logger.notice(
-                        "local API on http://\(bound)/v1, the web page on http://\(bound)/ ('lansync ui' prints a link that logs in)"
-                    )
-                }
-            } catch  where !explicit {
-                // The default address is taken (another node on this machine, say): the node
-                // runs on without an API rather than not at all.
-                logger.warning("no local API: \(error)")
-            }
-        }
+        return try APIServer.nodeService(at: address, listen: listen, directory: directory, logger: logger)
     }
 }
 
-/// `lansync api-token`
 struct APITokenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "api-token",
@@ -82,7 +56,7 @@ struct UICommand: ParsableCommand {
 
     func run() throws {
         let directory = data.directory
-        guard let status = ControlClient.status(path: directory.controlSocketPath) else {
+        guard let status = directory.runningNodeStatus() else {
             throw CLIError(
                 "no node is running on \(directory.path): start one with 'lansync node', which serves the page"
             )

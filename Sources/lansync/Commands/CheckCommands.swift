@@ -1,8 +1,5 @@
 import ArgumentParser
-import LansyncCore
 import LansyncHost
-import LansyncJSON
-import LansyncStore
 
 /// `lansync check [--json]`: the full check of the replica file.
 struct CheckCommand: ParsableCommand {
@@ -21,18 +18,18 @@ struct CheckCommand: ParsableCommand {
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() throws {
-        let store = try data.directory.open()
-        let report = try store.fullCheck()
+        let replica = try LocalReplica(data.directory)
+        let report = try replica.check()
         if json {
-            print(report.json.text)
+            print(report.jsonText)
         } else if report.isSound {
-            print("\(store.path): sound (\(report.fieldsChecked) field states checked)")
+            print("\(replica.path): sound (\(report.fieldsChecked) field states checked)")
         } else {
             for problem in report.problems { print(problem) }
         }
         if !report.isSound {
             throw CLIError(
-                "\(store.path) is damaged (\(report.problems.count) problem(s)): run 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
+                "\(replica.path) is damaged (\(report.problems.count) problem(s)): run 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
             )
         }
     }

@@ -1,7 +1,5 @@
 import ArgumentParser
-import LansyncCore
 import LansyncHost
-import LansyncIdentity
 
 /// `lansync cluster create FILE`: makes a new cluster secret.
 struct ClusterCommand: ParsableCommand {
@@ -25,10 +23,9 @@ struct ClusterCommand: ParsableCommand {
         @Argument(help: "Where to write the secret.") var file: String
 
         func run() throws {
-            let secret = try ClusterSecret.generate()
-            try SecretFile.write(try secret.pem(), to: file)
+            let cluster = try ClusterFile.create(at: file)
             print(
-                "wrote cluster secret \(file) (cluster \(secret.clusterID.text)); run 'lansync init --cluster \(file)' on the machines that admit others, and 'lansync invite' there for the rest"
+                "wrote cluster secret \(file) (cluster \(cluster.text)); run 'lansync init --cluster \(file)' on the machines that admit others, and 'lansync invite' there for the rest"
             )
         }
     }

@@ -1,29 +1,9 @@
 import ArgumentParser
-import LansyncCore
 import LansyncHost
-import LansyncStore
-
-/// Runs one local edit against the replica in the data directory.
-func performEdit(_ edit: ItemEdit, on id: ItemID, in data: DataDirectoryOptions) throws {
-    let directory = data.directory
-    try directory.edit(edit, on: id, in: try directory.open())
-}
-
-/// The same, on the item an id the user typed names (the id, or a unique start of one).
-@discardableResult
-func performEdit(_ edit: ItemEdit, onTyped typed: String, in data: DataDirectoryOptions) throws -> ItemID {
-    let directory = data.directory
-    let store = try directory.open()
-    let id = try AssignmentParser.resolveItemID(typed, in: store)
-    try directory.edit(edit, on: id, in: store)
-    return id
-}
 
 /// Prints the item as `get --json` does (after an edit with `--json`).
-func printItemJSON(_ id: ItemID, in data: DataDirectoryOptions) throws {
-    let store = try data.directory.open()
-    guard let item = try store.storedItem(id, withLocalEdits: true) else { throw EditError.unknownItem(id) }
-    print(item.jsonText(sync: try ItemSync.of(item, in: store)))
+func printItemJSON(_ id: ItemID, in replica: LocalReplica) throws {
+    print(try replica.item(id).jsonText)
 }
 
 /// `lansync add`: creates an item and prints its id.
@@ -46,11 +26,9 @@ struct AddCommand: ParsableCommand {
 
     func run() throws {
         let assignments = try self.assignments.map(AssignmentParser.parse)
-        var rng = SystemRandomNumberGenerator()
-        let itemID =
-            try id.map(AssignmentParser.parseItemID) ?? ItemID.uuidV7(milliseconds: WallClock.milliseconds, using: &rng)
-        try performEdit(.create(type: type, assignments: assignments), on: itemID, in: data)
-        if json { try printItemJSON(itemID, in: data) } else { print(itemID.rawValue) }
+        let replica = try LocalReplica(data.directory)
+        let itemID = try replica.add(type: type, id: try id.map(AssignmentParser.parseItemID), assignments: assignments)
+        if json { try printItemJSON(itemID, in: replica) } else { print(itemID.rawValue) }
     }
 }
 
@@ -69,7 +47,8 @@ struct SetCommand: ParsableCommand {
 
     func run() throws {
         let assignments = try self.assignments.map(AssignmentParser.parse)
-        let itemID = try performEdit(.update(assignments), onTyped: id, in: data)
+        let replica = try LocalReplica(data.directory)
+        let itemID = try replica.edit(.update(assignments), onTyped: id)
         // `set ID type=note` is a natural try at changing the item's type: say what it did.
         for name in Set(assignments.map(\.field.rawValue)).intersection(["id", "type", "sync"]).sorted() {
             Terminal.note(
@@ -77,7 +56,7 @@ struct SetCommand: ParsableCommand {
                     + (name == "type" ? "; an item's type is given when it is made ('lansync add --type')" : "")
             )
         }
-        if json { try printItemJSON(itemID, in: data) }
+        if json { try printItemJSON(itemID, in: replica) }
     }
 }
 
@@ -94,7 +73,7 @@ struct RemoveCommand: ParsableCommand {
     @Argument(help: "The item's id, or a unique start of it.") var id: String
 
     func run() throws {
-        try performEdit(.delete, onTyped: id, in: data)
+        try LocalReplica(data.directory).edit(.delete, onTyped: id)
     }
 }
 
@@ -109,7 +88,7 @@ struct RestoreCommand: ParsableCommand {
     @Argument(help: "The item's id, or a unique start of it.") var id: String
 
     func run() throws {
-        try performEdit(.restore, onTyped: id, in: data)
+        try LocalReplica(data.directory).edit(.restore, onTyped: id)
     }
 }
 
@@ -131,10 +110,9 @@ struct ResolveCommand: ParsableCommand {
         // A type conflict (two machines created one id with different types) is settled
         // through the reserved field `_type`.
         let name = field == FieldName.type.rawValue ? .type : try FieldName(field)
-        try performEdit(
+        try LocalReplica(data.directory).edit(
             .resolve(name, try AssignmentParser.parseValue(value, field: name.rawValue)),
-            onTyped: id,
-            in: data
+            onTyped: id
         )
     }
 }
@@ -160,51 +138,8 @@ struct RevertCommand: ParsableCommand {
     @Flag(help: "Print the item after the edit, as 'get --json' does.") var json = false
 
     func run() throws {
-        let store = try data.directory.open()
-        let itemID = try AssignmentParser.resolveItemID(id, in: store)
-        let name = try FieldName(field)
-        let entries = try store.history(itemID, field: name)
-        guard !entries.isEmpty else {
-            guard try store.itemState(itemID) != nil else { throw EditError.unknownItem(itemID) }
-            throw CLIError("item \(itemID) has no field '\(name)': 'lansync get \(itemID)' shows its fields")
-        }
-        let entry = try Self.entry(to, in: entries, item: itemID)
-        let value: Value
-        switch entry.write {
-        case .assign(let v), .overrule(let v, _, _):
-            value = v
-        case .list(let change) where change.replaced:
-            value = .list(change.added)
-        case .list:
-            throw CLIError(
-                "entry \(to) of \(itemID).\(name) added or removed list elements, which is no value to bring back: add an element again with 'lansync set \(itemID) \(name)+=ELEM'"
-            )
-        }
-        try data.directory.edit(.update([.set(name, value)]), on: itemID, in: store)
-        if json { try printItemJSON(itemID, in: data) }
-    }
-
-    /// The entry `text` names: a number of `history ID FIELD`'s # column, or NODE:COUNTER.
-    static func entry(_ text: String, in entries: [HistoryEntry], item: ItemID) throws -> HistoryEntry {
-        let hint = "'lansync history \(item) \(entries[0].field)' numbers them"
-        if let number = Int(text) {
-            guard number >= 1, number <= entries.count else {
-                throw CLIError("no entry \(text): the field has \(entries.count) (\(hint))")
-            }
-            return entries[number - 1]
-        }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, let counter = UInt64(parts[1]) else {
-            throw CLIError("'\(text)' names no history entry: give its number or NODE:COUNTER (\(hint))")
-        }
-        let matches = entries.filter { $0.dot.counter == counter && $0.dot.node.text.hasPrefix(parts[0].lowercased()) }
-        guard matches.count == 1 else {
-            throw CLIError(
-                matches.isEmpty
-                    ? "no entry \(text) in the field's history (\(hint))"
-                    : "'\(parts[0])' starts several writers' ids: type more of it"
-            )
-        }
-        return matches[0]
+        let replica = try LocalReplica(data.directory)
+        let itemID = try replica.revert(id, field: try FieldName(field), to: to)
+        if json { try printItemJSON(itemID, in: replica) }
     }
 }

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
 import LansyncHost
-import LansyncJSON
-import LansyncStore
 
 /// `lansync export [FILE]`
 struct ExportCommand: ParsableCommand {
@@ -16,14 +14,14 @@ struct ExportCommand: ParsableCommand {
     @Argument(help: "The file to write (replaced if it exists).") var file: String?
 
     func run() throws {
-        let store = try data.directory.open()
+        let replica = try LocalReplica(data.directory)
         var lines: [UInt8] = []
         var out = Output()
-        try store.forEachItem(includeDeleted: true) { item in
+        try replica.export { line in
             if file == nil {
-                out.line(item.jsonText)
+                out.line(line)
             } else {
-                lines.append(contentsOf: item.jsonText.utf8)
+                lines.append(contentsOf: line.utf8)
                 lines.append(0x0a)
             }
         }
@@ -66,13 +64,12 @@ struct ImportCommand: ParsableCommand {
         } else {
             input = FileHandle.standardInput
         }
-        let directory = data.directory
-        let store = try directory.open()
+        let replica = try LocalReplica(data.directory)
         let showProgress = Terminal.stderrIsTerminal
         var shown = Date.distantPast
         let result: ItemImport.Progress
         do {
-            result = try directory.importItems(from: input, into: store) { progress in
+            result = try replica.importItems(from: input) { progress in
                 guard showProgress, Date().timeIntervalSince(shown) >= 0.1 else { return }
                 shown = Date()
                 Self.show(progress, total: total)
@@ -87,11 +84,7 @@ struct ImportCommand: ParsableCommand {
         }
         let seconds = Date().timeIntervalSince(started)
         if json {
-            let summary = JSON.object([
-                ("lines", .integer(Int64(result.lines))), ("edits", .integer(Int64(result.edits))),
-                ("seconds", .double((seconds * 1000).rounded() / 1000)),
-            ])
-            print(summary.text)
+            print(result.jsonText(seconds: seconds))
             return
         }
         Terminal.stderr(

@@ -1,7 +1,5 @@
 import ArgumentParser
-import LansyncCore
 import LansyncHost
-import LansyncStore
 
 /// `lansync index [FIELD...] [--drop]`
 struct IndexCommand: ParsableCommand {
@@ -21,10 +19,10 @@ struct IndexCommand: ParsableCommand {
     @Flag(help: "Stop indexing the fields instead.") var drop = false
 
     func run() throws {
-        let store = try data.directory.open()
+        let replica = try LocalReplica(data.directory)
         let names = try fields.map { try QueryParser.sort($0).field }
         if names.isEmpty {
-            let indexed = try store.indexedFields()
+            let indexed = try replica.indexedFields()
             if indexed.isEmpty { print("no field is indexed ('lansync index FIELD' indexes one)") }
             for (field, items) in indexed { print("\(field.rawValue)  \(items) item(s)") }
             return
@@ -32,11 +30,11 @@ struct IndexCommand: ParsableCommand {
         for name in names {
             if drop {
                 print(
-                    try store.dropIndex(name)
+                    try replica.dropIndex(name)
                         ? "\(name.rawValue): no longer indexed" : "\(name.rawValue) was not indexed"
                 )
             } else {
-                try store.addIndex(name)
+                try replica.addIndex(name)
                 print("\(name.rawValue): indexed")
             }
         }

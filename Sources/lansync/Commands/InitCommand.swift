@@ -1,7 +1,5 @@
 import ArgumentParser
-import LansyncCore
 import LansyncHost
-import LansyncStore
 
 /// `lansync init --cluster FILE [--name NAME]`: creates this machine's replica and identity.
 struct InitCommand: ParsableCommand {
@@ -34,7 +32,7 @@ struct NewNodeOptions: ParsableArguments {
     @Option(help: "A name for this node, shown to people (default: the host name).")
     var name: String?
     @Option(help: "How many versions of each field to keep for 'history'.")
-    var history: Int = ReplicaStore.defaultHistoryLimit
+    var history: Int = DataDirectory.defaultHistoryLimit
 
     func validate() throws {
         guard history >= 1 else { throw ValidationError("--history must be at least 1") }

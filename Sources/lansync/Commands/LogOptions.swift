@@ -1,6 +1,5 @@
 import ArgumentParser
 import LansyncHost
-import Logging
 
 /// `--log-level` and `--log-format`, shared by `node` and `relay` (Docs/OPERATIONS.md, "Logs").
 struct LogOptions: ParsableArguments {
@@ -20,20 +19,9 @@ struct LogOptions: ParsableArguments {
     var logFormat = "text"
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ValidationError("--log-level \(logLevel) is not a level: give one of \(levels)")
-        }
-        guard LineLogHandler.Format(rawValue: logFormat) != nil else {
-            throw ValidationError("--log-format \(logFormat) is not a format: give text or json")
-        }
+        if let problem = NodeLogging.problem(level: logLevel, format: logFormat) { throw ValidationError(problem) }
     }
 
-    /// Makes every logger of this process write lines as chosen; returns the node's.
-    func bootstrap() -> Logger {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        let format = LineLogHandler.Format(rawValue: logFormat) ?? .text
-        LoggingSystem.bootstrap { _ in LineLogHandler(level: level, format: format) }
-        return Logger(label: "lansync")
-    }
+    /// Sends every log line of this process to stderr as the options say; the node's logger.
+    func bootstrap() -> Logger { NodeLogging.bootstrap(level: logLevel, format: logFormat) }
 }

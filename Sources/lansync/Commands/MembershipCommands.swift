@@ -1,11 +1,6 @@
 import ArgumentParser
 import Foundation
-import LansyncCore
 import LansyncHost
-import LansyncIdentity
-import LansyncJSON
-import LansyncNode
-import LansyncStore
 
 /// A length of time as people write it: `90s`, `15m`, `2h`, `1d` (a bare number is seconds).
 struct Lifetime: ExpressibleByArgument, Sendable {
@@ -59,23 +54,12 @@ struct InviteCommand: ParsableCommand {
 
     func run() throws {
         let directory = data.directory
-        let invitation = try directory.invite(
-            store: try directory.open(),
-            name: name,
-            expiresIn: expires.seconds,
-            address: address
-        )
+        let invitation = try LocalReplica(directory).invite(name: name, expiresIn: expires.seconds, address: address)
         let code = invitation.code
         let expiry = WallClock.iso8601(milliseconds: invitation.expiresAt)
-        let reach = code.host.flatMap { host in code.port.map { "\(host):\($0)" } }
+        let reach = invitation.reach
         if json {
-            let object: JSON = .object([
-                ("code", .string(code.text)),
-                ("expires_at", .string(expiry)),
-                ("address", reach.map(JSON.string) ?? .null),
-                ("node_running", .bool(invitation.nodeRunning)),
-            ])
-            print(object.text)
+            print(invitation.jsonText)
             return
         }
         print(code.text)
@@ -143,8 +127,7 @@ struct RevokeCommand: ParsableCommand {
     var reason: String = ""
 
     func run() throws {
-        let directory = data.directory
-        let revocation = try directory.revoke(store: try directory.open(), target: member, reason: reason)
+        let revocation = try LocalReplica(data.directory).revoke(member, reason: reason)
         print(
             "revoked node \(revocation.node.text) (\(revocation.name.isEmpty ? "unnamed" : revocation.name)) at \(WallClock.iso8601(milliseconds: revocation.at)); members refuse it once the revocation reaches them"
         )
@@ -168,11 +151,10 @@ struct MembersCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let directory = data.directory
-        let members = try directory.members(store: try directory.open())
+        let members = try LocalReplica(data.directory).members()
         let time = Self.time(_:)
         if json {
-            print(Self.json(members).text)
+            print(members.jsonText)
             return
         }
         var rows = [["NODE", "NAME", "STATE", "ADMITS", "SINCE", "ADMITTED", "LAST SYNC"]]
@@ -203,28 +185,6 @@ struct MembersCommand: ParsableCommand {
     }
 
     static func time(_ ms: UInt64?) -> String? { ms.map { WallClock.iso8601(milliseconds: $0) } }
-
-    /// The JSON form of the members (`members --json`, and `status --json`'s `members`).
-    static func json(_ members: [DataDirectory.Member]) -> JSON {
-        .array(
-            members.map { m in
-                .object([
-                    ("node_id", .string(m.nodeID.text)),
-                    ("name", m.name.map(JSON.string) ?? .null),
-                    ("this_node", .bool(m.isThisNode)),
-                    ("state", .string(m.revocation == nil ? "active" : "revoked")),
-                    ("revoked_at", time(m.revocation?.at).map(JSON.string) ?? .null),
-                    ("revoked_by", m.revocation.map { .string($0.by.text) } ?? .null),
-                    ("reason", m.revocation.map { .string($0.reason) } ?? .null),
-                    ("admitted_here_at", time(m.admittedHere).map(JSON.string) ?? .null),
-                    ("admitted_at", time(m.admission?.at).map(JSON.string) ?? .null),
-                    ("admitted_by", m.admission.map { .string($0.by.text) } ?? .null),
-                    ("admits", m.admits.map(JSON.bool) ?? .null),
-                    ("last_sync", time(m.lastSync).map(JSON.string) ?? .null),
-                ])
-            }
-        )
-    }
 }
 
 /// `lansync cluster admitters NODE...`: which machines keep the authority's key.
@@ -250,8 +210,7 @@ struct AdmittersCommand: ParsableCommand {
     }
 
     func run() throws {
-        let directory = data.directory
-        let set = try directory.setAdmitters(store: try directory.open(), targets: machines)
+        let set = try LocalReplica(data.directory).setAdmitters(machines)
         print(
             "only \(set.nodes.map(\.short).joined(separator: ", ")) keep the cluster's authority key from now on; every other member removes it when the set reaches it"
         )

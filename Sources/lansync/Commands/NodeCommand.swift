@@ -1,8 +1,5 @@
 import ArgumentParser
-import LansyncCore
-import LansyncDiscovery
 import LansyncHost
-import LansyncNode
 
 /// `lansync node`: the long-running node.
 struct NodeCommand: AsyncParsableCommand {
@@ -49,18 +46,19 @@ struct NodeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var options = NodeOptions(listen: listen, staticPeers: peers)
-        options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
-        options.writerBounds = writers.bounds
-        if !noMdns { options.discovery = AvahiDiscovery() }
-        options.relay = relay
-        options.relayInterval = .milliseconds(Int(relayInterval * 1000))
+        var settings = NodeSettings(listen: listen)
+        settings.peers = peers
+        settings.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        settings.writerBounds = writers.bounds
+        settings.mdns = !noMdns
+        settings.relay = relay
+        settings.relayInterval = .milliseconds(Int(relayInterval * 1000))
         let directory = data.directory
         let logger = log.bootstrap()
         try await directory.runNode(
-            options,
+            settings,
             logger: logger,
-            alongside: try api.service(for: directory, listen: options.listen, logger: logger).map { [$0] } ?? []
+            alongside: try api.service(for: directory, listen: listen, logger: logger).map { [$0] } ?? []
         )
     }
 }

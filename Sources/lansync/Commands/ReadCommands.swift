@@ -1,9 +1,6 @@
 import ArgumentParser
 import Foundation
-import LansyncCore
 import LansyncHost
-import LansyncJSON
-import LansyncStore
 
 /// `lansync get ID [--json]`
 struct GetCommand: ParsableCommand {
@@ -14,14 +11,9 @@ struct GetCommand: ParsableCommand {
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() throws {
-        let store = try data.directory.open()
-        let itemID = try AssignmentParser.resolveItemID(id, in: store)
-        guard let item = try store.storedItem(itemID, withLocalEdits: true) else {
-            throw EditError.unknownItem(itemID)
-        }
-        let sync = try ItemSync.of(item, in: store)
+        let item = try LocalReplica(data.directory).item(typed: id)
         if json {
-            print(item.jsonText(sync: sync))
+            print(item.jsonText)
             return
         }
         // The item's own id, type and state come first, apart from its fields, each line saying
@@ -29,7 +21,7 @@ struct GetCommand: ParsableCommand {
         // the table of fields below, never as the item's own.
         var about = ["item \(item.id)", "type \(item.type)"]
         if item.deleted { about.append("deleted: 'lansync restore \(item.id)' brings it back") }
-        if let sync { about.append("sync \(Render.sync(sync))") }
+        if let sync = item.sync { about.append("sync \(Render.sync(sync))") }
         print(about.joined(separator: "\n"))
         print()
         if item.fields.isEmpty {
@@ -111,40 +103,32 @@ struct ListCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try data.directory.open()
+        let replica = try LocalReplica(data.directory)
         // With a query, the items it selects in its order; else every item, by id, as it streams.
         let query = ItemQuery(filters: try conditions.map(QueryParser.filter), sort: try sort.map(QueryParser.sort))
         if explain {
-            print(try store.queryPlan(query))
+            print(try replica.plan(of: query))
             return
         }
-        var selected: [StoredItem]?
+        var selected: [Item]?
         if !conditions.isEmpty || sort != nil || limit != nil {
-            selected = try store.query(
-                query,
-                type: type,
-                includeDeleted: deleted,
-                limit: limit ?? .max,
-                withLocalEdits: true
-            ).items
+            selected = try replica.items(query, type: type, includeDeleted: deleted, limit: limit ?? .max)
         }
-        func forEachItem(_ body: (StoredItem) throws -> Void) throws {
+        func forEachItem(_ body: (Item) throws -> Void) throws {
             if let selected {
                 try selected.forEach(body)
             } else {
-                try store.forEachItem(type: type, includeDeleted: deleted, withLocalEdits: true, body)
+                try replica.forEachItem(type: type, includeDeleted: deleted, body)
             }
         }
-        let peers = try store.peers()
-        func sync(_ item: StoredItem) -> ItemSync? { item.localEdit.map { ItemSync(edit: $0, peers: peers) } }
-        func listed(_ item: StoredItem) -> Bool { !dirty || sync(item)?.state == .dirty }
+        func listed(_ item: Item) -> Bool { !dirty || item.sync?.state == .dirty }
         var out = Output()
         if json {
             var first = true
             out.line("[")
             try forEachItem { item in
                 guard listed(item) else { return }
-                out.line((first ? "" : ",") + item.jsonText(sync: sync(item)))
+                out.line((first ? "" : ",") + item.jsonText)
                 first = false
             }
             out.line("]")
@@ -155,16 +139,16 @@ struct ListCommand: ParsableCommand {
         let width = wide ? nil : Terminal.width
         // Within a terminal's width an id shows as its shortest unique start (every command that
         // takes an id takes it); to a pipe, or with --wide, whole.
-        let shortIDs = width == nil ? [:] : Self.shortestUniqueStarts(try store.itemIDs(matching: "", limit: .max))
-        var items: [StoredItem] = []
+        let shortIDs = width == nil ? [:] : Self.shortestUniqueStarts(try replica.itemIDs())
+        var items: [Item] = []
         try forEachItem { if listed($0) { items.append($0) } }
-        func value(_ item: StoredItem, _ name: String) -> Value? { item.value(of: FieldName(unchecked: name)) }
-        func shown(_ item: StoredItem, _ name: String) -> String {
+        func value(_ item: Item, _ name: String) -> Value? { item.value(of: FieldName(unchecked: name)) }
+        func shown(_ item: Item, _ name: String) -> String {
             guard let value = value(item, name) else { return "" }
             return Render.human(value, width: wide ? .max : 60)
                 + (item.conflicts.contains(FieldName(unchecked: name)) ? " !" : "")
         }
-        func typeColumn(_ item: StoredItem) -> String { item.type + (item.deleted ? " (deleted)" : "") }
+        func typeColumn(_ item: Item) -> String { item.type + (item.deleted ? " (deleted)" : "") }
         let header: [String]
         let rows: [[String]]
         if let chosen {
@@ -211,11 +195,9 @@ struct HistoryCommand: ParsableCommand {
 
     func run() throws {
         let name = field.map { FieldName(unchecked: $0) }
-        let store = try data.directory.open()
-        let itemID = try AssignmentParser.resolveItemID(id, in: store)
-        guard let state = try store.itemState(itemID) else { throw EditError.unknownItem(itemID) }
+        let (itemID, state, history) = try LocalReplica(data.directory).history(id, field: name)
         // A field named on the command line is shown even if reserved.
-        let entries = try store.history(itemID, field: name).filter { all || name != nil || !$0.field.isReserved }
+        let entries = history.filter { all || name != nil || !$0.field.isReserved }
         if let name, entries.isEmpty { throw CLIError("item \(itemID) has no field '\(name)'") }
         if json {
             print(entries.jsonText)
@@ -256,9 +238,7 @@ struct ConflictsCommand: ParsableCommand {
     @Flag(help: "Print a JSON array.") var json = false
 
     func run() throws {
-        let store = try data.directory.open()
-        let conflicts = try store.conflicts()
-        let names = try store.nodeNames()
+        let (conflicts, names) = try LocalReplica(data.directory).conflicts()
         if json {
             print(conflicts.jsonText(names: names))
             return

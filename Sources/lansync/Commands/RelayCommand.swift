@@ -1,9 +1,5 @@
 import ArgumentParser
-import LansyncCore
-import LansyncDiscovery
 import LansyncHost
-import LansyncNode
-import LansyncWire
 
 /// `lansync relay`: the designated node that carries changes and settles conflicts.
 struct RelayCommand: AsyncParsableCommand {
@@ -58,20 +54,21 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var options = NodeOptions(listen: listen, staticPeers: [])
-        options.role = .relay
-        options.settlePolicy = settle
-        options.relayLimits = RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields)
-        options.maxSessions = maxSessions
-        options.writerBounds = writers.bounds
-        options.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
-        if mdns { options.discovery = AvahiDiscovery() }
+        var settings = NodeSettings(listen: listen)
+        settings.relaying = NodeSettings.Relaying(
+            settle: settle,
+            limits: RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields),
+            maxSessions: maxSessions
+        )
+        settings.writerBounds = writers.bounds
+        settings.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        settings.mdns = mdns
         let directory = data.directory
         let logger = log.bootstrap()
         try await directory.runNode(
-            options,
+            settings,
             logger: logger,
-            alongside: try api.service(for: directory, listen: options.listen, logger: logger).map { [$0] } ?? []
+            alongside: try api.service(for: directory, listen: listen, logger: logger).map { [$0] } ?? []
         )
     }
 }

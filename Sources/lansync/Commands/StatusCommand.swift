@@ -1,9 +1,5 @@
 import ArgumentParser
-import LansyncCore
 import LansyncHost
-import LansyncJSON
-import LansyncNode
-import LansyncStore
 
 /// `lansync status`
 struct StatusCommand: ParsableCommand {
@@ -18,15 +14,12 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() throws {
-        let directory = data.directory
-        let store = try directory.open()
-        let status = try directory.status(of: store)
+        let replica = try LocalReplica(data.directory)
+        let status = try replica.status()
         // Membership as this directory holds it (the running node keeps the same files).
-        let members = (try? directory.members(store: store)) ?? []
+        let members = (try? replica.members()) ?? []
         if json {
-            // The node's status, and the members as `members --json` lists them.
-            guard case .object(let pairs) = try JSON(parsing: status.json) else { return print(status.json) }
-            print(JSON.object(pairs + [("members", MembersCommand.json(members))]).text)
+            print(status.jsonText(members: members))
         } else {
             let revoked = members.filter { $0.revocation != nil }
             var line = "\(members.count) known"
@@ -34,8 +27,7 @@ struct StatusCommand: ParsableCommand {
                 line +=
                     ", \(revoked.count) revoked (\(revoked.map { $0.name ?? $0.nodeID.short }.joined(separator: ", ")))"
             }
-            let admits = ((try? directory.admittingAuthority()) ?? nil) != nil
-            line += "; this machine admits others: \(admits ? "yes" : "no") ('lansync members')"
+            line += "; this machine admits others: \(replica.admitsOthers ? "yes" : "no") ('lansync members')"
             print(Self.render(status, members: line))
         }
     }

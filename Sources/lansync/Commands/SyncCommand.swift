@@ -1,9 +1,5 @@
 import ArgumentParser
-import LansyncCore
 import LansyncHost
-import LansyncJSON
-import LansyncNode
-import LansyncWire
 
 /// `lansync sync`: one-shot exchange with peers.
 struct SyncCommand: AsyncParsableCommand {
@@ -28,7 +24,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     /// One line: a bar and the count against the peer's announced total while its delta runs
     /// (a 1.2 peer announces a large one), else the counts so far.
-    static func progressLine(peer: String, _ p: SessionObserver.Progress) -> String {
+    static func progressLine(peer: String, _ p: SyncProgress) -> String {
         let counts = "sent \(p.counters.sentUpdates), \(p.counters.receivedBytes / 1000) KB in"
         guard let expected = p.expecting, expected > 0 else {
             return "syncing with \(peer): received \(p.counters.receivedUpdates) field states, \(counts)"
@@ -38,7 +34,7 @@ struct SyncCommand: AsyncParsableCommand {
         let filled = Int(done * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         return "syncing with \(peer) [\(bar)] \(Int(done * 100))%: received "
-            + "\(NodeStatus.Peer.Receiving.grouped(p.receivedOfExpected)) of ~\(NodeStatus.Peer.Receiving.grouped(expected)) field states, \(counts)"
+            + "\(Render.grouped(p.receivedOfExpected)) of ~\(Render.grouped(expected)) field states, \(counts)"
     }
 
     func run() async throws {
@@ -51,34 +47,15 @@ struct SyncCommand: AsyncParsableCommand {
         }
         // Clear the progress line before the summary.
         if showProgress { Terminal.redrawLine("") }
-        var failures: [String] = []
+        // One line (or JSON object) per peer, in the order given; a failure still exits non-zero.
+        let failures = results.filter { !$0.succeeded }.map { "\($0.peer): \($0.error ?? "failed")" }
         if json {
-            // One object per peer, in the order given; a failure still exits non-zero.
-            let entries = results.map { result -> JSON in
-                var members: [(key: String, value: JSON)] = [("peer", .string(result.peer.description))]
-                if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
-                    members += [
-                        ("ok", .bool(true)), ("node_id", .string(peer.nodeID.text)), ("name", .string(peer.name)),
-                        ("sent", .integer(Int64(outcome.counters.sentUpdates))),
-                        ("received", .integer(Int64(outcome.counters.receivedUpdates))),
-                    ]
-                } else {
-                    members += [("ok", .bool(false)), ("error", .string(result.error ?? "failed"))]
-                    failures.append("\(result.peer): \(result.error ?? "failed")")
-                }
-                return .object(members)
-            }
-            print(JSON.array(entries).text)
-            if !failures.isEmpty { throw CLIError("sync failed with " + failures.joined(separator: "; ")) }
-            return
-        }
-        for result in results {
-            if result.succeeded, let outcome = result.outcome, let peer = outcome.peer {
+            print(results.jsonText)
+        } else {
+            for result in results where result.succeeded {
                 print(
-                    "synced with \(peer.name) (\(peer.nodeID.short)) at \(result.peer): sent \(outcome.counters.sentUpdates), received \(outcome.counters.receivedUpdates) field states"
+                    "synced with \(result.name ?? "") (\(result.nodeID?.short ?? "?")) at \(result.peer): sent \(result.counters.sentUpdates), received \(result.counters.receivedUpdates) field states"
                 )
-            } else {
-                failures.append("\(result.peer): \(result.error ?? "failed")")
             }
         }
         if !failures.isEmpty { throw CLIError("sync failed with " + failures.joined(separator: "; ")) }

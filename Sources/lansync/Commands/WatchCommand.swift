@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
-import LansyncCore
 import LansyncHost
-import LansyncStore
 
 /// `lansync watch [--since SEQ] [--type T] [--item ID] [--field F] [--json] [--once]`
 struct WatchCommand: AsyncParsableCommand {
@@ -28,13 +26,13 @@ struct WatchCommand: AsyncParsableCommand {
     @Flag(help: "Print the changes there are now, then exit, instead of following.") var once = false
 
     func run() async throws {
-        let store = try data.directory.open()
-        let itemID = try item.map { try AssignmentParser.resolveItemID($0, in: store) }
+        let replica = try LocalReplica(data.directory)
+        let itemID = try item.map { try replica.resolve($0) }
         let fieldName = field.map { FieldName(unchecked: $0) }
-        var last = try since ?? store.latestChangeSeq()
+        var last = try since ?? replica.latestChange()
         var out = Output()
         while true {
-            let page = try store.changePage(since: last, limit: 1000, type: type, item: itemID, field: fieldName)
+            let page = try replica.changes(since: last, limit: 1000, type: type, item: itemID, field: fieldName)
             for entry in page.entries { out.line(json ? entry.jsonText : Self.line(entry)) }
             // Past changes the filters left out too, so they are not read again.
             last = page.last
@@ -47,7 +45,7 @@ struct WatchCommand: AsyncParsableCommand {
     }
 
     static func line(_ entry: ChangeEntry) -> String {
-        let value = entry.value.map { Render.human(json: $0, width: 120) } ?? "-"
+        let value = entry.value.map { Render.human($0, width: 120) } ?? "-"
         return
             "\(entry.seq)  \(WallClock.iso8601(milliseconds: entry.at))  \(entry.kind.name)  \(entry.item.rawValue).\(entry.field.rawValue) = \(value)"
     }

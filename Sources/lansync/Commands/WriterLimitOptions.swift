@@ -1,5 +1,5 @@
 import ArgumentParser
-import LansyncStore
+import LansyncHost
 
 /// `--max-writers` and `--max-new-writers`, shared by `node` and `relay`: how many writers peers
 /// may bring into this replica (Docs/SECURITY.md, "What a member can and cannot do").

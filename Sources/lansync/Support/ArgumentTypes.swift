@@ -1,5 +1,5 @@
 public import ArgumentParser
-public import LansyncNode
+public import LansyncHost
 
 /// Parses `HOST:PORT` arguments.
 extension PeerAddress: ExpressibleByArgument {

@@ -1,24 +1,9 @@
-import LansyncCore
 import LansyncHost
-import LansyncJSON
-import LansyncStore
 
 /// Turns replica data into aligned text that fits the terminal (the JSON forms are the host's).
 enum Render {
-    /// A value for people: a string bare (unless it holds control characters: then quoted, as
-    /// JSON escapes them), everything else as JSON, cut to `width` columns.
-    static func human(_ value: Value, width: Int = 60) -> String {
-        if case .string(let s) = value, !s.unicodeScalars.contains(where: { $0.value < 0x20 }) {
-            return truncate(s, to: width)
-        }
-        return truncate(value.jsonText, to: width)
-    }
-
-    /// A value given as JSON text (the change feed's), as ``human(_:width:)`` shows it.
-    static func human(json: String, width: Int = 60) -> String {
-        guard let value = (try? JSON(parsing: json))?.value else { return truncate(json, to: width) }
-        return human(value, width: width)
-    }
+    /// A value for people (``Value/displayText``), cut to `width` columns.
+    static func human(_ value: Value, width: Int = 60) -> String { truncate(value.displayText, to: width) }
 
     static func truncate(_ text: String, to width: Int) -> String {
         guard text.count > width else { return text }
@@ -54,6 +39,9 @@ enum Render {
         return sync.state.rawValue
             + (names.isEmpty ? " (no other machine is known to have it)" : " (on \(names.joined(separator: ", ")))")
     }
+
+    /// 41210 as "41,210", whatever the locale (output is read by scripts too).
+    static func grouped(_ n: Int) -> String { NodeStatus.Peer.Receiving.grouped(n) }
 
     static func time(_ timestamp: HLCTimestamp) -> String {
         WallClock.iso8601(milliseconds: timestamp.milliseconds)

@@ -1,5 +1,5 @@
 import Foundation
-import LansyncCore
+import LansyncHost
 
 /// Everything the CLI prints on standard output goes through here, not Swift's `print`: names,
 /// values and errors that peers chose reach the terminal with their control characters escaped

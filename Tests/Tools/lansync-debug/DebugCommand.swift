@@ -1,8 +1,8 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import LansyncCore
 import LansyncHost
-import LansyncNode
+public import LansyncNode
 import LansyncStore
 import LansyncTransport
 import LansyncWire
@@ -10,14 +10,23 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-/// Hidden tools for tests: not part of the user contract.
-struct DebugCommand: ParsableCommand {
+/// `lansync-debug`: tools for lansync's own tests, never shipped (the Debian package holds
+/// `lansync` alone). They reach below the host on purpose: to play a member that sends what no
+/// lansync would, to make edits in a loop for the crash test, and to run SQLite's own check.
+@main
+struct DebugCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "debug",
+        commandName: "lansync-debug",
         abstract: "Tools for lansync's own tests.",
-        shouldDisplay: false,
         subcommands: [EditLoop.self, Integrity.self, Raw.self, RogueMember.self]
     )
+
+    /// The `--dir` option every tool takes.
+    struct DataDirectoryOptions: ParsableArguments {
+        @Option(name: .long, help: ArgumentHelp("The data directory.", valueName: "DIR")) var dir: String
+
+        var directory: DataDirectory { DataDirectory(path: dir) }
+    }
 
     /// Makes COUNT edits to one field, one transaction each, printing `COUNTER VALUE` after each
     /// commit: exactly the edits the process acknowledged, for the crash test.
@@ -121,4 +130,9 @@ struct DebugCommand: ParsableCommand {
             print(try store.integrityCheck())
         }
     }
+}
+
+/// Parses `HOST:PORT` arguments.
+extension PeerAddress: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
 }

@@ -1,0 +1,93 @@
+import LansyncDiscovery
+public import LansyncNode
+import LansyncWire
+public import Logging
+
+/// How to run a machine's node (`lansync node`) or the cluster's relay (`lansync relay`): what a
+/// front end chooses. The host turns it into the node's options (``DataDirectory/runNode(_:logger:alongside:)``),
+/// so no front end needs the node's own types.
+public struct NodeSettings: Sendable {
+    /// Where to accept peers.
+    public var listen: PeerAddress
+    /// Peers to keep connected to.
+    public var peers: [PeerAddress] = []
+    /// The relay, if the cluster has one.
+    public var relay: PeerAddress?
+    /// While direct peers are connected, how often changes are handed to the relay.
+    public var relayInterval: Duration = .seconds(30)
+    /// Whether to advertise and browse with mDNS.
+    public var mdns = true
+    public var antiEntropyInterval: Duration = .seconds(15)
+    /// What peers' batches may add to the replica's writers.
+    public var writerBounds = WriterBounds.standard
+    /// Set when this node is the cluster's relay.
+    public var relaying: Relaying?
+
+    /// What only the relay has: how it settles conflicts, the limits it enforces for the whole
+    /// cluster (at most what every node does), and how many nodes it serves at once.
+    public struct Relaying: Sendable {
+        public var settle: SettlePolicy
+        public var limits: RelayLimits
+        public var maxSessions: Int
+
+        public init(settle: SettlePolicy, limits: RelayLimits, maxSessions: Int) {
+            self.settle = settle
+            self.limits = limits
+            self.maxSessions = maxSessions
+        }
+    }
+
+    public init(listen: PeerAddress) { self.listen = listen }
+
+    /// The node's options for these settings.
+    var options: NodeOptions {
+        var options = NodeOptions(listen: listen, staticPeers: peers)
+        options.antiEntropyInterval = antiEntropyInterval
+        options.writerBounds = writerBounds
+        options.relay = relay
+        options.relayInterval = relayInterval
+        if mdns { options.discovery = AvahiDiscovery() }
+        if let relaying {
+            options.role = .relay
+            options.settlePolicy = relaying.settle
+            options.relayLimits = relaying.limits
+            options.maxSessions = relaying.maxSessions
+        }
+        return options
+    }
+}
+
+extension DataDirectory {
+    /// Runs this directory's node (or relay) as `settings` say, until SIGINT or SIGTERM.
+    public func runNode(
+        _ settings: NodeSettings,
+        logger: Logger,
+        alongside services: [NodeService] = []
+    ) async throws {
+        try await runNode(settings.options, logger: logger, alongside: services)
+    }
+}
+
+/// The node's log: its lines, as text or JSON Lines, from a least level up.
+public enum NodeLogging {
+    /// Why `level` and `format` cannot be used, or nil if they can.
+    public static func problem(level: String, format: String) -> String? {
+        guard Logger.Level(rawValue: level) != nil else {
+            let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+            return "--log-level \(level) is not a level: give one of \(levels)"
+        }
+        guard LineLogHandler.Format(rawValue: format) != nil else {
+            return "--log-format \(format) is not a format: give text or json"
+        }
+        return nil
+    }
+
+    /// Makes every log line of this process go to stderr as `level` and `format` say; returns
+    /// the node's logger.
+    public static func bootstrap(level: String, format: String) -> Logger {
+        let level = Logger.Level(rawValue: level) ?? .info
+        let format = LineLogHandler.Format(rawValue: format) ?? .text
+        LoggingSystem.bootstrap { _ in LineLogHandler(level: level, format: format) }
+        return Logger(label: "lansync")
+    }
+}
