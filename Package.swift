@@ -121,7 +121,7 @@ let package = Package(
         .target(
             name: "LansyncAPI",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncHost", "LansyncNode", "LansyncTransport",
+                "LansyncHost", "LansyncJSON",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,6 +1,4 @@
 public import LansyncHost
-import LansyncNode
-import Logging
 
 extension APIServer {
     /// The local API as a service beside a running node (``DataDirectory/runNode(_:logger:alongside:)``):
@@ -24,9 +22,9 @@ extension APIServer {
             metrics: bootstrapMetrics()
         )
         let explicit = address != nil
-        return { node, store in
+        return { node in
             do {
-                try await server.run(node: node, store: store) { bound in
+                try await server.run(node: node) { bound in
                     node.announceAPI(bound)
                     logger.notice(
                         "local API on http://\(bound)/v1, the web page on http://\(bound)/ ('lansync ui' prints a link that logs in)"

@@ -1,9 +1,6 @@
 import Foundation
 import Hummingbird
 public import LansyncHost
-public import LansyncNode
-public import LansyncStore
-import LansyncTransport
 import Logging
 import NIOCore
 public import Prometheus
@@ -39,13 +36,13 @@ public struct APIServer: Sendable {
     }
 
     /// Serves until the calling task is cancelled; `ready` gets the address it listens on.
-    public func run(node: Node, store: ReplicaStore, ready: @escaping @Sendable (String) async -> Void) async throws {
+    public func run(node: RunningNode, ready: @escaping @Sendable (String) async -> Void) async throws {
         let router = Router(context: BasicRequestContext.self)
         // Outermost, so that it counts each request with the status its problem answered.
         router.add(middleware: RequestCounter())
         router.add(middleware: ProblemMiddleware())
         router.add(middleware: TokenCheck(token: token))
-        let routes = Routes(directory: directory, store: store, node: node)
+        let routes = Routes(node: node)
         routes.register(on: router.group("v1"))
         WebPage(
             directory: directory,
@@ -73,7 +70,7 @@ public struct APIServer: Sendable {
         } catch is CancellationError {
         } catch {
             throw HostError(
-                "the API cannot serve on \(host):\(port) (\(TransportError.describing(error))): choose another address with --api HOST:PORT, or run without it (--no-api)"
+                "the API cannot serve on \(host):\(port) (\(HostError.describing(error))): choose another address with --api HOST:PORT, or run without it (--no-api)"
             )
         }
     }

@@ -2,8 +2,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LansyncHost
-import LansyncNode
-import LansyncStore
 import NIOCore
 
 /// `GET /v1/changes`: the replica's change feed (``ChangeEntry``), after `since`, filtered by
@@ -13,8 +11,7 @@ import NIOCore
 /// reconnects with `Last-Event-ID` resumes exactly after the last one it got, with no gap and no
 /// repeat; a comment every 15 s keeps idle connections (and proxies) honest.
 struct ChangeFeed: Sendable {
-    let store: ReplicaStore
-    let node: Node
+    let node: RunningNode
 
     static let heartbeat: Duration = .seconds(15)
 
@@ -39,7 +36,15 @@ struct ChangeFeed: Sendable {
             }
             return n
         }
-        if stream { return try await events(after: since ?? store.latestChangeSeq(), filter) }
+        if stream {
+            let start: UInt64
+            if let since {
+                start = since
+            } else {
+                start = try await node.blocking { [node] in try node.replica.latestChange() }
+            }
+            return try await events(after: start, filter)
+        }
         let limit =
             try query["limit"].map { text -> Int in
                 guard let n = Int(text), (1...10_000).contains(n) else {
@@ -49,18 +54,19 @@ struct ChangeFeed: Sendable {
             } ?? 1000
         // With a filter, the page may end before the feed does: `last` is where the next page
         // starts either way.
-        let (entries, last) = try store.changePage(
-            since: since ?? 0,
-            limit: limit,
-            type: filter.type,
-            item: filter.item,
-            field: filter.field
-        )
+        let (entries, last) = try await node.blocking { [node, filter] in
+            try node.replica.changes(
+                since: since ?? 0,
+                limit: limit,
+                type: filter.type,
+                item: filter.item,
+                field: filter.field
+            )
+        }
         return json(#"{"changes":["# + entries.map(\.jsonText).joined(separator: ",") + #"],"last":\#(last)}"#)
     }
 
     func events(after since: UInt64, _ filter: Filter) async throws -> Response {
-        let store = self.store
         let node = self.node
         return Response(
             status: .ok,
@@ -90,13 +96,16 @@ struct ChangeFeed: Sendable {
                     while true {
                         // `last` moves to the page's end even past changes the filter left out,
                         // so a filtered client does not read them again on every wake.
-                        let page = try store.changePage(
-                            since: last,
-                            limit: 1000,
-                            type: filter.type,
-                            item: filter.item,
-                            field: filter.field
-                        )
+                        let since = last
+                        let page = try await node.blocking {
+                            try node.replica.changes(
+                                since: since,
+                                limit: 1000,
+                                type: filter.type,
+                                item: filter.item,
+                                field: filter.field
+                            )
+                        }
                         last = page.last
                         if !page.entries.isEmpty {
                             var text = ""

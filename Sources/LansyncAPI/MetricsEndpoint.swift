@@ -1,5 +1,5 @@
 import Hummingbird
-import LansyncNode
+import LansyncHost
 import Metrics
 import NIOCore
 public import Prometheus
@@ -21,7 +21,7 @@ extension APIServer {
 /// node's status when asked, so they are never stale.
 struct MetricsEndpoint: Sendable {
     let registry: PrometheusCollectorRegistry
-    let node: Node
+    let node: RunningNode
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("metrics") { _, _ in try await respond() }

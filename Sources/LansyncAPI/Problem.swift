@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import LansyncHost
 import LansyncJSON
-import LansyncStore
 import NIOCore
 
 /// A failure the API answers with: RFC 9457 problem details (`application/problem+json`), whose

@@ -2,17 +2,24 @@ import Foundation
 import Hummingbird
 import LansyncHost
 import LansyncJSON
-import LansyncNode
-import LansyncStore
 import NIOCore
 
 /// The `/v1` endpoints. Shapes follow the CLI: an item is `get --json`'s object, a create body is
 /// an `export` line, a patch is the CLI's assignments; lists, conflicts and history are what
 /// `list --json`, `conflicts --json` and `history --json` print (Docs/API.md).
+///
+/// Every read and write goes through the running node's ``LocalReplica`` (as the CLI's do), on
+/// the node's thread pool: a handler never blocks the threads that serve requests.
 struct Routes: Sendable {
-    let directory: DataDirectory
-    let store: ReplicaStore
-    let node: Node
+    let node: RunningNode
+
+    var replica: LocalReplica { node.replica }
+
+    /// Runs `work` against the replica on the node's thread pool.
+    func blocking<T: Sendable>(_ work: @escaping @Sendable (LocalReplica) throws -> T) async throws -> T {
+        let replica = self.replica
+        return try await node.blocking { try work(replica) }
+    }
 
     func register(on v1: RouterGroup<BasicRequestContext>) {
         v1.get("status") { request, _ in
@@ -26,7 +33,7 @@ struct Routes: Sendable {
         }
         v1.get("items") { request, _ in
             try takes(request, "limit", "deleted", "type", "where", "sort", "after")
-            return try listItems(request)
+            return try await listItems(request)
         }
         v1.post("items") { request, _ in
             try takes(request)
@@ -34,7 +41,7 @@ struct Routes: Sendable {
         }
         v1.get("items/:id") { request, context in
             try takes(request)
-            return try item(try resolve(context))
+            return try await item(try resolve(context))
         }
         v1.patch("items/:id") { request, context in
             try takes(request)
@@ -42,11 +49,11 @@ struct Routes: Sendable {
         }
         v1.delete("items/:id") { request, context in
             try takes(request)
-            return try edit(.delete, try resolve(context))
+            return try await edit(.delete, try resolve(context))
         }
         v1.post("items/:id/restore") { request, context in
             try takes(request)
-            return try edit(.restore, try resolve(context))
+            return try await edit(.restore, try resolve(context))
         }
         v1.post("items/:id/resolve") { request, context in
             try takes(request)
@@ -54,15 +61,16 @@ struct Routes: Sendable {
         }
         v1.get("items/:id/history") { request, context in
             try takes(request, "field", "all")
-            return try history(request, context)
+            return try await history(request, context)
         }
         v1.get("conflicts") { request, _ in
             try takes(request)
-            return json(try store.conflicts().jsonText(names: try store.nodeNames()))
+            let (conflicts, names) = try await blocking { try $0.conflicts() }
+            return json(conflicts.jsonText(names: names))
         }
         v1.get("changes") { request, _ in
             try takes(request, "since", "limit", "type", "item", "field")
-            return try await ChangeFeed(store: store, node: node).respond(to: request)
+            return try await ChangeFeed(node: node).respond(to: request)
         }
         v1.get("openapi.json") { request, _ in
             try takes(request)
@@ -140,12 +148,11 @@ struct Routes: Sendable {
         return try ItemID(segment.removingPercentEncoding ?? segment)
     }
 
-    func item(_ id: ItemID, status: HTTPResponse.Status = .ok) throws -> Response {
-        guard let item = try store.storedItem(id, withLocalEdits: true) else { throw EditError.unknownItem(id) }
-        return json(item.jsonText(sync: try ItemSync.of(item, in: store)), status: status)
+    func item(_ id: ItemID, status: HTTPResponse.Status = .ok) async throws -> Response {
+        json(try await blocking { try $0.item(id) }.jsonText, status: status)
     }
 
-    func listItems(_ request: Request) throws -> Response {
+    func listItems(_ request: Request) async throws -> Response {
         let query = try QueryString(request.uri.query)
         let limit =
             try query["limit"].map { text -> Int in
@@ -164,16 +171,11 @@ struct Routes: Sendable {
         let type = try query["type"].map(Self.type)
         let conditions = query.all("where")
         let sort = query["sort"]
-        let page: [StoredItem]
+        let page: [Item]
         let next: String?
         if conditions.isEmpty, sort == nil {
-            page = try store.items(
-                type: type,
-                includeDeleted: deleted,
-                after: try query["after"].map { try ItemID($0) },
-                limit: limit,
-                withLocalEdits: true
-            )
+            let after = try query["after"].map { try ItemID($0) }
+            page = try await blocking { try $0.page(type: type, includeDeleted: deleted, after: after, limit: limit) }
             next = page.count == limit ? page.last?.id.rawValue : nil
         } else {
             // A query: `next` is an opaque cursor for `after`, with the same query.
@@ -181,27 +183,20 @@ struct Routes: Sendable {
                 filters: try Self.inQuery { try conditions.map(QueryParser.filter) },
                 sort: try Self.inQuery { try sort.map(QueryParser.sort) }
             )
-            let result = try store.query(
-                itemQuery,
-                type: type,
-                includeDeleted: deleted,
-                limit: limit,
-                after: query["after"],
-                withLocalEdits: true
-            )
-            page = result.items
-            next = result.next
+            let after = query["after"]
+            (page, next) = try await blocking {
+                try $0.page(of: itemQuery, type: type, includeDeleted: deleted, limit: limit, after: after)
+            }
         }
-        let peers = try store.peers()
-        let items = page.map { item in item.jsonText(sync: item.localEdit.map { ItemSync(edit: $0, peers: peers) }) }
+        let items = page.map(\.jsonText)
         let nextText = next.map { JSON.string($0).text } ?? "null"
         return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":"# + nextText + "}")
     }
 
     func createItem(_ request: Request) async throws -> Response {
         let body = try await bytes(of: request)
-        let id = try directory.createItem(json: body, in: store)
-        var response = try item(id, status: .created)
+        let id = try await blocking { try $0.createItem(json: body) }
+        var response = try await item(id, status: .created)
         response.headers[.location] = "/v1/items/\(id.rawValue)"
         return response
     }
@@ -253,13 +248,13 @@ struct Routes: Sendable {
             throw Problem(.badRequest, "the patch must be a list of assignments or {\"set\", \"add\", \"remove\"}")
         }
         // Like an empty JSON merge patch, one that assigns nothing changes nothing.
-        if assignments.isEmpty { return try item(id) }
-        return try edit(.update(assignments), id)
+        if assignments.isEmpty { return try await item(id) }
+        return try await edit(.update(assignments), id)
     }
 
-    func edit(_ edit: ItemEdit, _ id: ItemID) throws -> Response {
-        try directory.edit(edit, on: id, in: store)
-        return try item(id)
+    func edit(_ edit: ItemEdit, _ id: ItemID) async throws -> Response {
+        try await blocking { try $0.edit(edit, on: id) }
+        return try await item(id)
     }
 
     /// `{"field": NAME, "value": VALUE}`: settles a conflict as `lansync resolve` does.
@@ -272,12 +267,12 @@ struct Routes: Sendable {
         else {
             throw Problem(.badRequest, "a resolve body is {\"field\": NAME, \"value\": VALUE}")
         }
-        return try edit(.resolve(try FieldName(name), value), id)
+        return try await edit(.resolve(try FieldName(name), value), id)
     }
 
-    func history(_ request: Request, _ context: BasicRequestContext) throws -> Response {
+    func history(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try resolve(context)
-        guard try store.itemState(id)?.exists == true else { throw EditError.unknownItem(id) }
+        try await blocking { try $0.requireExisting(id) }
         let query = try QueryString(request.uri.query)
         let field = try query["field"].map(Self.field)
         let all =
@@ -285,7 +280,9 @@ struct Routes: Sendable {
                 guard text == "true" || text == "false" else { throw Problem(.badRequest, "all must be true or false") }
                 return text == "true"
             } ?? false
-        let entries = try store.history(id, field: field).filter { all || field != nil || !$0.field.isReserved }
+        let entries = try await blocking { try $0.history(of: id, field: field) }.filter {
+            all || field != nil || !$0.field.isReserved
+        }
         return json(entries.jsonText)
     }
 

@@ -13,6 +13,9 @@ public struct DataDirectory: Sendable {
     /// Where the host says what a user should know but that is no error (a copied directory took a
     /// new identity, a restored replica a new writer). The CLI prints these on stderr.
     public var note: @Sendable (String) -> Void
+    /// Set in a running node's own process (the local API): a change is told to the node
+    /// directly. Elsewhere (the CLI) it is nil, and the node is nudged over its control socket.
+    public var changed: (@Sendable () -> Void)?
 
     public init(path: String, note: @escaping @Sendable (String) -> Void = { _ in }) {
         self.path = path
@@ -80,6 +83,7 @@ public struct DataDirectory: Sendable {
     /// Tells a node running on this directory that the replica changed, so it pushes the change
     /// at once (best effort: ``ControlClient/nudge(path:)``).
     public func nudgeNode() {
+        if let changed { return changed() }
         ControlClient.nudge(path: controlSocketPath)
     }
 

@@ -1,3 +1,5 @@
+import LansyncTransport
+
 /// A failure of the host layer (the data directory, its files, import input): one line that says
 /// what was wrong and what to do. Nothing was changed when it is thrown.
 public struct HostError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -7,4 +9,7 @@ public struct HostError: Error, CustomStringConvertible, Sendable, Equatable {
     public var unprocessable = false
 
     public init(_ description: String) { self.description = description }
+
+    /// What a network error (SwiftNIO's, TLS's) says, in one line.
+    public static func describing(_ error: any Error) -> String { TransportError.describing(error) }
 }

@@ -125,6 +125,59 @@ public struct LocalReplica: Sendable {
         return page.items.map { Item($0, sync: $0.localEdit.map { ItemSync(edit: $0, peers: peers) }) }
     }
 
+    /// One page of items, sorted by id: at most `limit`, with ids after `after` (the last id of
+    /// the page before); a page shorter than `limit` is the last.
+    public func page(
+        type: String? = nil,
+        includeDeleted: Bool = false,
+        after: ItemID? = nil,
+        limit: Int
+    ) throws -> [Item] {
+        let stored = try store.items(
+            type: type,
+            includeDeleted: includeDeleted,
+            after: after,
+            limit: limit,
+            withLocalEdits: true
+        )
+        let peers = try store.peers()
+        return stored.map { Item($0, sync: $0.localEdit.map { ItemSync(edit: $0, peers: peers) }) }
+    }
+
+    /// One page of what `query` selects, and the opaque cursor of the next page (nil after the
+    /// last); `after` is the cursor a page before gave.
+    public func page(
+        of query: ItemQuery,
+        type: String? = nil,
+        includeDeleted: Bool = false,
+        limit: Int,
+        after: String?
+    ) throws -> (items: [Item], next: String?) {
+        let result = try store.query(
+            query,
+            type: type,
+            includeDeleted: includeDeleted,
+            limit: limit,
+            after: after,
+            withLocalEdits: true
+        )
+        let peers = try store.peers()
+        return (result.items.map { Item($0, sync: $0.localEdit.map { ItemSync(edit: $0, peers: peers) }) }, result.next)
+    }
+
+    /// Every kept version of the fields of the item `id` (or of one field), newest first; the
+    /// item must exist (never created, or only a delete heard of, is unknown).
+    public func history(of id: ItemID, field: FieldName? = nil) throws -> [HistoryEntry] {
+        try requireExisting(id)
+        return try store.history(id, field: field)
+    }
+
+    /// Throws ``EditError/unknownItem(_:)`` unless the item `id` exists (created, and not only a
+    /// delete heard of).
+    public func requireExisting(_ id: ItemID) throws {
+        guard try store.itemState(id)?.exists == true else { throw EditError.unknownItem(id) }
+    }
+
     /// How `query` is answered: which index it reads, if any.
     public func plan(of query: ItemQuery) throws -> String { try store.queryPlan(query) }
 

@@ -384,7 +384,7 @@ extension DataDirectory {
         try store.addStatements(
             parts.map { (ClusterStatement.revocation($0).key, ClusterStatement.revocation($0).encoded) }
         )
-        nudgeNode()
+        ControlClient.statementsChanged(path: controlSocketPath)
         return parts[0]
     }
 
@@ -443,7 +443,7 @@ extension DataDirectory {
         let set = try AdmitterSet.make(nodes: nodes, at: WallClock.milliseconds, by: info.nodeID, authority: authority)
         let statement = ClusterStatement.admitters(set)
         try store.addStatements([(statement.key, statement.encoded)])
-        nudgeNode()
+        ControlClient.statementsChanged(path: controlSocketPath)
         return set
     }
 

@@ -12,7 +12,7 @@ extension DataDirectory {
     /// the file, and a damaged replica does not start.
     /// Something that runs beside the node (the local API), started once the node listens: an
     /// error from it stops the node; one that returns leaves the node running without it.
-    public typealias NodeService = @Sendable (Node, ReplicaStore) async throws -> Void
+    public typealias NodeService = @Sendable (RunningNode) async throws -> Void
 
     public func runNode(
         _ options: NodeOptions,
@@ -23,7 +23,8 @@ extension DataDirectory {
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
         let node = try prepareNode(options, store: store, logger: logger)
-        let task = Task { try await Self.run(node, store: store, alongside: services) }
+        let running = RunningNode(node, store: store, directory: self)
+        let task = Task { try await Self.run(running, alongside: services) }
         let signals = Self.stopOnSignals(task, store: store, logger: logger, socket: controlSocketPath)
         defer { signals.forEach { $0.cancel() } }
         do {
@@ -52,7 +53,8 @@ extension DataDirectory {
     }
 
     /// Runs `node`, and `services` once it listens, until the node ends or one of them throws.
-    private static func run(_ node: Node, store: ReplicaStore, alongside services: [NodeService]) async throws {
+    private static func run(_ running: RunningNode, alongside services: [NodeService]) async throws {
+        let node = running.node
         // True when the node itself ended.
         try await withThrowingTaskGroup(of: Bool.self) { group in
             let (listening, started) = AsyncStream<Void>.makeStream()
@@ -65,9 +67,9 @@ extension DataDirectory {
                 // first (a taken port is then reported for what it is).
                 for await _ in listening {}
                 guard !Task.isCancelled else { return false }
-                try await withThrowingTaskGroup(of: Void.self) { running in
-                    for service in services { running.addTask { try await service(node, store) } }
-                    try await running.waitForAll()
+                try await withThrowingTaskGroup(of: Void.self) { tasks in
+                    for service in services { tasks.addTask { try await service(running) } }
+                    try await tasks.waitForAll()
                 }
                 return false
             }

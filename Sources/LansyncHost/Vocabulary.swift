@@ -17,6 +17,7 @@
 @_exported public import struct LansyncStore.DamageReport
 @_exported public import struct LansyncStore.HistoryEntry
 @_exported public import enum LansyncStore.PeerSource
+@_exported public import struct LansyncStore.QueryError
 @_exported public import struct LansyncStore.RepairReport
 @_exported public import enum LansyncStore.StoreError
 @_exported public import enum LansyncStore.WallClock

@@ -506,6 +506,16 @@ public final class Node: Sendable {
 
     public func stopWatchingChanges(_ id: Int) { hub.unsubscribe(id) }
 
+    /// The replica changed in this process (the local API's edit): every session is told at once,
+    /// with no round trip through the control socket.
+    public func replicaChanged() { Task { await announceChange() } }
+
+    /// Runs `work` (blocking SQLite work) on the node's small thread pool, never on the threads
+    /// that drive the network or Swift's cooperative pool.
+    public func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await io.run(work)
+    }
+
     /// Tells every session the replica changed, with its version vector read afresh.
     func announceChange() async {
         let store = self.store
@@ -545,14 +555,16 @@ public final class Node: Sendable {
         switch request?.op {
         case .nudge?:
             await announceChange()
-            // `lansync revoke` and `cluster admitters` nudge too: acted on at once (after the
-            // edit's push, which is what every other nudge is for).
+            return #"{"ok":true}"#
+        case .statements?:
+            // `lansync revoke` and `cluster admitters`: acted on at once.
             await statementsLearned(await statements.reload())
             return #"{"ok":true}"#
         case .status?:
             return (try? await status().json) ?? #"{"error":"the replica could not be read"}"#
         case nil:
-            return #"{"error":"unknown request: send {\"op\":\"status\"} or {\"op\":\"nudge\"}"}"#
+            return
+                #"{"error":"unknown request: send {\"op\":\"status\"}, {\"op\":\"nudge\"} or {\"op\":\"statements\"}"}"#
         }
     }
 }

@@ -57,6 +57,14 @@ public enum ControlClient {
         _ = request(.nudge, path: path, timeoutSeconds: 1)
     }
 
+    /// Tells a running node that the cluster statements in the replica changed (a revocation, a
+    /// new admitter set), so it acts on them and passes them on at once. Best effort, like
+    /// ``nudge(path:)``.
+    public static func statementsChanged(path: String) {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        _ = request(.statements, path: path, timeoutSeconds: 1)
+    }
+
     /// Sends one request; returns the answer line, or nil if no node answers on `path`.
     static func request(_ op: ControlRequest.Op, path: String, timeoutSeconds: Int = 5) -> [UInt8]? {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -96,11 +104,14 @@ public enum ControlClient {
     }
 }
 
-/// A request on the control socket, one JSON line: `{"op":"nudge"}` or `{"op":"status"}`.
+/// A request on the control socket, one JSON line: `{"op":"nudge"}`, `{"op":"statements"}` or
+/// `{"op":"status"}`.
 struct ControlRequest: Codable, Sendable {
     enum Op: String, Codable, Sendable {
         /// The replica changed: push it now. Answered `{"ok":true}`.
         case nudge
+        /// The cluster statements in the replica changed: read them again. Answered `{"ok":true}`.
+        case statements
         /// Answered with ``NodeStatus``'s JSON, or `{"error":"..."}`.
         case status
     }
