@@ -38,40 +38,19 @@ public struct Item: Sendable, Equatable {
 
     /// `{"id", "type", "fields", "deleted", "conflicts", "sync"}`, one line: what `get --json`
     /// prints, `list --json` lists and the API serves (Docs/CLI.md).
-    public var jsonText: String {
-        ItemJSON.text(
-            id: id,
-            type: type,
-            deleted: deleted,
-            fields: fields.lazy.map { ($0.name, $0.value) },
-            conflicts: conflicts,
-            sync: sync
-        )
-    }
-}
+    public var jsonText: String { jsonText(withSync: true) }
 
-/// The JSON form of an item, written as text directly: an export of many items builds no JSON
-/// tree per item.
-enum ItemJSON {
-    static func text(
-        id: ItemID,
-        type: String,
-        deleted: Bool,
-        fields: some Sequence<(FieldName, Value)>,
-        conflicts: [FieldName],
-        sync: ItemSync??
-    ) -> String {
+    /// The JSON form, written as text directly (an export of many items builds no JSON tree per
+    /// item); an export line has no `sync` (it is not this machine's to carry elsewhere).
+    func jsonText(withSync: Bool) -> String {
         var out = #"{"id":"# + JSON.string(id.rawValue).text + #","type":"# + JSON.string(type).text + #","fields":{"#
-        var first = true
-        for (name, value) in fields {
-            if !first { out += "," }
-            first = false
-            out += JSON.string(name.rawValue).text + ":" + value.jsonText
+        for (i, field) in fields.enumerated() {
+            if i > 0 { out += "," }
+            out += JSON.string(field.name.rawValue).text + ":" + field.value.jsonText
         }
         out += #"},"deleted":"# + (deleted ? "true" : "false") + #","conflicts":"#
         out += JSON.array(conflicts.map { .string($0.rawValue) }).text
-        // An export line has no sync state (it is not this machine's to carry elsewhere).
-        if let sync { out += #","sync":"# + (sync?.json.text ?? "null") }
+        if withSync { out += #","sync":"# + (sync?.json.text ?? "null") }
         return out + "}"
     }
 }

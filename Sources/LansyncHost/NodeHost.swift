@@ -1,6 +1,6 @@
 import Foundation
 public import LansyncNode
-public import LansyncStore
+import LansyncStore
 import LansyncTransport
 import LansyncWire
 public import Logging

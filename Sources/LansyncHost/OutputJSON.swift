@@ -9,16 +9,7 @@ public import LansyncStore
 extension StoredItem {
     /// `{"id": ID, "type": TYPE, "fields": {...}, "deleted": BOOL, "conflicts": [...]}`, one line:
     /// what `export` writes a line of (``Item/jsonText`` adds the sync state).
-    public var jsonText: String {
-        ItemJSON.text(
-            id: id,
-            type: type,
-            deleted: deleted,
-            fields: fields.lazy.map { ($0.name, $0.value) },
-            conflicts: conflicts,
-            sync: nil
-        )
-    }
+    public var jsonText: String { Item(self, sync: nil).jsonText(withSync: false) }
 }
 
 extension HistoryEntry {

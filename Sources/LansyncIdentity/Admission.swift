@@ -7,7 +7,7 @@ public import LansyncCore
 ///
 /// Admissions only accumulate, and a node's first one stays. They grant nothing: a member is a
 /// member by its certificate; an admission only says, for people, who let it in and when.
-public struct Admission: Sendable, Hashable {
+public struct Admission: SignedStatement, Hashable {
     public let node: NodeID
     /// The name the machine joined with.
     public let name: String
@@ -27,14 +27,8 @@ public struct Admission: Sendable, Hashable {
     ) throws
         -> Admission
     {
-        let name = Revocation.cut(name, to: 64)
-        let message = signedBytes(cluster: authority.clusterID, node: node, name: name, at: at, by: by)
-        return Admission(
-            node: node,
-            name: name,
-            at: at,
-            by: by,
-            signature: try ClusterStatement.sign(message, with: authority)
+        try Admission(node: node, name: Revocation.cut(name, to: 64), at: at, by: by, signature: []).signed(
+            with: authority
         )
     }
 
@@ -46,37 +40,20 @@ public struct Admission: Sendable, Hashable {
         self.signature = signature
     }
 
-    /// True if this cluster's authority signed it.
-    public func isSigned(by trust: ClusterCertificate) -> Bool {
-        ClusterStatement.verify(
-            signature,
-            Self.signedBytes(cluster: trust.clusterID, node: node, name: name, at: at, by: by),
-            by: trust
-        )
-    }
+    public var label: String { "lansync admission 1" }
 
-    static func signedBytes(cluster: NodeID, node: NodeID, name: String, at: UInt64, by: NodeID) -> [UInt8] {
-        var w = ByteWriter()
-        w.string("lansync admission 1")
-        w.raw(cluster.bytes)
+    public func writeBody(to w: inout ByteWriter) {
         w.raw(node.bytes)
         w.string(name)
         w.fixed64(at)
         w.raw(by.bytes)
-        return w.bytes
     }
 
-    // MARK: - Binary form (inside a ``ClusterStatement``, kind 4)
-
-    var encoded: [UInt8] {
-        var w = ByteWriter()
-        w.raw(node.bytes)
-        w.string(name)
-        w.fixed64(at)
-        w.raw(by.bytes)
-        w.data(signature)
-        return w.bytes
+    public func replacingSignature(_ signature: [UInt8]) -> Admission {
+        Admission(node: node, name: name, at: at, by: by, signature: signature)
     }
+
+    // MARK: - Binary form (inside a ``ClusterStatement``, kind 4: ``SignedStatement/encoded``)
 
     init?(encoded bytes: [UInt8]) {
         var r = ByteReader(bytes)

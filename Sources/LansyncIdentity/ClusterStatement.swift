@@ -88,7 +88,7 @@ public enum ClusterStatement: Sendable, Hashable {
 /// `lansync cluster admitters` names them. A member not in the latest set that still holds the
 /// key removes it from its data directory when the set reaches it: how an existing cluster, where
 /// every machine was initialised with the cluster file, moves to invites.
-public struct AdmitterSet: Sendable, Hashable {
+public struct AdmitterSet: SignedStatement, Hashable {
     public let nodes: [NodeID]
     /// Wall-clock milliseconds when it was made; the latest set counts.
     public let at: UInt64
@@ -99,14 +99,7 @@ public struct AdmitterSet: Sendable, Hashable {
     public static let maxNodes = 128
 
     public static func make(nodes: [NodeID], at: UInt64, by: NodeID, authority: ClusterSecret) throws -> AdmitterSet {
-        let nodes = Array(Set(nodes)).sorted()
-        let message = signedBytes(cluster: authority.clusterID, nodes: nodes, at: at, by: by)
-        return AdmitterSet(
-            nodes: nodes,
-            at: at,
-            by: by,
-            signature: try ClusterStatement.sign(message, with: authority)
-        )
+        try AdmitterSet(nodes: Array(Set(nodes)).sorted(), at: at, by: by, signature: []).signed(with: authority)
     }
 
     init(nodes: [NodeID], at: UInt64, by: NodeID, signature: [UInt8]) {
@@ -116,33 +109,17 @@ public struct AdmitterSet: Sendable, Hashable {
         self.signature = signature
     }
 
-    public func isSigned(by trust: ClusterCertificate) -> Bool {
-        ClusterStatement.verify(
-            signature,
-            Self.signedBytes(cluster: trust.clusterID, nodes: nodes, at: at, by: by),
-            by: trust
-        )
-    }
+    public var label: String { "lansync admitters 1" }
 
-    static func signedBytes(cluster: NodeID, nodes: [NodeID], at: UInt64, by: NodeID) -> [UInt8] {
-        var w = ByteWriter()
-        w.string("lansync admitters 1")
-        w.raw(cluster.bytes)
+    public func writeBody(to w: inout ByteWriter) {
         w.varint(UInt64(nodes.count))
         for node in nodes { w.raw(node.bytes) }
         w.fixed64(at)
         w.raw(by.bytes)
-        return w.bytes
     }
 
-    var encoded: [UInt8] {
-        var w = ByteWriter()
-        w.varint(UInt64(nodes.count))
-        for node in nodes { w.raw(node.bytes) }
-        w.fixed64(at)
-        w.raw(by.bytes)
-        w.data(signature)
-        return w.bytes
+    public func replacingSignature(_ signature: [UInt8]) -> AdmitterSet {
+        AdmitterSet(nodes: nodes, at: at, by: by, signature: signature)
     }
 
     init?(encoded bytes: [UInt8]) {

@@ -9,7 +9,7 @@ public import LansyncCore
 /// stolen laptop, cannot revoke anyone. A node refuses every session with a node it holds a valid
 /// revocation for, and refuses the node's writes beyond the point the revocation names
 /// (``cut``).
-public struct Revocation: Sendable, Hashable {
+public struct Revocation: SignedStatement, Hashable {
     public let node: NodeID
     /// The name the node was known by, for people.
     public let name: String
@@ -74,28 +74,11 @@ public struct Revocation: Sendable, Hashable {
         guard chunks.count <= maxParts else { throw RevocationTooLarge(writers: writers.count) }
         return try chunks.enumerated().map { index, counters in
             let cut = Cut(part: index, parts: chunks.count, counters: counters)
-            let message = signedBytes(
-                cluster: authority.clusterID,
-                node: node,
-                name: name,
-                reason: reason,
-                at: at,
-                by: by,
-                cut: cut
-            )
-            return Revocation(
-                node: node,
-                name: name,
-                reason: reason,
-                at: at,
-                by: by,
-                cut: cut,
-                signature: try ClusterStatement.sign(message, with: authority)
-            )
+            return try Revocation(node: node, name: name, reason: reason, at: at, by: by, cut: cut, signature: [])
+                .signed(with: authority)
         }
     }
 
-    /// A node with more writers than a revocation can name (see ``maxParts``).
     public struct RevocationTooLarge: Error, CustomStringConvertible {
         public let writers: Int
         public var description: String {
@@ -126,19 +109,8 @@ public struct Revocation: Sendable, Hashable {
     }
 
     /// True if this cluster's authority signed it.
-    public func isSigned(by trust: ClusterCertificate) -> Bool {
-        let message = Self.signedBytes(
-            cluster: trust.clusterID,
-            node: node,
-            name: name,
-            reason: reason,
-            at: at,
-            by: by,
-            cut: cut
-        )
-        return ClusterStatement.verify(signature, message, by: trust)
-    }
-
+    /// The message the authority signs (as ``SignedStatement/signedBytes(cluster:)``), for a
+    /// revocation with these fields.
     static func signedBytes(
         cluster: NodeID,
         node: NodeID,
@@ -148,33 +120,28 @@ public struct Revocation: Sendable, Hashable {
         by: NodeID,
         cut: Cut?
     ) -> [UInt8] {
-        var w = ByteWriter()
-        w.string(cut == nil ? "lansync revocation 1" : "lansync revocation 2")
-        w.raw(cluster.bytes)
+        Revocation(node: node, name: name, reason: reason, at: at, by: by, cut: cut, signature: [])
+            .signedBytes(cluster: cluster)
+    }
+
+    public var label: String { cut == nil ? "lansync revocation 1" : "lansync revocation 2" }
+
+    public func writeBody(to w: inout ByteWriter) {
         w.raw(node.bytes)
         w.string(name)
         w.string(reason)
         w.fixed64(at)
         w.raw(by.bytes)
         if let cut { Self.write(cut, to: &w) }
-        return w.bytes
     }
 
-    // MARK: - Binary form (inside a ``ClusterStatement``: kind 1 without a cut, kind 3 with one)
-
-    var encoded: [UInt8] {
-        var w = ByteWriter()
-        w.raw(node.bytes)
-        w.string(name)
-        w.string(reason)
-        w.fixed64(at)
-        w.raw(by.bytes)
-        if let cut { Self.write(cut, to: &w) }
-        w.data(signature)
-        return w.bytes
+    public func replacingSignature(_ signature: [UInt8]) -> Revocation {
+        Revocation(node: node, name: name, reason: reason, at: at, by: by, cut: cut, signature: signature)
     }
 
-    /// A cut's writers are the node's, so only their second halves travel.
+    // MARK: - Binary form (inside a ``ClusterStatement``: kind 1 without a cut, kind 3 with one;
+    // ``SignedStatement/encoded``)
+
     private static func write(_ cut: Cut, to w: inout ByteWriter) {
         w.varint(UInt64(cut.part))
         w.varint(UInt64(cut.parts))
