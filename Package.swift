@@ -185,9 +185,21 @@ let package = Package(
             dependencies: ["LansyncCore", "LansyncIdentity"],
             swiftSettings: strict
         ),
+        // The transport's channel handlers, driven through an EmbeddedChannel (no sockets).
+        .testTarget(
+            name: "LansyncTransportTests",
+            dependencies: [
+                "LansyncCore", "LansyncWire", "LansyncTransport", "LansyncTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "LansyncNodeTests",
-            dependencies: ["LansyncCore", "LansyncWire", "LansyncNode", "LansyncTestSupport"],
+            dependencies: [
+                "LansyncCore", "LansyncWire", "LansyncNode", "LansyncStore", "LansyncTransport", "LansyncTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -207,6 +219,19 @@ let package = Package(
             ],
             // Replica files of earlier releases, for the migration tests (read through #filePath).
             exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        // The local API's routes in process, against a real replica (no socket, no node process).
+        .testTarget(
+            name: "LansyncAPITests",
+            dependencies: [
+                "LansyncAPI", "LansyncHost", "LansyncJSON", "LansyncNode", "LansyncTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -37,19 +37,7 @@ public struct APIServer: Sendable {
 
     /// Serves until the calling task is cancelled; `ready` gets the address it listens on.
     public func run(node: RunningNode, ready: @escaping @Sendable (String) async -> Void) async throws {
-        let router = Router(context: BasicRequestContext.self)
-        // Outermost, so that it counts each request with the status its problem answered.
-        router.add(middleware: RequestCounter())
-        router.add(middleware: ProblemMiddleware())
-        router.add(middleware: TokenCheck(token: token))
-        let routes = Routes(node: node)
-        routes.register(on: router.group("v1"))
-        WebPage(
-            directory: directory,
-            token: token,
-            assetsFolder: ProcessInfo.processInfo.environment["LANSYNC_UI_ASSETS"]
-        ).register(on: router)
-        if let metrics { MetricsEndpoint(registry: metrics, node: node).register(on: router) }
+        let router = router(serving: node)
         var logger = Logger(label: "lansync-api")
         logger.logLevel = .critical
         let host = self.host
@@ -73,5 +61,23 @@ public struct APIServer: Sendable {
                 "the API cannot serve on \(host):\(port) (\(HostError.describing(error))): choose another address with --api HOST:PORT, or run without it (--no-api)"
             )
         }
+    }
+
+    /// Every endpoint, behind the token check and the problem-details middleware: what the
+    /// server answers with (and what the in-process tests drive).
+    func router(serving node: RunningNode) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        // Outermost, so that it counts each request with the status its problem answered.
+        router.add(middleware: RequestCounter())
+        router.add(middleware: ProblemMiddleware())
+        router.add(middleware: TokenCheck(token: token))
+        Routes(node: node).register(on: router.group("v1"))
+        WebPage(
+            directory: directory,
+            token: token,
+            assetsFolder: ProcessInfo.processInfo.environment["LANSYNC_UI_ASSETS"]
+        ).register(on: router)
+        if let metrics { MetricsEndpoint(registry: metrics, node: node).register(on: router) }
+        return router
     }
 }

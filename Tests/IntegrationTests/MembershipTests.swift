@@ -351,19 +351,13 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "b", "c"])
         let p = freePorts(4)
-        let r = try NodeProcess(
-            dir: cli.path("r"),
-            port: p[0],
-            arguments: ["--listen", "127.0.0.1:\(p[0])"],
-            command: "relay"
-        )
+        let r = try cli.relay(port: p[0])
         defer { r.stop() }
-        let viaRelay = ["--relay", "127.0.0.1:\(p[0])", "--relay-interval", "1"]
-        let a = try NodeProcess(dir: cli.path("a"), port: p[1], extra: viaRelay)
+        let a = try cli.node("a", port: p[1], relay: p[0])
         defer { a.stop() }
-        let b = try NodeProcess(dir: cli.path("b"), port: p[2], extra: viaRelay)
+        let b = try cli.node("b", port: p[2], relay: p[0])
         defer { b.stop() }
-        let c = try NodeProcess(dir: cli.path("c"), port: p[3], extra: viaRelay)
+        let c = try cli.node("c", port: p[3], relay: p[0])
         defer { c.stop() }
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "before", "title=written before"])
         #expect(try await cli.waitForConvergence(["r", "a", "b", "c"].map(cli.path)) != nil)

@@ -6,24 +6,6 @@ import Testing
 
 /// The relay (issue 6), with real processes on loopback.
 @Suite(.serialized) struct RelayTests {
-    func relay(_ cli: CLI, port: Int, settle: String = "latest") throws -> NodeProcess {
-        try NodeProcess(
-            dir: cli.path("r"),
-            port: port,
-            arguments: ["--listen", "127.0.0.1:\(port)", "--settle", settle],
-            command: "relay"
-        )
-    }
-
-    func node(_ cli: CLI, _ name: String, port: Int, relay: Int, peers: [Int] = []) throws -> NodeProcess {
-        try NodeProcess(
-            dir: cli.path(name),
-            port: port,
-            peers: peers,
-            extra: ["--relay", "127.0.0.1:\(relay)", "--relay-interval", "1"]
-        )
-    }
-
     /// Two groups whose members only know each other (and the relay) converge through it.
     @Test func groupsThatNeverMeetConvergeThroughTheRelay() async throws {
         let cli = CLI("relay-groups")
@@ -33,12 +15,12 @@ import Testing
             try await cli.ok(["add", "--dir", cli.path(name), "--id", "from-\(name)", "v=1"])
         }
         let p = freePorts(5)
-        let r = try relay(cli, port: p[0])
+        let r = try cli.relay(port: p[0])
         let nodes = [
-            try node(cli, "a1", port: p[1], relay: p[0], peers: [p[2]]),
-            try node(cli, "a2", port: p[2], relay: p[0], peers: [p[1]]),
-            try node(cli, "b1", port: p[3], relay: p[0], peers: [p[4]]),
-            try node(cli, "b2", port: p[4], relay: p[0], peers: [p[3]]),
+            try cli.node("a1", port: p[1], relay: p[0], peers: [p[2]]),
+            try cli.node("a2", port: p[2], relay: p[0], peers: [p[1]]),
+            try cli.node("b1", port: p[3], relay: p[0], peers: [p[4]]),
+            try cli.node("b2", port: p[4], relay: p[0], peers: [p[3]]),
         ]
         let dirs = ["r", "a1", "a2", "b1", "b2"].map(cli.path)
         #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(60)) != nil, "\(r.logText)")
@@ -57,8 +39,8 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "c"])
         let p = freePorts(3)
-        let r = try relay(cli, port: p[0])
-        let a = try node(cli, "a", port: p[1], relay: p[0])
+        let r = try cli.relay(port: p[0])
+        let a = try cli.node("a", port: p[1], relay: p[0])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "note", "text=left for C"])
         #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("a")]) != nil)
         // A's status: every change of A is on the relay; the relay is A's path.
@@ -77,8 +59,8 @@ import Testing
         try await cli.ok(["set", "--dir", cli.path("a"), "note", "text=changed while the relay is away"])
         let offline = try await cli.status(cli.path("a"))
         #expect(offline["changes"]?["dirty"] == .integer(1), "\(offline.text)")
-        let r2 = try relay(cli, port: p[0])
-        let c = try node(cli, "c", port: p[2], relay: p[0])
+        let r2 = try cli.relay(port: p[0])
+        let c = try cli.node("c", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("c")]) != nil)
         #expect(try await cli.ok(["get", "--dir", cli.path("c"), "note", "--json"]).contains("left for C"))
         c.stop()
@@ -94,7 +76,7 @@ import Testing
         try await cli.cluster(["r", "a", "b"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=base"])
         let p = freePorts(3)
-        let r = try relay(cli, port: p[0], settle: policy)
+        let r = try cli.relay(port: p[0], settle: policy)
         try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
         try await cli.ok(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(p[0])"])
         // Apart: A edits first (and reaches the relay first), B edits later.
@@ -102,8 +84,8 @@ import Testing
         try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
         try await Task.sleep(for: .milliseconds(20))
         try await cli.ok(["set", "--dir", cli.path("b"), "t1", "title=from B"])
-        let a = try node(cli, "a", port: p[1], relay: p[0])
-        let b = try node(cli, "b", port: p[2], relay: p[0])
+        let a = try cli.node("a", port: p[1], relay: p[0])
+        let b = try cli.node("b", port: p[2], relay: p[0])
         let dirs = ["r", "a", "b"].map(cli.path)
         #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil)
         let expected = policy == "latest" ? "from B" : "from A"
@@ -134,8 +116,8 @@ import Testing
         )
         try await cli.ok(["import", "--dir", cli.path("a")], input: input)
         let p = freePorts(3)
-        var r = try relay(cli, port: p[0])
-        let a = try node(cli, "a", port: p[1], relay: p[0])
+        var r = try cli.relay(port: p[0])
+        let a = try cli.node("a", port: p[1], relay: p[0])
         let rStore = try ReplicaStore.open(path: cli.path("r/replica.sqlite"))
         let clock = ContinuousClock()
         let start = clock.now
@@ -145,8 +127,8 @@ import Testing
         r.kill9()
         print("relay killed holding \(try rStore.counts().items) of 3000 items")
         #expect(try rStore.integrityCheck() == "ok")
-        r = try relay(cli, port: p[0])
-        let b = try node(cli, "b", port: p[2], relay: p[0])
+        r = try cli.relay(port: p[0])
+        let b = try cli.node("b", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path), timeout: .seconds(90)) != nil)
         a.stop()
         b.stop()
@@ -166,8 +148,8 @@ import Testing
             arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-value-bytes", "1000"],
             command: "relay"
         )
-        let a = try node(cli, "a", port: p[1], relay: p[0])
-        let b = try node(cli, "b", port: p[2], relay: p[0])
+        let a = try cli.node("a", port: p[1], relay: p[0])
+        let b = try cli.node("b", port: p[2], relay: p[0])
         let big = String(repeating: "x", count: 3000)
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "small=1", "big=\(big)"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t2", "ok=yes"])
@@ -211,10 +193,10 @@ import Testing
             arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-sessions", "2"],
             command: "relay"
         )
-        let a = try node(cli, "a", port: p[1], relay: p[0])
-        let b = try node(cli, "b", port: p[2], relay: p[0])
+        let a = try cli.node("a", port: p[1], relay: p[0])
+        let b = try cli.node("b", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path)) != nil)
-        let c = try node(cli, "c", port: p[3], relay: p[0])
+        let c = try cli.node("c", port: p[3], relay: p[0])
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "from-c", "v=1"])
         try await Task.sleep(for: .seconds(2))
         let busy = try await cli.status(cli.path("c"))

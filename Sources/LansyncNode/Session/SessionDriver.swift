@@ -43,11 +43,27 @@ struct SessionDriver {
         self.machine = SessionMachine(config: runner.config)
     }
 
+    /// How the session went so far, with what it moved (the machine's field states, the
+    /// connection's bytes): what the runner returns however the session ends.
+    var result: SessionOutcome {
+        var result = outcome
+        result.counters = counters
+        return result
+    }
+
+    /// What the session moved so far.
+    private var counters: SessionCounters {
+        var counters = machine.counters
+        counters.sentBytes = wire.sent
+        counters.receivedBytes = wire.received
+        return counters
+    }
+
     private var store: ReplicaStore { runner.store }
     private var io: BlockingIO { runner.io }
 
     /// Starts the session, then handles `inputs` until it is over.
-    mutating func run(_ inputs: some AsyncSequence<Input, any Error>) async throws {
+    mutating func run<Inputs: AsyncSequence>(_ inputs: Inputs) async throws where Inputs.Element == Input {
         if try await start() { return }
         for try await input in inputs {
             switch input {
@@ -261,9 +277,6 @@ struct SessionDriver {
     /// Tells the observer the session's counters when they changed, and the hub what the peer
     /// is known to hold.
     private mutating func report() async {
-        var counters = machine.counters
-        counters.sentBytes = wire.sent
-        counters.receivedBytes = wire.received
         let now = SessionObserver.Progress(
             counters: counters,
             waitedRoundTrips: machine.waitedRoundTrips,

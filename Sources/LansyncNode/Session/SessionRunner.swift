@@ -114,7 +114,6 @@ public struct SessionRunner: Sendable {
         let (subscription, changes) = hub.subscribe()
         defer { hub.unsubscribe(subscription) }
         var outcome = SessionOutcome()
-        var counters = SessionCounters()
         do {
             try await connection.channel.executeThenClose { inbound, outbound in
                 var driver = SessionDriver(
@@ -125,7 +124,7 @@ public struct SessionRunner: Sendable {
                 )
                 // However the session ends (cleanly, on an error, or closed under a write), the
                 // outcome says what it moved.
-                defer { (outcome, counters) = (driver.outcome, driver.machine.counters) }
+                defer { outcome = driver.result }
                 let messages = inbound.map { incoming -> SessionDriver.Input in
                     switch incoming {
                     case .message(let m): .event(.received(m, now: .now))
@@ -146,9 +145,9 @@ public struct SessionRunner: Sendable {
                 outcome.connectionError = "connection lost: \(TransportError.describing(error))"
             }
         }
-        counters.sentBytes = connection.counters.sent
-        counters.receivedBytes = connection.counters.received
-        outcome.counters = counters
+        // The bytes the close itself moved too.
+        outcome.counters.sentBytes = connection.counters.sent
+        outcome.counters.receivedBytes = connection.counters.received
         return outcome
     }
 }

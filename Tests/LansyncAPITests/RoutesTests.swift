@@ -1,0 +1,87 @@
+import Foundation
+import HTTPTypes
+import LansyncHost
+import LansyncJSON
+import Testing
+
+/// The `/v1` routes in process (no socket, no node process): the same contract as the binary's
+/// APITests, checked against the router itself, and what only a test in the node's process can
+/// see: an edit through the API tells the node directly.
+@Suite struct RoutesTests {
+    static func first(_ json: JSON?) -> JSON? {
+        guard case .array(let elements)? = json else { return nil }
+        return elements.first
+    }
+
+    @Test func everyRequestNeedsTheToken() async throws {
+        let api = try InProcessAPI("routes-token")
+        let answer = try await api.send(.get, "/v1/items", authorized: false)
+        #expect(answer.status == .unauthorized)
+        #expect(answer.headers[.contentType] == "application/problem+json")
+        #expect(answer.body.contains("lansync api-token"), "\(answer.body)")
+    }
+
+    @Test func anItemIsCreatedReadPatchedAndDeleted() async throws {
+        let api = try InProcessAPI("routes-items")
+        let created = try await api.send(.post, "/v1/items", body: #"{"type":"task","fields":{"title":"Climb"}}"#)
+        #expect(created.status == .created)
+        let item = try JSON(parsing: created.body)
+        guard case .string(let id)? = item["id"] else {
+            Issue.record("no id: \(created.body)")
+            return
+        }
+        #expect(created.headers[.location] == "/v1/items/\(id)")
+        #expect(item["fields"]?["title"] == .string("Climb") && item["type"] == .string("task"))
+        #expect(item["sync"]?["state"] == .string("DIRTY"), "an edit no peer has: \(created.body)")
+
+        let patched = try await api.send(.patch, "/v1/items/\(id)", body: #"{"set":{"n":2},"add":{"tags":"x"}}"#)
+        #expect(patched.status == .ok)
+        let after = try JSON(parsing: patched.body)
+        #expect(after["fields"]?["n"] == .integer(2) && after["fields"]?["tags"] == .array([.string("x")]))
+
+        let listed = try JSON(parsing: try await api.send(.get, "/v1/items?limit=10").body)
+        #expect(Self.first(listed["items"])?["id"] == .string(id) && listed["next"] == .null)
+
+        #expect(try await api.send(.delete, "/v1/items/\(id)").status == .ok)
+        #expect(try JSON(parsing: try await api.send(.get, "/v1/items").body)["items"] == .array([]))
+        let history = try JSON(parsing: try await api.send(.get, "/v1/items/\(id)/history?field=title").body)
+        #expect(Self.first(history)?["write"] != nil, "\(history)")
+    }
+
+    @Test func mistakesAreProblemDetails() async throws {
+        let api = try InProcessAPI("routes-problems")
+        let missing = try await api.send(.get, "/v1/items/nothing-here")
+        #expect(missing.status == .notFound && missing.headers[.contentType] == "application/problem+json")
+        let unknown = try await api.send(.get, "/v1/items?sinec=3")
+        #expect(unknown.status == .badRequest && unknown.body.contains("unknown query parameter 'sinec'"))
+        let method = try await api.send(.put, "/v1/items")
+        #expect(method.status == .methodNotAllowed && method.headers[.allow] == "GET, POST")
+        let notJSON = try await api.send(.post, "/v1/items", body: "{")
+        #expect(notJSON.status == .badRequest)
+        let tooBig = try await api.send(.post, "/v1/items", body: #"{"fields":{"n":123456789012345678901234567890}}"#)
+        #expect(tooBig.status == .unprocessableContent, "\(tooBig.body)")
+    }
+
+    /// The API runs in the node's process: its edit wakes the node's sessions at once, without
+    /// the control socket (no node listens on one here).
+    @Test func anEditThroughTheAPITellsTheNodeDirectly() async throws {
+        let api = try InProcessAPI("routes-tell")
+        let (id, changes) = api.node.watchChanges()
+        defer { api.node.stopWatchingChanges(id) }
+        #expect(try await api.send(.post, "/v1/items", body: #"{"fields":{"t":1}}"#).status == .created)
+        let woke = await withTaskGroup(of: Bool.self) { race in
+            race.addTask {
+                for await _ in changes { return true }
+                return false
+            }
+            race.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return false
+            }
+            let first = await race.next() ?? false
+            race.cancelAll()
+            return first
+        }
+        #expect(woke, "the node was not told of the API's edit")
+    }
+}
