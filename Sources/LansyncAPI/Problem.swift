@@ -33,16 +33,7 @@ struct Problem: HTTPResponseError {
     static func from(_ error: any Error) -> Problem {
         switch error {
         case let problem as Problem: return problem
-        case let edit as EditError: return from(edit)
-        case let store as StoreError:
-            switch store {
-            case .edit(let edit, _): return from(edit)
-            case .corrupt: return Problem(.serviceUnavailable, store.description)
-            default: return Problem(.internalServerError, store.description)
-            }
-        case let host as HostError:
-            return Problem(host.unprocessable ? .unprocessableContent : .badRequest, host.description)
-        case let query as QueryError: return Problem(.badRequest, query.description)
+        case let coded as any CodedError: return Problem(status(of: coded.code), coded.description)
         case is NIOTooManyBytesError:
             return Problem(.contentTooLarge, "the request body is over \(APIServer.maxBody) bytes: send less at once")
         case let http as HTTPError:
@@ -62,21 +53,19 @@ struct Problem: HTTPResponseError {
         }
     }
 
-    static func from(_ edit: EditError) -> Problem {
-        switch edit {
-        case .unknownItem: Problem(.notFound, edit.description)
-        // The request is sound but the item's present state refuses it.
-        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList: Problem(.conflict, edit.description)
-        // Over a limit: a value too large, or a name the OpenAPI document lets through (it can
-        // only count characters) that is too long in bytes.
-        case _ where edit.isOverALimit: Problem(.unprocessableContent, edit.description)
-        default: Problem(.badRequest, edit.description)
+    /// The HTTP status of each kind of failure (Docs/API.md, "Errors").
+    static func status(of code: ErrorCode) -> HTTPResponse.Status {
+        switch code {
+        case .badInput: .badRequest
+        case .overLimit: .unprocessableContent
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .damaged, .unavailable: .serviceUnavailable
+        default: .internalServerError
         }
     }
 }
 
-/// Turns every error into a problem, so that no library's text and no stack of Swift types ever
-/// reaches a client.
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(
         _ request: Request,

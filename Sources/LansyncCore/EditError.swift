@@ -1,6 +1,7 @@
-/// Why an edit was refused. Every case leaves the replica unchanged, and its ``description`` says what
-/// was wrong and what to do, in one line.
-public enum EditError: Error, Equatable, Sendable, CustomStringConvertible {
+/// Why an edit was refused. Every case leaves the replica unchanged; its ``description`` says what
+/// was wrong, in one line, and its ``code`` what kind of failure it is (the CLI and the local API
+/// add what to do, each in its own terms).
+public enum EditError: CodedError, Equatable, Sendable {
     case invalidItemID(String)
     case invalidFieldName(String, reason: String)
     case invalidType(String)
@@ -24,11 +25,11 @@ public enum EditError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidType(let type):
             "invalid type '\(type.prefix(40))': use 1 to \(Limits.maxTypeBytes) bytes with no control characters"
         case .itemExists(let id):
-            "item \(id) already exists: use 'lansync set \(id) ...' to change it"
+            "item \(id) already exists"
         case .unknownItem(let id):
-            "no item with id \(id): 'lansync list' shows the ids"
+            "no item with id \(id)"
         case .itemDeleted(let id):
-            "item \(id) is deleted: 'lansync restore \(id)' brings it back first"
+            "item \(id) is deleted"
         case .itemNotDeleted(let id):
             "item \(id) is not deleted: nothing to restore"
         case .noAssignments:
@@ -42,7 +43,16 @@ public enum EditError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .tooManyFields(id, count):
             "item \(id) would have \(count) fields, over the limit of \(Limits.maxFieldsPerItem)"
         case let .noConflict(id, field):
-            "field '\(field)' of item \(id) has no open conflict: use 'lansync set' to change it"
+            "field '\(field)' of item \(id) has no open conflict"
+        }
+    }
+
+    public var code: ErrorCode {
+        switch self {
+        case .unknownItem: .notFound
+        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList: .conflict
+        case _ where isOverALimit: .overLimit
+        default: .badInput
         }
     }
 

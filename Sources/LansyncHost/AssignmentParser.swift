@@ -40,7 +40,7 @@ public enum AssignmentParser {
             json = try JSON(parsing: text)
         } catch  where error.isNumberOutOfRange {
             var outOfRange = HostError("\(field)=\(text.prefix(40)): \(error.message)")
-            outOfRange.unprocessable = true
+            outOfRange.code = .overLimit
             throw outOfRange
         } catch {
             return .string(text)
@@ -50,7 +50,7 @@ public enum AssignmentParser {
             var object = HostError(
                 "\(field)=\(text.prefix(40)): a JSON object is not a field value (values are null, bool, number, string or list): to keep it as text, quote it as a JSON string"
             )
-            object.unprocessable = true
+            object.code = .overLimit
             throw object
         }
         return value

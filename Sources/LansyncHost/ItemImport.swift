@@ -61,7 +61,10 @@ public enum ItemImport {
                 do {
                     try session.apply(edit, to: id)
                 } catch StoreError.edit(let error, _) {
-                    throw failure(line.number, error.description)
+                    var failure = failure(line.number, error.description)
+                    failure.code = error.code
+                    failure.cause = error
+                    throw failure
                 }
             }
             state.lines += 1
@@ -109,7 +112,7 @@ public enum ItemImport {
         /// A refused name or type: over a limit is well formed but not keepable (the API's 422).
         func refused(_ error: EditError) -> HostError {
             var failure = fail(error.description)
-            failure.unprocessable = error.isOverALimit
+            failure.code = error.code == .overLimit ? .overLimit : .badInput
             return failure
         }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw fail("not valid UTF-8") }
@@ -118,7 +121,7 @@ public enum ItemImport {
             // Sound JSON (which has no integer limits) with an integer past 64 bits.
             guard error.isNumberOutOfRange else { throw fail("not JSON (\(error.description))") }
             var tooLarge = fail("holds an \(error.description)")
-            tooLarge.unprocessable = true
+            tooLarge.code = .overLimit
             throw tooLarge
         }
         guard case .object(let members) = json else {

@@ -10,8 +10,9 @@ import LansyncJSON
 // then checked exactly on the candidates' values, so an index only ever makes a query faster.
 
 /// A query that cannot be answered as asked (a bad cursor): what to do instead.
-public struct QueryError: Error, Sendable, CustomStringConvertible {
+public struct QueryError: CodedError, Sendable {
     public let description: String
+    public var code: ErrorCode { .badInput }
     init(_ description: String) { self.description = description }
 }
 

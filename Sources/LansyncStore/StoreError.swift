@@ -3,7 +3,7 @@ public import LansyncCore
 
 /// Why the replica could not be opened, read or changed. A failed change leaves the file as it
 /// was (every change is one transaction). ``description`` is one line: what was wrong, what to do.
-public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum StoreError: CodedError, Equatable, Sendable {
     /// The merge core refused an edit (`index`: its position in a batch of edits, 0 for one edit).
     case edit(EditError, index: Int)
     case notInitialised(directory: String)
@@ -51,6 +51,20 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 extension StoreError {
+    public var code: ErrorCode {
+        switch self {
+        case .edit(let error, _): error.code
+        case .notInitialised, .notAReplica: .notFound
+        case .alreadyInitialised: .conflict
+        case .newerSchema: .failed
+        case .corrupt: .damaged
+        case .io: .unavailable
+        case .permissionDenied: .permission
+        case .staleDelta, .tooManyNewWriters: .unavailable
+        case .tooManyWriters: .refused
+        }
+    }
+
     /// `text` on one line and at most 200 characters: SQLite's reports can span many lines, and an
     /// error is one line.
     static func oneLine(_ text: String) -> String {

@@ -38,8 +38,11 @@ public struct JoinerConnection: Sendable {
 
 /// Why a connection could not be made or accepted: one line for people, never a library's enum
 /// case.
-public struct TransportError: Error, CustomStringConvertible, Sendable {
+public struct TransportError: CodedError, Sendable {
     public let description: String
+    /// ``ErrorCode/refused`` when a certificate was refused (``refusal`` says how), else
+    /// ``ErrorCode/unavailable``: a connection that may work another time.
+    public var code: ErrorCode { refusal == nil ? .unavailable : .refused }
     /// Set when a certificate was refused (by either side): the stable code `status` and the
     /// logs name, e.g. ``ProtocolError/Code/wrongCluster``.
     public let refusal: ProtocolError.Code?

@@ -60,15 +60,18 @@ struct Lansync: AsyncParsableCommand {
         }
     }
 
-    /// An error as it may reach the terminal: its text may carry what a peer said (a refusal's
-    /// words, a name), so control characters are escaped (``TerminalText``). ArgumentParser's own
+    /// An error as it may reach the terminal, with the CLI's advice (``Remedy``): its text may
+    /// carry what a peer said (a refusal's words, a name), so control characters are escaped
+    /// (``TerminalText``). ArgumentParser's own
     /// errors (usage, help, exit codes) pass as they are.
     static func printable(_ error: any Error) -> any Error {
         switch error {
         case is ExitCode, is CleanExit, is ValidationError: return error
         default:
-            let text = String(describing: error)
-            return TerminalText.isPlain(text) ? error : CLIError(TerminalText.escaped(text))
+            // What was wrong (the layer that found it says), and what to do (the CLI says).
+            let text = Remedy.line(for: error)
+            if text == String(describing: error), TerminalText.isPlain(text) { return error }
+            return CLIError(TerminalText.escaped(text))
         }
     }
 

@@ -56,6 +56,15 @@ import Testing
         #expect(unknown.status == .badRequest && unknown.body.contains("unknown query parameter 'sinec'"))
         let method = try await api.send(.put, "/v1/items")
         #expect(method.status == .methodNotAllowed && method.headers[.allow] == "GET, POST")
+        let created = try JSON(parsing: try await api.send(.post, "/v1/items", body: #"{"id":"x1","fields":{}}"#).body)
+        #expect(created["id"] == .string("x1"))
+        let notDeleted = try await api.send(.post, "/v1/items/x1/restore")
+        #expect(notDeleted.status == .conflict && !notDeleted.body.contains("lansync "), "\(notDeleted.body)")
+        let exists = try await api.send(.post, "/v1/items", body: #"{"id":"x1","fields":{}}"#)
+        #expect(
+            exists.status == .conflict && !exists.body.contains("'lansync"),
+            "no CLI advice over HTTP: \(exists.body)"
+        )
         let notJSON = try await api.send(.post, "/v1/items", body: "{")
         #expect(notJSON.status == .badRequest)
         let tooBig = try await api.send(.post, "/v1/items", body: #"{"fields":{"n":123456789012345678901234567890}}"#)
