@@ -28,8 +28,7 @@ struct Routes: Sendable {
         }
         v1.get("peers") { request, _ in
             try takes(request)
-            let status = try JSON(parsing: try await node.status().json)
-            return json((status["peers"] ?? .array([])).text)
+            return json((try await node.status().jsonValue["peers"] ?? .array([])).text)
         }
         v1.get("items") { request, _ in
             try takes(request, "limit", "deleted", "type", "where", "sort", "after")

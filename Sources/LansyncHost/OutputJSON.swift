@@ -144,7 +144,7 @@ extension NodeStatus {
     /// What `status --json` prints: the node's status, and the members as `members --json` lists
     /// them.
     public func jsonText(members: [DataDirectory.Member]) -> String {
-        guard case .object(let pairs) = try? JSON(parsing: json) else { return json }
+        guard case .object(let pairs) = jsonValue else { return json }
         return JSON.object(pairs + [("members", .array(members.map(\.json)))]).text
     }
 }

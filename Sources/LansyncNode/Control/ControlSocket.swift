@@ -1,4 +1,5 @@
 import Foundation
+import LansyncJSON
 import NIOCore
 import NIOPosix
 
@@ -27,10 +28,7 @@ enum ControlServer {
                                 line += chunk.readableBytesView
                                 if line.contains(0x0a) || line.count > 4096 { break }
                             }
-                            let request = try? JSONDecoder().decode(
-                                ControlRequest.self,
-                                from: Data(line.prefix { $0 != 0x0a })
-                            )
+                            let request = ControlRequest(line: Array(line.prefix { $0 != 0x0a }))
                             let answer = await handle(request)
                             try await outbound.write(ByteBuffer(string: answer + "\n"))
                         }
@@ -87,8 +85,7 @@ public enum ControlClient {
             }
         }
         guard connected == 0 else { return nil }
-        guard let encoded = try? JSONEncoder().encode(ControlRequest(op: op)) else { return nil }
-        let line = Array(encoded) + [0x0a]
+        let line = Array(ControlRequest(op: op).line.utf8) + [0x0a]
         // MSG_NOSIGNAL: a node that closes early must not kill the CLI (its edit is already saved).
         guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else {
             return nil
@@ -106,8 +103,8 @@ public enum ControlClient {
 
 /// A request on the control socket, one JSON line: `{"op":"nudge"}`, `{"op":"statements"}` or
 /// `{"op":"status"}`.
-struct ControlRequest: Codable, Sendable {
-    enum Op: String, Codable, Sendable {
+struct ControlRequest: Sendable {
+    enum Op: String, Sendable {
         /// The replica changed: push it now. Answered `{"ok":true}`.
         case nudge
         /// The cluster statements in the replica changed: read them again. Answered `{"ok":true}`.
@@ -117,19 +114,17 @@ struct ControlRequest: Codable, Sendable {
     }
 
     var op: Op
-}
 
-extension NodeStatus {
-    /// The JSON text of `status --json` (and of the control socket's answer): keys sorted.
-    public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding plain strings, numbers and arrays cannot fail.
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    init(op: Op) { self.op = op }
+
+    /// Reads a request line; nil if it is none.
+    init?(line: [UInt8]) {
+        guard case .string(let name)? = (try? JSON(parsing: String(decoding: line, as: UTF8.self)))?["op"],
+            let op = Op(rawValue: name)
+        else { return nil }
+        self.op = op
     }
 
-    /// Reads what ``json`` writes.
-    public init(json: [UInt8]) throws {
-        self = try JSONDecoder().decode(NodeStatus.self, from: Data(json))
-    }
+    /// The request as one JSON line (without its line break).
+    var line: String { JSON.object([("op", .string(op.rawValue))]).text }
 }

@@ -1,11 +1,11 @@
 public import LansyncStore
 
-/// What `lansync status` shows: this node, its replica and every peer, as one `Codable` value.
+/// What `lansync status` shows: this node, its replica and every peer, as one value.
 ///
 /// A running node answers it on its control socket; without a node it is built from the replica
-/// alone (``StatusReport``). Its JSON form is the contract of `status --json` (Docs/CLI.md): the
-/// keys are snake_case and every key is present, `null` when it has no value.
-public struct NodeStatus: Codable, Sendable, Equatable {
+/// alone (``StatusReport``). Its JSON form (NodeStatus+JSON.swift) is the contract of `status --json`
+/// (Docs/CLI.md): the keys are snake_case and every key is present, `null` when it has no value.
+public struct NodeStatus: Sendable, Equatable {
     public var nodeID: String
     public var name: String
     public var clusterID: String
@@ -77,7 +77,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
 
     /// One peer: a known node (direct, or met only through others), or a configured address not
     /// reached yet.
-    public struct Peer: Codable, Sendable, Equatable {
+    public struct Peer: Sendable, Equatable {
         public var nodeID: String?
         public var name: String?
         public var address: String?
@@ -103,7 +103,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
 
         /// How far the peer's delta to this node has got: field states received of about how many,
         /// and the time left at the rate so far (nil until there is a rate).
-        public struct Receiving: Codable, Sendable, Equatable {
+        public struct Receiving: Sendable, Equatable {
             public var received: Int
             public var expected: Int
             public var etaSeconds: Int?
@@ -112,10 +112,6 @@ public struct NodeStatus: Codable, Sendable, Equatable {
                 self.received = received
                 self.expected = expected
                 self.etaSeconds = etaSeconds
-            }
-
-            enum CodingKeys: String, CodingKey {
-                case received, expected, etaSeconds = "eta_seconds"
             }
 
             /// "41,210 of ~100,000 (41%, 12 s left)".
@@ -142,100 +138,34 @@ public struct NodeStatus: Codable, Sendable, Equatable {
         }
 
         /// How this node's changes reach the peer.
-        public enum Path: String, Codable, Sendable {
+        public enum Path: String, Sendable {
             case direct
             case relay
             case viaRelay = "via relay"
             case viaOtherPeers = "via other peers"
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case nodeID = "node_id", name, address, source, path, connected, lastSync = "last_sync", lacks
-            case lastError = "last_error", sentUpdates = "sent_updates", receivedUpdates = "received_updates"
-            case sentBytes = "sent_bytes", receivedBytes = "received_bytes", roundTripsWaited = "round_trips_waited"
-            case receiving
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(nodeID, forKey: .nodeID)
-            try c.encode(name, forKey: .name)
-            try c.encode(path, forKey: .path)
-            try c.encode(connected, forKey: .connected)
-            // A node met only through others has no address, source or session of its own.
-            guard path == .direct || path == .relay else { return }
-            try c.encode(address, forKey: .address)
-            try c.encode(source, forKey: .source)
-            try c.encode(lastSync, forKey: .lastSync)
-            try c.encode(lacks, forKey: .lacks)
-            try c.encode(lastError, forKey: .lastError)
-            try c.encode(counters?.sentUpdates, forKey: .sentUpdates)
-            try c.encode(counters?.receivedUpdates, forKey: .receivedUpdates)
-            try c.encode(counters?.sentBytes, forKey: .sentBytes)
-            try c.encode(counters?.receivedBytes, forKey: .receivedBytes)
-            try c.encode(roundTripsWaited, forKey: .roundTripsWaited)
-            try c.encode(receiving, forKey: .receiving)
-        }
-
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            nodeID = try c.decodeIfPresent(String.self, forKey: .nodeID)
-            name = try c.decodeIfPresent(String.self, forKey: .name)
-            address = try c.decodeIfPresent(String.self, forKey: .address)
-            source = try c.decodeIfPresent(PeerSource.self, forKey: .source)
-            path = try c.decode(Path.self, forKey: .path)
-            connected = try c.decode(Bool.self, forKey: .connected)
-            lastSync = try c.decodeIfPresent(String.self, forKey: .lastSync)
-            lacks = try c.decodeIfPresent(Int.self, forKey: .lacks)
-            lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
-            let counts = try [CodingKeys.sentUpdates, .receivedUpdates, .sentBytes, .receivedBytes].map {
-                try c.decodeIfPresent(Int.self, forKey: $0)
-            }
-            if counts.contains(where: { $0 != nil }) {
-                counters = SessionCounters(
-                    sentUpdates: counts[0] ?? 0,
-                    receivedUpdates: counts[1] ?? 0,
-                    sentBytes: counts[2] ?? 0,
-                    receivedBytes: counts[3] ?? 0
-                )
-            }
-            roundTripsWaited = try c.decodeIfPresent(Int.self, forKey: .roundTripsWaited)
-            receiving = try c.decodeIfPresent(Receiving.self, forKey: .receiving)
         }
     }
 
     /// Where this node's own changes stand against the relay (`relay`, its id), or with no relay
     /// against every peer this node knows (`relay` null): `synced` (the relay has them, or every
     /// known peer has), and `syncing` (a session with one of those is open) or `dirty` (waiting).
-    public struct Changes: Codable, Sendable, Equatable {
+    public struct Changes: Sendable, Equatable {
         public var relay: String?
         public var synced: Int
         public var syncing: Int?
         public var dirty: Int?
         /// The most recent of them, newest first.
         public var recent: [Change]
-
-        enum CodingKeys: String, CodingKey { case relay, synced, syncing, dirty, recent }
-
-        public func encode(to encoder: any Encoder) throws {
-            // Every key, with null for no value.
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(relay, forKey: .relay)
-            try c.encode(synced, forKey: .synced)
-            try c.encode(syncing, forKey: .syncing)
-            try c.encode(dirty, forKey: .dirty)
-            try c.encode(recent, forKey: .recent)
-        }
     }
 
     /// One of this node's own field changes.
-    public struct Change: Codable, Sendable, Equatable {
+    public struct Change: Sendable, Equatable {
         public var id: String
         public var field: String
         public var counter: UInt64
         public var state: State
 
-        public enum State: String, Codable, Sendable {
+        public enum State: String, Sendable {
             case synced = "SYNCED"
             case syncing = "SYNCING"
             case dirty = "DIRTY"
@@ -244,7 +174,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
 
     /// A connection refused for its certificate: from or to `address`, why (starting with the
     /// stable code, e.g. `wrong-cluster:`), how often, and when last.
-    public struct Refusal: Codable, Sendable, Equatable {
+    public struct Refusal: Sendable, Equatable {
         public var address: String
         public var reason: String
         public var count: Int
@@ -252,39 +182,10 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     }
 
     /// A change of this node's that the relay refused.
-    public struct Rejection: Codable, Sendable, Equatable {
+    public struct Rejection: Sendable, Equatable {
         public var id: String
         public var field: String
         public var counter: UInt64
         public var reason: String
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case nodeID = "node_id", name, clusterID = "cluster_id", running, listen, api, mdns, items, deleted, conflicts
-        case digest, damaged, versionVector = "version_vector", peers, changes, rejected
-        case revokedWrites = "revoked_writes", refused
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        // Every key, with null for no value (the synthesized form would leave such keys out).
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(nodeID, forKey: .nodeID)
-        try c.encode(name, forKey: .name)
-        try c.encode(clusterID, forKey: .clusterID)
-        try c.encode(running, forKey: .running)
-        try c.encode(listen, forKey: .listen)
-        try c.encode(api, forKey: .api)
-        try c.encode(mdns, forKey: .mdns)
-        try c.encode(items, forKey: .items)
-        try c.encode(deleted, forKey: .deleted)
-        try c.encode(conflicts, forKey: .conflicts)
-        try c.encode(digest, forKey: .digest)
-        try c.encode(damaged, forKey: .damaged)
-        try c.encode(versionVector, forKey: .versionVector)
-        try c.encode(peers, forKey: .peers)
-        try c.encode(changes, forKey: .changes)
-        try c.encode(rejected, forKey: .rejected)
-        try c.encode(revokedWrites, forKey: .revokedWrites)
-        try c.encode(refused, forKey: .refused)
     }
 }
