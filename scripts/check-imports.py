@@ -33,7 +33,7 @@ ALLOWED = {
     } | NIO,
     "LansyncHost": {
         "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
-        "LansyncDiscovery", "LansyncNode", "Crypto", "Logging",
+        "LansyncDiscovery", "LansyncNode", "Crypto", "Logging", "ServiceLifecycle", "UnixSignals",
     } | NIO,
     # The local API: the host, and its HTTP server.
     "LansyncAPI": {"LansyncHost", "LansyncJSON", "Hummingbird", "HTTPTypes", "Logging", "Metrics", "Prometheus", "NIOCore"},

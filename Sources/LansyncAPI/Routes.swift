@@ -252,7 +252,7 @@ struct Routes: Sendable {
     }
 
     func edit(_ edit: ItemEdit, _ id: ItemID) async throws -> Response {
-        try await blocking { try $0.edit(edit, on: id) }
+        _ = try await blocking { try $0.edit(edit, on: id) }
         return try await item(id)
     }
 

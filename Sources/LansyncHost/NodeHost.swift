@@ -4,6 +4,7 @@ import LansyncStore
 import LansyncTransport
 import LansyncWire
 public import Logging
+import ServiceLifecycle
 
 extension DataDirectory {
     /// Runs this directory's node (or relay) until SIGINT or SIGTERM, holding the node lock.
@@ -23,12 +24,17 @@ extension DataDirectory {
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
         let node = try prepareNode(options, store: store, logger: logger)
-        let running = RunningNode(node, store: store, directory: self)
-        let task = Task { try await Self.run(running, alongside: services) }
-        let signals = Self.stopOnSignals(task, store: store, logger: logger, socket: controlSocketPath)
+        let group = NodeServices.group(
+            RunningNode(node, store: store, directory: self),
+            alongside: services,
+            logger: logger
+        )
+        // Beside the group's own graceful shutdown on the same signals: the transaction under way
+        // stops at once, and the process ends if the node has not stopped within a second.
+        let signals = Self.stopOnSignals(store: store, logger: logger, socket: controlSocketPath)
         defer { signals.forEach { $0.cancel() } }
         do {
-            try await task.value
+            try await group.run()
         } catch {
             throw HostError("node stopped: \(TransportError.describing(error))")
         }
@@ -52,38 +58,10 @@ extension DataDirectory {
         return try Node(options: options, store: store, identity: try tlsIdentity(), logger: logger)
     }
 
-    /// Runs `node`, and `services` once it listens, until the node ends or one of them throws.
-    private static func run(_ running: RunningNode, alongside services: [NodeService]) async throws {
-        let node = running.node
-        // True when the node itself ended.
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            let (listening, started) = AsyncStream<Void>.makeStream()
-            group.addTask {
-                try await node.run { _ in started.finish() }
-                return true
-            }
-            group.addTask {
-                // After the node listens, so that a port the node needs is never the service's
-                // first (a taken port is then reported for what it is).
-                for await _ in listening {}
-                guard !Task.isCancelled else { return false }
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    for service in services { tasks.addTask { try await service(running) } }
-                    try await tasks.waitForAll()
-                }
-                return false
-            }
-            while let nodeEnded = try await group.next() {
-                if nodeEnded { break }
-            }
-            group.cancelAll()
-        }
-    }
-
-    /// On SIGINT or SIGTERM: cancels `task`, interrupts the transaction under way (it rolls back)
-    /// and ends the process if the node has not stopped within ``stopDeadline``.
+    /// On SIGINT or SIGTERM (which also shut the service group down): interrupts the transaction
+    /// under way (it rolls back) and ends the process if the node has not stopped within
+    /// ``stopDeadline``.
     private static func stopOnSignals(
-        _ task: Task<Void, any Error>,
         store: ReplicaStore,
         logger: Logger,
         socket: String
@@ -92,7 +70,6 @@ extension DataDirectory {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                task.cancel()
                 // A transaction under way (a peer's batch, an import's) stops now and rolls back.
                 store.interrupt()
                 Self.stopWithin(Self.stopDeadline, logger: logger, socket: socket)

@@ -3,7 +3,7 @@ import GRDB
 public import LansyncCore
 
 /// How a node found a peer. Stored in table `peer` and shown by `status` as its raw value.
-public enum PeerSource: String, Sendable, Codable, CaseIterable {
+public enum PeerSource: String, Sendable, CaseIterable {
     /// Configured with `--peer HOST:PORT` (or dialled by `lansync sync`).
     case configured = "static"
     /// Advertised on the LAN over mDNS.
