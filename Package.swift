@@ -197,6 +197,7 @@ let package = Package(
             dependencies: [
                 "LansyncCore", "LansyncWire", "LansyncTransport", "LansyncTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strict

@@ -1,4 +1,5 @@
 import LansyncCore
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -29,9 +30,10 @@ import Testing
 
     /// The promise's failure, or nil while it is pending or if it succeeded.
     func failure(_ w: Watched) -> String? {
-        var text: String?
-        w.identity.whenFailure { text = "\($0)" }
-        return text
+        // The embedded loop runs callbacks at once, on this thread.
+        let text = NIOLockedValueBox<String?>(nil)
+        w.identity.whenFailure { error in text.withLockedValue { $0 = "\(error)" } }
+        return text.withLockedValue { $0 }
     }
 
     @Test func aHandshakeThatDoesNotFinishInTimeIsClosed() throws {
