@@ -1,5 +1,5 @@
 import LansyncJSON
-public import LansyncStore
+import LansyncStore
 
 /// An item as every front end shows it: its id, type, fields with their shown values, open
 /// conflicts, and whether this machine's latest edit of it has left (``ItemSync``). Typed through
