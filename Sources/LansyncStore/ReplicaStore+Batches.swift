@@ -101,8 +101,7 @@ extension ReplicaStore {
         writers: WriterBounds,
         allowance: Int
     ) throws(StoreError) -> ReceivedBatch {
-        try refuseIfDamaged()
-        // Before the write lock: the look-ups are reads, and a refused batch never takes it.
+        // (A damaged replica is refused by `write`, once.) Before the write lock: the look-ups are reads, and a refused batch never takes it.
         let check = try guarded {
             let check = try WriterCheck(batch, cache: nodeRows) { lookUp in try pool.read(lookUp) }
             if !check.newWriters.isEmpty {
