@@ -628,6 +628,16 @@ enum OpenAPIDocument {
                   },
                   "401": {
                     "$ref": "#/components/responses/401"
+                  },
+                  "410": {
+                    "description": "`since` is behind changes a collection removed (deleted items past the trash window): read the items again as a snapshot, then follow the feed from its latest number.",
+                    "content": {
+                      "application/problem+json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Problem"
+                        }
+                      }
+                    }
                   }
                 }
               }

@@ -60,6 +60,7 @@ struct Problem: HTTPResponseError {
         case .overLimit: .unprocessableContent
         case .notFound: .notFound
         case .conflict: .conflict
+        case .gone: .gone
         case .damaged, .unavailable: .serviceUnavailable
         default: .internalServerError
         }

@@ -15,6 +15,9 @@ public enum EditError: CodedError, Equatable, Sendable {
     case valueTooDeep(FieldName, nesting: Int)
     case tooManyFields(ItemID, count: Int)
     case noConflict(ItemID, FieldName)
+    /// A restore of an item deleted longer ago than the trash window (which may have been
+    /// collected on other replicas already).
+    case pastTrashWindow(ItemID, deletedAt: UInt64)
 
     public var description: String {
         switch self {
@@ -44,13 +47,15 @@ public enum EditError: CodedError, Equatable, Sendable {
             "item \(id) would have \(count) fields, over the limit of \(Limits.maxFieldsPerItem)"
         case let .noConflict(id, field):
             "field '\(field)' of item \(id) has no open conflict"
+        case let .pastTrashWindow(id, deletedAt):
+            "item \(id) was deleted at \(Self.iso8601(deletedAt)), before the cluster's trash window: it can no longer be restored (create it again instead)"
         }
     }
 
     public var code: ErrorCode {
         switch self {
         case .unknownItem: .notFound
-        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList: .conflict
+        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList, .pastTrashWindow: .conflict
         case _ where isOverALimit: .overLimit
         default: .badInput
         }
@@ -66,5 +71,26 @@ public enum EditError: CodedError, Equatable, Sendable {
         case .invalidType(let type): type.utf8.count > Limits.maxTypeBytes
         default: false
         }
+    }
+}
+
+extension EditError {
+    /// `YYYY-MM-DDTHH:MM:SSZ` for Unix milliseconds (the core reads no clock and links no
+    /// Foundation: civil-from-days, Howard Hinnant's algorithm).
+    static func iso8601(_ milliseconds: UInt64) -> String {
+        let seconds = Int64(milliseconds / 1000)
+        let days = seconds / 86_400
+        let rest = seconds % 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
     }
 }

@@ -27,6 +27,9 @@ public struct ErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let permission = ErrorCode("permission")
     /// A peer refused this node (another cluster's, revoked): trying again will not help.
     public static let refused = ErrorCode("refused")
+    /// What the input asks for was collected (a change-feed position behind a collection):
+    /// start again from a snapshot.
+    public static let gone = ErrorCode("gone")
     /// Anything else.
     public static let failed = ErrorCode("failed")
 }

@@ -57,10 +57,15 @@ public struct ItemState: Hashable, Sendable {
 
     /// Checks an edit against this state and returns the field states it produces, all written
     /// with `dot`. Throws, changing nothing, if the edit is not valid here.
+    ///
+    /// - Parameter trashWindow: how long (ms) a deleted item stays restorable, judged against
+    ///   `timestamp` (which the hybrid clock keeps at or past every write this replica has seen,
+    ///   the delete included); nil: for ever.
     public func applying(
         _ edit: ItemEdit,
         dot: Dot,
-        timestamp: HLCTimestamp
+        timestamp: HLCTimestamp,
+        trashWindow: UInt64? = nil
     ) throws(EditError) -> [FieldName: FieldState] {
         var changed: [FieldName: FieldState] = [:]
         func state(_ name: FieldName) -> FieldState { changed[name] ?? fields[name] ?? FieldState() }
@@ -95,6 +100,11 @@ public struct ItemState: Hashable, Sendable {
         case .restore:
             guard exists else { throw .unknownItem(id) }
             guard isDeleted else { throw .itemNotDeleted(id) }
+            if let trashWindow, let delete = deletingVersion,
+                delete.timestamp.milliseconds &+ trashWindow < timestamp.milliseconds
+            {
+                throw .pastTrashWindow(id, deletedAt: delete.timestamp.milliseconds)
+            }
             var tombstone = state(.deleted)
             tombstone.assign(.bool(false), dot: dot, timestamp: timestamp)
             changed[.deleted] = tombstone
@@ -120,9 +130,10 @@ public struct ItemState: Hashable, Sendable {
     public mutating func apply(
         _ edit: ItemEdit,
         dot: Dot,
-        timestamp: HLCTimestamp
+        timestamp: HLCTimestamp,
+        trashWindow: UInt64? = nil
     ) throws(EditError) -> [FieldName: FieldState] {
-        let changed = try applying(edit, dot: dot, timestamp: timestamp)
+        let changed = try applying(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)
         for (name, state) in changed { fields[name] = state }
         return changed
     }

@@ -17,6 +17,8 @@ public struct Replica: Sendable {
     public private(set) var changes: UInt64 = 0
     public private(set) var items: [ItemID: ItemState]
     public private(set) var clock: HybridLogicalClock
+    /// The items reduced to their minimal tombstone (``collect(below:deletedBefore:)``).
+    public private(set) var collected: Set<ItemID> = []
     /// The stream each sender has under way to this replica: what its batches covered so far, and
     /// the sender's writer (its incarnation) when it sent them (``StreamResume``).
     private var streams: [NodeID: (covers: VersionVector, incarnation: NodeID)] = [:]
@@ -52,13 +54,18 @@ public struct Replica: Sendable {
 
     /// Performs a local edit; returns its dot. Throws, changing nothing, if the edit is refused.
     @discardableResult
-    public mutating func apply(_ edit: ItemEdit, to id: ItemID, wallMilliseconds: UInt64) throws(EditError) -> Dot {
+    public mutating func apply(
+        _ edit: ItemEdit,
+        to id: ItemID,
+        wallMilliseconds: UInt64,
+        trashWindow: UInt64? = nil
+    ) throws(EditError) -> Dot {
         precondition(!writerRetired, "a retired writer issues no more dots: start a new one")
         let dot = nextDot
         var probe = clock
         let timestamp = probe.tick(wallMilliseconds: wallMilliseconds)
         let item = items[id] ?? ItemState(id: id)
-        let changed = try item.applying(edit, dot: dot, timestamp: timestamp)
+        let changed = try item.applying(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)
         clock = probe
         versionVector.insert(dot)
         changes += 1
@@ -163,16 +170,43 @@ public struct Replica: Sendable {
         var changed = false
         defer { if changed { changes += 1 } }
         for update in batch.updates {
+            for version in update.change.versions {
+                clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
+            }
+            if collected.contains(update.key.item), update.key.field != .deleted,
+                !update.change.isNews(to: versionVector)
+            {
+                continue
+            }
             var state = fieldState(update.key) ?? FieldState()
             let before = state
             state.merge(update.change)
             if state != before { changed = true }
-            for version in update.change.versions {
-                clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
-            }
             store(update.key, state)
         }
         return true
+    }
+
+    /// Reduces every collectable item (``ItemState/isCollectable(below:deletedBefore:)``) to its
+    /// minimal tombstone, as the store's collection does; returns how many.
+    @discardableResult
+    public mutating func collect(below stable: VersionVector, deletedBefore cutoff: UInt64) -> Int {
+        var count = 0
+        for (id, item) in items
+        where !collected.contains(id) && item.isCollectable(below: stable, deletedBefore: cutoff) {
+            for (name, state) in item.fields where name != .deleted {
+                for version in state.versions {
+                    index[version.dot.node]?[version.dot.counter]?.remove(FieldKey(item: id, field: name))
+                    if index[version.dot.node]?[version.dot.counter]?.isEmpty == true {
+                        index[version.dot.node]?[version.dot.counter] = nil
+                    }
+                }
+            }
+            items[id] = item.minimalTombstone
+            collected.insert(id)
+            count += 1
+        }
+        return count
     }
 
     /// Every item's view, sorted by id.

@@ -68,6 +68,8 @@ extension ItemSync {
     /// with `withLocalEdits` (its ``StoredItem/localEdit``).
     public static func of(_ item: StoredItem, in store: ReplicaStore) throws -> ItemSync? {
         guard let edit = item.localEdit else { return nil }
-        return ItemSync(edit: edit, peers: try store.peers())
+        // A member forgotten or away no longer decides whether an edit has left.
+        let departed = try store.departedMembers(now: WallClock.milliseconds)
+        return ItemSync(edit: edit, peers: try store.peers().filter { !departed.contains($0.nodeID) })
     }
 }

@@ -1,5 +1,6 @@
 public import Foundation
 public import LansyncIdentity
+public import LansyncStore
 
 // Membership, imports and repair through the replica a front end holds open.
 extension LocalReplica {
@@ -15,6 +16,30 @@ extension LocalReplica {
     /// Revokes the member `target` names (`lansync revoke`).
     public func revoke(_ target: String, reason: String) throws -> Revocation {
         try directory.revoke(store: store, target: target, reason: reason)
+    }
+
+    /// Marks the member `target` names as gone for good (`lansync members forget`): it no
+    /// longer holds the stable frontier back nor counts for SYNCED. Returns it as it was.
+    public func forget(_ target: String) throws -> DataDirectory.Member {
+        let member = try directory.member(named: target, store: store)
+        guard !member.isThisNode else {
+            throw HostError("'\(target)' is this machine: forget it from another member")
+        }
+        guard try store.forgetMember(member.nodeID, at: WallClock.milliseconds) else {
+            throw HostError(
+                "this machine has no record of \(member.name ?? member.nodeID.short)'s progress: nothing to forget ('lansync members' lists what it knows)"
+            )
+        }
+        return member
+    }
+
+    /// The cluster's collection settings as this machine holds them.
+    public func collectionSettings() throws -> CollectionSettings { try store.collectionSettings() }
+
+    /// Sets how long deleted items stay restorable and how long a member may be silent
+    /// (`lansync cluster set`).
+    public func setCollectionSettings(_ settings: CollectionSettings) throws {
+        try store.setCollectionSettings(settings)
     }
 
     /// Names the machines that keep the authority's key (`lansync cluster admitters`).

@@ -293,6 +293,20 @@ extension DataDirectory {
         /// Whether it is one of the admitting machines the latest `cluster admitters` named; nil
         /// when none was ever made (every machine initialised with the cluster file admits).
         public let admits: Bool?
+        /// Unix ms of its last session anywhere in the cluster, as far as this replica heard.
+        public var seenAt: UInt64? = nil
+        /// Set once `lansync members forget` said it is gone for good (Unix ms).
+        public var forgottenAt: UInt64? = nil
+        /// Silent for longer than the cluster's away window: it no longer holds the stable
+        /// frontier back (Docs/MERGE.md, "Causal stability and collection").
+        public var isAway = false
+
+        /// `active`, `revoked`, `away` or `forgotten`.
+        public var state: String {
+            if revocation != nil { return "revoked" }
+            if forgottenAt != nil { return "forgotten" }
+            return isAway ? "away" : "active"
+        }
     }
 
     /// The cluster statements this replica holds that its authority signed.
@@ -330,16 +344,20 @@ extension DataDirectory {
         for invite in try store.invites() {
             if let node = invite.usedBy, let at = invite.usedAt { admitted[node] = (invite.name, at) }
         }
+        let reports = Dictionary(try store.memberReports().map { ($0.nodeID, $0) }) { a, _ in a }
+        let awayAfter = try store.collectionSettings().awayAfter
+        let now = WallClock.milliseconds
+        let knownNames = try store.nodeNames()
         let ids = Set([info.nodeID]).union(peers.keys).union(admitted.keys).union(revoked.keys)
-            .union(admissions.keys)
+            .union(admissions.keys).union(reports.keys)
         let members = ids.map { id -> Member in
             let name: String? =
                 id == info.nodeID
                 ? info.nodeName
                 : peers[id]?.name ?? admitted[id]?.name ?? admissions[id]?.name ?? revoked[id]?.name
-            return Member(
+            var member = Member(
                 nodeID: id,
-                name: name,
+                name: name ?? knownNames[id],
                 isThisNode: id == info.nodeID,
                 revocation: revoked[id],
                 admittedHere: admitted[id]?.at,
@@ -347,6 +365,12 @@ extension DataDirectory {
                 lastSync: peers[id]?.lastSync,
                 admits: admitters.map { $0.nodes.contains(id) }
             )
+            if let report = reports[id] {
+                member.seenAt = report.at
+                member.forgottenAt = report.forgottenAt
+                member.isAway = report.at &+ awayAfter < now
+            }
+            return member
         }
         // This node first, then by name.
         return members.sorted { a, b in

@@ -18,6 +18,8 @@ public struct NodeSettings: Sendable {
     /// Whether to advertise and browse with mDNS.
     public var mdns = true
     public var antiEntropyInterval: Duration = .seconds(15)
+    /// How often the node runs a collection round (Docs/MERGE.md, "Causal stability and collection").
+    public var collectInterval: Duration = .seconds(600)
     /// What peers' batches may add to the replica's writers.
     public var writerBounds = WriterBounds.standard
     /// Set when this node is the cluster's relay.
@@ -43,6 +45,7 @@ public struct NodeSettings: Sendable {
     var options: NodeOptions {
         var options = NodeOptions(listen: listen, staticPeers: peers)
         options.antiEntropyInterval = antiEntropyInterval
+        options.collectInterval = collectInterval
         options.writerBounds = writerBounds
         options.relay = relay
         options.relayInterval = relayInterval

@@ -122,7 +122,7 @@ extension DataDirectory.Member {
             ("node_id", .string(nodeID.text)),
             ("name", name.map(JSON.string) ?? .null),
             ("this_node", .bool(isThisNode)),
-            ("state", .string(revocation == nil ? "active" : "revoked")),
+            ("state", .string(state)),
             ("revoked_at", time(revocation?.at)),
             ("revoked_by", revocation.map { .string($0.by.text) } ?? .null),
             ("reason", revocation.map { .string($0.reason) } ?? .null),
@@ -131,6 +131,8 @@ extension DataDirectory.Member {
             ("admitted_by", admission.map { .string($0.by.text) } ?? .null),
             ("admits", admits.map(JSON.bool) ?? .null),
             ("last_sync", time(lastSync)),
+            ("last_seen", time(seenAt)),
+            ("forgotten_at", time(forgottenAt)),
         ])
     }
 }

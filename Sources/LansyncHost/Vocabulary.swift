@@ -14,6 +14,7 @@
 @_exported public import enum LansyncNode.SettlePolicy
 @_exported public import struct LansyncStore.ChangeEntry
 @_exported public import enum LansyncStore.ChangeKind
+@_exported public import struct LansyncStore.CollectionSettings
 @_exported public import struct LansyncStore.DamageReport
 @_exported public import struct LansyncStore.HistoryEntry
 @_exported public import enum LansyncStore.PeerSource

@@ -122,6 +122,7 @@ public final class Node: Sendable {
                 }
                 tasks.addTask { try await self.pollForChanges() }
                 tasks.addTask { try await self.antiEntropy() }
+                tasks.addTask { try await self.collectPeriodically() }
                 tasks.addTask { await self.registry.runPersistence() }
                 if let discovery = self.options.discovery {
                     tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
@@ -349,6 +350,12 @@ public final class Node: Sendable {
         config.antiEntropyInterval = options.antiEntropyInterval
         config.statements = statements.records
         config.maxWriters = options.writerBounds.total
+        // A one-shot sync is no member's session: its hello carries no reports.
+        if options.role != .oneShot {
+            config.reports =
+                (try? await io.run { try store.memberReports() })?.filter { $0.forgottenAt == nil }
+                .prefix(WireLimits.maxReports).map { Hello.Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen) } ?? []
+        }
         return config
     }
 
@@ -366,6 +373,7 @@ public final class Node: Sendable {
         observer.peerReady = { [self] hello in
             await statementsLearned(await statements.learn(hello.statements))
             guard statements.revocation(of: peerID) == nil else { return channel.close(promise: nil) }
+            await learnReports(from: hello)
             let claimed = await registry.claim(
                 peer: hello,
                 address: log.address,

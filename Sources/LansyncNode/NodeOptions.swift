@@ -25,6 +25,9 @@ public struct NodeOptions: Sendable {
     /// The most sessions a node serves at once (each one's memory is bounded, so this bounds the
     /// total); more are told `busy` and retry later.
     public var maxSessions = 128
+    /// How often the node takes its members' reports into the stable frontier and collects the
+    /// deleted items below it (Docs/MERGE.md, "Causal stability and collection").
+    public var collectInterval: Duration = .seconds(600)
     /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
     public var relay: PeerAddress?
     /// While direct peers are connected, how often the node still hands its changes to the relay.

@@ -21,6 +21,9 @@ struct BatchMerge {
     private(set) var changed = 0
     private var itemRows: [ItemID: Int64] = [:]
     private var createdItems = Set<Int64>()
+    /// Items of this batch reduced to their minimal tombstone (Docs/MERGE.md, "Causal stability
+    /// and collection"): they take in only writes this replica has not seen.
+    private var collectedItems = Set<Int64>()
     /// Each item's user fields, counted once per batch when a limit asks (a new item has none):
     /// the field-count limit costs no query per field.
     private var userFields: [Int64: Int] = [:]
@@ -48,6 +51,10 @@ struct BatchMerge {
             tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
         }
         let itemRow = try row(of: update.key.item, in: &tx)
+        if collectedItems.contains(itemRow), update.key.field != .deleted {
+            let seen = try tx.versionVector(of: Array(Set(update.change.context.nodes)))
+            guard update.change.isNews(to: seen) else { return }
+        }
         let created = createdItems.contains(itemRow)
         let old =
             created && !savedInCreatedItems.contains(update.key)
@@ -76,8 +83,9 @@ struct BatchMerge {
     private mutating func row(of item: ItemID, in tx: inout Transaction) throws -> Int64 {
         if let known = itemRows[item] { return known }
         let row: Int64
-        if let stored = try tx.itemRow(item) {
-            row = stored
+        if let stored = try tx.itemRowAndCollection(item) {
+            row = stored.row
+            if stored.collected { collectedItems.insert(row) }
         } else {
             row = try tx.insertItem(item)
             createdItems.insert(row)

@@ -43,8 +43,10 @@ public struct EditSession {
         var item = try load(id)
         let before = item.state
         let changed: [FieldName: FieldState]
+        // Only a restore asks how long the trash keeps a deleted item.
+        let trashWindow = edit == .restore ? try ReplicaStore.collectionSettings(db: tx.db).trashWindow : nil
         do {
-            changed = try item.state.apply(edit, dot: dot, timestamp: timestamp)
+            changed = try item.state.apply(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)
         } catch {
             throw StoreError.edit(error, index: count)
         }

@@ -181,6 +181,12 @@ extension ReplicaStore {
         field: FieldName? = nil
     ) throws -> (entries: [ChangeEntry], last: UInt64) {
         try read { db -> ([ChangeEntry], UInt64) in
+            if since > 0,
+                let floor = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'feed_floor'")
+                    .flatMap(UInt64.init), since < floor
+            {
+                throw StoreError.feedCollected(since: since, floor: floor)
+            }
             let (sql, arguments) = Transaction.changesQuery(
                 since: since,
                 limit: limit,

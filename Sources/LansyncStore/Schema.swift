@@ -23,6 +23,7 @@ enum Schema {
         migrator.registerMigration("v11-cluster-statements", migrate: v11ClusterStatements)
         migrator.registerMigration("v12-change-feed", migrate: v12ChangeFeed)
         migrator.registerMigration("v13-query-index", migrate: v13QueryIndex)
+        migrator.registerMigration("v14-collection", migrate: v14Collection)
         return migrator
     }
 
@@ -302,6 +303,31 @@ enum Schema {
                 CREATE INDEX query_by_num ON query_index(field, element, kind, num);
                 CREATE INDEX query_by_txt ON query_index(field, element, kind, txt);
                 CREATE INDEX query_by_item ON query_index(item, field);
+                """
+        )
+    }
+
+    private static func v14Collection(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- What this replica knows of how far each member has seen (Docs/MERGE.md, "Causal
+                -- stability and collection"): its version vector ('seen', binary) as of its last
+                -- session anywhere in the cluster ('seen_at', Unix ms), learned in hellos, directly
+                -- or gossiped; 'forgotten_at' once 'lansync members forget' said it is gone for
+                -- good (a later session of its own brings it back).
+                CREATE TABLE member (
+                    node_id      TEXT PRIMARY KEY NOT NULL,
+                    seen         BLOB NOT NULL,
+                    seen_at      INTEGER NOT NULL,
+                    forgotten_at INTEGER
+                ) WITHOUT ROWID;
+
+                -- 'collected': the item is deleted and reduced to its minimal tombstone (its
+                -- '_deleted' field alone). meta 'stability' holds the ledger (binary, base64), meta
+                -- 'feed_floor' the highest change-feed number a collection removed, meta
+                -- 'trash_window' and 'away_after' the settings (ms) when not the defaults.
+                ALTER TABLE item ADD COLUMN collected INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX item_deleted ON item(deleted, collected, id) WHERE deleted = 1 AND collected = 0;
                 """
         )
     }

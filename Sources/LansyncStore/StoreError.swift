@@ -24,6 +24,10 @@ public enum StoreError: CodedError, Equatable, Sendable {
     /// A peer's batch would bring more writers new to the replica than its session may still
     /// bring (``WriterBounds/perSession``): refused whole; the next session carries on.
     case tooManyNewWriters(new: Int, perSession: Int)
+    /// A change-feed reader asked for changes after `since`, but collection removed changes
+    /// numbered up to `floor` (Docs/API.md, "The change feed"): it must start again from a
+    /// snapshot.
+    case feedCollected(since: UInt64, floor: UInt64)
 
     public var description: String {
         switch self {
@@ -46,6 +50,8 @@ public enum StoreError: CodedError, Equatable, Sendable {
             "a batch names \(new) writer(s) new to this replica, which holds \(held) of its limit of \(limit); nothing was merged (raise the node's --max-writers if the cluster really has that many)"
         case let .tooManyNewWriters(new, perSession):
             "a batch names \(new) writer(s) new to this replica, past the \(perSession) one session may bring (--max-new-writers); nothing was merged, and the next session carries on"
+        case let .feedCollected(since, floor):
+            "changes after \(since) are no longer all kept (collection removed deleted items' changes up to \(floor)): read the items again as a snapshot, then follow the feed from its latest number"
         }
     }
 }
@@ -62,6 +68,7 @@ extension StoreError {
         case .permissionDenied: .permission
         case .staleDelta, .tooManyNewWriters: .unavailable
         case .tooManyWriters: .refused
+        case .feedCollected: .gone
         }
     }
 

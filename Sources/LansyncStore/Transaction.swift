@@ -234,6 +234,14 @@ struct Transaction {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE item_id = ?"), arguments: [id.rawValue])
     }
 
+    /// The item's row, and whether it is collected (reduced to its minimal tombstone).
+    func itemRowAndCollection(_ id: ItemID) throws -> (row: Int64, collected: Bool)? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT id, collected FROM item WHERE item_id = ?"),
+            arguments: [id.rawValue]
+        ).map { ($0[0], $0[1]) }
+    }
+
     /// Inserts a new item with the derived columns of `state`.
     func insertItem(_ id: ItemID, from state: ItemState) throws -> Int64 {
         try db.cachedStatement(sql: "INSERT INTO item(item_id, type, deleted, conflicts) VALUES (?, ?, ?, ?)")

@@ -81,6 +81,24 @@ public struct Hello: Hashable, Sendable {
     /// spreads them; the receiver keeps the ones its authority signed (LansyncIdentity's
     /// `ClusterStatement`; the wire does not judge them).
     public var statements: [[UInt8]]
+    /// What the sender knows of how far other members have seen (protocol 1.4): each one's
+    /// version vector as of its last session anywhere, gossiped so that every replica learns the
+    /// cluster's stable frontier (Docs/MERGE.md, "Causal stability and collection").
+    public var reports: [Report] = []
+
+    /// One member's progress as a hello gossips it.
+    public struct Report: Hashable, Sendable {
+        public var nodeID: NodeID
+        /// Unix milliseconds of the member's session the vector comes from.
+        public var at: UInt64
+        public var seen: VersionVector
+
+        public init(nodeID: NodeID, at: UInt64, seen: VersionVector) {
+            self.nodeID = nodeID
+            self.at = at
+            self.seen = seen
+        }
+    }
 
     public init(
         version: ProtocolVersion = .current,
@@ -129,8 +147,8 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// 1.1 added the writer and the resume point to the hello; 1.2 the batches that carry removal
     /// logs and field deltas (message type 7), sent only to peers that announced 1.2; 1.3 the
     /// cluster statements (revocations, admitting machines) at the end of the hello (older nodes
-    /// skip them).
-    public static let current = ProtocolVersion(major: 1, minor: 3)
+    /// skip them); 1.4 the members' reports after them.
+    public static let current = ProtocolVersion(major: 1, minor: 4)
 
     /// The first version that takes field deltas.
     public static let fieldDeltas = ProtocolVersion(major: 1, minor: 2)

@@ -44,6 +44,15 @@ public enum MessageCoder {
                 w.varint(UInt64(hello.statements.count))
                 for statement in hello.statements { w.data(statement) }
             }
+            if hello.version.minor >= 4 || hello.version.major > 1 {
+                let reports = hello.reports.prefix(WireLimits.maxReports)
+                w.varint(UInt64(reports.count))
+                for report in reports {
+                    w.nodeID(report.nodeID)
+                    w.varint(report.at)
+                    w.versionVector(report.seen)
+                }
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -137,6 +146,9 @@ public enum MessageCoder {
                         hello.statements.append(Array(statement))
                     }
                 }
+                if minor >= 4 || major > 1 {
+                    hello.reports = try Self.decodeReports(&r)
+                }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {
                     _ = try r.raw(r.remaining)
@@ -193,5 +205,25 @@ public enum MessageCoder {
         if text == FieldName.type.rawValue { return .type }
         if text == FieldName.deleted.rawValue { return .deleted }
         do { return try FieldName(text) } catch { throw WireError.malformed("invalid field name") }
+    }
+}
+
+extension MessageCoder {
+    /// A hello's member reports, within ``WireLimits/maxReports`` and
+    /// ``WireLimits/maxReportEntries``.
+    static func decodeReports(_ r: inout ByteReader) throws -> [Hello.Report] {
+        let count = try r.varint()
+        guard count <= UInt64(WireLimits.maxReports) else { throw WireError.malformed("too many member reports") }
+        var reports: [Hello.Report] = []
+        var entries = 0
+        for _ in 0..<count {
+            let report = Hello.Report(nodeID: try r.nodeID(), at: try r.varint(), seen: try r.versionVector())
+            entries += report.seen.counters.count
+            guard entries <= WireLimits.maxReportEntries else {
+                throw WireError.malformed("member reports of more than \(WireLimits.maxReportEntries) entries")
+            }
+            reports.append(report)
+        }
+        return reports
     }
 }

@@ -20,6 +20,11 @@ public enum WireLimits {
     /// thousand members with a revocation each needs about a tenth of it, and a member sending
     /// made-up ones cannot make a node hold more than this of them.
     public static let maxStatementsBytes = 1 << 20
+    /// The most member reports a hello gossips (protocol 1.4), and the most version-vector
+    /// entries they carry all together: the frontier of a cluster of a few hundred members fits,
+    /// and a member sending made-up ones cannot make a node hold more.
+    public static let maxReports = 512
+    public static let maxReportEntries = 65_536
     /// The largest key or certificate in a join (DER): a P-256 key is 91 bytes, a certificate
     /// about 500.
     public static let maxJoinBlobBytes = 4096

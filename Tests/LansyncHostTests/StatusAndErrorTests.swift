@@ -38,10 +38,11 @@ import Testing
             "node_id", "name", "cluster_id", "running", "listen", "api", "mdns", "items", "deleted", "conflicts",
             "digest",
             "damaged",
-            "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused",
+            "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused", "collection",
         ]
         #expect(Set(object.keys) == Set(keys))
         #expect(object["listen"] is NSNull)
+        #expect(object["collection"] is NSNull)
         let peers = try #require(object["peers"] as? [[String: Any]])
         #expect(peers[0]["source"] as? String == "static")
         #expect(peers[0]["last_sync"] is NSNull)
@@ -52,7 +53,19 @@ import Testing
     }
 
     @Test func theJSONReadsBackAsItWasWritten() throws {
-        let status = sample()
+        var status = sample()
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        status.collection = NodeStatus.Collection(
+            liveFields: 12,
+            collectableItems: 3,
+            collectableFields: 9,
+            collectedItems: 40,
+            fileBytes: 4096,
+            freeBytes: 0,
+            frontierAt: "2026-11-25T00:00:00Z",
+            heldBackBy: "b",
+            departed: ["c"]
+        )
         #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
     }
 

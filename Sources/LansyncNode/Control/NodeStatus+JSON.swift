@@ -10,6 +10,7 @@ extension NodeStatus {
     public var jsonValue: JSON {
         .object([
             ("api", .optional(api)), ("changes", changes?.jsonValue ?? .null), ("cluster_id", .string(clusterID)),
+            ("collection", collection?.jsonValue ?? .null),
             ("conflicts", .int(conflicts)),
             ("damaged", .optional(damaged)), ("deleted", .int(deleted)), ("digest", .string(digest)),
             ("items", .int(items)), ("listen", .optional(listen)), ("mdns", .optional(mdns)), ("name", .string(name)),
@@ -49,6 +50,36 @@ extension NodeStatus {
             refused: try j.array("refused").map(Refusal.init(json:))
         )
         api = try j.optionalString("api")
+        collection = try j.optional("collection").map(Collection.init(json:))
+    }
+}
+
+extension NodeStatus.Collection {
+    var jsonValue: JSON {
+        .object([
+            ("collectable_fields", .int(collectableFields)), ("collectable_items", .int(collectableItems)),
+            ("collected_items", .int(collectedItems)), ("departed", .array(departed.map(JSON.string))),
+            ("file_bytes", .int(fileBytes)), ("free_bytes", .int(freeBytes)), ("frontier_at", .optional(frontierAt)),
+            ("held_back_by", .optional(heldBackBy)), ("live_fields", .int(liveFields)),
+        ])
+    }
+
+    init(json: JSON) throws {
+        let j = JSONFields(json, "the status's collection")
+        self.init(
+            liveFields: try j.int("live_fields"),
+            collectableItems: try j.int("collectable_items"),
+            collectableFields: try j.int("collectable_fields"),
+            collectedItems: try j.int("collected_items"),
+            fileBytes: try j.int("file_bytes"),
+            freeBytes: try j.int("free_bytes"),
+            frontierAt: try j.optionalString("frontier_at"),
+            heldBackBy: try j.optionalString("held_back_by"),
+            departed: try j.array("departed").map { value in
+                guard case .string(let text) = value else { throw j.wrong("departed") }
+                return text
+            }
+        )
     }
 }
 

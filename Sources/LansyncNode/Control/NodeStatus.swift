@@ -36,6 +36,49 @@ public struct NodeStatus: Sendable, Equatable {
     /// Connections refused for their certificate since the node started, newest first (empty
     /// without a running node).
     public var refused: [Refusal]
+    /// How much of the replica is the past, and what holds its collection back.
+    public var collection: Collection?
+
+    /// The past in the replica (Docs/MERGE.md, "Causal stability and collection").
+    public struct Collection: Sendable, Equatable {
+        /// Field rows of live items.
+        public var liveFields: Int
+        /// Deleted items not collected yet, and their field rows.
+        public var collectableItems: Int
+        public var collectableFields: Int
+        /// Items reduced to their minimal tombstone.
+        public var collectedItems: Int
+        public var fileBytes: Int
+        public var freeBytes: Int
+        /// When the stable frontier last moved (ISO 8601), nil if never.
+        public var frontierAt: String?
+        /// The member that holds the frontier back (node id), nil when none does.
+        public var heldBackBy: String?
+        /// Members away or forgotten (node ids): they hold nothing back.
+        public var departed: [String]
+
+        public init(
+            liveFields: Int,
+            collectableItems: Int,
+            collectableFields: Int,
+            collectedItems: Int,
+            fileBytes: Int,
+            freeBytes: Int,
+            frontierAt: String?,
+            heldBackBy: String?,
+            departed: [String]
+        ) {
+            self.liveFields = liveFields
+            self.collectableItems = collectableItems
+            self.collectableFields = collectableFields
+            self.collectedItems = collectedItems
+            self.fileBytes = fileBytes
+            self.freeBytes = freeBytes
+            self.frontierAt = frontierAt
+            self.heldBackBy = heldBackBy
+            self.departed = departed
+        }
+    }
 
     public init(
         nodeID: String,
@@ -54,7 +97,8 @@ public struct NodeStatus: Sendable, Equatable {
         changes: Changes?,
         rejected: [Rejection],
         revokedWrites: [Rejection] = [],
-        refused: [Refusal] = []
+        refused: [Refusal] = [],
+        collection: Collection? = nil
     ) {
         self.nodeID = nodeID
         self.name = name
@@ -73,6 +117,7 @@ public struct NodeStatus: Sendable, Equatable {
         self.rejected = rejected
         self.revokedWrites = revokedWrites
         self.refused = refused
+        self.collection = collection
     }
 
     /// One peer: a known node (direct, or met only through others), or a configured address not

@@ -49,7 +49,24 @@ public enum StatusReport {
             changes: try changes(store, peers: peers, relay: relayEntry, ownWriters: ownWriters),
             rejected: try store.ownRejections().map(NodeStatus.Rejection.init),
             revokedWrites: try store.revokedWriteRejections().map(NodeStatus.Rejection.init),
-            refused: refused
+            refused: refused,
+            collection: try collection(store)
+        )
+    }
+
+    /// The past in the replica, as status shows it.
+    private static func collection(_ store: ReplicaStore) throws(StoreError) -> NodeStatus.Collection {
+        let f = try store.collectionFigures(now: WallClock.milliseconds)
+        return NodeStatus.Collection(
+            liveFields: f.liveFields,
+            collectableItems: f.collectableItems,
+            collectableFields: f.collectableFields,
+            collectedItems: f.collectedItems,
+            fileBytes: f.fileBytes,
+            freeBytes: f.freeBytes,
+            frontierAt: f.frontierAt.map { WallClock.iso8601(milliseconds: $0) },
+            heldBackBy: f.heldBackBy?.text,
+            departed: f.departed.map(\.text)
         )
     }
 
@@ -130,7 +147,13 @@ public enum StatusReport {
         relay: PeerRegistry.Entry?,
         ownWriters: Set<NodeID>
     ) throws(StoreError) -> NodeStatus.Changes? {
-        let judges = relay.map { [$0] } ?? peers.filter { $0.nodeID != nil }
+        // A member forgotten or away no longer decides whether a change has left (unless it is
+        // connected again, which makes it a member again at its next report).
+        let departed = try store.departedMembers(now: WallClock.milliseconds)
+        let judges =
+            relay.map { [$0] }
+            ?? peers.filter { $0.nodeID.map { !departed.contains($0) } ?? false || $0.connected }
+            .filter { $0.nodeID != nil }
         guard !judges.isEmpty else { return nil }
         var seen = VersionVector()
         for writer in ownWriters { seen.raise(writer, to: judges.map { $0.versionVector[writer] }.min() ?? 0) }

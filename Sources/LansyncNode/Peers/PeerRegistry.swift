@@ -51,6 +51,8 @@ public actor PeerRegistry {
     private var unsavedNames: [(name: String, ids: Set<NodeID>)] = []
     /// When each peer's last sync time was last saved (``upToDate``).
     private var savedSync: [NodeID: UInt64] = [:]
+    /// Each peer's version vector as last saved.
+    private var savedVectors: [NodeID: VersionVector] = [:]
     private let saves: AsyncStream<Void>
     private let requestSave: AsyncStream<Void>.Continuation
     let logger: Logger
@@ -190,7 +192,9 @@ public actor PeerRegistry {
 
     public func upToDate(_ node: NodeID, peerVersionVector: VersionVector, at time: UInt64) {
         guard var entry = byNode[node] else { return }
-        let before = entry.versionVector
+        // Against what was last saved: progress reports join the vector between saves, and the
+        // saved vector is the member's report the stable frontier reads.
+        let before = savedVectors[node]
         entry.lastSync = time
         entry.versionVector.join(peerVersionVector)
         byNode[node] = entry
@@ -273,6 +277,13 @@ public actor PeerRegistry {
                 versionVector: e.versionVector
             )
         }
+        // A connected peer's vector is its progress as of now: its member report.
+        let now = WallClock.milliseconds
+        let reports = unsaved.compactMap { node -> MemberReport? in
+            guard let e = byNode[node], e.connected else { return nil }
+            return MemberReport(nodeID: node, seen: e.versionVector, at: now)
+        }
+        for record in records { savedVectors[record.nodeID] = record.versionVector }
         let names = unsavedNames
         unsaved.removeAll()
         unsavedNames.removeAll()
@@ -281,6 +292,7 @@ public actor PeerRegistry {
         do {
             try await io.run {
                 for record in records { try store.savePeer(record) }
+                try store.recordReports(reports)
                 for (name, ids) in names { for id in ids { try store.setNodeName(name, for: id) } }
             }
         } catch {

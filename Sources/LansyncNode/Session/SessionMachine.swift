@@ -36,6 +36,8 @@ public struct SessionMachine: Sendable {
         public var ackTimeout: Duration = .seconds(60)
         /// The cluster statements this node holds, sent in its hello (protocol 1.3).
         public var statements: [[UInt8]] = []
+        /// What this node knows of other members' progress, gossiped in its hello (protocol 1.4).
+        public var reports: [Hello.Report] = []
         /// The most writers a version vector from the peer may name (its hello, summaries, `done`,
         /// and what its batches cover, joined): a peer past it is refused, so what this side keeps
         /// of the peer stays bounded whatever it claims (``WriterBounds/total``).
@@ -260,7 +262,7 @@ public struct SessionMachine: Sendable {
         state = .awaitingHello(since: now)
         lastReceived = now
         told = (vv, now)
-        let hello = Hello(
+        var hello = Hello(
             nodeID: config.nodeID,
             clusterID: config.clusterID,
             role: config.role,
@@ -271,6 +273,7 @@ public struct SessionMachine: Sendable {
             resumeFor: resumeFor,
             statements: config.statements
         )
+        hello.reports = config.reports
         return [.send(.hello(hello))]
     }
 

@@ -5,8 +5,8 @@ import LansyncHost
 struct ClusterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
-        abstract: "Manage the cluster secret.",
-        subcommands: [Create.self, AdmittersCommand.self]
+        abstract: "Manage the cluster secret and the cluster's settings.",
+        subcommands: [Create.self, AdmittersCommand.self, ClusterSetCommand.self]
     )
 
     struct Create: ParsableCommand {
@@ -28,5 +28,83 @@ struct ClusterCommand: ParsableCommand {
                 "wrote cluster secret \(file) (cluster \(cluster.text)); run 'lansync init --cluster \(file)' on the machines that admit others, and 'lansync invite' there for the rest"
             )
         }
+    }
+}
+
+/// A length of time for a setting: `0s`, `90s`, `15m`, `2h`, `30d` (a bare number is seconds).
+struct SettingDuration: ExpressibleByArgument, Sendable {
+    let milliseconds: UInt64
+
+    init?(argument: String) {
+        let units: [Character: UInt64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var text = Substring(argument)
+        var unit: UInt64 = 1
+        if let last = text.last, let factor = units[last] {
+            unit = factor
+            text = text.dropLast()
+        }
+        guard let count = UInt64(text), count <= 36_500 * 86_400 / unit else { return nil }
+        milliseconds = count * unit * 1000
+    }
+
+    static func text(_ milliseconds: UInt64) -> String {
+        let seconds = milliseconds / 1000
+        for (unit, size) in [("d", UInt64(86_400)), ("h", 3600), ("m", 60)] where seconds >= size && seconds % size == 0
+        {
+            return "\(seconds / size)\(unit)"
+        }
+        return "\(seconds)s"
+    }
+}
+
+/// `lansync cluster set NAME DURATION`: the collection settings (Docs/MERGE.md, "Causal
+/// stability and collection").
+struct ClusterSetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Set how long deleted items stay restorable, and how long a member may be silent.",
+        discussion: """
+            trash-window (default 30d): a deleted item can be restored ('lansync restore') for \
+            this long; after it (and a day's margin for clocks), once every active member has \
+            seen the delete, its fields and history are collected and only a minimal tombstone \
+            stays. away-after (default 90d): a member not heard of for this long is marked away \
+            and no longer holds collection back. Durations: 0s, 90s, 15m, 2h, 30d. Without \
+            arguments, prints the settings. The settings are this machine's: set the same on \
+            every member (a machine collects only what every active member has seen, whatever \
+            its own settings say).
+            """
+    )
+
+    enum Name: String, ExpressibleByArgument, CaseIterable {
+        case trashWindow = "trash-window"
+        case awayAfter = "away-after"
+    }
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "trash-window or away-after.") var name: Name?
+    @Argument(help: ArgumentHelp("The new value: 0s, 90s, 15m, 2h, 30d.", valueName: "DURATION"))
+    var duration: SettingDuration?
+
+    func validate() throws {
+        if name != nil, duration == nil { throw ValidationError("give the new value too, e.g. 30d or 0s") }
+        if name == .awayAfter, let duration, duration.milliseconds < 60_000 {
+            throw ValidationError(
+                "away-after must be at least 1m: a member that is merely slow must not be marked away"
+            )
+        }
+    }
+
+    func run() throws {
+        let replica = try LocalReplica(data.directory)
+        var settings = try replica.collectionSettings()
+        if let name, let duration {
+            switch name {
+            case .trashWindow: settings.trashWindow = duration.milliseconds
+            case .awayAfter: settings.awayAfter = duration.milliseconds
+            }
+            try replica.setCollectionSettings(settings)
+        }
+        print("trash-window \(SettingDuration.text(settings.trashWindow))")
+        print("away-after \(SettingDuration.text(settings.awayAfter))")
     }
 }

@@ -134,10 +134,44 @@ struct RevokeCommand: ParsableCommand {
     }
 }
 
-/// `lansync members`: who is in the cluster, as far as this machine knows.
+/// `lansync members`: who is in the cluster, as far as this machine knows; `members forget`.
 struct MembersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "members",
+        abstract: "List the members this machine knows, or forget one that is gone for good.",
+        subcommands: [MembersList.self, MembersForget.self],
+        defaultSubcommand: MembersList.self
+    )
+}
+
+/// `lansync members forget NODE`: a machine gone for good.
+struct MembersForget: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "forget",
+        abstract: "Say a member is gone for good: it no longer holds collection back nor keeps edits SYNCING.",
+        discussion: """
+            For a machine that died or was wiped. This machine stops waiting for it: its edits \
+            count as SYNCED once the remaining members have them, and deleted items are \
+            collected without it. If the machine comes back after all, its next session makes \
+            it a member again. (To shut a machine out, use 'lansync revoke'.)
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The member: its name, node id, or a unique start of the id.") var node: String
+
+    func run() throws {
+        let member = try LocalReplica(data.directory).forget(node)
+        print(
+            "forgot \(member.name ?? "unnamed") (\(member.nodeID.text)): it no longer counts for SYNCED or holds collection back"
+        )
+    }
+}
+
+/// `lansync members` (`members list`): the members, with their state.
+struct MembersList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List the members this machine knows: active or revoked (with why and when), and who admitted them.",
         discussion:
             "A machine knows the peers it met or heard of, every machine that joined with an invite (each admission is signed and travels with every sync), and every revocation it holds."
@@ -146,7 +180,7 @@ struct MembersCommand: ParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @Flag(
         help:
-            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, admitted_at, admitted_by, admits, last_sync."
+            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, admitted_at, admitted_by, admits, last_sync, last_seen, forgotten_at (state: active, away, forgotten, revoked)."
     )
     var json = false
 
@@ -165,7 +199,10 @@ struct MembersCommand: ParsableCommand {
             }
             let state =
                 m.revocation.map { "revoked" + ($0.reason.isEmpty ? "" : ": \($0.reason)") }
-                ?? (m.isThisNode ? "active (this node)" : "active")
+                ?? (m.isThisNode
+                    ? "active (this node)"
+                    : m.forgottenAt.map { "forgotten " + String((time($0) ?? "").prefix(10)) }
+                        ?? (m.isAway ? "away since " + String((time(m.seenAt) ?? "?").prefix(10)) : "active"))
             rows.append([
                 m.nodeID.short, m.name ?? "?", state, m.admits.map { $0 ? "yes" : "no" } ?? "-",
                 String((time(m.revocation?.at) ?? "-").prefix(19)),

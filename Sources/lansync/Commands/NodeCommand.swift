@@ -39,16 +39,20 @@ struct NodeCommand: AsyncParsableCommand {
     var noMdns = false
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
+    @Option(help: ArgumentHelp("Seconds between collection rounds.", visibility: .hidden))
+    var collectInterval: Double = 600
 
     func validate() throws {
         try validateInterval(relayInterval, "--relay-interval")
         try validateInterval(antiEntropy, "--anti-entropy")
+        try validateInterval(collectInterval, "--collect-interval")
     }
 
     func run() async throws {
         var settings = NodeSettings(listen: listen)
         settings.peers = peers
         settings.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        settings.collectInterval = .milliseconds(Int(collectInterval * 1000))
         settings.writerBounds = writers.bounds
         settings.mdns = !noMdns
         settings.relay = relay

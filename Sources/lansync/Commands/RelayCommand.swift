@@ -33,6 +33,8 @@ struct RelayCommand: AsyncParsableCommand {
     var maxSessions = 128
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
+    @Option(help: ArgumentHelp("Seconds between collection rounds.", visibility: .hidden))
+    var collectInterval: Double = 600
 
     func validate() throws {
         // A zero or negative limit would make the relay overrule every change it is sent.
@@ -51,6 +53,7 @@ struct RelayCommand: AsyncParsableCommand {
         }
         guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
         try validateInterval(antiEntropy, "--anti-entropy")
+        try validateInterval(collectInterval, "--collect-interval")
     }
 
     func run() async throws {
@@ -62,6 +65,7 @@ struct RelayCommand: AsyncParsableCommand {
         )
         settings.writerBounds = writers.bounds
         settings.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
+        settings.collectInterval = .milliseconds(Int(collectInterval * 1000))
         settings.mdns = mdns
         let directory = data.directory
         let logger = log.bootstrap()

@@ -45,6 +45,18 @@ struct StatusCommand: ParsableCommand {
         lines.append(
             "replica  \(status.items) items, \(status.deleted) deleted, \(status.conflicts) conflicts; digest \(status.digest)"
         )
+        if let c = status.collection {
+            let mb = { (bytes: Int) in "\(bytes / 1_000_000).\(bytes % 1_000_000 / 100_000) MB" }
+            var line =
+                "past     \(c.collectableItems) deleted item(s) to collect (\(c.collectableFields) field rows, beside \(c.liveFields) live), \(c.collectedItems) collected; file \(mb(c.fileBytes)), \(mb(c.freeBytes)) free"
+            line += "; frontier " + (c.frontierAt.map { "moved \($0)" } ?? "never moved")
+            if let held = c.heldBackBy {
+                let name = status.peers.first { $0.nodeID == held }?.name
+                line += ", held back by \(name ?? String(held.prefix(8)))"
+            }
+            if !c.departed.isEmpty { line += "; \(c.departed.count) member(s) away or forgotten" }
+            lines.append(line)
+        }
         if let changes = status.changes {
             let pending = changes.syncing.map { "\($0) syncing" } ?? "\(changes.dirty ?? 0) waiting (DIRTY)"
             let whereTo = changes.relay == nil ? "on every known peer" : "on the relay"

@@ -1,0 +1,426 @@
+import Foundation
+import GRDB
+public import LansyncCore
+
+/// What a replica knows of one member's progress (table `member`): its version vector as of
+/// its last session anywhere in the cluster, and when that was.
+public struct MemberReport: Sendable, Equatable {
+    public var nodeID: NodeID
+    public var seen: VersionVector
+    /// Unix milliseconds of the session the report comes from.
+    public var at: UInt64
+    /// When `lansync members forget` said the member is gone for good; nil if it is not.
+    public var forgottenAt: UInt64?
+
+    public init(nodeID: NodeID, seen: VersionVector, at: UInt64, forgottenAt: UInt64? = nil) {
+        self.nodeID = nodeID
+        self.seen = seen
+        self.at = at
+        self.forgottenAt = forgottenAt
+    }
+}
+
+/// The cluster's collection settings as this replica holds them (meta `trash_window`,
+/// `away_after`), in milliseconds.
+public struct CollectionSettings: Sendable, Equatable {
+    /// How long a deleted item stays restorable (default 30 days).
+    public var trashWindow: UInt64
+    /// How long a member may stay silent before it is marked away (default 90 days).
+    public var awayAfter: UInt64
+
+    public static let day: UInt64 = 86_400_000
+    public static let standard = CollectionSettings(trashWindow: 30 * day, awayAfter: 90 * day)
+    /// Collection waits this long past the trash window, so that a machine whose clock runs up to
+    /// a day behind (the hybrid clock's own bound) refuses a restore before anyone collects.
+    public static let clockMargin = HybridLogicalClock.maxForwardDrift
+
+    /// How long after a delete its item may be collected: the trash window, plus the clock
+    /// margin or the window again, whichever is shorter (a restore is judged by the restorer's
+    /// hybrid clock, which is past the delete's own timestamp once it has seen the delete: a
+    /// window of 0 refuses every restore of a delete seen, whatever the clocks).
+    public var collectAfter: UInt64 { trashWindow &+ min(Self.clockMargin, trashWindow) }
+
+    public init(trashWindow: UInt64, awayAfter: UInt64) {
+        self.trashWindow = trashWindow
+        self.awayAfter = awayAfter
+    }
+}
+
+/// What one collection round did (``ReplicaStore/collect(now:)``).
+public struct CollectionRound: Sendable, Equatable {
+    /// Items reduced to their minimal tombstone.
+    public var collected = 0
+    /// Whether the stable frontier moved.
+    public var frontierMoved = false
+    /// Pages handed back to the file system.
+    public var pagesFreed = 0
+}
+
+// Causal stability, the members' reports and the collection of deleted items (Docs/MERGE.md,
+// "Causal stability and collection"; Docs/STORAGE.md, "Collection").
+extension ReplicaStore {
+    /// At most this many reports travel in one hello, and are taken from one.
+    public static let maxGossipedReports = 512
+
+    /// Joins `reports` into table `member`: vectors joined, the later time kept. A forgotten
+    /// member comes back only with a report newer than its forgetting. This replica's own node
+    /// is never recorded (its report is its own vector).
+    public func recordReports(_ reports: [MemberReport]) throws(StoreError) {
+        guard !reports.isEmpty else { return }
+        let own = try info().nodeID
+        try guarded {
+            try pool.write { db in
+                for report in reports.prefix(Self.maxGossipedReports) where report.nodeID != own {
+                    var seen = report.seen
+                    var at = report.at
+                    var forgotten: UInt64?
+                    if let row = try Row.fetchOne(
+                        db,
+                        sql: "SELECT seen, seen_at, forgotten_at FROM member WHERE node_id = ?",
+                        arguments: [report.nodeID.text]
+                    ) {
+                        var r = ByteReader(Array(row[0] as Data))
+                        let held = (try? r.versionVector()) ?? VersionVector()
+                        let heldAt = UInt64(clamping: row[1] as Int64)
+                        forgotten = (row[2] as Int64?).map { UInt64(clamping: $0) }
+                        if let f = forgotten, at > f { forgotten = nil }
+                        guard held != held.joined(with: seen) || at > heldAt || forgotten == nil && row[2] != nil
+                        else { continue }
+                        seen.join(held)
+                        at = max(at, heldAt)
+                    }
+                    var w = ByteWriter()
+                    w.versionVector(seen)
+                    try db.execute(
+                        sql: """
+                            INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, ?, ?)
+                            ON CONFLICT(node_id) DO UPDATE SET seen = excluded.seen, seen_at = excluded.seen_at,
+                                forgotten_at = excluded.forgotten_at
+                            """,
+                        arguments: [
+                            report.nodeID.text, Data(w.bytes), Int64(clamping: at),
+                            forgotten.map { Int64(clamping: $0) },
+                        ]
+                    )
+                }
+            }
+        }
+    }
+
+    /// Every member's report this replica holds (forgotten ones included), newest first.
+    public func memberReports() throws(StoreError) -> [MemberReport] {
+        try read { db in try Self.memberReports(db: db) }
+    }
+
+    static func memberReports(db: Database) throws -> [MemberReport] {
+        try Row.fetchAll(db, sql: "SELECT node_id, seen, seen_at, forgotten_at FROM member ORDER BY seen_at DESC")
+            .compactMap { row in
+                guard let id = NodeID(text: row[0]) else { return nil }
+                var r = ByteReader(Array(row[1] as Data))
+                return MemberReport(
+                    nodeID: id,
+                    seen: (try? r.versionVector()) ?? VersionVector(),
+                    at: UInt64(clamping: row[2] as Int64),
+                    forgottenAt: (row[3] as Int64?).map { UInt64(clamping: $0) }
+                )
+            }
+    }
+
+    /// Marks `node` gone for good (`lansync members forget`): it no longer holds the frontier
+    /// back nor counts for SYNCED. False if this replica has no report of it.
+    @discardableResult
+    public func forgetMember(_ node: NodeID, at now: UInt64) throws(StoreError) -> Bool {
+        try guarded {
+            try pool.write { db in
+                try db.execute(
+                    sql: "UPDATE member SET forgotten_at = ? WHERE node_id = ?",
+                    arguments: [Int64(clamping: now), node.text]
+                )
+                let changed = db.changesCount > 0
+                try db.execute(sql: "DELETE FROM peer WHERE node_id = ?", arguments: [node.text])
+                return changed || db.changesCount > 0
+            }
+        }
+    }
+
+    // MARK: Settings
+
+    public func collectionSettings() throws(StoreError) -> CollectionSettings {
+        try read { db in try Self.collectionSettings(db: db) }
+    }
+
+    static func collectionSettings(db: Database) throws -> CollectionSettings {
+        func value(_ key: String) throws -> UInt64? {
+            try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]).flatMap {
+                UInt64($0)
+            }
+        }
+        let standard = CollectionSettings.standard
+        return CollectionSettings(
+            trashWindow: try value("trash_window") ?? standard.trashWindow,
+            awayAfter: try value("away_after") ?? standard.awayAfter
+        )
+    }
+
+    public func setCollectionSettings(_ settings: CollectionSettings) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                for (key, value) in [("trash_window", settings.trashWindow), ("away_after", settings.awayAfter)] {
+                    try db.execute(
+                        sql:
+                            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        arguments: [key, String(value)]
+                    )
+                }
+            }
+        }
+    }
+
+    // MARK: The frontier
+
+    /// The stability ledger as last saved (meta `stability`).
+    public func stabilityLedger() throws(StoreError) -> StabilityLedger {
+        try read { db in try Self.ledger(db: db) }
+    }
+
+    static func ledger(db: Database) throws -> StabilityLedger {
+        guard let text = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'stability'"),
+            let blob = Data(base64Encoded: text)
+        else { return StabilityLedger() }
+        return StabilityLedgerCoding.decode(Array(blob)) ?? StabilityLedger()
+    }
+
+    /// The members that hold the frontier: not forgotten, and heard of within `awayAfter` of
+    /// `now` (others are away).
+    static func activeReports(_ reports: [MemberReport], now: UInt64, awayAfter: UInt64) -> [MemberReport] {
+        reports.filter { $0.forgottenAt == nil && $0.at &+ awayAfter >= now }
+    }
+
+    // MARK: Collection
+
+    /// One collection round: takes the active members' reports (this replica's own vector among
+    /// them) into the stability ledger, then reduces every deleted item that is collectable
+    /// (``ItemState/isCollectable(below:deletedBefore:)``, past the trash window and the clock
+    /// margin) to its minimal tombstone, a few hundred items per transaction, and hands the
+    /// freed pages back to the file system.
+    @discardableResult
+    public func collect(now: UInt64) throws(StoreError) -> CollectionRound {
+        var round = CollectionRound()
+        let (settings, ledger) = try guarded {
+            try write { tx, _ in
+                let settings = try Self.collectionSettings(db: tx.db)
+                var ledger = try Self.ledger(db: tx.db)
+                let active = Self.activeReports(
+                    try Self.memberReports(db: tx.db),
+                    now: now,
+                    awayAfter: settings.awayAfter
+                )
+                let own = try Self.versionVector(db: tx.db)
+                round.frontierMoved = ledger.observe(
+                    [own] + active.map(\.seen),
+                    reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
+                    now: now
+                )
+                try tx.db.execute(
+                    sql:
+                        "INSERT INTO meta(key, value) VALUES ('stability', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString()]
+                )
+                return .commit((settings, ledger))
+            }
+        }
+        let stable = ledger.stable
+        guard !stable.isEmpty else { return round }
+        // A delete every member could still restore when it last reported is not collected.
+        let reported = min(now, ledger.stableReportedAt)
+        let cutoff = reported &- min(reported, settings.collectAfter)
+        var after: Int64 = 0
+        while true {
+            let (done, next, count) = try guarded {
+                try write(.full) { tx, _ in
+                    let batch = try Row.fetchAll(
+                        tx.db,
+                        sql:
+                            "SELECT id, item_id FROM item WHERE deleted = 1 AND collected = 0 AND id > ? ORDER BY id LIMIT 200",
+                        arguments: [after]
+                    )
+                    var count = 0
+                    for row in batch {
+                        let item = try tx.loadItem(ItemID(unchecked: row[1]))
+                        guard item.state.isCollectable(below: stable, deletedBefore: cutoff) else { continue }
+                        try tx.collect(item)
+                        count += 1
+                    }
+                    return .commit((batch.count < 200, (batch.last?[0] as Int64?) ?? after, count))
+                }
+            }
+            round.collected += count
+            after = next
+            if done { break }
+        }
+        if round.collected > 0 { round.pagesFreed = try returnFreePages() }
+        return round
+    }
+
+    /// Hands the file's free pages back to the file system (an incremental vacuum; a file made
+    /// before incremental vacuum was on is converted first, by one VACUUM). Returns how many.
+    @discardableResult
+    public func returnFreePages() throws(StoreError) -> Int {
+        try guarded {
+            try pool.writeWithoutTransaction { db in
+                let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                guard free > 0 else { return 0 }
+                if try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 {
+                    try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+                    try db.execute(sql: "VACUUM")
+                } else {
+                    try db.execute(sql: "PRAGMA incremental_vacuum")
+                }
+                return free
+            }
+        }
+    }
+}
+
+extension Transaction {
+    /// Reduces a deleted item to its minimal tombstone: its other fields leave the field table,
+    /// the version index, history and the query index; what the change feed numbered them is
+    /// remembered as its floor (a reader behind it must start again from a snapshot).
+    mutating func collect(_ item: LoadedItem) throws {
+        guard let row = item.row else { return }
+        let gone = item.fieldRows.filter { $0.key != .deleted }.map(\.value)
+        if !gone.isEmpty {
+            let list = gone.map(String.init).joined(separator: ",")
+            let highest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM field WHERE id IN (\(list))") ?? 0
+            try db.execute(sql: "DELETE FROM version WHERE field IN (\(list))")
+            try db.execute(sql: "DELETE FROM history WHERE field IN (\(list))")
+            try db.execute(sql: "DELETE FROM field WHERE id IN (\(list))")
+            try db.execute(
+                sql: """
+                    INSERT INTO meta(key, value) VALUES ('feed_floor', ?)
+                    ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))
+                    """,
+                arguments: [String(highest)]
+            )
+        }
+        if let tombstone = item.fieldRows[.deleted] {
+            try db.execute(sql: "DELETE FROM history WHERE field = ?", arguments: [tombstone])
+        }
+        try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
+        try db.execute(sql: "UPDATE item SET collected = 1, conflicts = 0 WHERE id = ?", arguments: [row])
+    }
+}
+
+/// The stability ledger's binary form in meta `stability`.
+enum StabilityLedgerCoding {
+    static func encode(_ ledger: StabilityLedger) -> [UInt8] {
+        var w = ByteWriter()
+        w.varint(1)
+        w.versionVector(ledger.stable)
+        w.varint(ledger.stableAt)
+        w.varint(ledger.stableReportedAt)
+        w.varint(UInt64(ledger.checkpoints.count))
+        for checkpoint in ledger.checkpoints {
+            w.versionVector(checkpoint.frontier)
+            w.versionVector(checkpoint.join)
+            w.varint(checkpoint.at)
+            w.varint(checkpoint.reportedAt)
+        }
+        return w.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) -> StabilityLedger? {
+        var r = ByteReader(bytes)
+        do {
+            guard try r.varint() == 1 else { return nil }
+            let stable = try r.versionVector()
+            let stableAt = try r.varint()
+            let stableReportedAt = try r.varint()
+            let count = try r.varint()
+            guard count <= UInt64(StabilityLedger.maxCheckpoints) else { return nil }
+            var checkpoints: [StabilityLedger.Checkpoint] = []
+            for _ in 0..<count {
+                checkpoints.append(
+                    .init(
+                        frontier: try r.versionVector(),
+                        join: try r.versionVector(),
+                        at: try r.varint(),
+                        reportedAt: try r.varint()
+                    )
+                )
+            }
+            return StabilityLedger(
+                stable: stable,
+                stableAt: stableAt,
+                stableReportedAt: stableReportedAt,
+                checkpoints: checkpoints
+            )
+        } catch {
+            return nil
+        }
+    }
+}
+
+/// How much of a replica is the past, for `status` (``ReplicaStore/collectionFigures(now:)``).
+public struct CollectionFigures: Sendable, Equatable {
+    /// Field rows of live items.
+    public var liveFields = 0
+    /// Deleted items not collected yet, and their field rows: what collection may take once the
+    /// trash window has passed and every active member has seen the deletes.
+    public var collectableItems = 0
+    public var collectableFields = 0
+    /// Items reduced to their minimal tombstone.
+    public var collectedItems = 0
+    /// The replica file's size, and how much of it is free pages.
+    public var fileBytes = 0
+    public var freeBytes = 0
+    /// When the stable frontier last moved (Unix ms), nil if it never has.
+    public var frontierAt: UInt64?
+    /// The active member furthest behind the others, which holds the frontier back; nil when
+    /// none is behind.
+    public var heldBackBy: NodeID?
+    /// Members away (silent past the away window) or forgotten: they hold nothing back.
+    public var departed: [NodeID] = []
+}
+
+extension ReplicaStore {
+    /// How much of the replica is the past, and what holds its collection back.
+    public func collectionFigures(now: UInt64) throws(StoreError) -> CollectionFigures {
+        try read { db in
+            var figures = CollectionFigures()
+            func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }
+            figures.liveFields = try count(
+                "SELECT count(*) FROM field JOIN item ON item.id = field.item WHERE item.deleted = 0"
+            )
+            figures.collectableItems = try count("SELECT count(*) FROM item WHERE deleted = 1 AND collected = 0")
+            figures.collectableFields = try count(
+                "SELECT count(*) FROM field JOIN item ON item.id = field.item WHERE item.deleted = 1 AND item.collected = 0"
+            )
+            figures.collectedItems = try count("SELECT count(*) FROM item WHERE collected = 1")
+            let pageSize = try count("PRAGMA page_size")
+            figures.fileBytes = try count("PRAGMA page_count") * pageSize
+            figures.freeBytes = try count("PRAGMA freelist_count") * pageSize
+            let ledger = try Self.ledger(db: db)
+            figures.frontierAt = ledger.stableAt > 0 ? ledger.stableAt : nil
+            let settings = try Self.collectionSettings(db: db)
+            let reports = try Self.memberReports(db: db)
+            let active = Self.activeReports(reports, now: now, awayAfter: settings.awayAfter)
+            figures.departed = reports.filter { r in !active.contains { $0.nodeID == r.nodeID } }.map(\.nodeID)
+            let own = try Self.versionVector(db: db)
+            var vectors = Dictionary(active.map { ($0.nodeID, $0.seen) }) { a, _ in a }
+            vectors[try Transaction.nodeID(db: db)] = own
+            figures.heldBackBy = StabilityLedger.laggard(of: vectors)
+            return figures
+        }
+    }
+
+    /// The members that no longer count for SYNCED nor hold the frontier: forgotten, or away.
+    public func departedMembers(now: UInt64) throws(StoreError) -> Set<NodeID> {
+        try read { db in
+            let settings = try Self.collectionSettings(db: db)
+            let reports = try Self.memberReports(db: db)
+            let active = Set(Self.activeReports(reports, now: now, awayAfter: settings.awayAfter).map(\.nodeID))
+            return Set(reports.map(\.nodeID)).subtracting(active)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import LansyncJSON
+import Testing
+
+/// Collection on the real binary (Docs/MERGE.md, "Causal stability and collection"): three
+/// nodes in a mesh, a trash window of 0s and a collection round every second.
+@Suite(.serialized) struct CollectionTests {
+    /// A collection figure from `status --json`.
+    func figure(_ cli: CLI, _ dir: String, _ key: String) async throws -> Int64? {
+        guard case .integer(let n)? = try await cli.status(cli.path(dir))["collection"]?[key] else { return nil }
+        return n
+    }
+
+    @Test func deletedItemsAreCollectedEverywhereAndAJoinerGetsOnlyTombstones() async throws {
+        let cli = CLI("collect")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b", "c", "d"])
+        for dir in ["a", "b", "c", "d"] {
+            try await cli.ok(["cluster", "set", "--dir", cli.path(dir), "trash-window", "0s"])
+        }
+        let live = 300
+        let doomed = 1000
+        let fields = #""f1":1,"f2":"two","f3":[3],"f4":4.5,"f5":true"#
+        let items =
+            (0..<live).map { #"{"id":"live\#($0)","type":"t","fields":{\#(fields)}}"# }
+            + (0..<doomed).map { #"{"id":"gone\#($0)","type":"t","fields":{\#(fields)}}"# }
+        try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
+        let ports = freePorts(4)
+        let collect = ["--collect-interval", "1"]
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: collect)
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: collect)
+        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        defer {
+            _ = c.stop()
+            _ = b.stop()
+            _ = a.stop()
+        }
+        let mesh = ["a", "b", "c"].map(cli.path)
+        #expect(try await cli.waitForConvergence(mesh) != nil)
+        #expect(try await figure(cli, "b", "collectable_items") == 0)
+
+        try await cli.ok(
+            ["import", "--dir", cli.path("a")],
+            input: (0..<doomed).map { #"{"id":"gone\#($0)","deleted":true,"fields":{}}"# }.joined(separator: "\n")
+        )
+        #expect(try await cli.waitForConvergence(mesh) != nil)
+        let clock = ContinuousClock()
+        let start = clock.now
+        var collected: [Int64?] = []
+        repeat {
+            try await Task.sleep(for: .milliseconds(500))
+            collected = try await ["a", "b", "c"].asyncMap { try await figure(cli, $0, "collected_items") }
+        } while collected != [Int64(doomed), Int64(doomed), Int64(doomed)] && clock.now - start < .seconds(90)
+        #expect(collected == [Int64(doomed), Int64(doomed), Int64(doomed)], "collected items on a, b, c")
+        print(
+            "collection: every node collected \(doomed) deleted items \(clock.now - start) after the deletes converged"
+        )
+        for dir in ["a", "b", "c"] {
+            #expect(try await figure(cli, dir, "collectable_fields") == 0, "\(dir)")
+            // Each live item: its five fields and its type.
+            #expect(try await figure(cli, dir, "live_fields") == Int64(live * 6), "\(dir)")
+            let status = try await cli.status(cli.path(dir))
+            #expect(
+                status["items"] == .integer(Int64(live)) && status["deleted"] == .integer(Int64(doomed)),
+                "\(status)"
+            )
+        }
+        // A collected item cannot be restored, and says why; nothing changed.
+        let restore = try await cli.run(["restore", "--dir", cli.path("b"), "gone1"])
+        #expect(restore.status != 0)
+        #expect(restore.stderr.contains("can no longer be restored"), "\(restore.stderr)")
+        #expect(try await figure(cli, "b", "collected_items") == Int64(doomed))
+
+        // A machine that joins now downloads the live items and one tombstone per deleted item.
+        let d = try NodeProcess(dir: cli.path("d"), port: ports[3], peers: [ports[0]], extra: collect)
+        defer { _ = d.stop() }
+        var joined: JSON = .null
+        let joinStart = clock.now
+        repeat {
+            try await Task.sleep(for: .milliseconds(300))
+            joined = try await cli.status(cli.path("d"))
+        } while (joined["items"] != .integer(Int64(live)) || joined["deleted"] != .integer(Int64(doomed)))
+            && clock.now - joinStart < .seconds(60)
+        #expect(joined["items"] == .integer(Int64(live)) && joined["deleted"] == .integer(Int64(doomed)), "\(joined)")
+        print("collection: the joiner held the live items and the tombstones \(clock.now - joinStart) after it started")
+        let received = (try await figure(cli, "d", "collectable_fields") ?? 0)
+        #expect(received <= Int64(doomed), "d holds \(received) field rows of deleted items: only tombstones travel")
+        #expect(try await figure(cli, "d", "live_fields") == Int64(live * 6))
+    }
+
+    @Test func aForgottenMemberNoLongerKeepsEditsSyncing() async throws {
+        let cli = CLI("forget")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b", "c"])
+        let ports = freePorts(3)
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
+        defer {
+            _ = b.stop()
+            _ = a.stop()
+        }
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "first", "n=1"])
+        #expect(try await cli.waitForConvergence(["a", "b", "c"].map(cli.path)) != nil)
+        // c dies for good; a's next edit reaches b only.
+        _ = c.stop()
+        try await cli.ok(["set", "--dir", cli.path("a"), "first", "n=2"])
+        #expect(try await cli.waitForConvergence(["a", "b"].map(cli.path)) != nil)
+        try await Task.sleep(for: .seconds(1))
+        let before = try await cli.status(cli.path("a"))
+        #expect(before["changes"]?["syncing"] == .integer(1), "\(before)")
+        let sync = try await cli.ok(["get", "--dir", cli.path("a"), "first", "--json"])
+        #expect(try JSON(parsing: sync)["sync"]?["state"] == .string("SYNCING"), "\(sync)")
+
+        let forgot = try await cli.ok(["members", "forget", "--dir", cli.path("a"), "c"])
+        #expect(forgot.contains("forgot c"), "\(forgot)")
+        let after = try await cli.status(cli.path("a"))
+        #expect(after["changes"]?["syncing"] == .integer(0), "\(after)")
+        let synced = try await cli.ok(["get", "--dir", cli.path("a"), "first", "--json"])
+        #expect(try JSON(parsing: synced)["sync"]?["state"] == .string("SYNCED"), "\(synced)")
+        let members = try await cli.ok(["members", "--dir", cli.path("a")])
+        #expect(members.contains("forgotten"), "\(members)")
+        #expect(after["collection"]?["departed"] != .array([]), "\(after)")
+    }
+}
