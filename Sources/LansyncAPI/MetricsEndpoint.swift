@@ -34,6 +34,21 @@ struct MetricsEndpoint: Sendable {
         gauge("open_conflicts", "Fields whose concurrent values are not settled yet.").set(to: Double(status.conflicts))
         gauge("peers_connected", "Peers with a session now.").set(to: Double(status.peers.filter(\.connected).count))
         gauge("rejected_changes", "This node's changes the relay refused.").set(to: Double(status.rejected.count))
+        if let c = status.collection {
+            gauge("collectable_items", "Deleted items not collected yet.").set(to: Double(c.collectableItems))
+            gauge("collectable_field_rows", "Field rows of deleted items not collected yet.").set(
+                to: Double(c.collectableFields)
+            )
+            gauge("live_field_rows", "Field rows of live items.").set(to: Double(c.liveFields))
+            gauge("collected_items", "Deleted items reduced to their minimal tombstone.").set(
+                to: Double(c.collectedItems)
+            )
+            gauge("replica_file_bytes", "The replica file's size.").set(to: Double(c.fileBytes))
+            gauge("replica_free_bytes", "Free pages in the replica file.").set(to: Double(c.freeBytes))
+            gauge("members_departed", "Members away or forgotten: they hold collection back no more.").set(
+                to: Double(c.departed.count)
+            )
+        }
         for peer in status.peers {
             guard let id = peer.nodeID, let lacks = peer.lacks else { continue }
             let labels = [("peer", peer.name ?? ""), ("node", id)]

@@ -2023,6 +2023,27 @@ enum UIAssets {
                 ];
               }
 
+              function pastSection(c, peers) {
+                if (!c) return null;
+                const mb = (b) => `${(Number(b) / 1e6).toFixed(1)} MB`;
+                const nameOf = (id) => {
+                  const p = (peers || []).find((x) => x.node_id === id);
+                  return p && p.name ? p.name : String(id).slice(0, 7);
+                };
+                return [
+                  h('h2', null, 'The past'),
+                  h('p', { class: 'sub' }, 'Deleted items stay restorable for the trash window; after it, once every active member has seen the delete, only a small tombstone stays.'),
+                  h('div', { class: 'cards' },
+                    card('Deleted, still kept whole', Number(c.collectable_items).toLocaleString()),
+                    card('Collected', Number(c.collected_items).toLocaleString()),
+                    card('Replica file', `${mb(c.file_bytes)} (${mb(c.free_bytes)} free)`)),
+                  h('p', { class: 'muted' },
+                    c.frontier_at ? ['Every member had seen everything up to a point reached ', timeEl(c.frontier_at), '.'] : 'The members have not all caught up with each other yet.',
+                    c.held_back_by ? ` Waiting for ${nameOf(c.held_back_by)}.` : '',
+                    c.departed && c.departed.length ? ` ${c.departed.length} member${c.departed.length === 1 ? ' is' : 's are'} away or forgotten and hold${c.departed.length === 1 ? 's' : ''} nothing back.` : ''),
+                ];
+              }
+
               function listSection(title, entries, describe, none) {
                 return [
                   h('h2', null, title),
@@ -2057,6 +2078,7 @@ enum UIAssets {
                   peersTable(peers),
                   h('h2', null, 'This node’s changes'),
                   changesSection(s.changes),
+                  pastSection(s.collection, peers),
                   listSection('Rejected changes', s.rejected, (r) => [
                     h('strong', null, r.field || 'a field'), ' of ', r.id ? itemLabel(r.id) : 'an item', r.reason ? `: ${r.reason}` : '',
                   ], s.changes && s.changes.relay ? 'None: the relay took every change of this node.' : 'None.'),

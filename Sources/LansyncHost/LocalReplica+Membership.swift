@@ -37,9 +37,10 @@ extension LocalReplica {
     public func collectionSettings() throws -> CollectionSettings { try store.collectionSettings() }
 
     /// Sets how long deleted items stay restorable and how long a member may be silent
-    /// (`lansync cluster set`).
+    /// (`lansync cluster set`), for the whole cluster: signed with the authority's key, so only
+    /// on an admitting machine.
     public func setCollectionSettings(_ settings: CollectionSettings) throws {
-        try store.setCollectionSettings(settings)
+        try directory.setCollectionSettings(store: store, settings)
     }
 
     /// Names the machines that keep the authority's key (`lansync cluster admitters`).

@@ -328,6 +328,9 @@ extension DataDirectory {
                 if set.at > admitters?.at ?? 0 { admitters = set }
             case .admission(let admission):
                 if admissions[admission.node] == nil { admissions[admission.node] = admission }
+            case .settings:
+                // The replica's settings (meta) follow the latest; `cluster set` shows them.
+                continue
             }
         }
         return (revoked, admitters, admissions)
@@ -469,6 +472,29 @@ extension DataDirectory {
         try store.addStatements([(statement.key, statement.encoded)])
         ControlClient.statementsChanged(path: controlSocketPath)
         return set
+    }
+
+    /// Signs new collection settings with the authority's key (`lansync cluster set`), keeps them
+    /// (the statement, and the replica's settings) and nudges the running node, which passes them
+    /// to every member.
+    public func setCollectionSettings(store: ReplicaStore, _ settings: CollectionSettings) throws {
+        guard let authority = try admittingAuthority() else {
+            throw HostError(
+                "this machine cannot change the cluster's settings: it does not hold the cluster's authority key; run 'lansync cluster set' on a machine that does (the one that created the cluster)"
+            )
+        }
+        let statement = ClusterStatement.settings(
+            try ClusterSettings.make(
+                trashWindow: settings.trashWindow,
+                awayAfter: settings.awayAfter,
+                at: WallClock.milliseconds,
+                by: try store.info().nodeID,
+                authority: authority
+            )
+        )
+        try store.addStatements([(statement.key, statement.encoded)])
+        try store.setCollectionSettings(settings)
+        ControlClient.statementsChanged(path: controlSocketPath)
     }
 
     /// Rewrites the cluster file with the authority's certificate alone (the node calls it when

@@ -7,7 +7,8 @@ import X509
 /// set of machines that may hold the authority's key (Docs/SECURITY.md).
 ///
 /// Kinds: 1, a revocation without a write cut (made by protocol 1.3 nodes); 2, a set of
-/// admitting machines; 3, a revocation with its write cut (one part of it); 4, an admission.
+/// admitting machines; 3, a revocation with its write cut (one part of it); 4, an admission; 5,
+/// the collection settings.
 ///
 /// A node keeps only statements its own authority signed; a peer's forged or damaged ones are
 /// dropped. Revocations accumulate; of the admitter sets, the latest counts.
@@ -15,6 +16,7 @@ public enum ClusterStatement: Sendable, Hashable {
     case revocation(Revocation)
     case admitters(AdmitterSet)
     case admission(Admission)
+    case settings(ClusterSettings)
 
     /// The binary form: a kind byte, then the statement's own.
     public var encoded: [UInt8] {
@@ -22,6 +24,7 @@ public enum ClusterStatement: Sendable, Hashable {
         case .revocation(let revocation): [revocation.cut == nil ? 1 : 3] + revocation.encoded
         case .admitters(let set): [2] + set.encoded
         case .admission(let admission): [4] + admission.encoded
+        case .settings(let settings): [5] + settings.encoded
         }
     }
 
@@ -40,6 +43,9 @@ public enum ClusterStatement: Sendable, Hashable {
         case 4:
             guard let a = Admission(encoded: body) else { return nil }
             self = .admission(a)
+        case 5:
+            guard let s = ClusterSettings(encoded: body) else { return nil }
+            self = .settings(s)
         default: return nil
         }
     }
@@ -49,6 +55,7 @@ public enum ClusterStatement: Sendable, Hashable {
         case .revocation(let revocation): revocation.isSigned(by: trust)
         case .admitters(let set): set.isSigned(by: trust)
         case .admission(let admission): admission.isSigned(by: trust)
+        case .settings(let settings): settings.isSigned(by: trust)
         }
     }
 
@@ -67,6 +74,7 @@ public enum ClusterStatement: Sendable, Hashable {
             }
         case .admitters(let set): [2] + Array(SHA256.hash(data: set.signature).prefix(16))
         case .admission(let admission): [4] + admission.node.bytes
+        case .settings(let settings): [5] + Array(SHA256.hash(data: settings.signature).prefix(16))
         }
     }
 

@@ -460,8 +460,15 @@ public final class Node: Sendable {
             )
             await registry.refuse(revocation.node, error: "revoked at \(when)")
         }
+        if let settings = news.settings {
+            logger.notice(
+                "cluster settings of \(WallClock.iso8601(milliseconds: settings.at)): deleted items restorable for \(settings.trashWindow / 1000) s, members away after \(settings.awayAfter / 1000) s of silence"
+            )
+        }
         // Admissions alone are not urgent: they travel with the next sessions.
-        guard !news.revocations.isEmpty || news.admitters != nil || news.cutsChanged else { return }
+        guard !news.revocations.isEmpty || news.admitters != nil || news.cutsChanged || news.settings != nil else {
+            return
+        }
         await registry.reopenAll()
     }
 

@@ -292,7 +292,15 @@ extension Transaction {
         if !gone.isEmpty {
             let list = gone.map(String.init).joined(separator: ",")
             let highest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM field WHERE id IN (\(list))") ?? 0
-            try db.execute(sql: "DELETE FROM version WHERE field IN (\(list))")
+            // By the index's own key, from the states' live versions (what the index holds): a
+            // DELETE by field alone would scan the whole index for every item.
+            for (name, fieldRow) in item.fieldRows where name != .deleted {
+                for version in item.state.fields[name]?.versions ?? [] {
+                    let node = try nodeRow(version.dot.node)
+                    try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
+                        .execute(arguments: [node, Int64(clamping: version.dot.counter), fieldRow])
+                }
+            }
             try db.execute(sql: "DELETE FROM history WHERE field IN (\(list))")
             try db.execute(sql: "DELETE FROM field WHERE id IN (\(list))")
             try db.execute(

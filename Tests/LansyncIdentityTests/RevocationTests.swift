@@ -155,4 +155,21 @@ import Testing
         #expect(ClusterStatement.admitters(later).key != ClusterStatement.admitters(set).key, "every set is kept")
         #expect(ClusterStatement(encoded: [9, 1, 2]) == nil, "an unknown kind is passed over")
     }
+
+    @Test func onlyTheAuthoritysSettingsCount() throws {
+        let kitchen = NodeKey().nodeID
+        let settings = try ClusterSettings.make(
+            trashWindow: 0,
+            awayAfter: 86_400_000,
+            at: 7,
+            by: kitchen,
+            authority: authority
+        )
+        #expect(settings.isSigned(by: authority.trust) && !settings.isSigned(by: other.trust))
+        expectTamperEvident(.settings(settings))
+        let read = try #require(ClusterStatement(encoded: ClusterStatement.settings(settings).encoded))
+        #expect(read == .settings(settings))
+        let later = try ClusterSettings.make(trashWindow: 1, awayAfter: 2, at: 8, by: kitchen, authority: authority)
+        #expect(ClusterStatement.settings(later).key != ClusterStatement.settings(settings).key, "every set is kept")
+    }
 }

@@ -19,7 +19,11 @@ final class ClusterStatements: Sendable {
         var cutsChanged = false
         /// Machines whose admission is new here (kept, and passed on; nothing to act on).
         var admissions: [Admission] = []
-        var isEmpty: Bool { revocations.isEmpty && admitters == nil && !cutsChanged && admissions.isEmpty }
+        /// Collection settings newer than the ones held.
+        var settings: ClusterSettings?
+        var isEmpty: Bool {
+            revocations.isEmpty && admitters == nil && !cutsChanged && admissions.isEmpty && settings == nil
+        }
     }
 
     private struct Held {
@@ -32,6 +36,7 @@ final class ClusterStatements: Sendable {
         var admitters: AdmitterSet?
         /// Each admitted machine's first admission, in its binary form.
         var admissions: [NodeID: [UInt8]] = [:]
+        var settings: ClusterSettings?
         var writers = RevokedWriters()
     }
 
@@ -70,6 +75,7 @@ final class ClusterStatements: Sendable {
             held.revocationRecords.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
                 + (held.admitters.map { [ClusterStatement.admitters($0).encoded] } ?? [])
                 + held.admissions.sorted { $0.key < $1.key }.map(\.value)
+                + (held.settings.map { [ClusterStatement.settings($0).encoded] } ?? [])
         }
     }
 
@@ -86,7 +92,21 @@ final class ClusterStatements: Sendable {
     func reload() async -> News {
         let store = self.store
         guard let records = try? await io.run({ try store.statementRecords() }) else { return News() }
-        return adopt(valid(records))
+        let news = adopt(valid(records))
+        await keepSettings(news)
+        return news
+    }
+
+    /// Newer collection settings become the replica's (meta `trash_window`, `away_after`), which
+    /// every command and collection round reads.
+    private func keepSettings(_ news: News) async {
+        guard let settings = news.settings else { return }
+        let store = self.store
+        _ = try? await io.run {
+            try store.setCollectionSettings(
+                CollectionSettings(trashWindow: settings.trashWindow, awayAfter: settings.awayAfter)
+            )
+        }
     }
 
     /// Keeps the valid statements among a peer's, in memory and in the replica; returns the news.
@@ -96,6 +116,7 @@ final class ClusterStatements: Sendable {
         guard !news.isEmpty else { return news }
         let store = self.store
         _ = try? await io.run { try store.addStatements(statements.map { ($0.key, $0.encoded) }) }
+        await keepSettings(news)
         return news
     }
 
@@ -134,6 +155,10 @@ final class ClusterStatements: Sendable {
                     guard held.admissions[admission.node] == nil else { continue }
                     held.admissions[admission.node] = statement.encoded
                     news.admissions.append(admission)
+                case .settings(let settings):
+                    guard settings.at > held.settings?.at ?? 0 else { continue }
+                    held.settings = settings
+                    news.settings = settings
                 }
             }
             if news.cutsChanged { held.writers = Self.writers(held.cutParts, revoked: held.revoked) }
