@@ -25,6 +25,7 @@ extension Node {
     /// Every collection interval, one collection round; logs what it collected.
     func collectPeriodically() async throws {
         let store = self.store
+        var lastRefresh = ContinuousClock.now
         while !Task.isCancelled {
             try await Task.sleep(for: options.collectInterval)
             do {
@@ -34,9 +35,28 @@ extension Node {
                         "collected \(round.collected) deleted item(s) every member has seen deleted; \(round.pagesFreed) page(s) returned to the file system"
                     )
                 }
+                if ContinuousClock.now - lastRefresh >= max(options.collectInterval, .seconds(10)),
+                    await refreshGossip()
+                {
+                    lastRefresh = .now
+                }
             } catch {
                 logger.warning("collection round failed (the next one tries again): \(error)")
             }
         }
+    }
+
+    /// Reports of members this node does not meet travel only in hellos. When such a member
+    /// holds the frontier back, the sessions open again, so that their hellos bring what the
+    /// peers (the relay, in a star) have heard of it since: otherwise a long session would keep
+    /// an old report, and collection would wait for it for ever. True if it reopened them.
+    func refreshGossip() async -> Bool {
+        let store = self.store
+        guard let held = try? await io.run({ try store.frontierLaggard(now: WallClock.milliseconds) }),
+            held != info.nodeID, !(await registry.isConnected(held)),
+            await registry.snapshot().contains(where: \.connected)
+        else { return false }
+        await registry.reopenAll()
+        return true
     }
 }

@@ -237,7 +237,7 @@ extension ReplicaStore {
         var after: Int64 = 0
         while true {
             let (done, next, count) = try guarded {
-                try write(.full) { tx, _ in
+                try write(.full, foreignKeyChecks: false) { tx, _ in
                     let batch = try Row.fetchAll(
                         tx.db,
                         sql:
@@ -283,7 +283,9 @@ extension ReplicaStore {
 }
 
 extension Transaction {
-    /// Reduces a deleted item to its minimal tombstone: its other fields leave the field table,
+    /// Reduces a deleted item to its minimal tombstone (in a write without foreign-key checks:
+    /// the rows that point to a field row, in `version` and `history`, go first): its other
+    /// fields leave the field table,
     /// the version index, history and the query index; what the change feed numbered them is
     /// remembered as its floor (a reader behind it must start again from a snapshot).
     mutating func collect(_ item: LoadedItem) throws {
@@ -392,34 +394,46 @@ public struct CollectionFigures: Sendable, Equatable {
 }
 
 extension ReplicaStore {
-    /// How much of the replica is the past, and what holds its collection back.
+    /// How much of the replica is the past, and what holds its collection back. Counted through
+    /// indexes where it can be (the deleted items not collected yet have one of their own), so
+    /// that `status` stays cheap on a large replica.
     public func collectionFigures(now: UInt64) throws(StoreError) -> CollectionFigures {
         try read { db in
             var figures = CollectionFigures()
             func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }
-            figures.liveFields = try count(
-                "SELECT count(*) FROM field JOIN item ON item.id = field.item WHERE item.deleted = 0"
-            )
             figures.collectableItems = try count("SELECT count(*) FROM item WHERE deleted = 1 AND collected = 0")
             figures.collectableFields = try count(
-                "SELECT count(*) FROM field JOIN item ON item.id = field.item WHERE item.deleted = 1 AND item.collected = 0"
+                "SELECT count(*) FROM field WHERE item IN (SELECT id FROM item WHERE deleted = 1 AND collected = 0)"
             )
-            figures.collectedItems = try count("SELECT count(*) FROM item WHERE collected = 1")
+            let deleted = try count("SELECT count(*) FROM item WHERE deleted = 1")
+            figures.collectedItems = deleted - figures.collectableItems
+            // A collected item keeps one field row: its tombstone.
+            figures.liveFields =
+                try count("SELECT count(*) FROM field") - figures.collectableFields
+                - figures.collectedItems
             let pageSize = try count("PRAGMA page_size")
             figures.fileBytes = try count("PRAGMA page_count") * pageSize
             figures.freeBytes = try count("PRAGMA freelist_count") * pageSize
             let ledger = try Self.ledger(db: db)
             figures.frontierAt = ledger.stableAt > 0 ? ledger.stableAt : nil
-            let settings = try Self.collectionSettings(db: db)
-            let reports = try Self.memberReports(db: db)
-            let active = Self.activeReports(reports, now: now, awayAfter: settings.awayAfter)
-            figures.departed = reports.filter { r in !active.contains { $0.nodeID == r.nodeID } }.map(\.nodeID)
-            let own = try Self.versionVector(db: db)
-            var vectors = Dictionary(active.map { ($0.nodeID, $0.seen) }) { a, _ in a }
-            vectors[try Transaction.nodeID(db: db)] = own
-            figures.heldBackBy = StabilityLedger.laggard(of: vectors)
+            (figures.heldBackBy, figures.departed) = try Self.laggard(db: db, now: now)
             return figures
         }
+    }
+
+    /// The active member that holds the frontier back (nil if none), and the departed ones.
+    public func frontierLaggard(now: UInt64) throws(StoreError) -> NodeID? {
+        try read { db in try Self.laggard(db: db, now: now).heldBackBy }
+    }
+
+    static func laggard(db: Database, now: UInt64) throws -> (heldBackBy: NodeID?, departed: [NodeID]) {
+        let settings = try Self.collectionSettings(db: db)
+        let reports = try Self.memberReports(db: db)
+        let active = Self.activeReports(reports, now: now, awayAfter: settings.awayAfter)
+        let departed = reports.filter { r in !active.contains { $0.nodeID == r.nodeID } }.map(\.nodeID)
+        var vectors = Dictionary(active.map { ($0.nodeID, $0.seen) }) { a, _ in a }
+        vectors[try Transaction.nodeID(db: db)] = try Self.versionVector(db: db)
+        return (StabilityLedger.laggard(of: vectors), departed)
     }
 
     /// The members that no longer count for SYNCED nor hold the frontier: forgotten, or away.

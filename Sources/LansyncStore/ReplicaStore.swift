@@ -238,8 +238,13 @@ public final class ReplicaStore: Sendable {
     ///
     /// Errors of `body` reach the caller as they are, except the database's own, which are the
     /// store's (and leave the damage mark when they are damage). Nothing is kept when it throws.
+    ///
+    /// `foreignKeyChecks: false` is for a body that deletes rows others point to, their children
+    /// first (collection): SQLite looks for children of each deleted parent row, and `version`
+    /// has no index by field, so each field row deleted would scan the whole version index.
     func write<T>(
         _ durability: Durability = .full,
+        foreignKeyChecks: Bool = true,
         _ body: (inout Transaction, ReplicaInfo) throws -> WriteEnd<T>
     ) throws -> T {
         try refuseIfDamaged()
@@ -248,6 +253,8 @@ public final class ReplicaStore: Sendable {
             return try pool.writeWithoutTransaction { db in
                 if durability == .resent { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 defer { if durability == .resent { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
+                if !foreignKeyChecks { try db.execute(sql: "PRAGMA foreign_keys = OFF") }
+                defer { if !foreignKeyChecks { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
                 var result: T?
                 var marker: (writer: NodeID, stamp: UInt64)?
                 try db.inTransaction(.immediate) {

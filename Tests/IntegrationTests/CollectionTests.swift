@@ -94,6 +94,58 @@ import Testing
         #expect(try await figure(cli, "d", "live_fields") == Int64(live * 6))
     }
 
+    /// In a star (two nodes that meet only the relay), each learns the other's progress from the
+    /// relay's hellos, and collects too.
+    @Test func nodesThatMeetOnlyTheRelayCollect() async throws {
+        let cli = CLI("collect-star")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b"])
+        try await cli.ok(["cluster", "set", "--dir", cli.path("a"), "trash-window", "0s"])
+        let items = (0..<200).map { #"{"id":"s\#($0)","type":"t","fields":{"n":\#($0)}}"# }
+        try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
+        let ports = freePorts(3)
+        let collect = ["--collect-interval", "1"]
+        let relay = try NodeProcess(
+            dir: cli.path("r"),
+            port: ports[0],
+            arguments: ["--listen", "127.0.0.1:\(ports[0])"] + collect,
+            command: "relay"
+        )
+        let a = try NodeProcess(
+            dir: cli.path("a"),
+            port: ports[1],
+            extra: ["--relay", "127.0.0.1:\(ports[0])"] + collect
+        )
+        let b = try NodeProcess(
+            dir: cli.path("b"),
+            port: ports[2],
+            extra: ["--relay", "127.0.0.1:\(ports[0])"] + collect
+        )
+        defer {
+            _ = b.stop()
+            _ = a.stop()
+            _ = relay.stop()
+        }
+        let all = ["r", "a", "b"].map(cli.path)
+        #expect(try await cli.waitForConvergence(all) != nil)
+        try await cli.ok(
+            ["import", "--dir", cli.path("a")],
+            input: (0..<200).map { #"{"id":"s\#($0)","deleted":true,"fields":{}}"# }.joined(separator: "\n")
+        )
+        #expect(try await cli.waitForConvergence(all) != nil)
+        let clock = ContinuousClock()
+        let start = clock.now
+        var collected: [Int64?] = []
+        repeat {
+            try await Task.sleep(for: .milliseconds(500))
+            collected = try await ["r", "a", "b"].asyncMap { try await figure(cli, $0, "collected_items") }
+        } while collected != [200, 200, 200] && clock.now - start < .seconds(90)
+        #expect(collected == [200, 200, 200], "collected items on the relay, a and b")
+        print(
+            "collection: in a star, every node collected 200 deleted items \(clock.now - start) after the deletes converged"
+        )
+    }
+
     @Test func aForgottenMemberNoLongerKeepsEditsSyncing() async throws {
         let cli = CLI("forget")
         defer { cli.cleanUp() }
