@@ -251,6 +251,9 @@ extension ReplicaStore {
                         try tx.collect(item)
                         count += 1
                     }
+                    // What the replica holds changed: caches keyed on the change count (a
+                    // running node's digest) must read it again.
+                    if count > 0 { _ = try tx.countChange() }
                     return .commit((batch.count < 200, (batch.last?[0] as Int64?) ?? after, count))
                 }
             }
@@ -317,7 +320,13 @@ extension Transaction {
             try db.execute(sql: "DELETE FROM history WHERE field = ?", arguments: [tombstone])
         }
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
-        try db.execute(sql: "UPDATE item SET collected = 1, conflicts = 0 WHERE id = ?", arguments: [row])
+        // A minimal tombstone has no `_type`: its item shows the default type, as on a replica
+        // that only ever received the tombstone.
+        try db.execute(
+            sql: "UPDATE item SET collected = 1, conflicts = 0, type = ? WHERE id = ?",
+            arguments: [ItemState.defaultType, row]
+        )
+
     }
 }
 

@@ -4,14 +4,20 @@ import LansyncJSON
 public import LansyncStore
 import NIOConcurrencyHelpers
 
-/// A digest of what a replica shows: every item (deleted ones too) with its type, tombstone, shown
-/// values and open conflicts, in id order. Replicas that have converged have equal digests;
+/// A digest of what a replica shows: every live item with its type, shown values and open
+/// conflicts, and every deleted item by its id, in id order. Replicas that have converged have equal digests;
 /// internal details (dots, history, who wrote what) do not enter it.
 public enum ReplicaDigest {
     public static func compute(_ store: ReplicaStore) throws(StoreError) -> String {
         var hasher = SHA256()
         try store.forEachItem(includeDeleted: true) { item in
-            var line = item.id.rawValue + "\u{1}" + item.type + "\u{1}" + (item.deleted ? "1" : "0")
+            // A deleted item counts by its id alone: what else it holds is collected at different
+            // moments on different replicas, and a replica that joins later never had it.
+            guard !item.deleted else {
+                hasher.update(data: Array((item.id.rawValue + "\u{1}deleted\n").utf8))
+                return
+            }
+            var line = item.id.rawValue + "\u{1}" + item.type + "\u{1}0"
             for field in item.fields { line += "\u{1}" + field.name.rawValue + "\u{2}" + field.value.jsonText }
             line += "\u{1}" + item.conflicts.map(\.rawValue).joined(separator: "\u{2}") + "\n"
             hasher.update(data: Array(line.utf8))
