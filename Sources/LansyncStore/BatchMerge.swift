@@ -54,6 +54,10 @@ struct BatchMerge {
         if collectedItems.contains(itemRow), update.key.field != .deleted {
             let seen = try tx.versionVector(of: Array(Set(update.change.context.nodes)))
             guard update.change.isNews(to: seen) else { return }
+            // A write made since (a late concurrent edit, a restore): the item holds more than
+            // its tombstone again, and a later round judges it afresh.
+            try tx.db.execute(sql: "UPDATE item SET collected = 0 WHERE id = ?", arguments: [itemRow])
+            collectedItems.remove(itemRow)
         }
         let created = createdItems.contains(itemRow)
         let old =

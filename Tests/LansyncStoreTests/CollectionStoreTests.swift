@@ -85,6 +85,21 @@ import Testing
         try sync(a, c)
         #expect(try c.itemState(x)?.fields.keys.sorted() == [.deleted])
         #expect(try c.itemState(x)?.isDeleted == true)
+
+        // A write made since (a late edit under a new dot) is kept, and the item is no longer
+        // counted as collected: a later round judges it again.
+        var late = old.fields[title]!
+        late.assign(.string("late"), dot: Dot(node: .node(7), counter: 1), timestamp: HLCTimestamp(rawValue: 1))
+        try a.apply(
+            DeltaBatch(
+                updates: [FieldUpdate(key: FieldKey(item: x, field: title), change: .state(late))],
+                covers: VersionVector([.node(7): 1])
+            ),
+            wallMilliseconds: t0 + 2
+        )
+        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted, title])
+        #expect(try a.itemState(x)?.isDeleted == true, "the delete still wins")
+        #expect(try a.collectionFigures(now: now + 1).collectableItems == 1)
     }
 
     @Test func aMemberBehindHoldsCollectionBackUntilForgotten() throws {
