@@ -25,11 +25,7 @@ extension LocalReplica {
         guard !member.isThisNode else {
             throw HostError("'\(target)' is this machine: forget it from another member")
         }
-        guard try store.forgetMember(member.nodeID, at: WallClock.milliseconds) else {
-            throw HostError(
-                "this machine has no record of \(member.name ?? member.nodeID.short)'s progress: nothing to forget ('lansync members' lists what it knows)"
-            )
-        }
+        try store.forgetMember(member.nodeID, at: WallClock.milliseconds)
         return member
     }
 

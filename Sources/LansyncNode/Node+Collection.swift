@@ -11,12 +11,16 @@ extension Node {
     func learnReports(from hello: Hello) async {
         guard hello.role != .oneShot else { return }
         let now = WallClock.milliseconds
-        let reports =
-            [MemberReport(nodeID: hello.nodeID, seen: hello.versionVector, at: now)]
-            + hello.reports.filter { $0.at <= now }.map { MemberReport(nodeID: $0.nodeID, seen: $0.seen, at: $0.at) }
+        let own = MemberReport(nodeID: hello.nodeID, seen: hello.versionVector, at: now)
+        let gossip = hello.reports.filter { $0.at <= now }.map {
+            MemberReport(nodeID: $0.nodeID, seen: $0.seen, at: $0.at)
+        }
         let store = self.store
         do {
-            try await io.run { try store.recordReports(reports) }
+            try await io.run {
+                try store.recordReports([own])
+                try store.recordReports(gossip, gossiped: true)
+            }
         } catch {
             logger.warning("could not record what \(hello.name) reports of the members' progress: \(error)")
         }

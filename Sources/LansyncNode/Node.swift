@@ -459,6 +459,12 @@ public final class Node: Sendable {
                 "node \(revocation.node.short) (\(revocation.name)) was revoked at \(when) by \(revocation.by.short)\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")\(itself)"
             )
             await registry.refuse(revocation.node, error: "revoked at \(when)")
+            // A revoked member holds nothing back any more (its sessions are refused, so no report
+            // of its own brings it back).
+            let store = self.store
+            _ = try? await io.run {
+                try store.forgetMember(revocation.node, at: WallClock.milliseconds, dropPeer: false)
+            }
         }
         if let settings = news.settings {
             logger.notice(

@@ -62,16 +62,34 @@ extension ReplicaStore {
     /// At most this many reports travel in one hello, and are taken from one.
     public static let maxGossipedReports = 512
 
-    /// Joins `reports` into table `member`: vectors joined, the later time kept. A forgotten
-    /// member comes back only with a report newer than its forgetting. This replica's own node
-    /// is never recorded (its report is its own vector).
-    public func recordReports(_ reports: [MemberReport]) throws(StoreError) {
+    /// Joins `reports` into table `member`: vectors joined, the later time kept. This replica's
+    /// own node is never recorded (its report is its own vector).
+    ///
+    /// `gossiped`: reports a peer passed on about others, which no signature vouches for. They are
+    /// bounded before they are kept: only of nodes this replica already knows (a writer it holds,
+    /// a peer, a member), with only the writers it holds, so a member making up nodes or writers
+    /// cannot grow the table; and they never bring back a forgotten member (only the member's
+    /// own session does, with a report newer than its forgetting).
+    public func recordReports(_ reports: [MemberReport], gossiped: Bool = false) throws(StoreError) {
         guard !reports.isEmpty else { return }
         let own = try info().nodeID
         try guarded {
             try pool.write { db in
+                let known: Set<String>? =
+                    gossiped
+                    ? Set(
+                        try String.fetchAll(
+                            db,
+                            sql:
+                                "SELECT node_id FROM node UNION SELECT node_id FROM peer UNION SELECT node_id FROM member"
+                        )
+                    ) : nil
                 for report in reports.prefix(Self.maxGossipedReports) where report.nodeID != own {
                     var seen = report.seen
+                    if let known {
+                        guard known.contains(report.nodeID.text) else { continue }
+                        seen = VersionVector(seen.counters.filter { known.contains($0.key.text) })
+                    }
                     var at = report.at
                     var forgotten: UInt64?
                     if let row = try Row.fetchOne(
@@ -82,9 +100,10 @@ extension ReplicaStore {
                         var r = ByteReader(Array(row[0] as Data))
                         let held = (try? r.versionVector()) ?? VersionVector()
                         let heldAt = UInt64(clamping: row[1] as Int64)
-                        forgotten = (row[2] as Int64?).map { UInt64(clamping: $0) }
-                        if let f = forgotten, at > f { forgotten = nil }
-                        guard held != held.joined(with: seen) || at > heldAt || forgotten == nil && row[2] != nil
+                        let wasForgotten = (row[2] as Int64?).map { UInt64(clamping: $0) }
+                        forgotten = wasForgotten
+                        if let f = wasForgotten, !gossiped, at > f { forgotten = nil }
+                        guard held != held.joined(with: seen) || at > heldAt || forgotten != wasForgotten
                         else { continue }
                         seen.join(held)
                         at = max(at, heldAt)
@@ -126,19 +145,23 @@ extension ReplicaStore {
             }
     }
 
-    /// Marks `node` gone for good (`lansync members forget`): it no longer holds the frontier
-    /// back nor counts for SYNCED. False if this replica has no report of it.
-    @discardableResult
-    public func forgetMember(_ node: NodeID, at now: UInt64) throws(StoreError) -> Bool {
+    /// Marks `node` gone for good (`lansync members forget`, a revocation): it no longer holds
+    /// the frontier back nor counts for SYNCED, and only a session of its own brings it back.
+    /// `dropPeer`: forget what this node recorded of it as a peer too (a revoked peer's record
+    /// keeps showing why it is refused).
+    public func forgetMember(_ node: NodeID, at now: UInt64, dropPeer: Bool = true) throws(StoreError) {
+        var w = ByteWriter()
+        w.versionVector(VersionVector())
         try guarded {
             try pool.write { db in
                 try db.execute(
-                    sql: "UPDATE member SET forgotten_at = ? WHERE node_id = ?",
-                    arguments: [Int64(clamping: now), node.text]
+                    sql: """
+                        INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, 0, ?)
+                        ON CONFLICT(node_id) DO UPDATE SET forgotten_at = excluded.forgotten_at
+                        """,
+                    arguments: [node.text, Data(w.bytes), Int64(clamping: now)]
                 )
-                let changed = db.changesCount > 0
-                try db.execute(sql: "DELETE FROM peer WHERE node_id = ?", arguments: [node.text])
-                return changed || db.changesCount > 0
+                if dropPeer { try db.execute(sql: "DELETE FROM peer WHERE node_id = ?", arguments: [node.text]) }
             }
         }
     }

@@ -113,16 +113,40 @@ import Testing
         for step in UInt64(0)..<3 { #expect(try a.collect(now: now + step).collected == 0) }
         #expect(try a.collectionFigures(now: now).heldBackBy == .node(2))
 
-        #expect(try a.forgetMember(.node(2), at: now))
+        try a.forgetMember(.node(2), at: now)
         #expect(try a.departedMembers(now: now) == [.node(2)])
         _ = try a.collect(now: now + 3)
         #expect(try a.collect(now: now + 4).collected == 1)
 
-        // A report made after the forgetting makes it a member again; an older one does not.
+        // A report made after the forgetting makes it a member again; an older one does not, nor
+        // does a newer one another member passes on.
         try a.recordReports([MemberReport(nodeID: .node(2), seen: VersionVector(), at: now - 10)])
         #expect(try a.departedMembers(now: now) == [.node(2)])
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: VersionVector(), at: now + 5)], gossiped: true)
+        #expect(try a.departedMembers(now: now + 5) == [.node(2)])
         try a.recordReports([MemberReport(nodeID: .node(2), seen: VersionVector(), at: now + 10)])
         #expect(try a.departedMembers(now: now + 10).isEmpty)
+    }
+
+    /// What a member passes on of others is bounded by what this replica knows: made-up nodes
+    /// and writers are not kept.
+    @Test func gossipedReportsNameOnlyKnownNodesAndWriters() throws {
+        let a = try create(1)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: [.set(title, .string("one"))]), to: x, wallMilliseconds: t0)
+        let now = WallClock.milliseconds
+        let madeUp = (100..<400).map {
+            MemberReport(nodeID: .node(UInt64($0)), seen: VersionVector([.node(UInt64($0)): 5]), at: now)
+        }
+        try a.recordReports(madeUp, gossiped: true)
+        #expect(try a.memberReports().isEmpty, "no made-up node is kept")
+        // A known member's report keeps only the writers this replica holds.
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: VersionVector(), at: now)])
+        try a.recordReports(
+            [MemberReport(nodeID: .node(2), seen: VersionVector([.node(1): 1, .node(555): 9]), at: now + 1)],
+            gossiped: true
+        )
+        #expect(try a.memberReports().map(\.seen) == [VersionVector([.node(1): 1])])
     }
 
     @Test func aMemberSilentPastTheAwayWindowHoldsNothingBack() throws {
