@@ -209,6 +209,55 @@ public struct Replica: Sendable {
         return count
     }
 
+    /// Comes back after being away, as a node does (Docs/MERGE.md, "Coming back after being
+    /// away"): keeps aside the field states holding writes of its own writers (its node id and
+    /// the writers named for it) that `peer` lacks, takes `peer`'s snapshot in place of its own
+    /// items, and re-issues those writes under `newWriter` (same values, same concurrency),
+    /// except into items the snapshot holds deleted. Returns how many writes were re-issued and
+    /// into how many items, and how many items' writes were dropped.
+    @discardableResult
+    public mutating func rejoin(
+        from peer: Replica,
+        newWriter: NodeID,
+        wallMilliseconds: UInt64
+    ) -> (writes: Int, items: Int, dropped: Int) {
+        precondition(
+            newWriter.isWriter(of: nodeID) && versionVector[newWriter] == 0 && peer.versionVector[newWriter] == 0
+        )
+        let me = nodeID
+        let own = { (writer: NodeID) in writer == me || writer.isWriter(of: me) }
+        var pending: [(key: FieldKey, state: FieldState)] = []
+        for (id, item) in items {
+            for (name, state) in item.fields {
+                let writers = Set(state.context.nodes.filter(own))
+                if !state.dots(of: writers, unseenBy: peer.versionVector).isEmpty {
+                    pending.append((FieldKey(item: id, field: name), state))
+                }
+            }
+        }
+        var fresh = Replica(nodeID: nodeID)
+        fresh.clock = clock
+        fresh.changes = changes + 1
+        fresh.writer = newWriter
+        for batch in peer.delta(for: VersionVector()) { fresh.apply(batch, wallMilliseconds: wallMilliseconds) }
+        self = fresh
+        let kept = pending.filter { items[$0.key.item]?.isDeleted != true }
+        let writers = Set(kept.flatMap { $0.state.context.nodes.filter(own) })
+        let dots = Set(kept.flatMap { $0.state.dots(of: writers, unseenBy: versionVector) }).sorted()
+        var renamed: [Dot: Dot] = [:]
+        for dot in dots { renamed[dot] = Dot(node: newWriter, counter: UInt64(renamed.count + 1)) }
+        for (key, state) in kept {
+            var merged = fieldState(key) ?? FieldState()
+            merged.merge(state.reissued(by: writers, unseenBy: versionVector, renamed: renamed)!)
+            store(key, merged)
+        }
+        if !dots.isEmpty { versionVector.raise(newWriter, to: UInt64(dots.count)) }
+        return (
+            dots.count, Set(kept.map(\.key.item)).count,
+            Set(pending.map(\.key.item)).count - Set(kept.map(\.key.item)).count
+        )
+    }
+
     /// Every item's view, sorted by id.
     public var views: [ItemView] {
         items.keys.sorted().map { items[$0]!.view }

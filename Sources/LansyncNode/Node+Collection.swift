@@ -20,6 +20,7 @@ extension Node {
             try await io.run {
                 try store.recordReports([own])
                 try store.recordReports(gossip, gossiped: true)
+                if hello.role == .relay { try store.noteRelay(hello.nodeID) }
             }
         } catch {
             logger.warning("could not record what \(hello.name) reports of the members' progress: \(error)")
@@ -29,8 +30,15 @@ extension Node {
     /// Every collection interval, one collection round; logs what it collected.
     func collectPeriodically() async throws {
         let store = self.store
+        if options.role == .relay {
+            let me = info.nodeID
+            try? await io.run { try store.noteRelay(me) }
+        }
         var lastRefresh = ContinuousClock.now
         while !Task.isCancelled {
+            if let settings = try? await io.run({ try store.collectionSettings() }) {
+                await registry.setAwayWindow(settings.awayAfter)
+            }
             try await Task.sleep(for: options.collectInterval)
             do {
                 let round = try await io.run { try store.collect(now: WallClock.milliseconds) }

@@ -24,6 +24,8 @@ public final class Node: Sendable {
     private let apiAddress = NIOLockedValueBox<String?>(nil)
     let io = BlockingIO()
     private let sessions = NIOLockedValueBox(0)
+    /// True while a rejoin empties the replica (``rejoin(from:)``).
+    let rejoining = NIOLockedValueBox(false)
     private let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
@@ -317,6 +319,7 @@ public final class Node: Sendable {
             writers: options.writerBounds
         )
         let outcome = await runner.run(connection)
+        if outcome.peerError?.code == .away, let peer = outcome.peer { await rejoinIfTold(by: peer) }
         if outcome.peer != nil, token.value == nil {
             // A second connection to a peer we were already connected to: closed on purpose.
             return outcome
@@ -350,6 +353,15 @@ public final class Node: Sendable {
         config.antiEntropyInterval = options.antiEntropyInterval
         config.statements = statements.records
         config.maxWriters = options.writerBounds.total
+        if let (rejoined, away) = try? await io.run({
+            (
+                try store.rejoinedAt(),
+                try store.hasRejoinPending() ? try store.rejoinedAt() : try store.awaySince(now: WallClock.milliseconds)
+            )
+        }) {
+            config.rejoinedAt = rejoined
+            config.awaySince = away ?? 0
+        }
         // A one-shot sync is no member's session: its hello carries no reports.
         if options.role != .oneShot {
             config.reports =
@@ -372,7 +384,11 @@ public final class Node: Sendable {
         var observer = SessionObserver()
         observer.peerReady = { [self] hello in
             await statementsLearned(await statements.learn(hello.statements))
-            guard statements.revocation(of: peerID) == nil else { return channel.close(promise: nil) }
+            guard statements.revocation(of: peerID) == nil else {
+                channel.close(promise: nil)
+                return nil
+            }
+            if let refusal = await judgeAway(hello) { return refusal }
             await learnReports(from: hello)
             let claimed = await registry.claim(
                 peer: hello,
@@ -382,12 +398,17 @@ public final class Node: Sendable {
             ) {
                 channel.close(promise: nil)
             }
-            guard let claimed else { return channel.close(promise: nil) }
+            guard let claimed else {
+                channel.close(promise: nil)
+                return nil
+            }
             token.set(claimed)
             log.began(with: hello)
+            return nil
         }
-        observer.upToDate = { vv in
+        observer.upToDate = { [self] vv in
             await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
+            await reissueAfterRejoin(peerHolds: vv)
             if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
         }
         observer.applied = { [self] changed in

@@ -95,5 +95,8 @@ public struct WriterRecord: Sendable, Equatable {
         /// one names it, so that a revocation of this node can cut its writes
         /// (``RevokedWriters``).
         case named
+        /// The replica came back after being away and rejoined from a snapshot: its writes no
+        /// one else held are re-issued under the new writer.
+        case rejoin
     }
 }

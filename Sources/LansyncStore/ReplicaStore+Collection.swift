@@ -73,56 +73,55 @@ extension ReplicaStore {
     public func recordReports(_ reports: [MemberReport], gossiped: Bool = false) throws(StoreError) {
         guard !reports.isEmpty else { return }
         let own = try info().nodeID
-        try guarded {
-            try pool.write { db in
-                let known: Set<String>? =
-                    gossiped
-                    ? Set(
-                        try String.fetchAll(
-                            db,
-                            sql:
-                                "SELECT node_id FROM node UNION SELECT node_id FROM peer UNION SELECT node_id FROM member"
-                        )
-                    ) : nil
-                for report in reports.prefix(Self.maxGossipedReports) where report.nodeID != own {
-                    var seen = report.seen
-                    if let known {
-                        guard known.contains(report.nodeID.text) else { continue }
-                        seen = VersionVector(seen.counters.filter { known.contains($0.key.text) })
-                    }
-                    var at = report.at
-                    var forgotten: UInt64?
-                    if let row = try Row.fetchOne(
-                        db,
-                        sql: "SELECT seen, seen_at, forgotten_at FROM member WHERE node_id = ?",
-                        arguments: [report.nodeID.text]
-                    ) {
-                        var r = ByteReader(Array(row[0] as Data))
-                        let held = (try? r.versionVector()) ?? VersionVector()
-                        let heldAt = UInt64(clamping: row[1] as Int64)
-                        let wasForgotten = (row[2] as Int64?).map { UInt64(clamping: $0) }
-                        forgotten = wasForgotten
-                        if let f = wasForgotten, !gossiped, at > f { forgotten = nil }
-                        guard held != held.joined(with: seen) || at > heldAt || forgotten != wasForgotten
-                        else { continue }
-                        seen.join(held)
-                        at = max(at, heldAt)
-                    }
-                    var w = ByteWriter()
-                    w.versionVector(seen)
-                    try db.execute(
-                        sql: """
-                            INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, ?, ?)
-                            ON CONFLICT(node_id) DO UPDATE SET seen = excluded.seen, seen_at = excluded.seen_at,
-                                forgotten_at = excluded.forgotten_at
-                            """,
-                        arguments: [
-                            report.nodeID.text, Data(w.bytes), Int64(clamping: at),
-                            forgotten.map { Int64(clamping: $0) },
-                        ]
-                    )
-                }
+        try guarded { try pool.write { db in try Self.recordReports(reports, gossiped: gossiped, own: own, db: db) } }
+    }
+
+    static func recordReports(_ reports: [MemberReport], gossiped: Bool, own: NodeID, db: Database) throws {
+        let known: Set<String>? =
+            gossiped
+            ? Set(
+                try String.fetchAll(
+                    db,
+                    sql: "SELECT node_id FROM node UNION SELECT node_id FROM peer UNION SELECT node_id FROM member"
+                )
+            ) : nil
+        for report in reports.prefix(Self.maxGossipedReports) where report.nodeID != own {
+            var seen = report.seen
+            if let known {
+                guard known.contains(report.nodeID.text) else { continue }
+                seen = VersionVector(seen.counters.filter { known.contains($0.key.text) })
             }
+            var at = report.at
+            var forgotten: UInt64?
+            if let row = try Row.fetchOne(
+                db,
+                sql: "SELECT seen, seen_at, forgotten_at FROM member WHERE node_id = ?",
+                arguments: [report.nodeID.text]
+            ) {
+                var r = ByteReader(Array(row[0] as Data))
+                let held = (try? r.versionVector()) ?? VersionVector()
+                let heldAt = UInt64(clamping: row[1] as Int64)
+                let wasForgotten = (row[2] as Int64?).map { UInt64(clamping: $0) }
+                forgotten = wasForgotten
+                if let f = wasForgotten, !gossiped, at > f { forgotten = nil }
+                guard held != held.joined(with: seen) || at > heldAt || forgotten != wasForgotten
+                else { continue }
+                seen.join(held)
+                at = max(at, heldAt)
+            }
+            var w = ByteWriter()
+            w.versionVector(seen)
+            try db.execute(
+                sql: """
+                    INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(node_id) DO UPDATE SET seen = excluded.seen, seen_at = excluded.seen_at,
+                        forgotten_at = excluded.forgotten_at
+                    """,
+                arguments: [
+                    report.nodeID.text, Data(w.bytes), Int64(clamping: at),
+                    forgotten.map { Int64(clamping: $0) },
+                ]
+            )
         }
     }
 
@@ -189,11 +188,7 @@ extension ReplicaStore {
         try guarded {
             try pool.write { db in
                 for (key, value) in [("trash_window", settings.trashWindow), ("away_after", settings.awayAfter)] {
-                    try db.execute(
-                        sql:
-                            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                        arguments: [key, String(value)]
-                    )
+                    try Transaction.setMeta(key, String(value), db: db)
                 }
             }
         }
@@ -214,9 +209,16 @@ extension ReplicaStore {
     }
 
     /// The members that hold the frontier: not forgotten, and heard of within `awayAfter` of
-    /// `now` (others are away).
-    static func activeReports(_ reports: [MemberReport], now: UInt64, awayAfter: UInt64) -> [MemberReport] {
-        reports.filter { $0.forgottenAt == nil && $0.at &+ awayAfter >= now }
+    /// `now` (others are away). A replica that is away itself (``awaySince(now:)``) judges no one
+    /// away: its silence is its own, and collecting without the others would take its stale view
+    /// for the cluster's.
+    static func activeReports(
+        _ reports: [MemberReport],
+        now: UInt64,
+        awayAfter: UInt64,
+        selfAway: Bool = false
+    ) -> [MemberReport] {
+        reports.filter { $0.forgottenAt == nil && (selfAway || $0.at &+ awayAfter >= now) }
     }
 
     // MARK: Collection
@@ -236,7 +238,8 @@ extension ReplicaStore {
                 let active = Self.activeReports(
                     try Self.memberReports(db: tx.db),
                     now: now,
-                    awayAfter: settings.awayAfter
+                    awayAfter: settings.awayAfter,
+                    selfAway: try Self.awaySince(db: tx.db, now: now, settings: settings) != nil
                 )
                 let own = try Self.versionVector(db: tx.db)
                 round.frontierMoved = ledger.observe(
@@ -244,11 +247,7 @@ extension ReplicaStore {
                     reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
                     now: now
                 )
-                try tx.db.execute(
-                    sql:
-                        "INSERT INTO meta(key, value) VALUES ('stability', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    arguments: [Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString()]
-                )
+                try tx.setMeta("stability", Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString())
                 return .commit((settings, ledger))
             }
         }
@@ -461,7 +460,12 @@ extension ReplicaStore {
     static func laggard(db: Database, now: UInt64) throws -> (heldBackBy: NodeID?, departed: [NodeID]) {
         let settings = try Self.collectionSettings(db: db)
         let reports = try Self.memberReports(db: db)
-        let active = Self.activeReports(reports, now: now, awayAfter: settings.awayAfter)
+        let active = Self.activeReports(
+            reports,
+            now: now,
+            awayAfter: settings.awayAfter,
+            selfAway: try Self.awaySince(db: db, now: now, settings: settings) != nil
+        )
         let departed = reports.filter { r in !active.contains { $0.nodeID == r.nodeID } }.map(\.nodeID)
         var vectors = Dictionary(active.map { ($0.nodeID, $0.seen) }) { a, _ in a }
         vectors[try Transaction.nodeID(db: db)] = try Self.versionVector(db: db)

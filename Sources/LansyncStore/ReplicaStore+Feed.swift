@@ -144,11 +144,7 @@ extension Transaction {
     /// rebuilt: numbers the older file gave must not come again).
     static func raiseChangeSequence(to floor: UInt64, db: Database) throws {
         guard Int64(clamping: floor) > (try latestSeq(db: db)) else { return }
-        try db.execute(
-            sql:
-                "INSERT INTO meta(key, value) VALUES ('change_floor', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            arguments: [String(floor)]
-        )
+        try setMeta("change_floor", String(floor), db: db)
     }
 
     /// A floor no restored or rebuilt file's numbering can have reached: a thousand numbers for

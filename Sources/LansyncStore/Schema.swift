@@ -24,6 +24,7 @@ enum Schema {
         migrator.registerMigration("v12-change-feed", migrate: v12ChangeFeed)
         migrator.registerMigration("v13-query-index", migrate: v13QueryIndex)
         migrator.registerMigration("v14-collection", migrate: v14Collection)
+        migrator.registerMigration("v15-rejoin", migrate: v15Rejoin)
         return migrator
     }
 
@@ -328,6 +329,23 @@ enum Schema {
                 -- 'trash_window' and 'away_after' the settings (ms) when not the defaults.
                 ALTER TABLE item ADD COLUMN collected INTEGER NOT NULL DEFAULT 0;
                 CREATE INDEX item_deleted ON item(deleted, collected, id) WHERE deleted = 1 AND collected = 0;
+                """
+        )
+    }
+
+    private static func v15Rejoin(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- What a member that was away kept aside when it rejoined from a snapshot
+                -- (Docs/MERGE.md, "Coming back after being away"): the field states holding
+                -- writes of its own that the peer lacked (binary, as on the wire), re-issued under
+                -- a new writer once the snapshot is in. meta 'rejoined_at' (Unix ms) says when.
+                CREATE TABLE rejoin_pending (
+                    item_id TEXT NOT NULL,
+                    name    TEXT NOT NULL,
+                    state   BLOB NOT NULL,
+                    PRIMARY KEY (item_id, name)
+                ) WITHOUT ROWID;
                 """
         )
     }

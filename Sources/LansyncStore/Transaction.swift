@@ -70,6 +70,16 @@ struct Transaction {
         try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'clock'", arguments: [String(clock.latest.rawValue)])
     }
 
+    func setMeta(_ key: String, _ value: String) throws { try Self.setMeta(key, value, db: db) }
+
+    /// Sets one `meta` entry, the one statement every setting and mark goes through.
+    static func setMeta(_ key: String, _ value: String, db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            arguments: [key, value]
+        )
+    }
+
     mutating func nodeRow(_ id: NodeID) throws -> Int64 {
         if let row = nodeRows[id] { return row }
         try db.execute(sql: "INSERT OR IGNORE INTO node(node_id) VALUES (?)", arguments: [id.text])
@@ -167,12 +177,7 @@ struct Transaction {
                 "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
             arguments: [id.text, name]
         )
-        for (key, value) in [("writer_id", id.text), ("writer_retired", "0")] {
-            try db.execute(
-                sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                arguments: [key, value]
-            )
-        }
+        for (key, value) in [("writer_id", id.text), ("writer_retired", "0")] { try setMeta(key, value, db: db) }
         let now = Int64(clamping: WallClock.milliseconds)
         try db.execute(
             sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)",

@@ -85,6 +85,15 @@ public struct Hello: Hashable, Sendable {
     /// version vector as of its last session anywhere, gossiped so that every replica learns the
     /// cluster's stable frontier (Docs/MERGE.md, "Causal stability and collection").
     public var reports: [Report] = []
+    /// When the sender last rejoined the cluster from a snapshot after being away (protocol 1.5;
+    /// Unix ms, 0 if never): a peer that still counts it as away takes it back once this is
+    /// newer than the last it heard of it (Docs/MERGE.md, "Coming back after being away").
+    public var rejoinedAt: UInt64 = 0
+    /// Since when the sender counts itself as away (it has met no member for longer than the
+    /// away window; Unix ms), or when it rejoined if its snapshot is not in yet; 0 if neither
+    /// (protocol 1.5). Such a member refuses no one's state, which a peer needs to know when
+    /// both count each other as away.
+    public var awaySince: UInt64 = 0
 
     /// One member's progress as a hello gossips it.
     public struct Report: Hashable, Sendable {
@@ -147,8 +156,9 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// 1.1 added the writer and the resume point to the hello; 1.2 the batches that carry removal
     /// logs and field deltas (message type 7), sent only to peers that announced 1.2; 1.3 the
     /// cluster statements (revocations, admitting machines) at the end of the hello (older nodes
-    /// skip them); 1.4 the members' reports after them.
-    public static let current = ProtocolVersion(major: 1, minor: 4)
+    /// skip them); 1.4 the members' reports after them; 1.5 when the sender last rejoined from a
+    /// snapshot, and the error `away`.
+    public static let current = ProtocolVersion(major: 1, minor: 5)
 
     /// The first version that takes field deltas.
     public static let fieldDeltas = ProtocolVersion(major: 1, minor: 2)
@@ -190,6 +200,9 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case joinRefused = 13
         /// The peer's identity was revoked by the cluster's authority.
         case revoked = 14
+        /// The peer was away longer than the cluster's away window and holds writes this node
+        /// lacks: it must rejoin from a snapshot before its state is taken (protocol 1.5).
+        case away = 15
 
         /// Permanent errors will not go away by retrying the same thing; temporary ones may.
         public var isPermanent: Bool {
@@ -197,7 +210,8 @@ public struct ProtocolError: Error, Hashable, Sendable {
             case .protocolVersion, .wrongCluster, .identityMismatch, .duplicateNodeID, .malformedMessage,
                 .frameTooLarge, .rejectedChange, .unexpectedMessage, .joinRefused, .revoked:
                 true
-            case .timeout, .storage, .busy, .shuttingDown: false
+            // A member told it is away rejoins and comes back at once.
+            case .timeout, .storage, .busy, .shuttingDown, .away: false
             }
         }
 
@@ -217,6 +231,7 @@ public struct ProtocolError: Error, Hashable, Sendable {
             case .unexpectedMessage: "unexpected-message"
             case .joinRefused: "join-refused"
             case .revoked: "revoked"
+            case .away: "away"
             }
         }
     }

@@ -53,6 +53,10 @@ public enum MessageCoder {
                     w.versionVector(report.seen)
                 }
             }
+            if hello.version.minor >= 5 || hello.version.major > 1 {
+                w.varint(hello.rejoinedAt)
+                w.varint(hello.awaySince)
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -148,6 +152,10 @@ public enum MessageCoder {
                 }
                 if minor >= 4 || major > 1 {
                     hello.reports = try Self.decodeReports(&r)
+                }
+                if minor >= 5 || major > 1 {
+                    hello.rejoinedAt = try r.varint()
+                    hello.awaySince = try r.varint()
                 }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {

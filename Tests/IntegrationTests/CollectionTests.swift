@@ -182,4 +182,78 @@ import Testing
         #expect(members.contains("forgotten"), "\(members)")
         #expect(after["collection"]?["departed"] != .array([]), "\(after)")
     }
+
+    /// A member the others forgot (as they would once it is away) comes back: they refuse its
+    /// old state, it rejoins from a snapshot, and re-issues its offline edits; the items deleted
+    /// and collected while it was away stay deleted everywhere.
+    @Test func aMemberBackFromAwayRejoinsFromASnapshot() async throws {
+        let cli = CLI("rejoin")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b", "c"])
+        try await cli.ok(["cluster", "set", "--dir", cli.path("a"), "trash-window", "0s"])
+        let doomed = 50
+        let items =
+            ["keep1", "keep2"].map { #"{"id":"\#($0)","type":"t","fields":{"n":1}}"# }
+            + (0..<doomed).map { #"{"id":"gone\#($0)","type":"t","fields":{"n":1,"s":"x"}}"# }
+        try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
+        let ports = freePorts(3)
+        let collect = ["--collect-interval", "1"]
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: collect)
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: collect)
+        var c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        defer {
+            _ = c.stop()
+            _ = b.stop()
+            _ = a.stop()
+        }
+        let all = ["a", "b", "c"].map(cli.path)
+        #expect(try await cli.waitForConvergence(all) != nil)
+        let clock = ContinuousClock()
+        let settled = clock.now
+        while !(try await cli.ok(["cluster", "set", "--dir", cli.path("c")])).contains("trash-window 0s"),
+            clock.now - settled < .seconds(30)
+        {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+
+        // c goes; a and b forget it, delete the doomed items and collect them without it.
+        _ = c.stop()
+        for dir in ["a", "b"] { try await cli.ok(["members", "forget", "--dir", cli.path(dir), "c"]) }
+        try await cli.ok(
+            ["import", "--dir", cli.path("a")],
+            input: (0..<doomed).map { #"{"id":"gone\#($0)","deleted":true,"fields":{}}"# }.joined(separator: "\n")
+        )
+        var collected: [Int64?] = []
+        let start = clock.now
+        repeat {
+            try await Task.sleep(for: .milliseconds(500))
+            collected = try await ["a", "b"].asyncMap { try await figure(cli, $0, "collected_items") }
+        } while collected != [Int64(doomed), Int64(doomed)] && clock.now - start < .seconds(60)
+        #expect(collected == [Int64(doomed), Int64(doomed)], "collected on a, b")
+
+        // Offline, c edits a live item, an item deleted meanwhile, creates one and deletes one.
+        try await cli.ok(["set", "--dir", cli.path("c"), "keep1", "note=offline"])
+        try await cli.ok(["set", "--dir", cli.path("c"), "gone1", "note=late"])
+        try await cli.ok(["add", "--dir", cli.path("c"), "--id", "fresh1", "x=1"])
+        try await cli.ok(["rm", "--dir", cli.path("c"), "keep2"])
+
+        c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        #expect(await c.logContains("rejoining from a snapshot", "rejoined from a snapshot: re-issued", within: 30))
+        #expect(try await cli.waitForConvergence(all) != nil)
+        print(c.logText.split(separator: "\n").filter { $0.contains("rejoin") }.joined(separator: "\n"))
+        for dir in ["a", "b", "c"] {
+            let keep1 = try JSON(parsing: try await cli.ok(["get", "--dir", cli.path(dir), "keep1", "--json"]))
+            #expect(keep1["fields"]?["note"] == .string("offline"), "\(dir): \(keep1)")
+            let fresh = try await cli.run(["get", "--dir", cli.path(dir), "fresh1", "--json"])
+            #expect(fresh.status == 0, "\(dir): fresh1 \(fresh.stderr)")
+            let list = try await cli.ok(["list", "--dir", cli.path(dir)])
+            #expect(!list.contains("gone1") && !list.contains("keep2"), "\(dir): \(list)")
+            let status = try await cli.status(cli.path(dir))
+            #expect(status["deleted"] == .integer(Int64(doomed + 1)), "\(dir): \(status)")
+        }
+        // a and b did not take back what they collected: the late edit of gone1 was dropped.
+        #expect(try await figure(cli, "a", "collected_items") == Int64(doomed))
+        let members = try await cli.ok(["members", "--dir", cli.path("a")])
+        #expect(!members.contains("forgotten"), "c is a member again: \(members)")
+    }
 }

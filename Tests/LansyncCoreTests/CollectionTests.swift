@@ -5,7 +5,9 @@ import Testing
 
 /// Collection below the stable frontier (Docs/MERGE.md, "Causal stability and collection"):
 /// random histories of 3–5 replicas with creates, edits, deletes and restores, partitions,
-/// skewed clocks and long pauses, where each replica collects at random moments. Every replica
+/// skewed clocks and long pauses, where each replica collects at random moments; a replica
+/// silent past the away window no longer holds the others back, and when it comes back it is
+/// refused and rejoins from a snapshot ("Coming back after being away"). Every replica
 /// runs in lockstep with a twin that never collects (same edits, same exchanges); at the end
 /// each must show what its twin shows, all must agree, and no item collected anywhere may be
 /// live anywhere.
@@ -27,16 +29,61 @@ import Testing
         }
     }
 
-    /// The property above is not vacuous: across a fixed set of histories, items are collected.
-    @Test func historiesDoCollect() {
+    /// The property above is not vacuous: across a fixed set of histories, items are collected,
+    /// and members come back from being away and rejoin.
+    @Test func historiesDoCollectAndRejoin() {
         var collected = 0
+        var rejoins = 0
         for seed in UInt64(1)...60 {
             var history = CollectingHistory(seed: seed, replicaCount: 4)
             history.run(steps: 120)
             #expect(history.problems.isEmpty, "seed \(seed): \(history.problems.prefix(3))")
             collected += history.collectedCount
+            rejoins += history.rejoinCount
         }
         #expect(collected > 0)
+        #expect(rejoins > 0)
+        print("60 histories: \(collected) items collected, \(rejoins) rejoins")
+    }
+
+    /// A rejoin's re-issue names the writes the peer lacks anew and forgets the rest of the old
+    /// writer beyond what the peer holds: a sibling stays a sibling, a list keeps its tags.
+    @Test func reissuedWritesKeepTheirValuesAndConcurrency() throws {
+        let (old, peer, new) = (NodeID.node(1), NodeID.node(2), NodeID.node(3))
+        var base = FieldState()
+        base.assign(.integer(1), dot: Dot(node: old, counter: 1), timestamp: HLCTimestamp(rawValue: 1))
+        // Apart: the peer writes 2; the old writer writes 3 then 4 (its 3 superseded, never seen).
+        var theirs = base
+        theirs.assign(.integer(2), dot: Dot(node: peer, counter: 1), timestamp: HLCTimestamp(rawValue: 5))
+        var mine = base
+        mine.assign(.integer(3), dot: Dot(node: old, counter: 2), timestamp: HLCTimestamp(rawValue: 6))
+        mine.assign(.integer(4), dot: Dot(node: old, counter: 3), timestamp: HLCTimestamp(rawValue: 7))
+        let seen = VersionVector([old: 1, peer: 1])
+        #expect(mine.dots(of: [old], unseenBy: seen) == [Dot(node: old, counter: 3)])
+        let renamed = [Dot(node: old, counter: 3): Dot(node: new, counter: 1)]
+        let reissued = try #require(mine.reissued(by: [old], unseenBy: seen, renamed: renamed))
+        #expect(reissued.context == VersionVector([old: 1, new: 1]), "nothing of old beyond what the peer holds")
+        #expect(reissued.versions.map(\.dot) == [Dot(node: new, counter: 1)])
+        var merged = theirs
+        merged.merge(reissued)
+        #expect(merged.versions.count == 2, "still concurrent with the peer's write: a conflict")
+        #expect(Set(merged.versions.map(\.write)) == [.assign(.integer(2)), .assign(.integer(4))])
+        // Without a name for a write to re-issue, there is no state.
+        #expect(mine.reissued(by: [old], unseenBy: seen, renamed: [:]) == nil)
+
+        var list = FieldState()
+        list.changeList(.string("x"), add: true, dot: Dot(node: peer, counter: 2), timestamp: HLCTimestamp(rawValue: 8))
+        list.changeList(.string("y"), add: true, dot: Dot(node: old, counter: 4), timestamp: HLCTimestamp(rawValue: 9))
+        let listSeen = VersionVector([peer: 2])
+        let tags = try #require(
+            list.reissued(
+                by: [old],
+                unseenBy: listSeen,
+                renamed: [Dot(node: old, counter: 4): Dot(node: new, counter: 2)]
+            )
+        )
+        #expect(tags.entries.map(\.value) == list.entries.map(\.value))
+        #expect(tags.entries.allSatisfy { $0.dot.node != old })
     }
 
     @Test func frontierIsThePointwiseMinimum() {
@@ -85,8 +132,15 @@ struct CollectingHistory {
     var problems: [String] = []
     var collectedCount = 0
     var everCollected = Set<ItemID>()
+    /// When each replica last rejoined, by its own clock.
+    var rejoinedAt: [UInt64]
+    var rejoinCount = 0
+    var writersStarted = 0
 
     static let trashWindow: UInt64 = 10_000
+    /// A member not heard of for this long is away: it holds nothing back, and is refused when
+    /// it comes back until it rejoins.
+    static let awayAfter: UInt64 = 8 * 3_600_000
     /// Clock skew between replicas stays under this: collection waits it out past the window.
     static let margin: UInt64 = 2 * 3_600_000
     static let fields = ["a", "b", "tags"].map(FieldName.named)
@@ -97,9 +151,11 @@ struct CollectingHistory {
         twins = collecting
         ledgers = Array(repeating: StabilityLedger(), count: replicaCount)
         reports = Array(repeating: Array(repeating: VersionVector(), count: replicaCount), count: replicaCount)
-        reportedAt = Array(repeating: Array(repeating: 0, count: replicaCount), count: replicaCount)
         walls = (0..<replicaCount).map { _ in 1_700_000_000_000 }
         for i in walls.indices where rng.chance(30) { walls[i] -= 3_600_000 }
+        // Every member is known from the start (they were admitted), as of the first clock.
+        reportedAt = walls.map { Array(repeating: $0, count: replicaCount) }
+        rejoinedAt = Array(repeating: 0, count: replicaCount)
         side = Array(repeating: 0, count: replicaCount)
     }
 
@@ -169,7 +225,62 @@ struct CollectingHistory {
         }
     }
 
+    /// `me` has not heard of `k` for longer than the away window.
+    func isAway(_ k: Int, at me: Int) -> Bool {
+        k != me && reportedAt[me][k] &+ Self.awayAfter < walls[me]
+    }
+
+    /// `r` has not heard of the relay (r0, the authority) for longer than the away window (or,
+    /// being the relay, is never away): it judges no one away, so only the relay's side of a
+    /// split collects without the other (`ReplicaStore.awaySince`).
+    func isAwayItself(_ r: Int) -> Bool { r != Self.relay && isAway(Self.relay, at: r) }
+
+    /// Whether `me` counts `peer` as away and would refuse it (`Node.countsAsAway`).
+    func wouldRefuse(_ me: Int, _ peer: Int) -> Bool {
+        isAway(peer, at: me) && !isAwayItself(me) && rejoinedAt[peer] <= reportedAt[me][peer]
+    }
+
+    /// r0 plays the relay: when two members each count the other as away (the halves of a
+    /// split cluster), the relay's half wins, and two others refuse each other (`Node.judgeAway`).
+    static let relay = 0
+
     mutating func exchange(_ a: Int, _ b: Int) {
+        let (aRefuses, bRefuses) = (wouldRefuse(a, b), wouldRefuse(b, a))
+        if aRefuses, bRefuses, a != Self.relay, b != Self.relay {
+            log.append("r\(a) and r\(b) count each other as away")
+            return
+        }
+        if bRefuses, !aRefuses || b == Self.relay {
+            rejoin(a, from: b)
+        } else if aRefuses {
+            rejoin(b, from: a)
+        }
+        meet(a, b)
+    }
+
+    mutating func rejoin(_ r: Int, from peer: Int) {
+        rejoinCount += 1
+        writersStarted += 1
+        let writer = NodeID(high: collecting[r].nodeID.high, low: 1_000 + UInt64(writersStarted))
+        let done = collecting[r].rejoin(from: collecting[peer], newWriter: writer, wallMilliseconds: walls[r])
+        let twin = twins[r].rejoin(from: twins[peer], newWriter: writer, wallMilliseconds: walls[r])
+        // The counts may differ: what a replica collected (its own writes to items it holds
+        // deleted) it no longer has to re-issue. What both show must not. The next edits go
+        // under one more writer on both, so that they keep the same dots.
+        writersStarted += 1
+        let next = NodeID(high: collecting[r].nodeID.high, low: 1_000 + UInt64(writersStarted))
+        collecting[r].startWriter(next)
+        twins[r].startWriter(next)
+        rejoinedAt[r] = walls[r]
+        // The peer's view of who is away becomes its own (`ReplicaStore.rejoin`).
+        reports[r] = reports[peer]
+        reportedAt[r] = reportedAt[peer]
+        reports[r][peer] = collecting[peer].versionVector
+        reportedAt[r][peer] = walls[r]
+        log.append("r\(r) is refused by r\(peer) and rejoins: \(done), its twin \(twin)")
+    }
+
+    mutating func meet(_ a: Int, _ b: Int) {
         for (from, to) in [(a, b), (b, a)] {
             for batch in collecting[from].delta(for: collecting[to].versionVector) {
                 collecting[to].apply(batch, wallMilliseconds: walls[to])
@@ -205,7 +316,14 @@ struct CollectingHistory {
     mutating func collect(_ r: Int) {
         reports[r][r] = collecting[r].versionVector
         reportedAt[r][r] = walls[r]
-        ledgers[r].observe(reports[r], reportedAt: reportedAt[r].min()!, now: walls[r])
+        // A replica away itself judges no one away (``ReplicaStore.activeReports``).
+        let selfAway = isAwayItself(r)
+        let active = reports.indices.filter { selfAway || !isAway($0, at: r) }
+        ledgers[r].observe(
+            active.map { reports[r][$0] },
+            reportedAt: active.map { reportedAt[r][$0] }.min()!,
+            now: walls[r]
+        )
         let before = collecting[r].collected
         let n = collecting[r].collect(
             below: ledgers[r].stable,
@@ -219,6 +337,7 @@ struct CollectingHistory {
     }
 
     mutating func check() {
+        let standing = collecting.reduce(into: Set<ItemID>()) { $0.formUnion($1.collected) }
         func shown(_ replica: Replica) -> [ItemID: ItemView?] {
             var result: [ItemID: ItemView?] = [:]
             for (id, item) in replica.items { result[id] = item.isDeleted ? .some(nil) : item.view }
@@ -231,7 +350,9 @@ struct CollectingHistory {
             if shown(collecting[r]) != shown(collecting[0]) {
                 problems.append("r\(r) and r0 differ after a complete exchange")
             }
-            for id in everCollected where collecting[r].items[id]?.isDeleted != true {
+            // A collection a rejoin threw away (the replica's side of a split lost) is no
+            // promise; one that stands is.
+            for id in standing where collecting[r].items[id]?.isDeleted != true {
                 problems.append("\(id) was collected somewhere but is live on r\(r)")
             }
         }

@@ -158,4 +158,95 @@ import Testing
         #expect(try a.departedMembers(now: now) == [.node(2)])
         #expect(try a.collectionFigures(now: now).departed == [.node(2)])
     }
+
+    /// A member back from being away (Docs/MERGE.md, "Coming back after being away"): it keeps
+    /// aside what only it holds, empties itself, takes a's snapshot, and re-issues its writes
+    /// under a new writer, with their concurrency, except into items a holds deleted.
+    @Test func aRejoinReissuesOnlyItsOwnUnseenWritesAfterTheSnapshot() throws {
+        let a = try create(1)
+        let c = try create(3)
+        let (keep, gone, both, fresh) = (
+            ItemID.named("keep"), ItemID.named("gone"), ItemID.named("both"), ItemID.named("fresh")
+        )
+        let note = FieldName.named("note")
+        let tags = FieldName.named("tags")
+        for id in [keep, gone, both] {
+            try a.apply(.create(type: "t", assignments: [.set(title, .string("one"))]), to: id, wallMilliseconds: t0)
+        }
+        try a.apply(.update([.add(tags, .string("x"))]), to: keep, wallMilliseconds: t0)
+        try sync(a, c)
+        let oldWriter = try c.info().writerID
+        // Apart: a deletes `gone` and edits `both`; c edits all three, adds to a list, creates one.
+        try a.apply(.delete, to: gone, wallMilliseconds: t0 + 1)
+        try a.apply(.update([.set(title, .string("from a"))]), to: both, wallMilliseconds: t0 + 1)
+        try c.apply(
+            .update([.set(note, .string("offline")), .add(tags, .string("y"))]),
+            to: keep,
+            wallMilliseconds: t0 + 2
+        )
+        try c.apply(.update([.set(note, .string("late"))]), to: gone, wallMilliseconds: t0 + 2)
+        try c.apply(.update([.set(title, .string("from c"))]), to: both, wallMilliseconds: t0 + 2)
+        try c.apply(.create(type: "t", assignments: [.set(title, .string("new"))]), to: fresh, wallMilliseconds: t0 + 2)
+
+        let start = try c.rejoin(keepingUnseenBy: try a.versionVector(), now: t0 + 3)
+        #expect(start.items == 4 && start.fields == 6, "\(start)")
+        #expect(try c.itemState(keep) == nil && c.versionVector().isEmpty, "the replica is empty")
+        #expect(try c.info().writerID != oldWriter, "a new writer")
+        #expect(try c.rejoinedAt() == t0 + 3 && c.hasRejoinPending())
+
+        try sync(a, c)
+        let outcome = try #require(try c.reissueRejoinPending(now: t0 + 4))
+        #expect(outcome == RejoinOutcome(items: 3, writes: 3, dropped: 1), "one write per edit: \(outcome)")
+        #expect(try !c.hasRejoinPending())
+        #expect(try c.reissueRejoinPending(now: t0 + 5) == nil, "nothing waits any more")
+        // Nothing of the old writer beyond what a held: the writes a lacked now have new names.
+        #expect(try c.versionVector()[oldWriter] == a.versionVector()[oldWriter])
+
+        try sync(c, a)
+        for id in [keep, gone, both, fresh] {
+            #expect(try a.itemState(id)?.view == c.itemState(id)?.view, "\(id.rawValue)")
+        }
+        let kept = try #require(try a.itemState(keep))
+        #expect(kept.shownFields[note] == .string("offline"))
+        #expect(kept.shownFields[tags] == .list([.string("x"), .string("y")]))
+        let gone1 = try #require(try a.itemState(gone))
+        #expect(gone1.isDeleted && gone1.shownFields[note] == nil, "the late edit of a deleted item is dropped")
+        // Concurrent with a's edit when made, concurrent still: a conflict both can see.
+        #expect(try a.itemState(both)?.conflictedFields == [title])
+        #expect(try a.itemState(fresh)?.shownFields[title] == .string("new"))
+    }
+
+    /// Who is away: a member silent past the window or forgotten; this replica itself when it
+    /// has not heard of the relay (or, with no relay known, met a peer) for that long.
+    @Test func awayIsJudgedByTheLastReportAndTheLastSync() throws {
+        let a = try create(1)
+        let now = WallClock.milliseconds
+        let day = CollectionSettings.day
+        try a.recordReports([
+            MemberReport(nodeID: .node(2), seen: VersionVector(), at: now - 2 * day),
+            MemberReport(nodeID: .node(3), seen: VersionVector(), at: now - day / 2),
+        ])
+        #expect(try a.memberAwaySince(.node(2), now: now) == now - 2 * day)
+        #expect(try a.memberAwaySince(.node(3), now: now) == nil)
+        #expect(try a.memberAwaySince(.node(4), now: now) == nil, "unknown")
+        try a.forgetMember(.node(3), at: now)
+        #expect(try a.memberAwaySince(.node(3), now: now) == now, "forgotten")
+        #expect(try a.awaySince(now: now) == nil, "never met anyone")
+        try a.savePeer(
+            PeerRecord(nodeID: .node(2), name: "b", address: nil, source: .configured, lastSync: now - 2 * day)
+        )
+        #expect(try a.awaySince(now: now) == now - 2 * day)
+        #expect(try a.awaySince(now: now - day - 1) == nil)
+        // With a relay known, what counts is when this replica last heard of the relay.
+        try a.savePeer(PeerRecord(nodeID: .node(2), name: "b", address: nil, source: .configured, lastSync: now))
+        #expect(try a.awaySince(now: now) == nil)
+        try a.recordReports([MemberReport(nodeID: .node(5), seen: VersionVector(), at: now - 3 * day)])
+        try a.noteRelay(.node(5))
+        #expect(try a.awaySince(now: now) == now - 3 * day, "the relay was last heard of three days ago")
+        try a.recordReports([MemberReport(nodeID: .node(5), seen: VersionVector(), at: now - day / 2)])
+        #expect(try a.awaySince(now: now) == nil)
+        // The relay itself is never away.
+        try a.noteRelay(.node(1))
+        #expect(try a.awaySince(now: now + 10 * day) == nil)
+    }
 }

@@ -77,6 +77,26 @@ import Testing
         #expect(throws: WireError.self) { try MessageCoder.decode(same) }
     }
 
+    /// 1.5 appends, after the statements and the members' reports, when the sender rejoined and
+    /// since when it counts itself away (two varints); a 1.4 hello has neither and reads as 0.
+    @Test func hello15CarriesTheRejoinAndTheAway() throws {
+        var hello = Hello(nodeID: Self.a, clusterID: Self.c, role: .relay, name: "r", versionVector: VersionVector())
+        hello.reports = [Hello.Report(nodeID: Self.c, at: 7, seen: VersionVector([Self.c: 3]))]
+        hello.rejoinedAt = 1_700_000_000_000
+        hello.awaySince = 300
+        let bytes = MessageCoder.encode(.hello(hello))
+        #expect(try MessageCoder.decode(bytes) == .hello(hello))
+        #expect(Array(bytes.suffix(2)) == [0xAC, 0x02], "awaySince 300 is the last varint")
+        var old = hello
+        old.version = ProtocolVersion(major: 1, minor: 4)
+        guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
+            Issue.record("not a hello")
+            return
+        }
+        #expect(decoded.rejoinedAt == 0 && decoded.awaySince == 0 && decoded.reports == hello.reports)
+        #expect(ProtocolError.Code.away.rawValue == 15 && !ProtocolError.Code.away.isPermanent)
+    }
+
     @Test func goldenAckDoneError() {
         #expect(Frame.encode(.ack(sequence: 5)) == [0, 0, 0, 2, 3, 5])
         #expect(Frame.encode(.done(versionVector: VersionVector())) == [0, 0, 0, 2, 4, 0])

@@ -51,6 +51,9 @@ public actor PeerRegistry {
     private var unsavedNames: [(name: String, ids: Set<NodeID>)] = []
     /// When each peer's last sync time was last saved (``upToDate``).
     private var savedSync: [NodeID: UInt64] = [:]
+    /// How often an idle connected peer's up-to-date time (its member report) is saved, in ms:
+    /// well within the cluster's away window, so that a connected member never looks away.
+    private var reportEvery: UInt64 = 60_000
     /// Each peer's version vector as last saved.
     private var savedVectors: [NodeID: VersionVector] = [:]
     private let saves: AsyncStream<Void>
@@ -190,6 +193,9 @@ public actor PeerRegistry {
         return nextToken
     }
 
+    /// Saves idle peers' reports at least four times per away window (at most once a minute).
+    public func setAwayWindow(_ milliseconds: UInt64) { reportEvery = max(1_000, min(60_000, milliseconds / 4)) }
+
     public func upToDate(_ node: NodeID, peerVersionVector: VersionVector, at time: UInt64) {
         guard var entry = byNode[node] else { return }
         // Against what was last saved: progress reports join the vector between saves, and the
@@ -200,8 +206,8 @@ public actor PeerRegistry {
         byNode[node] = entry
         // Every idle anti-entropy round ends up to date: saving each one would be a write
         // transaction per peer per round. What the peer holds is saved when it changes; the time
-        // alone at most once a minute, and when the session ends.
-        if entry.versionVector != before || time >= (savedSync[node] ?? 0) + 60_000 {
+        // alone at most once a minute (``setAwayWindow(_:)``), and when the session ends.
+        if entry.versionVector != before || time >= (savedSync[node] ?? 0) + reportEvery {
             savedSync[node] = time
             persist(node)
         }

@@ -63,6 +63,7 @@ public enum OneShotSync {
                         observer.progress = { progress(peer, $0) }
                         observer.peerReady = { hello in
                             await statements.overruleRevokedWrites(news: await statements.learn(hello.statements))
+                            return nil
                         }
                         let outcome = await SessionRunner(
                             store: store,

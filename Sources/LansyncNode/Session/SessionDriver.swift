@@ -120,7 +120,8 @@ struct SessionDriver {
             case .sendSummary:
                 queue += try await sendSummary()
             case .peerReady(let hello):
-                queue += await peerReady(hello)
+                // A refusal goes before the delta the queue already asks for.
+                queue.insert(contentsOf: await peerReady(hello), at: queue.startIndex)
             case .upToDate:
                 outcome.reachedUpToDate = true
                 outcome.peerHolds = machine.peerVersionVector
@@ -270,7 +271,7 @@ struct SessionDriver {
         } catch {
             return machine.handle(.storageFailed("recording the peer's hello: \(error)"))
         }
-        await runner.observer.peerReady(hello)
+        if let refusal = await runner.observer.peerReady(hello) { return machine.handle(.refused(refusal)) }
         return []
     }
 

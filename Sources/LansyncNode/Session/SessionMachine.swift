@@ -38,6 +38,10 @@ public struct SessionMachine: Sendable {
         public var statements: [[UInt8]] = []
         /// What this node knows of other members' progress, gossiped in its hello (protocol 1.4).
         public var reports: [Hello.Report] = []
+        /// When this node last rejoined from a snapshot (protocol 1.5; 0 if never).
+        public var rejoinedAt: UInt64 = 0
+        /// ``Hello/awaySince``: nonzero while this node refuses no one's state.
+        public var awaySince: UInt64 = 0
         /// The most writers a version vector from the peer may name (its hello, summaries, `done`,
         /// and what its batches cover, joined): a peer past it is refused, so what this side keeps
         /// of the peer stays bounded whatever it claims (``WriterBounds/total``).
@@ -274,6 +278,8 @@ public struct SessionMachine: Sendable {
             statements: config.statements
         )
         hello.reports = config.reports
+        hello.rejoinedAt = config.rejoinedAt
+        hello.awaySince = config.awaySince
         return [.send(.hello(hello))]
     }
 

@@ -47,7 +47,9 @@ public struct SessionOutcome: Sendable {
 
 /// Callbacks through which a running session reports to its node.
 public struct SessionObserver: Sendable {
-    public var peerReady: @Sendable (Hello) async -> Void = { _ in }
+    /// The peer said hello and the machine's checks passed; a non-nil answer refuses the session
+    /// with that error before anything of the peer's is taken (a member back from being away).
+    public var peerReady: @Sendable (Hello) async -> ProtocolError? = { _ in nil }
     public var upToDate: @Sendable (_ peerVersionVector: VersionVector) async -> Void = { _ in }
     public var progress: @Sendable (Progress) async -> Void = { _ in }
     /// A batch from the peer changed the replica: how many field states it changed.

@@ -59,6 +59,13 @@ public final class ChangeHub: Sendable {
         for continuation in lagging { continuation.yield() }
     }
 
+    /// Forgets the vector known so far and takes `current` instead: the one time the replica's
+    /// vector shrinks (a rejoin empties the replica), where ``notify(version:except:)`` only joins.
+    public func reset(version current: VersionVector?) {
+        version.withLockedValue { $0 = current }
+        peers.withLockedValue { $0.removeAll() }
+    }
+
     /// Announces a change, with the version vector read after it (nil if it could not be read);
     /// `except` skips the subscriber that caused it.
     public func notify(version current: VersionVector?, except: Int? = nil) {

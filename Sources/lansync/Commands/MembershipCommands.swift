@@ -152,8 +152,10 @@ struct MembersForget: ParsableCommand {
         discussion: """
             For a machine that died or was wiped. This machine stops waiting for it: its edits \
             count as SYNCED once the remaining members have them, and deleted items are \
-            collected without it. If the machine comes back after all, its next session makes \
-            it a member again. (To shut a machine out, use 'lansync revoke'.)
+            collected without it. If the machine comes back after all, its old state is \
+            refused: it rejoins from a snapshot (its own offline edits are re-issued, edits to \
+            items deleted meanwhile are dropped) and is a member again. (To shut a machine out, \
+            use 'lansync revoke'.)
             """
     )
 

@@ -1,0 +1,145 @@
+import LansyncCore
+import LansyncStore
+import LansyncWire
+import Logging
+import NIOConcurrencyHelpers
+
+// Coming back after being away (Docs/MERGE.md, "Coming back after being away"): a member silent
+// for longer than the cluster's away window may have been collected without, so its old state is
+// not merged. The peer that sees it come back refuses its state (`away`); the member, told so or
+// knowing it by its own clock, keeps aside the writes only it holds, empties its replica, takes
+// the peer's snapshot like a new member, then re-issues those writes under a new writer.
+extension Node {
+    /// Refuses the state of a member that is away or forgotten here and has not rejoined since it
+    /// was last heard of: it must rejoin first, even when it brings nothing new (what it holds
+    /// may be what the others collected since, and what it collected may be what they restored).
+    /// Nil to go on. A replica that is away itself, or rejoining, refuses no one: it is the one
+    /// out of date.
+    ///
+    /// Two members that each count the other as away were apart, each with other members, for
+    /// longer than the window (a cluster split in two halves), and each half may have collected
+    /// what the other still writes to: no choice between two members is safe, only one between
+    /// halves. The relay's half wins: the relay refuses the other (which rejoins from it), a
+    /// member takes the relay's refusal (and rejoins), and two members that are not the relay
+    /// refuse each other without either rejoining; each rejoins when it meets the relay's side.
+    func judgeAway(_ hello: Hello) async -> ProtocolError? {
+        guard let since = await countsAsAway(hello) else { return nil }
+        let store = self.store
+        let settings = (try? await io.run { try store.collectionSettings() }) ?? .standard
+        let when = WallClock.iso8601(milliseconds: since)
+        if await isCountedAsAway(by: hello, settings: settings) {
+            if hello.role == .relay { return nil }
+            if options.role != .relay {
+                logger.warning(
+                    "\(hello.name) (\(hello.nodeID.short)) and this node each count the other as away (this node last heard of it at \(when)): the cluster was split for longer than the away window, and neither takes the other's state; each rejoins from a snapshot when it meets the relay's side"
+                )
+                return ProtocolError(
+                    .away,
+                    "this node and yours each count the other as away: the cluster was split for longer than the away window (\(Duration.milliseconds(settings.awayAfter))); neither takes the other's state, and each rejoins from a snapshot when it meets the relay's side"
+                )
+            }
+        }
+        logger.notice(
+            "\(hello.name) (\(hello.nodeID.short)) comes back after being away since \(when): its state is refused until it rejoins from a snapshot"
+        )
+        return ProtocolError(
+            .away,
+            "this node was last heard of at \(when), longer ago than the cluster's away window (\(Duration.milliseconds(settings.awayAfter))): what it holds may have been collected meanwhile, so it must rejoin from a snapshot (a running `lansync node` does so on its own; `lansync sync` cannot)"
+        )
+    }
+
+    /// When `hello`'s node was last heard of, if this replica counts it as away (or forgotten),
+    /// is not away or rejoining itself, and the peer has not rejoined since: it would be refused.
+    func countsAsAway(_ hello: Hello) async -> UInt64? {
+        let store = self.store
+        let now = WallClock.milliseconds
+        guard
+            let (since, selfAway, pending) = try? await io.run({
+                (
+                    try store.memberAwaySince(hello.nodeID, now: now), try store.awaySince(now: now),
+                    try store.hasRejoinPending()
+                )
+            }),
+            let since, selfAway == nil, !pending, hello.rejoinedAt <= since
+        else { return nil }
+        return since
+    }
+
+    /// Whether the peer counts this node as away and would refuse it: its hello's report of this
+    /// node is older than the window, it is not away itself, and this node has not rejoined since.
+    func isCountedAsAway(by hello: Hello, settings: CollectionSettings) async -> Bool {
+        let store = self.store
+        let rejoined = (try? await io.run { try store.rejoinedAt() }) ?? 0
+        let now = WallClock.milliseconds
+        return hello.awaySince == 0
+            && (hello.reports.first { $0.nodeID == info.nodeID }.map {
+                $0.at &+ settings.awayAfter < now && rejoined <= $0.at
+            } ?? false)
+    }
+
+    /// Told `away` by `peer`: rejoins from it, unless this node counts the peer as away too and
+    /// the peer is not the relay (``judgeAway(_:)``: the halves of a split cluster wait for the
+    /// relay's side).
+    func rejoinIfTold(by peer: Hello) async {
+        if peer.role != .relay, await countsAsAway(peer) != nil { return }
+        await rejoin(from: peer)
+    }
+
+    /// Keeps aside the writes only this replica holds (as against `peer`'s vector), empties the
+    /// replica and starts a new writer, then reopens every session: the next complete stream is
+    /// the snapshot. At most one rejoin at a time, and none while writes kept aside still wait.
+    func rejoin(from peer: Hello) async {
+        guard options.role != .oneShot,
+            rejoining.withLockedValue({ busy in
+                defer { busy = true }
+                return !busy
+            })
+        else { return }
+        defer { rejoining.withLockedValue { $0 = false } }
+        let store = self.store
+        let now = WallClock.milliseconds
+        do {
+            if try await io.run({ try store.hasRejoinPending() && store.rejoinedAt() &+ 60_000 > now }) { return }
+            // The peer's view of who is away becomes this node's: a member of this node's old
+            // half that the peer counts as away must rejoin too before its state is taken.
+            let reports =
+                [MemberReport(nodeID: peer.nodeID, seen: peer.versionVector, at: now)]
+                + peer.reports.filter { $0.at <= now }.map { MemberReport(nodeID: $0.nodeID, seen: $0.seen, at: $0.at) }
+            let start = try await io.run {
+                try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
+            }
+            logger.notice(
+                "\(peer.name) counts this node as away (silent for longer than the cluster's away window): rejoining from a snapshot of \(peer.name); \(start.fields) field(s) of \(start.items) item(s) with writes no other member holds are kept aside, to be re-issued once the snapshot is in"
+            )
+            hub.reset(version: try? await io.run { try store.versionVector() })
+            await registry.reopenAll()
+            hub.reset(version: try? await io.run { try store.versionVector() })
+        } catch {
+            logger.error("could not rejoin from a snapshot (the next session tries again): \(error)")
+        }
+    }
+
+    /// Once this replica holds everything a peer holds (`peerHolds`, at an up-to-date point:
+    /// the snapshot is in) after a rejoin, re-issues what was kept aside and says what came of it
+    /// in one line. A session that began before the rejoin and ends up to date now proves
+    /// nothing: the replica does not hold what that peer holds.
+    func reissueAfterRejoin(peerHolds: VersionVector) async {
+        let store = self.store
+        guard
+            (try? await io.run({ try store.hasRejoinPending() && store.versionVector().covers(peerHolds) })) == true
+        else { return }
+        do {
+            guard let outcome = try await io.run({ try store.reissueRejoinPending(now: WallClock.milliseconds) })
+            else { return }
+            let dropped =
+                outcome.dropped == 0
+                ? "" : "; dropped the edits to \(outcome.dropped) item(s) deleted while it was away"
+            logger.notice(
+                "rejoined from a snapshot: re-issued \(outcome.writes) offline write(s) to \(outcome.items) item(s) under a new writer\(dropped)"
+            )
+            await announceChange()
+        } catch {
+            logger.error("could not re-issue the writes kept aside at rejoin (the next session tries again): \(error)")
+        }
+    }
+}

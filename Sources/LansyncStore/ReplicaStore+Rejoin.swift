@@ -1,0 +1,254 @@
+import Foundation
+import GRDB
+public import LansyncCore
+
+/// What a rejoin kept aside (``ReplicaStore/rejoin(keepingUnseenBy:adopting:now:)``).
+public struct RejoinStart: Sendable, Equatable {
+    /// Field states holding writes of this replica's own that the peer lacked.
+    public var fields = 0
+    /// The items they belong to.
+    public var items = 0
+}
+
+/// What the writes kept aside became (``ReplicaStore/reissueRejoinPending(now:)``).
+public struct RejoinOutcome: Sendable, Equatable {
+    /// Items whose writes were re-issued under the new writer.
+    public var items = 0
+    /// The writes re-issued (dots of the new writer).
+    public var writes = 0
+    /// Items the snapshot holds deleted: the writes kept aside for them were dropped.
+    public var dropped = 0
+}
+
+// Coming back after being away (Docs/MERGE.md, "Coming back after being away"): a member whose
+// peers may have collected without it does not merge its old state; it keeps aside what only it
+// holds, takes a snapshot, and re-issues those writes under a new writer.
+extension ReplicaStore {
+    /// Since when this replica is away itself, if it is: it has not heard of the relay (the
+    /// cluster's authority; meta `relay_id`, learned from its hello) for longer than the
+    /// cluster's away window, directly or through gossip, nor rejoined since; in a cluster
+    /// without a relay, it has not been up to date with any peer for that long. Nil if it is
+    /// not away, is the relay, or never met anyone. A replica away itself judges no one away:
+    /// it refuses no one's state and collects nothing without them, so that only the relay's
+    /// side of a split cluster collects without the other.
+    public func awaySince(now: UInt64) throws(StoreError) -> UInt64? {
+        try read { db in try Self.awaySince(db: db, now: now, settings: try Self.collectionSettings(db: db)) }
+    }
+
+    static func awaySince(db: Database, now: UInt64, settings: CollectionSettings) throws -> UInt64? {
+        let heard: Int64
+        if let relay = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'relay_id'") {
+            guard relay != (try Transaction.nodeID(db: db)).text else { return nil }
+            heard = try Int64.fetchOne(db, sql: "SELECT seen_at FROM member WHERE node_id = ?", arguments: [relay]) ?? 0
+        } else {
+            heard = try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0
+        }
+        let last = max(UInt64(clamping: heard), try Self.rejoinedAt(db: db))
+        guard last > 0, last &+ settings.awayAfter < now else { return nil }
+        return last
+    }
+
+    /// Records which node is the cluster's relay (a hello of role relay, or this node run as the
+    /// relay): the member whose news tells a replica that it is not away itself.
+    public func noteRelay(_ relay: NodeID) throws(StoreError) {
+        try guarded {
+            try pool.write { db in
+                guard try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'relay_id'") != relay.text
+                else { return }
+                try Transaction.setMeta("relay_id", relay.text, db: db)
+            }
+        }
+    }
+
+    /// When `node` was last heard of (or forgotten, if later), if it is away (silent past the
+    /// away window) or forgotten here: a member this replica may have collected without. Nil if
+    /// it is active or unknown.
+    public func memberAwaySince(_ node: NodeID, now: UInt64) throws(StoreError) -> UInt64? {
+        try read { db in
+            let settings = try Self.collectionSettings(db: db)
+            guard
+                let report = try Self.memberReports(db: db).first(where: { $0.nodeID == node }),
+                report.forgottenAt != nil || report.at &+ settings.awayAfter < now
+            else { return nil }
+            return max(report.at, report.forgottenAt ?? 0)
+        }
+    }
+
+    /// meta `rejoined_at`: when this replica last rejoined from a snapshot (0 if never).
+    public func rejoinedAt() throws(StoreError) -> UInt64 {
+        try read { db in try Self.rejoinedAt(db: db) }
+    }
+
+    static func rejoinedAt(db: Database) throws -> UInt64 {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'rejoined_at'").flatMap(UInt64.init) ?? 0
+    }
+
+    /// True if writes kept aside by a rejoin wait to be re-issued.
+    public func hasRejoinPending() throws(StoreError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM rejoin_pending)") ?? false }
+    }
+
+    /// Starts a rejoin, in one transaction: keeps aside every field state holding a write of this
+    /// replica's own writers that `peer` (the vector of the peer that sent this node away) lacks,
+    /// then empties the replica (items, fields, history, the version index and the replica's
+    /// version vector; streams under way; the stability ledger) and starts a new writer. Its
+    /// identity, peers, statements and settings stay; what it knew of the members gives way to
+    /// `reports` (the peer's view, its own report first: who is away is the peer's judgement
+    /// now), except the members it forgot. The change feed's numbering goes on
+    /// past what it gave, and a reader behind it is told to start again (``StoreError/feedCollected(since:floor:)``).
+    /// The next complete stream from a peer is the snapshot; ``reissueRejoinPending(now:)`` then
+    /// re-issues what was kept aside.
+    @discardableResult
+    public func rejoin(
+        keepingUnseenBy peer: VersionVector,
+        adopting reports: [MemberReport] = [],
+        now: UInt64
+    ) throws(StoreError) -> RejoinStart {
+        try guarded {
+            try write(.full, foreignKeyChecks: false) { tx, me in
+                let own = try Self.ownWriters(db: tx.db)
+                var start = RejoinStart()
+                var items = Set<String>()
+                for writer in own {
+                    let rows = try Row.fetchAll(
+                        tx.db,
+                        sql: """
+                            SELECT DISTINCT i.item_id, f.name, f.state FROM version v
+                            JOIN node n ON n.id = v.node JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                            WHERE n.node_id = ? AND v.counter > ?
+                            """,
+                        arguments: [writer.text, Int64(clamping: peer[writer])]
+                    )
+                    for row in rows {
+                        let (item, name) = (row[0] as String, row[1] as String)
+                        let state = try StoredState.decode(Array(row[2] as Data), db: tx.db, nodes: nodeRows)
+                        if try tx.keepAside(item: item, name: name, state) {
+                            start.fields += 1
+                            items.insert(item)
+                        }
+                    }
+                }
+                start.items = items.count
+                let stamp = try tx.emptyReplica()
+                let writer = NodeID.writer(for: me.nodeID)
+                try Transaction.startWriter(writer, name: me.nodeName, reason: .rejoin, db: tx.db)
+                tx.writerMarker = (writer, stamp)
+                try tx.setMeta("rejoined_at", String(now))
+                try tx.db.execute(sql: "DELETE FROM member WHERE forgotten_at IS NULL")
+                try Self.recordReports(reports, gossiped: true, own: me.nodeID, db: tx.db)
+                return .commit(start)
+            }
+        }
+    }
+
+    /// Re-issues what a rejoin kept aside, once the snapshot is in (a complete stream from a
+    /// peer): every write of this replica's own writers that the replica still lacks is named
+    /// anew under the current writer (``FieldState/reissued(by:unseenBy:renamed:)``: same values,
+    /// same concurrency) and merged, except into items the snapshot holds deleted (a member
+    /// coming back never brings a deleted item back). Nil if nothing waited.
+    public func reissueRejoinPending(now: UInt64) throws(StoreError) -> RejoinOutcome? {
+        try guarded {
+            try write { tx, me -> WriteEnd<RejoinOutcome?> in
+                let rows = try Row.fetchAll(tx.db, sql: "SELECT item_id, name, state FROM rejoin_pending")
+                guard !rows.isEmpty else { return .rollback(nil) }
+                let own = Set(try Self.ownWriters(db: tx.db))
+                var outcome = RejoinOutcome()
+                var kept: [(key: FieldKey, state: FieldState)] = []
+                var dropped = Set<ItemID>()
+                for row in rows {
+                    let item = ItemID(unchecked: row[0])
+                    if try Bool.fetchOne(
+                        tx.db,
+                        sql: "SELECT deleted FROM item WHERE item_id = ?",
+                        arguments: [item.rawValue]
+                    ) == true {
+                        dropped.insert(item)
+                        continue
+                    }
+                    let state = try StoredState.decode(Array(row[2] as Data), db: tx.db, nodes: nodeRows)
+                    kept.append((FieldKey(item: item, field: FieldName(unchecked: row[1])), state))
+                }
+                let held = try tx.versionVector(of: Array(own))
+                var dots = Set<Dot>()
+                for (_, state) in kept { dots.formUnion(state.dots(of: own, unseenBy: held)) }
+                var writer = try tx.claimWriter(lease: lease, name: me.nodeName)
+                var renamed: [Dot: Dot] = [:]
+                for dot in dots.sorted() {
+                    writer.counter += 1
+                    renamed[dot] = Dot(node: writer.id, counter: writer.counter)
+                }
+                var merge = BatchMerge(
+                    refuse: nil,
+                    revoked: RevokedWriters(),
+                    lease: lease,
+                    nodeName: me.nodeName,
+                    wallMilliseconds: now
+                )
+                var items = Set<ItemID>()
+                for (key, state) in kept {
+                    guard let reissued = state.reissued(by: own, unseenBy: held, renamed: renamed) else {
+                        throw DecodingError("a write kept aside at rejoin has no new name", offset: 0)
+                    }
+                    try merge.merge(FieldUpdate(key: key, state: reissued), in: &tx)
+                    items.insert(key.item)
+                }
+                try merge.finish(&tx)
+                try tx.raiseCounter(of: writer.row, to: writer.counter)
+                try tx.db.execute(sql: "DELETE FROM rejoin_pending")
+                tx.writerMarker = (writer.id, try tx.countChange())
+                try tx.saveClock()
+                outcome.items = items.count
+                outcome.writes = renamed.count
+                outcome.dropped = dropped.count
+                return .commit(outcome)
+            }
+        }
+    }
+
+    /// This replica's own write identities: its node id and every writer it started.
+    static func ownWriters(db: Database) throws -> [NodeID] {
+        let node = try Transaction.nodeID(db: db)
+        let started = try String.fetchAll(db, sql: "SELECT writer_id FROM writer").compactMap(NodeID.init(text:))
+        return Array(Set([node] + started)).sorted()
+    }
+}
+
+extension Transaction {
+    /// Keeps a field state aside for re-issue after the snapshot (joined with one kept before,
+    /// should a rejoin be interrupted and start again). True if the field was not kept yet.
+    mutating func keepAside(item: String, name: String, _ state: FieldState) throws -> Bool {
+        var merged = state
+        let existing = try Data.fetchOne(
+            db,
+            sql: "SELECT state FROM rejoin_pending WHERE item_id = ? AND name = ?",
+            arguments: [item, name]
+        )
+        if let existing { merged.merge(try StoredState.decode(Array(existing), db: db, nodes: nodes)) }
+        var rows: [NodeID: Int64] = [:]
+        for node in StoredState.nodes(of: merged) { rows[node] = try nodeRow(node) }
+        try db.execute(
+            sql: """
+                INSERT INTO rejoin_pending(item_id, name, state) VALUES (?, ?, ?)
+                ON CONFLICT(item_id, name) DO UPDATE SET state = excluded.state
+                """,
+            arguments: [item, name, Data(StoredState.encode(merged, rows: rows))]
+        )
+        return existing == nil
+    }
+
+    /// Empties the replica of its items (for a rejoin): every item, field, version and history
+    /// row, the query index, the version vector, the streams under way and the stability ledger.
+    /// The feed's numbering goes on past what it gave, and its floor moves there.
+    /// Returns the transaction's change stamp.
+    func emptyReplica() throws -> UInt64 {
+        let highest = try Self.latestSeq(db: db)
+        for table in ["query_index", "history", "version", "field", "item", "stream"] {
+            try db.execute(sql: "DELETE FROM \(table)")
+        }
+        try db.execute(sql: "UPDATE node SET counter = 0")
+        try db.execute(sql: "DELETE FROM meta WHERE key = 'stability'")
+        try setMeta("change_floor", String(highest))
+        try setMeta("feed_floor", String(highest))
+        return try countChange()
+    }
+}
