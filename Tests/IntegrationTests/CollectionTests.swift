@@ -238,7 +238,12 @@ import Testing
         try await cli.ok(["rm", "--dir", cli.path("c"), "keep2"])
 
         c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
-        #expect(await c.logContains("rejoining from a snapshot", "rejoined from a snapshot: re-issued", within: 30))
+        let rejoined = await c.logContains(
+            "rejoining from a snapshot",
+            "rejoined from a snapshot: re-issued",
+            within: 30
+        )
+        #expect(rejoined, "c's log:\n\(c.logText)\na's log:\n\(a.logText)")
         #expect(try await cli.waitForConvergence(all) != nil)
         print(c.logText.split(separator: "\n").filter { $0.contains("rejoin") }.joined(separator: "\n"))
         for dir in ["a", "b", "c"] {
@@ -251,8 +256,10 @@ import Testing
             let status = try await cli.status(cli.path(dir))
             #expect(status["deleted"] == .integer(Int64(doomed + 1)), "\(dir): \(status)")
         }
-        // a and b did not take back what they collected: the late edit of gone1 was dropped.
-        #expect(try await figure(cli, "a", "collected_items") == Int64(doomed))
+        // The late edit of gone1 was dropped at the rejoin, never sent: a and b keep what they
+        // collected (keep2, deleted by c's re-issued write, may be collected by now too).
+        #expect(c.logText.contains("dropped the edits to 1 item(s) deleted while it was away"), "\(c.logText)")
+        #expect(try await figure(cli, "a", "collected_items") ?? 0 >= Int64(doomed))
         let members = try await cli.ok(["members", "--dir", cli.path("a")])
         #expect(!members.contains("forgotten"), "c is a member again: \(members)")
     }

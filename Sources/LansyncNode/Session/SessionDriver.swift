@@ -62,16 +62,35 @@ struct SessionDriver {
     private var store: ReplicaStore { runner.store }
     private var io: BlockingIO { runner.io }
 
+    /// How long a session that refused a member back from being away waits for it to close,
+    /// reading and dropping what it sends meanwhile.
+    static let linger: Duration = .seconds(2)
+
     /// Starts the session, then handles `inputs` until it is over.
+    ///
+    /// A session that refused the peer as away (an error it must act on: rejoin) does not close at
+    /// once: the peer is still writing (its first delta follows its hello), and would see its
+    /// writes fail before it reads the error. It lingers until the peer closes, at most
+    /// ``linger`` (checked at each input, so at worst until the next tick), taking nothing in. A
+    /// peer that broke the protocol is closed on at once.
     mutating func run<Inputs: AsyncSequence>(_ inputs: Inputs) async throws where Inputs.Element == Input {
         if try await start() { return }
+        var lingerUntil: ContinuousClock.Instant?
         for try await input in inputs {
+            if let lingerUntil {
+                if case .peerClosed = input { return }
+                if ContinuousClock.now >= lingerUntil { return }
+                continue
+            }
             switch input {
             case .peerClosed:
                 if machine.phase != .closed { outcome.connectionError = "the peer closed the connection" }
                 return
             case .event(let event):
-                if try await perform(machine.handle(event)) { return }
+                if try await perform(machine.handle(event)) {
+                    guard outcome.error?.code == .away else { return }
+                    lingerUntil = .now + Self.linger
+                }
             }
             await report()
         }
