@@ -6,9 +6,9 @@ import NIOConcurrencyHelpers
 
 // Coming back after being away (Docs/MERGE.md, "Coming back after being away"): a member silent
 // for longer than the cluster's away window may have been collected without, so its old state is
-// not merged. The peer that sees it come back refuses its state (`away`); the member, told so or
-// knowing it by its own clock, keeps aside the writes only it holds, empties its replica, takes
-// the peer's snapshot like a new member, then re-issues those writes under a new writer.
+// not merged. The peer that sees it come back refuses its state (`away`); the member, told so,
+// keeps aside the writes only it holds, empties its replica, takes the peer's snapshot like a new
+// member, then re-issues those writes under a new writer.
 extension Node {
     /// Refuses the state of a member that is away or forgotten here and has not rejoined since it
     /// was last heard of: it must rejoin first, even when it brings nothing new (what it holds
@@ -109,7 +109,7 @@ extension Node {
                 try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
             }
             logger.notice(
-                "\(peer.name) counts this node as away (silent for longer than the cluster's away window): rejoining from a snapshot of \(peer.name); \(start.fields) field(s) of \(start.items) item(s) with writes no other member holds are kept aside, to be re-issued once the snapshot is in"
+                "\(peer.name) counts this node as away (silent for longer than the cluster's away window) or forgot it: rejoining from a snapshot of \(peer.name); \(start.fields) field(s) of \(start.items) item(s) with writes no other member holds are kept aside, to be re-issued once the snapshot is in"
             )
             hub.reset(version: try? await io.run { try store.versionVector() })
             await registry.reopenAll()
