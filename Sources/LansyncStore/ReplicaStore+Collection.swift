@@ -422,6 +422,10 @@ public struct CollectionFigures: Sendable, Equatable {
     public var heldBackBy: NodeID?
     /// Members away (silent past the away window) or forgotten: they hold nothing back.
     public var departed: [NodeID] = []
+    /// When this replica last rejoined from a snapshot (Unix ms), nil if never.
+    public var rejoinedAt: UInt64?
+    /// Since when this replica is away itself (``ReplicaStore/awaySince(now:)``), nil if not.
+    public var awaySince: UInt64?
 }
 
 extension ReplicaStore {
@@ -448,6 +452,9 @@ extension ReplicaStore {
             let ledger = try Self.ledger(db: db)
             figures.frontierAt = ledger.stableAt > 0 ? ledger.stableAt : nil
             (figures.heldBackBy, figures.departed) = try Self.laggard(db: db, now: now)
+            let rejoined = try Self.rejoinedAt(db: db)
+            figures.rejoinedAt = rejoined > 0 ? rejoined : nil
+            figures.awaySince = try Self.awaySince(db: db, now: now, settings: try Self.collectionSettings(db: db))
             return figures
         }
     }

@@ -262,5 +262,10 @@ import Testing
         #expect(try await figure(cli, "a", "collected_items") ?? 0 >= Int64(doomed))
         let members = try await cli.ok(["members", "--dir", cli.path("a")])
         #expect(!members.contains("forgotten"), "c is a member again: \(members)")
+        let past = try await cli.status(cli.path("c"))["collection"]
+        #expect(past?["rejoined_at"] != .null && past?["rejoined_at"] != nil, "\(String(describing: past))")
+        #expect(past?["away_since"] == .null, "c is back: \(String(describing: past))")
+        #expect(try await cli.status(cli.path("a"))["collection"]?["rejoined_at"] == .null)
+        #expect(try await cli.ok(["status", "--dir", cli.path("c")]).contains("rejoined from a snapshot"))
     }
 }

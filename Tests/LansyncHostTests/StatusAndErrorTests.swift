@@ -67,6 +67,9 @@ import Testing
             departed: ["c"]
         )
         #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        status.collection?.rejoinedAt = "2026-11-26T00:00:00Z"
+        status.collection?.awaySince = "2026-11-20T00:00:00Z"
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
     }
 
     @Test func transportFailuresSayWhatHappenedNotAnEnumCase() {

@@ -61,6 +61,7 @@ extension NodeStatus.Collection {
             ("collected_items", .int(collectedItems)), ("departed", .array(departed.map(JSON.string))),
             ("file_bytes", .int(fileBytes)), ("free_bytes", .int(freeBytes)), ("frontier_at", .optional(frontierAt)),
             ("held_back_by", .optional(heldBackBy)), ("live_fields", .int(liveFields)),
+            ("rejoined_at", .optional(rejoinedAt)), ("away_since", .optional(awaySince)),
         ])
     }
 
@@ -78,7 +79,9 @@ extension NodeStatus.Collection {
             departed: try j.array("departed").map { value in
                 guard case .string(let text) = value else { throw j.wrong("departed") }
                 return text
-            }
+            },
+            rejoinedAt: try j.optionalString("rejoined_at"),
+            awaySince: try j.optionalString("away_since")
         )
     }
 }

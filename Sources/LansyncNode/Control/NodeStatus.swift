@@ -56,6 +56,11 @@ public struct NodeStatus: Sendable, Equatable {
         public var heldBackBy: String?
         /// Members away or forgotten (node ids): they hold nothing back.
         public var departed: [String]
+        /// When this node last rejoined from a snapshot (ISO 8601), nil if never.
+        public var rejoinedAt: String?
+        /// Since when this node counts itself away (ISO 8601): it refuses no one's state and
+        /// collects nothing without the others. Nil if it is not.
+        public var awaySince: String?
 
         public init(
             liveFields: Int,
@@ -66,7 +71,9 @@ public struct NodeStatus: Sendable, Equatable {
             freeBytes: Int,
             frontierAt: String?,
             heldBackBy: String?,
-            departed: [String]
+            departed: [String],
+            rejoinedAt: String? = nil,
+            awaySince: String? = nil
         ) {
             self.liveFields = liveFields
             self.collectableItems = collectableItems
@@ -77,6 +84,8 @@ public struct NodeStatus: Sendable, Equatable {
             self.frontierAt = frontierAt
             self.heldBackBy = heldBackBy
             self.departed = departed
+            self.rejoinedAt = rejoinedAt
+            self.awaySince = awaySince
         }
     }
 

@@ -66,7 +66,9 @@ public enum StatusReport {
             freeBytes: f.freeBytes,
             frontierAt: f.frontierAt.map { WallClock.iso8601(milliseconds: $0) },
             heldBackBy: f.heldBackBy?.text,
-            departed: f.departed.map(\.text)
+            departed: f.departed.map(\.text),
+            rejoinedAt: f.rejoinedAt.map { WallClock.iso8601(milliseconds: $0) },
+            awaySince: f.awaySince.map { WallClock.iso8601(milliseconds: $0) }
         )
     }
 

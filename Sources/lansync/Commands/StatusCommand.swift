@@ -55,6 +55,11 @@ struct StatusCommand: ParsableCommand {
                 line += ", held back by \(name ?? String(held.prefix(8)))"
             }
             if !c.departed.isEmpty { line += "; \(c.departed.count) member(s) away or forgotten" }
+            if let rejoined = c.rejoinedAt { line += "; rejoined from a snapshot \(rejoined)" }
+            if let away = c.awaySince {
+                line +=
+                    "; this node is away itself since \(away) (it refuses no one, collects nothing without the others)"
+            }
             lines.append(line)
         }
         if let changes = status.changes {
