@@ -19,6 +19,16 @@ extension FieldState {
         return dots.sorted()
     }
 
+    /// True if every write this state holds or has seen is one of `writers`' that `seen` lacks:
+    /// of an item's `_type`, that the item was created by those writers out of `seen`'s sight
+    /// (a re-issue may bring it to a snapshot that never held it). A state keeps no superseded
+    /// writes, so a retype by one of `writers` of an item created by them in `seen`'s sight
+    /// looks the same; the store tells them apart by the field's history.
+    public func isOnly(writers: Set<NodeID>, unseenBy seen: VersionVector) -> Bool {
+        !versions.isEmpty && context.nodes.allSatisfy(writers.contains)
+            && versions.allSatisfy { writers.contains($0.dot.node) && !seen.contains($0.dot) }
+    }
+
     /// This state with the writes of `writers` that `seen` does not hold named anew (`renamed`
     /// maps each of them, ``dots(of:unseenBy:)``, to a dot of the writer that re-issues them),
     /// and everything else of those writers beyond `seen` forgotten: the same edits, with the

@@ -17,8 +17,10 @@ public struct Replica: Sendable {
     public private(set) var changes: UInt64 = 0
     public private(set) var items: [ItemID: ItemState]
     public private(set) var clock: HybridLogicalClock
-    /// The items reduced to their minimal tombstone (``collect(below:deletedBefore:)``).
+    /// The items reduced to their minimal tombstone (``collect(below:deletedBefore:at:)``).
     public private(set) var collected: Set<ItemID> = []
+    /// When each of ``collected`` was collected (the collector's wall clock).
+    public private(set) var collectedAt: [ItemID: UInt64] = [:]
     /// The stream each sender has under way to this replica: what its batches covered so far, and
     /// the sender's writer (its incarnation) when it sent them (``StreamResume``).
     private var streams: [NodeID: (covers: VersionVector, incarnation: NodeID)] = [:]
@@ -178,6 +180,9 @@ public struct Replica: Sendable {
             {
                 continue
             }
+            // An item this replica does not hold but whose writes it has seen was purged
+            // (``purge(collectedBefore:)``): what it forgot on purpose does not come back.
+            if items[update.key.item] == nil, !update.change.isNews(to: versionVector) { continue }
             var state = fieldState(update.key) ?? FieldState()
             let before = state
             state.merge(update.change)
@@ -188,9 +193,9 @@ public struct Replica: Sendable {
     }
 
     /// Reduces every collectable item (``ItemState/isCollectable(below:deletedBefore:)``) to its
-    /// minimal tombstone, as the store's collection does; returns how many.
+    /// minimal tombstone, as the store's collection does, noting `now` as when; returns how many.
     @discardableResult
-    public mutating func collect(below stable: VersionVector, deletedBefore cutoff: UInt64) -> Int {
+    public mutating func collect(below stable: VersionVector, deletedBefore cutoff: UInt64, at now: UInt64 = 0) -> Int {
         var count = 0
         for (id, item) in items
         where !collected.contains(id) && item.isCollectable(below: stable, deletedBefore: cutoff) {
@@ -204,9 +209,31 @@ public struct Replica: Sendable {
             }
             items[id] = item.minimalTombstone
             collected.insert(id)
+            collectedAt[id] = now
             count += 1
         }
         return count
+    }
+
+    /// Forgets every minimal tombstone collected before `cutoff` (the store's purge: collected
+    /// longer ago than the away window, so that every member that could still lack the delete
+    /// rejoins from a snapshot instead of merging); returns how many. The item is then unknown
+    /// here, and a write to it that this replica has seen is ignored if it arrives again.
+    @discardableResult
+    public mutating func purge(collectedBefore cutoff: UInt64) -> Int {
+        let gone = collectedAt.filter { $0.value < cutoff }.map(\.key)
+        for id in gone {
+            for version in items[id]?.fields[.deleted]?.versions ?? [] {
+                index[version.dot.node]?[version.dot.counter]?.remove(FieldKey(item: id, field: .deleted))
+                if index[version.dot.node]?[version.dot.counter]?.isEmpty == true {
+                    index[version.dot.node]?[version.dot.counter] = nil
+                }
+            }
+            items[id] = nil
+            collected.remove(id)
+            collectedAt[id] = nil
+        }
+        return gone.count
     }
 
     /// Comes back after being away, as a node does (Docs/MERGE.md, "Coming back after being
@@ -227,12 +254,18 @@ public struct Replica: Sendable {
         let me = nodeID
         let own = { (writer: NodeID) in writer == me || writer.isWriter(of: me) }
         var pending: [(key: FieldKey, state: FieldState)] = []
+        var createdHere = Set<ItemID>()
         for (id, item) in items {
             for (name, state) in item.fields {
                 let writers = Set(state.context.nodes.filter(own))
                 if !state.dots(of: writers, unseenBy: peer.versionVector).isEmpty {
                     pending.append((FieldKey(item: id, field: name), state))
                 }
+            }
+            if let type = item.fields[.type],
+                type.isOnly(writers: Set(type.context.nodes.filter(own)), unseenBy: peer.versionVector)
+            {
+                createdHere.insert(id)
             }
         }
         var fresh = Replica(nodeID: nodeID)
@@ -241,7 +274,11 @@ public struct Replica: Sendable {
         fresh.writer = newWriter
         for batch in peer.delta(for: VersionVector()) { fresh.apply(batch, wallMilliseconds: wallMilliseconds) }
         self = fresh
-        let kept = pending.filter { items[$0.key.item]?.isDeleted != true }
+        // Not into an item the snapshot holds deleted, nor into one it does not hold unless this
+        // replica created it while away: the others collected it.
+        let kept = pending.filter {
+            items[$0.key.item].map { !$0.isDeleted } ?? createdHere.contains($0.key.item)
+        }
         let writers = Set(kept.flatMap { $0.state.context.nodes.filter(own) })
         let dots = Set(kept.flatMap { $0.state.dots(of: writers, unseenBy: versionVector) }).sorted()
         var renamed: [Dot: Dot] = [:]
