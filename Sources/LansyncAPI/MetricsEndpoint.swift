@@ -43,6 +43,9 @@ struct MetricsEndpoint: Sendable {
             gauge("collected_items", "Deleted items reduced to their minimal tombstone.").set(
                 to: Double(c.collectedItems)
             )
+            gauge("purged_items", "Minimal tombstones purged, an away window after their collection.").set(
+                to: Double(c.purgedItems)
+            )
             gauge("replica_file_bytes", "The replica file's size.").set(to: Double(c.fileBytes))
             gauge("replica_free_bytes", "Free pages in the replica file.").set(to: Double(c.freeBytes))
             gauge("members_departed", "Members away or forgotten: they hold collection back no more.").set(

@@ -2032,10 +2032,11 @@ enum UIAssets {
                 };
                 return [
                   h('h2', null, 'The past'),
-                  h('p', { class: 'sub' }, 'Deleted items stay restorable for the trash window; after it, once every active member has seen the delete, only a small tombstone stays.'),
+                  h('p', { class: 'sub' }, 'Deleted items stay restorable for the trash window; after it, once every active member has seen the delete, only a small tombstone stays, and it goes too an away window later.'),
                   h('div', { class: 'cards' },
                     card('Deleted, still kept whole', Number(c.collectable_items).toLocaleString()),
                     card('Collected', Number(c.collected_items).toLocaleString()),
+                    card('Purged', Number(c.purged_items || 0).toLocaleString()),
                     card('Replica file', `${mb(c.file_bytes)} (${mb(c.free_bytes)} free)`)),
                   h('p', { class: 'muted' },
                     c.frontier_at ? ['Every member had seen everything up to a point reached ', timeEl(c.frontier_at), '.'] : 'The members have not all caught up with each other yet.',

@@ -49,15 +49,16 @@ extension Node {
     }
 
     /// When `hello`'s node was last heard of, if this replica counts it as away (or forgotten),
-    /// is not away or rejoining itself, and the peer has not rejoined since: it would be refused.
+    /// is not away, stale or rejoining itself, and the peer has not rejoined since: it would be
+    /// refused.
     func countsAsAway(_ hello: Hello) async -> UInt64? {
         let store = self.store
         let now = WallClock.milliseconds
         guard
             let (since, selfAway, pending) = try? await io.run({
                 (
-                    try store.memberAwaySince(hello.nodeID, now: now), try store.awaySince(now: now),
-                    try store.hasRejoinPending()
+                    try store.memberAwaySince(hello.nodeID, now: now),
+                    try store.awaySince(now: now) ?? store.staleSince(now: now), try store.hasRejoinPending()
                 )
             }),
             let since, selfAway == nil, !pending, hello.rejoinedAt <= since
@@ -77,18 +78,41 @@ extension Node {
             } ?? false)
     }
 
+    /// Rejoins from `hello`'s node, refusing its session meanwhile, if this replica's own state is
+    /// older than the away window (``ReplicaStore/staleSince(now:)``: a copy put back) and the
+    /// peer's is not (its hello says it is neither away nor stale): what this replica holds
+    /// may be what the others purged. Nil to go on.
+    func rejoinIfStale(_ hello: Hello) async -> ProtocolError? {
+        guard options.role != .oneShot, hello.role != .oneShot, hello.awaySince == 0 else { return nil }
+        let store = self.store
+        let now = WallClock.milliseconds
+        guard
+            let (stale, pending) = try? await io.run({ (try store.staleSince(now: now), try store.hasRejoinPending()) }
+            ),
+            let stale, !pending
+        else { return nil }
+        logger.notice(
+            "this replica was last up to date at \(WallClock.iso8601(milliseconds: stale)) and has been put back from a copy since: older than the cluster's away window, so it rejoins from a snapshot of \(hello.name) instead of merging"
+        )
+        await rejoin(from: hello, told: false)
+        return ProtocolError(
+            .busy,
+            "this node is rejoining from a snapshot (its replica was put back from an old copy); it will connect again"
+        )
+    }
+
     /// Told `away` by `peer`: rejoins from it, unless this node counts the peer as away too and
     /// the peer is not the relay (``judgeAway(_:)``: the halves of a split cluster wait for the
     /// relay's side).
     func rejoinIfTold(by peer: Hello) async {
         if peer.role != .relay, await countsAsAway(peer) != nil { return }
-        await rejoin(from: peer)
+        await rejoin(from: peer, told: true)
     }
 
     /// Keeps aside the writes only this replica holds (as against `peer`'s vector), empties the
     /// replica and starts a new writer, then reopens every session: the next complete stream is
     /// the snapshot. At most one rejoin at a time, and none while writes kept aside still wait.
-    func rejoin(from peer: Hello) async {
+    func rejoin(from peer: Hello, told: Bool) async {
         guard options.role != .oneShot,
             rejoining.withLockedValue({ busy in
                 defer { busy = true }
@@ -108,8 +132,12 @@ extension Node {
             let start = try await io.run {
                 try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
             }
+            let why =
+                told
+                ? "\(peer.name) counts this node as away (silent for longer than the cluster's away window) or forgot it"
+                : "this replica is older than the cluster's away window"
             logger.notice(
-                "\(peer.name) counts this node as away (silent for longer than the cluster's away window) or forgot it: rejoining from a snapshot of \(peer.name); \(start.fields) field(s) of \(start.items) item(s) with writes no other member holds are kept aside, to be re-issued once the snapshot is in"
+                "\(why): rejoining from a snapshot of \(peer.name); \(start.fields) field(s) of \(start.items) item(s) with writes no other member holds are kept aside, to be re-issued once the snapshot is in"
             )
             hub.reset(version: try? await io.run { try store.versionVector() })
             await registry.reopenAll()

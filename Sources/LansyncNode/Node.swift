@@ -356,7 +356,9 @@ public final class Node: Sendable {
         if let (rejoined, away) = try? await io.run({
             (
                 try store.rejoinedAt(),
-                try store.hasRejoinPending() ? try store.rejoinedAt() : try store.awaySince(now: WallClock.milliseconds)
+                try store.hasRejoinPending()
+                    ? try store.rejoinedAt()
+                    : try store.awaySince(now: WallClock.milliseconds) ?? store.staleSince(now: WallClock.milliseconds)
             )
         }) {
             config.rejoinedAt = rejoined
@@ -389,6 +391,7 @@ public final class Node: Sendable {
                 return nil
             }
             if let refusal = await judgeAway(hello) { return refusal }
+            if let refusal = await rejoinIfStale(hello) { return refusal }
             await learnReports(from: hello)
             let claimed = await registry.claim(
                 peer: hello,

@@ -24,6 +24,9 @@ struct BatchMerge {
     /// Items of this batch reduced to their minimal tombstone (Docs/MERGE.md, "Causal stability
     /// and collection"): they take in only writes this replica has not seen.
     private var collectedItems = Set<Int64>()
+    /// The replica's version vector as the batch began, read once the batch meets an item the
+    /// replica does not hold.
+    private var seen: VersionVector?
     /// Each item's user fields, counted once per batch when a limit asks (a new item has none):
     /// the field-count limit costs no query per field.
     private var userFields: [Int64: Int] = [:]
@@ -50,7 +53,7 @@ struct BatchMerge {
         for version in update.change.versions {
             tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
         }
-        let itemRow = try row(of: update.key.item, in: &tx)
+        guard let itemRow = try row(of: update, in: &tx) else { return }
         if collectedItems.contains(itemRow), update.key.field != .deleted {
             let seen = try tx.versionVector(of: Array(Set(update.change.context.nodes)))
             guard update.change.isNews(to: seen) else { return }
@@ -83,14 +86,19 @@ struct BatchMerge {
         changed += 1
     }
 
-    /// The item's row, inserted if the replica has never heard of it.
-    private mutating func row(of item: ItemID, in tx: inout Transaction) throws -> Int64 {
+    /// The item's row, inserted if the replica does not hold it; nil if it does not because it
+    /// purged it: the change brings only writes the replica has seen (Docs/MERGE.md, "Causal
+    /// stability and collection"), which must not bring the item back.
+    private mutating func row(of update: FieldUpdate, in tx: inout Transaction) throws -> Int64? {
+        let item = update.key.item
         if let known = itemRows[item] { return known }
         let row: Int64
         if let stored = try tx.itemRowAndCollection(item) {
             row = stored.row
             if stored.collected { collectedItems.insert(row) }
         } else {
+            if seen == nil { seen = try ReplicaStore.versionVector(db: tx.db) }
+            guard let seen, update.change.isNews(to: seen) else { return nil }
             row = try tx.insertItem(item)
             createdItems.insert(row)
             userFields[row] = 0

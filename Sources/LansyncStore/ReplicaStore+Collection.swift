@@ -52,6 +52,8 @@ public struct CollectionRound: Sendable, Equatable {
     public var collected = 0
     /// Whether the stable frontier moved.
     public var frontierMoved = false
+    /// Minimal tombstones purged: collected longer ago than the away window.
+    public var purged = 0
     /// Pages handed back to the file system.
     public var pagesFreed = 0
 }
@@ -270,7 +272,7 @@ extension ReplicaStore {
                     for row in batch {
                         let item = try tx.loadItem(ItemID(unchecked: row[1]))
                         guard item.state.isCollectable(below: stable, deletedBefore: cutoff) else { continue }
-                        try tx.collect(item)
+                        try tx.collect(item, at: now)
                         count += 1
                     }
                     // What the replica holds changed: caches keyed on the change count (a
@@ -283,8 +285,45 @@ extension ReplicaStore {
             after = next
             if done { break }
         }
-        if round.collected > 0 { round.pagesFreed = try returnFreePages() }
+        round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.awayAfter))
+        if round.collected > 0 || round.purged > 0 { round.pagesFreed = try returnFreePages() }
         return round
+    }
+
+    /// Forgets the minimal tombstones collected before `cutoff` (an away window ago), a few
+    /// hundred per transaction; returns how many. Safe because every member that could still
+    /// lack such a delete rejoins from a snapshot instead of merging: an active member saw it
+    /// before it was collected, a member away past the window is refused until it rejoins, and
+    /// a replica restored from a copy older than the window rejoins on its own
+    /// (``staleSince(now:)``); a copy younger than that was taken after the delete reached it.
+    /// A write to a purged item that the replica has seen is ignored if it arrives again.
+    func purgeTombstones(collectedBefore cutoff: UInt64) throws(StoreError) -> Int {
+        var purged = 0
+        while true {
+            let count = try guarded {
+                try write(.full, foreignKeyChecks: false) { tx, _ in
+                    let batch = try String.fetchAll(
+                        tx.db,
+                        sql:
+                            "SELECT item_id FROM item WHERE collected <> 0 AND collected < ? ORDER BY collected LIMIT 500",
+                        arguments: [Int64(clamping: cutoff)]
+                    )
+                    for id in batch { try tx.purge(tx.loadItem(ItemID(unchecked: id))) }
+                    guard !batch.isEmpty else { return .rollback(0) }
+                    try tx.db.execute(
+                        sql: """
+                            INSERT INTO meta(key, value) VALUES ('purged_items', ?)
+                            ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)
+                            """,
+                        arguments: [String(batch.count)]
+                    )
+                    _ = try tx.countChange()
+                    return .commit(batch.count)
+                }
+            }
+            purged += count
+            if count < 500 { return purged }
+        }
     }
 
     /// Hands the file's free pages back to the file system (an incremental vacuum; a file made
@@ -313,7 +352,7 @@ extension Transaction {
     /// fields leave the field table,
     /// the version index, history and the query index; what the change feed numbered them is
     /// remembered as its floor (a reader behind it must start again from a snapshot).
-    mutating func collect(_ item: LoadedItem) throws {
+    mutating func collect(_ item: LoadedItem, at now: UInt64) throws {
         guard let row = item.row else { return }
         let gone = item.fieldRows.filter { $0.key != .deleted }.map(\.value)
         if !gone.isEmpty {
@@ -345,10 +384,34 @@ extension Transaction {
         // A minimal tombstone has no `_type`: its item shows the default type, as on a replica
         // that only ever received the tombstone.
         try db.execute(
-            sql: "UPDATE item SET collected = 1, conflicts = 0, type = ? WHERE id = ?",
-            arguments: [ItemState.defaultType, row]
+            sql: "UPDATE item SET collected = ?, conflicts = 0, type = ? WHERE id = ?",
+            arguments: [Int64(clamping: max(1, now)), ItemState.defaultType, row]
         )
+    }
 
+    /// Forgets a minimal tombstone (in a write without foreign-key checks): its versions, its
+    /// field row and the item's row go; the change feed's floor moves past what it numbered.
+    mutating func purge(_ item: LoadedItem) throws {
+        guard let row = item.row else { return }
+        for (name, fieldRow) in item.fieldRows {
+            for version in item.state.fields[name]?.versions ?? [] {
+                let node = try nodeRow(version.dot.node)
+                try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
+                    .execute(arguments: [node, Int64(clamping: version.dot.counter), fieldRow])
+            }
+            try db.cachedStatement(sql: "DELETE FROM history WHERE field = ?").execute(arguments: [fieldRow])
+        }
+        let highest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM field WHERE item = ?", arguments: [row]) ?? 0
+        try db.execute(
+            sql: """
+                INSERT INTO meta(key, value) VALUES ('feed_floor', ?)
+                ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))
+                """,
+            arguments: [String(highest)]
+        )
+        try db.execute(sql: "DELETE FROM field WHERE item = ?", arguments: [row])
+        try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
+        try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [row])
     }
 }
 
@@ -412,6 +475,8 @@ public struct CollectionFigures: Sendable, Equatable {
     public var collectableFields = 0
     /// Items reduced to their minimal tombstone.
     public var collectedItems = 0
+    /// Minimal tombstones purged since the replica began (an away window after collection).
+    public var purgedItems = 0
     /// The replica file's size, and how much of it is free pages.
     public var fileBytes = 0
     public var freeBytes = 0
@@ -424,7 +489,8 @@ public struct CollectionFigures: Sendable, Equatable {
     public var departed: [NodeID] = []
     /// When this replica last rejoined from a snapshot (Unix ms), nil if never.
     public var rejoinedAt: UInt64?
-    /// Since when this replica is away itself (``ReplicaStore/awaySince(now:)``), nil if not.
+    /// Since when this replica is away itself (``ReplicaStore/awaySince(now:)``) or older than the
+    /// away window (``ReplicaStore/staleSince(now:)``), nil if neither.
     public var awaySince: UInt64?
 }
 
@@ -442,6 +508,9 @@ extension ReplicaStore {
             )
             let deleted = try count("SELECT count(*) FROM item WHERE deleted = 1")
             figures.collectedItems = deleted - figures.collectableItems
+            figures.purgedItems =
+                try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'purged_items'").flatMap { Int($0) }
+                ?? 0
             // A collected item keeps one field row: its tombstone.
             figures.liveFields =
                 try count("SELECT count(*) FROM field") - figures.collectableFields
@@ -454,7 +523,10 @@ extension ReplicaStore {
             (figures.heldBackBy, figures.departed) = try Self.laggard(db: db, now: now)
             let rejoined = try Self.rejoinedAt(db: db)
             figures.rejoinedAt = rejoined > 0 ? rejoined : nil
-            figures.awaySince = try Self.awaySince(db: db, now: now, settings: try Self.collectionSettings(db: db))
+            let settings = try Self.collectionSettings(db: db)
+            figures.awaySince =
+                try Self.awaySince(db: db, now: now, settings: settings)
+                ?? Self.staleSince(db: db, now: now, settings: settings)
             return figures
         }
     }

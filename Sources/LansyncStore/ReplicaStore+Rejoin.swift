@@ -48,6 +48,31 @@ extension ReplicaStore {
         return last
     }
 
+    /// Since when this replica's own state is older than the cluster's away window, if it is:
+    /// it was last up to date with a peer (or rejoined) longer ago than the window, and a new
+    /// writer started since for a reason other than a rejoin (a copy put back, a reboot without
+    /// the marker, a repair, a rollback a peer witnessed). Such a replica may lack deletes whose
+    /// tombstones the others purged while it was a backup on a shelf, so it rejoins from the
+    /// first peer whose own state is current, and judges no one away meanwhile. A replica that
+    /// merely stayed alone that long holds all it ever held: the others judge it away instead.
+    /// Nil otherwise, or if it never met anyone.
+    public func staleSince(now: UInt64) throws(StoreError) -> UInt64? {
+        try read { db in try Self.staleSince(db: db, now: now, settings: try Self.collectionSettings(db: db)) }
+    }
+
+    static func staleSince(db: Database, now: UInt64, settings: CollectionSettings) throws -> UInt64? {
+        let synced = UInt64(clamping: try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0)
+        let last = max(synced, try Self.rejoinedAt(db: db))
+        guard last > 0, last &+ settings.awayAfter < now else { return nil }
+        let restarted = try Int64.fetchOne(
+            db,
+            sql: "SELECT max(started) FROM writer WHERE reason <> ?",
+            arguments: [WriterRecord.Reason.rejoin.rawValue]
+        )
+        guard let restarted, UInt64(clamping: restarted) > last else { return nil }
+        return last
+    }
+
     /// Records which node is the cluster's relay (a hello of role relay, or this node run as the
     /// relay): the member whose news tells a replica that it is not away itself.
     public func noteRelay(_ relay: NodeID) throws(StoreError) {
@@ -129,6 +154,9 @@ extension ReplicaStore {
                     }
                 }
                 start.items = items.count
+                for item in items where try tx.wasCreatedOutOfSight(item: item, by: Set(own), peer: peer) {
+                    try tx.db.execute(sql: "UPDATE rejoin_pending SET created = 1 WHERE item_id = ?", arguments: [item])
+                }
                 let stamp = try tx.emptyReplica()
                 let writer = NodeID.writer(for: me.nodeID)
                 try Transaction.startWriter(writer, name: me.nodeName, reason: .rejoin, db: tx.db)
@@ -144,12 +172,13 @@ extension ReplicaStore {
     /// Re-issues what a rejoin kept aside, once the snapshot is in (a complete stream from a
     /// peer): every write of this replica's own writers that the replica still lacks is named
     /// anew under the current writer (``FieldState/reissued(by:unseenBy:renamed:)``: same values,
-    /// same concurrency) and merged, except into items the snapshot holds deleted (a member
-    /// coming back never brings a deleted item back). Nil if nothing waited.
+    /// same concurrency) and merged, except into items the snapshot holds deleted, or does not
+    /// hold at all unless this replica created them while away (the others collected them): a
+    /// member coming back never brings a deleted item back. Nil if nothing waited.
     public func reissueRejoinPending(now: UInt64) throws(StoreError) -> RejoinOutcome? {
         try guarded {
             try write { tx, me -> WriteEnd<RejoinOutcome?> in
-                let rows = try Row.fetchAll(tx.db, sql: "SELECT item_id, name, state FROM rejoin_pending")
+                let rows = try Row.fetchAll(tx.db, sql: "SELECT item_id, name, state, created FROM rejoin_pending")
                 guard !rows.isEmpty else { return .rollback(nil) }
                 let own = Set(try Self.ownWriters(db: tx.db))
                 var outcome = RejoinOutcome()
@@ -157,11 +186,12 @@ extension ReplicaStore {
                 var dropped = Set<ItemID>()
                 for row in rows {
                     let item = ItemID(unchecked: row[0])
-                    if try Bool.fetchOne(
+                    let deleted = try Bool.fetchOne(
                         tx.db,
                         sql: "SELECT deleted FROM item WHERE item_id = ?",
                         arguments: [item.rawValue]
-                    ) == true {
+                    )
+                    if deleted ?? !(row[3] as Bool) {
                         dropped.insert(item)
                         continue
                     }
@@ -214,6 +244,32 @@ extension ReplicaStore {
 }
 
 extension Transaction {
+    /// True if `item`'s `_type` was only ever written by `writers` (current versions and the
+    /// field's history) in writes `peer` lacks: this replica created the item out of the peer's
+    /// sight, and the peer's snapshot cannot hold it.
+    func wasCreatedOutOfSight(item: String, by writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql:
+                    "SELECT f.id, f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?",
+                arguments: [item, FieldName.type.rawValue]
+            )
+        else { return false }
+        let state = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodes)
+        guard state.isOnly(writers: writers, unseenBy: peer) else { return false }
+        let history = try Row.fetchAll(
+            db,
+            sql: "SELECT n.node_id, h.counter FROM history h JOIN node n ON n.id = h.node WHERE h.field = ?",
+            arguments: [row[0] as Int64]
+        )
+        return history.allSatisfy { entry in
+            guard let node = NodeID(text: entry[0]) else { return false }
+            return writers.contains(node)
+                && !peer.contains(Dot(node: node, counter: UInt64(clamping: entry[1] as Int64)))
+        }
+    }
+
     /// Keeps a field state aside for re-issue after the snapshot (joined with one kept before,
     /// should a rejoin be interrupted and start again). True if the field was not kept yet.
     mutating func keepAside(item: String, name: String, _ state: FieldState) throws -> Bool {

@@ -25,6 +25,7 @@ enum Schema {
         migrator.registerMigration("v13-query-index", migrate: v13QueryIndex)
         migrator.registerMigration("v14-collection", migrate: v14Collection)
         migrator.registerMigration("v15-rejoin", migrate: v15Rejoin)
+        migrator.registerMigration("v16-purge", migrate: v16Purge)
         return migrator
     }
 
@@ -347,6 +348,26 @@ enum Schema {
                     PRIMARY KEY (item_id, name)
                 ) WITHOUT ROWID;
                 """
+        )
+    }
+
+    private static func v16Purge(_ db: Database) throws {
+        // Items collected before this version count as collected now: the purge waits a whole
+        // away window from here, as it would have from their collection.
+        try db.execute(
+            sql: """
+                -- 'collected' holds when the item was reduced to its minimal tombstone (Unix ms; 0
+                -- while it is not): the tombstone itself is purged an away window later. meta
+                -- 'purged_items' counts the items purged.
+                UPDATE item SET collected = ? WHERE collected <> 0;
+                CREATE INDEX item_collected ON item(collected, id) WHERE collected <> 0;
+
+                -- 'created': the item's '_type' was written only by this replica's writers, out of
+                -- the peer's sight (it was created while away): re-issued even where the snapshot
+                -- does not hold the item (which otherwise means it was collected meanwhile).
+                ALTER TABLE rejoin_pending ADD COLUMN created INTEGER NOT NULL DEFAULT 0;
+                """,
+            arguments: [Int64(clamping: WallClock.milliseconds)]
         )
     }
 }

@@ -60,6 +60,7 @@ import Testing
             collectableItems: 3,
             collectableFields: 9,
             collectedItems: 40,
+            purgedItems: 7,
             fileBytes: 4096,
             freeBytes: 0,
             frontierAt: "2026-11-25T00:00:00Z",

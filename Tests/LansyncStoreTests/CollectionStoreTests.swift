@@ -249,4 +249,106 @@ import Testing
         try a.noteRelay(.node(1))
         #expect(try a.awaySince(now: now + 10 * day) == nil)
     }
+
+    /// A minimal tombstone goes an away window after its collection: the item is no longer held,
+    /// what was seen of it does not bring it back, and a newcomer never hears of it.
+    @Test func aMinimalTombstoneIsPurgedAnAwayWindowAfterItsCollection() throws {
+        let a = try create(1)
+        let b = try create(2)
+        let x = ItemID.named("x")
+        let y = ItemID.named("y")
+        for id in [x, y] {
+            try a.apply(.create(type: "task", assignments: [.set(title, .string("one"))]), to: id, wallMilliseconds: t0)
+        }
+        try sync(a, b)
+        try a.apply(.delete, to: x, wallMilliseconds: t0 + 1)
+        try sync(a, b)
+        // b's whole state of x, tombstone included, as a slow peer would send it again.
+        let old = try #require(try b.itemState(x))
+        let now = WallClock.milliseconds
+        let day = CollectionSettings.day
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now)])
+        _ = try a.collect(now: now)
+        #expect(try a.collect(now: now + 1).collected == 1)
+        // Reports keep coming (b stays active); within the window the tombstone stays.
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now + day / 2)])
+        #expect(try a.collect(now: now + day / 2).purged == 0)
+        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted])
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now + day + 2)])
+        let round = try a.collect(now: now + day + 2)
+        #expect(round.purged == 1)
+        #expect(try a.itemState(x) == nil)
+        #expect(try a.itemState(y)?.shownFields[title] == .string("one"), "live items stay")
+        let figures = try a.collectionFigures(now: now + day + 2)
+        #expect(figures.purgedItems == 1 && figures.collectedItems == 0 && figures.liveFields == 2)
+
+        let resend = DeltaBatch(
+            updates: old.fields.map { FieldUpdate(key: FieldKey(item: x, field: $0.key), change: .state($0.value)) },
+            covers: try b.versionVector()
+        )
+        try a.apply(resend, wallMilliseconds: t0 + 2)
+        #expect(try a.itemState(x) == nil, "what was seen of a purged item does not bring it back")
+
+        let c = try create(3)
+        try sync(a, c)
+        #expect(try c.itemState(x) == nil)
+        #expect(try c.itemState(y) != nil)
+    }
+
+    /// A member back from away rejoins: its edits to an item the others purged meanwhile are
+    /// dropped (the snapshot does not hold it), its item created while away is re-issued.
+    @Test func aRejoinDropsEditsToPurgedItemsAndKeepsItemsCreatedWhileAway() throws {
+        let a = try create(1)
+        let c = try create(3)
+        let (gone, fresh) = (ItemID.named("gone"), ItemID.named("fresh"))
+        try a.apply(.create(type: "t", assignments: [.set(title, .string("one"))]), to: gone, wallMilliseconds: t0)
+        try sync(a, c)
+        try c.apply(.update([.set(title, .string("late"))]), to: gone, wallMilliseconds: t0 + 2)
+        try c.apply(.create(type: "t", assignments: [.set(title, .string("new"))]), to: fresh, wallMilliseconds: t0 + 2)
+        try c.apply(.update([.set(title, .string("newer"))]), to: fresh, wallMilliseconds: t0 + 3)
+
+        try a.apply(.delete, to: gone, wallMilliseconds: t0 + 1)
+        let now = WallClock.milliseconds
+        try a.forgetMember(.node(3), at: now)
+        _ = try a.collect(now: now)
+        #expect(try a.collect(now: now + 1).collected == 1)
+        #expect(try a.collect(now: now + CollectionSettings.day + 2).purged == 1)
+
+        try c.rejoin(keepingUnseenBy: try a.versionVector(), now: now)
+        try sync(a, c)
+        let outcome = try #require(try c.reissueRejoinPending(now: now + 1))
+        #expect(outcome.dropped == 1 && outcome.items == 1, "\(outcome)")
+        #expect(try c.itemState(gone) == nil)
+        #expect(try c.itemState(fresh)?.shownFields[title] == .string("newer"))
+        try sync(c, a)
+        #expect(try a.itemState(gone) == nil, "a deleted item never comes back")
+        #expect(try a.itemState(fresh)?.type == "t")
+    }
+
+    /// A replica put back from a copy older than the away window is stale until it rejoins; one
+    /// that merely stayed alone that long is not.
+    @Test func aReplicaPutBackFromAnOldCopyIsStale() throws {
+        let a = try create(1)
+        let day = CollectionSettings.day
+        let now = WallClock.milliseconds
+        #expect(try a.staleSince(now: now + 10 * day) == nil, "never met anyone")
+        // Last up to date a day from now: the writer started before, as for a replica alone.
+        try a.savePeer(PeerRecord(nodeID: .node(2), name: "b", address: nil, source: .configured, lastSync: now + day))
+        #expect(try a.staleSince(now: now + 3 * day) == nil, "alone, not put back")
+        // Last up to date two days ago, and a writer started since (a copy put back, a reboot).
+        try a.savePeer(
+            PeerRecord(nodeID: .node(2), name: "b", address: nil, source: .configured, lastSync: now - 2 * day)
+        )
+        #expect(try a.staleSince(now: now) == nil, "no writer started since")
+        // Opened where no marker proves the writer's continuity: a new writer.
+        let elsewhere = makeTemporaryDirectory("collect-elsewhere")
+        let putBack = try ReplicaStore.open(path: "\(dir)/r1.sqlite", lease: WriterLease(directory: elsewhere))
+        _ = try putBack.renewWriterIfUnproven()
+        #expect(try a.staleSince(now: now) == now - 2 * day)
+        #expect(try a.staleSince(now: now - day - 1) == nil, "within the window")
+        #expect(try a.collectionFigures(now: now).awaySince == now - 2 * day)
+        // Rejoining makes it current again.
+        try a.rejoin(keepingUnseenBy: VersionVector(), now: now)
+        #expect(try a.staleSince(now: now) == nil)
+    }
 }

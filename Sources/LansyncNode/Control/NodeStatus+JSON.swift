@@ -58,7 +58,8 @@ extension NodeStatus.Collection {
     var jsonValue: JSON {
         .object([
             ("collectable_fields", .int(collectableFields)), ("collectable_items", .int(collectableItems)),
-            ("collected_items", .int(collectedItems)), ("departed", .array(departed.map(JSON.string))),
+            ("collected_items", .int(collectedItems)), ("purged_items", .int(purgedItems)),
+            ("departed", .array(departed.map(JSON.string))),
             ("file_bytes", .int(fileBytes)), ("free_bytes", .int(freeBytes)), ("frontier_at", .optional(frontierAt)),
             ("held_back_by", .optional(heldBackBy)), ("live_fields", .int(liveFields)),
             ("rejoined_at", .optional(rejoinedAt)), ("away_since", .optional(awaySince)),
@@ -72,6 +73,7 @@ extension NodeStatus.Collection {
             collectableItems: try j.int("collectable_items"),
             collectableFields: try j.int("collectable_fields"),
             collectedItems: try j.int("collected_items"),
+            purgedItems: try j.int("purged_items"),
             fileBytes: try j.int("file_bytes"),
             freeBytes: try j.int("free_bytes"),
             frontierAt: try j.optionalString("frontier_at"),

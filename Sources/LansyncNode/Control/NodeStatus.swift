@@ -48,6 +48,8 @@ public struct NodeStatus: Sendable, Equatable {
         public var collectableFields: Int
         /// Items reduced to their minimal tombstone.
         public var collectedItems: Int
+        /// Minimal tombstones purged, an away window after their collection.
+        public var purgedItems: Int
         public var fileBytes: Int
         public var freeBytes: Int
         /// When the stable frontier last moved (ISO 8601), nil if never.
@@ -58,8 +60,9 @@ public struct NodeStatus: Sendable, Equatable {
         public var departed: [String]
         /// When this node last rejoined from a snapshot (ISO 8601), nil if never.
         public var rejoinedAt: String?
-        /// Since when this node counts itself away (ISO 8601): it refuses no one's state and
-        /// collects nothing without the others. Nil if it is not.
+        /// Since when this node counts itself away, or its replica (put back from a copy) is
+        /// older than the away window (ISO 8601): it refuses no one's state and collects nothing
+        /// without the others. Nil if neither.
         public var awaySince: String?
 
         public init(
@@ -67,6 +70,7 @@ public struct NodeStatus: Sendable, Equatable {
             collectableItems: Int,
             collectableFields: Int,
             collectedItems: Int,
+            purgedItems: Int = 0,
             fileBytes: Int,
             freeBytes: Int,
             frontierAt: String?,
@@ -79,6 +83,7 @@ public struct NodeStatus: Sendable, Equatable {
             self.collectableItems = collectableItems
             self.collectableFields = collectableFields
             self.collectedItems = collectedItems
+            self.purgedItems = purgedItems
             self.fileBytes = fileBytes
             self.freeBytes = freeBytes
             self.frontierAt = frontierAt

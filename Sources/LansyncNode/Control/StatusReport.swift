@@ -62,6 +62,7 @@ public enum StatusReport {
             collectableItems: f.collectableItems,
             collectableFields: f.collectableFields,
             collectedItems: f.collectedItems,
+            purgedItems: f.purgedItems,
             fileBytes: f.fileBytes,
             freeBytes: f.freeBytes,
             frontierAt: f.frontierAt.map { WallClock.iso8601(milliseconds: $0) },

@@ -48,7 +48,7 @@ struct StatusCommand: ParsableCommand {
         if let c = status.collection {
             let mb = { (bytes: Int) in "\(bytes / 1_000_000).\(bytes % 1_000_000 / 100_000) MB" }
             var line =
-                "past     \(c.collectableItems) deleted item(s) to collect (\(c.collectableFields) field rows, beside \(c.liveFields) live), \(c.collectedItems) collected; file \(mb(c.fileBytes)), \(mb(c.freeBytes)) free"
+                "past     \(c.collectableItems) deleted item(s) to collect (\(c.collectableFields) field rows, beside \(c.liveFields) live), \(c.collectedItems) collected, \(c.purgedItems) purged; file \(mb(c.fileBytes)), \(mb(c.freeBytes)) free"
             line += "; frontier " + (c.frontierAt.map { "moved \($0)" } ?? "never moved")
             if let held = c.heldBackBy {
                 let name = status.peers.first { $0.nodeID == held }?.name
