@@ -96,6 +96,80 @@ import Testing
         #expect(try await cli.waitForConvergence(["a", "b", "c", "d"].map(cli.path)) != nil)
     }
 
+    /// Items created and deleted in rounds on three nodes, with the shortest away window (1m):
+    /// an away window after their collection the minimal tombstones are purged everywhere, each
+    /// replica comes back within 1.2× of a replica that only ever held the live items (a machine
+    /// that joins afterwards), and that joiner downloads no tombstone at all.
+    @Test func tombstonesArePurgedAndTheReplicaShrinksToItsLiveData() async throws {
+        let cli = CLI("purge")
+        defer { cli.cleanUp() }
+        let names = ["a", "b", "c", "d"]
+        try await cli.cluster(names)
+        try await cli.ok(["cluster", "set", "--dir", cli.path("a"), "trash-window", "0s"])
+        try await cli.ok(["cluster", "set", "--dir", cli.path("a"), "away-after", "1m"])
+        let ports = freePorts(4)
+        let collect = ["--collect-interval", "1"]
+        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: collect)
+        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: collect)
+        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        defer {
+            _ = c.stop()
+            _ = b.stop()
+            _ = a.stop()
+        }
+        let mesh = ["a", "b", "c"].map(cli.path)
+        let (rounds, perRound, kept) = (4, 500, 50)
+        let fields = #""f1":1,"f2":"two","f3":[3],"f4":4.5,"f5":true"#
+        for round in 0..<rounds {
+            let dir = cli.path(["a", "b", "c"][round % 3])
+            let ids = (0..<perRound).map { "r\(round)i\($0)" }
+            try await cli.ok(
+                ["import", "--dir", dir],
+                input: ids.map { #"{"id":"\#($0)","type":"t","fields":{\#(fields)}}"# }.joined(separator: "\n")
+            )
+            #expect(try await cli.waitForConvergence(mesh) != nil)
+            try await cli.ok(
+                ["import", "--dir", dir],
+                input: ids.dropFirst(kept).map { #"{"id":"\#($0)","deleted":true,"fields":{}}"# }
+                    .joined(separator: "\n")
+            )
+        }
+        #expect(try await cli.waitForConvergence(mesh) != nil)
+        let (live, doomed) = (rounds * kept, rounds * (perRound - kept))
+        let clock = ContinuousClock()
+        let start = clock.now
+        var purged: [Int64?] = []
+        repeat {
+            try await Task.sleep(for: .seconds(1))
+            purged = try await ["a", "b", "c"].asyncMap { try await figure(cli, $0, "purged_items") }
+        } while purged != Array(repeating: Int64(doomed), count: 3) && clock.now - start < .seconds(180)
+        #expect(purged == Array(repeating: Int64(doomed), count: 3), "purged on a, b, c")
+        print("purge: every node purged \(doomed) tombstones \(clock.now - start) after the deletes converged")
+
+        let d = try NodeProcess(dir: cli.path("d"), port: ports[3], peers: [ports[0]], extra: collect)
+        defer { _ = d.stop() }
+        var joined: JSON = .null
+        let joinStart = clock.now
+        repeat {
+            try await Task.sleep(for: .milliseconds(300))
+            joined = try await cli.status(cli.path("d"))
+        } while joined["items"] != .integer(Int64(live)) && clock.now - joinStart < .seconds(60)
+        #expect(joined["items"] == .integer(Int64(live)) && joined["deleted"] == .integer(0), "\(joined)")
+        #expect(try await cli.waitForConvergence(names.map(cli.path)) != nil)
+        let liveBytes = try #require(try await figure(cli, "d", "file_bytes"))
+        for dir in ["a", "b", "c"] {
+            let status = try await cli.status(cli.path(dir))
+            #expect(status["items"] == .integer(Int64(live)) && status["deleted"] == .integer(0), "\(dir): \(status)")
+            #expect(try await figure(cli, dir, "live_fields") == Int64(live * 6), "\(dir)")
+            let bytes = try #require(try await figure(cli, dir, "file_bytes"))
+            let ratio = Double(bytes) / Double(liveBytes)
+            print("purge: \(dir)'s replica \(bytes) bytes, the joiner's \(liveBytes): \(ratio)x")
+            #expect(ratio <= 1.2, "\(dir): \(bytes) bytes against \(liveBytes) for the live data alone")
+        }
+        let text = try await cli.ok(["status", "--dir", cli.path("a")])
+        #expect(text.contains("\(doomed) purged"), "\(text)")
+    }
+
     /// In a star (two nodes that meet only the relay), each learns the other's progress from the
     /// relay's hellos, and collects too.
     @Test func nodesThatMeetOnlyTheRelayCollect() async throws {
