@@ -99,7 +99,9 @@ import Testing
     /// Items created and deleted in rounds on three nodes, with the shortest away window (1m):
     /// an away window after their collection the minimal tombstones are purged everywhere, each
     /// replica comes back within 1.2× of a replica that only ever held the live items (a machine
-    /// that joins afterwards), and that joiner downloads no tombstone at all.
+    /// that joins afterwards), and that joiner downloads no tombstone at all. Then c is put back
+    /// from a copy taken before the deletes, now older than the window: it rejoins from a
+    /// snapshot instead of merging, and no purged item comes back.
     @Test func tombstonesArePurgedAndTheReplicaShrinksToItsLiveData() async throws {
         let cli = CLI("purge")
         defer { cli.cleanUp() }
@@ -111,7 +113,7 @@ import Testing
         let collect = ["--collect-interval", "1"]
         let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: collect)
         let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: collect)
-        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        var c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
         defer {
             _ = c.stop()
             _ = b.stop()
@@ -119,6 +121,9 @@ import Testing
         }
         let mesh = ["a", "b", "c"].map(cli.path)
         let (rounds, perRound, kept) = (4, 500, 50)
+        let files = ["replica.sqlite", "replica.sqlite-wal"]
+        let copy = cli.path("c-copy")
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         let fields = #""f1":1,"f2":"two","f3":[3],"f4":4.5,"f5":true"#
         for round in 0..<rounds {
             let dir = cli.path(["a", "b", "c"][round % 3])
@@ -128,6 +133,14 @@ import Testing
                 input: ids.map { #"{"id":"\#($0)","type":"t","fields":{\#(fields)}}"# }.joined(separator: "\n")
             )
             #expect(try await cli.waitForConvergence(mesh) != nil)
+            if round == 0 {
+                // A copy of c as it was before any delete (stopped, so the file is whole).
+                _ = c.stop()
+                for file in files where FileManager.default.fileExists(atPath: cli.path("c") + "/" + file) {
+                    try FileManager.default.copyItem(atPath: cli.path("c") + "/" + file, toPath: copy + "/" + file)
+                }
+                c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+            }
             try await cli.ok(
                 ["import", "--dir", dir],
                 input: ids.dropFirst(kept).map { #"{"id":"\#($0)","deleted":true,"fields":{}}"# }
@@ -168,6 +181,30 @@ import Testing
         }
         let text = try await cli.ok(["status", "--dir", cli.path("a")])
         #expect(text.contains("\(doomed) purged"), "\(text)")
+
+        // c put back from its copy: its live copies of purged items must not come back.
+        _ = c.stop()
+        for file in files {
+            try? FileManager.default.removeItem(atPath: cli.path("c") + "/" + file)
+            if FileManager.default.fileExists(atPath: copy + "/" + file) {
+                try FileManager.default.copyItem(atPath: copy + "/" + file, toPath: cli.path("c") + "/" + file)
+            }
+        }
+        c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        let rejoined = await c.logContains(
+            "older than the cluster's away window",
+            "rejoining from a snapshot",
+            within: 30
+        )
+        #expect(rejoined, "c's log:\n\(c.logText)")
+        #expect(try await cli.waitForConvergence(names.map(cli.path)) != nil)
+        let back = try await cli.status(cli.path("c"))
+        #expect(back["items"] == .integer(Int64(live)) && back["deleted"] == .integer(0), "\(back)")
+        for dir in ["a", "b"] {
+            let status = try await cli.status(cli.path(dir))
+            #expect(status["items"] == .integer(Int64(live)), "\(dir) after c came back: \(status)")
+        }
+        print(c.logText.split(separator: "\n").filter { $0.contains("rejoin") }.joined(separator: "\n"))
     }
 
     /// In a star (two nodes that meet only the relay), each learns the other's progress from the
