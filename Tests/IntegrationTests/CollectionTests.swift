@@ -11,6 +11,17 @@ import Testing
         return n
     }
 
+    /// Node `index` of a mesh (a, b, c, d...) on `ports`, dialling the nodes before it, with a
+    /// collection round every second.
+    func meshNode(_ cli: CLI, _ index: Int, _ ports: [Int]) throws -> NodeProcess {
+        try NodeProcess(
+            dir: cli.path(String(UnicodeScalar(UInt8(97 + index)))),
+            port: ports[index],
+            peers: Array(ports.prefix(index)),
+            extra: ["--collect-interval", "1"]
+        )
+    }
+
     @Test func deletedItemsAreCollectedEverywhereAndAJoinerGetsOnlyTombstones() async throws {
         let cli = CLI("collect")
         defer { cli.cleanUp() }
@@ -26,9 +37,9 @@ import Testing
         try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
         let ports = freePorts(4)
         let collect = ["--collect-interval", "1"]
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: collect)
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: collect)
-        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        let a = try meshNode(cli, 0, ports)
+        let b = try meshNode(cli, 1, ports)
+        let c = try meshNode(cli, 2, ports)
         defer {
             _ = c.stop()
             _ = b.stop()
@@ -111,9 +122,9 @@ import Testing
         try await cli.ok(["cluster", "set", "--dir", cli.path("a"), "away-after", "1m"])
         let ports = freePorts(4)
         let collect = ["--collect-interval", "1"]
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: collect)
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: collect)
-        var c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        let a = try meshNode(cli, 0, ports)
+        let b = try meshNode(cli, 1, ports)
+        var c = try meshNode(cli, 2, ports)
         defer {
             _ = c.stop()
             _ = b.stop()
@@ -139,7 +150,7 @@ import Testing
                 for file in files where FileManager.default.fileExists(atPath: cli.path("c") + "/" + file) {
                     try FileManager.default.copyItem(atPath: cli.path("c") + "/" + file, toPath: copy + "/" + file)
                 }
-                c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+                c = try meshNode(cli, 2, ports)
             }
             try await cli.ok(
                 ["import", "--dir", dir],
@@ -190,7 +201,7 @@ import Testing
                 try FileManager.default.copyItem(atPath: copy + "/" + file, toPath: cli.path("c") + "/" + file)
             }
         }
-        c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        c = try meshNode(cli, 2, ports)
         let rejoined = await c.logContains(
             "older than the cluster's away window",
             "rejoining from a snapshot",
@@ -308,10 +319,9 @@ import Testing
             + (0..<doomed).map { #"{"id":"gone\#($0)","type":"t","fields":{"n":1,"s":"x"}}"# }
         try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
         let ports = freePorts(3)
-        let collect = ["--collect-interval", "1"]
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: collect)
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: collect)
-        var c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        let a = try meshNode(cli, 0, ports)
+        let b = try meshNode(cli, 1, ports)
+        var c = try meshNode(cli, 2, ports)
         defer {
             _ = c.stop()
             _ = b.stop()
@@ -348,7 +358,7 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "fresh1", "x=1"])
         try await cli.ok(["rm", "--dir", cli.path("c"), "keep2"])
 
-        c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        c = try meshNode(cli, 2, ports)
         let rejoined = await c.logContains(
             "rejoining from a snapshot",
             "rejoined from a snapshot: re-issued",
