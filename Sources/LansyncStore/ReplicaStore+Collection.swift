@@ -40,6 +40,11 @@ public struct CollectionSettings: Sendable, Equatable {
     /// window of 0 refuses every restore of a delete seen, whatever the clocks).
     public var collectAfter: UInt64 { trashWindow &+ min(Self.clockMargin, trashWindow) }
 
+    /// How long after its collection a minimal tombstone is purged: the away window, plus the
+    /// clock margin or the window again, whichever is shorter (a replica put back from a copy
+    /// judges the copy's age by its own clock, which may run behind the collector's).
+    public var purgeAfter: UInt64 { awayAfter &+ min(Self.clockMargin, awayAfter) }
+
     public init(trashWindow: UInt64, awayAfter: UInt64) {
         self.trashWindow = trashWindow
         self.awayAfter = awayAfter
@@ -285,12 +290,13 @@ extension ReplicaStore {
             after = next
             if done { break }
         }
-        round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.awayAfter))
+        round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
         if round.collected > 0 || round.purged > 0 { round.pagesFreed = try returnFreePages() }
         return round
     }
 
-    /// Forgets the minimal tombstones collected before `cutoff` (an away window ago), a few
+    /// Forgets the minimal tombstones collected before `cutoff` (``CollectionSettings/purgeAfter``
+    /// ago: an away window and a margin for clock skew), a few
     /// hundred per transaction; returns how many. Safe because every member that could still
     /// lack such a delete rejoins from a snapshot instead of merging: an active member saw it
     /// before it was collected, a member away past the window is refused until it rejoins, and

@@ -440,7 +440,7 @@ struct CollectingHistory {
             log.append("r\(r) collects \(n) below \(ledgers[r].stable)")
         }
         let held = collecting[r].collected
-        if collecting[r].purge(collectedBefore: walls[r] &- Self.awayAfter) > 0 {
+        if collecting[r].purge(collectedBefore: walls[r] &- Self.awayAfter &- Self.margin) > 0 {
             let gone = held.subtracting(collecting[r].collected)
             everPurged.formUnion(gone)
             purgedHere[r].formUnion(gone)
