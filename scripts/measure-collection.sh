@@ -5,14 +5,8 @@
 # each step. Usage: scripts/measure-collection.sh [LANSYNC_BINARY] (default: the release build);
 # N=2000 for a quick run, KEEP=1 to keep the directories.
 set -euo pipefail
-if [ $# -ge 1 ]; then
-    BIN=$1
-else
-    cd "$(dirname "$0")/.."
-    source scripts/lib/release.sh
-    "${LANSYNC_RELEASE_BUILD[@]}" >/dev/null
-    BIN="$PWD/.build/release/lansync"
-fi
+source "$(dirname "$0")/lib/release.sh"
+lansync_binary "$@"
 command -v sqlite3 >/dev/null || { echo "needs the sqlite3 shell: apt-get install sqlite3" >&2; exit 1; }
 N=${N:-20000}; W=$(mktemp -d /tmp/lansync-collect-XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf $W; echo $W' EXIT

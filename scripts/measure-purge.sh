@@ -7,14 +7,8 @@
 # size (status file_bytes: pages in use, free pages excluded) against d's, which only ever held
 # the live items. Usage: scripts/measure-purge.sh [LANSYNC_BINARY] (default: the release build).
 set -euo pipefail
-if [ $# -ge 1 ]; then
-    BIN=$1
-else
-    cd "$(dirname "$0")/.."
-    source scripts/lib/release.sh
-    "${LANSYNC_RELEASE_BUILD[@]}" >/dev/null
-    BIN="$PWD/.build/release/lansync"
-fi
+source "$(dirname "$0")/lib/release.sh"
+lansync_binary "$@"
 ROUNDS=${ROUNDS:-4}; PER=${PER:-5000}; KEPT=${KEPT:-500}
 W=$(mktemp -d /tmp/lansync-purge-XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf $W; echo $W' EXIT

@@ -48,6 +48,10 @@ struct MetricsEndpoint: Sendable {
             )
             gauge("replica_file_bytes", "The replica file's size.").set(to: Double(c.fileBytes))
             gauge("replica_free_bytes", "Free pages in the replica file.").set(to: Double(c.freeBytes))
+            gauge(
+                "away",
+                "1 while this node counts itself away, or its replica put back from a copy is older than the away window: it judges no one away and rejoins from a snapshot."
+            ).set(to: c.awaySince == nil ? 0 : 1)
             gauge("members_departed", "Members away or forgotten: they hold collection back no more.").set(
                 to: Double(c.departed.count)
             )

@@ -10,34 +10,15 @@ import Testing
 /// The change feed: every field change a replica commits, local or merged, in commit order, with
 /// numbers that only grow, across reopening and a restore from a backup; a field shows once, at
 /// its latest change.
-@Suite struct ChangeFeedTests {
+@Suite struct ChangeFeedTests: ReplicaFixture {
     let dir = makeTemporaryDirectory("feed")
-    let t0: UInt64 = 1_700_000_000_000
-    var lease: WriterLease { WriterLease(directory: dir) }
     let title = FieldName.named("title")
-
-    func create(_ node: UInt64) throws -> ReplicaStore {
-        try ReplicaStore.create(
-            path: "\(dir)/r\(node).sqlite",
-            nodeID: .node(node),
-            clusterID: .node(99),
-            nodeName: "n\(node)",
-            fingerprint: "fp",
-            lease: lease
-        )
-    }
-
-    func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {
-        let held = try to.versionVector()
-        var stream = try from.deltaStream(for: held, maxUpdates: 10, deltaBase: held)
-        while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: t0) }
-    }
 
     func kinds(_ entries: [ChangeEntry]) -> [String] { entries.map { "\($0.field.rawValue):\($0.kind.name)" } }
 
     @Test func localAndMergedChangesAreFedInOrder() throws {
-        let a = try create(1)
-        let b = try create(2)
+        let a = try replica(1)
+        let b = try replica(2)
         let x = ItemID.named("x")
         // Each change in turn, as a follower that keeps up sees them.
         var local: [ChangeEntry] = []
@@ -87,7 +68,7 @@ import Testing
         let path = "\(dir)/r1.sqlite"
         var seqs: [UInt64] = []
         do {
-            let a = try create(1)
+            let a = try replica(1)
             try a.apply(
                 .create(type: "t", assignments: [.set(title, .integer(0))]),
                 to: .named("x"),
@@ -121,7 +102,7 @@ import Testing
 
     /// A field changed twice since a reader looked shows once, at its latest change.
     @Test func aFieldShowsOnceAtItsLatestChange() throws {
-        let a = try create(1)
+        let a = try replica(1)
         try a.apply(.create(type: "t", assignments: [.set(title, .integer(0))]), to: .named("x"), wallMilliseconds: t0)
         let seen = try a.latestChangeSeq()
         try a.apply(.update([.set(title, .integer(1))]), to: .named("x"), wallMilliseconds: t0)
@@ -134,7 +115,7 @@ import Testing
     /// The feed's two queries read the index of numbers, not every field: one that scanned made a
     /// first sync of 100,000 items seven times slower.
     @Test func theFeedReadsItsIndex() throws {
-        let a = try create(1)
+        let a = try replica(1)
         let query = Transaction.changesQuery(since: 5, limit: 10, type: nil, item: nil, field: .named("title"))
         let plans = try a.read { db in
             [

@@ -8,29 +8,14 @@ import Testing
 /// Collection in the SQLite store (Docs/STORAGE.md, "Collection"): what a round removes, what a
 /// collected item takes in afterwards, the change feed's answer behind it, and the members'
 /// reports.
-@Suite struct CollectionStoreTests {
+@Suite struct CollectionStoreTests: ReplicaFixture {
     let dir = makeTemporaryDirectory("collect")
-    let t0: UInt64 = 1_700_000_000_000
-    var lease: WriterLease { WriterLease(directory: dir) }
     let title = FieldName.named("title")
 
     func create(_ node: UInt64) throws -> ReplicaStore {
-        let store = try ReplicaStore.create(
-            path: "\(dir)/r\(node).sqlite",
-            nodeID: .node(node),
-            clusterID: .node(99),
-            nodeName: "n\(node)",
-            fingerprint: "fp",
-            lease: lease
-        )
+        let store = try replica(node)
         try store.setCollectionSettings(CollectionSettings(trashWindow: 0, awayAfter: CollectionSettings.day))
         return store
-    }
-
-    func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {
-        let held = try to.versionVector()
-        var stream = try from.deltaStream(for: held, maxUpdates: 10, deltaBase: held)
-        while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: t0) }
     }
 
     /// Two replicas that hold the same: a deletes x, both learn each other's progress, both

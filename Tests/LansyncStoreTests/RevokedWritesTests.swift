@@ -10,32 +10,14 @@ import Testing
 /// they arrive, and wherever they were taken in before the revocation: the fields keep their
 /// earlier values, the items it created go to the bin, what it wrote before the cut stays, and
 /// replicas that overrule independently still converge.
-@Suite struct RevokedWritesTests {
+@Suite struct RevokedWritesTests: ReplicaFixture {
+    let batchSize = 3
     let dir = makeTemporaryDirectory("revoked")
-    let t0: UInt64 = 1_700_000_000_000
-    var lease: WriterLease { WriterLease(directory: dir) }
     let x = ItemID.named("x")
     let y = ItemID.named("y")
     let z = ItemID.named("z")
     let title = FieldName.named("title")
     let tags = FieldName.named("tags")
-
-    func create(_ node: UInt64, lease: WriterLease? = nil) throws -> ReplicaStore {
-        try ReplicaStore.create(
-            path: "\(dir)/r\(node).sqlite",
-            nodeID: .node(node),
-            clusterID: .node(99),
-            nodeName: "n\(node)",
-            fingerprint: "fp",
-            lease: lease ?? self.lease
-        )
-    }
-
-    func sync(_ from: ReplicaStore, _ to: ReplicaStore, revoked: RevokedWriters = RevokedWriters()) throws {
-        let held = try to.versionVector()
-        var stream = try from.deltaStream(for: held, maxUpdates: 3, deltaBase: held)
-        while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: t0, revoked: revoked) }
-    }
 
     func shown(_ store: ReplicaStore, _ id: ItemID, _ field: FieldName) throws -> Value? {
         try store.itemState(id)?.fields[field]?.shownValue
@@ -57,8 +39,8 @@ import Testing
     /// deletes the other, adds a list element and creates an item, the last two after a reboot
     /// (a new writer id).
     func revokedScenario() throws -> (a: ReplicaStore, c: ReplicaStore, revoked: RevokedWriters) {
-        let a = try create(1)
-        let c = try create(3)
+        let a = try replica(1)
+        let c = try replica(3)
         try a.apply(
             .create(type: "task", assignments: [.set(title, .string("old")), .set(tags, .list([.string("a")]))]),
             to: x,
@@ -111,7 +93,7 @@ import Testing
     /// converge when they sync.
     @Test func writesTakenInBeforeTheRevocationAreOverruledWhenItArrives() throws {
         let (a, c, revoked) = try revokedScenario()
-        let b = try create(2)
+        let b = try replica(2)
         try sync(a, b)
         try sync(c, b)
         #expect(try shown(b, x, title) == .string("after"), "without the revocation, b takes the edit")
@@ -135,7 +117,7 @@ import Testing
     /// does at its next write.
     @Test func anUnnamedWriterIsReplaced() throws {
         do {
-            let store = try create(4)
+            let store = try replica(4)
             try store.apply(.create(type: "t", assignments: []), to: x, wallMilliseconds: t0)
         }
         let legacy = NodeID.random()

@@ -2032,7 +2032,9 @@ function clusterView() {
       h('p', { class: 'muted' },
         c.frontier_at ? ['Every member had seen everything up to a point reached ', timeEl(c.frontier_at), '.'] : 'The members have not all caught up with each other yet.',
         c.held_back_by ? ` Waiting for ${nameOf(c.held_back_by)}.` : '',
-        c.departed && c.departed.length ? ` ${c.departed.length} member${c.departed.length === 1 ? ' is' : 's are'} away or forgotten and hold${c.departed.length === 1 ? 's' : ''} nothing back.` : ''),
+        c.departed && c.departed.length ? ` ${c.departed.length} member${c.departed.length === 1 ? ' is' : 's are'} away or forgotten and hold${c.departed.length === 1 ? 's' : ''} nothing back.` : '',
+        c.away_since ? [' This machine counts itself away (nothing heard of the cluster, or its replica put back from an old copy) since ', timeEl(c.away_since), ': it rejoins from a snapshot when it meets a current member.'] : '',
+        c.rejoined_at ? [' It last rejoined from a snapshot ', timeEl(c.rejoined_at), '.'] : ''),
     ];
   }
 
