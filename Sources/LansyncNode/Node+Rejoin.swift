@@ -78,21 +78,38 @@ extension Node {
             } ?? false)
     }
 
-    /// Rejoins from `hello`'s node, refusing its session meanwhile, if this replica's own state is
-    /// older than the away window (``ReplicaStore/staleSince(now:)``: a copy put back) and the
-    /// peer's is not (its hello says it is neither away nor stale): what this replica holds
-    /// may be what the others purged. Nil to go on.
+    /// If this replica's own state is older than the away window (``ReplicaStore/staleSince(now:)``:
+    /// a copy put back), what it holds may be what the others purged: it merges with no one, and
+    /// rejoins from the relay once it meets it current (its hello says it is neither away nor
+    /// stale), or, without a relay, from the first peer that is current. The relay itself rejoins
+    /// from the first member it meets: the members' hellos cannot tell whether they are stale or
+    /// only have not heard of the relay, which is away while it waits. Returns the refusal of
+    /// this session (`busy`), nil to go on.
     func rejoinIfStale(_ hello: Hello) async -> ProtocolError? {
-        guard options.role != .oneShot, hello.role != .oneShot, hello.awaySince == 0 else { return nil }
+        guard options.role != .oneShot, hello.role != .oneShot else { return nil }
         let store = self.store
         let now = WallClock.milliseconds
         guard
-            let (stale, pending) = try? await io.run({ (try store.staleSince(now: now), try store.hasRejoinPending()) }
-            ),
+            let (stale, pending, relay) = try? await io.run({
+                (try store.staleSince(now: now), try store.hasRejoinPending(), try store.relayID())
+            }),
             let stale, !pending
         else { return nil }
+        let source =
+            options.role == .relay
+            || (hello.awaySince == 0 && (relay == nil || hello.role == .relay || relay == hello.nodeID))
+        let when = WallClock.iso8601(milliseconds: stale)
+        guard source else {
+            logger.notice(
+                "this replica was last up to date at \(when) and has been put back from a copy since: it merges with no one until it rejoins from a snapshot of \(relay == nil ? "a current peer" : "the relay")"
+            )
+            return ProtocolError(
+                .busy,
+                "this node's replica was put back from a copy older than the away window: it waits to rejoin from a snapshot of \(relay == nil ? "a current peer" : "the relay")"
+            )
+        }
         logger.notice(
-            "this replica was last up to date at \(WallClock.iso8601(milliseconds: stale)) and has been put back from a copy since: older than the cluster's away window, so it rejoins from a snapshot of \(hello.name) instead of merging"
+            "this replica was last up to date at \(when) and has been put back from a copy since: older than the cluster's away window, so it rejoins from a snapshot of \(hello.name) instead of merging"
         )
         await rejoin(from: hello, told: false)
         return ProtocolError(
@@ -101,10 +118,21 @@ extension Node {
         )
     }
 
-    /// Told `away` by `peer`: rejoins from it, unless this node counts the peer as away too and
-    /// the peer is not the relay (``judgeAway(_:)``: the halves of a split cluster wait for the
-    /// relay's side).
+    /// Told `away` by `peer`: rejoins from it if it is the relay (whose state holds whatever the
+    /// cluster collected without this node), or, in a cluster without a relay, unless this node
+    /// counts the peer as away too (the halves of a split cluster refuse each other). Another
+    /// member's refusal only ends the session: a snapshot of a member may lack deletes the
+    /// relay's side collected and purged, and the writes made on it would come back as late
+    /// concurrent writes.
     func rejoinIfTold(by peer: Hello) async {
+        let store = self.store
+        let relay = try? await io.run { try store.relayID() }
+        if peer.role != .relay, relay != nil, relay != peer.nodeID {
+            logger.notice(
+                "\(peer.name) counts this node as away; it rejoins from a snapshot when it meets the relay"
+            )
+            return
+        }
         if peer.role != .relay, await countsAsAway(peer) != nil { return }
         await rejoin(from: peer, told: true)
     }

@@ -73,6 +73,13 @@ extension ReplicaStore {
         return last
     }
 
+    /// The cluster's relay as this replica learnt it (meta `relay_id`), nil if it never met one.
+    public func relayID() throws(StoreError) -> NodeID? {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'relay_id'").flatMap(NodeID.init(text:))
+        }
+    }
+
     /// Records which node is the cluster's relay (a hello of role relay, or this node run as the
     /// relay): the member whose news tells a replica that it is not away itself.
     public func noteRelay(_ relay: NodeID) throws(StoreError) {

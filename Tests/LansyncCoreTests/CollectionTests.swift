@@ -304,21 +304,28 @@ struct CollectingHistory {
 
     mutating func exchange(_ a: Int, _ b: Int) {
         let (aRefuses, bRefuses) = (wouldRefuse(a, b), wouldRefuse(b, a))
-        if aRefuses, bRefuses, a != Self.relay, b != Self.relay {
-            log.append("r\(a) and r\(b) count each other as away")
+        // A member counted as away rejoins only from the relay, whose state holds whatever the
+        // cluster collected without it (`Node.rejoinIfTold`); another member's refusal only
+        // ends the session.
+        if bRefuses, b == Self.relay {
+            rejoin(a, from: b)
+        } else if aRefuses, a == Self.relay {
+            rejoin(b, from: a)
+        } else if aRefuses || bRefuses {
+            log.append("r\(aRefuses ? a : b) refuses r\(aRefuses ? b : a), which waits to meet the relay")
             return
-        }
-        if bRefuses, !aRefuses || b == Self.relay {
-            rejoin(a, from: b)
-        } else if aRefuses {
-            rejoin(b, from: a)
-        } else if isStale(a), !saysAway(b) {
-            // A replica older than the window rejoins from one that is not (`Node.rejoinIfStale`).
+        } else if isStale(a) || isStale(b) {
+            // A replica older than the window rejoins from the relay if the relay is current, and
+            // merges with no one meanwhile; the relay itself rejoins from the first member it
+            // meets (whose hello cannot say whether it is stale or only has not heard of the
+            // relay, which is away while it waits) (`Node.rejoinIfStale`).
+            let (stale, other) = isStale(a) ? (a, b) : (b, a)
+            guard stale == Self.relay || (other == Self.relay && !saysAway(other)) else {
+                log.append("r\(stale) is stale and waits to meet the relay")
+                return
+            }
             staleRejoinCount += 1
-            rejoin(a, from: b)
-        } else if isStale(b), !saysAway(a) {
-            staleRejoinCount += 1
-            rejoin(b, from: a)
+            rejoin(stale, from: other)
         }
         meet(a, b)
     }
@@ -327,7 +334,10 @@ struct CollectingHistory {
     /// starts a new writer (its old one may have written past the backup) and holds what the
     /// backup held, while the others still hold their reports of what it had seen since.
     mutating func backUpOrRestore(_ r: Int) {
-        guard let backup = backups[r], rng.chance(50) else {
+        // A copy from before the replica's last rejoin is not put back: the rejoin renamed the
+        // writes only it held, and the copy still has them under their old names (a known gap,
+        // Docs/MERGE.md, "What stays open").
+        guard let backup = backups[r], backup.rejoinedAt == rejoinedAt[r], rng.chance(50) else {
             backups[r] = Backup(
                 collecting: collecting[r],
                 twin: twins[r],
