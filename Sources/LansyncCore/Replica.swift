@@ -216,8 +216,8 @@ public struct Replica: Sendable {
     }
 
     /// Forgets every minimal tombstone collected before `cutoff` (the store's purge: collected
-    /// longer ago than the away window, so that every member that could still lack the delete
-    /// rejoins from a snapshot instead of merging); returns how many. The item is then unknown
+    /// longer ago than the away window and a margin for clock skew, so that every member that
+    /// could still lack the delete rejoins from a snapshot instead of merging); returns how many. The item is then unknown
     /// here, and a write to it that this replica has seen is ignored if it arrives again.
     @discardableResult
     public mutating func purge(collectedBefore cutoff: UInt64) -> Int {

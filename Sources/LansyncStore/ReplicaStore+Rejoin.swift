@@ -52,8 +52,9 @@ extension ReplicaStore {
     /// it was last up to date with a peer (or rejoined) longer ago than the window, and a new
     /// writer started since for a reason other than a rejoin (a copy put back, a reboot without
     /// the marker, a repair, a rollback a peer witnessed). Such a replica may lack deletes whose
-    /// tombstones the others purged while it was a backup on a shelf, so it rejoins from the
-    /// first peer whose own state is current, and judges no one away meanwhile. A replica that
+    /// tombstones the others purged while it was a backup on a shelf, so it merges with no one
+    /// and judges no one away until it rejoins from a snapshot (of the relay, or without one of
+    /// a current peer: `Node.rejoinIfStale`). A replica that
     /// merely stayed alone that long holds all it ever held: the others judge it away instead.
     /// Nil otherwise, or if it never met anyone.
     public func staleSince(now: UInt64) throws(StoreError) -> UInt64? {
