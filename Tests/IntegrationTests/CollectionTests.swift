@@ -11,17 +11,6 @@ import Testing
         return n
     }
 
-    /// Node `index` of a mesh (a, b, c, d...) on `ports`, dialling the nodes before it, with a
-    /// collection round every second.
-    func meshNode(_ cli: CLI, _ index: Int, _ ports: [Int]) throws -> NodeProcess {
-        try NodeProcess(
-            dir: cli.path(String(UnicodeScalar(UInt8(97 + index)))),
-            port: ports[index],
-            peers: Array(ports.prefix(index)),
-            extra: ["--collect-interval", "1"]
-        )
-    }
-
     @Test func deletedItemsAreCollectedEverywhereAndAJoinerGetsOnlyTombstones() async throws {
         let cli = CLI("collect")
         defer { cli.cleanUp() }
@@ -37,15 +26,9 @@ import Testing
         try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
         let ports = freePorts(4)
         let collect = ["--collect-interval", "1"]
-        let a = try meshNode(cli, 0, ports)
-        let b = try meshNode(cli, 1, ports)
-        let c = try meshNode(cli, 2, ports)
-        defer {
-            _ = c.stop()
-            _ = b.stop()
-            _ = a.stop()
-        }
-        let mesh = ["a", "b", "c"].map(cli.path)
+        let nodes = try CollectingMesh(cli, ports: ports)
+        defer { nodes.stop() }
+        let mesh = nodes.dirs
         #expect(try await cli.waitForConvergence(mesh) != nil)
         #expect(try await figure(cli, "b", "collectable_items") == 0)
         let clock = ContinuousClock()
@@ -123,15 +106,9 @@ import Testing
         try await cli.ok(["cluster", "set", "--dir", cli.path("a"), "away-after", "1m"])
         let ports = freePorts(4)
         let collect = ["--collect-interval", "1"]
-        let a = try meshNode(cli, 0, ports)
-        let b = try meshNode(cli, 1, ports)
-        var c = try meshNode(cli, 2, ports)
-        defer {
-            _ = c.stop()
-            _ = b.stop()
-            _ = a.stop()
-        }
-        let mesh = ["a", "b", "c"].map(cli.path)
+        let nodes = try CollectingMesh(cli, ports: ports)
+        defer { nodes.stop() }
+        let mesh = nodes.dirs
         let (rounds, perRound, kept) = (4, 500, 50)
         let files = ["replica.sqlite", "replica.sqlite-wal"]
         let copy = cli.path("c-copy")
@@ -147,11 +124,11 @@ import Testing
             #expect(try await cli.waitForConvergence(mesh) != nil)
             if round == 0 {
                 // A copy of c as it was before any delete (stopped, so the file is whole).
-                _ = c.stop()
+                nodes.stop(2)
                 for file in files where FileManager.default.fileExists(atPath: cli.path("c") + "/" + file) {
                     try FileManager.default.copyItem(atPath: cli.path("c") + "/" + file, toPath: copy + "/" + file)
                 }
-                c = try meshNode(cli, 2, ports)
+                try nodes.start(2)
             }
             try await cli.ok(
                 ["import", "--dir", dir],
@@ -195,14 +172,15 @@ import Testing
         #expect(text.contains("\(doomed) purged"), "\(text)")
 
         // c put back from its copy: its live copies of purged items must not come back.
-        _ = c.stop()
+        nodes.stop(2)
         for file in files {
             try? FileManager.default.removeItem(atPath: cli.path("c") + "/" + file)
             if FileManager.default.fileExists(atPath: copy + "/" + file) {
                 try FileManager.default.copyItem(atPath: copy + "/" + file, toPath: cli.path("c") + "/" + file)
             }
         }
-        c = try meshNode(cli, 2, ports)
+        try nodes.start(2)
+        let c = nodes[2]
         let rejoined = await c.logContains(
             "older than the cluster's away window",
             "rejoining from a snapshot",
@@ -213,7 +191,7 @@ import Testing
         let back = try await cli.status(cli.path("c"))
         #expect(
             converged && back["items"] == .integer(Int64(live)) && back["deleted"] == .integer(0),
-            "\(back)\nc's log:\n\(c.logText)\na's log:\n\(a.logText.suffix(3000))"
+            "\(back)\nc's log:\n\(c.logText)\na's log:\n\(nodes[0].logText.suffix(3000))"
         )
         for dir in ["a", "b"] {
             let status = try await cli.status(cli.path(dir))
@@ -323,14 +301,8 @@ import Testing
             + (0..<doomed).map { #"{"id":"gone\#($0)","type":"t","fields":{"n":1,"s":"x"}}"# }
         try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
         let ports = freePorts(3)
-        let a = try meshNode(cli, 0, ports)
-        let b = try meshNode(cli, 1, ports)
-        var c = try meshNode(cli, 2, ports)
-        defer {
-            _ = c.stop()
-            _ = b.stop()
-            _ = a.stop()
-        }
+        let nodes = try CollectingMesh(cli, ports: ports)
+        defer { nodes.stop() }
         let all = ["a", "b", "c"].map(cli.path)
         #expect(try await cli.waitForConvergence(all) != nil)
         let clock = ContinuousClock()
@@ -342,7 +314,7 @@ import Testing
         }
 
         // c goes; a and b forget it, delete the doomed items and collect them without it.
-        _ = c.stop()
+        nodes.stop(2)
         for dir in ["a", "b"] { try await cli.ok(["members", "forget", "--dir", cli.path(dir), "c"]) }
         try await cli.ok(
             ["import", "--dir", cli.path("a")],
@@ -362,13 +334,14 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "fresh1", "x=1"])
         try await cli.ok(["rm", "--dir", cli.path("c"), "keep2"])
 
-        c = try meshNode(cli, 2, ports)
+        try nodes.start(2)
+        let c = nodes[2]
         let rejoined = await c.logContains(
             "rejoining from a snapshot",
             "rejoined from a snapshot: re-issued",
             within: 30
         )
-        #expect(rejoined, "c's log:\n\(c.logText)\na's log:\n\(a.logText)")
+        #expect(rejoined, "c's log:\n\(c.logText)\na's log:\n\(nodes[0].logText)")
         #expect(try await cli.waitForConvergence(all) != nil)
         print(c.logText.split(separator: "\n").filter { $0.contains("rejoin") }.joined(separator: "\n"))
         for dir in ["a", "b", "c"] {
@@ -392,5 +365,42 @@ import Testing
         #expect(past?["away_since"] == .null, "c is back: \(String(describing: past))")
         #expect(try await cli.status(cli.path("a"))["collection"]?["rejoined_at"] == .null)
         #expect(try await cli.ok(["status", "--dir", cli.path("c")]).contains("rejoined from a snapshot"))
+    }
+}
+
+/// Nodes a, b, c of a mesh on loopback for the collection tests: each dials the ones before it,
+/// with a collection round every second; stopped together when the test is done.
+final class CollectingMesh {
+    let cli: CLI
+    let ports: [Int]
+    private var nodes: [NodeProcess] = []
+
+    init(_ cli: CLI, ports: [Int], count: Int = 3) throws {
+        self.cli = cli
+        self.ports = ports
+        for index in 0..<count { nodes.append(try Self.node(cli, index, ports)) }
+    }
+
+    subscript(index: Int) -> NodeProcess { nodes[index] }
+
+    /// The data directories, in order.
+    var dirs: [String] { nodes.map(\.dir) }
+
+    /// Stops node `index` (its directory stays).
+    func stop(_ index: Int) { _ = nodes[index].stop() }
+
+    /// Starts node `index` again, on the same directory and port.
+    func start(_ index: Int) throws { nodes[index] = try Self.node(cli, index, ports) }
+
+    /// Stops every node, the last first.
+    func stop() { for node in nodes.reversed() { _ = node.stop() } }
+
+    private static func node(_ cli: CLI, _ index: Int, _ ports: [Int]) throws -> NodeProcess {
+        try NodeProcess(
+            dir: cli.path(String(UnicodeScalar(UInt8(97 + index)))),
+            port: ports[index],
+            peers: Array(ports.prefix(index)),
+            extra: ["--collect-interval", "1"]
+        )
     }
 }
