@@ -189,3 +189,37 @@ extension Value {
         return jsonText
     }
 }
+
+extension BackupSummary {
+    /// `lansync backup --json`: `{"file", "bytes", "node", "cluster", "items", "deleted", "taken"}`
+    /// (`taken` is null for a copy `lansync backup` did not make).
+    public var json: JSON {
+        .object([
+            ("file", .string(path)), ("bytes", .integer(Int64(clamping: bytes))),
+            ("node", .string(nodeID.text)), ("cluster", .string(clusterID.text)),
+            ("items", .integer(Int64(items))), ("deleted", .integer(Int64(deleted))),
+            ("taken", takenAt == 0 ? .null : .string(WallClock.iso8601(milliseconds: takenAt))),
+        ])
+    }
+
+    public var jsonText: String { json.text }
+}
+
+extension RestoreReport {
+    /// `lansync backup restore --json`: the backup's summary, where the replaced replica was kept,
+    /// and whether the backup is older than the cluster's away window (then stale: the node takes
+    /// a snapshot from a current peer, keeping its own edits, before it syncs).
+    public func json(now: UInt64) -> JSON {
+        .object([
+            ("backup", backup.json), ("replaced", replacedCopy.map(JSON.string) ?? .null),
+            ("stale", .bool(isStale(now: now))),
+        ])
+    }
+
+    public func jsonText(now: UInt64) -> String { json(now: now).text }
+
+    /// True if the backup was taken longer ago than the cluster's away window.
+    public func isStale(now: UInt64) -> Bool {
+        backup.takenAt > 0 && backup.takenAt &+ awayAfter < now
+    }
+}

@@ -12,6 +12,7 @@
 @_exported public import struct LansyncNode.RelayLimits
 @_exported public import struct LansyncNode.SessionCounters
 @_exported public import enum LansyncNode.SettlePolicy
+@_exported public import struct LansyncStore.BackupSummary
 @_exported public import struct LansyncStore.ChangeEntry
 @_exported public import enum LansyncStore.ChangeKind
 @_exported public import struct LansyncStore.CollectionSettings
@@ -20,6 +21,7 @@
 @_exported public import enum LansyncStore.PeerSource
 @_exported public import struct LansyncStore.QueryError
 @_exported public import struct LansyncStore.RepairReport
+@_exported public import struct LansyncStore.RestoreReport
 @_exported public import enum LansyncStore.StoreError
 @_exported public import enum LansyncStore.WallClock
 @_exported public import struct LansyncStore.WriterBounds

@@ -25,7 +25,7 @@ struct Lansync: AsyncParsableCommand {
             ExportCommand.self, ImportCommand.self,
             NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self, APITokenCommand.self,
             UICommand.self,
-            CheckCommand.self, RepairCommand.self,
+            BackupCommand.self, CheckCommand.self, RepairCommand.self,
         ]
     )
 

@@ -248,7 +248,7 @@ import Testing
         let commands = [
             [], ["cluster", "create"], ["init"], ["add"], ["set"], ["rm"], ["restore"], ["resolve"], ["revert"],
             ["get"], ["list"], ["history"], ["conflicts"], ["export"], ["import"], ["node"], ["relay"], ["sync"],
-            ["status"], ["check"], ["repair"],
+            ["status"], ["check"], ["repair"], ["backup"], ["backup", "restore"],
         ]
         for command in commands {
             let help = try await cli.run(command + ["--help"])

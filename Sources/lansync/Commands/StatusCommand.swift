@@ -46,7 +46,7 @@ struct StatusCommand: ParsableCommand {
             "replica  \(status.items) items, \(status.deleted) deleted, \(status.conflicts) conflicts; digest \(status.digest)"
         )
         if let c = status.collection {
-            let mb = { (bytes: Int) in "\(bytes / 1_000_000).\(bytes % 1_000_000 / 100_000) MB" }
+            let mb = { (bytes: Int) in Render.megabytes(UInt64(clamping: bytes)) }
             var line =
                 "past     \(c.collectableItems) deleted item(s) to collect (\(c.collectableFields) field rows, beside \(c.liveFields) live), \(c.collectedItems) collected, \(c.purgedItems) purged; file \(mb(c.fileBytes)), \(mb(c.freeBytes)) free"
             line += "; frontier " + (c.frontierAt.map { "moved \($0)" } ?? "never moved")

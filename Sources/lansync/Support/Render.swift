@@ -41,6 +41,9 @@ enum Render {
     }
 
     /// 41210 as "41,210", whatever the locale (output is read by scripts too).
+    /// Bytes as megabytes with one decimal: "1.4 MB".
+    static func megabytes(_ bytes: UInt64) -> String { "\(bytes / 1_000_000).\(bytes % 1_000_000 / 100_000) MB" }
+
     static func grouped(_ n: Int) -> String { NodeStatus.Peer.Receiving.grouped(n) }
 
     static func time(_ timestamp: HLCTimestamp) -> String {

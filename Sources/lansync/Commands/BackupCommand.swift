@@ -1,0 +1,83 @@
+import ArgumentParser
+import LansyncHost
+
+/// `lansync backup FILE` and `lansync backup restore FILE`: a consistent copy of the replica,
+/// taken while the node runs, and putting one back.
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Write a consistent copy of the replica to FILE, or put one back.",
+        discussion: """
+            'lansync backup FILE' copies the replica while the node and other commands go on (SQLite's \
+            online backup: the copy is the replica as one moment saw it). Keep node.pem and cluster.pem \
+            of the data directory with it. 'lansync backup restore FILE' puts a backup back, with the \
+            node stopped: its next edit writes as a new writer, and peers send back what the backup \
+            lacks (Docs/OPERATIONS.md, "Backups").
+            """,
+        subcommands: [Create.self, Restore.self],
+        defaultSubcommand: Create.self
+    )
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "create",
+            abstract: "Write a consistent copy of the replica to FILE (the default).",
+            discussion: """
+                Runs beside the node without stopping it. The copy is written next to FILE and renamed \
+                into place, so FILE is either the whole backup or untouched. Refuses an existing FILE \
+                unless --force.
+                """
+        )
+
+        @OptionGroup var data: DataDirectoryOptions
+        @Argument(help: "Where to write the backup.") var file: String
+        @Flag(help: "Replace FILE if it exists.") var force = false
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func run() throws {
+            let summary = try data.directory.backup(to: file, replacing: force)
+            if json { return print(summary.jsonText) }
+            print(
+                "wrote \(file) (\(Render.megabytes(summary.bytes))): \(summary.items) items, \(summary.deleted) deleted, as of \(WallClock.iso8601(milliseconds: summary.takenAt)); keep node.pem and cluster.pem with it, and put it back with 'lansync backup restore \(file)'"
+            )
+        }
+    }
+
+    struct Restore: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "restore",
+            abstract: "Put the replica back to a backup of this node (stop the node first).",
+            discussion: """
+                FILE must be a backup of this directory's node. It is copied into place (never \
+                changed); the replica it replaces is kept beside it as replica.sqlite.before-restore-TIME. \
+                When the node starts, peers send back every edit the backup lacks that any of them has, \
+                and the first edit here writes as a new writer. Edits that were only in the replaced \
+                replica and never reached a peer are only in the kept file. A backup older than the \
+                cluster's away window first takes a snapshot from a current peer, keeping its own \
+                edits that no one else has.
+                """
+        )
+
+        @OptionGroup var data: DataDirectoryOptions
+        @Argument(help: "The backup to put back.") var file: String
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func run() throws {
+            let directory = data.directory
+            let report = try directory.restoreBackup(from: file)
+            let now = WallClock.milliseconds
+            if json { return print(report.jsonText(now: now)) }
+            let taken =
+                report.backup.takenAt == 0 ? "" : ", as of \(WallClock.iso8601(milliseconds: report.backup.takenAt))"
+            var line =
+                "restored \(directory.replicaPath) from \(file) (\(report.backup.items) items\(taken))"
+            if let kept = report.replacedCopy { line += "; the replaced replica is kept as \(kept)" }
+            line += ". Start the node: peers send back what the backup lacks"
+            if report.isStale(now: now) {
+                line +=
+                    ". The backup is older than the cluster's away window (\(SettingDuration.text(report.awayAfter))): the node first takes a snapshot from a current peer, keeping its own edits that no one else has"
+            }
+            print(line)
+        }
+    }
+}

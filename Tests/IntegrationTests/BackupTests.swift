@@ -1,0 +1,101 @@
+import Foundation
+import LansyncJSON
+import Testing
+
+/// Issue 32, backups: `lansync backup` while the node runs and edits land, `lansync backup
+/// restore` with it stopped, with the real binary; nothing a peer acknowledged is lost.
+@Suite(.serialized) struct BackupTests {
+    /// The value of field `n` of item `id` in `dir`, as `get --json` shows it.
+    func value(_ cli: CLI, _ dir: String, _ id: String) async throws -> JSON? {
+        try JSON(parsing: try await cli.ok(["get", "--dir", dir, id, "--json"]))["fields"]?["n"]
+    }
+
+    /// A and B run and sync; A holds 4,000 items; a backup of A is taken while edits land on A,
+    /// and more edits follow it. Every edit reaches B. A is stopped and put back to the backup:
+    /// when it starts again, A and B converge and both show every edit, the backup's and those
+    /// after it; A's next edit writes as a new writer and reaches B too.
+    @Test func aBackupTakenWhileEditsLandLosesNothingClusterWide() async throws {
+        let cli = CLI("backup")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        let lines = (0..<4_000).map {
+            #"{"id":"rec-\#($0)","type":"rec","fields":{"n":0,"note":"some text, so that the file has a few hundred pages to copy"}}"#
+        }
+        try lines.joined(separator: "\n").write(toFile: cli.path("recs.jsonl"), atomically: true, encoding: .utf8)
+        try await cli.ok(["import", "--dir", a, cli.path("recs.jsonl")])
+        let ports = freePorts(2)
+        var nodeA = try NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
+        let nodeB = try NodeProcess(dir: b, port: ports[1], peers: [ports[0]])
+        defer {
+            nodeA.stop()
+            nodeB.stop()
+        }
+        #expect(try await cli.waitForConvergence([a, b]) != nil, "B received the import")
+
+        // Edits land on A while the backup runs (a task of their own), then more after it.
+        let file = cli.path("a-backup.sqlite")
+        let during = Task {
+            for k in 1...30 { try await cli.ok(["set", "--dir", a, "rec-\(k)", "n=\(k)"]) }
+        }
+        let backup = try JSON(parsing: try await cli.ok(["backup", "--dir", a, file, "--json"]))
+        try await during.value
+        #expect(backup["items"] == .integer(4_000), "the backup holds every item: \(backup)")
+        for k in 31...50 { try await cli.ok(["set", "--dir", a, "rec-\(k)", "n=\(k)"]) }
+        #expect(try await cli.waitForConvergence([a, b]) != nil, "B received every edit")
+
+        #expect(nodeA.stop() == 0)
+        let restored = try await cli.ok(["backup", "restore", "--dir", a, file])
+        print("backup: \(backup.text)\nrestore: \(restored.trimmingCharacters(in: .whitespacesAndNewlines))")
+        #expect(restored.contains("restored"), "\(restored)")
+        nodeA = try NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
+        #expect(try await cli.waitForConvergence([a, b]) != nil, "A got back what the backup lacked")
+        for k in 1...50 {
+            #expect(try await value(cli, a, "rec-\(k)") == .integer(Int64(k)), "edit \(k) on A")
+            #expect(try await value(cli, b, "rec-\(k)") == .integer(Int64(k)), "edit \(k) on B")
+        }
+        let after = try await cli.run(["set", "--dir", a, "rec-0", "n=-1"])
+        #expect(after.status == 0 && after.stderr.contains("restored from a backup"), "\(after.stderr)")
+        #expect(try await cli.waitForConvergence([a, b]) != nil)
+        #expect(try await value(cli, b, "rec-0") == .integer(-1))
+    }
+
+    /// What `backup` and `backup restore` refuse, each with one line that says what to do and
+    /// the replica unchanged: a restore while the node runs, a backup over an existing file, a
+    /// file that is not a backup, another node's backup.
+    @Test func refusalsLeaveTheReplicaAsItWas() async throws {
+        let cli = CLI("backup-refusals")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        try await cli.ok(["add", "--dir", a, "--id", "x", "n=1"])
+        let (fileA, fileB) = (cli.path("a.sqlite"), cli.path("b.sqlite"))
+        try await cli.ok(["backup", "--dir", a, fileA])
+        try await cli.ok(["backup", "--dir", b, fileB])
+        try "not a database".write(toFile: cli.path("junk"), atomically: true, encoding: .utf8)
+        try await cli.ok(["set", "--dir", a, "x", "n=2"])
+        let digest = try await cli.status(a)["digest"]
+
+        func refused(_ arguments: [String], mentions needle: String) async throws {
+            let result = try await cli.run(arguments)
+            #expect(result.status == 1, "lansync \(arguments.joined(separator: " ")) must fail")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && result.stderr.contains(needle), "\(result.stderr)")
+        }
+        let port = freePorts(1)[0]
+        let node = try NodeProcess(dir: a, port: port)
+        try await refused(["backup", "restore", "--dir", a, fileA], mentions: "a node is already running")
+        #expect(node.stop() == 0)
+        let sizeBefore = try FileManager.default.attributesOfItem(atPath: fileA)[.size] as? Int
+        try await refused(["backup", "--dir", a, fileA], mentions: "already exists")
+        #expect(try FileManager.default.attributesOfItem(atPath: fileA)[.size] as? Int == sizeBefore)
+        try await refused(["backup", "restore", "--dir", a, cli.path("junk")], mentions: "not a lansync backup")
+        try await refused(["backup", "restore", "--dir", a, fileB], mentions: "backup of another node")
+        try await refused(["backup", "restore", "--dir", a, cli.path("none")], mentions: "does not exist")
+        #expect(try await cli.status(a)["digest"] == digest, "the replica is as it was")
+        #expect(try await value(cli, a, "x") == .integer(2))
+        // And the one that is accepted puts the backup's value back.
+        try await cli.ok(["backup", "restore", "--dir", a, fileA])
+        #expect(try await value(cli, a, "x") == .integer(1))
+    }
+}
