@@ -261,7 +261,7 @@ enum OpenAPIDocument {
               },
               "patch": {
                 "operationId": "patchItem",
-                "summary": "Edits fields with the CLI's assignments, or set/add/remove (a list under add or remove adds or removes each element). A patch that assigns nothing changes nothing.",
+                "summary": "Edits fields with the CLI's assignments, or set/add/remove (a list under add or remove adds or removes each element) and type (the item's new type). A patch that changes nothing changes nothing.",
                 "requestBody": {
                   "required": true,
                   "content": {
@@ -911,6 +911,12 @@ enum OpenAPIDocument {
                       },
                       "remove": {
                         "$ref": "#/components/schemas/Fields"
+                      },
+                      "type": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 64,
+                        "description": "The item's new type, changed in the same edit (`lansync set ID --type TYPE`)."
                       }
                     }
                   }

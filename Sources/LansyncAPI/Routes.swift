@@ -201,13 +201,14 @@ struct Routes: Sendable {
     }
 
     /// A patch body: the CLI's assignments (`["title=Climb", "tags+=outdoor"]`), or
-    /// `{"set": {...}, "add": {...}, "remove": {...}}` with JSON values (a list under add or
-    /// remove adds or removes each element).
+    /// `{"set": {...}, "add": {...}, "remove": {...}, "type": TYPE}` with JSON values (a list under
+    /// add or remove adds or removes each element; `type` changes the item's type in the same edit).
     func patchItem(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try resolve(context)
         let body = try await bytes(of: request)
         let json = try Self.parse(body, "the patch", shape: #"a list of assignments or {"set", "add", "remove"}"#)
         var assignments: [Assignment] = []
+        var type: String?
         switch json {
         case .array(let list):
             for entry in list {
@@ -218,10 +219,17 @@ struct Routes: Sendable {
             }
         case .object(let members):
             for (key, value) in members {
+                if key == "type" {
+                    guard case .string(let text) = value else {
+                        throw Problem(.badRequest, "\"type\" in the patch is the item's new type, a string")
+                    }
+                    type = text
+                    continue
+                }
                 guard key == "set" || key == "add" || key == "remove", case .object(let fields) = value else {
                     throw Problem(
                         .badRequest,
-                        "unknown key '\(key)' in the patch: expected \"set\", \"add\" and \"remove\", each an object of fields"
+                        "unknown key '\(key)' in the patch: expected \"set\", \"add\" and \"remove\", each an object of fields, and \"type\""
                     )
                 }
                 for (name, fieldValue) in fields {
@@ -246,6 +254,7 @@ struct Routes: Sendable {
         default:
             throw Problem(.badRequest, "the patch must be a list of assignments or {\"set\", \"add\", \"remove\"}")
         }
+        if let type { return try await edit(.retype(type, assignments: assignments), id) }
         // Like an empty JSON merge patch, one that assigns nothing changes nothing.
         if assignments.isEmpty { return try await item(id) }
         return try await edit(.update(assignments), id)
@@ -280,7 +289,7 @@ struct Routes: Sendable {
                 return text == "true"
             } ?? false
         let entries = try await blocking { try $0.history(of: id, field: field) }.filter {
-            all || field != nil || !$0.field.isReserved
+            all || field != nil || !$0.field.isReserved || $0.field == .type
         }
         return json(entries.jsonText)
     }

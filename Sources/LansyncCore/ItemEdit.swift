@@ -7,8 +7,9 @@ public enum ItemEdit: Hashable, Sendable {
     case create(type: String, assignments: [Assignment])
     /// Changes fields of a live item.
     case update([Assignment])
-    /// Changes a live item's type.
-    case retype(String)
+    /// Changes a live item's type (a write of its `_type` field), with `assignments` in the same
+    /// edit.
+    case retype(String, assignments: [Assignment] = [])
     /// Writes the tombstone. Concurrent edits are kept, and come back with ``restore``.
     case delete
     /// Clears the tombstone (every delete this replica has seen).

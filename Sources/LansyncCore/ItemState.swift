@@ -84,12 +84,13 @@ public struct ItemState: Hashable, Sendable {
             guard !assignments.isEmpty else { throw .noAssignments }
             try apply(assignments, to: &changed, dot: dot, timestamp: timestamp)
 
-        case .retype(let type):
+        case let .retype(type, assignments):
             try requireLive()
             try Self.validate(type: type)
             var typeState = state(.type)
             typeState.assign(.string(type), dot: dot, timestamp: timestamp)
             changed[.type] = typeState
+            try apply(assignments, to: &changed, dot: dot, timestamp: timestamp)
 
         case .delete:
             try requireLive()

@@ -78,7 +78,14 @@ public struct LocalReplica: Sendable {
                 "entry \(entry) of \(id).\(field) added or removed list elements, which is no value to bring back: add an element again with 'lansync set \(id) \(field)+=ELEM'"
             )
         }
-        try edit(.update([.set(field, value)]), on: id)
+        if field == .type {
+            guard case .string(let type) = value else {
+                throw HostError("entry \(entry) of \(id).\(field) is no type: a type is text")
+            }
+            try edit(.retype(type), on: id)
+        } else {
+            try edit(.update([.set(field, value)]), on: id)
+        }
         return id
     }
 

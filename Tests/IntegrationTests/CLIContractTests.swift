@@ -240,6 +240,61 @@ import Testing
         #expect(try await cli.ok(["export"] + d) == before)
     }
 
+    /// `set --type` changes an item's type in the same edit as its fields (one dot); `history`
+    /// shows the type's writes and `revert ID _type` brings one back; concurrent type changes on
+    /// two machines are a conflict both show, settled with `resolve ID _type`.
+    @Test func setTypeRetypesAndTypesConflictLikeFields() async throws {
+        let cli = CLI("retype")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        try await cli.ok(["add", "--dir", a, "--id", "r", "--type", "task", "title=Climb"])
+        let item = try JSON(
+            parsing: try await cli.ok(["set", "--dir", a, "r", "--type", "note", "title=Climbed", "--json"])
+        )
+        #expect(item["type"] == .string("note") && item["fields"]?["title"] == .string("Climbed"), "\(item)")
+        guard case .array(let entries) = try JSON(parsing: try await cli.ok(["history", "--dir", a, "r", "--json"]))
+        else {
+            Issue.record("history --json is no array")
+            return
+        }
+        let newest = entries.filter { $0["live"] == .bool(true) }
+        #expect(Set(newest.compactMap { $0["field"] }) == [.string("_type"), .string("title")], "\(entries)")
+        #expect(Set(newest.map { [$0["node"], $0["counter"]] }).count == 1, "one edit, one dot: \(newest)")
+        try await cli.ok(["revert", "--dir", a, "r", "_type", "--to", "2"])
+        #expect(try JSON(parsing: try await cli.ok(["get", "--dir", a, "r", "--json"]))["type"] == .string("task"))
+        let refused = try await cli.run(["set", "--dir", a, "r", "--type", ""])
+        #expect(refused.status == 1 && refused.stderr.contains("invalid type"), "\(refused.stderr)")
+
+        // Concurrent type changes: a conflict on both machines, settled like any field.
+        let port = freePorts(1)[0]
+        let node = try NodeProcess(dir: b, port: port)
+        defer { node.stop() }
+        let sync = ["sync", "--dir", a, "--peer", "127.0.0.1:\(port)"]
+        try await cli.ok(sync)
+        try await cli.ok(["set", "--dir", a, "r", "--type", "chore"])
+        try await cli.ok(["set", "--dir", b, "r", "--type", "errand"])
+        try await cli.ok(sync)
+        for dir in [a, b] {
+            let conflicts = try await cli.ok(["conflicts", "--dir", dir, "--json"])
+            #expect(
+                conflicts.contains("_type") && conflicts.contains("chore") && conflicts.contains("errand"),
+                "\(conflicts)"
+            )
+        }
+        try await cli.ok(["resolve", "--dir", a, "r", "_type", "errand"])
+        try await cli.ok(sync)
+        for dir in [a, b] {
+            #expect(
+                try await cli.ok(["conflicts", "--dir", dir, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                    == "[]"
+            )
+            #expect(
+                try JSON(parsing: try await cli.ok(["get", "--dir", dir, "r", "--json"]))["type"] == .string("errand")
+            )
+        }
+    }
+
     /// Every command explains itself, and its prose reads as prose: no runs of spaces mid-sentence
     /// (a multi-line string literal's indentation once leaked into `relay --help`).
     @Test func everyHelpReadsAsProse() async throws {
@@ -321,14 +376,15 @@ import Testing
         #expect(entries.allSatisfy { $0["writer"] == .string("a") })
         let unknownField = try await cli.run(["history"] + d + ["h", "nope"])
         #expect(unknownField.status != 0)
-        // The reserved fields lansync writes stay out unless --all (or named).
+        // The type is shown (users change it with 'set --type'); the tombstone stays out unless
+        // --all (or named).
         func fields(_ args: [String]) async throws -> Set<String> {
             guard case .array(let all) = try JSON(parsing: try await cli.ok(["history"] + d + args + ["--json"])) else {
                 return []
             }
             return Set(all.compactMap { if case .string(let f)? = $0["field"] { f } else { nil } })
         }
-        #expect(try await fields(["h"]) == ["title"])
+        #expect(try await fields(["h"]) == ["title", "_type"])
         #expect(try await fields(["h", "--all"]) == ["title", "_type"])
         #expect(try await fields(["h", "_type"]) == ["_type"])
         // A list write a later one superseded is "in list" while its element is still there.

@@ -48,6 +48,28 @@ import Testing
         #expect(Self.first(history)?["write"] != nil, "\(history)")
     }
 
+    /// A patch's `type` changes the item's type in the same edit as its fields; one that is no
+    /// text is a 400 and changes nothing; the type's history is shown by default.
+    @Test func aPatchChangesTheType() async throws {
+        let api = try InProcessAPI("routes-retype")
+        _ = try await api.send(.post, "/v1/items", body: #"{"id":"t1","type":"task","fields":{"title":"Climb"}}"#)
+        let patched = try await api.send(.patch, "/v1/items/t1", body: #"{"type":"note","set":{"title":"Climbed"}}"#)
+        #expect(patched.status == .ok, "\(patched.body)")
+        let item = try JSON(parsing: patched.body)
+        #expect(item["type"] == .string("note") && item["fields"]?["title"] == .string("Climbed"), "\(item)")
+        let bad = try await api.send(.patch, "/v1/items/t1", body: #"{"type":5}"#)
+        #expect(bad.status == .badRequest && bad.body.contains("type"), "\(bad.body)")
+        let empty = try await api.send(.patch, "/v1/items/t1", body: #"{"type":""}"#)
+        #expect(empty.status != .ok, "\(empty.body)")
+        #expect(try JSON(parsing: try await api.send(.get, "/v1/items/t1").body)["type"] == .string("note"))
+        guard case .array(let history) = try JSON(parsing: try await api.send(.get, "/v1/items/t1/history").body) else {
+            Issue.record("history is no array")
+            return
+        }
+        let types = history.filter { $0["field"] == .string("_type") }.compactMap { $0["write"] }
+        #expect(types.count == 2, "the type's two writes: \(history)")
+    }
+
     @Test func mistakesAreProblemDetails() async throws {
         let api = try InProcessAPI("routes-problems")
         let missing = try await api.send(.get, "/v1/items/nothing-here")

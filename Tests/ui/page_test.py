@@ -456,6 +456,27 @@ def main():
                 screenshot(a, "item")
                 done()
 
+                done = check("change an item's type on its page; the other node has it")
+                a.get_by_role("button", name="Change the type (note)").click()
+                box = a.get_by_label("New type")
+                expect(box).to_have_value("note")
+                box.fill("")
+                a.get_by_role("button", name="Save", exact=True).click()
+                expect(a.locator("li.retype [role=alert]")).to_have_text("Give the new type.")
+                box.fill("shopping list")
+                box.press("Enter")
+                expect(a.locator("ul.meta li").first).to_have_text(re.compile("^type shopping list"))
+                for node in ("kitchen", "garage"):
+                    cluster.wait_cli(f"{node} to show the new type", lambda node=node: (
+                        (lambda t: (t == "shopping list", t))(cluster.cli_json(node, "get", ids["groceries"])["type"])))
+                type_history = a.locator('section[data-scope="hist:_type"]')
+                expect(type_history.locator("h3")).to_have_text("type")
+                type_history.get_by_role("button", name="Bring back type = note").click()
+                expect(a.locator("ul.meta li").first).to_have_text(re.compile("^type note"))
+                cluster.wait_cli("garage to show the type brought back", lambda: (
+                    (lambda t: (t == "note", t))(cluster.cli_json("garage", "get", ids["groceries"])["type"])))
+                done()
+
                 # -- the cluster view ------------------------------------------------------
                 done = check("cluster view: garage connected")
                 a.get_by_role("link", name="Cluster").click()

@@ -1639,6 +1639,55 @@ function itemView(id) {
     }
   });
 
+  // Changing the type: an input kept across re-renders (a change arriving meanwhile must not
+  // take away what is being typed), shown in place of the type while `retyping`.
+  let retyping = false;
+  const retypeInput = h('input', { type: 'text', id: 'retype-input', 'data-key': 'retype-input', autocomplete: 'off', 'aria-label': 'New type' });
+  const retypeError = h('span', { class: 'error-text', role: 'alert' });
+  function stopRetyping() {
+    retyping = false;
+    retypeError.textContent = '';
+    const item = store.items.get(id);
+    if (item) renderHead(item);
+  }
+  async function saveType() {
+    const type = retypeInput.value.trim();
+    if (!type) { retypeError.textContent = 'Give the new type.'; retypeInput.focus(); return; }
+    try {
+      const item = await api('PATCH', itemPath(id), { type });
+      retyping = false;
+      retypeError.textContent = '';
+      putItem(item);
+      announce(`Changed the type to ${type}.`);
+      const button = head.querySelector('[data-key="retype"]');
+      if (button) button.focus();
+    } catch (e) {
+      retypeError.textContent = e.message;
+    }
+  }
+  retypeInput.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') { ev.preventDefault(); saveType(); }
+    else if (ev.key === 'Escape') { ev.preventDefault(); stopRetyping(); }
+  });
+  function typeEntry(item) {
+    if (retyping && !item.deleted) {
+      return h('li', { class: 'retype' }, h('label', { for: 'retype-input' }, 'type '), retypeInput,
+        h('button', { type: 'button', class: 'small primary', 'data-key': 'retype-save', onclick: saveType }, 'Save'),
+        h('button', { type: 'button', class: 'small quiet', onclick: stopRetyping }, 'Cancel'),
+        retypeError);
+    }
+    return h('li', null, 'type ', h('strong', null, item.type), item.deleted ? null : h('button', {
+      type: 'button', class: 'small quiet', 'data-key': 'retype', 'aria-label': `Change the type (${item.type})`,
+      onclick: () => {
+        retyping = true;
+        retypeInput.value = item.type;
+        renderHead(item);
+        retypeInput.focus();
+        retypeInput.select();
+      },
+    }, 'Change'));
+  }
+
   add(el, [
     h('a', { class: 'back', href: '#/items' }, '← All items'),
     head,
@@ -1664,7 +1713,7 @@ function itemView(id) {
         h('div', null,
           h('h1', { id: 'item-title', tabindex: '-1' }, title),
           h('ul', { class: 'meta' },
-            h('li', null, 'type ', h('strong', null, item.type)),
+            typeEntry(item),
             h('li', null, 'id ', h('code', null, item.id)),
             h('li', null, 'sync ', syncBadge(item.sync)),
             item.deleted ? h('li', null, h('span', { class: 'badge deleted' }, 'deleted')) : null)),
@@ -1724,9 +1773,11 @@ function itemView(id) {
     }
     keepFocus(() => fill(histEl, ...order.map((f) => {
       const entries = byField.get(f);
-      const current = item.fields[f];
+      // The type's history is the item's own _type field: shown as "type", brought back as one.
+      const current = f === '_type' ? item.type : item.fields[f];
+      const label = f === '_type' ? 'type' : f;
       return h('section', { class: 'panel field-hist', 'data-scope': `hist:${f}`, 'aria-labelledby': `hist-${cssId(f)}` },
-        h('h3', { id: `hist-${cssId(f)}`, tabindex: '-1' }, f),
+        h('h3', { id: `hist-${cssId(f)}`, tabindex: '-1' }, label),
         h('ol', { class: 'timeline' }, entries.map((e, i) => {
           const d = describeWrite(e.write);
           const canRevert = d.has && !sameValue(d.value, current) && !item.deleted;
@@ -1739,7 +1790,7 @@ function itemView(id) {
             canRevert
               ? h('button', {
                 type: 'button', class: 'small', 'data-key': `rev:${e.node}:${e.counter}`,
-                'aria-label': `Bring back ${f} = ${shorten(valueText(d.value), 60)}`,
+                'aria-label': `Bring back ${label} = ${shorten(valueText(d.value), 60)}`,
                 onclick: (ev) => bringBack(f, d.value, ev.currentTarget),
               }, 'Bring this value back')
               : null,
@@ -1751,8 +1802,9 @@ function itemView(id) {
   async function bringBack(field, value, button) {
     button.disabled = true;
     try {
-      putItem(await api('PATCH', itemPath(id), { set: { [field]: value } }));
-      toast(`${field} is ${shorten(valueText(value), 50)} again.`);
+      const body = field === '_type' ? { type: value } : { set: { [field]: value } };
+      putItem(await api('PATCH', itemPath(id), body));
+      toast(`${field === '_type' ? 'The type' : field} is ${shorten(valueText(value), 50)} again.`);
     } catch (e) {
       toast(e.message, { error: true });
     } finally {

@@ -36,24 +36,30 @@ struct AddCommand: ParsableCommand {
 struct SetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
-        abstract: "Change fields of an item (one atomic edit).",
-        discussion: "Example: lansync set ID title=\"Climb again\" tags+=indoor tags-=outdoor"
+        abstract: "Change fields of an item, or its type (one atomic edit).",
+        discussion: """
+            Example: lansync set ID title="Climb again" tags+=indoor tags-=outdoor. With --type, the \
+            item's type changes in the same edit (a type is a field like any other: concurrent changes \
+            of it on two machines are a conflict both show).
+            """
     )
 
     @OptionGroup var data: DataDirectoryOptions
     @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Argument(help: "Field assignments: FIELD=VALUE, FIELD+=ELEM, FIELD-=ELEM.") var assignments: [String] = []
+    @Option(help: "Change the item's type to TYPE.") var type: String?
     @Flag(help: "Print the item after the edit, as 'get --json' does.") var json = false
 
     func run() throws {
         let assignments = try self.assignments.map(AssignmentParser.parse)
         let replica = try LocalReplica(data.directory)
-        let itemID = try replica.edit(.update(assignments), onTyped: id)
+        let edit: ItemEdit = type.map { .retype($0, assignments: assignments) } ?? .update(assignments)
+        let itemID = try replica.edit(edit, onTyped: id)
         // `set ID type=note` is a natural try at changing the item's type: say what it did.
         for name in Set(assignments.map(\.field.rawValue)).intersection(["id", "type", "sync"]).sorted() {
             Terminal.note(
                 "this set a field named '\(name)', which is not the item's own \(name) ('lansync get' shows them apart)"
-                    + (name == "type" ? "; an item's type is given when it is made ('lansync add --type')" : "")
+                    + (name == "type" ? "; to change the item's type, use 'lansync set ID --type TYPE'" : "")
             )
         }
         if json { try printItemJSON(itemID, in: replica) }
@@ -127,7 +133,8 @@ struct RevertCommand: ParsableCommand {
             newest), or its version NODE:COUNTER from 'history --json' (a unique start of NODE will \
             do). The value comes back as a new edit that syncs like any other; history keeps \
             everything. A list comes back whole from a write that replaced it; an addition or a \
-            removal is not a value (add an element again with 'lansync set ID FIELD+=ELEM').
+            removal is not a value (add an element again with 'lansync set ID FIELD+=ELEM'). FIELD \
+            _type brings a past type back.
             """
     )
 
@@ -139,7 +146,8 @@ struct RevertCommand: ParsableCommand {
 
     func run() throws {
         let replica = try LocalReplica(data.directory)
-        let itemID = try replica.revert(id, field: try FieldName(field), to: to)
+        let name = field == FieldName.type.rawValue ? FieldName.type : try FieldName(field)
+        let itemID = try replica.revert(id, field: name, to: to)
         if json { try printItemJSON(itemID, in: replica) }
     }
 }

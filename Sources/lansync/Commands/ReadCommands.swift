@@ -191,13 +191,14 @@ struct HistoryCommand: ParsableCommand {
     @Argument(help: "The item's id, or a unique start of it.") var id: String
     @Argument(help: "Only this field.") var field: String?
     @Flag(help: "Print a JSON array.") var json = false
-    @Flag(help: "Include the reserved fields lansync writes (_type, _deleted).") var all = false
+    @Flag(help: "Include the tombstone lansync writes on rm and restore (_deleted).") var all = false
 
     func run() throws {
         let name = field.map { FieldName(unchecked: $0) }
         let (itemID, state, history) = try LocalReplica(data.directory).history(id, field: name)
-        // A field named on the command line is shown even if reserved.
-        let entries = history.filter { all || name != nil || !$0.field.isReserved }
+        // A field named on the command line is shown even if reserved; the type is a field users
+        // change ('set --type'), the tombstone one they do not write as a value.
+        let entries = history.filter { all || name != nil || !$0.field.isReserved || $0.field == .type }
         if let name, entries.isEmpty { throw CLIError("item \(itemID) has no field '\(name)'") }
         if json {
             print(entries.jsonText)
