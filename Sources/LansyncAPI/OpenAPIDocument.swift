@@ -261,7 +261,7 @@ enum OpenAPIDocument {
               },
               "patch": {
                 "operationId": "patchItem",
-                "summary": "Edits fields with the CLI's assignments, or set/add/remove (a list under add or remove adds or removes each element) and type (the item's new type). A patch that changes nothing changes nothing.",
+                "summary": "Edits fields with the CLI's assignments, or set/add/remove (a list under add or remove adds or removes each element) unset (fields to remove) and type (the item's new type). A patch that changes nothing changes nothing.",
                 "requestBody": {
                   "required": true,
                   "content": {
@@ -917,6 +917,13 @@ enum OpenAPIDocument {
                         "minLength": 1,
                         "maxLength": 64,
                         "description": "The item's new type, changed in the same edit (`lansync set ID --type TYPE`)."
+                      },
+                      "unset": {
+                        "type": "array",
+                        "items": {
+                          "type": "string"
+                        },
+                        "description": "Fields to remove, as `lansync unset ID FIELD...` does: a write of \"absent\" that merges like any other (a concurrent set and unset is a conflict)."
                       }
                     }
                   }
@@ -1030,9 +1037,17 @@ enum OpenAPIDocument {
                         },
                         "time": {
                           "type": "string"
+                        },
+                        "removed": {
+                          "type": "boolean",
+                          "description": "This version removed the field (its `value` is null)."
                         }
                       }
                     }
+                  },
+                  "removed": {
+                    "type": "boolean",
+                    "description": "One of the concurrent versions removed the field; `shown` is null when that one is shown."
                   }
                 }
               },
@@ -1077,6 +1092,10 @@ enum OpenAPIDocument {
                   },
                   "value": {
                     "$ref": "#/components/schemas/Value"
+                  },
+                  "removed": {
+                    "type": "boolean",
+                    "description": "The change removed the field (`lansync unset`): `value` is null and the item no longer shows it."
                   }
                 }
               },

@@ -201,8 +201,9 @@ struct Routes: Sendable {
     }
 
     /// A patch body: the CLI's assignments (`["title=Climb", "tags+=outdoor"]`), or
-    /// `{"set": {...}, "add": {...}, "remove": {...}, "type": TYPE}` with JSON values (a list under
-    /// add or remove adds or removes each element; `type` changes the item's type in the same edit).
+    /// `{"set": {...}, "add": {...}, "remove": {...}, "unset": [...], "type": TYPE}` with JSON values
+    /// (a list under add or remove adds or removes each element; `unset` removes fields; `type`
+    /// changes the item's type in the same edit).
     func patchItem(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try resolve(context)
         let body = try await bytes(of: request)
@@ -226,10 +227,22 @@ struct Routes: Sendable {
                     type = text
                     continue
                 }
+                if key == "unset" {
+                    guard case .array(let names) = value else {
+                        throw Problem(.badRequest, "\"unset\" in the patch is a list of field names to remove")
+                    }
+                    for name in names {
+                        guard case .string(let text) = name else {
+                            throw Problem(.badRequest, "\"unset\" in the patch is a list of field names to remove")
+                        }
+                        assignments.append(.unset(try FieldName(text)))
+                    }
+                    continue
+                }
                 guard key == "set" || key == "add" || key == "remove", case .object(let fields) = value else {
                     throw Problem(
                         .badRequest,
-                        "unknown key '\(key)' in the patch: expected \"set\", \"add\" and \"remove\", each an object of fields, and \"type\""
+                        "unknown key '\(key)' in the patch: expected \"set\", \"add\" and \"remove\", each an object of fields, \"unset\" and \"type\""
                     )
                 }
                 for (name, fieldValue) in fields {

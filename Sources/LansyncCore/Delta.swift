@@ -121,6 +121,12 @@ public struct DeltaBatch: Hashable, Sendable {
         }
     }
 
+    /// True if a field state or delta in the batch carries a removal (``FieldVersion/Write/unset``),
+    /// which nodes older than protocol 1.6 cannot read.
+    public var carriesUnset: Bool {
+        updates.contains { update in update.change.versions.contains { $0.write == .unset } }
+    }
+
     /// True unless the batch holds deltas taken against more than a replica with `versionVector`
     /// has seen: merging those could lose the removal of a tag it holds.
     public func isApplicable(to versionVector: VersionVector) -> Bool {

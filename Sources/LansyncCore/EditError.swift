@@ -15,6 +15,8 @@ public enum EditError: CodedError, Equatable, Sendable {
     case valueTooDeep(FieldName, nesting: Int)
     case tooManyFields(ItemID, count: Int)
     case noConflict(ItemID, FieldName)
+    /// An unset of a field the item does not show (never written, or removed already).
+    case noField(ItemID, FieldName)
     /// A restore of an item deleted longer ago than the trash window (which may have been
     /// collected on other replicas already).
     case pastTrashWindow(ItemID, deletedAt: UInt64)
@@ -47,6 +49,8 @@ public enum EditError: CodedError, Equatable, Sendable {
             "item \(id) would have \(count) fields, over the limit of \(Limits.maxFieldsPerItem)"
         case let .noConflict(id, field):
             "field '\(field)' of item \(id) has no open conflict"
+        case let .noField(id, field):
+            "item \(id) has no field '\(field)'"
         case let .pastTrashWindow(id, deletedAt):
             "item \(id) was deleted at \(Self.iso8601(deletedAt)), before the cluster's trash window: it can no longer be restored (create it again instead)"
         }
@@ -54,7 +58,7 @@ public enum EditError: CodedError, Equatable, Sendable {
 
     public var code: ErrorCode {
         switch self {
-        case .unknownItem: .notFound
+        case .unknownItem, .noField: .notFound
         case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList, .pastTrashWindow: .conflict
         case _ where isOverALimit: .overLimit
         default: .badInput

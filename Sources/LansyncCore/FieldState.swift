@@ -104,6 +104,16 @@ public struct FieldState: Hashable, Sendable {
         context.insert(dot)
     }
 
+    /// Records a write that removes the field (``FieldVersion/Write/unset``): it supersedes every
+    /// version and list element this state has seen. `dot` follows ``assign(_:dot:timestamp:)``'s rule.
+    public mutating func unset(dot: Dot, timestamp: HLCTimestamp) {
+        precondition(dot.counter >= context[dot.node], "a dot is never reused")
+        logRemoval(of: entries, keeping: [], by: dot)
+        entries = []
+        versions = [FieldVersion(dot: dot, timestamp: timestamp, write: .unset)]
+        context.insert(dot)
+    }
+
     /// Records a write that adds or removes one list element. A field that is not a list yet becomes
     /// one. The list writes of one edit share its dot and fold into one version.
     ///
@@ -289,6 +299,7 @@ public struct FieldState: Hashable, Sendable {
         switch shown.write {
         case .assign(let value), .overrule(let value, _, _): return value
         case .list: return .list(kept.listValue)
+        case .unset: return nil
         }
     }
 

@@ -15,6 +15,8 @@ public enum FieldStateCodec {
     static let listTag: UInt8 = 1
     static let listReplacedTag: UInt8 = 2
     static let overruleTag: UInt8 = 3
+    /// An unset (protocol 1.6, store v17): no payload.
+    static let unsetTag: UInt8 = 4
     /// The longest overrule reason kept when decoding (a peer cannot make history rows huge).
     public static let maxReasonLength = 256
 
@@ -116,6 +118,8 @@ public enum FieldStateCodec {
         case .assign(let value):
             w.byte(assignTag)
             w.value(value)
+        case .unset:
+            w.byte(unsetTag)
         case .list(let change):
             w.byte(change.replaced ? listReplacedTag : listTag)
             w.varint(UInt64(change.added.count))
@@ -259,6 +263,8 @@ public enum FieldStateCodec {
         switch try r.byte() {
         case assignTag:
             return .assign(try r.value())
+        case unsetTag:
+            return .unset
         case overruleTag:
             let kept = try r.value()
             var rejected: [Dot] = []

@@ -23,6 +23,10 @@ public struct FieldVersion: Hashable, Sendable {
         /// The relay refused the versions `rejected` (over its limits) and kept `kept` instead:
         /// shown like an assignment, and recognised by the writers of the rejected versions.
         case overrule(kept: Value, rejected: [Dot], reason: String)
+        /// The field was removed: a write of "absent", which supersedes what its writer had seen
+        /// and is superseded like any other, so a concurrent set and unset are two siblings (a
+        /// conflict), never a silent loss. A field whose shown version is an unset is not shown.
+        case unset
     }
 
     /// The order in which siblings are shown: the highest timestamp first, then the highest node id.

@@ -14,8 +14,9 @@ public enum ItemEdit: Hashable, Sendable {
     case delete
     /// Clears the tombstone (every delete this replica has seen).
     case restore
-    /// Closes a field's open conflict with a value that supersedes every sibling.
-    case resolve(FieldName, Value)
+    /// Closes a field's open conflict with a value that supersedes every sibling (nil: by
+    /// removing the field, when the removal is the version kept).
+    case resolve(FieldName, Value?)
 }
 
 /// One change to one field, as written on the command line.
@@ -26,16 +27,20 @@ public enum Assignment: Hashable, Sendable {
     case add(FieldName, Value)
     /// `FIELD-=ELEM`: removes an element from a list field.
     case remove(FieldName, Value)
+    /// `lansync unset ID FIELD`: removes the field (a write of "absent", ``FieldVersion/Write/unset``).
+    case unset(FieldName)
 
     public var field: FieldName {
         switch self {
-        case .set(let f, _), .add(let f, _), .remove(let f, _): f
+        case .set(let f, _), .add(let f, _), .remove(let f, _), .unset(let f): f
         }
     }
 
-    public var value: Value {
+    /// The value or element written; nil for an unset.
+    public var value: Value? {
         switch self {
         case .set(_, let v), .add(_, let v), .remove(_, let v): v
+        case .unset: nil
         }
     }
 }

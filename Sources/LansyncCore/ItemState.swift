@@ -44,7 +44,7 @@ public struct ItemState: Hashable, Sendable {
 
     public var conflicts: [FieldConflict] {
         conflictedFields.compactMap { name in
-            guard let state = fields[name], state.shownValue != nil else { return nil }
+            guard let state = fields[name], !state.isEmpty else { return nil }
             return FieldConflict(item: id, field: name, state: state)
         }
     }
@@ -113,13 +113,19 @@ public struct ItemState: Hashable, Sendable {
         case let .resolve(name, value):
             guard exists else { throw .unknownItem(id) }
             guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
-            try Self.validate(value, of: name)
-            if name == .type {
-                guard case .string(let type) = value else { throw .invalidType("(\(value.kindName), not text)") }
-                try Self.validate(type: type)
-            }
             var resolved = state(name)
-            resolved.assign(value, dot: dot, timestamp: timestamp)
+            if let value {
+                try Self.validate(value, of: name)
+                if name == .type {
+                    guard case .string(let type) = value else { throw .invalidType("(\(value.kindName), not text)") }
+                    try Self.validate(type: type)
+                }
+                resolved.assign(value, dot: dot, timestamp: timestamp)
+            } else {
+                // An item always has a type: its conflict is settled with one.
+                guard name != .type else { throw .invalidType("(none)") }
+                resolved.unset(dot: dot, timestamp: timestamp)
+            }
             changed[name] = resolved
         }
         return changed
@@ -182,6 +188,11 @@ public struct ItemState: Hashable, Sendable {
             case .set(_, let value):
                 try Self.validate(value, of: name)
                 field.assign(value, dot: dot, timestamp: timestamp)
+            case .unset:
+                // Removing what this replica does not show is no edit: say so rather than write
+                // an absence (a concurrent set elsewhere stays, as any unseen write does).
+                guard field.shownValue != nil || field.hasConflict else { throw .noField(id, name) }
+                field.unset(dot: dot, timestamp: timestamp)
             case .add(_, let element), .remove(_, let element):
                 // Checked as the list it would make: a removal keeps the element in the field's
                 // state even when the list never held it.
@@ -234,9 +245,13 @@ public struct ItemView: Hashable, Sendable {
 public struct FieldConflict: Hashable, Sendable {
     public let item: ItemID
     public let field: FieldName
-    /// The distinct values, the shown one first.
+    /// The distinct values, the shown one first (a version that removed the field stands for
+    /// none: ``removed``).
     public let values: [Value]
-    public let shown: Value
+    /// The value shown; nil when the shown version removed the field.
+    public let shown: Value?
+    /// True if one of the concurrent versions removed the field.
+    public let removed: Bool
     /// The concurrent versions behind the values (who wrote each, and when), the shown one first.
     public let versions: [FieldVersion]
 
@@ -244,7 +259,8 @@ public struct FieldConflict: Hashable, Sendable {
         self.item = item
         self.field = field
         self.values = state.candidateValues
-        self.shown = state.shownValue ?? .null
+        self.shown = state.shownValue
+        self.removed = state.hasUnset
         self.versions = state.versions.sorted { $0.isShown(before: $1) }
     }
 }

@@ -77,6 +77,10 @@ public struct LocalReplica: Sendable {
             throw HostError(
                 "entry \(entry) of \(id).\(field) added or removed list elements, which is no value to bring back: add an element again with 'lansync set \(id) \(field)+=ELEM'"
             )
+        case .unset:
+            guard field != .type else { throw HostError("entry \(entry) of \(id).\(field) is no type") }
+            try edit(.update([.unset(field)]), on: id)
+            return id
         }
         if field == .type {
             guard case .string(let type) = value else {

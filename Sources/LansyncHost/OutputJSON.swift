@@ -27,17 +27,20 @@ extension HistoryEntry {
 
 extension FieldConflict {
     /// One entry of `conflicts --json`: the distinct values, and each concurrent version with its
-    /// writer (`node`, and its name when `names` knows it) and time.
+    /// writer (`node`, and its name when `names` knows it) and time. A version that removed the
+    /// field has `"removed": true` and a null value; `removed` says whether one did, and `shown`
+    /// is null when that one is shown.
     public func json(names: [NodeID: String] = [:]) -> JSON {
         .object([
             ("id", .string(item.rawValue)), ("field", .string(field.rawValue)),
-            ("values", .array(values.map(\.json))), ("shown", shown.json),
+            ("values", .array(values.map(\.json))), ("shown", shown?.json ?? .null), ("removed", .bool(removed)),
             (
                 "versions",
                 .array(
                     versions.map { version in
                         .object([
-                            ("value", value(of: version).json),
+                            ("value", value(of: version)?.json ?? .null),
+                            ("removed", .bool(version.write == .unset)),
                             ("node", .string(version.dot.node.text)),
                             ("writer", names[version.dot.node].map(JSON.string) ?? .null),
                             ("time", .string(WallClock.iso8601(milliseconds: version.timestamp.milliseconds))),
@@ -66,11 +69,12 @@ extension Sequence<HistoryEntry> {
 
 extension FieldConflict {
     /// The value a version stands for: what it set (or the relay kept), or for a list write the
-    /// merged list (lists never conflict with lists).
-    public func value(of version: FieldVersion) -> Value {
+    /// merged list (lists never conflict with lists); nil for a version that removed the field.
+    public func value(of version: FieldVersion) -> Value? {
         switch version.write {
         case .assign(let value), .overrule(let value, _, _): value
         case .list: values.first { if case .list = $0 { true } else { false } } ?? .null
+        case .unset: nil
         }
     }
 }
@@ -82,12 +86,13 @@ extension Sequence<FieldConflict> {
 
 extension ChangeEntry {
     /// One entry of the change feed, as `lansync watch --json` prints it and the API sends it:
-    /// `{"seq", "time", "id", "type", "field", "kind", "value"}`.
+    /// `{"seq", "time", "id", "type", "field", "kind", "value", "removed"}` (`removed`: the change
+    /// removed the field; its value is null).
     public var jsonText: String {
         #"{"seq":\#(seq),"time":"# + JSON.string(WallClock.iso8601(milliseconds: at)).text + #","id":"#
             + JSON.string(item.rawValue).text + #","type":"# + JSON.string(type).text + #","field":"#
             + JSON.string(field.rawValue).text + #","kind":"# + JSON.string(kind.name).text + #","value":"#
-            + (value?.jsonText ?? "null") + "}"
+            + (value?.jsonText ?? "null") + #","removed":"# + (removed ? "true" : "false") + "}"
     }
 }
 

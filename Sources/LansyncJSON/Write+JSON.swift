@@ -3,12 +3,14 @@ public import LansyncCore
 extension FieldVersion.Write {
     /// The write's JSON form: what `history --json` prints and the `history` table's `write`
     /// column holds (readable with the sqlite3 shell):
-    /// `{"set": V}`, `{"list": {"replaced": B, "added": [...], "removed": [...]}}` or
-    /// `{"overrule": {"kept": V, "rejected": ["NODE:COUNTER", ...], "reason": "..."}}`.
+    /// `{"set": V}`, `{"unset": true}`, `{"list": {"replaced": B, "added": [...], "removed": [...]}}`
+    /// or `{"overrule": {"kept": V, "rejected": ["NODE:COUNTER", ...], "reason": "..."}}`.
     public var json: JSON {
         switch self {
         case .assign(let value):
             return .object([("set", value.json)])
+        case .unset:
+            return .object([("unset", .bool(true))])
         case .list(let change):
             let list: JSON = .object([
                 ("replaced", .bool(change.replaced)),
@@ -30,6 +32,8 @@ extension FieldVersion.Write {
     public init?(json: JSON) {
         if let set = json["set"]?.value {
             self = .assign(set)
+        } else if json["unset"] == .bool(true) {
+            self = .unset
         } else if let o = json["overrule"], let kept = o["kept"]?.value, case .string(let reason)? = o["reason"],
             case .array(let list)? = o["rejected"]
         {

@@ -50,6 +50,9 @@ public struct ChangeEntry: Sendable, Equatable {
     public let kind: ChangeKind
     /// The field's shown value after the change (nil for a field with no value).
     public let value: Value?
+    /// True if the field's shown version removed it (an unset): `value` is nil, and the item no
+    /// longer shows the field.
+    public var removed = false
 }
 
 /// Where local changes come from, for the feed's `edit` / `merge`.
@@ -201,7 +204,8 @@ extension ReplicaStore {
                     type: row[3],
                     field: FieldName(unchecked: row[4]),
                     kind: kind,
-                    value: state?.shownValue
+                    value: state?.shownValue,
+                    removed: state?.shownVersion?.write == .unset
                 )
             }
             let last =

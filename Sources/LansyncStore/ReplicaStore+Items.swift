@@ -195,7 +195,7 @@ extension ReplicaStore {
                         db: db,
                         nodes: nodeRows
                     )
-                    guard state.shownValue != nil else { return nil }
+                    guard !state.isEmpty else { return nil }
                     return FieldConflict(
                         item: ItemID(unchecked: (try row.decode(atIndex: 0))),
                         field: FieldName(unchecked: (try row.decode(atIndex: 1))),

@@ -82,6 +82,8 @@ extension Transaction {
             switch write {
             case .assign(let value), .overrule(let value, _, _): return value
             case .list: continue
+            // An overrule keeps a value; the nearest to "removed" is null.
+            case .unset: return .null
             }
         }
         return .null

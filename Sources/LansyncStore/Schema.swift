@@ -26,6 +26,7 @@ enum Schema {
         migrator.registerMigration("v14-collection", migrate: v14Collection)
         migrator.registerMigration("v15-rejoin", migrate: v15Rejoin)
         migrator.registerMigration("v16-purge", migrate: v16Purge)
+        migrator.registerMigration("v17-unset", migrate: v17Unset)
         return migrator
     }
 
@@ -370,4 +371,10 @@ enum Schema {
             arguments: [Int64(clamping: WallClock.milliseconds)]
         )
     }
+
+    /// No table changes: field states may now hold removals (the write tag `unset`), which an
+    /// older lansync cannot read. Recording the version makes such a binary refuse the file as
+    /// written by a newer version instead of calling its states damaged.
+    private static func v17Unset(_ db: Database) throws {}
+
 }

@@ -42,7 +42,8 @@ struct StoredItemReader {
             else {
                 throw StoreError.corrupt(path: path, detail: "the state of \(id).\(name) does not decode")
             }
-            if shown { fields.append((FieldName(unchecked: name), state.shownValue ?? .null)) }
+            // A field whose shown version removed it is not shown (its state stays, to merge).
+            if shown, let value = state.shownValue { fields.append((FieldName(unchecked: name), value)) }
             if let localWriters {
                 for version in state.versions where localWriters.contains(version.dot.node) {
                     latest.raise(version.dot.node, to: version.dot.counter)

@@ -157,8 +157,12 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// logs and field deltas (message type 7), sent only to peers that announced 1.2; 1.3 the
     /// cluster statements (revocations, admitting machines) at the end of the hello (older nodes
     /// skip them); 1.4 the members' reports after them; 1.5 when the sender last rejoined from a
-    /// snapshot, and the error `away`.
-    public static let current = ProtocolVersion(major: 1, minor: 5)
+    /// snapshot, and the error `away`; 1.6 removed fields (the write tag `unset`), sent only to
+    /// peers that announced 1.6 (an older one is told to upgrade when a batch would carry one).
+    public static let current = ProtocolVersion(major: 1, minor: 6)
+
+    /// The first version that reads removed fields (``FieldVersion/Write/unset``).
+    public static let unsets = ProtocolVersion(major: 1, minor: 6)
 
     /// The first version that takes field deltas.
     public static let fieldDeltas = ProtocolVersion(major: 1, minor: 2)

@@ -18,7 +18,8 @@ struct Lansync: AsyncParsableCommand {
         subcommands: [
             ClusterCommand.self, InitCommand.self, InviteCommand.self, JoinCommand.self, RevokeCommand.self,
             MembersCommand.self,
-            AddCommand.self, SetCommand.self, RemoveCommand.self, RestoreCommand.self, ResolveCommand.self,
+            AddCommand.self, SetCommand.self, UnsetCommand.self, RemoveCommand.self, RestoreCommand.self,
+            ResolveCommand.self,
             RevertCommand.self,
             GetCommand.self, ListCommand.self, HistoryCommand.self, ConflictsCommand.self, WatchCommand.self,
             IndexCommand.self,

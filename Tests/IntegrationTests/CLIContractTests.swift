@@ -295,6 +295,71 @@ import Testing
         }
     }
 
+    /// `unset` removes fields (gone from get, list, export; kept in history, brought back by
+    /// revert); removing a field the item does not show is refused with one line and changes
+    /// nothing; a set on one machine and an unset on another, concurrent, are a conflict both
+    /// show, settled by resolve or by another unset.
+    @Test func unsetRemovesFieldsAndConflictsWithAConcurrentSet() async throws {
+        let cli = CLI("unset")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        try await cli.ok(["add", "--dir", a, "--id", "u", "title=Climb", "due=2026-12-01", "note=null"])
+        let after = try JSON(parsing: try await cli.ok(["unset", "--dir", a, "u", "due", "note", "--json"]))
+        #expect(after["fields"] == .object([("title", .string("Climb"))]), "\(after)")
+        #expect(!(try await cli.ok(["export", "--dir", a])).contains("due"))
+        #expect(try await cli.ok(["history", "--dir", a, "u", "due"]).contains("(removed)"))
+        let before = try await cli.ok(["export", "--dir", a])
+        let refused = try await cli.run(["unset", "--dir", a, "u", "due"])
+        #expect(refused.status == 1 && refused.stderr.contains("has no field 'due'"), "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1)
+        #expect(try await cli.ok(["export", "--dir", a]) == before, "a refused unset changes nothing")
+        try await cli.ok(["revert", "--dir", a, "u", "due", "--to", "2"])
+        #expect(
+            try JSON(parsing: try await cli.ok(["get", "--dir", a, "u", "--json"]))["fields"]?["due"]
+                == .string("2026-12-01")
+        )
+
+        let port = freePorts(1)[0]
+        let node = try NodeProcess(dir: b, port: port)
+        defer { node.stop() }
+        let sync = ["sync", "--dir", a, "--peer", "127.0.0.1:\(port)"]
+        try await cli.ok(sync)
+        for settleByUnset in [false, true] {
+            try await cli.ok(["unset", "--dir", a, "u", "title"])
+            try await cli.ok(["set", "--dir", b, "u", "title=Climb again"])
+            try await cli.ok(sync)
+            for dir in [a, b] {
+                let conflicts = try JSON(parsing: try await cli.ok(["conflicts", "--dir", dir, "--json"]))
+                guard case .array(let list) = conflicts, let conflict = list.first else {
+                    Issue.record("no conflict on \(dir): \(conflicts)")
+                    continue
+                }
+                #expect(conflict["field"] == .string("title") && conflict["removed"] == .bool(true), "\(conflict)")
+                #expect(conflict["values"] == .array([.string("Climb again")]), "\(conflict)")
+                #expect(try await cli.ok(["conflicts", "--dir", dir]).contains("(removed)"))
+            }
+            if settleByUnset {
+                try await cli.ok(["unset", "--dir", b, "u", "title"])
+            } else {
+                try await cli.ok(["resolve", "--dir", b, "u", "title", "Climb again"])
+            }
+            try await cli.ok(sync)
+            for dir in [a, b] {
+                #expect(
+                    try await cli.ok(["conflicts", "--dir", dir, "--json"]).trimmingCharacters(
+                        in: .whitespacesAndNewlines
+                    ) == "[]"
+                )
+                let title = try JSON(parsing: try await cli.ok(["get", "--dir", dir, "u", "--json"]))["fields"]?[
+                    "title"
+                ]
+                #expect(title == (settleByUnset ? nil : .string("Climb again")), "\(dir): \(String(describing: title))")
+            }
+            if settleByUnset { break }
+        }
+    }
+
     /// Every command explains itself, and its prose reads as prose: no runs of spaces mid-sentence
     /// (a multi-line string literal's indentation once leaked into `relay --help`).
     @Test func everyHelpReadsAsProse() async throws {
@@ -303,7 +368,7 @@ import Testing
         let commands = [
             [], ["cluster", "create"], ["init"], ["add"], ["set"], ["rm"], ["restore"], ["resolve"], ["revert"],
             ["get"], ["list"], ["history"], ["conflicts"], ["export"], ["import"], ["node"], ["relay"], ["sync"],
-            ["status"], ["check"], ["repair"], ["backup"], ["backup", "restore"],
+            ["status"], ["check"], ["repair"], ["backup"], ["backup", "restore"], ["unset"],
         ]
         for command in commands {
             let help = try await cli.run(command + ["--help"])

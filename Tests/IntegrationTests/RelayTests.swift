@@ -106,6 +106,44 @@ import Testing
         r.stop()
     }
 
+    /// A field removed on one node and set on another, apart, is a conflict the relay settles like
+    /// any other: `latest` keeps the later set; `first-seen` keeps the removal, which arrived first,
+    /// and the field is gone everywhere.
+    @Test(arguments: ["latest", "first-seen"])
+    func theRelaySettlesASetAgainstARemoval(policy: String) async throws {
+        let cli = CLI("relay-unset")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b"])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=base", "n=1"])
+        let p = freePorts(3)
+        let r = try cli.relay(port: p[0], settle: policy)
+        defer { r.stop() }
+        try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
+        try await cli.ok(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(p[0])"])
+        try await cli.ok(["unset", "--dir", cli.path("a"), "t1", "title"])
+        try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
+        try await Task.sleep(for: .milliseconds(20))
+        try await cli.ok(["set", "--dir", cli.path("b"), "t1", "title=from B"])
+        let a = try cli.node("a", port: p[1], relay: p[0])
+        let b = try cli.node("b", port: p[2], relay: p[0])
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let dirs = ["r", "a", "b"].map(cli.path)
+        #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil)
+        for dir in dirs {
+            let item = try JSON(parsing: try await cli.ok(["get", "--dir", dir, "t1", "--json"]))
+            let expected: JSON? = policy == "latest" ? .string("from B") : nil
+            #expect(item["fields"]?["title"] == expected, "\(policy) on \(dir): \(item)")
+            #expect(item["fields"]?["n"] == .integer(1))
+            #expect(
+                try await cli.ok(["conflicts", "--dir", dir, "--json"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                    == "[]"
+            )
+        }
+    }
+
     /// The relay killed with SIGKILL during heavy sync restarts, and everyone converges.
     @Test func aKilledRelayRestartsAndEveryoneConverges() async throws {
         let cli = CLI("relay-kill")

@@ -12,6 +12,7 @@ import Testing
         .itemExists(id), .unknownItem(id), .itemDeleted(id), .itemNotDeleted(id), .noAssignments,
         .notAList(id, field, kind: "string"), .valueTooLarge(field, bytes: 2 << 20),
         .valueTooDeep(field, nesting: 99), .tooManyFields(id, count: 300), .noConflict(id, field),
+        .noField(id, field),
     ]
 
     @Test func eachEditErrorHasItsKind() {

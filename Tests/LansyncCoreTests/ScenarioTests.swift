@@ -268,3 +268,74 @@ extension ScenarioTests {
         #expect(try FieldState(decoding: relay.encoded) == relay)
     }
 }
+
+/// Removing a field (`lansync unset`): a write of "absent" that merges like any other.
+@Suite struct UnsetTests {
+    static let id = ItemID.named("u")
+    static let f = FieldName.named("f")
+
+    /// Two replicas that hold the item with `f = 1`.
+    func pair() throws -> (Replica, Replica) {
+        var a = Replica(nodeID: .node(1))
+        var b = Replica(nodeID: .node(2))
+        try a.apply(
+            .create(type: "task", assignments: [.set(Self.f, .integer(1))]),
+            to: Self.id,
+            wallMilliseconds: 1_000
+        )
+        send(a, to: &b)
+        return (a, b)
+    }
+
+    func send(_ from: Replica, to: inout Replica) {
+        for batch in from.delta(for: to.versionVector) { to.apply(batch, wallMilliseconds: 5_000) }
+    }
+
+    @Test func anUnsetHidesTheFieldAndSyncs() throws {
+        var (a, b) = try pair()
+        try a.apply(.update([.unset(Self.f)]), to: Self.id, wallMilliseconds: 2_000)
+        #expect(a.items[Self.id]?.shownFields[Self.f] == nil)
+        #expect(a.items[Self.id]?.conflicts.isEmpty == true)
+        send(a, to: &b)
+        #expect(b.items[Self.id]?.shownFields[Self.f] == nil && b.items[Self.id] == a.items[Self.id])
+        // Removing what is not shown is refused, and changes nothing.
+        #expect(throws: EditError.noField(Self.id, Self.f)) {
+            try a.apply(.update([.unset(Self.f)]), to: Self.id, wallMilliseconds: 3_000)
+        }
+        // A later set brings the field back; a list add on a removed field makes a list.
+        try a.apply(.update([.add(Self.f, .string("x"))]), to: Self.id, wallMilliseconds: 4_000)
+        #expect(a.items[Self.id]?.shownFields[Self.f] == .list([.string("x")]))
+    }
+
+    /// A set and an unset of one field made concurrently are a conflict on both replicas, not a
+    /// silent loss, whichever is shown; settled by a value, or by removing the field.
+    @Test func aConcurrentSetAndUnsetConflict() throws {
+        for settleByRemoving in [false, true] {
+            var (a, b) = try pair()
+            try a.apply(.update([.unset(Self.f)]), to: Self.id, wallMilliseconds: 2_000)
+            try b.apply(.update([.set(Self.f, .integer(2))]), to: Self.id, wallMilliseconds: 2_001)
+            send(b, to: &a)
+            send(a, to: &b)
+            #expect(a.items[Self.id] == b.items[Self.id])
+            let conflict = try #require(a.items[Self.id]?.conflicts.first)
+            #expect(conflict.field == Self.f && conflict.removed && conflict.values == [.integer(2)])
+            #expect(conflict.shown == .integer(2), "the later write is shown")
+            try a.apply(.resolve(Self.f, settleByRemoving ? nil : .integer(2)), to: Self.id, wallMilliseconds: 3_000)
+            send(a, to: &b)
+            #expect(b.items[Self.id]?.conflicts.isEmpty == true)
+            #expect(b.items[Self.id]?.shownFields[Self.f] == (settleByRemoving ? nil : .integer(2)))
+        }
+    }
+
+    @Test func anUnsetSurvivesTheCodecs() throws {
+        var (a, _) = try pair()
+        try a.apply(.update([.unset(Self.f)]), to: Self.id, wallMilliseconds: 2_000)
+        let state = try #require(a.items[Self.id]?.fields[Self.f])
+        var writer = ByteWriter()
+        var form = AbsoluteForm()
+        FieldStateCodec.write(state, to: &writer, form: &form, removalLog: .present)
+        var reader = ByteReader(writer.bytes)
+        let back = try FieldStateCodec.read(from: &reader, form: AbsoluteForm(), removalLog: .present)
+        #expect(back == state && back.versions.first?.write == .unset)
+    }
+}

@@ -183,6 +183,52 @@ import Testing
         #expect(h.sides[1].machine.sentUpdates == sentBack, "B sent A's own changes back to it")
     }
 
+    /// A removed field (protocol 1.6) is never sent to an older peer: a batch that carries one
+    /// ends the session with `protocol-version` and words that say to upgrade; a newer peer gets it.
+    @Test func aRemovalGoesOnlyToAPeerThatReadsIt() throws {
+        var state = FieldState()
+        state.assign(.integer(1), dot: Dot(node: .node(1), counter: 1), timestamp: HLCTimestamp(rawValue: 1))
+        state.unset(dot: Dot(node: .node(1), counter: 2), timestamp: HLCTimestamp(rawValue: 2))
+        let batch = DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: .named("i"), field: .named("f")), state: state)],
+            covers: VersionVector([.node(1): 2])
+        )
+        #expect(batch.carriesUnset)
+        for (version, refused) in [(ProtocolVersion(major: 1, minor: 5), true), (.current, false)] {
+            var m = SessionMachine(
+                config: SessionMachine.SessionConfig(
+                    nodeID: .node(1),
+                    clusterID: .node(100),
+                    role: .peer,
+                    name: "a",
+                    authenticatedPeer: .node(2)
+                )
+            )
+            _ = m.handle(
+                .start(versionVector: VersionVector([.node(1): 2]), resume: VersionVector(), resumeFor: nil, now: .now)
+            )
+            let hello = Hello(
+                version: version,
+                nodeID: .node(2),
+                clusterID: .node(100),
+                role: .peer,
+                name: "b",
+                versionVector: VersionVector()
+            )
+            _ = m.handle(.received(.hello(hello), now: .now))
+            let actions = m.handle(.produced(batch, now: .now))
+            let closed = actions.contains {
+                if case .close(let error?, _) = $0 {
+                    error.code == .protocolVersion && error.message.contains("upgrade")
+                } else {
+                    false
+                }
+            }
+            #expect(closed == refused, "peer \(version): \(actions)")
+            #expect(actions.contains { if case .send(.batch) = $0 { true } else { false } } == !refused)
+        }
+    }
+
     /// Field deltas go only to a peer of protocol 1.2, against what it is known to hold whole:
     /// its hello's vector, then what its own batches covered; never part of our stream before
     /// its `done` (the fields a stream has not reached yet may still hold older states there).

@@ -477,6 +477,19 @@ def main():
                     (lambda t: (t == "note", t))(cluster.cli_json("garage", "get", ids["groceries"])["type"])))
                 done()
 
+                done = check("remove a field on the page; the other node has it removed; Undo sets it back")
+                a.get_by_role("button", name="Remove items", exact=True).click()
+                expect(a.locator('tr[data-field="items"]')).to_have_count(0)
+                cluster.wait_cli("garage to show items removed", lambda: (
+                    (lambda f: ("items" not in f, sorted(f)))(cluster.cli_json("garage", "get", ids["groceries"])["fields"])))
+                expect(a.locator('section[data-scope="hist:items"]')).to_contain_text("removed the field")
+                a.get_by_role("button", name="Undo").click()
+                expect(a.locator('tr[data-field="items"] .chip')).to_have_text(["milk", "eggs", "bread"])
+                cluster.wait_cli("garage to show items back", lambda: (
+                    (lambda f: (f.get("items") == ["milk", "eggs", "bread"], f.get("items")))(
+                        cluster.cli_json("garage", "get", ids["groceries"])["fields"])))
+                done()
+
                 # -- the cluster view ------------------------------------------------------
                 done = check("cluster view: garage connected")
                 a.get_by_role("link", name="Cluster").click()

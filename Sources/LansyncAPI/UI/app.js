@@ -1588,6 +1588,9 @@ function describeWrite(write) {
     if (!parts.length) parts.push('changed nothing in the list');
     return { what: parts, has: false };
   }
+  if (write && write.unset === true) {
+    return { what: ['removed the field'], has: false };
+  }
   if (write && write.overrule) {
     const o = write.overrule;
     const n = (o.rejected || []).length;
@@ -1747,7 +1750,10 @@ function itemView(id) {
               const target = document.getElementById(`hist-${cssId(f)}`);
               if (target) { target.scrollIntoView({ block: 'start' }); target.focus({ preventScroll: true }); }
             },
-          }, 'History')));
+          }, 'History'), item.deleted ? null : h('button', {
+            type: 'button', class: 'small quiet danger', 'data-key': 'unset', 'aria-label': `Remove ${f}`,
+            onclick: () => removeField(f),
+          }, 'Remove')));
         row = { tr, cell, deleted: item.deleted };
         fieldRows.set(f, row);
       }
@@ -1797,6 +1803,26 @@ function itemView(id) {
           );
         })));
     })));
+  }
+
+  // Removing a field is an edit like any other (`lansync unset`): the toast's Undo sets the
+  // value back, and the history keeps it either way.
+  async function removeField(field) {
+    const before = store.items.get(id);
+    const value = before ? before.fields[field] : undefined;
+    try {
+      putItem(await api('PATCH', itemPath(id), { unset: [field] }));
+      toast(`Removed ${field}.`, value === undefined ? {} : {
+        action: {
+          label: 'Undo',
+          run: async () => {
+            try { putItem(await api('PATCH', itemPath(id), { set: { [field]: value } })); } catch (e) { toast(e.message, { error: true }); }
+          },
+        },
+      });
+    } catch (e) {
+      toast(e.message, { error: true });
+    }
   }
 
   async function bringBack(field, value, button) {
@@ -1891,11 +1917,15 @@ function conflictsView() {
     const errorEl = h('p', { class: 'error-text', role: 'alert' });
     const allText = (c.values || []).every((v) => typeof v === 'string');
     const newInput = h('input', { type: 'text', id: uid('new-value'), autocomplete: 'off', 'data-key': 'new' });
-    const resolve = async (value, button, label) => {
+    // Keeping a removal removes the field again (`lansync unset`): a write that saw every
+    // version, so it settles the conflict as a resolve does.
+    const resolve = async (value, button, label, removed) => {
       errorEl.textContent = '';
       button.disabled = true;
       try {
-        putItem(await api('POST', `${itemPath(c.id)}/resolve`, { field: c.field, value }));
+        putItem(await (removed
+          ? api('PATCH', itemPath(c.id), { unset: [c.field] })
+          : api('POST', `${itemPath(c.id)}/resolve`, { field: c.field, value })));
         store.conflicts = store.conflicts.filter((x) => !(x.id === c.id && x.field === c.field));
         showConflictCount();
         toast(`${c.field} of “${shorten(title, 30)}” is now ${label}.`);
@@ -1909,17 +1939,19 @@ function conflictsView() {
         button.disabled = false;
       }
     };
+    // The node sends the versions shown one first.
     const versions = (c.versions || []).map((v, i) => {
-      const isShown = sameValue(v.value, c.shown);
+      const isShown = i === 0;
       const who = writerName(v.writer, v.node);
+      const what = v.removed ? 'the removal' : shorten(valueText(v.value), 50);
       return h('div', { class: isShown ? 'version shown' : 'version', role: 'listitem' },
-        h('div', { class: 'value' }, renderValue(v.value)),
+        h('div', { class: 'value' }, v.removed ? h('em', { class: 'muted' }, 'removed') : renderValue(v.value)),
         h('p', { class: 'who' }, 'by ', h('strong', null, who), ', ', timeEl(v.time),
           isShown ? [' ', h('span', { class: 'badge syncing' }, 'shown now')] : null),
         h('button', {
           type: 'button', class: 'primary', 'data-key': `keep:${i}`,
-          'aria-label': `Keep ${shorten(valueText(v.value), 50)}, by ${who}`,
-          onclick: (ev) => resolve(v.value, ev.currentTarget, `“${shorten(valueText(v.value), 40)}”`),
+          'aria-label': `Keep ${what}, by ${who}`,
+          onclick: (ev) => resolve(v.value, ev.currentTarget, v.removed ? 'removed' : `“${shorten(valueText(v.value), 40)}”`, v.removed),
         }, 'Keep this'));
     });
     const form = h('form', { class: 'new-value', novalidate: true },

@@ -68,24 +68,27 @@ public actor Authority {
         return count
     }
 
+    /// The value the conflict is settled with; nil when the version chosen removed the field
+    /// (the settlement removes it too; an item's type is settled with the latest type instead).
     static func choose(
         _ policy: SettlePolicy,
         state: FieldState,
         conflict: FieldConflict,
         store: ReplicaStore
-    ) throws -> Value {
+    ) throws -> Value? {
+        let chosen: Value?
         switch policy {
         case .latest:
-            return conflict.shown
+            chosen = conflict.shown
         case .firstSeen:
-            guard
-                let first = try store.firstSeen(state.versions.map(\.dot), item: conflict.item, field: conflict.field),
+            if let first = try store.firstSeen(state.versions.map(\.dot), item: conflict.item, field: conflict.field),
                 let version = state.versions.first(where: { $0.dot == first })
-            else { return conflict.shown }
-            switch version.write {
-            case .assign(let value), .overrule(let value, _, _): return value
-            case .list: return .list(state.listValue)
+            {
+                chosen = state.value(of: version)
+            } else {
+                chosen = conflict.shown
             }
         }
+        return chosen ?? (conflict.field == .type ? conflict.values.first : nil)
     }
 }

@@ -56,7 +56,7 @@ public struct RelayLimits: Sendable, Equatable {
             switch version.write {
             case .assign(let value): values = [value]
             case .list(let change): values = change.added + change.removed
-            case .overrule: continue
+            case .overrule, .unset: continue
             }
             if let big = values.first(where: { $0.encodedSize > maxValueBytes }) {
                 return "a value of \(big.encodedSize) bytes is over \(whose) of \(maxValueBytes)"

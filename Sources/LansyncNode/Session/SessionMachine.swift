@@ -234,6 +234,15 @@ public struct SessionMachine: Sendable {
             return [.send(.ack(sequence: sequence))]
 
         case (.open(var open), .produced(let batch, let now)):
+            if let batch, let peer, peer.version < .unsets, batch.carriesUnset {
+                // An older node cannot read a removal; it must not be sent a state without it.
+                return fail(
+                    ProtocolError(
+                        .protocolVersion,
+                        "the peer speaks protocol \(peer.version), and a field removed with 'lansync unset' needs \(ProtocolVersion.unsets): upgrade lansync on it"
+                    )
+                )
+            }
             let actions = produced(batch, now: now, &open)
             return settle(open, actions)
 

@@ -151,3 +151,30 @@ struct RevertCommand: ParsableCommand {
         if json { try printItemJSON(itemID, in: replica) }
     }
 }
+
+/// `lansync unset ID FIELD...`
+struct UnsetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unset",
+        abstract: "Remove fields of an item (one atomic edit).",
+        discussion: """
+            A removal is a write of "absent" that syncs and merges like any other: a field removed on \
+            one machine and set on another at the same time is a conflict both show, settled with \
+            'lansync resolve ID FIELD VALUE' (keep a value) or another 'lansync unset' (remove it). \
+            'set ID FIELD=null' is different: it keeps the field, with the value null. History keeps \
+            the removed value; 'lansync revert' brings it back.
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The item's id, or a unique start of it.") var id: String
+    @Argument(help: "The fields to remove.") var fields: [String]
+    @Flag(help: "Print the item after the edit, as 'get --json' does.") var json = false
+
+    func run() throws {
+        let names = try fields.map { try FieldName($0) }
+        let replica = try LocalReplica(data.directory)
+        let itemID = try replica.edit(.update(names.map(Assignment.unset)), onTyped: id)
+        if json { try printItemJSON(itemID, in: replica) }
+    }
+}

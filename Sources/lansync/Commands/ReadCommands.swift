@@ -256,11 +256,14 @@ struct ConflictsCommand: ParsableCommand {
                 rows.append([
                     i == 0 ? c.item.rawValue : "", i == 0 ? c.field.rawValue : "",
                     Render.writer(version.dot, name: names[version.dot.node]), Render.time(version.timestamp),
-                    (i == 0 ? "* " : "  ") + Render.human(c.value(of: version), width: .max),
+                    (i == 0 ? "* " : "  ")
+                        + (c.value(of: version).map { Render.human($0, width: .max) } ?? "(removed)"),
                 ])
             }
         }
         print(Render.table(["ID", "FIELD", "WRITER", "TIME", "VALUE (* shown)"], rows, width: nil))
-        print("\(conflicts.count) open conflict(s): 'lansync resolve ID FIELD VALUE' settles one")
+        print(
+            "\(conflicts.count) open conflict(s): 'lansync resolve ID FIELD VALUE' settles one ('lansync unset ID FIELD' by removing the field)"
+        )
     }
 }

@@ -45,7 +45,7 @@ struct WatchCommand: AsyncParsableCommand {
     }
 
     static func line(_ entry: ChangeEntry) -> String {
-        let value = entry.value.map { Render.human($0, width: 120) } ?? "-"
+        let value = entry.removed ? "(removed)" : entry.value.map { Render.human($0, width: 120) } ?? "-"
         return
             "\(entry.seq)  \(WallClock.iso8601(milliseconds: entry.at))  \(entry.kind.name)  \(entry.item.rawValue).\(entry.field.rawValue) = \(value)"
     }

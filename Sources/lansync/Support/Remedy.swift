@@ -34,6 +34,7 @@ enum Remedy {
         case .unknownItem: "'lansync list' shows the ids"
         case .itemDeleted(let id): "'lansync restore \(id)' brings it back first"
         case .noConflict: "use 'lansync set' to change it"
+        case .noField(let id, _): "'lansync get \(id)' shows its fields"
         default: nil
         }
     }

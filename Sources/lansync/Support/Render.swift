@@ -59,6 +59,7 @@ enum Render {
     static func change(_ write: FieldVersion.Write) -> String {
         switch write {
         case .assign(let value): return "= " + human(value, width: 200)
+        case .unset: return "(removed)"
         case let .overrule(kept, _, reason):
             // The relay overrules a change over its limits; any member overrules a revoked
             // node's writes: the reason says which.

@@ -189,10 +189,13 @@ struct History {
             } else if roll < 16 {
                 edit = .restore
             } else if roll < 26, let conflict = item!.conflicts.first {
-                edit = .resolve(
-                    conflict.field,
-                    rng.chance(50) ? rng.pick(conflict.values) : EdgeValues.random(using: &rng)
-                )
+                // Kept values, a new one, or (as `unset` would) the field removed.
+                let value: Value? =
+                    rng.chance(15) && conflict.field != .type
+                    ? nil
+                    : rng.chance(50) && !conflict.values.isEmpty
+                        ? rng.pick(conflict.values) : EdgeValues.random(using: &rng)
+                edit = .resolve(conflict.field, value)
             } else {
                 edit = .update(randomAssignments())
             }
@@ -222,6 +225,10 @@ struct History {
                 return rng.chance(50)
                     ? .remove(field, .integer(Int64.random(in: 0..<90, using: &rng)))
                     : .add(field, .integer(Int64.random(in: 0..<90, using: &rng)))
+            }
+            if roll >= 94 {
+                // A removal (refused, with the whole edit, when the field is not shown).
+                return .unset(field)
             }
             if field.rawValue == "tags" || roll < 20 {
                 let element = rng.pick(EdgeValues.elements)
