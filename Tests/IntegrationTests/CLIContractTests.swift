@@ -360,6 +360,40 @@ import Testing
         }
     }
 
+    /// Every command, found by walking `--help` from the top, prints its defaults as a user types
+    /// them: never a type's description (`Lifetime(seconds: 900)` once leaked into `invite --help`).
+    @Test func everyHelpDefaultIsInUserWords() async throws {
+        let cli = CLI("help-defaults")
+        defer { cli.cleanUp() }
+        var queue: [[String]] = [[]]
+        var seen = 0
+        while let command = queue.popLast() {
+            let help = try await cli.run(command + ["--help"])
+            #expect(help.succeeded, "\(command): \(help.stderr)")
+            seen += 1
+            var inSubcommands = false
+            for line in help.stdout.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix("SUBCOMMANDS:") {
+                    inSubcommands = true
+                } else if inSubcommands, line.hasPrefix("  "), !line.hasPrefix("   "),
+                    let name = line.split(separator: " ").first, name != "help"
+                {
+                    queue.append(command + [String(name)])
+                } else if !line.hasPrefix(" ") {
+                    inSubcommands = false
+                }
+            }
+            var rest = Substring(help.stdout.replacingOccurrences(of: "\n", with: " "))
+            while let start = rest.range(of: "(default: ") {
+                let value = rest[start.upperBound...].prefix { $0 != ")" }
+                let typeLike = value.contains("(") || value.contains("Optional") || value == "nil"
+                #expect(!typeLike, "lansync \(command.joined(separator: " ")) --help: default '\(value)'")
+                rest = rest[start.upperBound...]
+            }
+        }
+        #expect(seen > 30, "walked \(seen) commands")
+    }
+
     /// Every command explains itself, and its prose reads as prose: no runs of spaces mid-sentence
     /// (a multi-line string literal's indentation once leaked into `relay --help`).
     @Test func everyHelpReadsAsProse() async throws {

@@ -33,13 +33,15 @@ import Testing
         var items: [String] = []
         try store.forEachItem(includeDeleted: true) { items.append($0.jsonText) }
         #expect(try JSON(parsing: "[" + items.joined(separator: ",") + "]") == expected(name, "list.json"))
-        // The fixtures predate each value's writer and time ("versions"): the rest is unchanged.
+        // The fixtures predate each value's writer and time ("versions") and removals ("removed",
+        // false for all of them): the rest is unchanged.
         let conflicts = try JSON(parsing: store.conflicts().jsonText())
         guard case .array(let now) = conflicts, case .array(let then) = try expected(name, "conflicts.json") else {
             Issue.record("conflicts are not arrays")
             return
         }
-        #expect(now.map { $0.removing("versions") } == then)
+        #expect(now.allSatisfy { $0["removed"] == .bool(false) })
+        #expect(now.map { $0.removing("versions").removing("removed") } == then)
         for conflict in now {
             guard case .array(let versions)? = conflict["versions"], case .array(let values)? = conflict["values"]
             else {

@@ -17,6 +17,14 @@ struct Lifetime: ExpressibleByArgument, Sendable {
         guard let count = Int(text), count > 0, count <= 7 * 86_400 / unit else { return nil }
         seconds = count * unit
     }
+
+    /// As it is typed: `15m`, not the type's own description.
+    var defaultValueDescription: String {
+        for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] where seconds % size == 0 {
+            return "\(seconds / size)\(unit)"
+        }
+        return "\(seconds)s"
+    }
 }
 
 /// `lansync invite`: a one-time code that lets one new machine join.
