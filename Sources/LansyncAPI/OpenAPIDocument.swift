@@ -216,6 +216,207 @@ enum OpenAPIDocument {
                     "$ref": "#/components/responses/401"
                   }
                 }
+              },
+              "patch": {
+                "operationId": "patchItems",
+                "summary": "Edits every live item the query selects with one patch (as PATCH /v1/items/{id} takes it), in one transaction: `lansync set --where`.",
+                "parameters": [
+                  {
+                    "name": "where",
+                    "in": "query",
+                    "required": true,
+                    "schema": {
+                      "type": "array",
+                      "items": {
+                        "type": "string"
+                      }
+                    },
+                    "description": "The items to change: a condition on a field, as GET /v1/items takes it; repeat for more (all must pass). At least one: a request for every item is refused.",
+                    "style": "form",
+                    "explode": true
+                  },
+                  {
+                    "name": "type",
+                    "in": "query",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 64,
+                      "pattern": "^[^\\u0000-\\u001f\\u007f]+$",
+                      "description": "1 to 64 bytes, no control characters."
+                    },
+                    "description": "Only items of this type."
+                  }
+                ],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/Patch"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "200": {
+                    "description": "OK: the items changed, in one transaction (all or none).",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/BulkResult"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/400"
+                  },
+                  "404": {
+                    "$ref": "#/components/responses/404"
+                  },
+                  "409": {
+                    "$ref": "#/components/responses/409"
+                  },
+                  "422": {
+                    "$ref": "#/components/responses/422"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/503"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
+              },
+              "delete": {
+                "operationId": "deleteItems",
+                "summary": "Moves every live item the query selects to the bin, in one transaction: `lansync rm --where`.",
+                "parameters": [
+                  {
+                    "name": "where",
+                    "in": "query",
+                    "required": true,
+                    "schema": {
+                      "type": "array",
+                      "items": {
+                        "type": "string"
+                      }
+                    },
+                    "description": "The items to change: a condition on a field, as GET /v1/items takes it; repeat for more (all must pass). At least one: a request for every item is refused.",
+                    "style": "form",
+                    "explode": true
+                  },
+                  {
+                    "name": "type",
+                    "in": "query",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 64,
+                      "pattern": "^[^\\u0000-\\u001f\\u007f]+$",
+                      "description": "1 to 64 bytes, no control characters."
+                    },
+                    "description": "Only items of this type."
+                  }
+                ],
+                "responses": {
+                  "200": {
+                    "description": "OK: the items changed, in one transaction (all or none).",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/BulkResult"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/400"
+                  },
+                  "404": {
+                    "$ref": "#/components/responses/404"
+                  },
+                  "409": {
+                    "$ref": "#/components/responses/409"
+                  },
+                  "422": {
+                    "$ref": "#/components/responses/422"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/503"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
+              }
+            },
+            "/v1/items/restore": {
+              "post": {
+                "operationId": "restoreItems",
+                "summary": "Brings back every deleted item the query selects, in one transaction: `lansync restore --where`.",
+                "parameters": [
+                  {
+                    "name": "where",
+                    "in": "query",
+                    "required": true,
+                    "schema": {
+                      "type": "array",
+                      "items": {
+                        "type": "string"
+                      }
+                    },
+                    "description": "The items to change: a condition on a field, as GET /v1/items takes it; repeat for more (all must pass). At least one: a request for every item is refused.",
+                    "style": "form",
+                    "explode": true
+                  },
+                  {
+                    "name": "type",
+                    "in": "query",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 64,
+                      "pattern": "^[^\\u0000-\\u001f\\u007f]+$",
+                      "description": "1 to 64 bytes, no control characters."
+                    },
+                    "description": "Only items of this type."
+                  }
+                ],
+                "responses": {
+                  "200": {
+                    "description": "OK: the items changed, in one transaction (all or none).",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/BulkResult"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/400"
+                  },
+                  "404": {
+                    "$ref": "#/components/responses/404"
+                  },
+                  "409": {
+                    "$ref": "#/components/responses/409"
+                  },
+                  "422": {
+                    "$ref": "#/components/responses/422"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/503"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
               }
             },
             "/v1/items/{id}": {
@@ -1279,6 +1480,25 @@ enum OpenAPIDocument {
                   "detail": {
                     "type": "string",
                     "description": "The sentence the CLI prints for the same failure."
+                  }
+                }
+              },
+              "BulkResult": {
+                "type": "object",
+                "required": [
+                  "changed",
+                  "ids"
+                ],
+                "properties": {
+                  "changed": {
+                    "type": "integer",
+                    "minimum": 0
+                  },
+                  "ids": {
+                    "type": "array",
+                    "items": {
+                      "type": "string"
+                    }
                   }
                 }
               }

@@ -38,6 +38,22 @@ struct Routes: Sendable {
             try takes(request)
             return try await createItem(request)
         }
+        v1.patch("items") { request, _ in
+            try takes(request, "where", "type")
+            return try await bulk(request) { request in
+                let (assignments, type) = try Self.patch(try await bytes(of: request))
+                if assignments.isEmpty, type == nil { throw Problem(.badRequest, "the patch changes nothing") }
+                return .update(assignments, type: type)
+            }
+        }
+        v1.delete("items") { request, _ in
+            try takes(request, "where", "type")
+            return try await bulk(request) { _ in .delete }
+        }
+        v1.post("items/restore") { request, _ in
+            try takes(request, "where", "type")
+            return try await bulk(request) { _ in .restore }
+        }
         v1.get("items/:id") { request, context in
             try takes(request)
             return try await item(try resolve(context))
@@ -112,7 +128,8 @@ struct Routes: Sendable {
 
     /// Each endpoint's methods, for the `405` (with `Allow`) a known path answers to another one.
     static let methods: [(path: [String], methods: [String])] = [
-        (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST"]),
+        (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST", "PATCH", "DELETE"]),
+        (["items", "restore"], ["POST"]),
         (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
         (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
         (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]),
@@ -206,7 +223,15 @@ struct Routes: Sendable {
     /// changes the item's type in the same edit).
     func patchItem(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try resolve(context)
-        let body = try await bytes(of: request)
+        let (assignments, type) = try Self.patch(try await bytes(of: request))
+        if let type { return try await edit(.retype(type, assignments: assignments), id) }
+        // Like an empty JSON merge patch, one that assigns nothing changes nothing.
+        if assignments.isEmpty { return try await item(id) }
+        return try await edit(.update(assignments), id)
+    }
+
+    /// What a patch body asks for: its assignments, and the new type if it names one.
+    static func patch(_ body: [UInt8]) throws -> (assignments: [Assignment], type: String?) {
         let json = try Self.parse(body, "the patch", shape: #"a list of assignments or {"set", "add", "remove"}"#)
         var assignments: [Assignment] = []
         var type: String?
@@ -267,10 +292,35 @@ struct Routes: Sendable {
         default:
             throw Problem(.badRequest, "the patch must be a list of assignments or {\"set\", \"add\", \"remove\"}")
         }
-        if let type { return try await edit(.retype(type, assignments: assignments), id) }
-        // Like an empty JSON merge patch, one that assigns nothing changes nothing.
-        if assignments.isEmpty { return try await item(id) }
-        return try await edit(.update(assignments), id)
+        return (assignments, type)
+    }
+
+    /// `PATCH`, `DELETE /v1/items?where=...` and `POST /v1/items/restore?where=...`: `action` on
+    /// every item the query selects (of `type`), in one transaction; `{"changed": N, "ids": [...]}`.
+    /// A request with no `where` is refused: it would name every item.
+    func bulk(
+        _ request: Request,
+        _ action: @escaping @Sendable (Request) async throws -> LocalReplica.BulkAction
+    )
+        async throws -> Response
+    {
+        let query = try QueryString(request.uri.query)
+        let conditions = query.all("where")
+        guard !conditions.isEmpty else {
+            throw Problem(
+                .badRequest,
+                "name the items with where=CONDITION (as GET /v1/items takes it); a request for every item is refused"
+            )
+        }
+        let type = try query["type"].map(Self.type)
+        let itemQuery = ItemQuery(filters: try Self.inQuery { try conditions.map(QueryParser.filter) })
+        let chosen = try await action(request)
+        let ids = try await blocking { replica in
+            let ids = try replica.select(itemQuery, type: type, for: chosen)
+            try replica.perform(chosen, on: ids)
+            return ids
+        }
+        return json(LocalReplica.bulkJSONText(ids))
     }
 
     func edit(_ edit: ItemEdit, _ id: ItemID) async throws -> Response {

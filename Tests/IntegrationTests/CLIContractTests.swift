@@ -360,6 +360,66 @@ import Testing
         }
     }
 
+    /// `set`, `rm` and `restore` with `--where` act on every item the query selects, in one
+    /// transaction (all or none) with one feed entry per field; more than one item needs `--yes`
+    /// when no one is at a terminal to answer, and a refusal changes nothing.
+    @Test func setRmAndRestoreActOnWhatAQuerySelects() async throws {
+        let cli = CLI("bulk")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let a = cli.path("a")
+        let d = ["--dir", a]
+        for (id, type, status) in [
+            ("t1", "task", "done"), ("t2", "task", "done"), ("t3", "task", "open"), ("n1", "note", "done"),
+        ] {
+            try await cli.ok(["add"] + d + ["--id", id, "--type", type, "status=\(status)", "tags=[]"])
+        }
+        try await cli.ok(["set"] + d + ["n1", "tags=scalar"])
+        let before = try await cli.ok(["export"] + d)
+        let unconfirmed = try await cli.run(["set"] + d + ["--where", "status = done", "archived=true"])
+        #expect(
+            unconfirmed.status == 1 && unconfirmed.stderr.contains("3 items match")
+                && unconfirmed.stderr.contains("--yes")
+        )
+        #expect(unconfirmed.stderr.split(separator: "\n").count == 1, "\(unconfirmed.stderr)")
+        // All or none: n1's tags is no list, so the whole edit is refused.
+        let partial = try await cli.run(["set"] + d + ["--where", "status = done", "tags+=x", "--yes"])
+        #expect(partial.status == 1 && partial.stderr.contains("not a list"), "\(partial.stderr)")
+        #expect(try await cli.ok(["export"] + d) == before, "refusals change nothing")
+
+        let replay = try await cli.ok(["watch"] + d + ["--since", "0", "--once", "--json"])
+        let seq = try replay.split(separator: "\n").last.map { try JSON(parsing: String($0))["seq"] } ?? nil
+        let changed = try JSON(
+            parsing: try await cli.ok(
+                ["set"] + d + [
+                    "--where", "status = done", "--of-type", "task", "archived=true", "n=1", "--yes", "--json",
+                ]
+            )
+        )
+        #expect(
+            changed == .object([("changed", .integer(2)), ("ids", .array([.string("t1"), .string("t2")]))]),
+            "\(changed)"
+        )
+        guard case .integer(let since)? = seq else {
+            Issue.record("no feed position: \(replay)")
+            return
+        }
+        let feed = try await cli.ok(["watch"] + d + ["--since", String(since), "--once", "--json"])
+        #expect(feed.split(separator: "\n").count == 4, "one entry per field of each item: \(feed)")
+        #expect(try await cli.ok(["rm"] + d + ["--where", "archived = true", "--yes"]).contains("deleted 2 items"))
+        let listed = try await cli.ok(["list"] + d + ["--json"])
+        #expect(listed.contains("t3") && !listed.contains("\"t1\""), "\(listed)")
+        #expect(try await cli.ok(["restore"] + d + ["--where", "n = 1", "--yes"]).contains("restored 2 items"))
+        #expect(
+            try await cli.ok(["rm"] + d + ["--where", "status = open"]).contains("deleted 1 item"),
+            "one needs no --yes"
+        )
+        let none = try await cli.ok(["rm"] + d + ["--where", "status = nothing"])
+        #expect(none.contains("deleted 0 items"))
+        let neither = try await cli.run(["rm"] + d)
+        #expect(neither.status == 64, "\(neither.stderr)")
+    }
+
     /// Every command, found by walking `--help` from the top, prints its defaults as a user types
     /// them: never a type's description (`Lifetime(seconds: 900)` once leaked into `invite --help`).
     @Test func everyHelpDefaultIsInUserWords() async throws {

@@ -85,6 +85,34 @@ import Testing
         #expect(try JSON(parsing: try await api.send(.get, "/v1/items/u1").body)["fields"]?["b"] == .integer(2))
     }
 
+    /// `PATCH`, `DELETE /v1/items?where=` and `POST /v1/items/restore?where=` act on what the
+    /// query selects, in one transaction; without `where` they are refused.
+    @Test func queryScopedEditsChangeWhatTheQuerySelects() async throws {
+        let api = try InProcessAPI("routes-bulk")
+        for (id, status) in [("b1", "done"), ("b2", "done"), ("b3", "open")] {
+            _ = try await api.send(
+                .post,
+                "/v1/items",
+                body: #"{"id":"\#(id)","type":"task","fields":{"status":"\#(status)"}}"#
+            )
+        }
+        let patched = try await api.send(.patch, "/v1/items?where=status%3Ddone", body: #"{"set":{"archived":true}}"#)
+        #expect(patched.status == .ok, "\(patched.body)")
+        #expect(
+            try JSON(parsing: patched.body)
+                == .object([("changed", .integer(2)), ("ids", .array([.string("b1"), .string("b2")]))])
+        )
+        #expect(try JSON(parsing: try await api.send(.get, "/v1/items/b1").body)["fields"]?["archived"] == .bool(true))
+        let everything = try await api.send(.delete, "/v1/items")
+        #expect(everything.status == .badRequest && everything.body.contains("where="), "\(everything.body)")
+        let deleted = try await api.send(.delete, "/v1/items?where=archived%3Dtrue")
+        #expect(try JSON(parsing: deleted.body)["changed"] == .integer(2), "\(deleted.body)")
+        #expect(try await api.send(.get, "/v1/items/b3").status == .ok)
+        let restored = try await api.send(.post, "/v1/items/restore?where=status%3Ddone&type=task")
+        #expect(try JSON(parsing: restored.body)["changed"] == .integer(2), "\(restored.body)")
+        #expect(try JSON(parsing: try await api.send(.get, "/v1/items/b2").body)["deleted"] == .bool(false))
+    }
+
     @Test func mistakesAreProblemDetails() async throws {
         let api = try InProcessAPI("routes-problems")
         let missing = try await api.send(.get, "/v1/items/nothing-here")
@@ -92,7 +120,7 @@ import Testing
         let unknown = try await api.send(.get, "/v1/items?sinec=3")
         #expect(unknown.status == .badRequest && unknown.body.contains("unknown query parameter 'sinec'"))
         let method = try await api.send(.put, "/v1/items")
-        #expect(method.status == .methodNotAllowed && method.headers[.allow] == "GET, POST")
+        #expect(method.status == .methodNotAllowed && method.headers[.allow] == "GET, POST, PATCH, DELETE")
         let created = try JSON(parsing: try await api.send(.post, "/v1/items", body: #"{"id":"x1","fields":{}}"#).body)
         #expect(created["id"] == .string("x1"))
         let notDeleted = try await api.send(.post, "/v1/items/x1/restore")

@@ -40,19 +40,35 @@ struct SetCommand: ParsableCommand {
         discussion: """
             Example: lansync set ID title="Climb again" tags+=indoor tags-=outdoor. With --type, the \
             item's type changes in the same edit (a type is a field like any other: concurrent changes \
-            of it on two machines are a conflict both show).
+            of it on two machines are a conflict both show). With --where instead of an ID, every live \
+            item the query selects is changed in one transaction, all or none (more than one asks \
+            first, or needs --yes): lansync set --where 'status = done' archived=true.
             """
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id, or a unique start of it.") var id: String
+    @Argument(help: "The item's id, or a unique start of it (none with --where).") var id: String?
     @Argument(help: "Field assignments: FIELD=VALUE, FIELD+=ELEM, FIELD-=ELEM.") var assignments: [String] = []
     @Option(help: "Change the item's type to TYPE.") var type: String?
-    @Flag(help: "Print the item after the edit, as 'get --json' does.") var json = false
+    @OptionGroup var bulk: BulkOptions
+    @Flag(help: "Print the item after the edit, as 'get --json' does (with --where: what changed).") var json = false
+
+    func validate() throws {
+        if !bulk.isBulk, id == nil {
+            throw ValidationError("give the item's ID, or --where to change every item it selects")
+        }
+    }
 
     func run() throws {
-        let assignments = try self.assignments.map(AssignmentParser.parse)
         let replica = try LocalReplica(data.directory)
+        if bulk.isBulk {
+            // No ID: every positional is an assignment.
+            let all = try ((id.map { [$0] } ?? []) + self.assignments).map(AssignmentParser.parse)
+            if all.isEmpty, type == nil { throw EditError.noAssignments }
+            return try bulk.run(.update(all, type: type), in: replica, verb: "changed", json: json)
+        }
+        let assignments = try self.assignments.map(AssignmentParser.parse)
+        let id = self.id ?? ""
         let edit: ItemEdit = type.map { .retype($0, assignments: assignments) } ?? .update(assignments)
         let itemID = try replica.edit(edit, onTyped: id)
         // `set ID type=note` is a natural try at changing the item's type: say what it did.
@@ -71,15 +87,28 @@ struct RemoveCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rm",
         abstract: "Delete an item (it can be brought back with 'restore').",
-        discussion:
-            "A delete wins over edits made concurrently on other machines; those edits are kept and come back with 'lansync restore'."
+        discussion: """
+            A delete wins over edits made concurrently on other machines; those edits are kept and come \
+            back with 'lansync restore'. With --where instead of an ID, every live item the query selects \
+            is deleted in one transaction (more than one asks first, or needs --yes).
+            """
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id, or a unique start of it.") var id: String
+    @Argument(help: "The item's id, or a unique start of it (none with --where).") var id: String?
+    @OptionGroup var bulk: BulkOptions
+    @Flag(help: "With --where, print what changed as JSON.") var json = false
+
+    func validate() throws {
+        if bulk.isBulk == (id != nil) {
+            throw ValidationError("give the item's ID, or --where COND for every item it selects (not both)")
+        }
+    }
 
     func run() throws {
-        try LocalReplica(data.directory).edit(.delete, onTyped: id)
+        let replica = try LocalReplica(data.directory)
+        if bulk.isBulk { return try bulk.run(.delete, in: replica, verb: "deleted", json: json) }
+        try replica.edit(.delete, onTyped: id ?? "")
     }
 }
 
@@ -87,14 +116,28 @@ struct RemoveCommand: ParsableCommand {
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Bring back a deleted item, with every edit it received."
+        abstract: "Bring back a deleted item, with every edit it received.",
+        discussion: """
+            With --where instead of an ID, every deleted item the query selects comes back in one \
+            transaction (more than one asks first, or needs --yes).
+            """
     )
 
     @OptionGroup var data: DataDirectoryOptions
-    @Argument(help: "The item's id, or a unique start of it.") var id: String
+    @Argument(help: "The item's id, or a unique start of it (none with --where).") var id: String?
+    @OptionGroup var bulk: BulkOptions
+    @Flag(help: "With --where, print what changed as JSON.") var json = false
+
+    func validate() throws {
+        if bulk.isBulk == (id != nil) {
+            throw ValidationError("give the item's ID, or --where COND for every item it selects (not both)")
+        }
+    }
 
     func run() throws {
-        try LocalReplica(data.directory).edit(.restore, onTyped: id)
+        let replica = try LocalReplica(data.directory)
+        if bulk.isBulk { return try bulk.run(.restore, in: replica, verb: "restored", json: json) }
+        try replica.edit(.restore, onTyped: id ?? "")
     }
 }
 
