@@ -14,11 +14,10 @@ extension APIServer {
         let chosen =
             address
             ?? PeerAddress(host: "127.0.0.1", port: listen.port == 0 || listen.port == 65_535 ? 0 : listen.port + 1)
-        let server = APIServer(
+        let server = try APIServer(
             host: chosen.host,
             port: chosen.port,
             directory: directory,
-            token: try directory.apiToken(),
             metrics: bootstrapMetrics()
         )
         let explicit = address != nil

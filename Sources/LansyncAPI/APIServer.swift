@@ -14,7 +14,8 @@ public struct APIServer: Sendable {
     public let host: String
     public let port: Int
     let directory: DataDirectory
-    let token: String
+    /// The bearer token, read again when `lansync api-token --rotate` replaces it.
+    let token: APITokenFile
     /// Where `/metrics` reads from (nil: no metrics endpoint).
     let metrics: PrometheusCollectorRegistry?
 
@@ -25,13 +26,12 @@ public struct APIServer: Sendable {
         host: String,
         port: Int,
         directory: DataDirectory,
-        token: String,
         metrics: PrometheusCollectorRegistry? = nil
-    ) {
+    ) throws {
         self.host = host
         self.port = port
         self.directory = directory
-        self.token = token
+        self.token = try APITokenFile(directory: directory)
         self.metrics = metrics
     }
 
@@ -70,11 +70,10 @@ public struct APIServer: Sendable {
         // Outermost, so that it counts each request with the status its problem answered.
         router.add(middleware: RequestCounter())
         router.add(middleware: ProblemMiddleware())
-        router.add(middleware: TokenCheck(token: token))
+        router.add(middleware: TokenCheck(token: token, directory: directory))
         Routes(node: node).register(on: router.group("v1"))
         WebPage(
             directory: directory,
-            token: token,
             assetsFolder: ProcessInfo.processInfo.environment["LANSYNC_UI_ASSETS"]
         ).register(on: router)
         if let metrics { MetricsEndpoint(registry: metrics, node: node).register(on: router) }

@@ -94,12 +94,12 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 /// The bearer token check: without `Authorization: Bearer TOKEN` (the data directory's
-/// `api-token`), 401 and nothing else, for every path but the web page's own files and its login
-/// (which hold no data, and are served to anyone who can connect).
+/// `api-token`, as it is now, or a web page's session that has not logged out), 401 and nothing
+/// else, for every path but the web page's own files and its login (which hold no data, and are
+/// served to anyone who can connect).
 struct TokenCheck<Context: RequestContext>: RouterMiddleware {
-    let token: [UInt8]
-
-    init(token: String) { self.token = Array(token.utf8) }
+    let token: APITokenFile
+    let directory: DataDirectory
 
     func handle(
         _ request: Request,
@@ -110,7 +110,8 @@ struct TokenCheck<Context: RequestContext>: RouterMiddleware {
     {
         guard Self.needsToken(request.uri.path) else { return try await next(request, context) }
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-            Self.equal(Array(header.utf8.dropFirst(7)), token)
+            Self.equal(Array(header.utf8.dropFirst(7)), token.current)
+                || directory.isUISession(Array(header.utf8.dropFirst(7)))
         else {
             throw Problem(
                 .unauthorized,

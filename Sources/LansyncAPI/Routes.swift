@@ -24,7 +24,8 @@ struct Routes: Sendable {
     func register(on v1: RouterGroup<BasicRequestContext>) {
         v1.get("status") { request, _ in
             try takes(request)
-            return json(try await node.status().json)
+            let sessions = replica.directory.uiSessions()
+            return json(try await node.status().jsonText(sessions: sessions))
         }
         v1.get("peers") { request, _ in
             try takes(request)
@@ -132,7 +133,7 @@ struct Routes: Sendable {
         (["items", "restore"], ["POST"]),
         (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
         (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
-        (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]),
+        (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]), (["session"], ["DELETE"]),
     ]
 
     /// The methods `path` (as requested, `/v1/...`) takes, or nil if it names no endpoint.

@@ -7,11 +7,11 @@ import NIOCore
 
 /// The web page (Docs/UI.md): a client of the `/v1` API like any other, whose files are built
 /// into the binary (``UIAssets``) and served at `/` without a token; the data it shows comes
-/// from `/v1`, which needs one. `POST /v1/login` trades a one-time code from `lansync ui` for
-/// the token, so that a click on the printed link logs the page in.
+/// from `/v1`, which needs one. `POST /v1/login` trades a one-time code from `lansync ui` for a
+/// session (a bearer token of its own), so that a click on the printed link logs the page in;
+/// `DELETE /v1/session` ends it ("Log out").
 struct WebPage: Sendable {
     let directory: DataDirectory
-    let token: String
     /// A folder to serve the page's files from instead of the built-in ones, read on every
     /// request (`LANSYNC_UI_ASSETS`, like Syncthing's `STGUIASSETS`): for working on the page.
     let assetsFolder: String?
@@ -20,6 +20,7 @@ struct WebPage: Sendable {
         router.get("/") { _, _ in try asset("index.html") }
         router.get("ui/:file") { _, context in try asset(try context.parameters.require("file")) }
         router.post("v1/login") { request, _ in try await login(request) }
+        router.delete("v1/session") { request, _ in try logout(request) }
     }
 
     /// The headers every file of the page gets: nothing but this origin's own files and API
@@ -70,11 +71,29 @@ struct WebPage: Sendable {
                 "this login link was used already, has expired, or is not one: run 'lansync ui' for a new link, or log in with the token 'lansync api-token' prints"
             )
         }
-        let answer = JSON.object([("token", .string(token))]).text
+        let answer = JSON.object([("token", .string(try directory.startUISession()))]).text
         return Response(
             status: .ok,
             headers: [.contentType: "application/json", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: answer))
         )
     }
+
+    /// Ends the session the request's bearer token is (the page's "Log out"): it is refused from
+    /// then on. The node's own token is no session: rotating it is `lansync api-token --rotate`.
+    func logout(_ request: Request) throws -> Response {
+        let bearer = request.headers[.authorization].map { String($0.dropFirst(7)) } ?? ""
+        guard directory.endUISession(bearer) else {
+            throw Problem(
+                .badRequest,
+                "this is the node's own token, not a page's session: 'lansync api-token --rotate' replaces it"
+            )
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"ended":true}"#))
+        )
+    }
+
 }

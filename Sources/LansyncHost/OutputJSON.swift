@@ -150,9 +150,17 @@ extension Sequence<DataDirectory.Member> {
 extension NodeStatus {
     /// What `status --json` prints: the node's status, and the members as `members --json` lists
     /// them.
-    public func jsonText(members: [DataDirectory.Member]) -> String {
+    public func jsonText(members: [DataDirectory.Member], sessions: [UISession] = []) -> String {
         guard case .object(let pairs) = jsonValue else { return json }
-        return JSON.object(pairs + [("members", .array(members.map(\.json)))]).text
+        return JSON.object(
+            pairs + [("members", .array(members.map(\.json))), ("ui_sessions", .array(sessions.map(\.json)))]
+        ).text
+    }
+
+    /// `GET /v1/status`: the status, with the web page's sessions (`ui_sessions`).
+    public func jsonText(sessions: [UISession]) -> String {
+        guard case .object(let pairs) = jsonValue else { return json }
+        return JSON.object(pairs + [("ui_sessions", .array(sessions.map(\.json)))]).text
     }
 }
 
@@ -226,5 +234,12 @@ extension RestoreReport {
     /// True if the backup was taken longer ago than the cluster's away window.
     public func isStale(now: UInt64) -> Bool {
         backup.takenAt > 0 && backup.takenAt &+ awayAfter < now
+    }
+}
+
+extension UISession {
+    /// One of `status --json`'s `ui_sessions`: `{"id", "started"}`.
+    public var json: JSON {
+        .object([("id", .string(id)), ("started", .string(WallClock.iso8601(milliseconds: started)))])
     }
 }

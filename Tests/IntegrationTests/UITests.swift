@@ -104,8 +104,22 @@ import Testing
         let token = try await cli.ok(["api-token", "--dir", cli.path("a")]).trimmingCharacters(
             in: .whitespacesAndNewlines
         )
+        // The login is a session of its own, not the node's token: it works like the token until
+        // the page logs out, and then never again.
         let first = Self.request(base + "/v1/login", method: "POST", body: #"{"code":"\#(code)"}"#)
-        #expect(first.status == 200 && (try? JSON(parsing: first.body))?["token"] == .string(token), "\(first.body)")
+        guard first.status == 200, case .string(let session)? = (try? JSON(parsing: first.body))?["token"] else {
+            Issue.record("no session: \(first.body)")
+            return
+        }
+        #expect(session != token && session.count == 64)
+        #expect(Self.request(base + "/v1/status", token: session).status == 200)
+        #expect(
+            Self.request(base + "/v1/session", method: "DELETE", token: token).status == 400,
+            "the node's token is no session"
+        )
+        #expect(Self.request(base + "/v1/session", method: "DELETE", token: session).status == 200)
+        #expect(Self.request(base + "/v1/status", token: session).status == 401, "a session that logged out")
+        #expect(Self.request(base + "/v1/status", token: token).status == 200)
         let again = Self.request(base + "/v1/login", method: "POST", body: #"{"code":"\#(code)"}"#)
         #expect(again.status == 401 && again.body.contains("lansync ui"), "\(again.body)")
         let extra = Self.request(base + "/v1/login", method: "POST", body: #"{"code":"\#(code)","remember":true}"#)

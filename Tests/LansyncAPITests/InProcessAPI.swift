@@ -37,7 +37,7 @@ struct InProcessAPI {
         self.directory = directory
         self.node = RunningNode(node, store: store, directory: directory)
         token = try directory.apiToken()
-        let server = APIServer(host: "127.0.0.1", port: 0, directory: directory, token: token)
+        let server = try APIServer(host: "127.0.0.1", port: 0, directory: directory)
         responder = server.router(serving: self.node).buildResponder()
     }
 

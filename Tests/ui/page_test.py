@@ -266,8 +266,11 @@ def main():
                 if "login=" in a.url:
                     raise CheckFailed(f"expected the login code to be gone from the address, got {a.url}")
                 token = a.evaluate("localStorage.getItem('lansync.token')")
-                if token != cluster.cli("kitchen", "api-token"):
-                    raise CheckFailed("expected the page to hold the node's token after the link")
+                if not re.match(r"^[0-9a-f]{64}$", token or "") or token == cluster.cli("kitchen", "api-token"):
+                    raise CheckFailed("expected the page to hold a session of its own after the link, not the node's token")
+                sessions = cluster.cli_json("kitchen", "status")["ui_sessions"]
+                if len(sessions) != 1:
+                    raise CheckFailed(f"expected 'status --json' to list one page session, got {sessions}")
                 done()
 
                 done = check("the same link a second time: refused with a clear message")
@@ -524,6 +527,30 @@ def main():
                 expect(climb.locator(".sync-cell .badge")).to_have_text("SYNCED", timeout=SYNC_WAIT * 1000)
                 cluster.wait_cli("garage to have the edit made while it was down", lambda: (
                     (lambda t: (t == "Climb the north face, with ropes", t))(cluster.cli_json("garage", "get", ids["climb"])["fields"].get("title"))))
+                done()
+
+                done = check("log out: the session ends on the node, and its old token is refused")
+                a.get_by_role("button", name="Log out").click()
+                expect(a.get_by_text(re.compile("session has ended"))).to_be_visible()
+                # Requests that are meant to be refused, from a page that expects their 401s.
+                probes = new_page("token probes", allowed=[r"status of 401"])
+                probes.goto(cluster.url("kitchen"))
+                status = probes.evaluate("""async (t) => (await fetch('/v1/items', { headers: { Authorization: 'Bearer ' + t } })).status""", token)
+                if status != 401:
+                    raise CheckFailed(f"expected the logged-out session's token to be refused with 401, got {status}")
+                sessions = cluster.cli_json("kitchen", "status")["ui_sessions"]
+                if sessions:
+                    raise CheckFailed(f"expected no page session after logging out, got {sessions}")
+                done()
+
+                done = check("rotate the node's token: the running node refuses the old one at once")
+                old = cluster.cli("kitchen", "api-token")
+                new = cluster.cli("kitchen", "api-token", "--rotate")
+                probe = "async (t) => (await fetch('/v1/status', { headers: { Authorization: 'Bearer ' + t } })).status"
+                got = (probes.evaluate(probe, old), probes.evaluate(probe, new))
+                probes.context.close()
+                if got != (401, 200) or new == old:
+                    raise CheckFailed(f"expected the old token refused and the new one taken, got {got}")
                 done()
 
                 done = check("no JavaScript error in any page")

@@ -738,9 +738,21 @@ async function start() {
   await resync();
 }
 
-document.getElementById('logout').addEventListener('click', () => {
+// Logging out ends this page's session on the node (the link's login); a page logged in with the
+// node's own token can only forget it here (`lansync api-token --rotate` replaces that one).
+document.getElementById('logout').addEventListener('click', async () => {
+  const held = token;
+  let ended = false;
+  try {
+    const res = await fetch('/v1/session', { method: 'DELETE', headers: { Authorization: `Bearer ${held}` }, cache: 'no-store' });
+    ended = res.ok;
+  } catch {
+    ended = false;
+  }
   saveToken(null);
-  showLogin('You are logged out. The token stays valid: it is the node’s, not this page’s.');
+  showLogin(ended
+    ? 'You are logged out: this page’s session has ended on the node.'
+    : 'You are logged out here. The token you logged in with is the node’s own and stays valid: ‘lansync api-token --rotate’ replaces it.');
 });
 
 // ---------------------------------------------------------------------------------------------

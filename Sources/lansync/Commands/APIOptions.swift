@@ -32,14 +32,22 @@ struct APIOptions: ParsableArguments {
 struct APITokenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "api-token",
-        abstract: "Print the bearer token of this node's local HTTP API.",
-        discussion:
-            "Made at init (a directory made before the API gets one now), kept in the data directory as api-token (mode 0600). Send it as 'Authorization: Bearer TOKEN'; see Docs/API.md."
+        abstract: "Print the bearer token of this node's local HTTP API, or replace it.",
+        discussion: """
+            Made at init (a directory made before the API gets one now), kept in the data directory \
+            as api-token (mode 0600). Send it as 'Authorization: Bearer TOKEN'; see Docs/API.md. \
+            --rotate replaces it: the old token is refused from the next request on, by a running \
+            node too. The web page's logins are sessions of their own ('status' lists them), which \
+            stay until each logs out.
+            """
     )
 
     @OptionGroup var data: DataDirectoryOptions
+    @Flag(help: "Replace the token with a new one, and print it.") var rotate = false
 
-    func run() throws { print(try data.directory.apiToken()) }
+    func run() throws {
+        print(rotate ? try data.directory.rotateAPIToken() : try data.directory.apiToken())
+    }
 }
 
 /// `lansync ui`

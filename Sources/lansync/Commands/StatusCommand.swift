@@ -18,8 +18,9 @@ struct StatusCommand: ParsableCommand {
         let status = try replica.status()
         // Membership as this directory holds it (the running node keeps the same files).
         let members = (try? replica.members()) ?? []
+        let sessions = data.directory.uiSessions()
         if json {
-            print(status.jsonText(members: members))
+            print(status.jsonText(members: members, sessions: sessions))
         } else {
             let revoked = members.filter { $0.revocation != nil }
             var line = "\(members.count) known"
@@ -28,7 +29,13 @@ struct StatusCommand: ParsableCommand {
                     ", \(revoked.count) revoked (\(revoked.map { $0.name ?? $0.nodeID.short }.joined(separator: ", ")))"
             }
             line += "; this machine admits others: \(replica.admitsOthers ? "yes" : "no") ('lansync members')"
-            print(Self.render(status, members: line))
+            var text = Self.render(status, members: line)
+            if !sessions.isEmpty {
+                let since = sessions.map { String(WallClock.iso8601(milliseconds: $0.started).prefix(16)) }
+                text +=
+                    "\npage     \(sessions.count) logged-in session(s), since \(since.joined(separator: ", ")) (each ends with Log out, or after 30 days)"
+            }
+            print(text)
         }
     }
 
