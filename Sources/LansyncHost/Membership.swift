@@ -87,7 +87,9 @@ extension DataDirectory {
         search: Duration = .seconds(6)
     ) async throws -> Initialised {
         try refuseExistingReplica()
-        let nodeName = name ?? ProcessInfo.processInfo.hostName
+        // No name chosen: ask for none, and take the one the invite was made with (`invite
+        // --name`), else this machine's host name (``finish``).
+        let nodeName = name ?? ""
         let key = NodeKey()
         let request = JoinRequest(
             name: nodeName,
@@ -258,7 +260,12 @@ extension DataDirectory {
                     "the inviter at \(target) answered for another cluster than the code's: ask for a new code"
                 )
             }
-            let identity = try key.identity(issued: accepted.certificate, by: authority, name: nodeName)
+            let chosen = nodeName.isEmpty ? accepted.name : nodeName
+            let identity = try key.identity(
+                issued: accepted.certificate,
+                by: authority,
+                name: chosen.isEmpty ? ProcessInfo.processInfo.hostName : chosen
+            )
             return try create(
                 identity: identity,
                 clusterPEM: try authority.pem(),
@@ -357,7 +364,7 @@ extension DataDirectory {
             let name: String? =
                 id == info.nodeID
                 ? info.nodeName
-                : peers[id]?.name ?? admitted[id]?.name ?? admissions[id]?.name ?? revoked[id]?.name
+                : peers[id]?.name ?? admissions[id]?.name ?? admitted[id]?.name ?? revoked[id]?.name
             var member = Member(
                 nodeID: id,
                 name: name ?? knownNames[id],

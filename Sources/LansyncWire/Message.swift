@@ -48,15 +48,18 @@ public struct JoinRequest: Hashable, Sendable {
     }
 }
 
-/// The inviter's answer: the node certificate it issued for the joining machine's key, and the
-/// cluster authority's certificate (both DER).
+/// The inviter's answer: the node certificate it issued for the joining machine's key, the
+/// cluster authority's certificate (both DER), and the name the members know the machine by (the
+/// one it asked for, else the one given to `invite --name`; empty if neither).
 public struct JoinAccepted: Hashable, Sendable {
     public var certificate: [UInt8]
     public var authority: [UInt8]
+    public var name: String
 
-    public init(certificate: [UInt8], authority: [UInt8]) {
+    public init(certificate: [UInt8], authority: [UInt8], name: String = "") {
         self.certificate = certificate
         self.authority = authority
+        self.name = name
     }
 }
 

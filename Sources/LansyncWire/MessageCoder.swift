@@ -82,6 +82,7 @@ public enum MessageCoder {
             w.byte(Tag.joinAccepted.rawValue)
             w.data(accepted.certificate)
             w.data(accepted.authority)
+            w.string(accepted.name)
         case .error(let error):
             w.byte(Tag.error.rawValue)
             w.varint(UInt64(error.code.rawValue))
@@ -194,7 +195,14 @@ public enum MessageCoder {
                 else {
                     throw WireError.malformed("join answer with an oversize certificate")
                 }
-                message = .joinAccepted(JoinAccepted(certificate: Array(certificate), authority: Array(authority)))
+                // What the inviter knows the machine by (an older inviter sends none).
+                let name = r.isAtEnd ? "" : try r.string()
+                guard name.utf8.count <= WireLimits.maxNameBytes else {
+                    throw WireError.malformed("node name too long")
+                }
+                message = .joinAccepted(
+                    JoinAccepted(certificate: Array(certificate), authority: Array(authority), name: name)
+                )
             case .error:
                 let raw = try r.varint()
                 let text = try r.string()

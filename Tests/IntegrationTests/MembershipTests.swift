@@ -91,6 +91,25 @@ import Testing
         #expect(a.isRunning && b.isRunning)
     }
 
+    /// The name given to `invite --name` is what the machine is called when its `join` names
+    /// none: on the machine itself and in the inviter's members; a name given to `join` wins.
+    @Test func theInvitesNameIsTheJoinersUnlessItChoosesOne() async throws {
+        let cli = CLI("join-name")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let a = try NodeProcess(dir: cli.path("a"), port: freePorts(1)[0])
+        defer { a.stop() }
+        let (named, _) = try await invite(cli, "a", ["--name", "workshop-laptop"])
+        try await cli.ok(["join", named, "--dir", cli.path("b")])
+        #expect(try await cli.status(cli.path("b"))["name"] == .string("workshop-laptop"))
+        let (chosen, _) = try await invite(cli, "a", ["--name", "unused"])
+        try await cli.ok(["join", chosen, "--dir", cli.path("c"), "--name", "bench"])
+        #expect(try await cli.status(cli.path("c"))["name"] == .string("bench"))
+        #expect(await a.logContains("(workshop-laptop)", "(bench)"), "\(a.logText)")
+        let members = try await cli.ok(["members", "--dir", cli.path("a")])
+        #expect(members.contains("workshop-laptop") && members.contains("bench"), "\(members)")
+    }
+
     @Test func expiredMistypedAndForeignCodesAreRefused() async throws {
         let cli = CLI("badjoin")
         defer { cli.cleanUp() }

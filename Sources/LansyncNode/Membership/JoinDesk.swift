@@ -167,11 +167,12 @@ final class JoinDesk: Sendable {
         authority admitting: ClusterSecret
     ) async -> Message {
         do {
+            let name = request.name.isEmpty ? invite.name ?? "" : request.name
             let accepted = JoinAccepted(
                 certificate: try admitting.issueCertificate(forPublicKeyDER: request.publicKey),
-                authority: try admitting.trust.der()
+                authority: try admitting.trust.der(),
+                name: name
             )
-            let name = request.name.isEmpty ? invite.name ?? "" : request.name
             logger.notice(
                 "admitted node \(node.short) (\(name.isEmpty ? "unnamed" : name)) from \(address) with an invite"
             )

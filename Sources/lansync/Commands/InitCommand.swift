@@ -29,7 +29,7 @@ struct InitCommand: ParsableCommand {
 
 /// What `init` and `join` ask of a new node: its name and how much history it keeps.
 struct NewNodeOptions: ParsableArguments {
-    @Option(help: "A name for this node, shown to people (default: the host name).")
+    @Option(help: "A name for this node, shown to people (default: for join, the invite's name; else the host name).")
     var name: String?
     @Option(help: "How many versions of each field to keep for 'history'.")
     var history: Int = DataDirectory.defaultHistoryLimit
