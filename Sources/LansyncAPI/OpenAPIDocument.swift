@@ -419,6 +419,52 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/items/batch": {
+              "post": {
+                "operationId": "batchItems",
+                "summary": "Changes the items named, in one transaction (all or none): `patch` (as PATCH /v1/items/{id} takes it), `delete: true` or `restore: true`. What the web page's bulk edit sends.",
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/Batch"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "200": {
+                    "description": "OK: the items changed, in one transaction (all or none).",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/BulkResult"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/400"
+                  },
+                  "404": {
+                    "$ref": "#/components/responses/404"
+                  },
+                  "409": {
+                    "$ref": "#/components/responses/409"
+                  },
+                  "422": {
+                    "$ref": "#/components/responses/422"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/503"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
+              }
+            },
             "/v1/items/{id}": {
               "parameters": [
                 {
@@ -1499,6 +1545,34 @@ enum OpenAPIDocument {
                     "items": {
                       "type": "string"
                     }
+                  }
+                }
+              },
+              "Batch": {
+                "type": "object",
+                "required": [
+                  "ids"
+                ],
+                "additionalProperties": false,
+                "minProperties": 2,
+                "maxProperties": 2,
+                "properties": {
+                  "ids": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 100000,
+                    "items": {
+                      "type": "string"
+                    }
+                  },
+                  "patch": {
+                    "$ref": "#/components/schemas/Patch"
+                  },
+                  "delete": {
+                    "const": true
+                  },
+                  "restore": {
+                    "const": true
                   }
                 }
               }

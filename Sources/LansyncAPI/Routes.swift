@@ -51,6 +51,10 @@ struct Routes: Sendable {
             try takes(request, "where", "type")
             return try await bulk(request) { _ in .delete }
         }
+        v1.post("items/batch") { request, _ in
+            try takes(request)
+            return try await batch(request)
+        }
         v1.post("items/restore") { request, _ in
             try takes(request, "where", "type")
             return try await bulk(request) { _ in .restore }
@@ -130,7 +134,7 @@ struct Routes: Sendable {
     /// Each endpoint's methods, for the `405` (with `Allow`) a known path answers to another one.
     static let methods: [(path: [String], methods: [String])] = [
         (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST", "PATCH", "DELETE"]),
-        (["items", "restore"], ["POST"]),
+        (["items", "restore"], ["POST"]), (["items", "batch"], ["POST"]),
         (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
         (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
         (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]), (["session"], ["DELETE"]),
@@ -295,6 +299,43 @@ struct Routes: Sendable {
         }
         return (assignments, type)
     }
+
+    /// `POST /v1/items/batch`: `{"ids": [...], "patch": PATCH}` (or `"delete": true`, or
+    /// `"restore": true`): the items named, changed in one transaction, all or none (the web
+    /// page's edit of the items it shows). `{"changed": N, "ids": [...]}`.
+    func batch(_ request: Request) async throws -> Response {
+        let body = try await bytes(of: request)
+        let shape = #"{"ids": [...], and "patch": {...}, "delete": true or "restore": true}"#
+        guard case .object(let members) = try Self.parse(body, "the batch", shape: shape),
+            case .array(let list)? = members.first(where: { $0.key == "ids" })?.value, !list.isEmpty,
+            list.count <= Self.maxBatch, members.count == 2
+        else {
+            throw Problem(.badRequest, "a batch is \(shape), with 1 to \(Self.maxBatch) ids")
+        }
+        var ids: [ItemID] = []
+        for entry in list {
+            guard case .string(let text) = entry else { throw Problem(.badRequest, "a batch's ids are strings") }
+            ids.append(try Self.inQuery { try ItemID(text) })
+        }
+        let action: LocalReplica.BulkAction
+        switch members.first(where: { $0.key != "ids" }).map({ ($0.key, $0.value) }) {
+        case ("patch", let patch)?:
+            let (assignments, type) = try Self.patch(Array(patch.text.utf8))
+            guard !assignments.isEmpty || type != nil else {
+                throw Problem(.badRequest, "the batch's patch changes nothing")
+            }
+            action = .update(assignments, type: type)
+        case ("delete", .bool(true))?: action = .delete
+        case ("restore", .bool(true))?: action = .restore
+        default: throw Problem(.badRequest, "a batch is \(shape)")
+        }
+        let chosen = Array(Set(ids)).sorted()
+        try await blocking { try $0.perform(action, on: chosen) }
+        return json(LocalReplica.bulkJSONText(chosen))
+    }
+
+    /// The most items one batch names.
+    static let maxBatch = 100_000
 
     /// `PATCH`, `DELETE /v1/items?where=...` and `POST /v1/items/restore?where=...`: `action` on
     /// every item the query selects (of `type`), in one transaction; `{"changed": N, "ids": [...]}`.

@@ -113,6 +113,30 @@ import Testing
         #expect(try JSON(parsing: try await api.send(.get, "/v1/items/b2").body)["deleted"] == .bool(false))
     }
 
+    /// `POST /v1/items/batch` changes the items named in one transaction: all, or none when one
+    /// is refused (an unknown id), with a clear problem.
+    @Test func aBatchChangesTheItemsNamedAllOrNone() async throws {
+        let api = try InProcessAPI("routes-batch")
+        for id in ["c1", "c2"] {
+            _ = try await api.send(.post, "/v1/items", body: #"{"id":"\#(id)","fields":{"n":0}}"#)
+        }
+        let set = try await api.send(.post, "/v1/items/batch", body: #"{"ids":["c1","c2"],"patch":{"set":{"n":1}}}"#)
+        let setAnswer = try JSON(parsing: set.body)
+        #expect(set.status == .ok && setAnswer["changed"] == .integer(2), "\(set.body)")
+        let refused = try await api.send(
+            .post,
+            "/v1/items/batch",
+            body: #"{"ids":["c1","nope"],"patch":{"set":{"n":2}}}"#
+        )
+        #expect(refused.status == .notFound, "\(refused.body)")
+        #expect(try JSON(parsing: try await api.send(.get, "/v1/items/c1").body)["fields"]?["n"] == .integer(1))
+        let bad = try await api.send(.post, "/v1/items/batch", body: #"{"ids":["c1"],"delete":true,"restore":true}"#)
+        #expect(bad.status == .badRequest, "\(bad.body)")
+        let deleted = try await api.send(.post, "/v1/items/batch", body: #"{"ids":["c1","c2"],"delete":true}"#)
+        #expect(try JSON(parsing: deleted.body)["changed"] == .integer(2))
+        #expect(try JSON(parsing: try await api.send(.get, "/v1/items").body)["items"] == .array([]))
+    }
+
     @Test func mistakesAreProblemDetails() async throws {
         let api = try InProcessAPI("routes-problems")
         let missing = try await api.send(.get, "/v1/items/nothing-here")

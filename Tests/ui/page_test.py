@@ -395,6 +395,24 @@ def main():
                 expect(items_row(b, "Buy paint")).to_be_visible()
                 done()
 
+                done = check("a bulk edit: set a field on the items shown (the tasks), in one request; garage has it")
+                a.locator("#type-filter").select_option("task")
+                a.get_by_role("button", name="Change shown…").click()
+                expect(a.locator("#bulk-summary")).to_contain_text("3 items shown")
+                a.locator("#bulk-name").fill("reviewed")
+                a.locator("#bulk-value").fill("true")
+                a.get_by_role("button", name="Set on all").click()
+                a.get_by_role("button", name="Set reviewed on 3 items").click()
+                expect(a.get_by_text("Changed 3 items.")).to_be_visible()
+                for node in ("kitchen", "garage"):
+                    cluster.wait_cli(f"{node} to show reviewed on the three tasks, and not on the note", lambda node=node: (
+                        (lambda items: (
+                            sorted(i["type"] for i in items if i["fields"].get("reviewed") is True) == ["task", "task", "task"],
+                            [(i["type"], i["fields"].get("reviewed")) for i in items]))(cluster.cli_json(node, "list"))))
+                a.get_by_role("button", name="Change shown…").click()
+                a.locator("#type-filter").select_option("")
+                done()
+
                 done = check("the items view at 390 x 844")
                 phone = new_page("kitchen's page on a phone", viewport={"width": 390, "height": 844}, is_mobile=True)
                 phone.goto(link.split("#")[0])

@@ -1156,6 +1156,80 @@ function itemsView() {
   });
   const noticeEl = h('p', { class: 'notice-bar', hidden: true, role: 'alert' });
 
+  // Changing the items shown (the type filter and the search pick them): one request, one
+  // transaction on the node, all or none, as 'lansync set --where' does. Asks once before it acts.
+  const bulkButton = h('button', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'bulk-edit', 'data-key': 'bulk' }, 'Change shown…');
+  const bulkName = h('input', { type: 'text', id: 'bulk-name', autocomplete: 'off' });
+  const bulkValue = h('input', { type: 'text', id: 'bulk-value', autocomplete: 'off' });
+  const bulkError = h('p', { class: 'error-text', role: 'alert' });
+  const bulkSummary = h('p', { class: 'hint', id: 'bulk-summary' });
+  const bulkConfirm = h('div', { class: 'row', hidden: true });
+  const bulkPanel = h('div', { class: 'panel add-field', id: 'bulk-edit', hidden: true, role: 'group', 'aria-labelledby': 'bulk-title' },
+    h('h3', { id: 'bulk-title' }, 'Change the items shown'),
+    bulkSummary,
+    h('div', { class: 'row' },
+      h('label', { class: 'stack', for: 'bulk-name' }, h('span', { class: 'field-label' }, 'Field name'), bulkName),
+      h('label', { class: 'stack', for: 'bulk-value' }, h('span', { class: 'field-label' }, 'Value'), bulkValue),
+      h('button', { type: 'button', 'data-key': 'bulk-set', onclick: () => armBulk('set') }, 'Set on all'),
+      h('button', { type: 'button', class: 'danger', 'data-key': 'bulk-delete', onclick: () => armBulk('delete') }, 'Delete all')),
+    bulkConfirm,
+    bulkError);
+  bulkButton.addEventListener('click', () => {
+    bulkPanel.hidden = !bulkPanel.hidden;
+    bulkButton.setAttribute('aria-expanded', String(!bulkPanel.hidden));
+    bulkConfirm.hidden = true;
+    bulkError.textContent = '';
+    renderBulkSummary();
+    if (!bulkPanel.hidden) bulkName.focus();
+  });
+
+  function bulkTargets() {
+    return visibleItems().filter((it) => !it.deleted);
+  }
+
+  function renderBulkSummary() {
+    const n = bulkTargets().length;
+    bulkSummary.textContent = `${n} item${n === 1 ? '' : 's'} shown (deleted ones left out): narrow them with the type and the search first.`;
+  }
+
+  function armBulk(kind) {
+    bulkError.textContent = '';
+    const targets = bulkTargets();
+    if (!targets.length) { bulkError.textContent = 'No item is shown.'; return; }
+    let body;
+    let what;
+    if (kind === 'set') {
+      const name = bulkName.value.trim();
+      if (!name) { bulkError.textContent = 'Name the field first.'; bulkName.focus(); return; }
+      const read = readInput(bulkValue.value, false);
+      if (read.error) { bulkError.textContent = read.error; bulkValue.focus(); return; }
+      body = { patch: { set: { [name]: read.value } } };
+      what = `Set ${name} on ${targets.length} item${targets.length === 1 ? '' : 's'}`;
+    } else {
+      body = { delete: true };
+      what = `Delete ${targets.length} item${targets.length === 1 ? '' : 's'}`;
+    }
+    const ids = targets.map((it) => it.id);
+    const yes = h('button', { type: 'button', class: kind === 'delete' ? 'danger primary' : 'primary', 'data-key': 'bulk-yes' }, `${what}`);
+    const no = h('button', { type: 'button', class: 'quiet', onclick: () => { bulkConfirm.hidden = true; } }, 'Cancel');
+    yes.addEventListener('click', async () => {
+      yes.disabled = true;
+      try {
+        const result = await api('POST', '/v1/items/batch', { ids, ...body });
+        bulkConfirm.hidden = true;
+        toast(`${kind === 'delete' ? 'Deleted' : 'Changed'} ${result.changed} item${result.changed === 1 ? '' : 's'}.`);
+        await refetch(result.ids);
+        renderBulkSummary();
+      } catch (e) {
+        bulkError.textContent = e.message;
+        yes.disabled = false;
+      }
+    });
+    fill(bulkConfirm, h('span', null, `${what}? `), yes, no);
+    bulkConfirm.hidden = false;
+    yes.focus();
+  }
+
   add(el, [
     h('div', { class: 'view-head' },
       h('div', null, h('h1', { id: 'items-title', tabindex: '-1' }, 'Items'), countEl),
@@ -1168,7 +1242,8 @@ function itemsView() {
       h('label', { for: 'show-deleted' }, deletedBox, 'Show deleted'),
       h('div', { class: 'stack sort-mobile' }, h('span', { class: 'field-label' }, 'Sort'),
         h('div', { class: 'edit-row' }, sortSelect, sortDir)),
-      h('div', { class: 'end' }, columnsMenu)),
+      h('div', { class: 'end' }, bulkButton, columnsMenu)),
+    bulkPanel,
     h('div', { class: 'panel table-wrap' }, table, emptyEl),
     moreEl,
   ]);
@@ -1362,6 +1437,7 @@ function itemsView() {
       while (child) { const next = child.nextElementSibling; child.remove(); child = next; }
     });
     for (const [id, row] of rows) if (!row.tr.isConnected && !store.items.has(id)) rows.delete(id);
+    if (!bulkPanel.hidden) renderBulkSummary();
     if (flashIds) {
       for (const id of flashIds) {
         const row = rows.get(id);
