@@ -16,20 +16,30 @@ extension DataDirectory {
     /// are swept here.
     public func makeUILoginCode(now: Date = Date()) throws -> String {
         let folder = uiLoginFolder
-        if mkdir(folder, 0o700) != 0, errno != EEXIST {
-            throw HostError(
-                "cannot make \(folder): \(String(cString: strerror(errno))); check the data directory's permissions"
-            )
-        }
+        try Self.makePrivateFolder(folder)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
             let file = folder + "/" + name
             if let made = Self.modification(of: file), now.timeIntervalSince(made) > Self.uiLoginLifetime {
                 unlink(file)
             }
         }
-        var generator = SystemRandomNumberGenerator()
-        let code = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        let file = folder + "/" + Self.digest(code)
+        let code = Self.randomHex(bytes: 16)
+        try Self.makeMarker(folder + "/" + Self.digest(code))
+        return code
+    }
+
+    /// Makes `folder` (mode 0700) unless it exists.
+    static func makePrivateFolder(_ folder: String) throws {
+        if mkdir(folder, 0o700) != 0, errno != EEXIST {
+            throw HostError(
+                "cannot make \(folder): \(String(cString: strerror(errno))); check the data directory's permissions"
+            )
+        }
+    }
+
+    /// Creates the empty file `file` (mode 0600), which must not exist: its name and time are
+    /// what it records.
+    static func makeMarker(_ file: String) throws {
         let fd = Glibc.open(file, O_CREAT | O_EXCL | O_WRONLY, 0o600)
         guard fd >= 0 else {
             throw HostError(
@@ -37,7 +47,6 @@ extension DataDirectory {
             )
         }
         close(fd)
-        return code
     }
 
     /// Redeems a code from ``makeUILoginCode(now:)``: true once, for a code made less than
@@ -83,21 +92,9 @@ extension DataDirectory {
     /// digits) that the API takes like its own token until ``endUISession(_:)`` or 30 days. Only
     /// its digest is kept.
     public func startUISession() throws -> String {
-        let folder = uiSessionFolder
-        if mkdir(folder, 0o700) != 0, errno != EEXIST {
-            throw HostError(
-                "cannot make \(folder): \(String(cString: strerror(errno))); check the data directory's permissions"
-            )
-        }
+        try Self.makePrivateFolder(uiSessionFolder)
         let token = Self.randomHex(bytes: 32)
-        let file = folder + "/" + Self.digest(token)
-        let fd = Glibc.open(file, O_CREAT | O_EXCL | O_WRONLY, 0o600)
-        guard fd >= 0 else {
-            throw HostError(
-                "cannot write \(file): \(String(cString: strerror(errno))); check the data directory's permissions"
-            )
-        }
-        close(fd)
+        try Self.makeMarker(uiSessionFolder + "/" + Self.digest(token))
         return token
     }
 
