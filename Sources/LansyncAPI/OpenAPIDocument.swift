@@ -141,6 +141,15 @@ enum OpenAPIDocument {
                       "minLength": 1
                     },
                     "description": "The previous page's `next` (with a query, an opaque cursor valid for the same query only)."
+                  },
+                  {
+                    "name": "links_to",
+                    "in": "query",
+                    "required": false,
+                    "schema": {
+                      "type": "string"
+                    },
+                    "description": "Only the live items with a field that links to this item (a unique start of its id will do), in one page: `lansync list --links-to`. The other parameters are ignored."
                   }
                 ],
                 "responses": {
@@ -762,6 +771,53 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/links/broken": {
+              "get": {
+                "operationId": "brokenLinks",
+                "summary": "Every link of a live item whose target is deleted or missing here: `lansync check --links --json`.",
+                "responses": {
+                  "200": {
+                    "description": "OK",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "type": "array",
+                          "items": {
+                            "type": "object",
+                            "required": [
+                              "id",
+                              "field",
+                              "target",
+                              "state"
+                            ],
+                            "properties": {
+                              "id": {
+                                "type": "string"
+                              },
+                              "field": {
+                                "type": "string"
+                              },
+                              "target": {
+                                "type": "string"
+                              },
+                              "state": {
+                                "enum": [
+                                  "deleted",
+                                  "missing"
+                                ]
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
+              }
+            },
             "/v1/conflicts": {
               "get": {
                 "operationId": "listConflicts",
@@ -978,17 +1034,25 @@ enum OpenAPIDocument {
             },
             "schemas": {
               "Value": {
-                "description": "A field's value: null, a bool, a number, a string, or a list of values (nested at most 16 deep). An integer is a signed 64-bit one: a longer integer literal is refused with 422 (write it as a string, or as a double such as 1e20; JSON Schema cannot tell 1e20 from the integer literal, so the range is not in this schema).",
+                "description": "A field's value: null, a bool, a number, a string, a link to another item (`{\"ref\": ID}`, the one object that is a value; a unique start of the id is resolved when written, and a link to no item here is refused), or a list of values (nested at most 16 deep). An integer is a signed 64-bit one: a longer integer literal is refused with 422 (write it as a string, or as a double such as 1e20; JSON Schema cannot tell 1e20 from the integer literal, so the range is not in this schema).",
                 "type": [
                   "null",
                   "boolean",
                   "number",
                   "string",
-                  "array"
+                  "array",
+                  "object"
                 ],
                 "items": {
                   "$ref": "#/components/schemas/Value"
-                }
+                },
+                "properties": {
+                  "ref": {
+                    "type": "string",
+                    "description": "The linked item's id."
+                  }
+                },
+                "additionalProperties": false
               },
               "Fields": {
                 "type": "object",

@@ -32,7 +32,8 @@ struct Routes: Sendable {
             return json((try await node.status().jsonValue["peers"] ?? .array([])).text)
         }
         v1.get("items") { request, _ in
-            try takes(request, "limit", "deleted", "type", "where", "sort", "after")
+            try takes(request, "limit", "deleted", "type", "where", "sort", "after", "links_to")
+            if let target = try QueryString(request.uri.query)["links_to"] { return try await linking(to: target) }
             return try await listItems(request)
         }
         v1.post("items") { request, _ in
@@ -82,6 +83,10 @@ struct Routes: Sendable {
         v1.get("items/:id/history") { request, context in
             try takes(request, "field", "all")
             return try await history(request, context)
+        }
+        v1.get("links/broken") { request, _ in
+            try takes(request)
+            return json(LocalReplica.brokenLinksJSONText(try await blocking { try $0.brokenLinks() }))
         }
         v1.get("conflicts") { request, _ in
             try takes(request)
@@ -134,7 +139,7 @@ struct Routes: Sendable {
     /// Each endpoint's methods, for the `405` (with `Allow`) a known path answers to another one.
     static let methods: [(path: [String], methods: [String])] = [
         (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST", "PATCH", "DELETE"]),
-        (["items", "restore"], ["POST"]), (["items", "batch"], ["POST"]),
+        (["items", "restore"], ["POST"]), (["items", "batch"], ["POST"]), (["links", "broken"], ["GET"]),
         (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
         (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
         (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]), (["session"], ["DELETE"]),
@@ -173,6 +178,15 @@ struct Routes: Sendable {
         json(try await blocking { try $0.item(id) }.jsonText, status: status)
     }
 
+    /// `GET /v1/items?links_to=ID`: the live items with a field that links to ID (a unique start
+    /// will do), in one page: `lansync list --links-to`.
+    func linking(to typed: String) async throws -> Response {
+        let items = try await blocking { replica in
+            try replica.itemsLinking(to: try replica.resolve(typed)).map(\.item.jsonText)
+        }
+        return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":null}"#)
+    }
+
     func listItems(_ request: Request) async throws -> Response {
         let query = try QueryString(request.uri.query)
         let limit =
@@ -206,7 +220,13 @@ struct Routes: Sendable {
             )
             let after = query["after"]
             (page, next) = try await blocking {
-                try $0.page(of: itemQuery, type: type, includeDeleted: deleted, limit: limit, after: after)
+                try $0.page(
+                    of: try $0.resolvingLinks(itemQuery),
+                    type: type,
+                    includeDeleted: deleted,
+                    limit: limit,
+                    after: after
+                )
             }
         }
         let items = page.map(\.jsonText)
@@ -358,7 +378,7 @@ struct Routes: Sendable {
         let itemQuery = ItemQuery(filters: try Self.inQuery { try conditions.map(QueryParser.filter) })
         let chosen = try await action(request)
         let ids = try await blocking { replica in
-            let ids = try replica.select(itemQuery, type: type, for: chosen)
+            let ids = try replica.select(try replica.resolvingLinks(itemQuery), type: type, for: chosen)
             try replica.perform(chosen, on: ids)
             return ids
         }

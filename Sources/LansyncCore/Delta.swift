@@ -121,10 +121,24 @@ public struct DeltaBatch: Hashable, Sendable {
         }
     }
 
-    /// True if a field state or delta in the batch carries a removal (``FieldVersion/Write/unset``),
-    /// which nodes older than protocol 1.6 cannot read.
-    public var carriesUnset: Bool {
-        updates.contains { update in update.change.versions.contains { $0.write == .unset } }
+    /// True if a field state or delta in the batch carries what nodes older than protocol 1.6
+    /// cannot read: a removal (``FieldVersion/Write/unset``) or a link (``Value/ref(_:)``).
+    public var needsProtocol16: Bool {
+        updates.contains { update in
+            let entries: [ListEntry]
+            switch update.change {
+            case .state(let state): entries = state.entries
+            case .delta(let delta): entries = delta.entries
+            }
+            return entries.contains { !$0.value.links.isEmpty }
+                || update.change.versions.contains { version in
+                    switch version.write {
+                    case .unset: true
+                    case .assign(let value), .overrule(let value, _, _): !value.links.isEmpty
+                    case .list(let change): (change.added + change.removed).contains { !$0.links.isEmpty }
+                    }
+                }
+        }
     }
 
     /// True unless the batch holds deltas taken against more than a replica with `versionVector`

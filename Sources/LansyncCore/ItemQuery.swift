@@ -109,8 +109,8 @@ public struct ItemQuery: Sendable, Equatable {
         return a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
     }
 
-    /// The sort order of two values: missing (or null) first, then bools, numbers, strings and
-    /// lists; within a kind, by value.
+    /// The sort order of two values: missing (or null) first, then bools, numbers, strings, links
+    /// and lists; within a kind, by value.
     static func order(_ a: Value?, _ b: Value?) -> Int {
         let ra = rank(a)
         let rb = rank(b)
@@ -129,7 +129,8 @@ public struct ItemQuery: Sendable, Equatable {
         case .bool?: 1
         case .integer?, .double?: 2
         case .string?: 3
-        case .list?: 4
+        case .ref?: 4
+        case .list?: 5
         }
     }
 }

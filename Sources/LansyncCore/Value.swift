@@ -7,7 +7,7 @@
 /// - doubles compare by bit pattern, so `-0.0 != 0.0`, and a NaN equals itself (same bits), which keeps
 ///   equality reflexive and ordering total.
 /// The total order (`<`) exists so every replica displays list elements and conflict siblings in
-/// the same order: by kind (null < bool < integer < double < string < list), then by value.
+/// the same order: by kind (null < bool < integer < double < string < link < list), then by value.
 public enum Value: Sendable {
     case null
     case bool(Bool)
@@ -15,6 +15,10 @@ public enum Value: Sendable {
     case double(Double)
     case string(String)
     case list([Value])
+    /// A link to another item, by its id (`@ID` on the command line, `{"ref": ID}` in JSON):
+    /// stored and merged like any value; whether its target exists is only judged when read
+    /// (`get`, `check --links`), since the target may be made, deleted or synced later.
+    case ref(ItemID)
 }
 
 extension Value: Hashable {
@@ -26,6 +30,7 @@ extension Value: Hashable {
         case let (.double(a), .double(b)): a.bitPattern == b.bitPattern
         case let (.string(a), .string(b)): a.utf8EqualsExactly(b)
         case let (.list(a), .list(b)): a.elementsEqual(b)
+        case let (.ref(a), .ref(b)): a.rawValue.utf8EqualsExactly(b.rawValue)
         default: false
         }
     }
@@ -42,6 +47,7 @@ extension Value: Hashable {
         case .list(let elements):
             hasher.combine(elements.count)
             for element in elements { hasher.combine(element) }
+        case .ref(let id): id.rawValue.hashUTF8(into: &hasher)
         }
     }
 }
@@ -55,6 +61,7 @@ extension Value: Comparable {
         case let (.double(a), .double(b)): return a.totalOrderKey < b.totalOrderKey
         case let (.string(a), .string(b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
         case let (.list(a), .list(b)): return a.lexicographicallyPrecedes(b)
+        case let (.ref(a), .ref(b)): return a.rawValue.utf8.lexicographicallyPrecedes(b.rawValue.utf8)
         default: return false
         }
     }
@@ -70,6 +77,16 @@ extension Value {
         case .double: "double"
         case .string: "string"
         case .list: "list"
+        case .ref: "link"
+        }
+    }
+
+    /// The items this value links to: itself if it is a link, its elements' links if a list.
+    public var links: [ItemID] {
+        switch self {
+        case .ref(let id): [id]
+        case .list(let elements): elements.flatMap(\.links)
+        default: []
         }
     }
 
@@ -93,6 +110,7 @@ extension Value {
         case .integer, .double: 9
         case .string(let s): 5 + s.utf8.count
         case .list(let elements): elements.reduce(5) { $0 + $1.encodedSize }
+        case .ref(let id): 5 + id.rawValue.utf8.count
         }
     }
 
@@ -103,7 +121,8 @@ extension Value {
         case .integer: 2
         case .double: 3
         case .string: 4
-        case .list: 5
+        case .ref: 5
+        case .list: 6
         }
     }
 }

@@ -22,6 +22,10 @@ extension ByteWriter {
             byte(6)
             varint(UInt64(elements.count))
             for e in elements { value(e) }
+        case .ref(let id):
+            // Protocol 1.6 and store v17 (an older reader refuses the tag).
+            byte(7)
+            string(id.rawValue)
         }
     }
 
@@ -58,6 +62,10 @@ extension ByteReader {
             elements.reserveCapacity(n)
             for _ in 0..<n { elements.append(try value(depth: depth + 1)) }
             return .list(elements)
+        case 7:
+            let text = try string()
+            guard let id = try? ItemID(text) else { throw fail("a link to an invalid item id") }
+            return .ref(id)
         case let tag: throw fail("unknown value tag \(tag)")
         }
     }

@@ -5,8 +5,10 @@ public import LansyncStore
 /// Parses assignments, as the CLI and the API take them: `FIELD=VALUE`, `FIELD+=ELEM`, `FIELD-=ELEM`.
 ///
 /// VALUE and ELEM are JSON when they are valid JSON (a number, true, false, null, a "quoted
-/// string" or an [array]) and plain text otherwise, so `title=Climb` stores the string "Climb",
-/// `n=3` the integer 3, `n=3.0` the double 3, and `tags=["a","b"]` a list.
+/// string", an [array], or a link `{"ref": ID}`) and plain text otherwise, so `title=Climb` stores
+/// the string "Climb", `n=3` the integer 3, `n=3.0` the double 3, and `tags=["a","b"]` a list.
+/// `@ID` is a link to the item ID (a unique start of it will do: ``LocalReplica`` resolves it
+/// when the edit is made); text that starts with `@` is written quoted, `'handle="@ana"'`.
 public enum AssignmentParser {
     public static func parse(_ argument: String) throws -> Assignment {
         // Scalars, not characters: a value that starts with a combining mark or an emoji
@@ -35,6 +37,7 @@ public enum AssignmentParser {
     /// JSON when valid, plain text otherwise; but a number out of range is an error, not text,
     /// and so is a JSON object (anywhere in the value), which `import` refuses too: one rule.
     public static func parseValue(_ text: String, field: String) throws -> Value {
+        if text.hasPrefix("@"), let id = try? ItemID(String(text.dropFirst())) { return .ref(id) }
         let json: JSON
         do {
             json = try JSON(parsing: text)
@@ -48,7 +51,7 @@ public enum AssignmentParser {
         guard let value = json.value else {
             // A well-formed assignment whose value lansync cannot keep: the API's 422.
             var object = HostError(
-                "\(field)=\(text.prefix(40)): a JSON object is not a field value (values are null, bool, number, string or list): to keep it as text, quote it as a JSON string"
+                "\(field)=\(text.prefix(40)): a JSON object is not a field value (values are null, bool, number, string, list, or a link {\"ref\": ID}): to keep it as text, quote it as a JSON string"
             )
             object.code = .overLimit
             throw object

@@ -45,7 +45,7 @@ extension LocalReplica {
     @discardableResult
     public func perform(_ action: BulkAction, on ids: [ItemID]) throws -> [Dot] {
         guard !ids.isEmpty else { return [] }
-        let edit = action.edit
+        let edit = try resolvingLinks(action.edit)
         let dots = try store.apply(ids.map { ($0, edit) }, wallMilliseconds: WallClock.milliseconds)
         if let first = dots.first { directory.noteNewWriter(store, issued: first) }
         directory.nudgeNode()

@@ -37,7 +37,7 @@ public struct LocalReplica: Sendable {
     /// Performs one edit (one transaction) and tells a running node; returns its dot.
     @discardableResult
     public func edit(_ edit: ItemEdit, on id: ItemID) throws -> Dot {
-        try directory.edit(edit, on: id, in: store)
+        try directory.edit(try resolvingLinks(edit), on: id, in: store)
     }
 
     /// Creates an item of `type` with `assignments`; its id is `id`, else a new UUIDv7.

@@ -43,7 +43,8 @@ public indirect enum JSON: Hashable, Sendable {
         return members.first { $0.key.utf8EqualsExactly(key) }?.value
     }
 
-    /// The field value this node stands for; nil for objects (and arrays holding them).
+    /// The field value this node stands for; nil for objects other than a link `{"ref": ID}`
+    /// (and arrays holding them).
     public var value: Value? {
         switch self {
         case .null: .null
@@ -55,7 +56,15 @@ public indirect enum JSON: Hashable, Sendable {
             elements.reduce(into: [Value]?.some([])) { acc, element in
                 if let v = element.value { acc?.append(v) } else { acc = nil }
             }.map(Value.list)
-        case .object: nil
+        case .object(let members):
+            // The one object that is a value: a link, `{"ref": ID}`.
+            if members.count == 1, members[0].key == "ref", case .string(let text) = members[0].value,
+                let id = try? ItemID(text)
+            {
+                .ref(id)
+            } else {
+                nil
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ extension Value {
         case .double(let d): .double(d)
         case .string(let s): .string(s)
         case .list(let elements): .array(elements.map(\.json))
+        case .ref(let id): .object([("ref", .string(id.rawValue))])
         }
     }
 

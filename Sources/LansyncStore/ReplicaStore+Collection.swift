@@ -387,6 +387,7 @@ extension Transaction {
             try db.execute(sql: "DELETE FROM history WHERE field = ?", arguments: [tombstone])
         }
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
+        try db.execute(sql: "DELETE FROM item_link WHERE item = ?", arguments: [row])
         // A minimal tombstone has no `_type`: its item shows the default type, as on a replica
         // that only ever received the tombstone.
         try db.execute(
@@ -417,6 +418,7 @@ extension Transaction {
         )
         try db.execute(sql: "DELETE FROM field WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
+        try db.execute(sql: "DELETE FROM item_link WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [row])
     }
 }

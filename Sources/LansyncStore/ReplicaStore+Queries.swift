@@ -25,7 +25,8 @@ public struct QueryPage: Sendable {
 
 extension Transaction {
     /// The index rows of a shown value: (kind, element, number, text). Kinds: 0 null, 1 bool,
-    /// 2 number, 3 string, 4 list (whose elements get rows of their own, element 1).
+    /// 2 number, 3 string, 4 list (whose elements get rows of their own, element 1), 5 link (its
+    /// target's id as text).
     static func indexRows(_ value: Value?) -> [(kind: Int, element: Int, num: Double?, txt: String?)] {
         func row(_ v: Value, element: Int) -> (Int, Int, Double?, String?) {
             switch v {
@@ -35,6 +36,7 @@ extension Transaction {
             case .double(let d): (2, element, d.isNaN ? nil : d, nil)
             case .string(let s): (3, element, nil, s)
             case .list: (4, element, nil, nil)
+            case .ref(let id): (5, element, nil, id.rawValue)
             }
         }
         guard let value else { return [] }
@@ -53,6 +55,22 @@ extension Transaction {
         }
         guard indexedNames!.contains(name.rawValue) else { return }
         try Self.reindex(item: item, name: name.rawValue, value: new.shownValue, db: db)
+    }
+
+    /// Brings `item_link` in step with a saved field: one row per link its shown value holds.
+    mutating func linkField(item: Int64, name: FieldName, old: FieldState?, new: FieldState) throws {
+        guard !name.isReserved else { return }
+        let before = old?.shownValue?.links ?? []
+        let after = new.shownValue?.links ?? []
+        guard before != after else { return }
+        if !before.isEmpty {
+            try db.cachedStatement(sql: "DELETE FROM item_link WHERE item = ? AND field = ?")
+                .execute(arguments: [item, name.rawValue])
+        }
+        for target in Set(after) {
+            try db.cachedStatement(sql: "INSERT INTO item_link(item, field, target) VALUES (?, ?, ?)")
+                .execute(arguments: [item, name.rawValue, target.rawValue])
+        }
     }
 
     static func reindex(item: Int64, name: String, value: Value?, db: Database) throws {
@@ -281,6 +299,7 @@ extension ReplicaStore {
             case .bool(let b): return ("element = 1 AND kind = 1 AND num = ?", [b ? 1.0 : 0.0])
             case .integer, .double: return ("element = 1 AND kind = 2 AND num = ?", [value.number])
             case .string(let s): return ("element = 1 AND kind = 3 AND txt = ?", [s])
+            case .ref(let id): return ("element = 1 AND kind = 5 AND txt = ?", [id.rawValue])
             default: return nil
             }
         case (let op, let value?):
@@ -291,6 +310,7 @@ extension ReplicaStore {
                 return ("element = 0 AND kind = 2 AND num \(sign) ?", [n])
             case .string(let s): return ("element = 0 AND kind = 3 AND txt \(sign) ?", [s])
             case .bool(let b) where op == .equal: return ("element = 0 AND kind = 1 AND num = ?", [b ? 1.0 : 0.0])
+            case .ref(let id) where op == .equal: return ("element = 0 AND kind = 5 AND txt = ?", [id.rawValue])
             default: return nil
             }
         default: return nil
@@ -320,5 +340,55 @@ extension ReplicaStore {
         }
         let value = pair[0].value
         return (value == .null ? nil : value, id)
+    }
+}
+
+extension ReplicaStore {
+    /// The live items with a field whose shown value links to `target`, and those fields, by
+    /// item id (the `item_link` index: no state is read).
+    public func itemsLinking(to target: ItemID) throws(StoreError) -> [(item: ItemID, fields: [FieldName])] {
+        try read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT i.item_id, l.field FROM item_link l JOIN item i ON i.id = l.item
+                    WHERE l.target = ? AND i.deleted = 0 ORDER BY i.item_id, l.field
+                    """,
+                arguments: [target.rawValue]
+            )
+            var result: [(item: ItemID, fields: [FieldName])] = []
+            for row in rows {
+                let id = ItemID(unchecked: row[0])
+                let field = FieldName(unchecked: row[1])
+                if result.last?.item == id {
+                    result[result.count - 1].fields.append(field)
+                } else {
+                    result.append((id, [field]))
+                }
+            }
+            return result
+        }
+    }
+
+    /// Every link a live item holds whose target is not a live item here: (item, field, target,
+    /// whether the target is deleted; false: missing).
+    public func danglingLinks() throws(StoreError) -> [(item: ItemID, field: FieldName, target: ItemID, deleted: Bool)]
+    {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT i.item_id, l.field, l.target, t.deleted FROM item_link l JOIN item i ON i.id = l.item
+                    LEFT JOIN item t ON t.item_id = l.target
+                    WHERE i.deleted = 0 AND (t.id IS NULL OR t.deleted = 1 OR t.collected <> 0)
+                    ORDER BY i.item_id, l.field, l.target
+                    """
+            ).map { row in
+                let deleted: Bool? = row[3]
+                return (
+                    ItemID(unchecked: row[0]), FieldName(unchecked: row[1]), ItemID(unchecked: row[2]), deleted == true
+                )
+            }
+        }
     }
 }

@@ -372,9 +372,25 @@ enum Schema {
         )
     }
 
-    /// No table changes: field states may now hold removals (the write tag `unset`), which an
-    /// older lansync cannot read. Recording the version makes such a binary refuse the file as
-    /// written by a newer version instead of calling its states damaged.
-    private static func v17Unset(_ db: Database) throws {}
+    /// Field states may now hold removals (the write tag `unset`) and links (the value tag 7),
+    /// which an older lansync cannot read: recording the version makes such a binary refuse the
+    /// file as written by a newer version instead of calling its states damaged. And the links'
+    /// index: none exist before this version, so it starts empty.
+    private static func v17Unset(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- One row per link a live item's shown field value holds (a list may hold several):
+                -- what finds the items that point at one ('list --links-to', 'rm' says how many)
+                -- and the links whose target is gone ('check --links') without reading every state.
+                CREATE TABLE item_link (
+                    item   INTEGER NOT NULL REFERENCES item(id),
+                    field  TEXT NOT NULL,
+                    target TEXT NOT NULL
+                );
+                CREATE INDEX item_link_target ON item_link(target);
+                CREATE INDEX item_link_item ON item_link(item, field);
+                """
+        )
+    }
 
 }

@@ -364,6 +364,7 @@ struct Transaction {
         }
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
         try indexField(item: item, name: name, new: new)
+        try linkField(item: item, name: name, old: old, new: new)
         return fieldRow
     }
 

@@ -420,6 +420,64 @@ import Testing
         #expect(neither.status == 64, "\(neither.stderr)")
     }
 
+    /// Links between items: `@ID` (a unique start) is resolved when written, `{"ref": ID}` in
+    /// JSON; `get` shows the target's title, `list --links-to` and `--where FIELD = @ID` find
+    /// what points at an item; `rm` says how many do; `check --links` lists links whose target
+    /// is deleted; a link syncs to another machine, which shows the same.
+    @Test func linksPointAtItemsAndAreCheckedWhenTheirTargetGoes() async throws {
+        let cli = CLI("links")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        let d = ["--dir", a]
+        try await cli.ok(["add"] + d + ["--id", "proj-garden-2026", "--type", "project", "title=Garden"])
+        try await cli.ok(["add"] + d + ["--id", "task-dig", "title=Dig", "project=@proj-gar"])
+        try await cli.ok(
+            ["add"] + d + [
+                "--id", "task-plant", "title=Plant", #"see=[{"ref":"proj-garden-2026"}]"#, "handle=\"@ana\"",
+            ]
+        )
+        let dig = try JSON(parsing: try await cli.ok(["get"] + d + ["task-dig", "--json"]))
+        #expect(dig["fields"]?["project"] == .object([("ref", .string("proj-garden-2026"))]), "resolved whole: \(dig)")
+        let plant = try JSON(parsing: try await cli.ok(["get"] + d + ["task-plant", "--json"]))
+        #expect(plant["fields"]?["handle"] == .string("@ana"), "quoted, it stays text")
+        #expect(try await cli.ok(["get"] + d + ["task-dig"]).contains("@proj-garden-2026  → Garden"))
+        #expect(try await cli.ok(["get"] + d + ["proj-garden-2026"]).contains("2 item(s) link here"))
+        let linking = try await cli.ok(["list"] + d + ["--links-to", "proj-g", "--json"])
+        #expect(linking.contains("task-dig") && linking.contains("task-plant"), "a list holds a link too: \(linking)")
+        let byField = try await cli.ok(["list"] + d + ["--where", "project = @proj-g", "--json"])
+        #expect(byField.contains("task-dig") && !byField.contains("task-plant"), "\(byField)")
+        let unknown = try await cli.run(["set"] + d + ["task-dig", "project=@nothing"])
+        #expect(
+            unknown.status == 1 && unknown.stderr.contains("no item's id starts with 'nothing'"),
+            "\(unknown.stderr)"
+        )
+        #expect(try await cli.ok(["check"] + d + ["--links"]).contains("every link points at a live item"))
+
+        // The link syncs; the other machine shows where it points.
+        let port = freePorts(1)[0]
+        let node = try NodeProcess(dir: b, port: port)
+        defer { node.stop() }
+        try await cli.ok(["sync"] + d + ["--peer", "127.0.0.1:\(port)"])
+        #expect(try await cli.ok(["get", "--dir", b, "task-dig"]).contains("→ Garden"))
+
+        let removed = try await cli.run(["rm"] + d + ["proj-garden-2026"])
+        #expect(
+            removed.status == 0 && removed.stderr.contains("2 item(s) link to proj-garden-2026"),
+            "\(removed.stderr)"
+        )
+        #expect(try await cli.ok(["get"] + d + ["task-dig"]).contains("→ (deleted) Garden"))
+        let check = try await cli.run(["check"] + d + ["--links", "--json"])
+        #expect(check.status == 1, "broken links make check fail: \(check.stderr)")
+        guard case .array(let broken) = try JSON(parsing: check.stdout) else {
+            Issue.record("check --links --json: \(check.stdout)")
+            return
+        }
+        #expect(broken.count == 2 && broken.allSatisfy { $0["state"] == .string("deleted") }, "\(broken)")
+        try await cli.ok(["restore"] + d + ["proj-garden-2026"])
+        #expect(try await cli.run(["check"] + d + ["--links"]).status == 0)
+    }
+
     /// Every command, found by walking `--help` from the top, prints its defaults as a user types
     /// them: never a type's description (`Lifetime(seconds: 900)` once leaked into `invite --help`).
     @Test func everyHelpDefaultIsInUserWords() async throws {

@@ -137,6 +137,27 @@ import Testing
         #expect(try JSON(parsing: try await api.send(.get, "/v1/items").body)["items"] == .array([]))
     }
 
+    /// Links through the API: `{"ref": ID}` in a body (a unique start resolved), `?links_to=`,
+    /// and `/v1/links/broken`.
+    @Test func linksThroughTheAPI() async throws {
+        let api = try InProcessAPI("routes-links")
+        _ = try await api.send(.post, "/v1/items", body: #"{"id":"box-1","fields":{"title":"Box"}}"#)
+        _ = try await api.send(.post, "/v1/items", body: #"{"id":"s1","fields":{"title":"Sample"}}"#)
+        let patched = try await api.send(.patch, "/v1/items/s1", body: #"{"set":{"in":{"ref":"box"}}}"#)
+        #expect(
+            try JSON(parsing: patched.body)["fields"]?["in"] == .object([("ref", .string("box-1"))]),
+            "\(patched.body)"
+        )
+        let linking = try JSON(parsing: try await api.send(.get, "/v1/items?links_to=box-1").body)
+        #expect(Self.first(linking["items"])?["id"] == .string("s1"), "\(linking)")
+        #expect(try await api.send(.get, "/v1/links/broken").body == "[]")
+        _ = try await api.send(.delete, "/v1/items/box-1")
+        let broken = try JSON(parsing: try await api.send(.get, "/v1/links/broken").body)
+        #expect(Self.first(broken)?["target"] == .string("box-1") && Self.first(broken)?["state"] == .string("deleted"))
+        let missing = try await api.send(.patch, "/v1/items/s1", body: #"{"set":{"in":{"ref":"nowhere"}}}"#)
+        #expect(missing.status != .ok, "\(missing.body)")
+    }
+
     @Test func mistakesAreProblemDetails() async throws {
         let api = try InProcessAPI("routes-problems")
         let missing = try await api.send(.get, "/v1/items/nothing-here")

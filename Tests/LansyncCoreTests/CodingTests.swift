@@ -95,6 +95,13 @@ import Testing
         )
         #expect(try JSON(parsing: #""\ud83d\ude00""#).value == .string("😀"))
         #expect(try JSON(parsing: #"{"a": 1}"#).value == nil)
+        // The one object that is a value: a link, to a valid item id.
+        #expect(try JSON(parsing: #"{"ref": "t-1"}"#).value == .ref(ItemID(unchecked: "t-1")))
+        #expect(try JSON(parsing: #"[{"ref": "t-1"}]"#).value == .list([.ref(ItemID(unchecked: "t-1"))]))
+        for notALink in [#"{"ref": 1}"#, #"{"ref": "a b"}"#, #"{"ref": "x", "b": 1}"#] {
+            #expect(try JSON(parsing: notALink).value == nil, "\(notALink)")
+        }
+        #expect(Value.ref(ItemID(unchecked: "t-1")).jsonText == #"{"ref":"t-1"}"#)
         #expect(try JSON(parsing: #"{"a": 1, "b": [true]}"#)["b"] == .array([.bool(true)]))
         for bad in [
             "", "tru", "01", "1.", "[1,]", "\"abc", #""\ud800""#, "[1] x", "{1:2}", String(repeating: "[", count: 100),

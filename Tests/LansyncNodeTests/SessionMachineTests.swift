@@ -193,7 +193,7 @@ import Testing
             updates: [FieldUpdate(key: FieldKey(item: .named("i"), field: .named("f")), state: state)],
             covers: VersionVector([.node(1): 2])
         )
-        #expect(batch.carriesUnset)
+        #expect(batch.needsProtocol16)
         for (version, refused) in [(ProtocolVersion(major: 1, minor: 5), true), (.current, false)] {
             var m = SessionMachine(
                 config: SessionMachine.SessionConfig(

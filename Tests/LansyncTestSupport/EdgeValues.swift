@@ -13,11 +13,13 @@ public enum EdgeValues {
         .double(-.infinity), .double(.nan), .double(-.nan),
         .string(""), .string("a"), .string("é"), .string("e\u{301}"), .string("\u{0}"),
         .string("👩‍👩‍👧"), .string("\u{202E}rtl"), .string("\u{FEFF}bom"), .string("line\nbreak"),
+        .ref(ItemID(unchecked: "i1")), .ref(ItemID(unchecked: "01a216a6-18ce-70f1-b2a2-293b2b7e97f4")),
     ]
 
     public static let elements: [Value] = [
         .string("climbing"), .string("reading"), .string("karaoke"), .string("é"), .string("e\u{301}"),
         .integer(1), .double(1.0), .double(-0.0), .double(0.0), .null, .list([.integer(1)]),
+        .ref(ItemID(unchecked: "i2")),
     ]
 
     public static func random(using rng: inout SplitMix64) -> Value {

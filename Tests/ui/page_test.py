@@ -511,6 +511,23 @@ def main():
                         cluster.cli_json("garage", "get", ids["groceries"])["fields"])))
                 done()
 
+                done = check("follow a link to its item, which lists what links to it; a link to a deleted item is listed")
+                cluster.cli("kitchen", "add", "--id", "parts-1", "title=Bike parts", f"for=@{ids['bike']}")
+                a.goto(f"{cluster.url('kitchen')}#/item/parts-1")
+                link = a.locator('tr[data-field="for"] a.v-link')
+                expect(link).to_contain_text("Fix the bike")
+                link.click()
+                expect(a.get_by_role("heading", name=re.compile("^Fix the bike"), level=1)).to_be_visible()
+                expect(a.locator('[data-scope="linked-from"]')).to_contain_text("Bike parts")
+                cluster.cli("kitchen", "add", "--id", "old-box", "title=Old box")
+                cluster.cli("kitchen", "add", "--id", "jar-1", "title=Jar", "in=@old-box")
+                cluster.cli("kitchen", "rm", "old-box")
+                a.get_by_role("link", name="Items", exact=True).click()
+                notice = a.locator('[data-scope="broken-links"]')
+                expect(notice).to_contain_text("1 link points at a deleted or missing item")
+                expect(notice).to_contain_text("Old box (deleted)")
+                done()
+
                 # -- the cluster view ------------------------------------------------------
                 done = check("cluster view: garage connected")
                 a.get_by_role("link", name="Cluster").click()

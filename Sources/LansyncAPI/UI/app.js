@@ -58,20 +58,36 @@ function jsonText(value) {
   return JSON.stringify(value);
 }
 
+/** A link to another item: `{"ref": ID}`, the one object that is a value. */
+function isLink(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Num)
+    && typeof v.ref === 'string' && Object.keys(v).length === 1;
+}
+
 function kindOf(v) {
   if (v === null || v === undefined) return 'null';
   if (Array.isArray(v)) return 'list';
   if (typeof v === 'number' || v instanceof Num) return 'number';
   if (typeof v === 'boolean') return 'bool';
   if (typeof v === 'string') return 'string';
+  if (isLink(v)) return 'link';
   return 'other';
 }
 
-/** A value as one line of text: a string as itself, anything else as JSON. */
+/** A value as one line of text: a string as itself, a link as its target's title, anything else as JSON. */
 function valueText(v) {
   if (v === undefined) return '';
   if (typeof v === 'string') return v;
+  if (isLink(v)) {
+    const target = store.items.get(v.ref);
+    return target ? `→ ${itemTitle(target)}` : `@${v.ref}`;
+  }
   return jsonText(v);
+}
+
+/** A value as it is typed back into an input: a link as `@ID`, the rest as `valueText`. */
+function inputText(v) {
+  return isLink(v) ? `@${v.ref}` : valueText(v);
 }
 
 function sameValue(a, b) {
@@ -92,6 +108,18 @@ function readInput(text, asText) {
   if (asText) return { value: text };
   const t = text.trim();
   if (t === '') return { value: text };
+  // `@ID` (a unique start of an item's id) is a link, as on the command line.
+  if (/^@[A-Za-z0-9._:-]+$/.test(t)) {
+    const typed = t.slice(1);
+    if (store.items.has(typed)) return { value: { ref: typed } };
+    const matches = [...store.items.keys()].filter((id) => id.startsWith(typed));
+    if (matches.length === 1) return { value: { ref: matches[0] } };
+    return {
+      error: matches.length
+        ? `“${shorten(t, 40)}” is the start of ${matches.length} item ids: give more of it.`
+        : `No item’s id starts with “${shorten(typed, 40)}”. A link is written @ID; to keep it as text, put it in quotes.`,
+    };
+  }
   try {
     return { value: parseJSON(t) };
   } catch (e) {
@@ -182,6 +210,13 @@ function renderValue(v) {
     case 'list':
       if (v.length === 0) return h('span', { class: 'v-null' }, 'empty list');
       return h('span', { class: 'chips' }, v.map((e) => h('span', { class: 'chip' }, valueText(e))));
+    case 'link': {
+      const target = store.items.get(v.ref);
+      return h('a', { class: 'v-link', href: `#/item/${encodeURIComponent(v.ref)}`, 'data-key': `link:${v.ref}`, title: v.ref },
+        '→ ', target ? itemTitle(target) : shortId(v.ref),
+        !target ? [' ', h('span', { class: 'badge deleted' }, 'missing')]
+          : target.deleted ? [' ', h('span', { class: 'badge deleted' }, 'deleted')] : null);
+    }
     default:
       return h('span', null, jsonText(v));
   }
@@ -859,6 +894,16 @@ class FieldCell {
       return;
     }
     const what = has ? shorten(valueText(v), 80) : 'not set';
+    // A link is followed by a click; its own small button edits it (a link inside a button
+    // would be neither).
+    if (has && isLink(v)) {
+      fill(this.el, shown, ' ', h('button', {
+        type: 'button', class: 'small quiet', 'data-key': `f:${this.field}`,
+        'aria-label': `${this.field}: ${what}${inConflict ? ' (in conflict)' : ''}. Edit`,
+        onclick: () => this.open(),
+      }, 'Edit'), mark);
+      return;
+    }
     fill(this.el, 
       h('button', {
         type: 'button', class: 'show', 'data-key': `f:${this.field}`,
@@ -914,7 +959,7 @@ class FieldCell {
     const has = Object.prototype.hasOwnProperty.call(item.fields, this.field);
     const v = item.fields[this.field];
     const asText = kindOf(v) === 'string';
-    const initial = has ? valueText(v) : '';
+    const initial = has ? inputText(v) : '';
     const errId = uid('err');
     const hintId = uid('hint');
     const input = h('input', {
@@ -1155,6 +1200,23 @@ function itemsView() {
     renderBody();
   });
   const noticeEl = h('p', { class: 'notice-bar', hidden: true, role: 'alert' });
+  // Links whose target is deleted or missing (`lansync check --links`), read again when items change.
+  const brokenEl = h('div', { class: 'notice-bar', hidden: true, 'data-scope': 'broken-links' });
+  let brokenTimer = null;
+  async function loadBroken() {
+    try {
+      const broken = await api('GET', '/v1/links/broken');
+      brokenEl.hidden = broken.length === 0;
+      const title = (id) => { const it = store.items.get(id); return it ? itemTitle(it) : shortId(id); };
+      fill(brokenEl, broken.length ? [
+        h('p', null, `${broken.length} link${broken.length === 1 ? ' points' : 's point'} at a deleted or missing item:`),
+        h('ul', null, broken.map((b) => h('li', null,
+          h('a', { href: `#/item/${encodeURIComponent(b.id)}` }, title(b.id)), ` · ${b.field} → `,
+          b.state === 'deleted' ? [h('a', { href: `#/item/${encodeURIComponent(b.target)}` }, title(b.target)), ' (deleted)'] : `${shortId(b.target)} (missing)`)))] : null);
+    } catch {
+      brokenEl.hidden = true;
+    }
+  }
 
   // Changing the items shown (the type filter and the search pick them): one request, one
   // transaction on the node, all or none, as 'lansync set --where' does. Asks once before it acts.
@@ -1236,6 +1298,7 @@ function itemsView() {
       newButton),
     form.el,
     noticeEl,
+    brokenEl,
     h('div', { class: 'toolbar', role: 'search' },
       h('label', { class: 'stack', for: 'type-filter' }, h('span', { class: 'field-label' }, 'Type'), typeSelect),
       h('label', { class: 'stack grow', for: 'item-search' }, h('span', { class: 'field-label' }, 'Search'), searchInput),
@@ -1531,6 +1594,8 @@ function itemsView() {
 
   unsubscribe = subscribe((what, ids) => {
     if (what !== 'items') return;
+    clearTimeout(brokenTimer);
+    brokenTimer = setTimeout(loadBroken, 300);
     if (ids === null) { rows.clear(); renderAll(); return; }
     const before = jsonText([fieldNames, columns]);
     computeFields();
@@ -1545,11 +1610,13 @@ function itemsView() {
 
   setTitle('Items');
   renderAll();
+  loadBroken();
 
   return {
     el,
     destroy() {
       unsubscribe();
+      clearTimeout(brokenTimer);
       document.removeEventListener('click', outside);
       document.removeEventListener('keydown', keys);
     },
@@ -1779,11 +1846,29 @@ function itemView(id) {
     }, 'Change'));
   }
 
+  // The items that link here (`lansync list --links-to`), read again when any item changes.
+  const linkedEl = h('div', { 'data-scope': 'linked-from' });
+  let linkedTimer = null;
+  async function loadLinked() {
+    try {
+      const page = await api('GET', `/v1/items?links_to=${encodeURIComponent(id)}`);
+      fill(linkedEl, page.items.length
+        ? [h('h2', { id: 'linked-title' }, 'Linked from'),
+          h('ul', { class: 'linked', 'aria-labelledby': 'linked-title' }, page.items.map((it) => h('li', null,
+            h('a', { href: `#/item/${encodeURIComponent(it.id)}` }, itemTitle(it)),
+            h('span', { class: 'muted' }, ` · ${Object.keys(it.fields).filter((f) => jsonText(it.fields[f]).includes(jsonText({ ref: id }))).join(', ')}`))))]
+        : null);
+    } catch {
+      fill(linkedEl);
+    }
+  }
+
   add(el, [
     h('a', { class: 'back', href: '#/items' }, '← All items'),
     head,
     h('h2', null, 'Fields'),
     h('div', { class: 'panel' }, h('table', { class: 'fields', 'aria-label': 'Fields' }, fieldsBody)),
+    linkedEl,
     addForm,
     h('h2', { id: 'history-title' }, 'History'),
     h('p', { class: 'sub' }, 'Every kept version of each field, newest first. Bringing a value back is a new edit: it syncs like any other, and the history keeps everything.'),
@@ -1964,6 +2049,10 @@ function itemView(id) {
       render();
       scheduleHistory();
     }
+    if (what === 'items') {
+      clearTimeout(linkedTimer);
+      linkedTimer = setTimeout(loadLinked, 200);
+    }
   });
 
   if (!store.items.has(id)) {
@@ -1971,7 +2060,8 @@ function itemView(id) {
   }
   render();
   loadHistory();
-  return { el, destroy() { unsubscribe(); clearTimeout(historyTimer); } };
+  loadLinked();
+  return { el, destroy() { unsubscribe(); clearTimeout(historyTimer); clearTimeout(linkedTimer); } };
 }
 
 /** A field name made safe for an element id (field names may hold any character). */

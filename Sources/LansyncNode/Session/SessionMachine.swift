@@ -234,12 +234,13 @@ public struct SessionMachine: Sendable {
             return [.send(.ack(sequence: sequence))]
 
         case (.open(var open), .produced(let batch, let now)):
-            if let batch, let peer, peer.version < .unsets, batch.carriesUnset {
-                // An older node cannot read a removal; it must not be sent a state without it.
+            if let batch, let peer, peer.version < .unsets, batch.needsProtocol16 {
+                // An older node cannot read a removal or a link; it must not be sent a state
+                // without it.
                 return fail(
                     ProtocolError(
                         .protocolVersion,
-                        "the peer speaks protocol \(peer.version), and a field removed with 'lansync unset' needs \(ProtocolVersion.unsets): upgrade lansync on it"
+                        "the peer speaks protocol \(peer.version), and a field removed with 'lansync unset' or a link to an item needs \(ProtocolVersion.unsets): upgrade lansync on it"
                     )
                 )
             }

@@ -16,9 +16,12 @@ struct CheckCommand: ParsableCommand {
 
     @OptionGroup var data: DataDirectoryOptions
     @Flag(help: "Print one JSON object.") var json = false
+    @Flag(help: "Instead, list the links whose target is deleted or missing (exit status 1 if there are any).")
+    var links = false
 
     func run() throws {
         let replica = try LocalReplica(data.directory)
+        if links { return try checkLinks(replica) }
         let report = try replica.check()
         if json {
             print(report.jsonText)
@@ -30,6 +33,31 @@ struct CheckCommand: ParsableCommand {
         if !report.isSound {
             throw CLIError(
                 "\(replica.path) is damaged (\(report.problems.count) problem(s)): run 'lansync repair' to rebuild it from what is sound and from peers, or restore a backup"
+            )
+        }
+    }
+}
+
+extension CheckCommand {
+    /// `check --links`: one line per link of a live item whose target is deleted or missing.
+    func checkLinks(_ replica: LocalReplica) throws {
+        let broken = try replica.brokenLinks()
+        if json {
+            print(LocalReplica.brokenLinksJSONText(broken))
+        } else {
+            for link in broken {
+                let state: String
+                switch link.state {
+                case .deleted(let title): state = "deleted" + (title.map { " (\($0))" } ?? "")
+                case .missing, .live: state = "missing (no such item here)"
+                }
+                print("\(link.item.rawValue).\(link.field.rawValue) -> \(link.target.rawValue): \(state)")
+            }
+            if broken.isEmpty { print("every link points at a live item") }
+        }
+        if !broken.isEmpty {
+            throw CLIError(
+                "\(broken.count) link(s) point at a deleted or missing item: restore the target ('lansync restore ID'), or set the field to another item"
             )
         }
     }

@@ -108,7 +108,13 @@ struct RemoveCommand: ParsableCommand {
     func run() throws {
         let replica = try LocalReplica(data.directory)
         if bulk.isBulk { return try bulk.run(.delete, in: replica, verb: "deleted", json: json) }
-        try replica.edit(.delete, onTyped: id ?? "")
+        let deleted = try replica.edit(.delete, onTyped: id ?? "")
+        let linking = try replica.linkCount(to: deleted)
+        if linking > 0 {
+            Terminal.note(
+                "\(linking) item(s) link to \(deleted.rawValue), which is now deleted: 'lansync list --links-to \(deleted.rawValue)' shows them"
+            )
+        }
     }
 }
 

@@ -11,7 +11,8 @@ struct GetCommand: ParsableCommand {
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() throws {
-        let item = try LocalReplica(data.directory).item(typed: id)
+        let replica = try LocalReplica(data.directory)
+        let item = try replica.item(typed: id)
         if json {
             print(item.jsonText)
             return
@@ -27,10 +28,12 @@ struct GetCommand: ParsableCommand {
         if item.fields.isEmpty {
             print("(no fields)")
         } else {
+            // A link shows where it points: the target's title, and whether it is gone.
+            let targets = try replica.targets(item.fields.flatMap(\.value.links))
             let rows = item.fields.map { field in
                 [
                     field.name.rawValue,
-                    Render.human(field.value, width: 200)
+                    Render.human(field.value, width: 200) + Self.describe(field.value, targets)
                         + (item.conflicts.contains(field.name) ? "  [conflict]" : ""),
                 ]
             }
@@ -38,6 +41,20 @@ struct GetCommand: ParsableCommand {
         }
         if !item.conflicts.isEmpty {
             print("\n\(item.conflicts.count) open conflict(s): 'lansync conflicts' lists the values")
+        }
+        let linking = try replica.linkCount(to: item.id)
+        if linking > 0 {
+            print("\n\(linking) item(s) link here: 'lansync list --links-to \(item.id)' shows them")
+        }
+    }
+
+    /// What a link points at, after the value: `  → Title`, `  → (deleted) Title`, `  → (missing)`.
+    static func describe(_ value: Value, _ targets: [ItemID: LocalReplica.LinkTarget]) -> String {
+        guard case .ref(let id) = value, let target = targets[id] else { return "" }
+        switch target {
+        case .live(let title): return "  → " + (title ?? "(no title)")
+        case .deleted(let title): return "  → (deleted) " + (title ?? "")
+        case .missing: return "  → (missing: no such item here)"
         }
     }
 }
@@ -76,6 +93,14 @@ struct ListCommand: ParsableCommand {
     var sort: String?
     @Option(help: "At most this many items.") var limit: Int?
     @Flag(help: "Say how the query is answered (which index, if any) instead of listing.") var explain = false
+    @Option(
+        name: .customLong("links-to"),
+        help: ArgumentHelp(
+            "Only the items with a field that links to this item (a unique start of its id will do).",
+            valueName: "id"
+        )
+    )
+    var linksTo: String?
     @Flag(help: "Print a JSON array.") var json = false
 
     /// The fields people name an item by: shown first, in a column of their own.
@@ -105,13 +130,22 @@ struct ListCommand: ParsableCommand {
     func run() throws {
         let replica = try LocalReplica(data.directory)
         // With a query, the items it selects in its order; else every item, by id, as it streams.
-        let query = ItemQuery(filters: try conditions.map(QueryParser.filter), sort: try sort.map(QueryParser.sort))
+        let query = try replica.resolvingLinks(
+            ItemQuery(filters: try conditions.map(QueryParser.filter), sort: try sort.map(QueryParser.sort))
+        )
         if explain {
             print(try replica.plan(of: query))
             return
         }
         var selected: [Item]?
-        if !conditions.isEmpty || sort != nil || limit != nil {
+        if let linksTo {
+            let target = try replica.resolve(linksTo)
+            let ids = Set(try replica.itemsLinking(to: target).map(\.item.id))
+            selected = try replica.items(query, type: type, includeDeleted: deleted, limit: .max).filter {
+                ids.contains($0.id)
+            }
+            if let limit { selected = Array(selected!.prefix(limit)) }
+        } else if !conditions.isEmpty || sort != nil || limit != nil {
             selected = try replica.items(query, type: type, includeDeleted: deleted, limit: limit ?? .max)
         }
         func forEachItem(_ body: (Item) throws -> Void) throws {

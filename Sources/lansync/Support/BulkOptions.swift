@@ -30,7 +30,7 @@ struct BulkOptions: ParsableArguments {
     /// Selects the items, asks before changing more than one (unless `--yes`), changes them all
     /// in one transaction, and says what it did: `verb` as in "deleted 3 items".
     func run(_ action: LocalReplica.BulkAction, in replica: LocalReplica, verb: String, json: Bool) throws {
-        let query = ItemQuery(filters: try conditions.map(QueryParser.filter))
+        let query = try replica.resolvingLinks(ItemQuery(filters: try conditions.map(QueryParser.filter)))
         let ids = try replica.select(query, type: ofType, for: action)
         if ids.count > 1, !yes { try Self.confirm(ids) }
         try replica.perform(action, on: ids)
