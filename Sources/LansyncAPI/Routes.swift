@@ -350,7 +350,7 @@ struct Routes: Sendable {
         default: throw Problem(.badRequest, "a batch is \(shape)")
         }
         let chosen = Array(Set(ids)).sorted()
-        try await blocking { try $0.perform(action, on: chosen) }
+        _ = try await blocking { try $0.perform(action, on: chosen) }
         return json(LocalReplica.bulkJSONText(chosen))
     }
 

@@ -1,5 +1,5 @@
 import LansyncJSON
-public import LansyncStore
+import LansyncStore
 
 /// Edits of many items at once (`set`, `rm` and `restore` with `--where`, the API's query-scoped
 /// PATCH, DELETE and restore): the items a query selects, changed in one transaction, all or

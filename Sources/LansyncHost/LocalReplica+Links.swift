@@ -1,5 +1,5 @@
 import LansyncJSON
-public import LansyncStore
+import LansyncStore
 
 /// Links between items (``Value/ref(_:)``): written as `@ID` (a unique start will do), read with
 /// their target's title, found from either end, and checked for targets that are gone.

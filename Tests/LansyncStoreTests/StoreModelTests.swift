@@ -37,14 +37,16 @@ import Testing
                 "\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.value.jsonText)" }) \(item.conflicts.map(\.rawValue))"
             )
         }
-        return lines + (try store.conflicts()).map { "\($0.item).\($0.field) \($0.values) \($0.shown)" }
+        return lines + (try store.conflicts()).map {
+            "\($0.item).\($0.field) \($0.values) \(String(describing: $0.shown)) \($0.removed)"
+        }
     }
 
     static func visible(_ model: Replica) -> [String] {
         model.views.map { view in
             let fields = view.fields.keys.sorted().map { "\($0.rawValue)=\(view.fields[$0]!.jsonText)" }
             return "\(view.id) \(view.type) \(view.deleted) \(fields) \(view.conflicts.map(\.rawValue))"
-        } + model.conflicts.map { "\($0.item).\($0.field) \($0.values) \($0.shown)" }
+        } + model.conflicts.map { "\($0.item).\($0.field) \($0.values) \(String(describing: $0.shown)) \($0.removed)" }
     }
 
     @Test(arguments: 0..<UInt64(propertyCases(default: 2500) / 100))
