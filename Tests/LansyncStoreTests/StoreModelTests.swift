@@ -37,9 +37,10 @@ import Testing
                 "\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.value.jsonText)" }) \(item.conflicts.map(\.rawValue))"
             )
         }
-        return lines + (try store.conflicts()).map {
-            "\($0.item).\($0.field) \($0.values) \(String(describing: $0.shown)) \($0.removed)"
-        }
+        return lines
+            + (try store.conflicts()).map {
+                "\($0.item).\($0.field) \($0.values) \(String(describing: $0.shown)) \($0.removed)"
+            }
     }
 
     static func visible(_ model: Replica) -> [String] {
