@@ -147,9 +147,10 @@ enum OpenAPIDocument {
                     "in": "query",
                     "required": false,
                     "schema": {
-                      "type": "string"
+                      "type": "string",
+                      "pattern": "^[A-Za-z0-9._:-]{1,128}$"
                     },
-                    "description": "Only the live items with a field that links to this item (a unique start of its id will do), in one page: `lansync list --links-to`. The other parameters are ignored."
+                    "description": "Only the live items with a field that links to this item (a unique start of its id will do), in one page: `lansync list --links-to`. Takes no where, sort or after."
                   }
                 ],
                 "responses": {
@@ -1049,10 +1050,14 @@ enum OpenAPIDocument {
                 "properties": {
                   "ref": {
                     "type": "string",
-                    "description": "The linked item's id."
+                    "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+                    "description": "The linked item's id (a unique start of one, when written)."
                   }
                 },
-                "additionalProperties": false
+                "additionalProperties": false,
+                "required": [
+                  "ref"
+                ]
               },
               "Fields": {
                 "type": "object",
@@ -1227,12 +1232,16 @@ enum OpenAPIDocument {
                         "type": "string",
                         "minLength": 1,
                         "maxLength": 64,
-                        "description": "The item's new type, changed in the same edit (`lansync set ID --type TYPE`)."
+                        "description": "The item's new type, changed in the same edit (`lansync set ID --type TYPE`): 1 to 64 bytes, no control characters.",
+                        "pattern": "^[^\\u0000-\\u001f\\u007f]+$"
                       },
                       "unset": {
                         "type": "array",
                         "items": {
-                          "type": "string"
+                          "type": "string",
+                          "maxLength": 128,
+                          "pattern": "^([^_=+\\u0000-\\u001f\\u007f-]|[^_=\\u0000-\\u001f\\u007f][^=\\u0000-\\u001f\\u007f]*[^=+\\u0000-\\u001f\\u007f-])$",
+                          "description": "A field name: 1 to 128 bytes, no control characters or '=', not starting with '_' (reserved) nor ending with '+' or '-'."
                         },
                         "description": "Fields to remove, as `lansync unset ID FIELD...` does: a write of \"absent\" that merges like any other (a concurrent set and unset is a conflict)."
                       }
@@ -1626,7 +1635,8 @@ enum OpenAPIDocument {
                     "minItems": 1,
                     "maxItems": 100000,
                     "items": {
-                      "type": "string"
+                      "type": "string",
+                      "pattern": "^[A-Za-z0-9._:-]{1,128}$"
                     }
                   },
                   "patch": {

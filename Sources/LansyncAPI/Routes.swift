@@ -33,7 +33,6 @@ struct Routes: Sendable {
         }
         v1.get("items") { request, _ in
             try takes(request, "limit", "deleted", "type", "where", "sort", "after", "links_to")
-            if let target = try QueryString(request.uri.query)["links_to"] { return try await linking(to: target) }
             return try await listItems(request)
         }
         v1.post("items") { request, _ in
@@ -204,6 +203,15 @@ struct Routes: Sendable {
                 return text == "true"
             } ?? false
         let type = try query["type"].map(Self.type)
+        if let target = query["links_to"] {
+            guard query.all("where").isEmpty, query["sort"] == nil, query["after"] == nil else {
+                throw Problem(
+                    .badRequest,
+                    "links_to lists every item that links to one: it takes no where, sort or after"
+                )
+            }
+            return try await linking(to: target)
+        }
         let conditions = query.all("where")
         let sort = query["sort"]
         let page: [Item]
@@ -300,7 +308,7 @@ struct Routes: Sendable {
                     guard let value = fieldValue.value else {
                         throw Problem(
                             .badRequest,
-                            "field '\(name)' holds an object; values are null, bool, number, string or list"
+                            "field '\(name)' holds an object; values are null, bool, number, string, list, or a link {\"ref\": ID}"
                         )
                     }
                     switch key {
@@ -341,9 +349,8 @@ struct Routes: Sendable {
         switch members.first(where: { $0.key != "ids" }).map({ ($0.key, $0.value) }) {
         case ("patch", let patch)?:
             let (assignments, type) = try Self.patch(Array(patch.text.utf8))
-            guard !assignments.isEmpty || type != nil else {
-                throw Problem(.badRequest, "the batch's patch changes nothing")
-            }
+            // Like an empty patch of one item, one that assigns nothing changes nothing.
+            guard !assignments.isEmpty || type != nil else { return json(LocalReplica.bulkJSONText([])) }
             action = .update(assignments, type: type)
         case ("delete", .bool(true))?: action = .delete
         case ("restore", .bool(true))?: action = .restore

@@ -158,7 +158,9 @@ public enum ItemImport {
                 let name: FieldName
                 do { name = try FieldName(member.key) } catch { throw refused(error) }
                 guard let v = member.value.value else {
-                    throw fail("field '\(member.key)' holds an object; values are null, bool, number, string or list")
+                    throw fail(
+                        "field '\(member.key)' holds an object; values are null, bool, number, string, list, or a link {\"ref\": ID}"
+                    )
                 }
                 fields.append((name, v))
             }

@@ -50,11 +50,22 @@ extension LocalReplica {
     func resolvingLinks(_ value: Value) throws -> Value {
         switch value {
         case .ref(let typed):
-            let id = try AssignmentParser.resolveItemID(typed.rawValue, in: store)
+            let id: ItemID
+            do {
+                id = try AssignmentParser.resolveItemID(typed.rawValue, in: store)
+            } catch var ambiguous as HostError {
+                // Several items match: the API's 409, as for any edit that meets this replica's state.
+                ambiguous.code = .conflict
+                throw ambiguous
+            }
             guard try store.itemState(id)?.exists == true else {
-                throw HostError(
+                var unknown = HostError(
                     "no item's id starts with '\(typed.rawValue)': a link names an item of this replica ('lansync list' shows them); to store the text, quote it: '\"@\(typed.rawValue)\"'"
                 )
+                // The edit is sound, and this replica's state refuses it (the API's 409): the item
+                // it would edit is there.
+                unknown.code = .conflict
+                throw unknown
             }
             return .ref(id)
         case .list(let elements): return .list(try elements.map(resolvingLinks))
