@@ -9,7 +9,10 @@ import NIOCore
 /// as the next `since`). With `Accept: text/event-stream`, a stream of Server-Sent Events that
 /// never ends: each change is an event whose `id` is its sequence number, so a client that
 /// reconnects with `Last-Event-ID` resumes exactly after the last one it got, with no gap and no
-/// repeat; a comment every 15 s keeps idle connections (and proxies) honest.
+/// repeat; a comment every 15 s keeps idle connections (and proxies) honest. With `sync=true`, the
+/// stream also carries a `sync` event (no id, data `{}`) each time peers' acknowledgements are
+/// recorded: an item edited here that is not yet SYNCED may have moved, so a page that shows sync
+/// states reads those items again instead of polling.
 struct ChangeFeed: Sendable {
     let node: RunningNode
 
@@ -19,6 +22,8 @@ struct ChangeFeed: Sendable {
         var type: String?
         var item: ItemID?
         var field: FieldName?
+        /// `sync=true`: acknowledgements as `sync` events too (streams only).
+        var sync = false
     }
 
     func respond(to request: Request) async throws -> Response {
@@ -27,6 +32,13 @@ struct ChangeFeed: Sendable {
         filter.type = try query["type"].map(Routes.type)
         filter.item = try query["item"].map { try ItemID($0) }
         filter.field = try query["field"].map(Routes.field)
+        filter.sync =
+            try query["sync"].map { text -> Bool in
+                guard text == "true" || text == "false" else {
+                    throw Problem(.badRequest, "sync must be true or false")
+                }
+                return text == "true"
+            } ?? false
         let stream = request.headers[.accept]?.contains("text/event-stream") == true
         let resumeHeader = HTTPField.Name("Last-Event-ID")!
         let sinceText = (stream ? request.headers[resumeHeader] : nil) ?? query["since"]
@@ -66,6 +78,16 @@ struct ChangeFeed: Sendable {
         return json(#"{"changes":["# + entries.map(\.jsonText).joined(separator: ",") + #"],"last":\#(last)}"#)
     }
 
+    /// What wakes an event stream.
+    enum Wake: Sendable {
+        /// The replica changed: send the changes after the last one sent.
+        case change
+        /// Peers' acknowledgements were recorded (`sync=true` only).
+        case sync
+        /// Nothing for a while: a comment keeps the connection honest.
+        case beat
+    }
+
     func events(after since: UInt64, _ filter: Filter) async throws -> Response {
         let node = self.node
         return Response(
@@ -74,21 +96,28 @@ struct ChangeFeed: Sendable {
             body: ResponseBody { writer in
                 // Watch first, then read: a change committed in between wakes the loop.
                 let (id, wakes) = node.watchChanges()
-                let (events, continuation) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingNewest(4))
+                let acks = filter.sync ? node.watchAcknowledgements() : nil
+                let (events, continuation) = AsyncStream<Wake>.makeStream(bufferingPolicy: .bufferingNewest(4))
                 let forward = Task {
-                    for await _ in wakes { continuation.yield(true) }
+                    for await _ in wakes { continuation.yield(.change) }
                     continuation.finish()
+                }
+                let acknowledged = Task {
+                    guard let acks else { return }
+                    for await _ in acks.changes { continuation.yield(.sync) }
                 }
                 let beat = Task {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: Self.heartbeat)
-                        continuation.yield(false)
+                        continuation.yield(.beat)
                     }
                 }
                 defer {
                     forward.cancel()
+                    acknowledged.cancel()
                     beat.cancel()
                     node.stopWatchingChanges(id)
+                    if let acks { node.stopWatchingAcknowledgements(acks.id) }
                 }
                 var last = since
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
@@ -118,11 +147,11 @@ struct ChangeFeed: Sendable {
                     }
                 }
                 try await drain(&writer)
-                for await change in events {
-                    if change {
-                        try await drain(&writer)
-                    } else {
-                        try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                for await wake in events {
+                    switch wake {
+                    case .change: try await drain(&writer)
+                    case .sync: try await writer.write(ByteBuffer(string: "event: sync\ndata: {}\n\n"))
+                    case .beat: try await writer.write(ByteBuffer(string: ": still here\n\n"))
                     }
                 }
                 try await writer.finish(nil)

@@ -906,11 +906,24 @@ enum OpenAPIDocument {
                       "pattern": "^(_type|_deleted|[^_=+\\u0000-\\u001f\\u007f-]|[^_=\\u0000-\\u001f\\u007f][^=\\u0000-\\u001f\\u007f]*[^=+\\u0000-\\u001f\\u007f-])$"
                     },
                     "description": "Only changes of this field."
+                  },
+                  {
+                    "name": "sync",
+                    "in": "query",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "enum": [
+                        "true",
+                        "false"
+                      ]
+                    },
+                    "description": "Streams only: also a `sync` event (no id, `data: {}`) each time peers' acknowledgements are recorded, when items edited here may have changed sync state (default false)."
                   }
                 ],
                 "responses": {
                   "200": {
-                    "description": "A page (JSON), or the stream (text/event-stream: `id: SEQ`, `event: change`, `data: ` an entry).",
+                    "description": "A page (JSON), or the stream (text/event-stream: `id: SEQ`, `event: change`, `data: ` an entry; with sync=true also `event: sync`, `data: {}`).",
                     "content": {
                       "application/json": {
                         "schema": {

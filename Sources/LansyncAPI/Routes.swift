@@ -93,7 +93,7 @@ struct Routes: Sendable {
             return json(conflicts.jsonText(names: names))
         }
         v1.get("changes") { request, _ in
-            try takes(request, "since", "limit", "type", "item", "field")
+            try takes(request, "since", "limit", "type", "item", "field", "sync")
             return try await ChangeFeed(node: node).respond(to: request)
         }
         v1.get("openapi.json") { request, _ in

@@ -487,7 +487,7 @@ enum UIAssets {
                   try {
                     const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
                     if (feed.lastId !== null) headers['Last-Event-ID'] = feed.lastId;
-                    const res = await fetch('/v1/changes', { headers, signal: controller.signal, cache: 'no-store' });
+                    const res = await fetch('/v1/changes?sync=true', { headers, signal: controller.signal, cache: 'no-store' });
                     if (res.status === 401) {
                       if (mine === session) unauthorized();
                       return;
@@ -498,6 +498,8 @@ enum UIAssets {
                     // A first connection that came late, with no event to resume from: what happened before
                     // it is not in the stream, so read everything again.
                     if (!initial && feed.lastId === null) resync();
+                    // Acknowledgements made while it was down are not replayed: read what they may have moved.
+                    else if (!initial) onSync();
                     initial = false;
                     first(true);
                     await readEvents(res.body, mine);
@@ -534,6 +536,8 @@ enum UIAssets {
                     if (id !== null) feed.lastId = id;
                     if (data.length && event === 'change') {
                       try { onChange(parseJSON(data.join('\n'))); } catch (e) { console.warn('a change the page could not read', e); }
+                    } else if (event === 'sync') {
+                      onSync();
                     }
                     data = [];
                     event = 'message';
@@ -597,18 +601,25 @@ enum UIAssets {
               await Promise.all([loadItems(), loadConflicts()]);
             }
 
-            // The node's status: every second on the cluster view, every few seconds elsewhere. An item's
-            // sync state (DIRTY, SYNCING, SYNCED) moves when a peer acknowledges, which is not a change of
-            // the replica and so not in the feed: when the node's counts move, the items shown as not yet
-            // synced are fetched again.
+            // An item's sync state (DIRTY, SYNCING, SYNCED) moves when a peer acknowledges, which is not a
+            // change of the replica: the feed (asked with sync=true) says so with a `sync` event, and the
+            // items shown as not yet synced are fetched again. The node's status is read once when the page
+            // starts (the node's name), and every second only while the cluster view shows it.
 
             let statusTimer = null;
             let pollGeneration = 0;
-            let syncSignature = '';
+            let syncTimer = null;
 
-            function statusSignature(s) {
-              const c = s.changes || {};
-              return jsonText([c.dirty, c.syncing, c.synced, (s.peers || []).map((p) => [p.node_id, p.connected, p.lacks, p.last_sync])]);
+            function onSync() {
+              if (syncTimer) return;
+              syncTimer = setTimeout(() => {
+                syncTimer = null;
+                const unsynced = [...store.items.values()]
+                  .filter((it) => it.sync && it.sync.state !== 'SYNCED')
+                  .map((it) => it.id);
+                if (unsynced.length > MAX_REFETCH) loadItems();
+                else if (unsynced.length) refetch(unsynced);
+              }, 100);
             }
 
             async function refreshStatus() {
@@ -619,15 +630,6 @@ enum UIAssets {
                 store.status = s;
                 store.statusError = null;
                 nodeNameEl.textContent = s.name ? `${s.name}` : '';
-                const sig = statusSignature(s);
-                if (sig !== syncSignature) {
-                  syncSignature = sig;
-                  const unsynced = [...store.items.values()]
-                    .filter((it) => it.sync && it.sync.state !== 'SYNCED')
-                    .map((it) => it.id);
-                  if (unsynced.length > MAX_REFETCH) loadItems();
-                  else if (unsynced.length) refetch(unsynced);
-                }
               } catch (e) {
                 if (mine !== session) return;
                 store.statusError = e.message;
@@ -642,7 +644,7 @@ enum UIAssets {
               const generation = pollGeneration;
               refreshStatus().finally(() => {
                 if (mine !== session || generation !== pollGeneration) return;
-                statusTimer = setTimeout(() => pollStatus(mine), currentRoute === 'cluster' ? 1000 : 3000);
+                if (currentRoute === 'cluster') statusTimer = setTimeout(() => pollStatus(mine), 1000);
               });
             }
 
@@ -656,6 +658,8 @@ enum UIAssets {
               feed.controller = null;
               feed.lastId = null;
               clearTimeout(statusTimer);
+              clearTimeout(syncTimer);
+              syncTimer = null;
               clearTimeout(flushTimer);
               flushTimer = null;
               pending.clear();
@@ -841,6 +845,7 @@ enum UIAssets {
                 else link.removeAttribute('aria-current');
               }
               if (name === 'cluster') pollStatus(session);
+              else clearTimeout(statusTimer);
               if (!firstView) {
                 const heading = main.querySelector('h1');
                 if (heading) heading.focus({ preventScroll: true });

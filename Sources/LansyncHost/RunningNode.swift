@@ -25,6 +25,12 @@ public struct RunningNode: Sendable {
 
     public func stopWatchingChanges(_ id: Int) { node.stopWatchingChanges(id) }
 
+    /// Wakes each time peers' acknowledgements are recorded (items edited here may have changed
+    /// sync state) until ``stopWatchingAcknowledgements(_:)``.
+    public func watchAcknowledgements() -> (id: Int, changes: AsyncStream<Void>) { node.watchAcknowledgements() }
+
+    public func stopWatchingAcknowledgements(_ id: Int) { node.stopWatchingAcknowledgements(id) }
+
     /// Says where the node's local API listens (`status` shows it; `lansync ui` links to it).
     public func announceAPI(_ address: String?) { node.announceAPI(address) }
 

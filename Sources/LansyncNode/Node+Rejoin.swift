@@ -167,6 +167,7 @@ extension Node {
             logger.notice(
                 "\(why): rejoining from a snapshot of \(peer.name); \(start.fields) field(s) of \(start.items) item(s) with writes no other member holds are kept aside, to be re-issued once the snapshot is in"
             )
+            rejoins.withLockedValue { $0 += 1 }
             hub.reset(version: try? await io.run { try store.versionVector() })
             await registry.reopenAll()
             hub.reset(version: try? await io.run { try store.versionVector() })

@@ -21,11 +21,18 @@ public final class Node: Sendable {
     let identity: TLSIdentity
     let info: ReplicaInfo
     let hub = ChangeHub()
+    /// Wakes when the peer table is saved: peers' acknowledgements moved the sync state of the
+    /// items edited here (``watchAcknowledgements()``).
+    let acknowledgements = ChangeHub()
     private let apiAddress = NIOLockedValueBox<String?>(nil)
     let io = BlockingIO()
     private let sessions = NIOLockedValueBox(0)
     /// True while a rejoin empties the replica (``rejoin(from:)``).
     let rejoining = NIOLockedValueBox(false)
+    /// How many times a rejoin emptied the replica under running sessions. A session that said
+    /// hello before the last one told its peer a version vector the replica no longer holds, so
+    /// it must not take the stream the peer computes from it (``observer(of:log:token:source:epoch:closeWhenUpToDate:)``).
+    let rejoins = NIOLockedValueBox(0)
     private let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
@@ -71,7 +78,13 @@ public final class Node: Sendable {
                 "node.pem is for node \(identity.nodeID.short) but the replica belongs to \(info.nodeID.short)"
             )
         }
-        registry = PeerRegistry(store: store, io: io, localNode: info.nodeID, logger: logger)
+        registry = PeerRegistry(
+            store: store,
+            io: io,
+            localNode: info.nodeID,
+            logger: logger,
+            acknowledgements: acknowledgements
+        )
         authority =
             options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, logger: logger) : nil
         statements = ClusterStatements(store: store, io: io, trust: identity.trust)
@@ -300,6 +313,7 @@ public final class Node: Sendable {
             outbound: connection.outbound
         )
         let token = TokenBox()
+        let epoch = rejoins.withLockedValue { $0 }
         let runner = SessionRunner(
             store: store,
             io: io,
@@ -310,6 +324,7 @@ public final class Node: Sendable {
                 log: log,
                 token: token,
                 source: source,
+                epoch: epoch,
                 closeWhenUpToDate: closeWhenUpToDate
             ),
             // Every node refuses what breaks ``Limits`` on arrival (overruled, never stored); a
@@ -380,6 +395,7 @@ public final class Node: Sendable {
         log: SessionLog,
         token: TokenBox,
         source: PeerSource,
+        epoch: Int,
         closeWhenUpToDate: Bool
     ) -> SessionObserver {
         let (registry, peerID, channel) = (self.registry, connection.peerNodeID, connection.channel.channel)
@@ -406,6 +422,16 @@ public final class Node: Sendable {
                 return nil
             }
             token.set(claimed)
+            // A rejoin that emptied the replica after this session's hello closes the sessions it
+            // finds; one claimed after that is closed here: the peer would send a stream computed
+            // from the vector the replica held before, and its completion would claim what the
+            // snapshot never brought.
+            guard rejoins.withLockedValue({ $0 }) == epoch else {
+                return ProtocolError(
+                    .busy,
+                    "this node rejoined from a snapshot while the session began; it will connect again"
+                )
+            }
             log.began(with: hello)
             return nil
         }
@@ -550,6 +576,13 @@ public final class Node: Sendable {
     public func watchChanges() -> (id: Int, changes: AsyncStream<Void>) { hub.subscribe() }
 
     public func stopWatchingChanges(_ id: Int) { hub.unsubscribe(id) }
+
+    /// Wakes (coalesced) each time what this node knows its peers hold is saved, until
+    /// ``stopWatchingAcknowledgements(_:)``: the items edited here may have changed sync state
+    /// (``ItemSync``). How the local API's feed tells the page without it polling.
+    public func watchAcknowledgements() -> (id: Int, changes: AsyncStream<Void>) { acknowledgements.subscribe() }
+
+    public func stopWatchingAcknowledgements(_ id: Int) { acknowledgements.unsubscribe(id) }
 
     /// The replica changed in this process (the local API's edit): every session is told at once,
     /// with no round trip through the control socket.

@@ -153,6 +153,29 @@ import Testing
         #expect(a.isRunning)
     }
 
+    /// Acknowledgements reach the feed (`sync=true`): an item edited on A while B is down reads
+    /// SYNCED after the `sync` event that B's session brings, with no status polled.
+    @Test func theFeedSaysWhenPeersAcknowledge() async throws {
+        let cli = CLI("api-acks")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let p = freePorts(3)
+        let a = try NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[2]], extra: ["--api", "127.0.0.1:\(p[1])"])
+        defer { a.stop() }
+        let token = try await token(cli, "a")
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "acked", "n=1"])
+        let before = try JSON(parsing: try await cli.ok(["get", "--dir", cli.path("a"), "acked", "--json"]))
+        #expect(before["sync"]?["state"] != .string("SYNCED"), "nobody holds it yet: \(before)")
+        let follower = Task.detached { [self] in client(["acks", "http://127.0.0.1:\(p[1])", token, "acked", "30"]) }
+        try await Task.sleep(for: .milliseconds(500))
+        let b = try NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]])
+        defer { b.stop() }
+        let followed = await follower.value
+        print(followed.output)
+        #expect(followed.status == 0, "\(followed.output)\n\(a.logText)")
+        #expect(followed.output.contains("sync events") && !followed.output.contains(" 0 sync events"))
+    }
+
     /// The script: items added over HTTP on A, B's feed followed meanwhile, B restarted
     /// in the middle; every create arrives once, in order, and the follower resumes with
     /// Last-Event-ID.

@@ -8,6 +8,8 @@ the real binary (standard library only).
                                               with Last-Event-ID, appending each event's data to
                                               OUT, until N events came or SECS passed
   apiclient.py slow BASE TOKEN                slow and stalled clients do not stop the API
+  apiclient.py acks BASE TOKEN ITEM SECS      follows the feed with sync=true until a `sync` event
+                                              came and ITEM reads SYNCED after it; exit 1 if not
 """
 import http.client, json, os, socket, sys, threading, time, urllib.parse
 
@@ -295,6 +297,44 @@ def follow_from(base, token, out, since, n):
                 got += json.loads(line[6:])["field"] == "n"
     conn.close()
 
+def acks(base, token, item, secs):
+    """The feed with sync=true: `sync` events (no id, data {}) come when peers' acknowledgements
+    are recorded; after one, the item edited here is read again until it is SYNCED."""
+    u = urllib.parse.urlparse(base)
+    end = time.time() + float(secs)
+    syncs, changes, state = 0, 0, None
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=float(secs))
+    conn.request("GET", "/v1/changes?sync=true&since=0",
+                 headers={"Authorization": "Bearer " + token, "Accept": "text/event-stream"})
+    r = conn.getresponse()
+    if r.status != 200:
+        print(f"FAILED: the feed answered {r.status}")
+        return 1
+    event, event_id = "message", None
+    while time.time() < end and state != "SYNCED":
+        line = r.readline()
+        if not line:
+            break
+        line = line.decode().rstrip("\n")
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("id: "):
+            event_id = line[4:]
+        elif line == "":
+            if event == "sync":
+                syncs += 1
+                if event_id is not None:
+                    print("FAILED: a sync event carried an id")
+                    return 1
+                status, _, payload = request(base, token, "GET", "/v1/items/" + urllib.parse.quote(item))
+                state = (payload.get("sync") or {}).get("state") if status == 200 else None
+            elif event == "change":
+                changes += 1
+            event, event_id = "message", None
+    conn.close()
+    print(f"{'ok' if state == 'SYNCED' else 'FAILED'}: {changes} change events, {syncs} sync events, {item} {state}")
+    return 0 if state == "SYNCED" else 1
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    sys.exit({"check": check, "add": add, "follow": follow, "slow": slow}[cmd](*args))
+    sys.exit({"check": check, "add": add, "follow": follow, "slow": slow, "acks": acks}[cmd](*args))

@@ -549,17 +549,28 @@ def main():
                 box.fill("Climb the north face, with ropes")
                 box.press("Enter")
                 expect(climb.locator(".sync-cell .badge")).to_have_text("DIRTY")
-                a.get_by_role("link", name="Cluster").click()
-                expect(peer_state).to_have_text("not connected")
                 done()
 
-                done = check("cluster view: garage comes back")
+                done = check("garage comes back: the edit turns SYNCED through the feed, with no status polled")
+                status_reads = []
+                def on_request(request):
+                    if "/v1/status" in request.url:
+                        status_reads.append(request.url)
+                a.on("request", on_request)
                 cluster.start("garage")
+                expect(climb.locator(".sync-cell .badge")).to_have_text("SYNCED", timeout=SYNC_WAIT * 1000)
+                a.wait_for_timeout(4000)
+                a.remove_listener("request", on_request)
+                if status_reads:
+                    raise CheckFailed(f"expected no status request on the items view, got {len(status_reads)}")
+                done()
+
+                done = check("cluster view: garage is back")
+                a.get_by_role("link", name="Cluster").click()
                 expect(peer_state).to_have_text("connected", timeout=SYNC_WAIT * 1000)
                 expect(a.locator('tr[data-peer="garage"]')).to_contain_text("nothing", timeout=SYNC_WAIT * 1000)
                 screenshot(a, "cluster")
                 a.get_by_role("link", name="Items", exact=True).click()
-                expect(climb.locator(".sync-cell .badge")).to_have_text("SYNCED", timeout=SYNC_WAIT * 1000)
                 cluster.wait_cli("garage to have the edit made while it was down", lambda: (
                     (lambda t: (t == "Climb the north face, with ropes", t))(cluster.cli_json("garage", "get", ids["climb"])["fields"].get("title"))))
                 done()

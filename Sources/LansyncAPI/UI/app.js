@@ -478,7 +478,7 @@ function startFeed(mine) {
       try {
         const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
         if (feed.lastId !== null) headers['Last-Event-ID'] = feed.lastId;
-        const res = await fetch('/v1/changes', { headers, signal: controller.signal, cache: 'no-store' });
+        const res = await fetch('/v1/changes?sync=true', { headers, signal: controller.signal, cache: 'no-store' });
         if (res.status === 401) {
           if (mine === session) unauthorized();
           return;
@@ -489,6 +489,8 @@ function startFeed(mine) {
         // A first connection that came late, with no event to resume from: what happened before
         // it is not in the stream, so read everything again.
         if (!initial && feed.lastId === null) resync();
+        // Acknowledgements made while it was down are not replayed: read what they may have moved.
+        else if (!initial) onSync();
         initial = false;
         first(true);
         await readEvents(res.body, mine);
@@ -525,6 +527,8 @@ async function readEvents(body, mine) {
         if (id !== null) feed.lastId = id;
         if (data.length && event === 'change') {
           try { onChange(parseJSON(data.join('\n'))); } catch (e) { console.warn('a change the page could not read', e); }
+        } else if (event === 'sync') {
+          onSync();
         }
         data = [];
         event = 'message';
@@ -588,18 +592,25 @@ async function resync() {
   await Promise.all([loadItems(), loadConflicts()]);
 }
 
-// The node's status: every second on the cluster view, every few seconds elsewhere. An item's
-// sync state (DIRTY, SYNCING, SYNCED) moves when a peer acknowledges, which is not a change of
-// the replica and so not in the feed: when the node's counts move, the items shown as not yet
-// synced are fetched again.
+// An item's sync state (DIRTY, SYNCING, SYNCED) moves when a peer acknowledges, which is not a
+// change of the replica: the feed (asked with sync=true) says so with a `sync` event, and the
+// items shown as not yet synced are fetched again. The node's status is read once when the page
+// starts (the node's name), and every second only while the cluster view shows it.
 
 let statusTimer = null;
 let pollGeneration = 0;
-let syncSignature = '';
+let syncTimer = null;
 
-function statusSignature(s) {
-  const c = s.changes || {};
-  return jsonText([c.dirty, c.syncing, c.synced, (s.peers || []).map((p) => [p.node_id, p.connected, p.lacks, p.last_sync])]);
+function onSync() {
+  if (syncTimer) return;
+  syncTimer = setTimeout(() => {
+    syncTimer = null;
+    const unsynced = [...store.items.values()]
+      .filter((it) => it.sync && it.sync.state !== 'SYNCED')
+      .map((it) => it.id);
+    if (unsynced.length > MAX_REFETCH) loadItems();
+    else if (unsynced.length) refetch(unsynced);
+  }, 100);
 }
 
 async function refreshStatus() {
@@ -610,15 +621,6 @@ async function refreshStatus() {
     store.status = s;
     store.statusError = null;
     nodeNameEl.textContent = s.name ? `${s.name}` : '';
-    const sig = statusSignature(s);
-    if (sig !== syncSignature) {
-      syncSignature = sig;
-      const unsynced = [...store.items.values()]
-        .filter((it) => it.sync && it.sync.state !== 'SYNCED')
-        .map((it) => it.id);
-      if (unsynced.length > MAX_REFETCH) loadItems();
-      else if (unsynced.length) refetch(unsynced);
-    }
   } catch (e) {
     if (mine !== session) return;
     store.statusError = e.message;
@@ -633,7 +635,7 @@ function pollStatus(mine) {
   const generation = pollGeneration;
   refreshStatus().finally(() => {
     if (mine !== session || generation !== pollGeneration) return;
-    statusTimer = setTimeout(() => pollStatus(mine), currentRoute === 'cluster' ? 1000 : 3000);
+    if (currentRoute === 'cluster') statusTimer = setTimeout(() => pollStatus(mine), 1000);
   });
 }
 
@@ -647,6 +649,8 @@ function stopSession() {
   feed.controller = null;
   feed.lastId = null;
   clearTimeout(statusTimer);
+  clearTimeout(syncTimer);
+  syncTimer = null;
   clearTimeout(flushTimer);
   flushTimer = null;
   pending.clear();
@@ -832,6 +836,7 @@ function route() {
     else link.removeAttribute('aria-current');
   }
   if (name === 'cluster') pollStatus(session);
+  else clearTimeout(statusTimer);
   if (!firstView) {
     const heading = main.querySelector('h1');
     if (heading) heading.focus({ preventScroll: true });

@@ -59,17 +59,22 @@ public actor PeerRegistry {
     private let saves: AsyncStream<Void>
     private let requestSave: AsyncStream<Void>.Continuation
     let logger: Logger
+    /// Told each time what this node knows of its peers is saved: the sync state of the items
+    /// edited here is judged from it (the local API's feed passes it on as `sync` events).
+    let acknowledgements: ChangeHub
 
     public init(
         store: ReplicaStore,
         io: BlockingIO,
         localNode: NodeID,
-        logger: Logger = .silent
+        logger: Logger = .silent,
+        acknowledgements: ChangeHub = ChangeHub()
     ) {
         self.store = store
         self.io = io
         self.localNode = localNode
         self.logger = logger
+        self.acknowledgements = acknowledgements
         (saves, requestSave) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -301,6 +306,8 @@ public actor PeerRegistry {
                 try store.recordReports(reports)
                 for (name, ids) in names { for id in ids { try store.setNodeName(name, for: id) } }
             }
+            // Items' sync states are read from the saved peer table: they may have moved now.
+            if !records.isEmpty { acknowledgements.notify(version: nil) }
         } catch {
             logger.error(
                 "could not record what this node knows of its peers (status shows it while the node runs): \(error)"
