@@ -221,8 +221,8 @@ let package = Package(
         .testTarget(
             name: "LansyncHostTests",
             dependencies: [
-                "LansyncCore", "LansyncHost", "LansyncJSON", "LansyncNode", "LansyncStore", "LansyncTransport",
-                "LansyncTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "LansyncCore", "LansyncDiscovery", "LansyncHost", "LansyncJSON", "LansyncNode", "LansyncStore",
+                "LansyncTransport", "LansyncTestSupport", .product(name: "NIOCore", package: "swift-nio"),
             ],
             // Replica files of earlier releases, for the migration tests (read through #filePath).
             exclude: ["Fixtures"],

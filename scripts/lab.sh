@@ -8,6 +8,7 @@
 #   scripts/lab.sh avahi-stop I    stop host I's avahi-daemon     (to test a daemon that goes away)
 #   scripts/lab.sh avahi-start I   start it again
 #   scripts/lab.sh cut I | heal I  drop / restore host I's traffic on the bridge (nftables)
+#   scripts/lab.sh block I PORT   drop TCP to host I's PORT on the bridge (a firewall); unblock I
 #   scripts/lab.sh loss I PERCENT  drop PERCENT% of host I's frames on the bridge, at random, in
 #                                  each direction (0 removes it; a frame between two lossy hosts
 #                                  meets both rules)
@@ -138,6 +139,20 @@ nft_loss() { # loss I PERCENT: nftables on the bridge drops a random PERCENT% of
     ip netns exec "$P-hub" nft add rule bridge lab forward oifname "p$i" numgen random mod 100 lt "$pct" drop comment "\"loss-$i\""
 }
 
+nft_block() { # block|unblock I [PORT]: nftables on the bridge drops TCP to host I's PORT (a firewall)
+    local action=$1 i=$2 port=${3:-}
+    ip netns exec "$P-hub" nft add table bridge lab 2>/dev/null || true
+    ip netns exec "$P-hub" nft add chain bridge lab forward '{ type filter hook forward priority 0; }' 2>/dev/null || true
+    if [ "$action" = block ]; then
+        [[ $port =~ ^[0-9]+$ ]] || { echo "lab.sh: usage: block I PORT" >&2; return 2; }
+        ip netns exec "$P-hub" nft add rule bridge lab forward oifname "p$i" ether type ip tcp dport "$port" drop comment "\"block-$i\""
+    else
+        for h in $(ip netns exec "$P-hub" nft -a list chain bridge lab forward | awk -v c="\"block-$i\"" 'index($0, c) {print $NF}'); do
+            ip netns exec "$P-hub" nft delete rule bridge lab forward handle "$h"
+        done
+    fi
+}
+
 case ${1:-} in
     up) up "${2:-3}" ;;
     down) down ;;
@@ -148,6 +163,7 @@ case ${1:-} in
     avahi-start) start_avahi "$2" ;;
     cut|heal) nft_rule "$1" "$2" ;;
     loss) nft_loss "$2" "${3:?usage: $0 loss I PERCENT}" ;;
+    block|unblock) nft_block "$1" "$2" "${3:-}" ;;
     check) check ;;
-    *) echo "usage: $0 up N | exec I CMD... | avahi-stop I | avahi-start I | cut I | heal I | loss I PERCENT | down | check" >&2; exit 2 ;;
+    *) echo "usage: $0 up N | exec I CMD... | avahi-stop I | avahi-start I | cut I | heal I | loss I PERCENT | block I PORT | unblock I | down | check" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 import CAvahi
 import Foundation
 public import LansyncCore
+import Synchronization
 
 /// mDNS/DNS-SD through the system's Avahi daemon (libavahi-client, over D-Bus).
 ///
@@ -32,6 +33,9 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private var continuation: AsyncStream<DiscoveryEvent>.Continuation?
     private var nodesByService: [String: NodeID] = [:]
     private var lastUnavailable: String?
+    /// Set by ``survey(for:)``: every advert resolved, whoever it belongs to, in every address
+    /// family (a node resolves IPv4 only, and only its cluster's).
+    private var sighting: (@Sendable (Sighting) -> Void)?
     private var retry: Task<Void, Never>?
     private var stopped = false
 
@@ -259,7 +263,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         let service = String(cString: name)
         switch event {
         case AVAHI_BROWSER_NEW:
-            // Resolve to an IPv4 address; the resolver frees itself in its callback.
+            // Resolve to an IPv4 address (a survey: the address of the family it was seen in);
+            // the resolver frees itself in its callback.
             _ = avahi_service_resolver_new(
                 client,
                 interface,
@@ -267,10 +272,10 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                 name,
                 type,
                 domain,
-                AvahiProtocol(AVAHI_PROTO_INET),
+                sighting == nil ? AvahiProtocol(AVAHI_PROTO_INET) : proto,
                 AvahiLookupFlags(0),
-                { resolver, _, _, event, name, _, _, _, address, port, txt, _, userdata in
-                    AvahiDiscovery.from(userdata)?.resolved(event, name, address, port, txt)
+                { resolver, interface, _, event, name, _, _, _, address, port, txt, _, userdata in
+                    AvahiDiscovery.from(userdata)?.resolved(event, interface, name, address, port, txt)
                     if let resolver { avahi_service_resolver_free(resolver) }
                 },
                 context
@@ -284,6 +289,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 
     private func resolved(
         _ event: AvahiResolverEvent,
+        _ interface: AvahiIfIndex,
         _ name: UnsafePointer<CChar>?,
         _ address: UnsafePointer<AvahiAddress>?,
         _ port: UInt16,
@@ -302,13 +308,128 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             }
             item = avahi_string_list_get_next(current)
         }
-        // Strangers' services, other clusters and ourselves are ignored without a word.
-        guard let peer = Advertisement.peer(fromTXT: entries), accepts(peer.node, peer.cluster, peer.proto)
-        else { return }
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
         guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return }
         let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if let sighting {
+            sighting(
+                Sighting(
+                    service: String(cString: name),
+                    interface: Self.interfaceName(interface),
+                    ipv6: address.pointee.proto == AvahiProtocol(AVAHI_PROTO_INET6),
+                    host: host,
+                    port: Int(port),
+                    node: Advertisement.peer(fromTXT: entries)?.node,
+                    cluster: Advertisement.peer(fromTXT: entries)?.cluster,
+                    protocolMajor: Advertisement.peer(fromTXT: entries)?.proto
+                )
+            )
+        }
+        // Strangers' services, other clusters and ourselves are ignored without a word.
+        guard let peer = Advertisement.peer(fromTXT: entries), accepts(peer.node, peer.cluster, peer.proto)
+        else { return }
         nodesByService[String(cString: name)] = peer.node
         continuation?.yield(.found(DiscoveredPeer(nodeID: peer.node, host: host, port: Int(port))))
     }
+}
+
+// MARK: Survey
+
+/// One `_lansync._tcp` advert as ``AvahiDiscovery/survey(for:)`` saw it: on one interface, in
+/// one address family.
+public struct Sighting: Sendable, Hashable {
+    /// The DNS-SD service name (`lansync-NODEID`, or Avahi's renaming after a collision).
+    public var service: String
+    /// The interface it was seen on (`eth0`), or its index when it has no name.
+    public var interface: String
+    public var ipv6: Bool
+    public var host: String
+    public var port: Int
+    /// What its TXT record names; all nil for a service of our type that is not lansync's.
+    public var node: NodeID?
+    public var cluster: NodeID?
+    public var protocolMajor: UInt32?
+
+    public init(
+        service: String,
+        interface: String,
+        ipv6: Bool,
+        host: String,
+        port: Int,
+        node: NodeID? = nil,
+        cluster: NodeID? = nil,
+        protocolMajor: UInt32? = nil
+    ) {
+        self.service = service
+        self.interface = interface
+        self.ipv6 = ipv6
+        self.host = host
+        self.port = port
+        self.node = node
+        self.cluster = cluster
+        self.protocolMajor = protocolMajor
+    }
+}
+
+/// What ``AvahiDiscovery/survey(for:)`` found: whether the daemon answered, and every advert seen.
+public struct Survey: Sendable {
+    /// Nil if the Avahi daemon answered over D-Bus; otherwise why not, in words.
+    public var unavailable: String?
+    /// True if D-Bus itself could not be reached (no daemon can answer then).
+    public var noDBus: Bool
+    public var sightings: [Sighting]
+
+    public init(unavailable: String? = nil, noDBus: Bool = false, sightings: [Sighting] = []) {
+        self.unavailable = unavailable
+        self.noDBus = noDBus
+        self.sightings = sightings
+    }
+}
+
+extension AvahiDiscovery {
+    /// Browses `_lansync._tcp` for `duration` without publishing anything, and reports every
+    /// advert resolved (any cluster, ourselves included, both address families) and whether the
+    /// daemon answered: what `lansync doctor` shows.
+    public static func survey(for duration: Duration) async -> Survey {
+        let discovery = AvahiDiscovery()
+        let seen = Sightings()
+        // Before `begin` starts the poll thread: nothing else touches the property yet.
+        discovery.sighting = { seen.add($0) }
+        let events = discovery.begin { _, _, _ in false }
+        let watcher = Task {
+            var state: (unavailable: String?, answered: Bool) = (nil, false)
+            for await event in events {
+                switch event {
+                case .available: state = (nil, true)
+                case .unavailable(let why) where !state.answered: state.unavailable = why
+                default: break
+                }
+            }
+            return state
+        }
+        try? await Task.sleep(for: duration)
+        discovery.stop()
+        let state = await watcher.value
+        let why = state.answered ? nil : state.unavailable ?? "the Avahi daemon did not answer"
+        return Survey(
+            unavailable: why,
+            noDBus: why?.contains("D-Bus") ?? false,
+            sightings: seen.all
+        )
+    }
+
+    static func interfaceName(_ index: AvahiIfIndex) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard index >= 0, if_indextoname(UInt32(index), &buffer) != nil else { return "interface \(index)" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The adverts a survey collects, appended on Avahi's poll thread and read once it stopped.
+private final class Sightings: Sendable {
+    private let list = Mutex<[Sighting]>([])
+
+    func add(_ sighting: Sighting) { list.withLock { if !$0.contains(sighting) { $0.append(sighting) } } }
+
+    var all: [Sighting] { list.withLock { $0 } }
 }

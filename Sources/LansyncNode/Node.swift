@@ -366,6 +366,7 @@ public final class Node: Sendable {
             writer: writer
         )
         config.antiEntropyInterval = options.antiEntropyInterval
+        config.clock = WallClock.milliseconds
         config.statements = statements.records
         config.maxWriters = options.writerBounds.total
         if let (rejoined, away) = try? await io.run({
@@ -386,6 +387,28 @@ public final class Node: Sendable {
                 .prefix(WireLimits.maxReports).map { Hello.Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen) } ?? []
         }
         return config
+    }
+
+    /// A session's peer is claimed: unless a rejoin emptied the replica since this session said
+    /// hello, notes the peer's clock and logs the start. A rejoin closes the sessions it finds;
+    /// one claimed after that is refused here: the peer would send a stream computed from the
+    /// vector the replica held before, and its completion would claim what the snapshot never
+    /// brought.
+    private func began(with hello: Hello, log: SessionLog, epoch: Int) async -> ProtocolError? {
+        guard rejoins.withLockedValue({ $0 }) == epoch else {
+            return ProtocolError(
+                .busy,
+                "this node rejoined from a snapshot while the session began; it will connect again"
+            )
+        }
+        if hello.clock > 0 {
+            await registry.noteClock(
+                hello.nodeID,
+                offset: Int64(clamping: hello.clock) &- Int64(clamping: WallClock.milliseconds)
+            )
+        }
+        log.began(with: hello)
+        return nil
     }
 
     /// How a session reports to the node: its hello (statements learnt, the registry's claim),
@@ -422,18 +445,7 @@ public final class Node: Sendable {
                 return nil
             }
             token.set(claimed)
-            // A rejoin that emptied the replica after this session's hello closes the sessions it
-            // finds; one claimed after that is closed here: the peer would send a stream computed
-            // from the vector the replica held before, and its completion would claim what the
-            // snapshot never brought.
-            guard rejoins.withLockedValue({ $0 }) == epoch else {
-                return ProtocolError(
-                    .busy,
-                    "this node rejoined from a snapshot while the session began; it will connect again"
-                )
-            }
-            log.began(with: hello)
-            return nil
+            return await began(with: hello, log: log, epoch: epoch)
         }
         observer.upToDate = { [self] vv in
             await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)

@@ -4,7 +4,14 @@ import Foundation
 /// merge core and the store as milliseconds since 1970, so everything below stays testable.
 public enum WallClock {
     /// Milliseconds since 1970 now (0 for a clock set before 1970).
-    public static var milliseconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
+    public static var milliseconds: UInt64 {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1000 + testSkew))
+    }
+
+    /// `LANSYNC_TEST_CLOCK_SKEW_MS`: shifts this process's clock, so that tests can run a machine
+    /// whose clock is wrong (`lansync doctor` must say so). Not for anything else.
+    static let testSkew: Double =
+        ProcessInfo.processInfo.environment["LANSYNC_TEST_CLOCK_SKEW_MS"].flatMap(Double.init) ?? 0
 
     /// How lansync shows a moment: ISO 8601 in UTC with milliseconds (`2026-11-22T20:10:03.120Z`).
     public static func iso8601(milliseconds: UInt64) -> String {

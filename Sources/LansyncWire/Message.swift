@@ -97,6 +97,9 @@ public struct Hello: Hashable, Sendable {
     /// (protocol 1.5). Such a member refuses no one's state, which a peer needs to know when
     /// both count each other as away.
     public var awaySince: UInt64 = 0
+    /// The sender's wall clock when it said hello (protocol 1.7; Unix ms, 0 if it did not say):
+    /// how far apart two machines' clocks are, which `status` and `lansync doctor` show.
+    public var clock: UInt64 = 0
 
     /// One member's progress as a hello gossips it.
     public struct Report: Hashable, Sendable {
@@ -161,8 +164,9 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// cluster statements (revocations, admitting machines) at the end of the hello (older nodes
     /// skip them); 1.4 the members' reports after them; 1.5 when the sender last rejoined from a
     /// snapshot, and the error `away`; 1.6 removed fields (the write tag `unset`), sent only to
-    /// peers that announced 1.6 (an older one is told to upgrade when a batch would carry one).
-    public static let current = ProtocolVersion(major: 1, minor: 6)
+    /// peers that announced 1.6 (an older one is told to upgrade when a batch would carry one);
+    /// 1.7 the sender's wall clock at the end of the hello (older nodes skip it).
+    public static let current = ProtocolVersion(major: 1, minor: 7)
 
     /// The first version that reads removed fields (``FieldVersion/Write/unset``).
     public static let unsets = ProtocolVersion(major: 1, minor: 6)

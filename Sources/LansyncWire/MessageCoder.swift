@@ -57,6 +57,9 @@ public enum MessageCoder {
                 w.varint(hello.rejoinedAt)
                 w.varint(hello.awaySince)
             }
+            if hello.version.minor >= 7 || hello.version.major > 1 {
+                w.varint(hello.clock)
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -157,6 +160,9 @@ public enum MessageCoder {
                 if minor >= 5 || major > 1 {
                     hello.rejoinedAt = try r.varint()
                     hello.awaySince = try r.varint()
+                }
+                if minor >= 7 || major > 1 {
+                    hello.clock = try r.varint()
                 }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {

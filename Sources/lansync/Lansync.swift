@@ -26,7 +26,7 @@ struct Lansync: AsyncParsableCommand {
             ExportCommand.self, ImportCommand.self,
             NodeCommand.self, RelayCommand.self, SyncCommand.self, StatusCommand.self, APITokenCommand.self,
             UICommand.self,
-            BackupCommand.self, CheckCommand.self, RepairCommand.self,
+            BackupCommand.self, CheckCommand.self, RepairCommand.self, DoctorCommand.self,
         ]
     )
 

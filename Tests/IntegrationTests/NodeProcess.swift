@@ -13,7 +13,13 @@ final class NodeProcess: @unchecked Sendable {
     let log: String
 
     /// Starts `lansync node --dir DIR --listen 127.0.0.1:PORT --peer ...`, and waits until it listens.
-    convenience init(dir: String, port: Int, peers: [Int] = [], extra: [String] = []) throws {
+    convenience init(
+        dir: String,
+        port: Int,
+        peers: [Int] = [],
+        extra: [String] = [],
+        environment: [String: String] = [:]
+    ) throws {
         // Loopback tests never touch the host's mDNS: the lab tests run nodes in their own namespaces.
         try self.init(
             dir: dir,
@@ -21,7 +27,8 @@ final class NodeProcess: @unchecked Sendable {
             arguments: ["--listen", "127.0.0.1:\(port)", "--no-mdns"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
                 // The API's default port (ours plus one) may be another test's node's: none
                 // unless the test asks for one.
-                + (extra.contains("--api") ? [] : ["--no-api"]) + extra
+                + (extra.contains("--api") ? [] : ["--no-api"]) + extra,
+            environment: environment
         )
     }
 
@@ -32,7 +39,8 @@ final class NodeProcess: @unchecked Sendable {
         arguments: [String],
         labHost: Int? = nil,
         waitForListening: Bool = true,
-        command: String = "node"
+        command: String = "node",
+        environment: [String: String] = [:]
     ) throws {
         self.dir = dir
         self.port = port
@@ -46,6 +54,9 @@ final class NodeProcess: @unchecked Sendable {
         } else {
             process.executableURL = URL(fileURLWithPath: CLI.binary)
             process.arguments = command
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
         }
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice

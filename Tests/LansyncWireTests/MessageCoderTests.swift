@@ -77,6 +77,21 @@ import Testing
         #expect(throws: WireError.self) { try MessageCoder.decode(same) }
     }
 
+    /// 1.7 appends the sender's wall clock; a 1.6 hello has none and reads as 0.
+    @Test func hello17CarriesTheClock() throws {
+        var hello = Hello(nodeID: Self.a, clusterID: Self.c, role: .peer, name: "a", versionVector: VersionVector())
+        hello.clock = 1_800_000_000_123
+        let bytes = MessageCoder.encode(.hello(hello))
+        #expect(try MessageCoder.decode(bytes) == .hello(hello))
+        var old = hello
+        old.version = ProtocolVersion(major: 1, minor: 6)
+        guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
+            Issue.record("not a hello")
+            return
+        }
+        #expect(decoded.clock == 0)
+    }
+
     /// 1.5 appends, after the statements and the members' reports, when the sender rejoined and
     /// since when it counts itself away (two varints); a 1.4 hello has neither and reads as 0.
     @Test func hello15CarriesTheRejoinAndTheAway() throws {
@@ -86,7 +101,7 @@ import Testing
         hello.awaySince = 300
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
-        #expect(Array(bytes.suffix(2)) == [0xAC, 0x02], "awaySince 300 is the last varint")
+        #expect(Array(bytes.suffix(3)) == [0xAC, 0x02, 0x00], "awaySince 300, then the clock (1.7, 0 here)")
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {

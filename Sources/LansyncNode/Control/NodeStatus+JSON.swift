@@ -97,7 +97,8 @@ extension NodeStatus.Peer {
         // A node met only through others has no address, source or session of its own.
         if path == .direct || path == .relay {
             members += [
-                ("address", .optional(address)), ("lacks", lacks.map(JSON.int) ?? .null),
+                ("address", .optional(address)), ("clock_offset_ms", clockOffsetMs.map(JSON.int) ?? .null),
+                ("lacks", lacks.map(JSON.int) ?? .null),
                 ("last_error", .optional(lastError)), ("last_sync", .optional(lastSync)),
                 ("received_bytes", counters.map { .int($0.receivedBytes) } ?? .null),
                 ("received_updates", counters.map { .int($0.receivedUpdates) } ?? .null),
@@ -135,6 +136,7 @@ extension NodeStatus.Peer {
             )
         }
         roundTripsWaited = try j.optionalInt("round_trips_waited")
+        clockOffsetMs = try j.optionalInt("clock_offset_ms")
         receiving = try j.optional("receiving").map(Receiving.init(json:))
     }
 }

@@ -150,6 +150,8 @@ public struct NodeStatus: Sendable, Equatable {
         /// The current session's counters (nil for a node met only through others).
         public var counters: SessionCounters?
         public var roundTripsWaited: Int?
+        /// The peer's wall clock minus this node's at its last hello (ms); nil if unknown.
+        public var clockOffsetMs: Int?
         /// The peer's delta under way, when it announced its size.
         public var receiving: Receiving?
 

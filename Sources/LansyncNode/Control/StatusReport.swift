@@ -108,6 +108,7 @@ public enum StatusReport {
         peer.lastError = p.lastError
         peer.counters = p.counters
         peer.roundTripsWaited = p.waitedRoundTrips
+        peer.clockOffsetMs = p.clockOffset.map { Int(clamping: $0) }
         if let r = p.receiving {
             let elapsed = Double(WallClock.milliseconds &- r.since) / 1000
             let rate = elapsed > 0.5 && r.received > 0 ? Double(r.received) / elapsed : nil

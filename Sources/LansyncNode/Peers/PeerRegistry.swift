@@ -25,6 +25,9 @@ public actor PeerRegistry {
         /// The peer's delta under way, when it announced its size: field states expected,
         /// received so far, and when it began (Unix ms).
         public var receiving: (expected: Int, received: Int, since: UInt64)?
+        /// The peer's wall clock minus this node's when its last hello arrived (ms), nil if its
+        /// hello did not say (before protocol 1.7).
+        public var clockOffset: Int64?
     }
 
     struct ActiveSession {
@@ -216,6 +219,11 @@ public actor PeerRegistry {
             savedSync[node] = time
             persist(node)
         }
+    }
+
+    /// Records how far `node`'s clock is from this node's, as its hello said.
+    public func noteClock(_ node: NodeID, offset: Int64) {
+        byNode[node]?.clockOffset = offset
     }
 
     /// The counters of the current session with `node`.

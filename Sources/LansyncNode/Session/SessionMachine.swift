@@ -42,6 +42,8 @@ public struct SessionMachine: Sendable {
         public var rejoinedAt: UInt64 = 0
         /// ``Hello/awaySince``: nonzero while this node refuses no one's state.
         public var awaySince: UInt64 = 0
+        /// ``Hello/clock``: this node's wall clock as the session starts (Unix ms).
+        public var clock: UInt64 = 0
         /// The most writers a version vector from the peer may name (its hello, summaries, `done`,
         /// and what its batches cover, joined): a peer past it is refused, so what this side keeps
         /// of the peer stays bounded whatever it claims (``WriterBounds/total``).
@@ -290,6 +292,7 @@ public struct SessionMachine: Sendable {
         hello.reports = config.reports
         hello.rejoinedAt = config.rejoinedAt
         hello.awaySince = config.awaySince
+        hello.clock = config.clock
         return [.send(.hello(hello))]
     }
 

@@ -1,0 +1,362 @@
+import Foundation
+public import LansyncDiscovery
+import LansyncJSON
+
+/// One thing `lansync doctor` checked, in plain words, with what to do when it is wrong.
+public struct DoctorFinding: Sendable, Equatable {
+    public enum Verdict: String, Sendable {
+        /// Works.
+        case ok
+        /// Worth knowing, not wrong (no node running, a member revoked, another cluster's advert).
+        case note
+        /// Keeps machines from finding or reaching each other.
+        case problem
+    }
+
+    /// What it is about: `node`, `mdns`, `advert`, or a member's name (or an address).
+    public var topic: String
+    public var verdict: Verdict
+    public var says: String
+    /// What to do, when there is something to do.
+    public var fix: String?
+
+    public init(_ topic: String, _ verdict: Verdict, _ says: String, fix: String? = nil) {
+        self.topic = topic
+        self.verdict = verdict
+        self.says = says
+        self.fix = fix
+    }
+
+    var json: JSON {
+        .object([
+            ("topic", .string(topic)), ("verdict", .string(verdict.rawValue)), ("says", .string(says)),
+            ("fix", fix.map(JSON.string) ?? .null),
+        ])
+    }
+}
+
+/// What `lansync doctor` runs (Docs/DISCOVERY.md, "When a peer does not appear"): the node, the
+/// Avahi daemon and D-Bus, the adverts on the LAN (this node's own among them), and every address
+/// known for every member, tried over TCP. ``findings(status:members:survey:probes:)`` is pure:
+/// what was gathered in, findings out.
+public enum Doctor {
+    /// How long the survey listens for adverts, and how long each address may take to answer.
+    public static let listening: Duration = .seconds(3)
+    public static let probeTimeout: Duration = .seconds(2)
+
+    /// The addresses worth trying: every peer's address the node knows, and every advert of a
+    /// member of this cluster seen on the LAN (not this node's own), each once.
+    public static func addresses(status: NodeStatus, survey: Survey) -> [String] {
+        var seen: [String] = []
+        for address in dialled(status.peers).compactMap(\.address) + adverts(of: status, in: survey).map(\.address)
+        where !seen.contains(address) {
+            seen.append(address)
+        }
+        return seen
+    }
+
+    /// The findings, in the order a person would check them.
+    public static func findings(
+        status: NodeStatus,
+        members: [DataDirectory.Member],
+        survey: Survey,
+        probes: [String: ProbeResult]
+    ) -> [DoctorFinding] {
+        var findings = [nodeFinding(status), daemonFinding(status, survey)]
+        findings += advertFindings(status, survey)
+        findings += memberFindings(status: status, members: members, survey: survey, probes: probes)
+        return findings
+    }
+
+    /// Gathers everything (the survey, then every address tried) and judges it.
+    public static func run(_ replica: LocalReplica) async throws -> [DoctorFinding] {
+        let status = try replica.status()
+        let members = (try? replica.members()) ?? []
+        let survey = await AvahiDiscovery.survey(for: listening)
+        var probes: [String: ProbeResult] = [:]
+        await withTaskGroup(of: (String, ProbeResult).self) { group in
+            for address in addresses(status: status, survey: survey) {
+                group.addTask { (address, AddressProbe.probe(address, timeout: probeTimeout)) }
+            }
+            for await (address, result) in group { probes[address] = result }
+        }
+        return findings(status: status, members: members, survey: survey, probes: probes)
+    }
+
+    /// `{"findings": [...], "problems": N}`: what `doctor --json` prints.
+    public static func jsonText(_ findings: [DoctorFinding]) -> String {
+        JSON.object([
+            ("findings", .array(findings.map(\.json))),
+            ("problems", .integer(Int64(findings.filter { $0.verdict == .problem }.count))),
+        ]).text
+    }
+
+    // MARK: The checks
+
+    static func nodeFinding(_ status: NodeStatus) -> DoctorFinding {
+        guard status.running else {
+            return DoctorFinding(
+                "node",
+                .note,
+                "no node runs on this data directory: it advertises nothing and syncs with no one",
+                fix: "start it with 'lansync node' (add '--peer HOST:PORT' for machines mDNS cannot reach)"
+            )
+        }
+        return DoctorFinding(
+            "node",
+            .ok,
+            "running, listening on \(status.listen ?? "?"); its mDNS: \(status.mdns ?? "?")"
+        )
+    }
+
+    static func daemonFinding(_ status: NodeStatus, _ survey: Survey) -> DoctorFinding {
+        if let why = survey.unavailable {
+            if survey.noDBus {
+                return DoctorFinding(
+                    "mdns",
+                    .problem,
+                    "the system D-Bus does not answer, so no Avahi daemon can: mDNS discovery cannot work here",
+                    fix:
+                        "start D-Bus and the Avahi daemon ('sudo systemctl start dbus avahi-daemon'), or name peers with '--peer HOST:PORT'"
+                )
+            }
+            let running = why.contains("not running")
+            return DoctorFinding(
+                "mdns",
+                .problem,
+                running
+                    ? "the Avahi daemon is not running: this machine neither advertises nor finds anyone"
+                    : "the Avahi daemon does not answer (\(why)): this machine neither advertises nor finds anyone",
+                fix:
+                    "start it ('sudo systemctl start avahi-daemon'; Debian: 'sudo apt-get install avahi-daemon'), or name peers with '--peer HOST:PORT'"
+            )
+        }
+        let count = survey.sightings.count
+        var says = "the Avahi daemon answers; \(count) lansync advert(s) seen in \(listening.components.seconds) s"
+        if status.mdns?.hasPrefix("off") == true {
+            says += "; this node runs with --no-mdns, so it neither advertises nor browses"
+        }
+        return DoctorFinding("mdns", .ok, says)
+    }
+
+    /// This node's own advert (is it visible to itself?), and adverts of other clusters and of
+    /// services that are not lansync's.
+    static func advertFindings(_ status: NodeStatus, _ survey: Survey) -> [DoctorFinding] {
+        guard survey.unavailable == nil else { return [] }
+        var findings: [DoctorFinding] = []
+        let own = survey.sightings.filter { $0.node?.text == status.nodeID }
+        if status.running, status.mdns == "running" {
+            if own.isEmpty {
+                findings.append(
+                    DoctorFinding(
+                        "advert",
+                        .problem,
+                        "this node's own advert is not seen: the daemon has not published it, or multicast does not come back on any interface",
+                        fix:
+                            "see 'lansync status' (mDNS) and the node's log; check that the interface is up and allows multicast (Docs/DISCOVERY.md)"
+                    )
+                )
+            } else {
+                findings.append(DoctorFinding("advert", .ok, "this node's own advert is seen: \(places(own))"))
+            }
+        }
+        let others = survey.sightings.filter { $0.cluster != nil && $0.cluster?.text != status.clusterID }
+        for (cluster, sightings) in Dictionary(grouping: others, by: { $0.cluster!.text }).sorted(by: {
+            $0.key < $1.key
+        }) {
+            findings.append(
+                DoctorFinding(
+                    "advert",
+                    .note,
+                    "\(places(sightings)) advertise(s) a node of another cluster (\(cluster.prefix(7))): ignored; it is no member of this one",
+                    fix: "to sync with it, make it join this cluster ('lansync invite' here, 'lansync join' there)"
+                )
+            )
+        }
+        let strangers = survey.sightings.filter { $0.node == nil }
+        if !strangers.isEmpty {
+            findings.append(
+                DoctorFinding(
+                    "advert",
+                    .note,
+                    "\(places(strangers)): service(s) of lansync's type without its TXT record: ignored"
+                )
+            )
+        }
+        return findings
+    }
+
+    /// Every member but this node: revoked ones said so, the others with each address tried.
+    static func memberFindings(
+        status: NodeStatus,
+        members: [DataDirectory.Member],
+        survey: Survey,
+        probes: [String: ProbeResult]
+    ) -> [DoctorFinding] {
+        var findings: [DoctorFinding] = []
+        let advertised = adverts(of: status, in: survey)
+        var ids = members.filter { !$0.isThisNode }.map(\.nodeID.text)
+        for id in status.peers.compactMap(\.nodeID) + advertised.map(\.node)
+        where !ids.contains(id) && id != status.nodeID {
+            ids.append(id)
+        }
+        for id in ids {
+            let member = members.first { $0.nodeID.text == id }
+            let peer = status.peers.first { $0.nodeID == id }
+            let name = member?.name ?? peer?.name ?? String(id.prefix(7))
+            if let revocation = member?.revocation {
+                findings.append(
+                    DoctorFinding(
+                        name,
+                        .note,
+                        "revoked at \(WallClock.iso8601(milliseconds: revocation.at))\(revocation.reason.isEmpty ? "" : " (\(revocation.reason))"): its connections are refused on purpose"
+                    )
+                )
+                continue
+            }
+            var addresses = dialled(status.peers).filter { $0.nodeID == id }.compactMap(\.address)
+            for sighting in advertised where sighting.node == id && !addresses.contains(sighting.address) {
+                addresses.append(sighting.address)
+            }
+            findings += reach(name: name, peer: peer, addresses: addresses, advertised: advertised, probes: probes)
+            if let finding = clockFinding(name: name, offset: peer?.clockOffsetMs) { findings.append(finding) }
+        }
+        // Addresses given with --peer whose node never answered: no id to name them by.
+        for peer in dialled(status.peers) where peer.nodeID == nil {
+            guard let address = peer.address else { continue }
+            findings += reach(name: address, peer: peer, addresses: [address], advertised: [], probes: probes)
+        }
+        return findings
+    }
+
+    static func reach(
+        name: String,
+        peer: NodeStatus.Peer?,
+        addresses: [String],
+        advertised: [(node: String, address: String)],
+        probes: [String: ProbeResult]
+    ) -> [DoctorFinding] {
+        if peer?.connected == true {
+            return [DoctorFinding(name, .ok, "connected (\(peer?.path.rawValue ?? "direct"))")]
+        }
+        guard !addresses.isEmpty else {
+            return [
+                DoctorFinding(
+                    name,
+                    .problem,
+                    "no address known: it is not advertised here and was never given",
+                    fix:
+                        "if it is on another network or mDNS cannot reach it, give its address with '--peer HOST:PORT', or a relay both reach ('--relay')"
+                )
+            ]
+        }
+        let last = peer?.lastError.map { "; the node's last attempt: \($0)" } ?? ""
+        return addresses.map { address in
+            let heard = advertised.contains { $0.address == address } ? " (advertised on the LAN)" : ""
+            return probeFinding(
+                name: name,
+                address: address,
+                result: probes[address],
+                peer: peer,
+                last: last,
+                heard: heard
+            )
+        }
+    }
+
+    /// What one address tried says, with the node's `last` error and whether it was `heard`
+    /// advertised.
+    static func probeFinding(
+        name: String,
+        address: String,
+        result: ProbeResult?,
+        peer: NodeStatus.Peer?,
+        last: String,
+        heard: String
+    ) -> DoctorFinding {
+        let port = AddressProbe.split(address)?.port ?? 7420
+        switch result {
+        case .open?:
+            return DoctorFinding(
+                name,
+                peer?.lastError == nil ? .ok : .problem,
+                "\(address)\(heard) answers on TCP\(last.isEmpty ? ", not connected yet (the node dials within seconds)" : last)"
+            )
+        case .refused?:
+            return DoctorFinding(
+                name,
+                .problem,
+                "nothing listens at \(address)\(last)",
+                fix: "start 'lansync node' on it, or check the port it listens on ('lansync status' there)"
+            )
+        case .timedOut?:
+            return DoctorFinding(
+                name,
+                .problem,
+                "no answer from \(address) within \(probeTimeout.components.seconds) s\(last)",
+                fix:
+                    "a firewall drops TCP port \(port) on the way (allow it, e.g. 'sudo nft add rule inet filter input tcp dport \(port) accept' there), or the machine is off or asleep"
+            )
+        case .noRoute(let why)?:
+            return DoctorFinding(
+                name,
+                .problem,
+                "no route to \(address) (\(why))\(last)",
+                fix:
+                    "it is on a network this machine cannot reach: connect the two networks, or use a relay both reach ('--relay')"
+            )
+        case .unresolved(let why)?, .failed(let why)?:
+            return DoctorFinding(name, .problem, "\(address): \(why)\(last)")
+        case nil:
+            return DoctorFinding(name, .note, "\(address) was not tried\(last)")
+        }
+    }
+
+    /// A peer whose clock is a minute or more off this machine's (as its last hello said): a
+    /// note; a day or more, a problem (the hybrid clock follows a clock ahead by at most a day,
+    /// and the trash and away windows are read on each machine's own clock).
+    static func clockFinding(name: String, offset: Int?) -> DoctorFinding? {
+        guard let offset, offset.magnitude >= 60_000 else { return nil }
+        let direction = offset > 0 ? "ahead of" : "behind"
+        let size = offset.magnitude
+        let words =
+            size >= 86_400_000
+            ? "\(size / 86_400_000) day(s)"
+            : size >= 3_600_000 ? "\(size / 3_600_000) hour(s)" : "\(size / 60_000) minute(s)"
+        let says = "its clock is \(words) \(direction) this machine's (at its last hello)"
+        guard size >= 86_400_000 else { return DoctorFinding(name, .note, says) }
+        return DoctorFinding(
+            name,
+            .problem,
+            says
+                + ": edits made there are ordered by a wrong time, and deleted items and away members are judged early or late",
+            fix: "set both clocks right and keep them so ('timedatectl set-ntp true' on each machine)"
+        )
+    }
+
+    // MARK: Helpers
+
+    /// The peers whose address is one to dial: not those that dialled this node (their address is
+    /// the port their connection came from).
+    static func dialled(_ peers: [NodeStatus.Peer]) -> [NodeStatus.Peer] {
+        peers.filter { $0.source != .inbound }
+    }
+
+    /// The adverts of other members of this cluster (node id text, `HOST:PORT`), each once.
+    static func adverts(of status: NodeStatus, in survey: Survey) -> [(node: String, address: String)] {
+        var result: [(node: String, address: String)] = []
+        for sighting in survey.sightings where sighting.cluster?.text == status.clusterID {
+            guard let node = sighting.node?.text, node != status.nodeID else { continue }
+            let address = sighting.ipv6 ? "[\(sighting.host)]:\(sighting.port)" : "\(sighting.host):\(sighting.port)"
+            // A link-local IPv6 address needs its interface to be dialled; the node dials IPv4.
+            guard !sighting.host.lowercased().hasPrefix("fe80:") else { continue }
+            if !result.contains(where: { $0.node == node && $0.address == address }) { result.append((node, address)) }
+        }
+        return result
+    }
+
+    static func places(_ sightings: [Sighting]) -> String {
+        sightings.map { "\($0.host):\($0.port) on \($0.interface) (\($0.ipv6 ? "IPv6" : "IPv4"))" }
+            .joined(separator: ", ")
+    }
+}

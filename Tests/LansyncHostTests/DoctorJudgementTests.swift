@@ -1,0 +1,103 @@
+import LansyncCore
+import LansyncDiscovery
+import LansyncNode
+import Testing
+
+@testable import LansyncHost
+
+/// `lansync doctor`'s judgement (``Doctor/findings(status:members:survey:probes:)``), a pure
+/// function, on made-up surveys and probes: what the real binary cannot easily be made to show.
+@Suite struct DoctorJudgementTests {
+    let me = NodeID(high: 1, low: 1)
+    let cluster = NodeID(high: 9, low: 9)
+    let other = NodeID(high: 2, low: 2)
+
+    func status(mdns: String = "running", peers: [NodeStatus.Peer] = []) -> NodeStatus {
+        NodeStatus(
+            nodeID: me.text,
+            name: "me",
+            clusterID: cluster.text,
+            running: true,
+            listen: "10.0.0.1:7420",
+            mdns: mdns,
+            items: 0,
+            deleted: 0,
+            conflicts: 0,
+            digest: "",
+            damaged: nil,
+            versionVector: [:],
+            peers: peers,
+            changes: nil,
+            rejected: []
+        )
+    }
+
+    func advert(_ node: NodeID, host: String, ipv6: Bool = false) -> Sighting {
+        Sighting(
+            service: "lansync-\(node.text)",
+            interface: "eth0",
+            ipv6: ipv6,
+            host: host,
+            port: 7420,
+            node: node,
+            cluster: cluster,
+            protocolMajor: 1
+        )
+    }
+
+    @Test func ownAdvertMissingIsAProblemAndAMembersAdvertIsTried() {
+        let survey = Survey(sightings: [advert(other, host: "10.0.0.2")])
+        let addresses = Doctor.addresses(status: status(), survey: survey)
+        #expect(addresses == ["10.0.0.2:7420"])
+        let findings = Doctor.findings(
+            status: status(),
+            members: [],
+            survey: survey,
+            probes: ["10.0.0.2:7420": .refused]
+        )
+        #expect(
+            findings.contains {
+                $0.topic == "advert" && $0.verdict == .problem && $0.says.contains("own advert is not seen")
+            }
+        )
+        #expect(
+            findings.contains {
+                $0.topic == String(other.text.prefix(7)) && $0.says.contains("nothing listens at 10.0.0.2:7420")
+            }
+        )
+    }
+
+    @Test func inboundAddressesAndLinkLocalAdvertsAreNotTried() {
+        var inbound = NodeStatus.Peer(nodeID: other.text, name: "b", path: .direct, connected: false)
+        inbound.address = "10.0.0.2:51234"
+        inbound.source = .inbound
+        let survey = Survey(sightings: [advert(me, host: "10.0.0.1"), advert(other, host: "fe80::1", ipv6: true)])
+        #expect(Doctor.addresses(status: status(peers: [inbound]), survey: survey).isEmpty)
+        let findings = Doctor.findings(status: status(peers: [inbound]), members: [], survey: survey, probes: [:])
+        #expect(findings.contains { $0.topic == "b" && $0.says.contains("no address known") })
+        #expect(findings.contains { $0.topic == "advert" && $0.verdict == .ok })
+    }
+
+    @Test func clockOffsetsAreNotesFromAMinuteAndProblemsFromADay() {
+        #expect(Doctor.clockFinding(name: "b", offset: 59_000) == nil)
+        #expect(Doctor.clockFinding(name: "b", offset: 120_000)?.verdict == .note)
+        let day = Doctor.clockFinding(name: "b", offset: 2 * 86_400_000)
+        #expect(day?.verdict == .problem && day?.says.contains("2 day(s) ahead of") == true)
+    }
+
+    @Test func noDaemonMeansNoAdvertChecks() {
+        let survey = Survey(unavailable: "cannot reach the Avahi daemon over D-Bus", noDBus: true)
+        let findings = Doctor.findings(status: status(), members: [], survey: survey, probes: [:])
+        #expect(findings.contains { $0.topic == "mdns" && $0.verdict == .problem && $0.says.contains("D-Bus") })
+        #expect(!findings.contains { $0.topic == "advert" })
+    }
+
+    @Test func addressesSplitIntoHostAndPort() {
+        #expect(AddressProbe.split("10.0.0.2:7420")! == ("10.0.0.2", 7420))
+        #expect(AddressProbe.split("[fd00::2]:7420")! == ("fd00::2", 7420))
+        #expect(
+            AddressProbe.split("host") == nil && AddressProbe.split("h:0") == nil
+                && AddressProbe.split("[::1]7420") == nil
+        )
+    }
+}
