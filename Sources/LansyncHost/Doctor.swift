@@ -237,7 +237,9 @@ public enum Doctor {
         probes: [String: ProbeResult]
     ) -> [DoctorFinding] {
         if peer?.connected == true {
-            return [DoctorFinding(name, .ok, "connected (\(peer?.path.rawValue ?? "direct"))")]
+            let seen = addresses.filter { address in advertised.contains { $0.address == address } }
+            let where_ = seen.isEmpty ? "" : "; advertised on the LAN at \(seen.joined(separator: ", "))"
+            return [DoctorFinding(name, .ok, "connected (\(peer?.path.rawValue ?? "direct"))\(where_)")]
         }
         guard !addresses.isEmpty else {
             return [
