@@ -520,7 +520,7 @@ import Testing
         let commands = [
             [], ["cluster", "create"], ["init"], ["add"], ["set"], ["rm"], ["restore"], ["resolve"], ["revert"],
             ["get"], ["list"], ["history"], ["conflicts"], ["export"], ["import"], ["node"], ["relay"], ["sync"],
-            ["status"], ["check"], ["repair"], ["backup"], ["backup", "restore"], ["unset"],
+            ["status"], ["check"], ["repair"], ["backup"], ["backup", "restore"], ["unset"], ["doctor"],
         ]
         for command in commands {
             let help = try await cli.run(command + ["--help"])
