@@ -70,6 +70,8 @@ import Testing
                 && Self.says(clock.first ?? .null).contains("3 day(s) behind"),
             "\(late.stdout)"
         )
+        let text = try await cli.ok(["status", "--dir", cli.path("a")])
+        #expect(text.contains("CLOCK    b's clock is 3.0 day(s) behind this machine's"), "\(text)")
         skewed.stop()
         let down = try await cli.run(["doctor", "--dir", cli.path("a")])
         print(down.stdout)

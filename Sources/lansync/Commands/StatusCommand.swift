@@ -86,6 +86,15 @@ struct StatusCommand: ParsableCommand {
             )
             for r in status.revokedWrites.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
         }
+        // A clock a day or more off orders edits wrongly and judges the windows wrong: said here
+        // too, not only by `lansync doctor`.
+        for p in status.peers {
+            guard let offset = p.clockOffsetMs, offset.magnitude >= 86_400_000 else { continue }
+            let tenths = (offset.magnitude + 4_320_000) / 8_640_000
+            lines.append(
+                "CLOCK    \(p.name ?? p.nodeID.map { String($0.prefix(7)) } ?? "a peer")'s clock is \(tenths / 10).\(tenths % 10) day(s) \(offset > 0 ? "ahead of" : "behind") this machine's: set both right ('lansync doctor' says more)"
+            )
+        }
         if !status.refused.isEmpty {
             lines.append("REFUSED  connections refused for their certificate:")
             for r in status.refused.prefix(5) {
