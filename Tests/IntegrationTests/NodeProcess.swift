@@ -1,6 +1,7 @@
 import Foundation
 import LansyncCore
 import LansyncJSON
+import Synchronization
 import Testing
 
 /// A `lansync node` running as its own process for the length of a test.
@@ -108,11 +109,17 @@ final class NodeProcess: @unchecked Sendable {
     deinit { if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) } }
 }
 
-/// Free TCP ports on loopback (bound and released: the kernel does not hand them out again at once).
+/// Free TCP ports on loopback, distinct, and none handed out before in this process.
 func freePorts(_ n: Int) -> [Int] {
-    (0..<n).map { _ in
+    // Every socket stays bound until all n ports are chosen (closing each at once let the kernel
+    // hand the same port out twice: a node once dialled itself), and a port is never handed out
+    // twice in one test process (tests run in parallel, each asking for its own).
+    var sockets: [Int32] = []
+    defer { for fd in sockets { close(fd) } }
+    var ports: [Int] = []
+    while ports.count < n {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
+        sockets.append(fd)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -126,9 +133,14 @@ func freePorts(_ n: Int) -> [Int] {
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        if handedOutPorts.withLock({ $0.insert(port).inserted }) { ports.append(port) }
     }
+    return ports
 }
+
+/// Every port ``freePorts(_:)`` handed out in this process.
+private let handedOutPorts = Mutex<Set<Int>>([])
 
 extension CLI {
     /// `lansync status --json` of a directory, parsed.
