@@ -36,6 +36,9 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// Set by ``survey(for:)``: every advert resolved, whoever it belongs to, in every address
     /// family (a node resolves IPv4 only, and only its cluster's).
     private var sighting: (@Sendable (Sighting) -> Void)?
+    /// Set when no client could be made at all: D-Bus itself did not answer (read by the survey
+    /// once the poll thread has stopped).
+    private var busUnreachable = false
     private var retry: Task<Void, Never>?
     private var stopped = false
 
@@ -119,6 +122,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             &error
         )
         if client == nil {
+            busUnreachable = true
             report(.unavailable("cannot reach the Avahi daemon over D-Bus (\(String(cString: avahi_strerror(error))))"))
             scheduleRetry()
         }
@@ -311,6 +315,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
         guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return }
         let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let advert = Advertisement.peer(fromTXT: entries)
         if let sighting {
             sighting(
                 Sighting(
@@ -319,15 +324,14 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                     ipv6: address.pointee.proto == AvahiProtocol(AVAHI_PROTO_INET6),
                     host: host,
                     port: Int(port),
-                    node: Advertisement.peer(fromTXT: entries)?.node,
-                    cluster: Advertisement.peer(fromTXT: entries)?.cluster,
-                    protocolMajor: Advertisement.peer(fromTXT: entries)?.proto
+                    node: advert?.node,
+                    cluster: advert?.cluster,
+                    protocolMajor: advert?.proto
                 )
             )
         }
         // Strangers' services, other clusters and ourselves are ignored without a word.
-        guard let peer = Advertisement.peer(fromTXT: entries), accepts(peer.node, peer.cluster, peer.proto)
-        else { return }
+        guard let peer = advert, accepts(peer.node, peer.cluster, peer.proto) else { return }
         nodesByService[String(cString: name)] = peer.node
         continuation?.yield(.found(DiscoveredPeer(nodeID: peer.node, host: host, port: Int(port))))
     }
@@ -411,11 +415,8 @@ extension AvahiDiscovery {
         discovery.stop()
         let state = await watcher.value
         let why = state.answered ? nil : state.unavailable ?? "the Avahi daemon did not answer"
-        return Survey(
-            unavailable: why,
-            noDBus: why?.contains("D-Bus") ?? false,
-            sightings: seen.all
-        )
+        // After `stop`: the poll thread no longer runs, so the flag is read alone.
+        return Survey(unavailable: why, noDBus: why != nil && discovery.busUnreachable, sightings: seen.all)
     }
 
     static func interfaceName(_ index: AvahiIfIndex) -> String {
