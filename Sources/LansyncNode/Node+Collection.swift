@@ -47,6 +47,7 @@ extension Node {
                         "collected \(round.collected) deleted item(s) every member has seen deleted; \(round.pagesFreed) page(s) returned to the file system"
                     )
                 }
+                await foldRetiredWriters()
                 if ContinuousClock.now - lastRefresh >= max(options.collectInterval, .seconds(10)),
                     await refreshGossip()
                 {
@@ -70,5 +71,45 @@ extension Node {
         else { return false }
         await registry.reopenAll()
         return true
+    }
+
+    /// Folds the writers this node knows are retired once every member has seen all they wrote
+    /// (``ReplicaStore/foldRetiredWriters(revoked:)``), and opens its sessions again so that
+    /// their hellos tell the peers, which fold them in turn (Docs/MERGE.md, "Retired writers
+    /// fold").
+    func foldRetiredWriters() async {
+        let (store, revoked) = (self.store, statements.revokedWriters)
+        guard let folded = try? await io.run({ try store.foldRetiredWriters(revoked: revoked) }),
+            !folded.isEmpty
+        else { return }
+        logger.info(
+            "folded \(folded.counters.count) retired writer(s) every member has seen out of the vectors this node tells: \(folded)"
+        )
+        await registry.reopenAll()
+    }
+
+    /// Takes the folds a peer's hello names that this replica has caught up with; when it takes
+    /// any, its sessions open again so that its own peers learn them too (a fold spreads through
+    /// the cluster as hellos do, and stops where every member has it).
+    func adoptFolds(from hello: Hello) async {
+        guard !hello.folded.isEmpty else { return }
+        let store = self.store
+        do {
+            let taken = try await io.run { try store.adoptFolds(hello.folded) }
+            guard !taken.isEmpty else { return }
+            logger.info("folded \(taken.counters.count) retired writer(s) \(hello.name) folded: \(taken)")
+            await registry.reopenAll()
+        } catch {
+            logger.warning("could not fold the writers \(hello.name) folded: \(error)")
+        }
+    }
+
+    /// Records, at an up-to-date point of a member's session, what the member is known to hold
+    /// now: a report (never above what it holds) that moves the stable frontier on without a
+    /// new hello, dated as the session's hello was, so the restores the ledger counts on are
+    /// only those the hello's report already covered.
+    func learnReport(of peer: NodeID, holding seen: VersionVector, saidHelloAt at: UInt64) async {
+        let store = self.store
+        try? await io.run { try store.recordReports([MemberReport(nodeID: peer, seen: seen, at: at)]) }
     }
 }

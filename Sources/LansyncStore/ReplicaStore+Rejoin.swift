@@ -301,7 +301,8 @@ extension Transaction {
     }
 
     /// Empties the replica of its items (for a rejoin): every item, field, version and history
-    /// row, the query index, the version vector, the streams under way and the stability ledger.
+    /// row, the query index, the version vector, the streams under way, the stability ledger and
+    /// the folded writers (a fold must stay covered by the vector).
     /// The feed's numbering goes on past what it gave, and its floor moves there.
     /// Returns the transaction's change stamp.
     func emptyReplica() throws -> UInt64 {
@@ -310,7 +311,7 @@ extension Transaction {
             try db.execute(sql: "DELETE FROM \(table)")
         }
         try db.execute(sql: "UPDATE node SET counter = 0")
-        try db.execute(sql: "DELETE FROM meta WHERE key = 'stability'")
+        try db.execute(sql: "DELETE FROM meta WHERE key IN ('stability', 'folded')")
         try setMeta("change_floor", String(highest))
         try setMeta("feed_floor", String(highest))
         return try countChange()

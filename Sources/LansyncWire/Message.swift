@@ -100,6 +100,11 @@ public struct Hello: Hashable, Sendable {
     /// The sender's wall clock when it said hello (protocol 1.7; Unix ms, 0 if it did not say):
     /// how far apart two machines' clocks are, which `status` and `lansync doctor` show.
     public var clock: UInt64 = 0
+    /// The writers the sender folded (protocol 1.8; Docs/MERGE.md, "Retired writers fold"): every
+    /// vector of this session the sender tells (its hello's, the reports', the resume point, its
+    /// summaries and `done`) leaves out the entries this covers, and is read back joined with it
+    /// (``unfolded()``).
+    public var folded = VersionVector()
 
     /// One member's progress as a hello gossips it.
     public struct Report: Hashable, Sendable {
@@ -139,6 +144,19 @@ public struct Hello: Hashable, Sendable {
         self.statements = statements
     }
 
+    /// The hello with its vectors read back whole: the entries the sender folded away restored
+    /// (``folded``). Exact for the sender's own vector and resume point (its folded set is covered
+    /// by its vector); for the reports it gossips, because a fold is taken only once every
+    /// active member has seen it.
+    public func unfolded() -> Hello {
+        guard !folded.isEmpty else { return self }
+        var hello = self
+        hello.versionVector = versionVector.unfolded(with: folded)
+        hello.resume = resume.isEmpty ? resume : resume.unfolded(with: folded)
+        hello.reports = reports.map { Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen.unfolded(with: folded)) }
+        return hello
+    }
+
     /// What the sender is: an ordinary node, the relay, or a one-shot `lansync sync`.
     public enum Role: UInt8, Hashable, Sendable {
         case peer = 0
@@ -165,8 +183,14 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// skip them); 1.4 the members' reports after them; 1.5 when the sender last rejoined from a
     /// snapshot, and the error `away`; 1.6 removed fields (the write tag `unset`), sent only to
     /// peers that announced 1.6 (an older one is told to upgrade when a batch would carry one);
-    /// 1.7 the sender's wall clock at the end of the hello (older nodes skip it).
-    public static let current = ProtocolVersion(major: 1, minor: 7)
+    /// 1.7 the sender's wall clock at the end of the hello (older nodes skip it); 1.8 the writers
+    /// the sender folded after it (``Hello/folded``; an older node skips them, and reads the
+    /// sender's vectors as told: short of the folded writers, so it may send their fields
+    /// again, never less).
+    public static let current = ProtocolVersion(major: 1, minor: 8)
+
+    /// The first version whose hello says which writers its vectors leave out.
+    public static let folding = ProtocolVersion(major: 1, minor: 8)
 
     /// The first version that reads removed fields (``FieldVersion/Write/unset``).
     public static let unsets = ProtocolVersion(major: 1, minor: 6)

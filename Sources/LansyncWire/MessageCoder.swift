@@ -60,6 +60,9 @@ public enum MessageCoder {
             if hello.version.minor >= 7 || hello.version.major > 1 {
                 w.varint(hello.clock)
             }
+            if hello.version.minor >= 8 || hello.version.major > 1 {
+                w.versionVector(hello.folded)
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -163,6 +166,9 @@ public enum MessageCoder {
                 }
                 if minor >= 7 || major > 1 {
                     hello.clock = try r.varint()
+                }
+                if minor >= 8 || major > 1 {
+                    hello.folded = try r.versionVector()
                 }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {

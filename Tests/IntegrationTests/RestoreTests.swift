@@ -77,4 +77,66 @@ import Testing
         #expect(shown["fields"]?["from-copy"] == .integer(1))
         #expect(shown["fields"]?["from-original"] == .integer(1))
     }
+
+    /// How many writers a node's `status --json` names in its version vector (as it tells it).
+    func writers(_ cli: CLI, _ dir: String) async throws -> Int {
+        guard case .object(let members)? = try await cli.status(dir)["version_vector"] else { return -1 }
+        return members.count
+    }
+
+    /// Issue 30's figure: a machine restored from one backup again and again takes a new writer
+    /// each time, and its peers' vectors grew by one entry per restore, for ever. Now, once c's
+    /// node runs and every member has seen all its retired writers wrote, c folds them and its
+    /// peers take the folds from its hello: every vector is back to one writer per member.
+    @Test func manyRestoresLeaveTheVectorsAsSmallAsBefore() async throws {
+        let restores = Int(ProcessInfo.processInfo.environment["LANSYNC_RESTORES"] ?? "") ?? 300
+        let cli = CLI("restores")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b", "c"])
+        let (a, b, c) = (cli.path("a"), cli.path("b"), cli.path("c"))
+        let ports = freePorts(3)
+        let collect = ["--collect-interval", "1"]
+        let nodeA = try NodeProcess(dir: a, port: ports[0], extra: collect)
+        defer { nodeA.stop() }
+        let nodeB = try NodeProcess(dir: b, port: ports[1], peers: [ports[0]], extra: collect)
+        defer { nodeB.stop() }
+        let sync = ["sync", "--dir", c, "--peer", "127.0.0.1:\(ports[0])"]
+        try await cli.ok(["add", "--dir", a, "--id", "x", "from_a=1"])
+        try await cli.ok(["set", "--dir", b, "x", "from_b=1"])
+        try await cli.ok(sync)
+        try await cli.ok(["set", "--dir", c, "x", "from_c=0"])
+        try await cli.ok(sync)
+        #expect(try await cli.waitForConvergence([a, b, c], timeout: .seconds(30)) != nil)
+        let before = try await writers(cli, a)
+        #expect(before == 3, "a's vector names a, b and c before the restores")
+
+        try Self.copyDirectory(c, cli.path("backup"))
+        let clock = ContinuousClock()
+        let start = clock.now
+        for round in 1...restores {
+            try Self.copyDirectory(cli.path("backup"), c)
+            try await cli.ok(["set", "--dir", c, "x", "from_c=\(round)"])
+            try await cli.ok(sync)
+        }
+        print("restores: \(restores) restores of c, each with an edit and a sync, in \(clock.now - start)")
+        // The backup held c's last write, so the first restore lost nothing and kept its writer.
+        #expect(try await cli.waitForConvergence([a, b], timeout: .seconds(30)) != nil)
+        let grown = try await writers(cli, a)
+        #expect(grown == before + restores - 1, "one writer more per restore that lost a write")
+        print("restores: a's and b's vectors name \(grown) writers before c's node folds them")
+
+        let nodeC = try NodeProcess(dir: c, port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        defer { nodeC.stop() }
+        let folding = clock.now
+        var counts: [Int] = []
+        repeat {
+            try await Task.sleep(for: .milliseconds(300))
+            counts = try await [a, b, c].asyncMap { try await writers(cli, $0) }
+        } while counts != [before, before, before] && clock.now - folding < .seconds(60)
+        #expect(counts == [before, before, before], "the writers a, b and c name once c's node ran")
+        print("restores: every vector back to \(before) writers \(clock.now - folding) after c's node started")
+        #expect(try await cli.waitForConvergence([a, b, c], timeout: .seconds(30)) != nil)
+        let shown = try JSON(parsing: try await cli.ok(["get", "--dir", a, "x", "--json"]))
+        #expect(shown["fields"]?["from_c"] == .integer(Int64(restores)), "c's last edit is everywhere")
+    }
 }

@@ -293,6 +293,62 @@ import Testing
         #expect(m.deltaBase == announced.joined(with: covers).joined(with: VersionVector([.node(4): 3])))
     }
 
+    /// Retired writers fold (Docs/MERGE.md): the hello tells the vector, the resume point and the
+    /// reports without the writers folded, and the folds beside them; the peer reads them back
+    /// whole. Summaries and `done` leave them out too, but only for a peer that reads them back.
+    @Test func foldedWritersStayOutOfWhatIsToldAndComeBackOnReading() throws {
+        let retired = NodeID(high: NodeID.node(1).high, low: 77)
+        let folded = VersionVector([retired: 40])
+        let mine = VersionVector([.node(1): 3, retired: 40])
+        func machine(_ id: UInt64, peer: UInt64) -> SessionMachine {
+            var config = SessionMachine.SessionConfig(
+                nodeID: .node(id),
+                clusterID: .node(100),
+                role: .peer,
+                name: "n\(id)",
+                authenticatedPeer: .node(peer)
+            )
+            config.reports = [Hello.Report(nodeID: .node(5), at: 1, seen: VersionVector([.node(5): 2, retired: 40]))]
+            return SessionMachine(config: config)
+        }
+        var a = machine(1, peer: 2)
+        let said = a.handle(.start(versionVector: mine, folded: folded, now: .now))
+        guard case .send(.hello(let hello))? = said.first else {
+            Issue.record("no hello: \(said)")
+            return
+        }
+        #expect(hello.versionVector == VersionVector([.node(1): 3]) && hello.folded == folded)
+        #expect(hello.reports.map(\.seen) == [VersionVector([.node(5): 2])])
+
+        var b = machine(2, peer: 1)
+        _ = b.handle(.start(versionVector: VersionVector(), now: .now))
+        let actions = b.handle(.received(.hello(hello), now: .now))
+        guard case .peerReady(let read)? = actions.first else {
+            Issue.record("not ready: \(actions)")
+            return
+        }
+        #expect(read.versionVector == mine && read.reports.map(\.seen) == [VersionVector([.node(5): 2, retired: 40])])
+        #expect(b.peerVersionVector == mine, "the retired writer's fields are not sent back")
+        _ = b.handle(.received(.summary(versionVector: VersionVector([.node(1): 4])), now: .now))
+        #expect(b.peerVersionVector == VersionVector([.node(1): 4, retired: 40]))
+
+        // a's summaries leave the folded writer out for a 1.8 peer, and keep it for a 1.7 one.
+        for (minor, expected) in [(8, VersionVector([.node(1): 3])), (7, mine)] {
+            var a = machine(1, peer: 2)
+            _ = a.handle(.start(versionVector: mine, folded: folded, now: .now))
+            let peerHello = Hello(
+                version: ProtocolVersion(major: 1, minor: UInt32(minor)),
+                nodeID: .node(2),
+                clusterID: .node(100),
+                role: .peer,
+                name: "n2",
+                versionVector: mine
+            )
+            _ = a.handle(.received(.hello(peerHello), now: .now))
+            #expect(a.asTold(mine) == expected, "to a 1.\(minor) peer")
+        }
+    }
+
     /// A large delta is announced to a 1.2 peer (`expect`), which counts what arrives against it
     /// until the `done`; a small one, or one for a 1.1 peer, is not.
     @Test func aLargeDeltaIsAnnouncedAndCounted() throws {

@@ -312,6 +312,44 @@ import Testing
 
     /// A replica put back from a copy older than the away window is stale until it rejoins; one
     /// that merely stayed alone that long is not.
+    /// Retired writers fold (Docs/MERGE.md): a replica folds its own writers but the current
+    /// one once every member has seen all they wrote; a peer takes the folds its vector covers;
+    /// a rejoin, which empties the vector, forgets them.
+    @Test func retiredWritersFoldOnceStableAndPeersTakeTheFolds() throws {
+        let a = try create(1)
+        let b = try create(2)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: [.set(title, .string("one"))]), to: x, wallMilliseconds: t0)
+        // a's process starts elsewhere (no marker of its writer): its next edit takes a new writer.
+        let elsewhere = makeTemporaryDirectory("fold-lease")
+        let restarted = try ReplicaStore.open(path: "\(dir)/r1.sqlite", lease: WriterLease(directory: elsewhere))
+        try restarted.apply(.update([.set(title, .string("two"))]), to: x, wallMilliseconds: t0 + 1)
+        let current = try restarted.info().writerID
+        #expect(current != NodeID.node(1))
+        try sync(restarted, b)
+        #expect(try restarted.foldRetiredWriters().isEmpty, "nothing is stable before b reports")
+
+        let now = WallClock.milliseconds
+        try restarted.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now)])
+        try restarted.collect(now: now)
+        try restarted.collect(now: now + 1)
+        let folded = try restarted.foldRetiredWriters()
+        #expect(folded == VersionVector([.node(1): 1]), "the first writer folds, the current one never")
+        let told = try restarted.announcedVectors()
+        #expect(told.folded == folded && told.vector.folded(by: told.folded) == VersionVector([current: 1]))
+        #expect(try restarted.foldRetiredWriters().isEmpty, "a fold is taken once")
+
+        // b takes the fold (it holds node 1's write); a replica that lacks it does not.
+        let c = try create(3)
+        #expect(try b.adoptFolds(folded) == folded && b.foldedWriters() == folded)
+        #expect(try c.adoptFolds(folded).isEmpty && c.foldedWriters().isEmpty)
+        #expect(try b.adoptFolds(folded).isEmpty, "taken once")
+
+        // A rejoin empties the vector, and the folds with it.
+        _ = try b.rejoin(keepingUnseenBy: try restarted.versionVector(), adopting: [], now: now)
+        #expect(try b.foldedWriters().isEmpty)
+    }
+
     @Test func aReplicaPutBackFromAnOldCopyIsStale() throws {
         let a = try create(1)
         let day = CollectionSettings.day

@@ -101,7 +101,10 @@ import Testing
         hello.awaySince = 300
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
-        #expect(Array(bytes.suffix(3)) == [0xAC, 0x02, 0x00], "awaySince 300, then the clock (1.7, 0 here)")
+        #expect(
+            Array(bytes.suffix(4)) == [0xAC, 0x02, 0x00, 0x00],
+            "awaySince 300, then the clock (1.7, 0 here), then no folded writers (1.8)"
+        )
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
@@ -110,6 +113,35 @@ import Testing
         }
         #expect(decoded.rejoinedAt == 0 && decoded.awaySince == 0 && decoded.reports == hello.reports)
         #expect(ProtocolError.Code.away.rawValue == 15 && !ProtocolError.Code.away.isPermanent)
+    }
+
+    /// 1.8 appends the writers the sender folded; the hello reads back whole with them
+    /// (``Hello/unfolded()``), and a 1.7 hello has none.
+    @Test func hello18CarriesTheFoldedWriters() throws {
+        let retired = NodeID(high: Self.a.high, low: 99)
+        var hello = Hello(
+            nodeID: Self.a,
+            clusterID: Self.c,
+            role: .peer,
+            name: "a",
+            versionVector: VersionVector([Self.a: 5]),
+            resume: VersionVector([Self.c: 2])
+        )
+        hello.reports = [Hello.Report(nodeID: Self.c, at: 7, seen: VersionVector([Self.c: 3]))]
+        hello.folded = VersionVector([retired: 40])
+        let bytes = MessageCoder.encode(.hello(hello))
+        #expect(try MessageCoder.decode(bytes) == .hello(hello))
+        let whole = hello.unfolded()
+        #expect(whole.versionVector == VersionVector([Self.a: 5, retired: 40]))
+        #expect(whole.resume == VersionVector([Self.c: 2, retired: 40]))
+        #expect(whole.reports.map(\.seen) == [VersionVector([Self.c: 3, retired: 40])])
+        var old = hello
+        old.version = ProtocolVersion(major: 1, minor: 7)
+        guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
+            Issue.record("not a hello")
+            return
+        }
+        #expect(decoded.folded.isEmpty && decoded.unfolded() == decoded)
     }
 
     @Test func goldenAckDoneError() {

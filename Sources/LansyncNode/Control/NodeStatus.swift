@@ -23,7 +23,8 @@ public struct NodeStatus: Sendable, Equatable {
     public var digest: String
     /// Set when the replica was found damaged: writes are refused until it is repaired.
     public var damaged: String?
-    /// Node id (text) → counter.
+    /// Writer id (text) → counter: the version vector as this node tells it, without the
+    /// writers it folded (Docs/MERGE.md, "Retired writers fold").
     public var versionVector: [String: UInt64]
     public var peers: [Peer]
     /// This node's own changes against the relay, when a relay is configured and known.

@@ -17,7 +17,8 @@ public enum StatusReport {
         refused: [NodeStatus.Refusal] = []
     ) throws(StoreError) -> NodeStatus {
         let info = try store.info()
-        let vv = try store.versionVector()
+        let (vv, folded) = try store.announcedVectors()
+        let told = vv.folded(by: folded)
         let counts = try store.counts()
         let digest = if let digests { try digests.digest(store) } else { try ReplicaDigest.compute(store) }
         let peers = if let live { live } else { try recordedPeers(store, except: info.nodeID) }
@@ -44,7 +45,7 @@ public enum StatusReport {
             conflicts: counts.conflicts,
             digest: digest,
             damaged: store.damage,
-            versionVector: Dictionary(uniqueKeysWithValues: vv.nodes.map { ($0.text, vv[$0]) }),
+            versionVector: Dictionary(uniqueKeysWithValues: told.nodes.map { ($0.text, told[$0]) }),
             peers: shown,
             changes: try changes(store, peers: peers, relay: relayEntry, ownWriters: ownWriters),
             rejected: try store.ownRejections().map(NodeStatus.Rejection.init),

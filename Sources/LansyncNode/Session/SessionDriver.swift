@@ -102,11 +102,12 @@ struct SessionDriver {
         let (store, peer) = (self.store, runner.config.authenticatedPeer)
         let start: SessionMachine.Event
         do {
-            let (version, resume) = try await io.run { (try store.versionVector(), try store.resume(from: peer)) }
+            let (vectors, resume) = try await io.run { (try store.announcedVectors(), try store.resume(from: peer)) }
             start = .start(
-                versionVector: version,
+                versionVector: vectors.vector,
                 resume: resume?.covers ?? VersionVector(),
                 resumeFor: resume?.incarnation,
+                folded: vectors.folded,
                 now: .now
             )
         } catch {
@@ -274,7 +275,7 @@ struct SessionDriver {
                 return machine.handle(.storageFailed("reading the version vector: \(error)"))
             }
         }
-        try await send(.summary(versionVector: vv))
+        try await send(.summary(versionVector: machine.asTold(vv)))
         return []
     }
 

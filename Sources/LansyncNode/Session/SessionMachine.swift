@@ -69,11 +69,13 @@ public struct SessionMachine: Sendable {
     /// What happens to a session: the runner reports each to ``handle(_:)``.
     public enum Event: Sendable {
         /// The session begins; `versionVector` is the local replica's, `resume` how far the peer's
-        /// last stream to it got and `resumeFor` the peer's incarnation then (``StreamResume``).
+        /// last stream to it got and `resumeFor` the peer's incarnation then (``StreamResume``);
+        /// `folded` the writers the replica folded, read with its vector (``WriterFolding``).
         case start(
             versionVector: VersionVector,
             resume: VersionVector = VersionVector(),
             resumeFor: NodeID? = nil,
+            folded: VersionVector = VersionVector(),
             now: ContinuousClock.Instant
         )
         case received(Message, now: ContinuousClock.Instant)
@@ -206,6 +208,9 @@ public struct SessionMachine: Sendable {
     private var lastReceived: ContinuousClock.Instant?
     /// The version vector this side last told the peer (hello or summary), and when.
     private var told: (versionVector: VersionVector?, at: ContinuousClock.Instant)?
+    /// The writers this side's hello said it folded: every vector it tells in this session
+    /// leaves them out (a fold taken later waits for the next session).
+    private var folded = VersionVector()
 
     public init(config: SessionConfig) {
         self.config = config
@@ -216,8 +221,8 @@ public struct SessionMachine: Sendable {
         case (.closed, _):
             return []
 
-        case let (.idle, .start(vv, resume, resumeFor, now)):
-            return start(versionVector: vv, resume: resume, resumeFor: resumeFor, now: now)
+        case let (.idle, .start(vv, resume, resumeFor, folded, now)):
+            return start(versionVector: vv, resume: resume, resumeFor: resumeFor, folded: folded, now: now)
         case (_, .start):
             return []
 
@@ -268,28 +273,34 @@ public struct SessionMachine: Sendable {
         }
     }
 
-    /// Says hello with this replica's version vector and where the peer's last stream to it got.
+    /// Says hello with this replica's version vector and where the peer's last stream to it got,
+    /// both without the writers it folded (``WriterFolding``), as are the reports it gossips.
     private mutating func start(
         versionVector vv: VersionVector,
         resume: VersionVector,
         resumeFor: NodeID?,
+        folded: VersionVector,
         now: ContinuousClock.Instant
     ) -> [Action] {
         state = .awaitingHello(since: now)
         lastReceived = now
         told = (vv, now)
+        self.folded = folded
         var hello = Hello(
             nodeID: config.nodeID,
             clusterID: config.clusterID,
             role: config.role,
             name: config.name,
-            versionVector: vv,
+            versionVector: vv.folded(by: folded),
             writer: config.writer,
-            resume: resume,
+            resume: resume.folded(by: folded),
             resumeFor: resumeFor,
             statements: config.statements
         )
-        hello.reports = config.reports
+        hello.folded = folded
+        hello.reports = config.reports.map {
+            Hello.Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen.folded(by: folded))
+        }
         hello.rejoinedAt = config.rejoinedAt
         hello.awaySince = config.awaySince
         hello.clock = config.clock
@@ -356,7 +367,8 @@ public struct SessionMachine: Sendable {
             let actions = [.completeStream] + checkUpToDate(open)
             return settle(open, actions)
 
-        case (.open(var open), .summary(let vv)):
+        case (.open(var open), .summary(let sent)):
+            let vv = sent.unfolded(with: peer?.folded ?? VersionVector())
             peerVersionVector.join(vv)
             deltaBase?.join(vv)
             if let refusal = tooManyWriters(peerVersionVector, "its summary") { return fail(refusal) }
@@ -373,9 +385,15 @@ public struct SessionMachine: Sendable {
         }
     }
 
-    /// The peer's hello: checked, then the session opens and the first delta begins.
-    private mutating func receiveHello(_ hello: Hello, now: ContinuousClock.Instant) -> [Action] {
-        if let refusal = check(hello) { return fail(refusal) }
+    /// The peer's hello: checked, then the session opens and the first delta begins. From here
+    /// on the hello is read whole (``Hello/unfolded()``): the machine, and the node it reports
+    /// to, see every writer the peer's vectors hold.
+    private mutating func receiveHello(_ told: Hello, now: ContinuousClock.Instant) -> [Action] {
+        if let refusal = check(told) { return fail(refusal) }
+        let hello = told.unfolded()
+        if let refusal = tooManyWriters(hello.versionVector, "its hello with the writers it folded") {
+            return fail(refusal)
+        }
         peer = hello
         deltaBase = hello.version >= .fieldDeltas ? hello.versionVector : nil
         // Resume the peer's interrupted stream from us only if we are still the incarnation that
@@ -446,6 +464,7 @@ public struct SessionMachine: Sendable {
         }
         return tooManyWriters(hello.versionVector, "its hello")
             ?? tooManyWriters(hello.resume, "its hello's resume point")
+            ?? tooManyWriters(hello.folded, "the writers its hello says it folded")
     }
 
     /// A refusal if `vector` (what the peer said, in `what`) names more writers than
@@ -508,7 +527,7 @@ public struct SessionMachine: Sendable {
         var actions: [Action] = []
         if delta.isInitial || delta.sentBatches > 0 {
             // The receiver learns it is up to date with us; an empty anti-entropy answer stays silent.
-            actions.append(.send(.done(versionVector: delta.startVersionVector)))
+            actions.append(.send(.done(versionVector: asTold(delta.startVersionVector))))
             // The peer completes the stream on `done`, before it reads anything sent after it.
             deltaBase?.join(delta.covered)
         }
@@ -554,10 +573,17 @@ public struct SessionMachine: Sendable {
             // Tell the peer what this replica holds when that changed (or is unknown here: the
             // runner reads it), and keep a quiet session alive; either way the peer can repair
             // what it missed.
-            actions.append(localVersion.map { .send(.summary(versionVector: $0)) } ?? .sendSummary)
+            actions.append(localVersion.map { .send(.summary(versionVector: asTold($0))) } ?? .sendSummary)
             told = (localVersion, now)
         }
         return settle(open, actions)
+    }
+
+    /// A vector as this side tells it in the session: without the writers its hello said it
+    /// folded, to a peer that reads them back (protocol 1.8); whole to an older one.
+    public func asTold(_ vector: VersionVector) -> VersionVector {
+        guard let peer, peer.version >= .folding else { return vector }
+        return vector.folded(by: folded)
     }
 
     private mutating func fail(_ error: ProtocolError) -> [Action] {
