@@ -103,13 +103,4 @@ extension Node {
             logger.warning("could not fold the writers \(hello.name) folded: \(error)")
         }
     }
-
-    /// Records, at an up-to-date point of a member's session, what the member is known to hold
-    /// now: a report (never above what it holds) that moves the stable frontier on without a
-    /// new hello, dated as the session's hello was, so the restores the ledger counts on are
-    /// only those the hello's report already covered.
-    func learnReport(of peer: NodeID, holding seen: VersionVector, saidHelloAt at: UInt64) async {
-        let store = self.store
-        try? await io.run { try store.recordReports([MemberReport(nodeID: peer, seen: seen, at: at)]) }
-    }
 }

@@ -425,8 +425,6 @@ public final class Node: Sendable {
         closeWhenUpToDate: Bool
     ) -> SessionObserver {
         let (registry, peerID, channel) = (self.registry, connection.peerNodeID, connection.channel.channel)
-        // When the member said hello (0 for a one-shot sync, which reports nothing).
-        let helloAt = NIOLockedValueBox<UInt64>(0)
         var observer = SessionObserver()
         observer.peerReady = { [self] hello in
             await statementsLearned(await statements.learn(hello.statements))
@@ -437,7 +435,6 @@ public final class Node: Sendable {
             if let refusal = await judgeAway(hello) { return refusal }
             if let refusal = await rejoinIfStale(hello) { return refusal }
             await learnReports(from: hello)
-            if hello.role != .oneShot { helloAt.withLockedValue { $0 = WallClock.milliseconds } }
             await adoptFolds(from: hello)
             let claimed = await registry.claim(
                 peer: hello,
@@ -456,8 +453,6 @@ public final class Node: Sendable {
         }
         observer.upToDate = { [self] vv in
             await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
-            let at = helloAt.withLockedValue { $0 }
-            if at > 0 { await learnReport(of: peerID, holding: vv, saidHelloAt: at) }
             await reissueAfterRejoin(peerHolds: vv)
             if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
         }

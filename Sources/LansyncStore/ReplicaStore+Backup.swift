@@ -183,13 +183,20 @@ extension ReplicaStore {
     }
 
     /// Renames `fresh` to `path`, keeping the file it replaces (and its log) as
-    /// `path.before-restore-TIME`; returns that name, or nil if there was no file.
+    /// `path.before-restore-TIME` (`-2`, `-3`... after it when two restores share a second);
+    /// returns that name, or nil if there was no file.
     private static func putInPlace(_ fresh: String, at path: String) throws(StoreError) -> String? {
         let fm = FileManager.default
         var kept: String?
         do {
             if fm.fileExists(atPath: path) {
-                let copy = path + ".before-restore-\(Int(Date().timeIntervalSince1970))"
+                let base = path + ".before-restore-\(Int(Date().timeIntervalSince1970))"
+                var copy = base
+                var n = 1
+                while ["", "-wal", "-shm"].contains(where: { fm.fileExists(atPath: copy + $0) }) {
+                    n += 1
+                    copy = base + "-\(n)"
+                }
                 for suffix in ["", "-wal", "-shm"] where fm.fileExists(atPath: path + suffix) {
                     try fm.moveItem(atPath: path + suffix, toPath: copy + suffix)
                 }

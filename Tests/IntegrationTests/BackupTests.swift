@@ -60,6 +60,25 @@ import Testing
         #expect(try await value(cli, b, "rec-0") == .integer(-1))
     }
 
+    /// Restores in quick succession (a script putting one backup back again and again) each keep
+    /// the replica they replace under a name of its own: the second within a second once failed,
+    /// leaving the restored copy beside the replica.
+    @Test func restoresWithinOneSecondEachKeepWhatTheyReplaced() async throws {
+        let cli = CLI("restore-twice")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let (a, file) = (cli.path("a"), cli.path("a.backup"))
+        try await cli.ok(["add", "--dir", a, "--id", "x", "n=1"])
+        try await cli.ok(["backup", "--dir", a, file])
+        for _ in 0..<3 { try await cli.ok(["backup", "restore", "--dir", a, file]) }
+        let kept = try FileManager.default.contentsOfDirectory(atPath: a).filter {
+            $0.hasPrefix("replica.sqlite.before-restore-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm")
+        }
+        #expect(kept.count == 3, "\(kept)")
+        #expect(!FileManager.default.fileExists(atPath: a + "/replica.sqlite.restoring"))
+        #expect(try await value(cli, a, "x") == .integer(1))
+    }
+
     /// What `backup` and `backup restore` refuse, each with one line that says what to do and
     /// the replica unchanged: a restore while the node runs, a backup over an existing file, a
     /// file that is not a backup, another node's backup.

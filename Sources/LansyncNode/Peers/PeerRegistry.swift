@@ -307,13 +307,18 @@ public actor PeerRegistry {
         unsaved.removeAll()
         unsavedNames.removeAll()
         guard !records.isEmpty || !names.isEmpty else { return }
-        let store = self.store
+        let (store, io) = (self.store, self.io)
         do {
-            try await io.run {
-                for record in records { try store.savePeer(record) }
-                try store.recordReports(reports)
-                for (name, ids) in names { for id in ids { try store.setNodeName(name, for: id) } }
-            }
+            // In a task of its own: when the node stops, this one is cancelled, and the thread
+            // pool refuses work from a cancelled task (a save, often the last, was lost in about
+            // one stop of ten).
+            try await Task {
+                try await io.run {
+                    for record in records { try store.savePeer(record) }
+                    try store.recordReports(reports)
+                    for (name, ids) in names { for id in ids { try store.setNodeName(name, for: id) } }
+                }
+            }.value
             // Items' sync states are read from the saved peer table: they may have moved now.
             if !records.isEmpty { acknowledgements.notify(version: nil) }
         } catch {
