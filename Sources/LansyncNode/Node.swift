@@ -393,10 +393,10 @@ public final class Node: Sendable {
     /// hello, notes the peer's clock and logs the start. A rejoin closes the sessions it finds;
     /// one claimed after that is refused here: the peer would send a stream computed from the
     /// vector the replica held before, and its completion would claim what the snapshot never
-    /// brought. Not yet closed: a batch of a session claimed before the rejoin that is applied
-    /// between the rejoin's commit and `reopenAll` records stream progress the next hello would
-    /// resume from. Closing that needs the check inside the store's write transaction (the
-    /// session's `rejoined_at`, read before its hello vector, against the file's).
+    /// brought. A session claimed before the rejoin whose batch lands between the rejoin's commit
+    /// and `reopenAll` is refused by the store itself: every batch and stream end is checked,
+    /// in its transaction, against when the replica had rejoined as the session said hello
+    /// (``StoreError/rejoinedSince(session:replica:)``).
     private func began(with hello: Hello, log: SessionLog, epoch: Int) async -> ProtocolError? {
         guard rejoins.withLockedValue({ $0 }) == epoch else {
             return ProtocolError(

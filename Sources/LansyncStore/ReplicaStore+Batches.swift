@@ -79,11 +79,12 @@ extension ReplicaStore {
         refuse: Refusal? = nil,
         revoked: RevokedWriters = RevokedWriters(),
         writers: WriterBounds = .standard,
-        allowance: Int? = nil
+        allowance: Int? = nil,
+        rejoinedAt: UInt64? = nil
     ) throws(StoreError) -> ReceivedBatch {
         try apply(
             batch,
-            stream: (sender, incarnation),
+            stream: (sender, incarnation, rejoinedAt),
             wallMilliseconds: wallMilliseconds,
             refuse: refuse,
             revoked: revoked,
@@ -94,7 +95,7 @@ extension ReplicaStore {
 
     private func apply(
         _ batch: DeltaBatch,
-        stream: (sender: NodeID, incarnation: NodeID)?,
+        stream: (sender: NodeID, incarnation: NodeID, rejoinedAt: UInt64?)?,
         wallMilliseconds: UInt64,
         refuse: Refusal?,
         revoked: RevokedWriters,
@@ -116,6 +117,7 @@ extension ReplicaStore {
                 // Checked again under the write lock: another session may have brought writers
                 // since the read (a look-up only, when none are new).
                 try check.check(writers, allowance: allowance, db: tx.db)
+                if let session = stream?.rejoinedAt { try Self.requireNoRejoin(since: session, db: tx.db) }
                 tx.origin = .peer
                 if let base = batch.base, !base.isEmpty {
                     let held = try tx.versionVector(of: base.nodes)
@@ -136,7 +138,7 @@ extension ReplicaStore {
                 if merge.changed > 0 {
                     tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
                 }
-                try tx.record(covers: check.covers, of: stream)
+                try tx.record(covers: check.covers, of: stream.map { ($0.sender, $0.incarnation) })
                 try tx.saveClock()
                 return .commit(merge.changed)
             }
@@ -150,15 +152,44 @@ extension ReplicaStore {
 
     /// `sender`'s stream is complete (its `done` came after every batch was applied): what its
     /// batches covered joins the version vector, in one transaction.
-    public func completeStream(from sender: NodeID) throws(StoreError) {
+    ///
+    /// - Parameter rejoinedAt: when the replica had last rejoined as the session said hello
+    ///   (``rejoinedAt()``, read with its vector); if it rejoined since, nothing is recorded
+    ///   (``StoreError/rejoinedSince(session:replica:)``), as for ``receive(_:from:incarnation:wallMilliseconds:refuse:revoked:writers:allowance:rejoinedAt:)``.
+    public func completeStream(from sender: NodeID, rejoinedAt: UInt64? = nil) throws(StoreError) {
         // As for a peer's batches: what a lost commit held, the peer sends again.
         try guarded {
             try write(.resent) { tx, _ in
+                if let rejoinedAt { try Self.requireNoRejoin(since: rejoinedAt, db: tx.db) }
                 guard let stream = try Transaction.stream(db: tx.db, from: sender) else { return .commit(()) }
                 try tx.raiseCounters(to: stream.covers)
                 try tx.db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
                 return .commit(())
             }
+        }
+    }
+
+    /// Refuses, inside the transaction that would record a session's stream, a session that said
+    /// hello before the replica last rejoined (`session`: its ``rejoinedAt()`` then). Its peer
+    /// planned from the vector the replica held before the snapshot; progress recorded from it
+    /// would let the next session resume past what the snapshot brought.
+    static func requireNoRejoin(since session: UInt64, db: Database) throws {
+        let now = try rejoinedAt(db: db)
+        guard now == session else { throw StoreError.rejoinedSince(session: session, replica: now) }
+    }
+
+    /// What a session with `peer` starts from, read in one transaction: the version vector and the
+    /// writers folded (its hello tells the one without the other), how far `peer`'s last stream
+    /// got and its incarnation then, and when the replica last rejoined (every batch of the
+    /// session is checked against it).
+    public func sessionStart(with peer: NodeID) throws(StoreError) -> SessionStart {
+        try read { db in
+            SessionStart(
+                vector: try Self.versionVector(db: db),
+                folded: try Self.folded(db: db),
+                resume: try Transaction.stream(db: db, from: peer),
+                rejoinedAt: try Self.rejoinedAt(db: db)
+            )
         }
     }
 
@@ -201,4 +232,12 @@ extension Transaction {
             try raiseCounter(of: row, to: counter)
         }
     }
+}
+
+/// What a session starts from (``ReplicaStore/sessionStart(with:)``), read at one moment.
+public struct SessionStart: Sendable {
+    public var vector: VersionVector
+    public var folded: VersionVector
+    public var resume: (covers: VersionVector, incarnation: NodeID)?
+    public var rejoinedAt: UInt64
 }

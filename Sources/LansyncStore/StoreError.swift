@@ -28,6 +28,11 @@ public enum StoreError: CodedError, Equatable, Sendable {
     /// numbered up to `floor` (Docs/API.md, "The change feed"): it must start again from a
     /// snapshot.
     case feedCollected(since: UInt64, floor: UInt64)
+    /// A session's batch or stream end arrived after this replica rejoined from a snapshot
+    /// (Docs/MERGE.md, "Coming back after being away"): the peer computed its stream from the
+    /// vector the replica held before, so nothing of it is recorded; the next session starts
+    /// from the snapshot.
+    case rejoinedSince(session: UInt64, replica: UInt64)
 
     public var description: String {
         switch self {
@@ -52,6 +57,8 @@ public enum StoreError: CodedError, Equatable, Sendable {
             "a batch names \(new) writer(s) new to this replica, past the \(perSession) one session may bring (--max-new-writers); nothing was merged, and the next session carries on"
         case let .feedCollected(since, floor):
             "changes after \(since) are no longer all kept (collection removed deleted items' changes up to \(floor)): read the items again as a snapshot, then follow the feed from its latest number"
+        case .rejoinedSince:
+            "this node rejoined from a snapshot while the session ran: nothing of it was recorded, and the next session starts from the snapshot"
         }
     }
 }
@@ -66,7 +73,7 @@ extension StoreError {
         case .corrupt: .damaged
         case .io: .unavailable
         case .permissionDenied: .permission
-        case .staleDelta, .tooManyNewWriters: .unavailable
+        case .staleDelta, .tooManyNewWriters, .rejoinedSince: .unavailable
         case .tooManyWriters: .refused
         case .feedCollected: .gone
         }
@@ -79,5 +86,13 @@ extension StoreError {
             !$0.isEmpty
         }.joined(separator: "; ")
         return flat.count > 200 ? String(flat.prefix(199)) + "…" : flat
+    }
+}
+
+extension StoreError {
+    /// True for ``rejoinedSince(session:replica:)``.
+    public var isRejoinedSince: Bool {
+        if case .rejoinedSince = self { return true }
+        return false
     }
 }

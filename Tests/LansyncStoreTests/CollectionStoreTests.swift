@@ -312,6 +312,38 @@ import Testing
 
     /// A replica put back from a copy older than the away window is stale until it rejoins; one
     /// that merely stayed alone that long is not.
+    /// A session that said hello before its replica rejoined from a snapshot records nothing of
+    /// its peer's stream afterwards, checked in the very transaction that would: the peer planned
+    /// from the vector the replica held before, and a resume from that progress (or its
+    /// completion) would claim what the snapshot never brought.
+    @Test func aSessionFromBeforeARejoinRecordsNothing() throws {
+        let a = try create(1)
+        let b = try create(2)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: [.set(title, .string("one"))]), to: x, wallMilliseconds: t0)
+        let begun = try b.sessionStart(with: .node(1))
+        var stream = try a.deltaStream(for: begun.vector, maxUpdates: batchSize, deltaBase: begun.vector)
+        let batch = try #require(try stream.next())
+        _ = try b.rejoin(keepingUnseenBy: try a.versionVector(), adopting: [], now: WallClock.milliseconds)
+        #expect(throws: StoreError.self) {
+            try b.receive(
+                batch,
+                from: .node(1),
+                incarnation: .node(1),
+                wallMilliseconds: t0,
+                rejoinedAt: begun.rejoinedAt
+            )
+        }
+        #expect(try b.resume(from: .node(1)) == nil && b.itemState(x) == nil, "nothing of the batch was kept")
+        #expect(throws: StoreError.self) { try b.completeStream(from: .node(1), rejoinedAt: begun.rejoinedAt) }
+        // A session that begins after the rejoin records as ever.
+        let again = try b.sessionStart(with: .node(1))
+        #expect(again.rejoinedAt != begun.rejoinedAt)
+        try b.receive(batch, from: .node(1), incarnation: .node(1), wallMilliseconds: t0, rejoinedAt: again.rejoinedAt)
+        try b.completeStream(from: .node(1), rejoinedAt: again.rejoinedAt)
+        #expect(try b.itemState(x) != nil && b.versionVector()[.node(1)] == 1)
+    }
+
     /// Retired writers fold (Docs/MERGE.md): a replica folds its own writers but the current
     /// one once every member has seen all they wrote; a peer takes the folds its vector covers;
     /// a rejoin, which empties the vector, forgets them.

@@ -29,6 +29,9 @@ struct SessionDriver {
     /// What was last reported to the observer and recorded in the hub.
     private var reported = SessionObserver.Progress()
     private var recordedPeerVersion = VersionVector()
+    /// When the replica last rejoined as the session said hello: a batch or stream end recorded
+    /// after another rejoin is refused (``StoreError/rejoinedSince(session:replica:)``).
+    private var rejoinedAt: UInt64?
 
     init(
         runner: SessionRunner,
@@ -102,12 +105,13 @@ struct SessionDriver {
         let (store, peer) = (self.store, runner.config.authenticatedPeer)
         let start: SessionMachine.Event
         do {
-            let (vectors, resume) = try await io.run { (try store.announcedVectors(), try store.resume(from: peer)) }
+            let begins = try await io.run { try store.sessionStart(with: peer) }
+            rejoinedAt = begins.rejoinedAt
             start = .start(
-                versionVector: vectors.vector,
-                resume: resume?.covers ?? VersionVector(),
-                resumeFor: resume?.incarnation,
-                folded: vectors.folded,
+                versionVector: begins.vector,
+                resume: begins.resume?.covers ?? VersionVector(),
+                resumeFor: begins.resume?.incarnation,
+                folded: begins.folded,
                 now: .now
             )
         } catch {
@@ -164,6 +168,7 @@ struct SessionDriver {
         let peer = runner.config.authenticatedPeer
         let incarnation = machine.peer?.writer ?? peer
         let allowance = runner.writers.perSession - outcome.newWriters
+        let rejoinedAt = self.rejoinedAt
         do {
             let (received, version) = try await io.run {
                 let received = try store.receive(
@@ -174,7 +179,8 @@ struct SessionDriver {
                     refuse: runner.refuse,
                     revoked: revoked,
                     writers: runner.writers,
-                    allowance: allowance
+                    allowance: allowance,
+                    rejoinedAt: rejoinedAt
                 )
                 return (received, received.changed > 0 ? try store.versionVector() : nil)
             }
@@ -189,8 +195,8 @@ struct SessionDriver {
             switch error {
             case .tooManyWriters:
                 return machine.handle(.refused(ProtocolError(.rejectedChange, error.description)))
-            case .tooManyNewWriters:
-                // The next session carries on where this one stopped.
+            case .tooManyNewWriters, .rejoinedSince:
+                // The next session carries on where this one stopped, or from the snapshot.
                 return machine.handle(.refused(ProtocolError(.busy, error.description)))
             default:
                 return machine.handle(.storageFailed("applying a batch: \(error)"))
@@ -202,14 +208,16 @@ struct SessionDriver {
 
     /// Records the peer's complete stream: what its batches covered joins the version vector.
     private mutating func completeStream() async -> [SessionMachine.Action] {
-        let (store, peer) = (self.store, runner.config.authenticatedPeer)
+        let (store, peer, rejoinedAt) = (self.store, runner.config.authenticatedPeer, self.rejoinedAt)
         do {
             let version = try await io.run {
-                try store.completeStream(from: peer)
+                try store.completeStream(from: peer, rejoinedAt: rejoinedAt)
                 return try store.versionVector()
             }
             runner.hub.notify(version: version, except: subscription)
             return []
+        } catch let error as StoreError where error.isRejoinedSince {
+            return machine.handle(.refused(ProtocolError(.busy, error.description)))
         } catch {
             return machine.handle(.storageFailed("recording a complete stream: \(error)"))
         }
