@@ -2,6 +2,7 @@ import LansyncCore
 import LansyncStore
 import LansyncWire
 import Logging
+import NIOConcurrencyHelpers
 
 // Causal stability and collection (Docs/MERGE.md, "Causal stability and collection"): what the
 // node learns of its members' progress, and the rounds that collect below the stable frontier.
@@ -13,7 +14,7 @@ extension Node {
         let now = WallClock.milliseconds
         let own = MemberReport(nodeID: hello.nodeID, seen: hello.versionVector, at: now)
         let gossip = hello.reports.filter { $0.at <= now }.map {
-            MemberReport(nodeID: $0.nodeID, seen: $0.seen, at: $0.at)
+            MemberReport(told: $0, by: hello)
         }
         let store = self.store
         do {
@@ -74,23 +75,35 @@ extension Node {
     }
 
     /// Folds the writers this node knows are retired once every member has seen all they wrote
-    /// (``ReplicaStore/foldRetiredWriters(revoked:)``), and opens its sessions again so that
-    /// their hellos tell the peers, which fold them in turn (Docs/MERGE.md, "Retired writers
-    /// fold").
+    /// and they stayed quiet for a round (``ReplicaStore/foldRetiredWriters(revoked:unchangedSince:)``);
+    /// then, if it folded any or took any from a peer since the last round, opens its sessions
+    /// again, once, so that their hellos tell the peers, which fold them in turn (Docs/MERGE.md,
+    /// "Retired writers fold").
     func foldRetiredWriters() async {
         let (store, revoked) = (self.store, statements.revokedWriters)
-        guard let folded = try? await io.run({ try store.foldRetiredWriters(revoked: revoked) }),
-            !folded.isEmpty
-        else { return }
-        logger.info(
-            "folded \(folded.counters.count) retired writer(s) every member has seen out of the vectors this node tells: \(folded)"
-        )
-        await registry.reopenAll()
+        let previous = foldRound.withLockedValue { $0.vector }
+        if let (folded, vector) = try? await io.run({
+            try store.foldRetiredWriters(revoked: revoked, unchangedSince: previous)
+        }) {
+            foldRound.withLockedValue { $0.vector = vector }
+            if !folded.isEmpty {
+                logger.info(
+                    "folded \(folded.counters.count) retired writer(s) every member has seen out of the vectors this node tells: \(folded)"
+                )
+                foldRound.withLockedValue { $0.toTell = true }
+            }
+        }
+        let tell = foldRound.withLockedValue { round in
+            defer { round.toTell = false }
+            return round.toTell
+        }
+        if tell { await registry.reopenAll() }
     }
 
-    /// Takes the folds a peer's hello names that this replica has caught up with; when it takes
-    /// any, its sessions open again so that its own peers learn them too (a fold spreads through
-    /// the cluster as hellos do, and stops where every member has it).
+    /// Takes the folds a peer's hello names that this replica has caught up with; the next
+    /// collection round opens its sessions again so that its own peers learn them too (a fold
+    /// spreads through the cluster as hellos do, at most one reopening per node and round, and
+    /// stops where every member has it).
     func adoptFolds(from hello: Hello) async {
         guard !hello.folded.isEmpty else { return }
         let store = self.store
@@ -98,9 +111,22 @@ extension Node {
             let taken = try await io.run { try store.adoptFolds(hello.folded) }
             guard !taken.isEmpty else { return }
             logger.info("folded \(taken.counters.count) retired writer(s) \(hello.name) folded: \(taken)")
-            await registry.reopenAll()
+            foldRound.withLockedValue { $0.toTell = true }
         } catch {
             logger.warning("could not fold the writers \(hello.name) folded: \(error)")
         }
+    }
+}
+
+extension MemberReport {
+    /// A report as `hello` gossips it: with the teller's folds to join back if it was told
+    /// without them (``Hello/Report/toldFolded``).
+    init(told report: Hello.Report, by hello: Hello) {
+        self.init(
+            nodeID: report.nodeID,
+            seen: report.seen,
+            at: report.at,
+            folds: report.toldFolded ? hello.folded : VersionVector()
+        )
     }
 }

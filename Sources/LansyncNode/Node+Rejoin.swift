@@ -156,7 +156,7 @@ extension Node {
             // half that the peer counts as away must rejoin too before its state is taken.
             let reports =
                 [MemberReport(nodeID: peer.nodeID, seen: peer.versionVector, at: now)]
-                + peer.reports.filter { $0.at <= now }.map { MemberReport(nodeID: $0.nodeID, seen: $0.seen, at: $0.at) }
+                + peer.reports.filter { $0.at <= now }.map { MemberReport(told: $0, by: peer) }
             let start = try await io.run {
                 try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
             }

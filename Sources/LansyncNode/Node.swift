@@ -33,6 +33,10 @@ public final class Node: Sendable {
     /// hello before the last one told its peer a version vector the replica no longer holds, so
     /// it must not take the stream the peer computes from it (``observer(of:log:token:source:epoch:closeWhenUpToDate:)``).
     let rejoins = NIOLockedValueBox(0)
+    /// Retired writers fold (``foldRetiredWriters()``): the vector the last collection round read
+    /// (a writer that moved since waits), and whether folds were taken since that the peers
+    /// have not been told (the sessions open again, once a round).
+    let foldRound = NIOLockedValueBox<(vector: VersionVector?, toTell: Bool)>((nil, false))
     private let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).

@@ -12,11 +12,23 @@ public struct MemberReport: Sendable, Equatable {
     /// When `lansync members forget` said the member is gone for good; nil if it is not.
     public var forgottenAt: UInt64?
 
-    public init(nodeID: NodeID, seen: VersionVector, at: UInt64, forgottenAt: UInt64? = nil) {
+    /// The writers the report was told without (its teller's folds, for a report a 1.8 hello
+    /// marks folded; Docs/MERGE.md, "Retired writers fold"): joined back as it is recorded, for
+    /// the writers this replica knows.
+    public var folds = VersionVector()
+
+    public init(
+        nodeID: NodeID,
+        seen: VersionVector,
+        at: UInt64,
+        forgottenAt: UInt64? = nil,
+        folds: VersionVector = VersionVector()
+    ) {
         self.nodeID = nodeID
         self.seen = seen
         self.at = at
         self.forgottenAt = forgottenAt
+        self.folds = folds
     }
 }
 
@@ -96,7 +108,10 @@ extension ReplicaStore {
             var seen = report.seen
             if let known {
                 guard known.contains(report.nodeID.text) else { continue }
+                seen.join(VersionVector(report.folds.counters.filter { known.contains($0.key.text) }))
                 seen = VersionVector(seen.counters.filter { known.contains($0.key.text) })
+            } else {
+                seen.join(report.folds)
             }
             var at = report.at
             var forgotten: UInt64?

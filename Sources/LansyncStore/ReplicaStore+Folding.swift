@@ -27,30 +27,38 @@ extension ReplicaStore {
 
     /// Folds the writers this replica knows are retired once the stability ledger's stable vector
     /// reaches their counters (``WriterFolding/folds(vector:stable:folded:isRetired:)``): every
-    /// writer of its own node but the current one, and every writer of a member revoked
-    /// (`revoked`) or forgotten (`lansync members forget`). Returns what it folded now.
+    /// writer of its own node but the current one, and every writer of a revoked member. A
+    /// writer whose counter moved since `previous` (the vector as the last round read it) waits
+    /// for a quiet round: one thought retired that still writes (a directory copied and used in
+    /// two places) then folds only when it pauses, not at every round. (A forgotten member's
+    /// writers do not fold: forgetting is this machine's judgement, and the member may still be
+    /// writing elsewhere.) Returns what it folded now, and the vector it read.
     @discardableResult
-    public func foldRetiredWriters(revoked: RevokedWriters = RevokedWriters()) throws(StoreError) -> VersionVector {
+    public func foldRetiredWriters(
+        revoked: RevokedWriters = RevokedWriters(),
+        unchangedSince previous: VersionVector? = nil
+    ) throws(StoreError) -> (folded: VersionVector, vector: VersionVector) {
         try guarded {
             try write { tx, _ in
                 let db = tx.db
                 let node = try Transaction.nodeID(db: db)
                 let current = try Transaction.currentWriter(db: db)
                 let own = Set(try Self.ownWriters(db: db))
-                let forgotten = try Self.memberReports(db: db).filter { $0.forgottenAt != nil }.map(\.nodeID)
                 let folded = try Self.folded(db: db)
+                let vector = try Self.versionVector(db: db)
                 let now = WriterFolding.folds(
-                    vector: try Self.versionVector(db: db),
+                    vector: vector,
                     stable: try Self.ledger(db: db).stable,
                     folded: folded
                 ) { writer in
-                    guard writer != current else { return false }
+                    guard writer != current, previous.map({ $0[writer] == vector[writer] }) ?? true else {
+                        return false
+                    }
                     return own.contains(writer) || writer.isWriter(of: node) || revoked.names(writer)
-                        || forgotten.contains { writer == $0 || writer.isWriter(of: $0) }
                 }
-                guard !now.isEmpty else { return .rollback(now) }
+                guard !now.isEmpty else { return .rollback((now, vector)) }
                 try tx.setMeta("folded", Self.encoded(folded.joined(with: now)))
-                return .commit(now)
+                return .commit((now, vector))
             }
         }
     }

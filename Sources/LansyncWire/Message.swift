@@ -100,10 +100,10 @@ public struct Hello: Hashable, Sendable {
     /// The sender's wall clock when it said hello (protocol 1.7; Unix ms, 0 if it did not say):
     /// how far apart two machines' clocks are, which `status` and `lansync doctor` show.
     public var clock: UInt64 = 0
-    /// The writers the sender folded (protocol 1.8; Docs/MERGE.md, "Retired writers fold"): every
-    /// vector of this session the sender tells (its hello's, the reports', the resume point, its
-    /// summaries and `done`) leaves out the entries this covers, and is read back joined with it
-    /// (``unfolded()``).
+    /// The writers the sender folded (protocol 1.8; Docs/MERGE.md, "Retired writers fold"): the
+    /// vectors of its own this session tells (its hello's, the resume point, its summaries and
+    /// `done`) leave out the entries this covers, and are read back joined with it
+    /// (``unfolded()``); so do the reports marked ``Report/toldFolded``.
     public var folded = VersionVector()
 
     /// One member's progress as a hello gossips it.
@@ -112,11 +112,16 @@ public struct Hello: Hashable, Sendable {
         /// Unix milliseconds of the member's session the vector comes from.
         public var at: UInt64
         public var seen: VersionVector
+        /// The report leaves out the writers the hello's ``Hello/folded`` covers (protocol 1.8):
+        /// told so only when the member was known to have seen all of them, so joining them back
+        /// is exact. A report not marked is told whole.
+        public var toldFolded = false
 
-        public init(nodeID: NodeID, at: UInt64, seen: VersionVector) {
+        public init(nodeID: NodeID, at: UInt64, seen: VersionVector, toldFolded: Bool = false) {
             self.nodeID = nodeID
             self.at = at
             self.seen = seen
+            self.toldFolded = toldFolded
         }
     }
 
@@ -144,16 +149,16 @@ public struct Hello: Hashable, Sendable {
         self.statements = statements
     }
 
-    /// The hello with its vectors read back whole: the entries the sender folded away restored
-    /// (``folded``). Exact for the sender's own vector and resume point (its folded set is covered
-    /// by its vector); for the reports it gossips, because a fold is taken only once every
-    /// active member has seen it.
+    /// The hello with the sender's own vectors read back whole: the entries it folded away
+    /// restored (``folded``), which is exact because its folded set is covered by its vector.
+    /// The reports stay as told: the receiver joins ``folded`` back into those marked
+    /// ``Report/toldFolded`` only for the writers it knows, so a hello never makes it hold a
+    /// vector per report as large as the folds.
     public func unfolded() -> Hello {
         guard !folded.isEmpty else { return self }
         var hello = self
         hello.versionVector = versionVector.unfolded(with: folded)
         hello.resume = resume.isEmpty ? resume : resume.unfolded(with: folded)
-        hello.reports = reports.map { Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen.unfolded(with: folded)) }
         return hello
     }
 

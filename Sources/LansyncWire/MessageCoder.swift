@@ -62,6 +62,10 @@ public enum MessageCoder {
             }
             if hello.version.minor >= 8 || hello.version.major > 1 {
                 w.versionVector(hello.folded)
+                // Which reports (by position) were told without the folded writers.
+                let marked = hello.reports.prefix(WireLimits.maxReports).indices.filter { hello.reports[$0].toldFolded }
+                w.varint(UInt64(marked.count))
+                for index in marked { w.varint(UInt64(index)) }
             }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
@@ -169,6 +173,17 @@ public enum MessageCoder {
                 }
                 if minor >= 8 || major > 1 {
                     hello.folded = try r.versionVector()
+                    let marked = try r.varint()
+                    guard marked <= UInt64(hello.reports.count) else {
+                        throw WireError.malformed("more reports marked folded than reports")
+                    }
+                    for _ in 0..<marked {
+                        let index = try r.varint()
+                        guard index < UInt64(hello.reports.count) else {
+                            throw WireError.malformed("a report marked folded that is not there")
+                        }
+                        hello.reports[Int(index)].toldFolded = true
+                    }
                 }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {

@@ -359,23 +359,45 @@ import Testing
         let current = try restarted.info().writerID
         #expect(current != NodeID.node(1))
         try sync(restarted, b)
-        #expect(try restarted.foldRetiredWriters().isEmpty, "nothing is stable before b reports")
+        #expect(try restarted.foldRetiredWriters().folded.isEmpty, "nothing is stable before b reports")
 
         let now = WallClock.milliseconds
         try restarted.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now)])
         try restarted.collect(now: now)
         try restarted.collect(now: now + 1)
-        let folded = try restarted.foldRetiredWriters()
+        // A writer that moved since the last round waits for a quiet one.
+        let moving = VersionVector([.node(1): 0])
+        #expect(try restarted.foldRetiredWriters(unchangedSince: moving).folded.isEmpty)
+        let (folded, read) = try restarted.foldRetiredWriters(unchangedSince: try restarted.versionVector())
+        #expect(read == (try restarted.versionVector()))
         #expect(folded == VersionVector([.node(1): 1]), "the first writer folds, the current one never")
         let told = try restarted.announcedVectors()
         #expect(told.folded == folded && told.vector.folded(by: told.folded) == VersionVector([current: 1]))
-        #expect(try restarted.foldRetiredWriters().isEmpty, "a fold is taken once")
+        #expect(try restarted.foldRetiredWriters().folded.isEmpty, "a fold is taken once")
 
         // b takes the fold (it holds node 1's write); a replica that lacks it does not.
         let c = try create(3)
         #expect(try b.adoptFolds(folded) == folded && b.foldedWriters() == folded)
         #expect(try c.adoptFolds(folded).isEmpty && c.foldedWriters().isEmpty)
         #expect(try b.adoptFolds(folded).isEmpty, "taken once")
+
+        // A report told without its teller's folds is joined back with them, for the writers
+        // this replica knows only: a hello cannot make it hold more.
+        let madeUp = NodeID(high: NodeID.node(1).high, low: 999)
+        try b.recordReports(
+            [
+                MemberReport(
+                    nodeID: .node(1),
+                    seen: VersionVector([current: 1]),
+                    at: now,
+                    folds: VersionVector([.node(1): 1, madeUp: 9])
+                )
+            ],
+            gossiped: true
+        )
+        #expect(
+            try b.memberReports().first { $0.nodeID == .node(1) }?.seen == VersionVector([current: 1, .node(1): 1])
+        )
 
         // A rejoin empties the vector, and the folds with it.
         _ = try b.rejoin(keepingUnseenBy: try restarted.versionVector(), adopting: [], now: now)

@@ -102,8 +102,8 @@ import Testing
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         #expect(
-            Array(bytes.suffix(4)) == [0xAC, 0x02, 0x00, 0x00],
-            "awaySince 300, then the clock (1.7, 0 here), then no folded writers (1.8)"
+            Array(bytes.suffix(5)) == [0xAC, 0x02, 0x00, 0x00, 0x00],
+            "awaySince 300, then the clock (1.7, 0 here), then no folded writers and no report told folded (1.8)"
         )
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
@@ -115,8 +115,9 @@ import Testing
         #expect(ProtocolError.Code.away.rawValue == 15 && !ProtocolError.Code.away.isPermanent)
     }
 
-    /// 1.8 appends the writers the sender folded; the hello reads back whole with them
-    /// (``Hello/unfolded()``), and a 1.7 hello has none.
+    /// 1.8 appends the writers the sender folded, and which reports were told without them; the
+    /// sender's own vectors read back whole (``Hello/unfolded()``), the reports stay as told with
+    /// their mark, and a 1.7 hello has neither.
     @Test func hello18CarriesTheFoldedWriters() throws {
         let retired = NodeID(high: Self.a.high, low: 99)
         var hello = Hello(
@@ -127,14 +128,24 @@ import Testing
             versionVector: VersionVector([Self.a: 5]),
             resume: VersionVector([Self.c: 2])
         )
-        hello.reports = [Hello.Report(nodeID: Self.c, at: 7, seen: VersionVector([Self.c: 3]))]
+        hello.reports = [
+            Hello.Report(nodeID: Self.c, at: 7, seen: VersionVector([Self.c: 3]), toldFolded: true),
+            Hello.Report(nodeID: Self.a, at: 8, seen: VersionVector([Self.a: 1])),
+        ]
         hello.folded = VersionVector([retired: 40])
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         let whole = hello.unfolded()
         #expect(whole.versionVector == VersionVector([Self.a: 5, retired: 40]))
         #expect(whole.resume == VersionVector([Self.c: 2, retired: 40]))
-        #expect(whole.reports.map(\.seen) == [VersionVector([Self.c: 3, retired: 40])])
+        #expect(whole.reports == hello.reports, "reports are joined back by the receiver's store, for writers it knows")
+        // A mark naming a report that is not there is refused.
+        var marked = hello
+        marked.reports = []
+        var lying = MessageCoder.encode(.hello(marked))
+        lying.removeLast()  // the count of marks, 0
+        lying += [1, 0]  // one mark, on report 0, of none
+        #expect(throws: WireError.self) { try MessageCoder.decode(lying) }
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 7)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
@@ -142,6 +153,7 @@ import Testing
             return
         }
         #expect(decoded.folded.isEmpty && decoded.unfolded() == decoded)
+        #expect(decoded.reports.allSatisfy { !$0.toldFolded })
     }
 
     @Test func goldenAckDoneError() {

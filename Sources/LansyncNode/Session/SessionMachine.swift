@@ -298,8 +298,16 @@ public struct SessionMachine: Sendable {
             statements: config.statements
         )
         hello.folded = folded
-        hello.reports = config.reports.map {
-            Hello.Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen.folded(by: folded))
+        // A report is told without the folded writers only when the member had seen all of
+        // them: joining them back is then exact, never more than it had seen.
+        hello.reports = config.reports.map { report in
+            guard !folded.isEmpty, report.seen.covers(folded) else { return report }
+            return Hello.Report(
+                nodeID: report.nodeID,
+                at: report.at,
+                seen: report.seen.folded(by: folded),
+                toldFolded: true
+            )
         }
         hello.rejoinedAt = config.rejoinedAt
         hello.awaySince = config.awaySince
