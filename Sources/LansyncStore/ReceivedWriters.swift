@@ -54,13 +54,18 @@ public struct ReceivedBatch: Sendable, Equatable {
 ///   named it. A made-up writer never gets a row, an entry in the vector, or a peer's attention.
 ///
 /// The look-ups are reads, made before the write transaction: a peer's batch holds the write lock
-/// only for its merge, and work per named writer is one index look-up.
+/// only for its merge, and work per named writer is one index look-up, or, for a batch naming
+/// more writers than ``scanAbove`` (a member making writers up names tens of thousands), one read
+/// of every writer's id: a single statement, which stopping the node interrupts.
 struct WriterCheck {
     /// Writers the states name that have no row yet.
     var newWriters: Set<NodeID> = []
     /// The covers with unknown, unnamed writers dropped.
     var covers = VersionVector()
     var unverifiedCovers = 0
+
+    /// Past this many writers to look up, the check reads every writer's id at once instead.
+    static let scanAbove = 256
 
     /// Looks up, in one read, the writers `batch` names that `cache` does not know yet (none, for
     /// a batch of writers this process has seen before).
@@ -74,7 +79,13 @@ struct WriterCheck {
         }
         let unknown = named.union(batch.covers.counters.keys).filter { !cache.isKnown($0) }
         var found = Set<NodeID>()
-        if !unknown.isEmpty {
+        if unknown.count > Self.scanAbove {
+            try read { db in
+                let held = Set(try String.fetchAll(db, sql: "SELECT node_id FROM node"))
+                found = unknown.filter { held.contains($0.text) }
+            }
+            cache.noteCommitted(found)
+        } else if !unknown.isEmpty {
             try read { db in
                 let known = try db.cachedStatement(sql: "SELECT 1 FROM node WHERE node_id = ?")
                 for node in unknown where try Bool.fetchOne(known, arguments: [node.text]) != nil { found.insert(node) }

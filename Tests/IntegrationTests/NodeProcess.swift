@@ -148,6 +148,31 @@ extension CLI {
         try JSON(parsing: try await ok(["status", "--dir", dir, "--json"]))
     }
 
+    /// What each directory's status says of convergence, one line each: its digest, version
+    /// vector, and each peer's connection and what it lacks (for a failure message, when
+    /// ``waitForConvergence(_:timeout:)`` gave up).
+    func convergenceReport(_ dirs: [String]) async -> String {
+        var lines: [String] = []
+        for dir in dirs {
+            guard let status = try? await self.status(dir) else {
+                lines.append("\(dir): no status")
+                continue
+            }
+            var peers: [String] = []
+            if case .array(let list)? = status["peers"] {
+                for peer in list {
+                    peers.append(
+                        "\(peer["name"]?.text ?? "?") connected=\(peer["connected"]?.text ?? "?") lacks=\(peer["lacks"]?.text ?? "?") receiving=\(peer["receiving"]?.text ?? "?") error=\(peer["last_error"]?.text ?? "?")"
+                    )
+                }
+            }
+            lines.append(
+                "\(dir): digest \(status["digest"]?.text ?? "?") vector \(status["version_vector"]?.text ?? "?") peers [\(peers.joined(separator: "; "))]"
+            )
+        }
+        return lines.joined(separator: "\n")
+    }
+
     /// Polls until every directory's status shows the same digest and version vector; returns
     /// how long it took, or nil after `timeout`.
     func waitForConvergence(_ dirs: [String], timeout: Duration = .seconds(60)) async throws -> Duration? {
