@@ -31,7 +31,15 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private var accepts: (@Sendable (NodeID, NodeID, UInt32) -> Bool)?
     private var serviceName = ""
     private var continuation: AsyncStream<DiscoveryEvent>.Continuation?
-    private var nodesByService: [String: NodeID] = [:]
+    /// Each advert reported found: its node, and the interfaces and families it is resolved on.
+    /// It is lost only when it went from every one of them (a peer on Wi-Fi and Ethernet at once
+    /// that leaves one is not lost).
+    private var adverts: [String: (node: NodeID, on: Set<Seen>)] = [:]
+    private struct Seen: Hashable {
+        let interface: AvahiIfIndex
+        let proto: AvahiProtocol
+    }
+    private let interfaces: InterfaceFilter
     private var lastUnavailable: String?
     /// Set by ``survey(for:)``: every advert resolved, whoever it belongs to, in every address
     /// family (a node resolves IPv4 only, and only its cluster's).
@@ -42,7 +50,10 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private var retry: Task<Void, Never>?
     private var stopped = false
 
-    public init() {}
+    /// - Parameter interfaces: the interfaces whose adverts a node uses (a survey sees all).
+    public init(interfaces: InterfaceFilter = InterfaceFilter()) {
+        self.interfaces = interfaces
+    }
 
     deinit { stop() }
 
@@ -148,7 +159,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             guard lastUnavailable == nil else { return }
             lastUnavailable = why
         case .available:
-            guard lastUnavailable != nil || nodesByService.isEmpty else { return }
+            guard lastUnavailable != nil || adverts.isEmpty else { return }
             lastUnavailable = nil
         default: break
         }
@@ -182,8 +193,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             self.client = nil
             group = nil
             browser = nil
-            for (_, node) in nodesByService { continuation?.yield(.lost(node)) }
-            nodesByService.removeAll()
+            for advert in adverts.values { continuation?.yield(.lost(advert.node)) }
+            adverts.removeAll()
             connect()
         default:
             break
@@ -265,6 +276,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     ) {
         guard let client, let name else { return }
         let service = String(cString: name)
+        // A survey sees every interface; a node only those it uses.
+        guard sighting != nil || interfaces.allows(Self.interfaceName(interface)) else { return }
         switch event {
         case AVAHI_BROWSER_NEW:
             // Resolve to an IPv4 address (a survey: the address of the family it was seen in);
@@ -278,14 +291,28 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                 domain,
                 sighting == nil ? AvahiProtocol(AVAHI_PROTO_INET) : proto,
                 AvahiLookupFlags(0),
-                { resolver, interface, _, event, name, _, _, _, address, port, txt, _, userdata in
-                    AvahiDiscovery.from(userdata)?.resolved(event, interface, name, address, port, txt)
+                { resolver, interface, proto, event, name, _, _, _, address, port, txt, _, userdata in
+                    AvahiDiscovery.from(userdata)?.resolved(
+                        event,
+                        Seen(interface: interface, proto: proto),
+                        name,
+                        address,
+                        port,
+                        txt
+                    )
                     if let resolver { avahi_service_resolver_free(resolver) }
                 },
                 context
             )
         case AVAHI_BROWSER_REMOVE:
-            if let node = nodesByService.removeValue(forKey: service) { continuation?.yield(.lost(node)) }
+            guard var advert = adverts[service] else { return }
+            advert.on.remove(Seen(interface: interface, proto: proto))
+            if advert.on.isEmpty {
+                adverts[service] = nil
+                continuation?.yield(.lost(advert.node))
+            } else {
+                adverts[service] = advert
+            }
         default:
             break
         }
@@ -293,7 +320,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 
     private func resolved(
         _ event: AvahiResolverEvent,
-        _ interface: AvahiIfIndex,
+        _ seen: Seen,
         _ name: UnsafePointer<CChar>?,
         _ address: UnsafePointer<AvahiAddress>?,
         _ port: UInt16,
@@ -320,7 +347,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             sighting(
                 Sighting(
                     service: String(cString: name),
-                    interface: Self.interfaceName(interface),
+                    interface: Self.interfaceName(seen.interface),
                     ipv6: address.pointee.proto == AvahiProtocol(AVAHI_PROTO_INET6),
                     host: host,
                     port: Int(port),
@@ -332,7 +359,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         }
         // Strangers' services, other clusters and ourselves are ignored without a word.
         guard let peer = advert, accepts(peer.node, peer.cluster, peer.proto) else { return }
-        nodesByService[String(cString: name)] = peer.node
+        let service = String(cString: name)
+        var known: (node: NodeID, on: Set<Seen>) =
+            adverts[service].flatMap { $0.node == peer.node ? $0 : nil } ?? (peer.node, [])
+        known.on.insert(seen)
+        adverts[service] = known
         continuation?.yield(.found(DiscoveredPeer(nodeID: peer.node, host: host, port: Int(port))))
     }
 }

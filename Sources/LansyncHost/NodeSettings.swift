@@ -17,6 +17,10 @@ public struct NodeSettings: Sendable {
     public var relayInterval: Duration = .seconds(30)
     /// Whether to advertise and browse with mDNS.
     public var mdns = true
+    /// The interfaces whose mDNS adverts are used: if not empty, only these (globs).
+    public var interfaces: [String] = []
+    /// Interfaces whose adverts are ignored, beyond the container and virtual bridges (globs).
+    public var ignoredInterfaces: [String] = []
     public var antiEntropyInterval: Duration = .seconds(15)
     /// How often the node runs a collection round (Docs/MERGE.md, "Causal stability and collection").
     public var collectInterval: Duration = .seconds(600)
@@ -49,7 +53,11 @@ public struct NodeSettings: Sendable {
         options.writerBounds = writerBounds
         options.relay = relay
         options.relayInterval = relayInterval
-        if mdns { options.discovery = AvahiDiscovery() }
+        if mdns {
+            options.discovery = AvahiDiscovery(
+                interfaces: InterfaceFilter(only: interfaces, ignoring: ignoredInterfaces)
+            )
+        }
         if let relaying {
             options.role = .relay
             options.settlePolicy = relaying.settle

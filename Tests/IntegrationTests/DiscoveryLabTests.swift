@@ -8,11 +8,11 @@ import Testing
 @Suite(.serialized, .enabled(if: Lab.available, Comment(rawValue: Lab.unavailableReason ?? "")))
 struct DiscoveryLabTests {
     /// Starts a node in lab host `i` on 10.77.0.i:7420, with no peers.
-    func node(_ cli: CLI, _ i: Int, dir: String? = nil) throws -> NodeProcess {
+    func node(_ cli: CLI, _ i: Int, dir: String? = nil, extra: [String] = []) throws -> NodeProcess {
         try NodeProcess(
             dir: dir ?? cli.path("d\(i)"),
             port: 7420,
-            arguments: ["--listen", "\(Lab.address(i)):7420"],
+            arguments: ["--listen", "\(Lab.address(i)):7420"] + extra,
             labHost: i
         )
     }
@@ -72,6 +72,35 @@ struct DiscoveryLabTests {
         // The stock client sees our service and its TXT record.
         let (_, browse) = Lab.run(["exec", "5", "avahi-browse", "-rpt", "_lansync._tcp"])
         #expect(browse.contains("node=\(id4)") && browse.contains("proto=1"), "\(browse)")
+        for node in nodes { #expect(node.stop() == 0) }
+    }
+
+    /// `--interfaces` and `--ignore-interface` on the real daemon: a node told to use only its
+    /// lab interface (`v1`) finds its peers; one told to use an interface it does not have, or to
+    /// ignore its own, takes no advert (its peers still find it, and the three converge through
+    /// the sessions they open).
+    @Test func advertsAreTakenOnlyFromTheInterfacesChosen() async throws {
+        let lab = try Lab(hosts: 4)
+        defer { lab.down() }
+        let cli = CLI("mdns-interfaces")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1", "d2", "d3", "d4"])
+        let nodes = [
+            try node(cli, 1, extra: ["--interfaces", "v1"]),
+            try node(cli, 2),
+            try node(cli, 3, extra: ["--interfaces", "eth9"]),
+            try node(cli, 4, extra: ["--ignore-interface", "v*"]),
+        ]
+        let dirs = (1...4).map { cli.path("d\($0)") }
+        #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil)
+        let ids = try await dirs.asyncMap { try await nodeID(cli, $0) }
+        // Nodes 1 and 2 found every other node; 3 and 4 none, though they advertise.
+        #expect(await nodes[0].logContains("mDNS: found node \(ids[3].prefix(7))"), "\(nodes[0].logText)")
+        #expect(await nodes[1].logContains("mDNS: found node \(ids[2].prefix(7))"), "\(nodes[1].logText)")
+        for i in [2, 3] {
+            #expect(!nodes[i].logText.contains("mDNS: found node"), "node \(i + 1): \(nodes[i].logText)")
+            #expect(nodes[i].logText.contains("advertising and browsing"), "node \(i + 1) still browses")
+        }
         for node in nodes { #expect(node.stop() == 0) }
     }
 

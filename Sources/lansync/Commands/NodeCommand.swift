@@ -37,6 +37,22 @@ struct NodeCommand: AsyncParsableCommand {
     var relayInterval: Double = 30
     @Flag(help: "Do not advertise or browse with mDNS (use only --peer and the relay).")
     var noMdns = false
+    @Option(
+        parsing: .singleValue,
+        help: ArgumentHelp(
+            "Use mDNS adverts seen on this interface only (repeatable; a glob such as 'eth*'). Without it, every interface but container and virtual bridges (docker*, br-*, veth*, virbr*).",
+            valueName: "NAME"
+        )
+    )
+    var interfaces: [String] = []
+    @Option(
+        name: .customLong("ignore-interface"),
+        help: ArgumentHelp(
+            "Ignore mDNS adverts seen on this interface too (repeatable; a glob such as 'tun*').",
+            valueName: "NAME"
+        )
+    )
+    var ignoredInterfaces: [String] = []
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
     @Option(help: ArgumentHelp("Seconds between collection rounds.", visibility: .hidden))
@@ -55,6 +71,8 @@ struct NodeCommand: AsyncParsableCommand {
         settings.collectInterval = .milliseconds(Int(collectInterval * 1000))
         settings.writerBounds = writers.bounds
         settings.mdns = !noMdns
+        settings.interfaces = interfaces
+        settings.ignoredInterfaces = ignoredInterfaces
         settings.relay = relay
         settings.relayInterval = .milliseconds(Int(relayInterval * 1000))
         let directory = data.directory
