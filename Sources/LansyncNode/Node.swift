@@ -237,12 +237,23 @@ public final class Node: Sendable {
                     case .found(let peer):
                         let address = PeerAddress(host: peer.host, port: peer.port)
                         await registry.discovered(peer.nodeID, address: address.description)
-                        if await seen.found(peer.nodeID, at: address) {
+                        switch await seen.found(peer.nodeID, at: address) {
+                        case .new:
                             metrics.discovery("found")
                             logDiscovery("found node \(peer.nodeID.short) at \(address)", "found", peer.nodeID)
                             dialers.addTask {
                                 await self.keepConnected(.discovered(peer.nodeID, seen), transport: transport)
                             }
+                        case .again:
+                            // Its dial loop, and any session, went on: a flapping advert costs a line.
+                            metrics.discovery("found")
+                            logDiscovery(
+                                "node \(peer.nodeID.short) is advertised again at \(address)",
+                                "found",
+                                peer.nodeID
+                            )
+                        case .known:
+                            break
                         }
                     case .lost(let node):
                         metrics.discovery("lost")

@@ -104,6 +104,47 @@ struct DiscoveryLabTests {
         for node in nodes { #expect(node.stop() == 0) }
     }
 
+    /// Adverts that come and go (a daemon restarting, a flaky network) never cost a session: the
+    /// log says the peer is no longer advertised, and the session opened once goes on (a dial
+    /// loop outlives its advert; a peer advertised again joins the loop already there).
+    @Test func flappingAdvertsCauseNoReconnection() async throws {
+        let lab = try Lab(hosts: 2)
+        defer { lab.down() }
+        let cli = CLI("mdns-flap")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1", "d2"])
+        let nodes = [try node(cli, 1), try node(cli, 2)]
+        let dirs = [cli.path("d1"), cli.path("d2")]
+        // Each has found the other and a session is up.
+        #expect(await nodes[0].logContains("mDNS: found node", within: 30), "\(nodes[0].logText)")
+        #expect(await nodes[1].logContains("mDNS: found node", within: 30), "\(nodes[1].logText)")
+        let id2 = try await nodeID(cli, dirs[1])
+        let clock = ContinuousClock()
+        let start = clock.now
+        while try await !connectedPeers(cli, dirs[0]).contains(id2), clock.now - start < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        func sessions(_ i: Int) -> Int { nodes[i].logText.components(separatedBy: "session with").count - 1 }
+        let before = (sessions(0), sessions(1))
+        func lostLines() -> Int { nodes[0].logText.components(separatedBy: "is no longer advertised").count - 1 }
+        for flap in 1...3 {
+            Lab.run(["avahi-stop", "2"])
+            let seen = clock.now
+            while lostLines() < flap, clock.now - seen < .seconds(15) { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(lostLines() == flap, "flap \(flap): \(nodes[0].logText)")
+            Lab.run(["avahi-start", "2"])
+            // Until node 2's client is back and node 1 sees its advert again.
+            func againLines() -> Int { nodes[0].logText.components(separatedBy: "is advertised again").count - 1 }
+            let back = clock.now
+            while againLines() < flap, clock.now - back < .seconds(15) { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(againLines() == flap, "flap \(flap): \(nodes[0].logText)")
+        }
+        try await cli.ok(["add", "--dir", dirs[1], "--id", "after", "n=1"])
+        #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil)
+        #expect(sessions(0) == before.0 && sessions(1) == before.1, "no session ended or began: \(nodes[0].logText)")
+        for node in nodes { #expect(node.stop() == 0) }
+    }
+
     @Test func strangersAndOtherClustersAreIgnored() async throws {
         let lab = try Lab(hosts: 4)
         defer { lab.down() }

@@ -6,11 +6,23 @@ actor DiscoveredPeers {
     private var lastKnown: [NodeID: PeerAddress] = [:]
     private var dialing: Set<NodeID> = []
 
-    /// Records a sighting; true if a dial loop should start.
-    func found(_ node: NodeID, at address: PeerAddress) -> Bool {
+    /// What a sighting is to the node.
+    enum Sighting: Equatable {
+        /// A node not dialled yet: its dial loop starts.
+        case new
+        /// A node whose advert had gone: its dial loop (and session) went on meanwhile.
+        case again
+        /// Another sighting of an advertised node (another interface or family, a refresh).
+        case known
+    }
+
+    /// Records a sighting.
+    func found(_ node: NodeID, at address: PeerAddress) -> Sighting {
+        let wasAdvertised = advertised[node] != nil
         advertised[node] = address
         lastKnown[node] = address
-        return dialing.insert(node).inserted
+        if dialing.insert(node).inserted { return .new }
+        return wasAdvertised ? .known : .again
     }
 
     func lost(_ node: NodeID) { advertised.removeValue(forKey: node) }
