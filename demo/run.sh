@@ -198,10 +198,10 @@ pause
 say "8. Dave joins late and knows only the relay: he catches up through it alone"
 run init --dir "$W/dave" --cluster "$W/cluster.pem" --name dave >/dev/null
 if [ "$MODE" = lab ]; then
-    scripts/lab.sh exec "${HOST[dave]}" "$L" node --dir "$W/dave" --listen "${ADDR[dave]}" --no-mdns --relay "${ADDR[relay]}" >"$W/dave.log" 2>&1 &
+    scripts/lab.sh exec "${HOST[dave]}" "$L" node --dir "$W/dave" --listen "${ADDR[dave]}" --no-mdns --no-gossip --relay "${ADDR[relay]}" >"$W/dave.log" 2>&1 &
     PID[dave]=$!
 else
-    start dave node --relay "${ADDR[relay]}"
+    start dave node --no-gossip --relay "${ADDR[relay]}"
 fi
 converge alice bob carol relay dave
 pause

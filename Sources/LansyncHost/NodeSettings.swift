@@ -21,6 +21,8 @@ public struct NodeSettings: Sendable {
     public var interfaces: [String] = []
     /// Interfaces whose adverts are ignored, beyond the container and virtual bridges (globs).
     public var ignoredInterfaces: [String] = []
+    /// Whether to dial the addresses other members pass on in their hellos.
+    public var followGossip = true
     public var antiEntropyInterval: Duration = .seconds(15)
     /// How often the node runs a collection round (Docs/MERGE.md, "Causal stability and collection").
     public var collectInterval: Duration = .seconds(600)
@@ -53,6 +55,7 @@ public struct NodeSettings: Sendable {
         options.writerBounds = writerBounds
         options.relay = relay
         options.relayInterval = relayInterval
+        options.followGossip = followGossip
         if mdns {
             options.discovery = AvahiDiscovery(
                 interfaces: InterfaceFilter(only: interfaces, ignoring: ignoredInterfaces)

@@ -37,6 +37,10 @@ public final class Node: Sendable {
     /// (a writer that moved since waits), and whether folds were taken since that the peers
     /// have not been told (the sessions open again, once a round).
     let foldRound = NIOLockedValueBox<(vector: VersionVector?, toTell: Bool)>((nil, false))
+    /// Addresses members pass on in their hellos, and their dial loops.
+    let gossiped = GossipedAddresses()
+    /// The port this node accepts peers on, once it listens (its hello says it).
+    let listenPort = NIOLockedValueBox<Int>(0)
     private let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
@@ -116,6 +120,7 @@ public final class Node: Sendable {
             let listener = try await transport.listen(host: options.listen.host, port: options.listen.port)
             await registry.load()
             let listenAddress = PeerAddress(host: options.listen.host, port: listener.port).description
+            listenPort.withLockedValue { $0 = listener.port }
             await registry.setListenAddress(listenAddress)
             for peer in options.staticPeers { await registry.configure(address: peer.description, source: .configured) }
             logger.notice(
@@ -143,6 +148,7 @@ public final class Node: Sendable {
                 tasks.addTask { try await self.antiEntropy() }
                 tasks.addTask { try await self.collectPeriodically() }
                 tasks.addTask { await self.registry.runPersistence() }
+                tasks.addTask { await self.followGossip(transport: transport) }
                 if let discovery = self.options.discovery {
                     tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
                 } else {
@@ -382,6 +388,10 @@ public final class Node: Sendable {
         )
         config.antiEntropyInterval = options.antiEntropyInterval
         config.clock = WallClock.milliseconds
+        if options.role != .oneShot {
+            config.listenPort = UInt64(listenPort.withLockedValue { $0 })
+            config.addresses = await registry.gossip(except: peer)
+        }
         config.statements = statements.records
         config.maxWriters = options.writerBounds.total
         if let (rejoined, away) = try? await io.run({
@@ -451,6 +461,7 @@ public final class Node: Sendable {
             if let refusal = await rejoinIfStale(hello) { return refusal }
             await learnReports(from: hello)
             await adoptFolds(from: hello)
+            if hello.role != .oneShot, options.followGossip { await gossiped.learn(hello, me: info.nodeID) }
             let claimed = await registry.claim(
                 peer: hello,
                 address: log.address,

@@ -28,6 +28,9 @@ public struct NodeOptions: Sendable {
     /// How often the node takes its members' reports into the stable frontier and collects the
     /// deleted items below it (Docs/MERGE.md, "Causal stability and collection").
     public var collectInterval: Duration = .seconds(600)
+    /// Whether to dial the addresses other members pass on (``Hello/addresses``; Docs/DISCOVERY.md,
+    /// "Where multicast cannot reach").
+    public var followGossip = true
     /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
     public var relay: PeerAddress?
     /// While direct peers are connected, how often the node still hands its changes to the relay.

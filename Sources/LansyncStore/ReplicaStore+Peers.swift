@@ -12,6 +12,8 @@ public enum PeerSource: String, Sendable, CaseIterable {
     case relay
     /// It dialled this node.
     case inbound
+    /// Another member passed on where it last reached it (``Hello`` addresses, protocol 1.8).
+    case gossip
 }
 
 /// What a node remembers of one peer between runs (table `peer`).

@@ -105,6 +105,29 @@ public struct Hello: Hashable, Sendable {
     /// `done`) leave out the entries this covers, and are read back joined with it
     /// (``unfolded()``); so do the reports marked ``Report/toldFolded``.
     public var folded = VersionVector()
+    /// The port the sender accepts peers on (protocol 1.8; 0 if it did not say): with the address
+    /// a session came from, where others can reach it.
+    public var listenPort: UInt64 = 0
+    /// Where the sender last reached other members (protocol 1.8, at most
+    /// ``WireLimits/maxAddresses``): hints a receiver may dial, so a node that multicast cannot
+    /// reach (another subnet, a VPN) finds its peers after meeting any one member. Only hints:
+    /// TLS still decides who answers.
+    public var addresses: [Address] = []
+
+    /// A member's address as a hello passes it on.
+    public struct Address: Hashable, Sendable {
+        public var nodeID: NodeID
+        /// `host:port` (`[v6]:port`).
+        public var address: String
+        /// Unix milliseconds of the last session there.
+        public var at: UInt64
+
+        public init(nodeID: NodeID, address: String, at: UInt64) {
+            self.nodeID = nodeID
+            self.address = address
+            self.at = at
+        }
+    }
 
     /// One member's progress as a hello gossips it.
     public struct Report: Hashable, Sendable {

@@ -66,6 +66,14 @@ public enum MessageCoder {
                 let marked = hello.reports.prefix(WireLimits.maxReports).indices.filter { hello.reports[$0].toldFolded }
                 w.varint(UInt64(marked.count))
                 for index in marked { w.varint(UInt64(index)) }
+                w.varint(hello.listenPort)
+                let addresses = hello.addresses.prefix(WireLimits.maxAddresses)
+                w.varint(UInt64(addresses.count))
+                for address in addresses {
+                    w.nodeID(address.nodeID)
+                    w.string(String(address.address.utf8.prefix(WireLimits.maxAddressBytes)) ?? "")
+                    w.varint(address.at)
+                }
             }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
@@ -184,6 +192,9 @@ public enum MessageCoder {
                         }
                         hello.reports[Int(index)].toldFolded = true
                     }
+                    hello.listenPort = try r.varint()
+                    guard hello.listenPort <= 65_535 else { throw WireError.malformed("a listening port past 65535") }
+                    hello.addresses = try Self.decodeAddresses(&r)
                 }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {
@@ -254,6 +265,21 @@ public enum MessageCoder {
 extension MessageCoder {
     /// A hello's member reports, within ``WireLimits/maxReports`` and
     /// ``WireLimits/maxReportEntries``.
+    static func decodeAddresses(_ r: inout ByteReader) throws -> [Hello.Address] {
+        let count = try r.varint()
+        guard count <= UInt64(WireLimits.maxAddresses) else { throw WireError.malformed("too many peer addresses") }
+        var addresses: [Hello.Address] = []
+        for _ in 0..<count {
+            let node = try r.nodeID()
+            let text = try r.string()
+            guard text.utf8.count <= WireLimits.maxAddressBytes else {
+                throw WireError.malformed("a peer address too long")
+            }
+            addresses.append(Hello.Address(nodeID: node, address: text, at: try r.varint()))
+        }
+        return addresses
+    }
+
     static func decodeReports(_ r: inout ByteReader) throws -> [Hello.Report] {
         let count = try r.varint()
         guard count <= UInt64(WireLimits.maxReports) else { throw WireError.malformed("too many member reports") }

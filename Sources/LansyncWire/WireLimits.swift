@@ -24,6 +24,9 @@ public enum WireLimits {
     /// entries they carry all together: the frontier of a cluster of a few hundred members fits,
     /// and a member sending made-up ones cannot make a node hold more.
     public static let maxReports = 512
+    /// Peers' addresses one hello passes on (``Hello/addresses``), and the longest one.
+    public static let maxAddresses = 64
+    public static let maxAddressBytes = 300
     public static let maxReportEntries = 65_536
     /// The largest key or certificate in a join (DER): a P-256 key is 91 bytes, a certificate
     /// about 500.

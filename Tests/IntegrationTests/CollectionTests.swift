@@ -220,12 +220,12 @@ import Testing
         let a = try NodeProcess(
             dir: cli.path("a"),
             port: ports[1],
-            extra: ["--relay", "127.0.0.1:\(ports[0])"] + collect
+            extra: ["--relay", "127.0.0.1:\(ports[0])", "--no-gossip"] + collect
         )
         let b = try NodeProcess(
             dir: cli.path("b"),
             port: ports[2],
-            extra: ["--relay", "127.0.0.1:\(ports[0])"] + collect
+            extra: ["--relay", "127.0.0.1:\(ports[0])", "--no-gossip"] + collect
         )
         defer {
             _ = b.stop()

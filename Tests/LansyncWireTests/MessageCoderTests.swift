@@ -102,8 +102,8 @@ import Testing
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         #expect(
-            Array(bytes.suffix(5)) == [0xAC, 0x02, 0x00, 0x00, 0x00],
-            "awaySince 300, then the clock (1.7, 0 here), then no folded writers and no report told folded (1.8)"
+            Array(bytes.suffix(7)) == [0xAC, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00],
+            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8)"
         )
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
@@ -133,6 +133,8 @@ import Testing
             Hello.Report(nodeID: Self.a, at: 8, seen: VersionVector([Self.a: 1])),
         ]
         hello.folded = VersionVector([retired: 40])
+        hello.listenPort = 7420
+        hello.addresses = [Hello.Address(nodeID: Self.c, address: "[fe80::1%eth0]:7420", at: 9)]
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         let whole = hello.unfolded()
@@ -142,10 +144,15 @@ import Testing
         // A mark naming a report that is not there is refused.
         var marked = hello
         marked.reports = []
+        marked.listenPort = 0
+        marked.addresses = []
         var lying = MessageCoder.encode(.hello(marked))
-        lying.removeLast()  // the count of marks, 0
-        lying += [1, 0]  // one mark, on report 0, of none
+        lying.removeLast(3)  // no mark, port 0, no address
+        lying += [1, 0, 0, 0]  // one mark, on report 0, of none
         #expect(throws: WireError.self) { try MessageCoder.decode(lying) }
+        var badPort = hello
+        badPort.listenPort = 70_000
+        #expect(throws: WireError.self) { try MessageCoder.decode(MessageCoder.encode(.hello(badPort))) }
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 7)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {

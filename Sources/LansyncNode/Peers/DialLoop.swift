@@ -2,17 +2,19 @@ import LansyncCore
 import LansyncStore
 import LansyncTransport
 
-/// What a dial loop keeps connected: a configured address, a peer that discovery found, or the
-/// relay.
+/// What a dial loop keeps connected: a configured address, a peer that discovery found, one a
+/// member passed on, or the relay.
 enum DialTarget: Sendable {
     case configured(PeerAddress)
     case discovered(NodeID, DiscoveredPeers)
+    case gossiped(NodeID, DiscoveredPeers)
     case relay(PeerAddress)
 
     var source: PeerSource {
         switch self {
         case .configured: .configured
         case .discovered: .mdns
+        case .gossiped: .gossip
         case .relay: .relay
         }
     }
@@ -24,7 +26,7 @@ extension Node {
     /// - A configured or discovered peer that is connected already (it dialled us) is looked at
     ///   again 5 s later.
     /// - A discovered peer is given up once it is no longer advertised and a connection to it fails
-    ///   (it is found again when it comes back).
+    ///   (it is found again when it comes back); a passed-on address at its first failure.
     /// - The relay is kept as a live session while no direct peer is connected (the fallback path);
     ///   otherwise a session every ``NodeOptions/relayInterval`` hands over what it lacks and
     ///   collects what it holds, then closes.
@@ -57,6 +59,10 @@ extension Node {
                 }
                 await registry.ended(node: target.node, token: nil, address: address.description, error: text)
                 if case .discovered(let node, let seen) = target, await !seen.isAdvertised(node) { break }
+                if case .gossiped(let node, let seen) = target {
+                    await seen.lost(node)
+                    break
+                }
             }
             if target.isRelay, await registry.directPeersConnected() {
                 try? await Task.sleep(for: options.relayInterval)
@@ -65,6 +71,7 @@ extension Node {
             }
         }
         if case .discovered(let node, let seen) = target { await seen.stoppedDialing(node) }
+        if case .gossiped(let node, let seen) = target { await seen.stoppedDialing(node) }
     }
 
     private func isConnected(_ target: DialTarget) async -> Bool {
@@ -72,7 +79,7 @@ extension Node {
         case .configured(let peer):
             guard let known = await registry.node(at: peer.description) else { return false }
             return await registry.isConnected(known)
-        case .discovered(let node, _):
+        case .discovered(let node, _), .gossiped(let node, _):
             return await registry.isConnected(node)
         case .relay:
             return false
@@ -82,7 +89,7 @@ extension Node {
     private func address(of target: DialTarget) async -> PeerAddress? {
         switch target {
         case .configured(let peer), .relay(let peer): peer
-        case .discovered(let node, let seen): await seen.address(of: node)
+        case .discovered(let node, let seen), .gossiped(let node, let seen): await seen.address(of: node)
         }
     }
 }
@@ -95,7 +102,9 @@ extension DialTarget {
 
     /// The peer's node id when the target names one.
     var node: NodeID? {
-        if case .discovered(let node, _) = self { return node }
-        return nil
+        switch self {
+        case .discovered(let node, _), .gossiped(let node, _): node
+        case .configured, .relay: nil
+        }
     }
 }

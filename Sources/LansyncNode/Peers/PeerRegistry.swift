@@ -28,6 +28,10 @@ public actor PeerRegistry {
         /// The peer's wall clock minus this node's when its last hello arrived (ms), nil if its
         /// hello did not say (before protocol 1.7).
         public var clockOffset: Int64?
+        /// Where the peer accepts sessions, as far as this node knows: the address it dialled or
+        /// saw advertised, or the address an inbound session came from with the port the peer's
+        /// hello says it listens on. What this node passes on to others (``gossip(except:)``).
+        public var listenAddress: String?
     }
 
     struct ActiveSession {
@@ -114,7 +118,21 @@ public actor PeerRegistry {
             entry.address = address
             entry.source = .mdns
         }
+        entry.listenAddress = entry.listenAddress ?? address
         byNode[node] = entry
+    }
+
+    /// Where this node last reached its members, to pass on in a hello (``Hello/addresses``):
+    /// those it has been up to date with and knows an address they listen on, the latest first,
+    /// at most ``WireLimits/maxAddresses``; never `peer`'s own (it knows where it listens).
+    public func gossip(except peer: NodeID) -> [Hello.Address] {
+        byNode.values.compactMap { entry -> Hello.Address? in
+            guard let node = entry.nodeID, node != peer, let address = entry.listenAddress, let at = entry.lastSync
+            else { return nil }
+            return Hello.Address(nodeID: node, address: address, at: at)
+        }
+        .sorted { ($0.at, $0.nodeID) > ($1.at, $1.nodeID) }
+        .prefix(WireLimits.maxAddresses).map { $0 }
     }
 
     public func configure(address: String, source: PeerSource) {
@@ -171,9 +189,13 @@ public actor PeerRegistry {
             configured.removeValue(forKey: address)
             entry.address = address
             entry.source = source
+            entry.listenAddress = address
         } else if entry.address == nil {
             entry.address = address
             entry.source = source
+        }
+        if !outbound, hello.listenPort > 0, let address, let came = PeerAddress(parsing: address) {
+            entry.listenAddress = PeerAddress(host: came.host, port: Int(hello.listenPort)).description
         }
         entry.name = hello.name
         entry.versionVector.join(hello.versionVector)

@@ -44,6 +44,10 @@ public struct SessionMachine: Sendable {
         public var awaySince: UInt64 = 0
         /// ``Hello/clock``: this node's wall clock as the session starts (Unix ms).
         public var clock: UInt64 = 0
+        /// ``Hello/listenPort``: where this node accepts peers (0 for a one-shot sync).
+        public var listenPort: UInt64 = 0
+        /// ``Hello/addresses``: where this node last reached other members.
+        public var addresses: [Hello.Address] = []
         /// The most writers a version vector from the peer may name (its hello, summaries, `done`,
         /// and what its batches cover, joined): a peer past it is refused, so what this side keeps
         /// of the peer stays bounded whatever it claims (``WriterBounds/total``).
@@ -312,6 +316,8 @@ public struct SessionMachine: Sendable {
         hello.rejoinedAt = config.rejoinedAt
         hello.awaySince = config.awaySince
         hello.clock = config.clock
+        hello.listenPort = config.listenPort
+        hello.addresses = config.addresses
         return [.send(.hello(hello))]
     }
 

@@ -53,6 +53,8 @@ struct NodeCommand: AsyncParsableCommand {
         )
     )
     var ignoredInterfaces: [String] = []
+    @Flag(help: "Do not dial the addresses other members pass on (use only --peer, mDNS and the relay).")
+    var noGossip = false
     @Option(help: ArgumentHelp("Seconds between anti-entropy rounds.", visibility: .hidden))
     var antiEntropy: Double = 15
     @Option(help: ArgumentHelp("Seconds between collection rounds.", visibility: .hidden))
@@ -73,6 +75,7 @@ struct NodeCommand: AsyncParsableCommand {
         settings.mdns = !noMdns
         settings.interfaces = interfaces
         settings.ignoredInterfaces = ignoredInterfaces
+        settings.followGossip = !noGossip
         settings.relay = relay
         settings.relayInterval = .milliseconds(Int(relayInterval * 1000))
         let directory = data.directory

@@ -1,0 +1,44 @@
+import LansyncCore
+import LansyncTransport
+import LansyncWire
+import NIOConcurrencyHelpers
+
+/// Where other members say they last reached a member (``Hello/addresses``, protocol 1.8): a
+/// node dials the ones it is not connected to, so one that multicast cannot reach (another
+/// subnet, a VPN) finds its peers after meeting any one member (Docs/DISCOVERY.md, "Where
+/// multicast cannot reach").
+///
+/// An address is a hint: TLS decides who answers, and a dial loop for a passed-on address ends at
+/// its first failure (it comes back when a member passes it on again).
+final class GossipedAddresses: Sendable {
+    /// The addresses passed on, by the node they name, and which have a dial loop.
+    let peers = DiscoveredPeers()
+    let stream: AsyncStream<NodeID>
+    private let continuation: AsyncStream<NodeID>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(WireLimits.maxAddresses))
+    }
+
+    /// Takes what `hello` passes on (never this node's own address), and asks for a dial loop for
+    /// each node new to it.
+    func learn(_ hello: Hello, me: NodeID) async {
+        for passed in hello.addresses where passed.nodeID != me && passed.nodeID != hello.nodeID {
+            guard let address = PeerAddress(parsing: passed.address) else { continue }
+            if await peers.found(passed.nodeID, at: address) == .new { continuation.yield(passed.nodeID) }
+        }
+    }
+
+    func finish() { continuation.finish() }
+}
+
+extension Node {
+    /// Dials every member another member passed on an address for, each in its own loop.
+    func followGossip(transport: Transport) async {
+        await withDiscardingTaskGroup { dialers in
+            for await node in gossiped.stream {
+                dialers.addTask { await self.keepConnected(.gossiped(node, self.gossiped.peers), transport: transport) }
+            }
+        }
+    }
+}
