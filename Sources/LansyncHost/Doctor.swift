@@ -266,6 +266,30 @@ public enum Doctor {
         }
     }
 
+    /// What to do about a peer that answers but refuses a session, by the code its last error
+    /// starts with (Docs/PROTOCOL.md, "Errors"); nil for another error.
+    static func fix(refusal error: String) -> String? {
+        let code = error.prefix { $0 != ":" && $0 != " " }
+        switch code {
+        case "wrong-cluster":
+            return
+                "it is a node of another cluster: to sync with it, make it join this one ('lansync invite' here, 'lansync join' there); otherwise remove its address"
+        case "revoked":
+            return
+                "this cluster revoked one of the two: refused on purpose ('lansync members' says which); a machine revoked by mistake joins again with a new invite"
+        case "identity-mismatch", "duplicate-node-id":
+            return
+                "the address answers as another node than the one named, or as this node itself (a copied data directory): check the address, and 'lansync status' on the machine there"
+        case "protocol-version":
+            return "the two run lansync versions that cannot talk: upgrade the older one"
+        case "away":
+            return
+                "one of the two was silent past the cluster's away window: it rejoins from a snapshot by itself on its next session (Docs/MERGE.md, \"Coming back after being away\")"
+        default:
+            return nil
+        }
+    }
+
     /// What one address tried says, with the node's `last` error and whether it was `heard`
     /// advertised.
     static func probeFinding(
@@ -282,7 +306,8 @@ public enum Doctor {
             return DoctorFinding(
                 name,
                 peer?.lastError == nil ? .ok : .problem,
-                "\(address)\(heard) answers on TCP\(last.isEmpty ? ", not connected yet (the node dials within seconds)" : last)"
+                "\(address)\(heard) answers on TCP\(last.isEmpty ? ", not connected yet (the node dials within seconds)" : last)",
+                fix: peer?.lastError.flatMap(fix(refusal:))
             )
         case .refused?:
             return DoctorFinding(

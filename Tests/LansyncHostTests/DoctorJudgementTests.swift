@@ -67,6 +67,35 @@ import Testing
         )
     }
 
+    /// A peer that answers but refuses a session: the fix follows the code of its last error.
+    @Test(arguments: [
+        (
+            "wrong-cluster (permanent): the peer is a node of another cluster (x); this node's cluster is y",
+            "another cluster"
+        ),
+        ("revoked (permanent): this node's certificate was revoked", "revoked one of the two"),
+        ("protocol-version (permanent): peer speaks protocol 2.0, this node 1.8", "upgrade the older one"),
+        (
+            "identity-mismatch (permanent): hello claims node a but the certificate proves b",
+            "another node than the one named"
+        ),
+    ])
+    func aPeerThatRefusesASessionGetsTheFixForWhy(error: String, fix: String) {
+        var peer = NodeStatus.Peer(nodeID: other.text, name: "b", path: .direct, connected: false)
+        peer.address = "10.0.0.2:7420"
+        peer.source = .configured
+        peer.lastError = error
+        let findings = Doctor.findings(
+            status: status(peers: [peer]),
+            members: [],
+            survey: Survey(sightings: []),
+            probes: ["10.0.0.2:7420": .open]
+        )
+        let finding = findings.first { $0.topic == "b" }
+        #expect(finding?.verdict == .problem && finding?.fix?.contains(fix) == true, "\(findings)")
+        #expect(Doctor.fix(refusal: "timeout (temporary): peer silent for 60 s") == nil)
+    }
+
     @Test func inboundAddressesAndLinkLocalAdvertsAreNotTried() {
         var inbound = NodeStatus.Peer(nodeID: other.text, name: "b", path: .direct, connected: false)
         inbound.address = "10.0.0.2:51234"

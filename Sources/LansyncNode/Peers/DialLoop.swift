@@ -26,7 +26,8 @@ extension Node {
     /// - A configured or discovered peer that is connected already (it dialled us) is looked at
     ///   again 5 s later.
     /// - A discovered peer is given up once it is no longer advertised and a connection to it fails
-    ///   (it is found again when it comes back); a passed-on address at its first failure.
+    ///   (it is found again when it comes back); a passed-on address at its first failure, or
+    ///   when the peer is connected some other way.
     /// - The relay is kept as a live session while no direct peer is connected (the fallback path);
     ///   otherwise a session every ``NodeOptions/relayInterval`` hands over what it lacks and
     ///   collects what it holds, then closes.
@@ -35,6 +36,8 @@ extension Node {
         var rng = SystemRandomNumberGenerator()
         while !Task.isCancelled {
             if await isConnected(target) {
+                // A passed-on address is not needed while the peer is connected some other way.
+                if case .gossiped = target { break }
                 // Connected the other way: look again now and then (the peer redials too).
                 try? await Task.sleep(for: .seconds(5))
                 continue
@@ -71,7 +74,7 @@ extension Node {
             }
         }
         if case .discovered(let node, let seen) = target { await seen.stoppedDialing(node) }
-        if case .gossiped(let node, let seen) = target { await seen.stoppedDialing(node) }
+        if case .gossiped(let node, let seen) = target { await seen.forget(node) }
     }
 
     private func isConnected(_ target: DialTarget) async -> Bool {

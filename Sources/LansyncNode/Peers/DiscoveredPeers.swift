@@ -30,4 +30,12 @@ actor DiscoveredPeers {
     /// Where to dial: the advertised address, else the last one seen (until a connection fails).
     func address(of node: NodeID) -> PeerAddress? { advertised[node] ?? lastKnown[node] }
     func stoppedDialing(_ node: NodeID) { dialing.remove(node) }
+    /// How many nodes have a dial loop.
+    var dialingCount: Int { dialing.count }
+    /// Forgets everything of `node` (a passed-on address whose dial loop ended).
+    func forget(_ node: NodeID) {
+        advertised[node] = nil
+        lastKnown[node] = nil
+        dialing.remove(node)
+    }
 }

@@ -9,7 +9,10 @@ import NIOConcurrencyHelpers
 /// multicast cannot reach").
 ///
 /// An address is a hint: TLS decides who answers, and a dial loop for a passed-on address ends at
-/// its first failure (it comes back when a member passes it on again).
+/// its first failure (it comes back when a member passes it on again), forgetting it. At most
+/// ``WireLimits/maxAddresses`` such loops run at once, one per node: a member passing on made-up
+/// addresses costs this node a bounded number of failed dials per session it opens, and nothing
+/// it keeps.
 final class GossipedAddresses: Sendable {
     /// The addresses passed on, by the node they name, and which have a dial loop.
     let peers = DiscoveredPeers()
@@ -25,6 +28,7 @@ final class GossipedAddresses: Sendable {
     func learn(_ hello: Hello, me: NodeID) async {
         for passed in hello.addresses where passed.nodeID != me && passed.nodeID != hello.nodeID {
             guard let address = PeerAddress(parsing: passed.address) else { continue }
+            guard await peers.dialingCount < WireLimits.maxAddresses else { break }
             if await peers.found(passed.nodeID, at: address) == .new { continuation.yield(passed.nodeID) }
         }
     }
