@@ -390,7 +390,10 @@ public final class Node: Sendable {
         config.clock = WallClock.milliseconds
         if options.role != .oneShot {
             config.listenPort = UInt64(listenPort.withLockedValue { $0 })
-            config.addresses = await registry.gossip(except: peer)
+            // A revoked member's address is not passed on: whoever dialled it would be refused.
+            config.addresses = await registry.gossip(except: peer).filter {
+                statements.revocation(of: $0.nodeID) == nil
+            }
         }
         config.statements = statements.records
         config.maxWriters = options.writerBounds.total
