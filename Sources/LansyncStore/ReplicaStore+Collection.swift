@@ -224,10 +224,8 @@ extension ReplicaStore {
     }
 
     static func ledger(db: Database) throws -> StabilityLedger {
-        guard let text = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'stability'"),
-            let blob = Data(base64Encoded: text)
-        else { return StabilityLedger() }
-        return StabilityLedgerCoding.decode(Array(blob)) ?? StabilityLedger()
+        guard let bytes = try Transaction.metaBytes("stability", db: db) else { return StabilityLedger() }
+        return StabilityLedgerCoding.decode(bytes) ?? StabilityLedger()
     }
 
     /// The members that hold the frontier: not forgotten, and heard of within `awayAfter` of
@@ -269,7 +267,7 @@ extension ReplicaStore {
                     reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
                     now: now
                 )
-                try tx.setMeta("stability", Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString())
+                try tx.setMeta("stability", bytes: StabilityLedgerCoding.encode(ledger))
                 return .commit((settings, ledger))
             }
         }

@@ -12,10 +12,8 @@ extension ReplicaStore {
     }
 
     static func folded(db: Database) throws -> VersionVector {
-        guard let text = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'folded'"),
-            let blob = Data(base64Encoded: text)
-        else { return VersionVector() }
-        var r = ByteReader(Array(blob))
+        guard let bytes = try Transaction.metaBytes("folded", db: db) else { return VersionVector() }
+        var r = ByteReader(bytes)
         return (try? r.versionVector()) ?? VersionVector()
     }
 
@@ -57,7 +55,7 @@ extension ReplicaStore {
                     return own.contains(writer) || writer.isWriter(of: node) || revoked.names(writer)
                 }
                 guard !now.isEmpty else { return .rollback((now, vector)) }
-                try tx.setMeta("folded", Self.encoded(folded.joined(with: now)))
+                try tx.setMeta("folded", bytes: Self.encoded(folded.joined(with: now)))
                 return .commit((now, vector))
             }
         }
@@ -82,15 +80,15 @@ extension ReplicaStore {
                     folded: folded
                 )
                 guard !taken.isEmpty else { return .rollback(taken) }
-                try tx.setMeta("folded", Self.encoded(folded.joined(with: taken)))
+                try tx.setMeta("folded", bytes: Self.encoded(folded.joined(with: taken)))
                 return .commit(taken)
             }
         }
     }
 
-    static func encoded(_ vector: VersionVector) -> String {
+    static func encoded(_ vector: VersionVector) -> [UInt8] {
         var w = ByteWriter()
         w.versionVector(vector)
-        return Data(w.bytes).base64EncodedString()
+        return w.bytes
     }
 }

@@ -72,6 +72,15 @@ struct Transaction {
 
     func setMeta(_ key: String, _ value: String) throws { try Self.setMeta(key, value, db: db) }
 
+    /// Sets a `meta` entry that holds binary (base64 text: the table's values are text).
+    func setMeta(_ key: String, bytes: [UInt8]) throws { try setMeta(key, Data(bytes).base64EncodedString()) }
+
+    /// The binary a `meta` entry holds (``setMeta(_:bytes:)``); nil if it is absent or not base64.
+    static func metaBytes(_ key: String, db: Database) throws -> [UInt8]? {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+            .flatMap { Data(base64Encoded: $0) }.map(Array.init)
+    }
+
     /// Sets one `meta` entry, the one statement every setting and mark goes through.
     static func setMeta(_ key: String, _ value: String, db: Database) throws {
         try db.execute(
