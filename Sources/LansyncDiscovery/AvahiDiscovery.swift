@@ -31,18 +31,33 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private var accepts: (@Sendable (NodeID, NodeID, UInt32) -> Bool)?
     private var serviceName = ""
     private var continuation: AsyncStream<DiscoveryEvent>.Continuation?
-    /// Each advert reported found: its node, and the interfaces and families it is resolved on.
-    /// It is lost only when it went from every one of them (a peer on Wi-Fi and Ethernet at once
-    /// that leaves one is not lost).
-    private var adverts: [String: (node: NodeID, on: Set<Seen>)] = [:]
+    /// Each advert reported found: its node, and the address it is resolved at on each interface
+    /// and family. It is lost only when it went from every one of them (a peer on Wi-Fi and
+    /// Ethernet at once that leaves one is not lost, but no longer dialled there).
+    private var adverts: [String: Advert] = [:]
+    private struct Advert {
+        let node: NodeID
+        var port = 0
+        /// On each interface and family: the host name the advert names, and the address the
+        /// resolver picked for it (one of possibly several: Avahi picks "somewhat at random").
+        var on: [Seen: (hostName: String, address: String)] = [:]
+    }
+    /// Every address of each advertised host name, on each interface and family, as its A or
+    /// AAAA records come and go (a record browser each): a peer is dialled at all of them.
+    private var hostAddresses: [HostKey: Set<String>] = [:]
+    private var recordBrowsers: [HostKey: OpaquePointer] = [:]
+    private struct HostKey: Hashable {
+        let name: String
+        let seen: Seen
+    }
     private struct Seen: Hashable {
         let interface: AvahiIfIndex
         let proto: AvahiProtocol
     }
     private let interfaces: InterfaceFilter
     private var lastUnavailable: String?
-    /// Set by ``survey(for:)``: every advert resolved, whoever it belongs to, in every address
-    /// family (a node resolves IPv4 only, and only its cluster's).
+    /// Set by ``survey(for:)``: every advert resolved, whoever it belongs to, on every interface
+    /// (a node reports only its cluster's, on the interfaces it uses).
     private var sighting: (@Sendable (Sighting) -> Void)?
     /// Set when no client could be made at all: D-Bus itself did not answer (read by the survey
     /// once the poll thread has stopped).
@@ -193,6 +208,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             self.client = nil
             group = nil
             browser = nil
+            recordBrowsers.removeAll()  // freed with the client
+            hostAddresses.removeAll()
             for advert in adverts.values { continuation?.yield(.lost(advert.node)) }
             adverts.removeAll()
             connect()
@@ -280,8 +297,9 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         guard sighting != nil || interfaces.allows(Self.interfaceName(interface)) else { return }
         switch event {
         case AVAHI_BROWSER_NEW:
-            // Resolve to an IPv4 address (a survey: the address of the family it was seen in);
-            // the resolver frees itself in its callback.
+            // Resolve to an address of the family it was seen in: an advert seen over IPv4 and
+            // IPv6 on two interfaces gives four candidates. The resolver frees itself in its
+            // callback.
             _ = avahi_service_resolver_new(
                 client,
                 interface,
@@ -289,13 +307,14 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                 name,
                 type,
                 domain,
-                sighting == nil ? AvahiProtocol(AVAHI_PROTO_INET) : proto,
+                proto,
                 AvahiLookupFlags(0),
-                { resolver, interface, proto, event, name, _, _, _, address, port, txt, _, userdata in
+                { resolver, interface, proto, event, name, _, _, hostName, address, port, txt, _, userdata in
                     AvahiDiscovery.from(userdata)?.resolved(
                         event,
                         Seen(interface: interface, proto: proto),
                         name,
+                        hostName,
                         address,
                         port,
                         txt
@@ -305,13 +324,14 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                 context
             )
         case AVAHI_BROWSER_REMOVE:
-            guard var advert = adverts[service] else { return }
-            advert.on.remove(Seen(interface: interface, proto: proto))
+            let seen = Seen(interface: interface, proto: proto)
+            guard var advert = adverts[service], let gone = advert.on.removeValue(forKey: seen) else { return }
+            adverts[service] = advert.on.isEmpty ? nil : advert
+            stopRecords(unlessUsed: HostKey(name: gone.hostName, seen: seen))
             if advert.on.isEmpty {
-                adverts[service] = nil
                 continuation?.yield(.lost(advert.node))
             } else {
-                adverts[service] = advert
+                continuation?.yield(.found(self.discovered(advert)))
             }
         default:
             break
@@ -322,6 +342,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         _ event: AvahiResolverEvent,
         _ seen: Seen,
         _ name: UnsafePointer<CChar>?,
+        _ hostName: UnsafePointer<CChar>?,
         _ address: UnsafePointer<AvahiAddress>?,
         _ port: UInt16,
         _ txt: UnsafeMutablePointer<AvahiStringList>?
@@ -360,11 +381,75 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         // Strangers' services, other clusters and ourselves are ignored without a word.
         guard let peer = advert, accepts(peer.node, peer.cluster, peer.proto) else { return }
         let service = String(cString: name)
-        var known: (node: NodeID, on: Set<Seen>) =
-            adverts[service].flatMap { $0.node == peer.node ? $0 : nil } ?? (peer.node, [])
-        known.on.insert(seen)
+        var known = adverts[service].flatMap { $0.node == peer.node ? $0 : nil } ?? Advert(node: peer.node)
+        known.port = Int(port)
+        let key = HostKey(name: hostName.map { String(cString: $0) } ?? "", seen: seen)
+        known.on[seen] = (key.name, Self.dialable(host, on: seen.interface))
         adverts[service] = known
-        continuation?.yield(.found(DiscoveredPeer(nodeID: peer.node, host: host, port: Int(port))))
+        if !key.name.isEmpty { browseRecords(key) }
+        continuation?.yield(.found(self.discovered(known)))
+    }
+
+    /// The peer an advert names, at every address it is known at, in a stable order.
+    private func discovered(_ advert: Advert) -> DiscoveredPeer {
+        let sorted = advert.on.sorted { ($0.key.interface, $0.key.proto) < ($1.key.interface, $1.key.proto) }
+        let hosts = sorted.flatMap { seen, host in
+            [host.address] + (hostAddresses[HostKey(name: host.hostName, seen: seen)] ?? []).sorted()
+        }
+        return DiscoveredPeer(nodeID: advert.node, hosts: hosts, port: advert.port)
+    }
+
+    /// An address as it is dialled: a link-local IPv6 one through the interface it was seen on.
+    private static func dialable(_ host: String, on interface: AvahiIfIndex) -> String {
+        AddressPreference.isLinkLocal(host) ? "\(host)%\(interfaceName(interface))" : host
+    }
+
+    /// Follows the A (IPv4) or AAAA (IPv6) records of a host name an advert names, on the
+    /// interface and family it was seen in: each one is an address to dial.
+    private func browseRecords(_ key: HostKey) {
+        guard recordBrowsers[key] == nil, let client else { return }
+        let ipv6 = key.seen.proto == AvahiProtocol(AVAHI_PROTO_INET6)
+        recordBrowsers[key] = avahi_record_browser_new(
+            client,
+            key.seen.interface,
+            key.seen.proto,
+            key.name,
+            UInt16(AVAHI_DNS_CLASS_IN),
+            UInt16(ipv6 ? AVAHI_DNS_TYPE_AAAA : AVAHI_DNS_TYPE_A),
+            AvahiLookupFlags(0),
+            { _, interface, proto, event, name, _, _, rdata, size, _, userdata in
+                guard let name, let rdata else { return }
+                let key = HostKey(name: String(cString: name), seen: Seen(interface: interface, proto: proto))
+                AvahiDiscovery.from(userdata)?.record(event, key, UnsafeRawBufferPointer(start: rdata, count: size))
+            },
+            context
+        )
+    }
+
+    private func record(_ event: AvahiBrowserEvent, _ key: HostKey, _ data: UnsafeRawBufferPointer) {
+        guard recordBrowsers[key] != nil, data.count == 4 || data.count == 16 else { return }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        guard inet_ntop(data.count == 4 ? AF_INET : AF_INET6, data.baseAddress, &text, socklen_t(text.count)) != nil
+        else { return }
+        let host = Self.dialable(
+            String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+            on: key.seen.interface
+        )
+        switch event {
+        case AVAHI_BROWSER_NEW: guard hostAddresses[key, default: []].insert(host).inserted else { return }
+        case AVAHI_BROWSER_REMOVE: guard hostAddresses[key]?.remove(host) != nil else { return }
+        default: return
+        }
+        for advert in adverts.values where advert.on[key.seen]?.hostName == key.name {
+            continuation?.yield(.found(self.discovered(advert)))
+        }
+    }
+
+    /// Stops following a host name's records once no advert names it on that interface and family.
+    private func stopRecords(unlessUsed key: HostKey) {
+        guard !adverts.values.contains(where: { $0.on[key.seen]?.hostName == key.name }) else { return }
+        if let browser = recordBrowsers.removeValue(forKey: key) { avahi_record_browser_free(browser) }
+        hostAddresses[key] = nil
     }
 }
 

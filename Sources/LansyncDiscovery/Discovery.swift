@@ -34,19 +34,25 @@ public struct Advertisement: Sendable, Equatable {
 /// A peer seen on the LAN. Only a hint: who it is gets proven by the TLS handshake.
 public struct DiscoveredPeer: Sendable, Hashable {
     public var nodeID: NodeID
-    public var host: String
+    /// Every address it is resolved at (one per interface and family), in dialling order
+    /// (``AddressPreference``); a link-local IPv6 one carries its interface (`fe80::1%eth0`).
+    public var hosts: [String]
     public var port: Int
 
-    public init(nodeID: NodeID, host: String, port: Int) {
+    public init(nodeID: NodeID, hosts: [String], port: Int) {
         self.nodeID = nodeID
-        self.host = host
+        self.hosts = AddressPreference.ordered(hosts)
         self.port = port
     }
+
+    /// The address dialled first.
+    public var host: String { hosts.first ?? "" }
 }
 
 /// What a discovery mechanism reports to the node.
 public enum DiscoveryEvent: Sendable, Equatable {
-    /// A peer of our cluster (not ourselves) announced itself, or moved.
+    /// A peer of our cluster (not ourselves) announced itself, or its addresses changed (it
+    /// appeared or went on one interface or family, or moved).
     case found(DiscoveredPeer)
     /// A peer's announcement went away (it may just be restarting).
     case lost(NodeID)

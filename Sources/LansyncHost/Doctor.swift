@@ -48,7 +48,7 @@ public enum Doctor {
     /// member of this cluster seen on the LAN (not this node's own), each once.
     public static func addresses(status: NodeStatus, survey: Survey) -> [String] {
         var seen: [String] = []
-        for address in dialled(status.peers).compactMap(\.address) + adverts(of: status, in: survey).map(\.address)
+        for address in dialled(status.peers).flatMap(known) + adverts(of: status, in: survey).map(\.address)
         where !seen.contains(address) {
             seen.append(address)
         }
@@ -214,7 +214,11 @@ public enum Doctor {
                 )
                 continue
             }
-            var addresses = dialled(status.peers).filter { $0.nodeID == id }.compactMap(\.address)
+            var addresses: [String] = []
+            for address in dialled(status.peers).filter({ $0.nodeID == id }).flatMap(known)
+            where !addresses.contains(address) {
+                addresses.append(address)
+            }
             for sighting in advertised where sighting.node == id && !addresses.contains(sighting.address) {
                 addresses.append(sighting.address)
             }
@@ -363,6 +367,11 @@ public enum Doctor {
 
     // MARK: Helpers
 
+    /// The addresses the node knows a peer at: the one it shows, and every one it was advertised at.
+    static func known(_ peer: NodeStatus.Peer) -> [String] {
+        (peer.address.map { [$0] } ?? []) + peer.advertised.filter { $0 != peer.address }
+    }
+
     /// The peers whose address is one to dial: not those that dialled this node (their address is
     /// the port their connection came from).
     static func dialled(_ peers: [NodeStatus.Peer]) -> [NodeStatus.Peer] {
@@ -374,16 +383,18 @@ public enum Doctor {
         var result: [(node: String, address: String)] = []
         for sighting in survey.sightings where sighting.cluster?.text == status.clusterID {
             guard let node = sighting.node?.text, node != status.nodeID else { continue }
-            let address = sighting.ipv6 ? "[\(sighting.host)]:\(sighting.port)" : "\(sighting.host):\(sighting.port)"
-            // A link-local IPv6 address needs its interface to be dialled; the node dials IPv4.
-            guard !sighting.host.lowercased().hasPrefix("fe80:") else { continue }
+            // A link-local IPv6 address is dialled through the interface it was seen on, as the
+            // node does.
+            let host =
+                AddressPreference.isLinkLocal(sighting.host) ? "\(sighting.host)%\(sighting.interface)" : sighting.host
+            let address = sighting.ipv6 ? "[\(host)]:\(sighting.port)" : "\(host):\(sighting.port)"
             if !result.contains(where: { $0.node == node && $0.address == address }) { result.append((node, address)) }
         }
         return result
     }
 
     static func places(_ sightings: [Sighting]) -> String {
-        sightings.map { "\($0.host):\($0.port) on \($0.interface) (\($0.ipv6 ? "IPv6" : "IPv4"))" }
+        sightings.map { "\($0.ipv6 ? "[\($0.host)]" : $0.host):\($0.port) on \($0.interface) (\($0.ipv6 ? "IPv6" : "IPv4"))" }
             .joined(separator: ", ")
     }
 }

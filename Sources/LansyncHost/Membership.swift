@@ -59,16 +59,24 @@ extension DataDirectory {
     }
 
     /// A listening address as another machine can dial it: a wildcard host becomes this
-    /// machine's first non-loopback IPv4 address.
+    /// machine's first non-loopback IPv4 address, else (an IPv6-only machine) its first global
+    /// or unique-local IPv6 one.
     static func reachable(_ address: PeerAddress) -> PeerAddress {
         guard address.host == "0.0.0.0" || address.host == "::" else { return address }
-        let own = (try? System.enumerateDevices())?.compactMap { device -> String? in
+        let devices = (try? System.enumerateDevices()) ?? []
+        let ipv4 = devices.compactMap { device -> String? in
             guard case .v4? = device.address, let ip = device.address?.ipAddress, !ip.hasPrefix("127.") else {
                 return nil
             }
             return ip
         }
-        return own?.first.map { PeerAddress(host: $0, port: address.port) } ?? address
+        let ipv6 = devices.compactMap { device -> String? in
+            guard address.host == "::", case .v6? = device.address, let ip = device.address?.ipAddress,
+                ip != "::1", AddressPreference.rank(ip) == 0
+            else { return nil }
+            return ip
+        }
+        return (ipv4.first ?? ipv6.first).map { PeerAddress(host: $0, port: address.port) } ?? address
     }
 
     /// Creates this directory as a new member of the cluster the invite names: makes a key here,

@@ -119,7 +119,7 @@ public final class Node: Sendable {
             let transport = try Transport(identity: identity, group: group)
             let listener = try await transport.listen(host: options.listen.host, port: options.listen.port)
             await registry.load()
-            let listenAddress = PeerAddress(host: options.listen.host, port: listener.port).description
+            let listenAddress = PeerAddress(host: listener.host, port: listener.port).description
             listenPort.withLockedValue { $0 = listener.port }
             await registry.setListenAddress(listenAddress)
             for peer in options.staticPeers { await registry.configure(address: peer.description, source: .configured) }
@@ -241,9 +241,11 @@ public final class Node: Sendable {
                 for await event in events {
                     switch event {
                     case .found(let peer):
-                        let address = PeerAddress(host: peer.host, port: peer.port)
-                        await registry.discovered(peer.nodeID, address: address.description)
-                        switch await seen.found(peer.nodeID, at: address) {
+                        let addresses = peer.hosts.map { PeerAddress(host: $0, port: peer.port) }
+                        guard let first = addresses.first else { continue }
+                        let address = addresses.map(\.description).joined(separator: ", ")
+                        await registry.discovered(peer.nodeID, addresses: addresses.map(\.description))
+                        switch await seen.found(peer.nodeID, at: addresses) {
                         case .new:
                             metrics.discovery("found")
                             logDiscovery("found node \(peer.nodeID.short) at \(address)", "found", peer.nodeID)
@@ -258,6 +260,8 @@ public final class Node: Sendable {
                                 "found",
                                 peer.nodeID
                             )
+                        case .readdressed:
+                            logDiscovery("node \(peer.nodeID.short) is advertised at \(address)", "found", peer.nodeID)
                         case .known:
                             break
                         }

@@ -12,8 +12,11 @@ import NIOTLS
 public struct PeerConnection: Sendable {
     public let channel: NIOAsyncChannel<Incoming, Message>
     public let peerNodeID: NodeID
-    /// The remote address, for display.
+    /// The remote address, for display: `10.0.0.2:7420`, `[fd00::2]:7420` (an IPv4 peer of a
+    /// dual-stack listener shows as IPv4).
     public let remoteAddress: String
+    /// The remote IP address alone, as ``remoteAddress`` shows it (without a link-local scope).
+    public let remoteIP: String?
     /// True if this node dialled the connection.
     public let outbound: Bool
     /// Bytes moved on the wire so far.
@@ -156,26 +159,55 @@ public final class Transport: Sendable {
     /// A bound listener: iterate ``Listener/connections`` to get each authenticated peer.
     public struct Listener: Sendable {
         public let channel: NIOAsyncChannel<EventLoopFuture<InboundConnection>, Never>
+        /// The host bound: the one asked for, or `0.0.0.0` where `::` was asked for on a machine
+        /// without IPv6.
+        public let host: String
         public let port: Int
     }
 
-    /// Binds `host:port` (port 0 picks a free one).
+    /// Binds `host:port` (port 0 picks a free one). `::` listens on both families (IPv4 peers
+    /// arrive as v4-mapped addresses, shown as IPv4), whatever `net.ipv6.bindv6only` says; on a
+    /// machine without IPv6 it falls back to `0.0.0.0`.
     public func listen(host: String, port: Int) async throws(TransportError) -> Listener {
         do {
-            // Nothing about one accepted connection may fail the listener: NIO ends the stream of
-            // accepted connections (and so the node's accept loop) on an error setting one up, so
-            // the child's option and pipeline are set here, and a failure closes only that child.
-            let channel = try await ServerBootstrap(group: group)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .serverChannelOption(.backlog, value: 64)
-                .bind(host: host, port: port) { channel in
-                    channel.eventLoop.makeSucceededFuture(self.accepted(channel))
-                }
-            return Listener(channel: channel, port: channel.channel.localAddress?.port ?? port)
+            return try await bind(host: host, port: port)
+        } catch let error as IOError where host == "::" && error.errnoCode == EAFNOSUPPORT {
+            do {
+                return try await bind(host: "0.0.0.0", port: port)
+            } catch {
+                throw TransportError(listeningOn: "0.0.0.0:\(port)", error: error)
+            }
         } catch {
             let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
             throw TransportError(listeningOn: shown, error: error)
         }
+    }
+
+    private func bind(host: String, port: Int) async throws -> Listener {
+        // Nothing about one accepted connection may fail the listener: NIO ends the stream of
+        // accepted connections (and so the node's accept loop) on an error setting one up, so
+        // the child's option and pipeline are set here, and a failure closes only that child.
+        var bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 64)
+        if host == "::" {
+            bootstrap = bootstrap.serverChannelOption(
+                ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only),
+                value: 0
+            )
+        }
+        // An IP address is bound as given, never through getaddrinfo: that refuses `::` on a
+        // machine with no IPv6 address configured, where the socket would work.
+        let accept: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<InboundConnection>> = { channel in
+            channel.eventLoop.makeSucceededFuture(self.accepted(channel))
+        }
+        let channel =
+            if let address = try? SocketAddress(ipAddress: host, port: port) {
+                try await bootstrap.bind(to: address, childChannelInitializer: accept)
+            } else {
+                try await bootstrap.bind(host: host, port: port, childChannelInitializer: accept)
+            }
+        return Listener(channel: channel, host: host, port: channel.channel.localAddress?.port ?? port)
     }
 
     /// Sets up an accepted connection; never throws: a connection that cannot be set up (closed
@@ -196,7 +228,7 @@ public final class Transport: Sendable {
         } catch {
             channel.close(promise: nil)
             var failure = TransportError("could not set up the connection: \(TransportError.describing(error))")
-            failure.peer = channel.remoteAddress?.ipAddress
+            failure.peer = channel.remoteAddress?.shownIP
             return channel.eventLoop.makeFailedFuture(failure)
         }
     }
@@ -207,11 +239,33 @@ public final class Transport: Sendable {
         port: Int,
         timeout: TimeAmount = .seconds(5)
     ) async throws(TransportError) -> PeerConnection {
+        try await connect(toFirstOf: [(host, port)], timeout: timeout)
+    }
+
+    /// Dials the first of `candidates` (IP addresses; a scoped link-local IPv6 one is written
+    /// `fe80::1%eth0`) that answers, with Happy Eyeballs (``CandidateResolver``): the next
+    /// candidate is tried 250 ms after the one before unless a connection came first, and
+    /// `timeout` bounds the whole. Then completes the TLS handshake with the one that answered;
+    /// ``PeerConnection/remoteIP`` says which. A single candidate may be a host name.
+    public func connect(
+        toFirstOf candidates: [(host: String, port: Int)],
+        timeout: TimeAmount = .seconds(5)
+    ) async throws(TransportError) -> PeerConnection {
+        guard let first = candidates.first else { throw TransportError("no address to dial") }
         do {
-            let future = try await ClientBootstrap(group: group)
+            var bootstrap = ClientBootstrap(group: group)
+            if candidates.count > 1 {
+                let loop = group.next()
+                guard let resolver = CandidateResolver(loop: loop, candidates: candidates) else {
+                    throw TransportError("an address to dial is not an IP address")
+                }
+                bootstrap = ClientBootstrap(group: loop).resolver(resolver)
+            }
+            let future =
+                try await bootstrap
                 .connectTimeout(timeout)
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-                .connect(host: host, port: port) { channel in
+                .connect(host: first.host, port: first.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let check = PeerCheck()
                         return try self.configure(
@@ -286,7 +340,7 @@ public final class Transport: Sendable {
                 promise.fail(TransportError("too many of this node's own connections waiting for a handshake"))
             }
         } else {
-            slots.admitInbound(channel, source: channel.remoteAddress?.ipAddress ?? "?", counters: counters)
+            slots.admitInbound(channel, source: channel.remoteAddress?.shownIP ?? "?", counters: counters)
             promise.futureResult.whenComplete { _ in self.slots.releaseInbound(channel) }
         }
         let sync = channel.pipeline.syncOperations
@@ -302,12 +356,12 @@ public final class Transport: Sendable {
                 allowsNoCertificate: !outbound
             )
         )
-        let remote = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?"
+        let remote = channel.remoteAddress?.shown ?? "?"
         // Framing and the async wrapper come only once the peer is proven: a connection that
         // fails its handshake never holds one (an unused wrapper must not be dropped).
         return promise.futureResult.flatMapErrorThrowing { error in
             guard var error = error as? TransportError else { throw error }
-            error.peer = channel.remoteAddress?.ipAddress
+            error.peer = channel.remoteAddress?.shownIP
             throw error
         }.flatMapThrowing { peer in
             let sync = channel.pipeline.syncOperations
@@ -323,6 +377,7 @@ public final class Transport: Sendable {
                     channel: asyncChannel,
                     peerNodeID: peer,
                     remoteAddress: remote,
+                    remoteIP: channel.remoteAddress?.shownIP,
                     outbound: outbound,
                     counters: counters
                 )

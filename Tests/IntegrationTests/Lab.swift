@@ -58,13 +58,15 @@ struct Lab {
 
     let hosts: Int
 
-    /// Brings up `hosts` lab hosts; `down()` (in a defer) removes them even when the test fails.
-    init(hosts: Int) throws {
+    /// Brings up `hosts` lab hosts, on the networks `spec` gives them (`scripts/lab.sh`: e.g.
+    /// `"a46,a6,al"`; by default each on bridge a with IPv4 only); `down()` (in a defer) removes
+    /// them even when the test fails.
+    init(hosts: Int, spec: String = "") throws {
         self.hosts = hosts
         if let reason = Self.unavailableReason {
             throw LabError(description: "LANSYNC_REQUIRE_LAB=1, but \(reason)")
         }
-        let (status, output) = Self.run(["up", String(hosts)])
+        let (status, output) = Self.run(["up", String(hosts), spec])
         guard status == 0 else {
             Self.run(["down"])
             throw LabError(description: "lab up failed: \(output)")
@@ -74,6 +76,16 @@ struct Lab {
     func down() { Self.run(["down"]) }
 
     static func address(_ host: Int) -> String { "10.77.0.\(host)" }
+
+    /// Host `i`'s unique-local IPv6 address on bridge a (a host whose spec has `6`).
+    static func ipv6Address(_ host: Int) -> String { "fd77::\(host)" }
+
+    /// Links hosts `i` and `j` point to point (a VPN: mDNS does not cross it); `i` routes
+    /// between it and bridge a. `j` is `10.79.0.j` on it.
+    func pointToPoint(_ i: Int, _ j: Int) throws {
+        let (status, output) = Self.run(["p2p", String(i), String(j)])
+        guard status == 0 else { throw LabError(description: "lab p2p failed: \(output)") }
+    }
 
     /// The command prefix that runs a program in host `i` with its D-Bus.
     static func exec(_ host: Int) -> [String] { [script, "exec", String(host)] }

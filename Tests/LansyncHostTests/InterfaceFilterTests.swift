@@ -1,3 +1,4 @@
+import LansyncCore
 import LansyncDiscovery
 import Testing
 
@@ -22,5 +23,29 @@ import Testing
         let filter = InterfaceFilter(only: ["eth*", "docker0"], ignoring: ["eth1"])
         #expect(filter.allows("eth0") && filter.allows("eth1") && filter.allows("docker0"))
         #expect(!filter.allows("wlan0") && !filter.allows("docker1"))
+    }
+}
+
+/// The order a peer's addresses are dialled in (Docs/DISCOVERY.md, "Both families").
+@Suite struct AddressPreferenceTests {
+    @Test func globalIPv6ThenIPv4ThenLinkLocal() {
+        let hosts = ["169.254.3.4", "fe80::1%eth0", "10.0.0.2", "fd00::2", "2001:db8::7", "10.0.0.2"]
+        #expect(
+            AddressPreference.ordered(hosts) == ["fd00::2", "2001:db8::7", "10.0.0.2", "fe80::1%eth0", "169.254.3.4"]
+        )
+    }
+
+    @Test func linkLocalAddressesAreTheScopedOnesAndFe80() {
+        for host in ["fe80::1", "FE80::abcd", "febf::1", "fd00::1%wlan0"] {
+            #expect(AddressPreference.isLinkLocal(host), "\(host)")
+        }
+        for host in ["fd00::1", "2001:db8::1", "10.0.0.1", "169.254.1.1", "fec0::1"] {
+            #expect(!AddressPreference.isLinkLocal(host), "\(host)")
+        }
+    }
+
+    @Test func aDiscoveredPeerListsItsAddressesInDiallingOrder() {
+        let peer = DiscoveredPeer(nodeID: NodeID(high: 1, low: 2), hosts: ["10.0.0.2", "fd00::2"], port: 7420)
+        #expect(peer.hosts == ["fd00::2", "10.0.0.2"] && peer.host == "fd00::2")
     }
 }

@@ -37,6 +37,30 @@ import Testing
         #expect(!asked.contains(me) && !asked.contains(sender) && !asked.contains(.node(3)))
         for node in asked { await gossip.peers.forget(node) }
         #expect(await gossip.peers.dialingCount == 0)
-        #expect(await gossip.peers.address(of: asked[0]) == nil)
+        #expect(await gossip.peers.addresses(of: asked[0]).isEmpty)
+    }
+}
+
+/// Where a discovered peer is dialled: every address it is advertised at, the one that answered
+/// last time first (RFC 8305: remember what worked).
+@Suite struct DiscoveredPeersTests {
+    @Test func theAddressThatWorkedIsDialledFirst() async {
+        let seen = DiscoveredPeers()
+        let node = NodeID.node(7)
+        let v6 = PeerAddress(host: "fd00::7", port: 7420)
+        let v4 = PeerAddress(host: "10.0.0.7", port: 7420)
+        #expect(await seen.found(node, at: [v6]) == .new)
+        #expect(await seen.found(node, at: [v6]) == .known)
+        #expect(await seen.found(node, at: [v6, v4]) == .readdressed)
+        #expect(await seen.addresses(of: node) == [v6, v4])
+        await seen.reached(node, at: v4)
+        #expect(await seen.addresses(of: node) == [v4, v6])
+        // Gone from the adverts: the last addresses are still dialled, the one that worked first.
+        await seen.lost(node)
+        #expect(await seen.addresses(of: node) == [v4, v6])
+        #expect(await seen.found(node, at: [v6, v4]) == .again)
+        // An address no longer advertised is not dialled because it once worked.
+        #expect(await seen.found(node, at: [v6]) == .readdressed)
+        #expect(await seen.addresses(of: node) == [v6])
     }
 }

@@ -97,7 +97,8 @@ extension NodeStatus.Peer {
         // A node met only through others has no address, source or session of its own.
         if path == .direct || path == .relay {
             members += [
-                ("address", .optional(address)), ("clock_offset_ms", clockOffsetMs.map(JSON.int) ?? .null),
+                ("address", .optional(address)), ("advertised", .array(advertised.map(JSON.string))),
+                ("clock_offset_ms", clockOffsetMs.map(JSON.int) ?? .null),
                 ("lacks", lacks.map(JSON.int) ?? .null),
                 ("last_error", .optional(lastError)), ("last_sync", .optional(lastSync)),
                 ("received_bytes", counters.map { .int($0.receivedBytes) } ?? .null),
@@ -122,6 +123,9 @@ extension NodeStatus.Peer {
             connected: try j.bool("connected")
         )
         address = try j.optionalString("address")
+        if case .array(let list)? = try j.optional("advertised") {
+            advertised = list.compactMap { if case .string(let text) = $0 { text } else { nil } }
+        }
         source = try j.optionalString("source").flatMap(PeerSource.init(rawValue:))
         lastSync = try j.optionalString("last_sync")
         lacks = try j.optionalInt("lacks")

@@ -141,6 +141,8 @@ public struct NodeStatus: Sendable, Equatable {
         public var nodeID: String?
         public var name: String?
         public var address: String?
+        /// Every address mDNS last saw it advertised at, in the order they are dialled.
+        public var advertised: [String] = []
         public var source: PeerSource?
         public var path: Path
         public var connected: Bool

@@ -103,6 +103,7 @@ public enum StatusReport {
             connected: p.connected
         )
         peer.address = p.address
+        peer.advertised = p.advertised
         peer.source = p.source
         peer.lastSync = p.lastSync.map { WallClock.iso8601(milliseconds: $0) }
         peer.lacks = p.nodeID == nil ? nil : try store.lacking(p.versionVector)

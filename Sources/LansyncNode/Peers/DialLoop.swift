@@ -42,9 +42,12 @@ extension Node {
                 try? await Task.sleep(for: .seconds(5))
                 continue
             }
-            guard let address = await address(of: target) else { break }
+            let candidates = await addresses(of: target)
+            guard !candidates.isEmpty else { break }
             do {
-                let connection = try await transport.connect(host: address.host, port: address.port)
+                let connection = try await transport.connect(toFirstOf: candidates.map { ($0.host, $0.port) })
+                let address = Self.answered(connection, among: candidates)
+                if let node = target.node { await target.peers?.reached(node, at: address) }
                 let outcome = await session(
                     connection,
                     address: address.description,
@@ -54,13 +57,14 @@ extension Node {
                 if outcome.reachedUpToDate { backoff.reset() }
                 if outcome.isPermanent { backoff.giveUpForNow() }
             } catch {
+                let address = candidates.map(\.description).joined(separator: ", ")
                 var text = "cannot connect: \(error)"
                 if error.refusal != nil {
                     // A refused certificate speaks for itself ("wrong-cluster: ..."), and is logged.
                     text = error.description
-                    noteRefused(error, address: address.description, dialled: true)
+                    noteRefused(error, address: address, dialled: true)
                 }
-                await registry.ended(node: target.node, token: nil, address: address.description, error: text)
+                await registry.ended(node: target.node, token: nil, address: candidates[0].description, error: text)
                 if case .discovered(let node, let seen) = target, await !seen.isAdvertised(node) { break }
                 if case .gossiped(let node, let seen) = target {
                     await seen.lost(node)
@@ -89,11 +93,19 @@ extension Node {
         }
     }
 
-    private func address(of target: DialTarget) async -> PeerAddress? {
+    private func addresses(of target: DialTarget) async -> [PeerAddress] {
         switch target {
-        case .configured(let peer), .relay(let peer): peer
-        case .discovered(let node, let seen), .gossiped(let node, let seen): await seen.address(of: node)
+        case .configured(let peer), .relay(let peer): [peer]
+        case .discovered(let node, let seen), .gossiped(let node, let seen): await seen.addresses(of: node)
         }
+    }
+
+    /// Which of `candidates` `connection` reached (its remote address, without a link-local
+    /// scope, is one of theirs); the first when it cannot tell (a host name was dialled).
+    static func answered(_ connection: PeerConnection, among candidates: [PeerAddress]) -> PeerAddress {
+        guard candidates.count > 1, let ip = connection.remoteIP?.lowercased() else { return candidates[0] }
+        return candidates.first { $0.host.lowercased().split(separator: "%").first.map(String.init) == ip }
+            ?? candidates[0]
     }
 }
 
@@ -101,6 +113,14 @@ extension DialTarget {
     var isRelay: Bool {
         if case .relay = self { return true }
         return false
+    }
+
+    /// Where a discovered or passed-on peer's addresses are kept.
+    var peers: DiscoveredPeers? {
+        switch self {
+        case .discovered(_, let seen), .gossiped(_, let seen): seen
+        case .configured, .relay: nil
+        }
     }
 
     /// The peer's node id when the target names one.

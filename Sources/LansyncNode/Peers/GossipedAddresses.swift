@@ -29,7 +29,7 @@ final class GossipedAddresses: Sendable {
         for passed in hello.addresses where passed.nodeID != me && passed.nodeID != hello.nodeID {
             guard let address = PeerAddress(parsing: passed.address) else { continue }
             guard await peers.dialingCount < WireLimits.maxAddresses else { break }
-            if await peers.found(passed.nodeID, at: address) == .new { continuation.yield(passed.nodeID) }
+            if await peers.found(passed.nodeID, at: [address]) == .new { continuation.yield(passed.nodeID) }
         }
     }
 

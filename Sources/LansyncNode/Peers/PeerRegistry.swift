@@ -1,4 +1,5 @@
 public import LansyncCore
+import LansyncDiscovery
 public import LansyncStore
 public import LansyncWire
 public import Logging
@@ -15,6 +16,8 @@ public actor PeerRegistry {
         public var nodeID: NodeID?
         public var name: String?
         public var address: String?
+        /// Every address discovery last saw it advertised at, in dialling order.
+        public var advertised: [String] = []
         public var source: PeerSource
         public var connected = false
         public var lastSync: UInt64?
@@ -109,8 +112,9 @@ public actor PeerRegistry {
     public func setListenAddress(_ address: String) { listenAddress = address }
     public func setDiscoveryState(_ state: String) { discoveryState = state }
 
-    /// Discovery saw `node` at `address`.
-    public func discovered(_ node: NodeID, address: String) {
+    /// Discovery saw `node` at `addresses` (in dialling order).
+    public func discovered(_ node: NodeID, addresses: [String]) {
+        guard let address = addresses.first else { return }
         var entry = byNode[node] ?? Entry(nodeID: node, source: .mdns)
         // The advertised address is where the peer listens: more useful than the ephemeral port
         // of a connection it opened to us. A configured (static) address stays as configured.
@@ -118,16 +122,19 @@ public actor PeerRegistry {
             entry.address = address
             entry.source = .mdns
         }
+        entry.advertised = addresses
         entry.listenAddress = entry.listenAddress ?? address
         byNode[node] = entry
     }
 
     /// Where this node last reached its members, to pass on in a hello (``Hello/addresses``):
     /// those it has been up to date with and knows an address they listen on, the latest first,
-    /// at most ``WireLimits/maxAddresses``; never `peer`'s own (it knows where it listens).
+    /// at most ``WireLimits/maxAddresses``; never `peer`'s own (it knows where it listens), nor a
+    /// link-local one (it names an interface of this machine).
     public func gossip(except peer: NodeID) -> [Hello.Address] {
         byNode.values.compactMap { entry -> Hello.Address? in
-            guard let node = entry.nodeID, node != peer, let address = entry.listenAddress, let at = entry.lastSync
+            guard let node = entry.nodeID, node != peer, let address = entry.listenAddress, let at = entry.lastSync,
+                let host = PeerAddress(parsing: address)?.host, !AddressPreference.isLinkLocal(host)
             else { return nil }
             return Hello.Address(nodeID: node, address: address, at: at)
         }

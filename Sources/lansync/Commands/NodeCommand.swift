@@ -19,8 +19,13 @@ struct NodeCommand: AsyncParsableCommand {
     @OptionGroup var api: APIOptions
     @OptionGroup var log: LogOptions
     @OptionGroup var writers: WriterLimitOptions
-    @Option(help: ArgumentHelp("Where to accept peers.", valueName: "HOST:PORT"))
-    var listen = PeerAddress(host: "0.0.0.0", port: 7420)
+    @Option(
+        help: ArgumentHelp(
+            "Where to accept peers: [::] is IPv6 and IPv4 on every interface (IPv4 alone where the machine has no IPv6), 0.0.0.0 IPv4 alone.",
+            valueName: "HOST:PORT"
+        )
+    )
+    var listen = PeerAddress(host: "::", port: 7420)
     @Option(
         name: .customLong("peer"),
         help: ArgumentHelp("A peer to keep connected to (repeatable).", valueName: "HOST:PORT")

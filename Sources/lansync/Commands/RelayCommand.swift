@@ -19,8 +19,13 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var api: APIOptions
     @OptionGroup var log: LogOptions
     @OptionGroup var writers: WriterLimitOptions
-    @Option(help: ArgumentHelp("Where to accept nodes.", valueName: "HOST:PORT"))
-    var listen = PeerAddress(host: "0.0.0.0", port: 7420)
+    @Option(
+        help: ArgumentHelp(
+            "Where to accept nodes: [::] is IPv6 and IPv4 on every interface (IPv4 alone where the machine has no IPv6), 0.0.0.0 IPv4 alone.",
+            valueName: "HOST:PORT"
+        )
+    )
+    var listen = PeerAddress(host: "::", port: 7420)
     @Option(help: "How to settle conflicts: latest or first-seen.")
     var settle: SettlePolicy = .latest
     @Flag(help: "Also advertise over mDNS (a relay is usually off the LAN).")

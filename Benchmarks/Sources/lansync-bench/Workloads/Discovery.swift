@@ -5,7 +5,8 @@ extension Bench {
     /// W6: in the mDNS lab (`scripts/lab.sh`: four hosts in network namespaces, each with its own
     /// avahi-daemon, never the machine's own network), three nodes run with no configured peers.
     /// Each run starts a fourth node and times until all three show a connected session with it
-    /// (found over mDNS, then dialled); then stops it and waits until they notice.
+    /// (found over mDNS, then dialled); then stops it and waits until they notice. Measured on
+    /// an IPv4-only lab, an IPv6-only one and a dual-stack one.
     func discovery() throws {
         let script = settings.repo + "/scripts/lab.sh"
         let environment = ["LAB_PREFIX": "lsb"]
@@ -17,15 +18,23 @@ extension Bench {
             report.skipped.append("W6 discovery: the mDNS lab cannot run here: \(reason)")
             return
         }
-        try run([script, "up", "4"], environment: environment)
+        // Each family in turn, every node listening with the default (`[::]:7420`): IPv4 alone
+        // (the figure's name since the first round), IPv6 alone, both.
+        for (family, spec) in [
+            ("", "a4,a4,a4,a4"), (", IPv6 only", "a6,a6,a6,a6"), (", dual stack", "a46,a46,a46,a46"),
+        ] {
+            try discovery(family: family, spec: spec, script: script, environment: environment)
+        }
+    }
+
+    private func discovery(family: String, spec: String, script: String, environment: [String: String]) throws {
+        try run([script, "up", "4", spec], environment: environment)
         defer { _ = try? run([script, "down"], environment: environment) }
-        let hosts = try (1...4).map { try lansync.makeReplica("w6-host\($0)") }
+        let tag = family.isEmpty ? "v4" : family.contains("dual") ? "dual" : "v6"
+        let hosts = try (1...4).map { try lansync.makeReplica("w6-\(tag)-host\($0)") }
         func startNode(_ i: Int) throws -> Child {
             try Child(
-                [
-                    script, "exec", String(i), lansync.binary, "node", "--dir", hosts[i - 1].dir, "--listen",
-                    "10.77.0.\(i):7420",
-                ],
+                [script, "exec", String(i), lansync.binary, "node", "--dir", hosts[i - 1].dir],
                 stderr: hosts[i - 1].dir + ".log",
                 environment: environment
             )
@@ -57,7 +66,7 @@ extension Bench {
         }
         report.add(
             Figure(
-                "W6 discovery (mDNS lab, 4 hosts)",
+                "W6 discovery (mDNS lab, 4 hosts\(family))",
                 "node start → all 3 peers connected to it",
                 unit: "s",
                 samples: seen
