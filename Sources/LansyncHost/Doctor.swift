@@ -394,7 +394,9 @@ public enum Doctor {
     }
 
     static func places(_ sightings: [Sighting]) -> String {
-        sightings.map { "\($0.ipv6 ? "[\($0.host)]" : $0.host):\($0.port) on \($0.interface) (\($0.ipv6 ? "IPv6" : "IPv4"))" }
-            .joined(separator: ", ")
+        sightings.map {
+            "\($0.ipv6 ? "[\($0.host)]" : $0.host):\($0.port) on \($0.interface) (\($0.ipv6 ? "IPv6" : "IPv4"))"
+        }
+        .joined(separator: ", ")
     }
 }

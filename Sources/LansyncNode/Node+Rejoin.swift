@@ -13,8 +13,11 @@ extension Node {
     /// Refuses the state of a member that is away or forgotten here and has not rejoined since it
     /// was last heard of: it must rejoin first, even when it brings nothing new (what it holds
     /// may be what the others collected since, and what it collected may be what they restored).
-    /// Nil to go on. A replica that is away itself, or rejoining, refuses no one: it is the one
-    /// out of date.
+    /// Nil to go on. A replica that is stale or rejoining refuses no one: it is the one out of
+    /// date. One that is away itself judges by the relay's last word rather than its own clock:
+    /// it refuses only a peer that was already away when it last heard of the relay (what it took
+    /// from the relay's side since may lack the tombstones of items purged meanwhile, which that
+    /// peer could bring back to life).
     ///
     /// Two members that each count the other as away were apart, each with other members, for
     /// longer than the window (a cluster split in two halves), and each half may have collected
@@ -49,19 +52,20 @@ extension Node {
     }
 
     /// When `hello`'s node was last heard of, if this replica counts it as away (or forgotten),
-    /// is not away, stale or rejoining itself, and the peer has not rejoined since: it would be
-    /// refused.
+    /// is neither stale nor rejoining itself, and the peer has not rejoined since: it would be
+    /// refused. A replica away itself counts as away only a peer that was away already when it
+    /// last heard of the relay (or rejoined).
     func countsAsAway(_ hello: Hello) async -> UInt64? {
         let store = self.store
         let now = WallClock.milliseconds
         guard
-            let (since, selfAway, pending) = try? await io.run({
+            let (since, stale, pending) = try? await io.run({
                 (
-                    try store.memberAwaySince(hello.nodeID, now: now),
-                    try store.awaySince(now: now) ?? store.staleSince(now: now), try store.hasRejoinPending()
+                    try store.memberAwaySince(hello.nodeID, now: store.awaySince(now: now) ?? now),
+                    try store.staleSince(now: now), try store.hasRejoinPending()
                 )
             }),
-            let since, selfAway == nil, !pending, hello.rejoinedAt <= since
+            let since, stale == nil, !pending, hello.rejoinedAt <= since
         else { return nil }
         return since
     }

@@ -96,15 +96,41 @@ import Testing
         #expect(Doctor.fix(refusal: "timeout (temporary): peer silent for 60 s") == nil)
     }
 
-    @Test func inboundAddressesAndLinkLocalAdvertsAreNotTried() {
+    /// The address an inbound session came from is a client's port, never tried; a link-local
+    /// advert is tried through the interface it was seen on; every address the node was given
+    /// for a peer (`advertised`) is tried.
+    @Test func inboundAddressesAreNotTriedAndLinkLocalOnesAreTriedWithTheirScope() {
         var inbound = NodeStatus.Peer(nodeID: other.text, name: "b", path: .direct, connected: false)
         inbound.address = "10.0.0.2:51234"
         inbound.source = .inbound
         let survey = Survey(sightings: [advert(me, host: "10.0.0.1"), advert(other, host: "fe80::1", ipv6: true)])
-        #expect(Doctor.addresses(status: status(peers: [inbound]), survey: survey).isEmpty)
-        let findings = Doctor.findings(status: status(peers: [inbound]), members: [], survey: survey, probes: [:])
-        #expect(findings.contains { $0.topic == "b" && $0.says.contains("no address known") })
+        #expect(Doctor.addresses(status: status(peers: [inbound]), survey: Survey(sightings: [])).isEmpty)
+        let scoped = "[fe80::1%\(survey.sightings[1].interface)]:7420"
+        #expect(Doctor.addresses(status: status(peers: [inbound]), survey: survey) == [scoped])
+        let alone = Doctor.findings(
+            status: status(peers: [inbound]),
+            members: [],
+            survey: Survey(sightings: []),
+            probes: [:]
+        )
+        #expect(alone.contains { $0.topic == "b" && $0.says.contains("no address known") })
+        let findings = Doctor.findings(
+            status: status(peers: [inbound]),
+            members: [],
+            survey: survey,
+            probes: [scoped: .refused]
+        )
+        #expect(
+            findings.contains { $0.topic == "b" && $0.says.contains("nothing listens at \(scoped)") },
+            "\(findings)"
+        )
         #expect(findings.contains { $0.topic == "advert" && $0.verdict == .ok })
+
+        var found = NodeStatus.Peer(nodeID: other.text, name: "b", path: .direct, connected: false)
+        found.address = "[fd00::2]:7420"
+        found.advertised = ["[fd00::2]:7420", "10.0.0.2:7420"]
+        found.source = .mdns
+        #expect(Doctor.addresses(status: status(peers: [found]), survey: Survey(sightings: [])) == found.advertised)
     }
 
     @Test func clockOffsetsAreNotesFromAMinuteAndProblemsFromADay() {

@@ -65,7 +65,7 @@ struct StatusCommand: ParsableCommand {
             if let rejoined = c.rejoinedAt { line += "; rejoined from a snapshot \(rejoined)" }
             if let away = c.awaySince {
                 line +=
-                    "; this node is away itself since \(away) (it refuses no one, collects nothing without the others)"
+                    "; this node is away itself since \(away) (it refuses only members away before then, collects nothing without the others)"
             }
             lines.append(line)
         }
