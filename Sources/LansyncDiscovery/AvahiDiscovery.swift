@@ -46,9 +46,16 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// AAAA records come and go (a record browser each): a peer is dialled at all of them.
     private var hostAddresses: [HostKey: Set<String>] = [:]
     private var recordBrowsers: [HostKey: OpaquePointer] = [:]
+    /// A host name (lower-cased: a record's name comes as the responder spelt it) on one
+    /// interface and family.
     private struct HostKey: Hashable {
         let name: String
         let seen: Seen
+
+        init(name: String, seen: Seen) {
+            self.name = name.lowercased()
+            self.seen = seen
+        }
     }
     private struct Seen: Hashable {
         let interface: AvahiIfIndex
@@ -381,20 +388,30 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         // Strangers' services, other clusters and ourselves are ignored without a word.
         guard let peer = advert, accepts(peer.node, peer.cluster, peer.proto) else { return }
         let service = String(cString: name)
-        var known = adverts[service].flatMap { $0.node == peer.node ? $0 : nil } ?? Advert(node: peer.node)
+        let previous = adverts[service]
+        var known = previous.flatMap { $0.node == peer.node ? $0 : nil } ?? Advert(node: peer.node)
         known.port = Int(port)
         let key = HostKey(name: hostName.map { String(cString: $0) } ?? "", seen: seen)
         known.on[seen] = (key.name, Self.dialable(host, on: seen.interface))
         adverts[service] = known
+        // A service name that now names another node, or another host name: what was followed
+        // for the old one goes.
+        if let previous, previous.node != peer.node { continuation?.yield(.lost(previous.node)) }
+        for (before, old) in previous?.on ?? [:] where known.on[before]?.hostName != old.hostName {
+            stopRecords(unlessUsed: HostKey(name: old.hostName, seen: before))
+        }
         if !key.name.isEmpty { browseRecords(key) }
         continuation?.yield(.found(self.discovered(known)))
     }
 
-    /// The peer an advert names, at every address it is known at, in a stable order.
+    /// The peer an advert names, at every address it is known at, in a stable order: on each
+    /// interface and family, its host name's addresses once their records are seen (an address
+    /// whose record went is no longer dialled), else the one the resolver picked.
     private func discovered(_ advert: Advert) -> DiscoveredPeer {
         let sorted = advert.on.sorted { ($0.key.interface, $0.key.proto) < ($1.key.interface, $1.key.proto) }
         let hosts = sorted.flatMap { seen, host in
-            [host.address] + (hostAddresses[HostKey(name: host.hostName, seen: seen)] ?? []).sorted()
+            let records = hostAddresses[HostKey(name: host.hostName, seen: seen)] ?? []
+            return records.isEmpty ? [host.address] : records.sorted()
         }
         return DiscoveredPeer(nodeID: advert.node, hosts: hosts, port: advert.port)
     }
@@ -440,14 +457,14 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         case AVAHI_BROWSER_REMOVE: guard hostAddresses[key]?.remove(host) != nil else { return }
         default: return
         }
-        for advert in adverts.values where advert.on[key.seen]?.hostName == key.name {
+        for advert in adverts.values where advert.on[key.seen].map({ $0.hostName.lowercased() == key.name }) == true {
             continuation?.yield(.found(self.discovered(advert)))
         }
     }
 
     /// Stops following a host name's records once no advert names it on that interface and family.
     private func stopRecords(unlessUsed key: HostKey) {
-        guard !adverts.values.contains(where: { $0.on[key.seen]?.hostName == key.name }) else { return }
+        guard !adverts.values.contains(where: { $0.on[key.seen]?.hostName.lowercased() == key.name }) else { return }
         if let browser = recordBrowsers.removeValue(forKey: key) { avahi_record_browser_free(browser) }
         hostAddresses[key] = nil
     }

@@ -242,7 +242,7 @@ public final class Node: Sendable {
                     switch event {
                     case .found(let peer):
                         let addresses = peer.hosts.map { PeerAddress(host: $0, port: peer.port) }
-                        guard let first = addresses.first else { continue }
+                        guard !addresses.isEmpty else { continue }
                         let address = addresses.map(\.description).joined(separator: ", ")
                         await registry.discovered(peer.nodeID, addresses: addresses.map(\.description))
                         switch await seen.found(peer.nodeID, at: addresses) {

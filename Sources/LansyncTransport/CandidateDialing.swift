@@ -15,18 +15,22 @@ struct CandidateResolver: Resolver, Sendable {
     let ipv6: [SocketAddress]
     let ipv4First: Bool
 
-    /// Nil if a candidate is not an IP address (a host name is resolved by the system instead).
+    /// Takes the candidates that are IP addresses (one whose link-local scope names an interface
+    /// gone since is skipped); nil if none is.
     init?(loop: any EventLoop, candidates: [(host: String, port: Int)]) {
         var ipv4: [SocketAddress] = []
         var ipv6: [SocketAddress] = []
+        var first: SocketAddress?
         for candidate in candidates {
-            guard let address = try? SocketAddress(ipAddress: candidate.host, port: candidate.port) else { return nil }
+            guard let address = try? SocketAddress(ipAddress: candidate.host, port: candidate.port) else { continue }
+            first = first ?? address
             if case .v4 = address { ipv4.append(address) } else { ipv6.append(address) }
         }
+        guard let first else { return nil }
         self.loop = loop
         self.ipv4 = ipv4
         self.ipv6 = ipv6
-        ipv4First = candidates.first.map { !$0.host.contains(":") } ?? false
+        if case .v4 = first { ipv4First = true } else { ipv4First = false }
     }
 
     func initiateAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> {

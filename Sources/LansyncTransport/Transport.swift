@@ -257,7 +257,7 @@ public final class Transport: Sendable {
             if candidates.count > 1 {
                 let loop = group.next()
                 guard let resolver = CandidateResolver(loop: loop, candidates: candidates) else {
-                    throw TransportError("an address to dial is not an IP address")
+                    throw TransportError("none of the addresses to dial is an IP address")
                 }
                 bootstrap = ClientBootstrap(group: loop).resolver(resolver)
             }
@@ -484,6 +484,14 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         if !done { fail(context, TransportError("connection closed during the TLS handshake")) }
         context.fireChannelInactive()
+    }
+
+    /// A channel that never connected (a refused attempt, or one that lost the Happy Eyeballs
+    /// race) is unregistered without going inactive: its handshake slot is freed now, not when
+    /// the handshake timer fires.
+    func channelUnregistered(context: ChannelHandlerContext) {
+        if !done { fail(context, TransportError("the connection closed before its TLS handshake")) }
+        context.fireChannelUnregistered()
     }
 
     private func fail(_ context: ChannelHandlerContext, _ error: any Error) {

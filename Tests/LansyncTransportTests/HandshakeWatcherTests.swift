@@ -36,6 +36,22 @@ import Testing
         return text.withLockedValue { $0 }
     }
 
+    /// An attempt that never connected (refused, or closed because another candidate answered
+    /// first) is unregistered without going inactive: it ends now, freeing its handshake slot,
+    /// not when the handshake timer fires.
+    @Test func aChannelThatNeverConnectedEndsAtOnce() throws {
+        let loop = EmbeddedEventLoop()
+        let promise = loop.makePromise(of: NodeID?.self)
+        let channel = EmbeddedChannel(loop: loop)
+        try channel.pipeline.syncOperations.addHandler(
+            HandshakeWatcher(promise: promise, timeout: .seconds(10), firstByte: nil, counters: WireCounters())
+        )
+        let w = Watched(channel: channel, loop: loop, identity: promise.futureResult, counters: WireCounters())
+        #expect(failure(w) == nil)
+        channel.pipeline.fireChannelUnregistered()
+        #expect(failure(w) == "the connection closed before its TLS handshake")
+    }
+
     @Test func aHandshakeThatDoesNotFinishInTimeIsClosed() throws {
         let w = try watched(timeout: .seconds(10), firstByte: nil)
         w.loop.advanceTime(by: .seconds(9))

@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncDiscovery
 import LansyncTransport
 import LansyncWire
 import NIOConcurrencyHelpers
@@ -27,7 +28,9 @@ final class GossipedAddresses: Sendable {
     /// each node new to it.
     func learn(_ hello: Hello, me: NodeID) async {
         for passed in hello.addresses where passed.nodeID != me && passed.nodeID != hello.nodeID {
-            guard let address = PeerAddress(parsing: passed.address) else { continue }
+            // A link-local address names an interface of the sender's machine: no use here.
+            guard let address = PeerAddress(parsing: passed.address), !AddressPreference.isLinkLocal(address.host)
+            else { continue }
             guard await peers.dialingCount < WireLimits.maxAddresses else { break }
             if await peers.found(passed.nodeID, at: [address]) == .new { continuation.yield(passed.nodeID) }
         }

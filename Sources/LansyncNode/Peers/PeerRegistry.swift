@@ -123,7 +123,10 @@ public actor PeerRegistry {
             entry.source = .mdns
         }
         entry.advertised = addresses
-        entry.listenAddress = entry.listenAddress ?? address
+        // Where it listens, to pass on: a routable address, never a link-local one.
+        if entry.listenAddress.map(Self.isLinkLocal) ?? true {
+            entry.listenAddress = addresses.first { !Self.isLinkLocal($0) } ?? entry.listenAddress ?? address
+        }
         byNode[node] = entry
     }
 
@@ -134,12 +137,17 @@ public actor PeerRegistry {
     public func gossip(except peer: NodeID) -> [Hello.Address] {
         byNode.values.compactMap { entry -> Hello.Address? in
             guard let node = entry.nodeID, node != peer, let address = entry.listenAddress, let at = entry.lastSync,
-                let host = PeerAddress(parsing: address)?.host, !AddressPreference.isLinkLocal(host)
+                !Self.isLinkLocal(address)
             else { return nil }
             return Hello.Address(nodeID: node, address: address, at: at)
         }
         .sorted { ($0.at, $0.nodeID) > ($1.at, $1.nodeID) }
         .prefix(WireLimits.maxAddresses).map { $0 }
+    }
+
+    /// True for a `HOST:PORT` whose host is link-local (it names an interface of this machine).
+    static func isLinkLocal(_ address: String) -> Bool {
+        PeerAddress(parsing: address).map { AddressPreference.isLinkLocal($0.host) } ?? false
     }
 
     public func configure(address: String, source: PeerSource) {
@@ -196,7 +204,7 @@ public actor PeerRegistry {
             configured.removeValue(forKey: address)
             entry.address = address
             entry.source = source
-            entry.listenAddress = address
+            if !Self.isLinkLocal(address) || entry.listenAddress == nil { entry.listenAddress = address }
         } else if entry.address == nil {
             entry.address = address
             entry.source = source
