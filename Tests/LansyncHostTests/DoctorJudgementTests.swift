@@ -133,6 +133,21 @@ import Testing
         #expect(Doctor.addresses(status: status(peers: [found]), survey: Survey(sightings: [])) == found.advertised)
     }
 
+    /// A node that listens on loopback only cannot be reached by any other machine: a problem,
+    /// with the fix; on every interface, or on an address of the LAN, it is fine.
+    @Test func aNodeListeningOnLoopbackOnlyIsAProblem() {
+        for (listen, fine) in [
+            ("127.0.0.1:7420", false), ("[::1]:7420", false), ("[::]:7420", true), ("0.0.0.0:7420", true),
+            ("10.0.0.1:7420", true), ("[fd00::1]:7420", true),
+        ] {
+            var node = status()
+            node.listen = listen
+            let finding = Doctor.nodeFinding(node)
+            #expect((finding.verdict == .ok) == fine, "\(listen): \(finding)")
+            #expect(fine || finding.fix?.contains("[::]:7420") == true, "\(listen): \(finding)")
+        }
+    }
+
     @Test func clockOffsetsAreNotesFromAMinuteAndProblemsFromADay() {
         #expect(Doctor.clockFinding(name: "b", offset: 59_000) == nil)
         #expect(Doctor.clockFinding(name: "b", offset: 120_000)?.verdict == .note)
