@@ -103,13 +103,16 @@ public enum Doctor {
             )
         }
         let listen = status.listen ?? "?"
-        let host = listen.hasPrefix("[") ? String(listen.dropFirst().prefix { $0 != "]" }) : String(listen.prefix { $0 != ":" })
+        let host =
+            listen.hasPrefix("[")
+            ? String(listen.dropFirst().prefix { $0 != "]" }) : String(listen.prefix { $0 != ":" })
         if host.hasPrefix("127.") || host == "::1" {
             return DoctorFinding(
                 "node",
                 .problem,
                 "running, but listening on \(listen) only: no other machine can reach it, and its advert names a port only this machine can dial",
-                fix: "restart it without --listen (the default, [::]:7420, takes peers on every interface), or with this machine's LAN address"
+                fix:
+                    "restart it without --listen (the default, [::]:7420, takes peers on every interface), or with this machine's LAN address"
             )
         }
         return DoctorFinding("node", .ok, "running, listening on \(listen); its mDNS: \(status.mdns ?? "?")")

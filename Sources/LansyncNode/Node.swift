@@ -269,6 +269,7 @@ public final class Node: Sendable {
                         metrics.discovery("lost")
                         logDiscovery("node \(node.short) is no longer advertised", "lost", node)
                         await seen.lost(node)
+                        await registry.undiscovered(node)
                     case .available:
                         metrics.discovery("available")
                         logger.info("mDNS: advertising and browsing \(Advertisement.serviceType) through avahi-daemon")

@@ -117,8 +117,9 @@ public actor PeerRegistry {
         guard let address = addresses.first else { return }
         var entry = byNode[node] ?? Entry(nodeID: node, source: .mdns)
         // The advertised address is where the peer listens: more useful than the ephemeral port
-        // of a connection it opened to us. A configured (static) address stays as configured.
-        if entry.source != .configured {
+        // of a connection it opened to us. A configured (static) address stays as configured, and
+        // the address a session of ours answered at stays while it is connected.
+        if entry.source != .configured, !(entry.connected && entry.source == .mdns) {
             entry.address = address
             entry.source = .mdns
         }
@@ -144,6 +145,9 @@ public actor PeerRegistry {
         .sorted { ($0.at, $0.nodeID) > ($1.at, $1.nodeID) }
         .prefix(WireLimits.maxAddresses).map { $0 }
     }
+
+    /// Discovery no longer sees `node` advertised: it is listed at no address now.
+    public func undiscovered(_ node: NodeID) { byNode[node]?.advertised = [] }
 
     /// True for a `HOST:PORT` whose host is link-local (it names an interface of this machine).
     static func isLinkLocal(_ address: String) -> Bool {
