@@ -413,7 +413,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             let records = hostAddresses[HostKey(name: host.hostName, seen: seen)] ?? []
             return records.isEmpty ? [host.address] : records.sorted()
         }
-        return DiscoveredPeer(nodeID: advert.node, hosts: hosts, port: advert.port)
+        return DiscoveredPeer(
+            nodeID: advert.node,
+            hosts: Array(hosts.prefix(DiscoveredPeer.maxAddresses)),
+            port: advert.port
+        )
     }
 
     /// An address as it is dialled: a link-local IPv6 one through the interface it was seen on.
@@ -453,7 +457,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             on: key.seen.interface
         )
         switch event {
-        case AVAHI_BROWSER_NEW: guard hostAddresses[key, default: []].insert(host).inserted else { return }
+        case AVAHI_BROWSER_NEW:
+            // Anyone on the LAN may publish records: a host name's addresses are bounded.
+            guard hostAddresses[key, default: []].count < DiscoveredPeer.maxAddresses,
+                hostAddresses[key, default: []].insert(host).inserted
+            else { return }
         case AVAHI_BROWSER_REMOVE: guard hostAddresses[key]?.remove(host) != nil else { return }
         default: return
         }

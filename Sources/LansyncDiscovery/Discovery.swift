@@ -35,18 +35,24 @@ public struct Advertisement: Sendable, Equatable {
 public struct DiscoveredPeer: Sendable, Hashable {
     public var nodeID: NodeID
     /// Every address it is resolved at (one per interface and family), in dialling order
-    /// (``AddressPreference``); a link-local IPv6 one carries its interface (`fe80::1%eth0`).
+    /// (``AddressPreference``), at most ``maxAddresses``; a link-local IPv6 one carries its
+    /// interface (`fe80::1%eth0`).
     public var hosts: [String]
     public var port: Int
 
     public init(nodeID: NodeID, hosts: [String], port: Int) {
         self.nodeID = nodeID
-        self.hosts = AddressPreference.ordered(hosts)
+        self.hosts = Array(AddressPreference.ordered(hosts).prefix(Self.maxAddresses))
         self.port = port
     }
 
     /// The address dialled first.
     public var host: String { hosts.first ?? "" }
+
+    /// The most addresses kept for one peer (for one host name on one interface and family, and
+    /// in all): adverts and records are anyone's to publish on a LAN, and each address is a dial
+    /// attempt 250 ms after the one before.
+    public static let maxAddresses = 16
 }
 
 /// What a discovery mechanism reports to the node.

@@ -48,4 +48,13 @@ import Testing
         let peer = DiscoveredPeer(nodeID: NodeID(high: 1, low: 2), hosts: ["10.0.0.2", "fd00::2"], port: 7420)
         #expect(peer.hosts == ["fd00::2", "10.0.0.2"] && peer.host == "fd00::2")
     }
+
+    /// Adverts and records are anyone's to publish: a peer keeps at most 16 addresses, the
+    /// first in dialling order.
+    @Test func aPeerKeepsAtMostSixteenAddresses() {
+        let many = (1...40).map { "10.0.0.\($0)" } + ["fd00::1"]
+        let peer = DiscoveredPeer(nodeID: NodeID(high: 1, low: 2), hosts: many, port: 7420)
+        #expect(peer.hosts.count == DiscoveredPeer.maxAddresses && DiscoveredPeer.maxAddresses == 16)
+        #expect(peer.hosts.first == "fd00::1" && peer.hosts.last == "10.0.0.15")
+    }
 }
