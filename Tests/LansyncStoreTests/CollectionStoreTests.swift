@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LansyncCore
 import LansyncTestSupport
 import Testing
@@ -159,6 +160,8 @@ import Testing
             try a.apply(.create(type: "t", assignments: [.set(title, .string("one"))]), to: id, wallMilliseconds: t0)
         }
         try a.apply(.update([.add(tags, .string("x"))]), to: keep, wallMilliseconds: t0)
+        // A link between items: its row goes with the items when the replica is emptied.
+        try a.apply(.update([.set(.named("see"), .ref(keep))]), to: both, wallMilliseconds: t0)
         try sync(a, c)
         let oldWriter = try c.info().writerID
         // Apart: a deletes `gone` and edits `both`; c edits all three, adds to a list, creates one.
@@ -173,9 +176,15 @@ import Testing
         try c.apply(.update([.set(title, .string("from c"))]), to: both, wallMilliseconds: t0 + 2)
         try c.apply(.create(type: "t", assignments: [.set(title, .string("new"))]), to: fresh, wallMilliseconds: t0 + 2)
 
+        #expect(try c.itemsLinking(to: keep).count == 1, "c holds the link before its rejoin")
         let start = try c.rejoin(keepingUnseenBy: try a.versionVector(), now: t0 + 3)
         #expect(start.items == 4 && start.fields == 6, "\(start)")
         #expect(try c.itemState(keep) == nil && c.versionVector().isEmpty, "the replica is empty")
+        #expect(try c.itemsLinking(to: keep).isEmpty, "its links went with its items")
+        #expect(
+            try c.pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item_link") } == 0,
+            "no link row is left"
+        )
         #expect(try c.info().writerID != oldWriter, "a new writer")
         #expect(try c.rejoinedAt() == t0 + 3 && c.hasRejoinPending())
 
@@ -188,6 +197,7 @@ import Testing
         #expect(try c.versionVector()[oldWriter] == a.versionVector()[oldWriter])
 
         try sync(c, a)
+        #expect(try c.itemsLinking(to: keep).map(\.item) == [both], "one link, from the item that holds it")
         for id in [keep, gone, both, fresh] {
             #expect(try a.itemState(id)?.view == c.itemState(id)?.view, "\(id.rawValue)")
         }
