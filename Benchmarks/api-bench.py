@@ -7,10 +7,10 @@
   subscribers BASE TOKEN N EDITS PID  N clients of the feed at once; EDITS edits over HTTP, each to
                                     a field of its own; prints JSON: events lost or repeated per
                                     client, the node's resident memory sampled meanwhile
-  query BASE TOKEN REPEAT [--limit=N] COND...
-                                    times GET /v1/items?where=COND...&limit=N (1000 by default)
-                                    REPEAT times on one connection; prints JSON: the times (ms)
-                                    and the items found
+  query BASE TOKEN REPEAT [--NAME=VALUE...] COND...
+                                    times GET /v1/items?where=COND...&NAME=VALUE... (limit 1000
+                                    unless given; sort, q, type, deleted likewise) REPEAT times on
+                                    one connection; prints JSON: the times (ms) and the items found
 """
 import http.client, json, socket, sys, threading, time, urllib.parse
 
@@ -142,10 +142,12 @@ def subscribers(base, token, n, edits, pid):
 def query(base, token, repeat, conditions):
     host, port = connect(base)
     conn = http.client.HTTPConnection(host, port, timeout=60)
-    limit = "1000"
-    if conditions and conditions[0].startswith("--limit="):
-        limit, conditions = conditions[0][len("--limit="):], conditions[1:]
-    path = "/v1/items?" + urllib.parse.urlencode([("where", c) for c in conditions] + [("limit", limit)])
+    params = {"limit": "1000"}
+    while conditions and conditions[0].startswith("--"):
+        name, _, value = conditions[0][2:].partition("=")
+        params[name] = value
+        conditions = conditions[1:]
+    path = "/v1/items?" + urllib.parse.urlencode([("where", c) for c in conditions] + list(params.items()))
     times, found = [], None
     for _ in range(repeat):
         t = time.monotonic()

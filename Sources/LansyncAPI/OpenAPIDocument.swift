@@ -112,6 +112,16 @@ enum OpenAPIDocument {
                     "explode": true
                   },
                   {
+                    "name": "q",
+                    "in": "query",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "maxLength": 256
+                    },
+                    "description": "Only the items that hold every word of this (any case, anywhere) in their id, type, field names or shown values: `lansync list --search`. Words of three characters or more are looked up in a trigram index. Empty or only spaces: no search. At most 256 characters."
+                  },
+                  {
                     "name": "sort",
                     "in": "query",
                     "required": false,
@@ -150,7 +160,7 @@ enum OpenAPIDocument {
                       "type": "string",
                       "pattern": "^[A-Za-z0-9._:-]{1,128}$"
                     },
-                    "description": "Only the live items with a field that links to this item (a unique start of its id will do), in one page: `lansync list --links-to`. Takes no where, sort or after."
+                    "description": "Only the live items with a field that links to this item (a unique start of its id will do), in one page: `lansync list --links-to`. Takes no where, sort, q or after."
                   }
                 ],
                 "responses": {
@@ -765,6 +775,75 @@ enum OpenAPIDocument {
                   },
                   "503": {
                     "$ref": "#/components/responses/503"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
+              }
+            },
+            "/v1/summary": {
+              "get": {
+                "operationId": "summary",
+                "summary": "How many items there are of each type, live and deleted, and the fields indexed for queries (`lansync index`): what the web page's type filter and sort offer.",
+                "responses": {
+                  "200": {
+                    "description": "OK",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "type": "object",
+                          "required": [
+                            "items",
+                            "deleted",
+                            "types",
+                            "indexed"
+                          ],
+                          "properties": {
+                            "items": {
+                              "type": "integer",
+                              "minimum": 0,
+                              "description": "Live items."
+                            },
+                            "deleted": {
+                              "type": "integer",
+                              "minimum": 0,
+                              "description": "Deleted items."
+                            },
+                            "types": {
+                              "type": "array",
+                              "items": {
+                                "type": "object",
+                                "required": [
+                                  "type",
+                                  "items",
+                                  "deleted"
+                                ],
+                                "properties": {
+                                  "type": {
+                                    "type": "string"
+                                  },
+                                  "items": {
+                                    "type": "integer",
+                                    "minimum": 0
+                                  },
+                                  "deleted": {
+                                    "type": "integer",
+                                    "minimum": 0
+                                  }
+                                }
+                              }
+                            },
+                            "indexed": {
+                              "type": "array",
+                              "items": {
+                                "type": "string"
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
                   },
                   "401": {
                     "$ref": "#/components/responses/401"

@@ -32,7 +32,7 @@ struct Routes: Sendable {
             return json((try await node.status().jsonValue["peers"] ?? .array([])).text)
         }
         v1.get("items") { request, _ in
-            try takes(request, "limit", "deleted", "type", "where", "sort", "after", "links_to")
+            try takes(request, "limit", "deleted", "type", "where", "sort", "after", "links_to", "q")
             return try await listItems(request)
         }
         v1.post("items") { request, _ in
@@ -82,6 +82,23 @@ struct Routes: Sendable {
         v1.get("items/:id/history") { request, context in
             try takes(request, "field", "all")
             return try await history(request, context)
+        }
+        v1.get("summary") { request, _ in
+            try takes(request)
+            let (types, indexed) = try await blocking { try $0.summary() }
+            let typesJSON = types.map { entry in
+                JSON.object([
+                    ("type", .string(entry.type)), ("items", .integer(Int64(entry.live))),
+                    ("deleted", .integer(Int64(entry.deleted))),
+                ])
+            }
+            return json(
+                JSON.object([
+                    ("items", .integer(Int64(types.reduce(0) { $0 + $1.live }))),
+                    ("deleted", .integer(Int64(types.reduce(0) { $0 + $1.deleted }))),
+                    ("types", .array(typesJSON)), ("indexed", .array(indexed.map { .string($0.rawValue) })),
+                ]).text
+            )
         }
         v1.get("links/broken") { request, _ in
             try takes(request)
@@ -139,6 +156,7 @@ struct Routes: Sendable {
     static let methods: [(path: [String], methods: [String])] = [
         (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST", "PATCH", "DELETE"]),
         (["items", "restore"], ["POST"]), (["items", "batch"], ["POST"]), (["links", "broken"], ["GET"]),
+        (["summary"], ["GET"]),
         (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
         (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
         (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]), (["session"], ["DELETE"]),
@@ -204,19 +222,24 @@ struct Routes: Sendable {
             } ?? false
         let type = try query["type"].map(Self.type)
         if let target = query["links_to"] {
-            guard query.all("where").isEmpty, query["sort"] == nil, query["after"] == nil else {
+            guard query.all("where").isEmpty, query["sort"] == nil, query["after"] == nil, query["q"] == nil else {
                 throw Problem(
                     .badRequest,
-                    "links_to lists every item that links to one: it takes no where, sort or after"
+                    "links_to lists every item that links to one: it takes no where, sort, q or after"
                 )
             }
             return try await linking(to: target)
         }
         let conditions = query.all("where")
         let sort = query["sort"]
+        // An empty search (or only spaces) is no search: the page's box sends what it holds.
+        if let q = query["q"], q.unicodeScalars.count > 256 {
+            throw Problem(.badRequest, "q (the words to search for) is at most 256 characters: search for fewer words")
+        }
+        let search = query["q"].flatMap(ItemSearch.init)
         let page: [Item]
         let next: String?
-        if conditions.isEmpty, sort == nil {
+        if conditions.isEmpty, sort == nil, search == nil {
             let after = try query["after"].map { try ItemID($0) }
             page = try await blocking { try $0.page(type: type, includeDeleted: deleted, after: after, limit: limit) }
             next = page.count == limit ? page.last?.id.rawValue : nil
@@ -232,6 +255,7 @@ struct Routes: Sendable {
                     of: try $0.resolvingLinks(itemQuery),
                     type: type,
                     includeDeleted: deleted,
+                    search: search,
                     limit: limit,
                     after: after
                 )

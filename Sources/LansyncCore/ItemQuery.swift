@@ -76,8 +76,9 @@ public struct ItemQuery: Sendable, Equatable {
         }
     }
 
-    /// How results are ordered: by a field's value (missing last, then by kind: bool, number,
-    /// string, list), then by id, so that the order is total and pages never overlap.
+    /// How results are ordered: by a field's value (missing or null first, then by kind: bool,
+    /// number, string, link, list; descending reverses that), then by id (ascending either way),
+    /// so that the order is total and pages never overlap.
     public struct Sort: Sendable, Equatable {
         public let field: FieldName
         public let descending: Bool
@@ -123,7 +124,9 @@ public struct ItemQuery: Sendable, Equatable {
         }
     }
 
-    static func rank(_ value: Value?) -> Int {
+    /// Where a value's kind comes in the order: 0 missing or null, 1 bool, 2 number, 3 string,
+    /// 4 link, 5 list.
+    public static func rank(_ value: Value?) -> Int {
         switch value {
         case nil, .null?: 0
         case .bool?: 1

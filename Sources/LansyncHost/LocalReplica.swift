@@ -117,18 +117,20 @@ public struct LocalReplica: Sendable {
         }
     }
 
-    /// The items `query` selects (of `type`, deleted ones with `includeDeleted`), in its order, at
-    /// most `limit`, each with its sync state.
+    /// The items `query` selects (of `type`, deleted ones with `includeDeleted`, those `search`
+    /// matches), in its order, at most `limit`, each with its sync state.
     public func items(
         _ query: ItemQuery,
         type: String? = nil,
         includeDeleted: Bool = false,
+        search: ItemSearch? = nil,
         limit: Int = .max
     ) throws -> [Item] {
         let page = try store.query(
             query,
             type: type,
             includeDeleted: includeDeleted,
+            search: search,
             limit: limit,
             withLocalEdits: true
         )
@@ -155,12 +157,13 @@ public struct LocalReplica: Sendable {
         return stored.map { Item($0, sync: $0.localEdit.map { ItemSync(edit: $0, peers: peers) }) }
     }
 
-    /// One page of what `query` selects, and the opaque cursor of the next page (nil after the
-    /// last); `after` is the cursor a page before gave.
+    /// One page of what `query` selects (and `search` matches), and the opaque cursor of the
+    /// next page (nil after the last); `after` is the cursor a page before gave.
     public func page(
         of query: ItemQuery,
         type: String? = nil,
         includeDeleted: Bool = false,
+        search: ItemSearch? = nil,
         limit: Int,
         after: String?
     ) throws -> (items: [Item], next: String?) {
@@ -168,6 +171,7 @@ public struct LocalReplica: Sendable {
             query,
             type: type,
             includeDeleted: includeDeleted,
+            search: search,
             limit: limit,
             after: after,
             withLocalEdits: true
@@ -187,6 +191,12 @@ public struct LocalReplica: Sendable {
     /// delete heard of).
     public func requireExisting(_ id: ItemID) throws {
         guard try store.itemState(id)?.exists == true else { throw EditError.unknownItem(id) }
+    }
+
+    /// How many items of each type there are (live, deleted), and the fields indexed for
+    /// queries: what the web page's filter and sort offer.
+    public func summary() throws -> (types: [(type: String, live: Int, deleted: Int)], indexed: [FieldName]) {
+        (try store.typeCounts(), try store.indexedFieldNames())
     }
 
     /// How `query` is answered: which index it reads, if any.

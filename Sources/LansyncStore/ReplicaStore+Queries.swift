@@ -98,6 +98,23 @@ extension ReplicaStore {
         }
     }
 
+    /// The indexed fields' names, sorted (without counting their items).
+    public func indexedFieldNames() throws(StoreError) -> [FieldName] {
+        try read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM indexed_field ORDER BY name").map(FieldName.init(unchecked:))
+        }
+    }
+
+    /// How many items of each type there are, live and deleted, by type (one pass over `item`).
+    public func typeCounts() throws(StoreError) -> [(type: String, live: Int, deleted: Int)] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT type, sum(deleted = 0), sum(deleted <> 0) FROM item GROUP BY type ORDER BY type"
+            ).map { (try $0.decode(atIndex: 0), try $0.decode(atIndex: 1), try $0.decode(atIndex: 2)) }
+        }
+    }
+
     /// Indexes `field` (every item's value now, and every later change); nothing if it is already.
     public func addIndex(_ field: FieldName) throws(StoreError) {
         try guarded {
@@ -130,66 +147,115 @@ extension ReplicaStore {
         }
     }
 
-    /// The items that pass `query` (of `type`, deleted ones only with `includeDeleted`), in its
-    /// order, at most `limit`, after the page that ended with `after`.
+    /// The items that pass `query` (of `type`, deleted ones only with `includeDeleted`, those
+    /// `search` matches), in its order, at most `limit`, after the page that ended with `after`.
     /// With `withLocalEdits`, each item carries ``StoredItem/localEdit``.
+    ///
+    /// Without filters, a page is read in its order from an index and the read stops once it is
+    /// full (by id, or by an indexed field: ``walk(sort:_:after:count:db:)``); otherwise, and
+    /// when sorting by a field that is not indexed, every candidate's values are read and sorted.
     public func query(
         _ query: ItemQuery,
         type: String? = nil,
         includeDeleted: Bool = false,
+        search: ItemSearch? = nil,
         limit: Int,
         after: String? = nil,
         withLocalEdits: Bool = false
     ) throws -> QueryPage {
+        try self.query(
+            query,
+            type: type,
+            includeDeleted: includeDeleted,
+            search: search,
+            limit: limit,
+            after: after,
+            withLocalEdits: withLocalEdits,
+            commonSearch: Self.searchCandidateLimit
+        )
+    }
+
+    /// ``query(_:type:includeDeleted:search:limit:after:withLocalEdits:)`` with a search counted
+    /// common past `commonSearch` matches (tests take both ways on a small replica).
+    func query(
+        _ query: ItemQuery,
+        type: String?,
+        includeDeleted: Bool,
+        search: ItemSearch?,
+        limit: Int,
+        after: String?,
+        withLocalEdits: Bool,
+        commonSearch: Int
+    ) throws -> QueryPage {
         let start = try after.map(Self.cursor(from:))
-        let ordered = try read { db -> [(value: Value?, id: String)] in
-            let candidates = try self.candidates(query, db: db)
-            var items: [Int64: (id: String, values: [FieldName: Value])] = [:]
-            var conditions: [String] = []
-            var arguments: [(any DatabaseValueConvertible)?] = []
-            if let type {
-                conditions.append("type = ?")
-                arguments.append(type)
-            }
-            if !includeDeleted { conditions.append("deleted = 0") }
-            let candidateList = candidates.map { "[" + $0.map(String.init).joined(separator: ",") + "]" }
-            if let candidateList {
-                conditions.append("id IN (SELECT value FROM json_each(?))")
-                arguments.append(candidateList)
-            }
-            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            for row in try Row.fetchAll(
-                db,
-                sql: "SELECT id, item_id FROM item \(whereClause)",
-                arguments: StatementArguments(arguments)
-            ) {
-                items[row[0]] = (row[1], [:])
-            }
-            let names = Set(query.filters.map(\.field) + (query.sort.map { [$0.field] } ?? []))
-            for name in names {
-                let sql =
-                    candidates == nil
-                    ? "SELECT item, state FROM field WHERE name = ?"
-                    : "SELECT item, state FROM field WHERE name = ? AND item IN (SELECT value FROM json_each(?))"
-                var args: [(any DatabaseValueConvertible)?] = [name.rawValue]
-                if let candidateList { args.append(candidateList) }
-                for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(args)) {
-                    let item: Int64 = row[0]
-                    guard items[item] != nil else { continue }
-                    let state = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodeRows)
-                    if let value = state.shownValue { items[item]!.values[name] = value }
+        let wanted = limit == .max ? limit : limit + 1  // one more says whether a next page exists
+        let page = try read { db -> [OrderedEntry] in
+            var candidates = try self.candidates(query, db: db)
+            var scope = ItemScope(type: type, includeDeleted: includeDeleted, search: nil)
+            if let search {
+                if let found = try Self.searchCandidates(search, limit: commonSearch, db: db) {
+                    candidates = candidates.map { Array(Set($0).intersection(found)) } ?? found
+                } else {
+                    scope.search = search
                 }
             }
-            let passing = items.values.filter { query.matches($0.values) }
-                .map { item in (value: query.sort.flatMap { item.values[$0.field] }, id: item.id) }
-            return passing.sorted { query.precedes($0, $1) }
+            if candidates == nil, query.filters.isEmpty,
+                let walked = try walk(sort: query.sort, scope, after: start, count: wanted, db: db)
+            {
+                return walked
+            }
+            let ordered = try gather(query, scope, candidates: candidates, db: db)
+            return Array(
+                (start.map { start in ordered.filter { query.precedes(start, $0) } } ?? ordered).prefix(wanted)
+            )
         }
-        var page = ordered
-        if let start { page = page.filter { query.precedes(start, $0) } }
         let taken = Array(page.prefix(limit))
         let items = try self.items(taken.map { ItemID(unchecked: $0.id) }, withLocalEdits: withLocalEdits)
         let next = page.count > limit ? taken.last.map { Self.cursor(for: $0) } : nil
         return QueryPage(items: items, next: next)
+    }
+
+    /// Every item in scope among `candidates` (nil: every item) that passes `query`, with its
+    /// sort value, in the query's order: each needed field's state read and decoded.
+    private func gather(
+        _ query: ItemQuery,
+        _ scope: ItemScope,
+        candidates: [Int64]?,
+        db: Database
+    ) throws -> [OrderedEntry] {
+        var items: [Int64: (id: String, values: [FieldName: Value])] = [:]
+        var (conditions, arguments) = scope.conditions
+        let candidateList = candidates.map { "[" + $0.map(String.init).joined(separator: ",") + "]" }
+        if let candidateList {
+            conditions.append("i.id IN (SELECT value FROM json_each(?))")
+            arguments.append(candidateList)
+        }
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        for row in try Row.fetchAll(
+            db,
+            sql: "SELECT i.id, i.item_id FROM item i \(whereClause)",
+            arguments: StatementArguments(arguments)
+        ) {
+            items[row[0]] = (row[1], [:])
+        }
+        let names = Set(query.filters.map(\.field) + (query.sort.map { [$0.field] } ?? []))
+        for name in names {
+            let sql =
+                candidates == nil
+                ? "SELECT item, state FROM field WHERE name = ?"
+                : "SELECT item, state FROM field WHERE name = ? AND item IN (SELECT value FROM json_each(?))"
+            var args: [(any DatabaseValueConvertible)?] = [name.rawValue]
+            if let candidateList { args.append(candidateList) }
+            for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(args)) {
+                let item: Int64 = row[0]
+                guard items[item] != nil else { continue }
+                let state = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodeRows)
+                if let value = state.shownValue { items[item]!.values[name] = value }
+            }
+        }
+        let passing = items.values.filter { query.matches($0.values) }
+            .map { item in (value: query.sort.flatMap { item.values[$0.field] }, id: item.id) }
+        return passing.sorted { query.precedes($0, $1) }
     }
 
     /// Which index, if any, a query's candidates come from, and SQLite's plan for reading them:

@@ -301,7 +301,7 @@ extension Transaction {
     }
 
     /// Empties the replica of its items (for a rejoin): every item, field, version and history
-    /// row, the query index and the links between items, the version vector, the streams under way, the stability ledger and
+    /// row, the query index, the links between items and the search texts, the version vector, the streams under way, the stability ledger and
     /// the folded writers (a fold must stay covered by the vector).
     /// The feed's numbering goes on past what it gave, and its floor moves there.
     /// Returns the transaction's change stamp.
@@ -309,7 +309,7 @@ extension Transaction {
         let highest = try Self.latestSeq(db: db)
         // Link rows name items by row id, and ids start again once `item` is empty: a row left
         // behind would make a new item look linked.
-        for table in ["query_index", "item_link", "history", "version", "field", "item", "stream"] {
+        for table in ["query_index", "item_link", "item_search", "history", "version", "field", "item", "stream"] {
             try db.execute(sql: "DELETE FROM \(table)")
         }
         try db.execute(sql: "UPDATE node SET counter = 0")

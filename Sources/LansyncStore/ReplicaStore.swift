@@ -261,6 +261,7 @@ public final class ReplicaStore: Sendable {
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
                     switch try body(&tx, me) {
                     case .commit(let value):
+                        try tx.refreshSearchTexts()
                         result = value
                         marker = tx.writerMarker
                         return .commit

@@ -27,6 +27,7 @@ enum Schema {
         migrator.registerMigration("v15-rejoin", migrate: v15Rejoin)
         migrator.registerMigration("v16-purge", migrate: v16Purge)
         migrator.registerMigration("v17-unset", migrate: v17Unset)
+        migrator.registerMigration("v18-search", migrate: v18Search)
         return migrator
     }
 
@@ -391,6 +392,24 @@ enum Schema {
                 CREATE INDEX item_link_item ON item_link(item, field);
                 """
         )
+    }
+
+    /// Every item's text for searches (``ItemSearch``), made here for the items the file holds.
+    private static func v18Search(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- One row per item (rowid = item.id): its id, type, field names and shown values,
+                -- one per line, case folded. Trigrams without positions (detail=none) find the
+                -- items that may hold a word; GLOB on the text decides.
+                CREATE VIRTUAL TABLE item_search USING fts5(
+                    text, tokenize = 'trigram case_sensitive 1', detail = 'none'
+                );
+                """
+        )
+        let nodes = NodeRows()
+        for item in try Int64.fetchAll(db, sql: "SELECT id FROM item") {
+            try Transaction.refreshSearchText(item: item, known: [:], db: db, nodes: nodes)
+        }
     }
 
 }

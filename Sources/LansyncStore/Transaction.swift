@@ -26,6 +26,9 @@ struct Transaction {
     var origin = ChangeOrigin.local
     /// The fields indexed for queries, read at the first save.
     var indexedNames: Set<String>?
+    /// The items whose search text may have changed, with the shown values saved to them
+    /// (``refreshSearchTexts()``).
+    var searchChanges: [Int64: [FieldName: Value?]] = [:]
     /// The commit's wall-clock time for the change feed, read at the first change.
     var commitTime: Int64?
     /// The feed's last sequence number, read at the first change and counted on from there.
@@ -374,6 +377,7 @@ struct Transaction {
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
         try indexField(item: item, name: name, new: new)
         try linkField(item: item, name: name, old: old, new: new)
+        try noteSearchChange(item: item, name: name, shown: new.shownValue)
         return fieldRow
     }
 

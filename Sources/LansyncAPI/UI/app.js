@@ -7,9 +7,10 @@
 
 const TOKEN_KEY = 'lansync.token';
 const PREFS_KEY = 'lansync.items';
-const MAX_ITEMS = 20000;           // the items view loads at most this many items
-const MAX_REFETCH = 300;           // more changed items than this at once: reload the list
-const PAGE_ROWS = 200;             // the items table draws this many rows at first, and more on demand
+const PAGE_SIZE = 100;             // the items view asks the node for this many items at a time
+const MAX_RELOAD = 1000;           // and, to redraw what it shows after a change, at most this many
+const MAX_REFETCH = 300;           // more changed items than this at once: forget them all instead
+const MAX_CACHED = 5000;           // items kept for views (pages, link targets) before older ones go
 
 const main = document.getElementById('main');
 const top = document.getElementById('top');
@@ -80,6 +81,7 @@ function valueText(v) {
   if (typeof v === 'string') return v;
   if (isLink(v)) {
     const target = store.items.get(v.ref);
+    if (!target) wantItem(v.ref);
     return target ? `→ ${itemTitle(target)}` : `@${v.ref}`;
   }
   return jsonText(v);
@@ -108,18 +110,9 @@ function readInput(text, asText) {
   if (asText) return { value: text };
   const t = text.trim();
   if (t === '') return { value: text };
-  // `@ID` (a unique start of an item's id) is a link, as on the command line.
-  if (/^@[A-Za-z0-9._:-]+$/.test(t)) {
-    const typed = t.slice(1);
-    if (store.items.has(typed)) return { value: { ref: typed } };
-    const matches = [...store.items.keys()].filter((id) => id.startsWith(typed));
-    if (matches.length === 1) return { value: { ref: matches[0] } };
-    return {
-      error: matches.length
-        ? `“${shorten(t, 40)}” is the start of ${matches.length} item ids: give more of it.`
-        : `No item’s id starts with “${shorten(typed, 40)}”. A link is written @ID; to keep it as text, put it in quotes.`,
-    };
-  }
+  // `@ID` (a unique start of an item's id) is a link, as on the command line: the node resolves
+  // the start, and says so if no item's id, or several, start with it.
+  if (/^@[A-Za-z0-9._:-]+$/.test(t)) return { value: { ref: t.slice(1) } };
   try {
     return { value: parseJSON(t) };
   } catch (e) {
@@ -212,10 +205,11 @@ function renderValue(v) {
       return h('span', { class: 'chips' }, v.map((e) => h('span', { class: 'chip' }, valueText(e))));
     case 'link': {
       const target = store.items.get(v.ref);
+      if (!target) wantItem(v.ref);
       return h('a', { class: 'v-link', href: `#/item/${encodeURIComponent(v.ref)}`, 'data-key': `link:${v.ref}`, title: v.ref },
         '→ ', target ? itemTitle(target) : shortId(v.ref),
-        !target ? [' ', h('span', { class: 'badge deleted' }, 'missing')]
-          : target.deleted ? [' ', h('span', { class: 'badge deleted' }, 'deleted')] : null);
+        store.missing.has(v.ref) ? [' ', h('span', { class: 'badge deleted' }, 'missing')]
+          : target && target.deleted ? [' ', h('span', { class: 'badge deleted' }, 'deleted')] : null);
     }
     default:
       return h('span', null, jsonText(v));
@@ -320,15 +314,17 @@ async function api(method, path, body) {
 const itemPath = (id) => `/v1/items/${encodeURIComponent(id)}`;
 
 // ---------------------------------------------------------------------------------------------
-// What the page knows: the items, the open conflicts and the node's status, all from the API.
-// Views subscribe to changes of it; the change feed and the status poll keep it current.
+// What the page knows: the items it has read (the items view's pages, an item shown, the targets
+// of links shown), how many items there are of each type, the open conflicts and the node's
+// status, all from the API. The node answers the items view's questions (a page, a type, a
+// search, an order) from its indexes, so the page never reads every item. Views subscribe to
+// changes; the change feed keeps what was read current.
 
 const store = {
   items: new Map(),
-  itemsReady: false,
-  itemsError: null,
-  truncated: false,
-  loading: false,
+  missing: new Set(),              // ids the node answered 404 for (a link to an item not here)
+  fetching: new Set(),
+  summary: null,                   // GET /v1/summary: counts by type, the indexed fields
   conflicts: [],
   conflictsReady: false,
   conflictsError: null,
@@ -348,41 +344,57 @@ function subscribe(fn) {
   return () => store.listeners.delete(fn);
 }
 
-function putItem(item) {
+/** Keeps an item read from the node; true if it was not held before or has changed. */
+function cacheItem(item) {
   const before = store.items.get(item.id);
   if (!before) store.shortIds = null;
+  store.missing.delete(item.id);
   store.items.set(item.id, item);
-  if (!before || jsonText(before.conflicts) !== jsonText(item.conflicts)) scheduleConflicts();
+  const changedConflicts = before ? jsonText(before.conflicts) !== jsonText(item.conflicts) : item.conflicts.length > 0;
+  if (changedConflicts) scheduleConflicts();
+  return !before || jsonText(before) !== jsonText(item);
+}
+
+function putItem(item) {
+  cacheItem(item);
   emit('items', [item.id]);
 }
 
-async function loadItems() {
+/** Forgets items no view needs (`keep`: ids still shown) once more than MAX_CACHED are held. */
+function pruneItems(keep) {
+  if (store.items.size <= MAX_CACHED) return;
+  for (const id of store.items.keys()) if (!keep.has(id)) store.items.delete(id);
+  store.shortIds = null;
+}
+
+/** Reads an item a view shows but the page has not read (a link's target), once. */
+function wantItem(id) {
+  if (store.items.has(id) || store.missing.has(id) || store.fetching.has(id)) return;
   const mine = session;
-  store.loading = true;
+  store.fetching.add(id);
+  api('GET', itemPath(id)).then((item) => {
+    if (mine === session) putItem(item);
+  }, (e) => {
+    if (mine === session && e.status === 404) { store.missing.add(id); emit('items', [id]); }
+  }).finally(() => store.fetching.delete(id));
+}
+
+/** The item counts by type and the indexed fields, read again a little after changes. */
+async function loadSummary() {
+  const mine = session;
   try {
-    const map = new Map();
-    let after = null;
-    do {
-      const q = new URLSearchParams({ limit: '1000', deleted: 'true' });
-      if (after) q.set('after', after);
-      const page = await api('GET', `/v1/items?${q}`);
-      for (const item of page.items) map.set(item.id, item);
-      after = page.next;
-    } while (after && map.size < MAX_ITEMS);
+    const summary = await api('GET', '/v1/summary');
     if (mine !== session) return;
-    store.items = map;
-    store.truncated = !!after;
-    store.itemsReady = true;
-    store.itemsError = null;
-    store.shortIds = null;
+    store.summary = summary;
   } catch (e) {
     if (mine !== session) return;
-    store.itemsError = e.message;
-  } finally {
-    if (mine === session) store.loading = false;
   }
-  emit('items', null);
-  if (pending.size) scheduleFlush();
+  emit('summary');
+}
+let summaryTimer = null;
+function scheduleSummary() {
+  clearTimeout(summaryTimer);
+  summaryTimer = setTimeout(loadSummary, 300);
 }
 
 async function loadConflicts() {
@@ -414,7 +426,7 @@ function showConflictCount() {
   conflictCountEl.setAttribute('aria-label', `${n} open`);
 }
 
-/** The shortest start of each id that no other loaded id shares (at least 8), as the CLI shows. */
+/** The shortest start of each id that no other id the page holds shares (at least 8), as the CLI shows. */
 function shortId(id) {
   if (!store.shortIds) {
     const ids = [...store.items.keys()].sort();
@@ -553,6 +565,7 @@ function onChange(change) {
   if (change.kind === 'conflict' || change.kind === 'settle') scheduleConflicts();
   emit('change', change);
   scheduleFlush();
+  scheduleSummary();
 }
 
 function scheduleFlush() {
@@ -560,14 +573,22 @@ function scheduleFlush() {
   flushTimer = setTimeout(flush, 40);
 }
 
+// Changed items the page holds are read again; the items view also asks its question again
+// (a new item may belong on it, a changed one move), which the 'changed' event tells it.
 async function flush() {
   flushTimer = null;
-  if (store.loading) { scheduleFlush(); return; }
   const ids = [...pending];
   pending.clear();
   if (ids.length === 0) return;
-  if (ids.length > MAX_REFETCH) { await resync(); return; }
-  await refetch(ids);
+  emit('changed', ids);
+  const held = ids.filter((id) => store.items.has(id) || store.missing.has(id));
+  if (held.length > MAX_REFETCH) {
+    for (const id of held) store.items.delete(id);
+    store.shortIds = null;
+    emit('items', null);
+    return;
+  }
+  await refetch(held);
 }
 
 async function refetch(ids) {
@@ -581,15 +602,25 @@ async function refetch(ids) {
         const item = await api('GET', itemPath(id));
         if (mine === session) putItem(item);
       } catch (e) {
-        if (e.status === 404 && store.items.delete(id)) { store.shortIds = null; emit('items', [id]); }
+        if (e.status === 404 && mine === session) {
+          store.items.delete(id);
+          store.missing.add(id);
+          store.shortIds = null;
+          emit('items', [id]);
+        }
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(6, ids.length) }, worker));
 }
 
+// Everything the page read may be out of date (the feed could not resume): read it again.
 async function resync() {
-  await Promise.all([loadItems(), loadConflicts()]);
+  store.items.clear();
+  store.missing.clear();
+  store.shortIds = null;
+  emit('items', null);
+  await Promise.all([loadSummary(), loadConflicts()]);
 }
 
 // An item's sync state (DIRTY, SYNCING, SYNCED) moves when a peer acknowledges, which is not a
@@ -608,8 +639,9 @@ function onSync() {
     const unsynced = [...store.items.values()]
       .filter((it) => it.sync && it.sync.state !== 'SYNCED')
       .map((it) => it.id);
-    if (unsynced.length > MAX_REFETCH) loadItems();
-    else if (unsynced.length) refetch(unsynced);
+    if (unsynced.length <= MAX_REFETCH) { refetch(unsynced); return; }
+    for (const id of unsynced) store.items.delete(id);
+    emit('items', null);
   }, 100);
 }
 
@@ -1115,53 +1147,26 @@ function syncBadge(sync) {
 
 // ---------------------------------------------------------------------------------------------
 // The items view: a table with a type filter, a search box, sorting, a choice of columns, a
-// form for a new item, inline edits, delete and restore.
+// form for a new item, inline edits, delete and restore. What it shows is a question to the
+// node (GET /v1/items with type, deleted, q and sort), read a page at a time: the node answers
+// from its indexes however many items it holds. A change in the feed asks it again.
 
 function loadPrefs() {
+  const fallback = { type: '', showDeleted: false, sort: { key: '@id', dir: 1 }, columns: {} };
   try {
-    const p = JSON.parse(localStorage.getItem(PREFS_KEY) || '{}');
-    return { type: '', showDeleted: false, sort: { key: '@id', dir: 1 }, columns: {}, ...p };
+    const p = { ...fallback, ...JSON.parse(localStorage.getItem(PREFS_KEY) || '{}') };
+    // Type and Sync were sortable when the page held every item; the node sorts by fields.
+    if (p.sort.key === '@type' || p.sort.key === '@sync' || (p.sort.key === '@id' && p.sort.dir < 0)) p.sort = fallback.sort;
+    return p;
   } catch {
-    return { type: '', showDeleted: false, sort: { key: '@id', dir: 1 }, columns: {} };
+    return fallback;
   }
 }
 function savePrefs(p) {
   try { localStorage.setItem(PREFS_KEY, JSON.stringify(p)); } catch { /* none */ }
 }
 
-const RANK = { null: 0, bool: 1, number: 2, string: 3, list: 4, other: 5 };
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
-
-function compareValues(a, b) {
-  const ka = a === undefined ? 'null' : kindOf(a);
-  const kb = b === undefined ? 'null' : kindOf(b);
-  if (ka !== kb) return RANK[ka] - RANK[kb];
-  switch (ka) {
-    case 'null': return 0;
-    case 'bool': return Number(a) - Number(b);
-    case 'number': return Number(a) - Number(b);
-    case 'string': return collator.compare(a, b);
-    default: return collator.compare(jsonText(a), jsonText(b));
-  }
-}
-
-const SYNC_RANK = { DIRTY: 0, SYNCING: 1, SYNCED: 2 };
-
-const searchCache = new WeakMap();
-function searchText(item) {
-  let s = searchCache.get(item);
-  if (s === undefined) {
-    const parts = [item.id, item.type];
-    for (const [k, v] of Object.entries(item.fields)) {
-      parts.push(k);
-      if (Array.isArray(v)) for (const e of v) parts.push(valueText(e));
-      else parts.push(valueText(v));
-    }
-    s = parts.join('\n').toLowerCase();
-    searchCache.set(item, s);
-  }
-  return s;
-}
 
 function columnName(key) {
   return key === '@id' ? 'Item' : key === '@type' ? 'Type' : key === '@sync' ? 'Sync' : key;
@@ -1174,8 +1179,15 @@ function itemsView() {
   let columns = [];
   let fieldNames = [];
   let typesSignature = '';
-  let shownLimit = PAGE_ROWS;       // rows drawn; "Show more" draws more
   let unsubscribe = null;
+  // What the node answered: the ids shown, in its order, and where the next page starts.
+  let shown = [];
+  let next = null;
+  let loaded = false;
+  let loadError = null;
+  let loading = false;
+  let generation = 0;
+  let reloadTimer = null;
 
   const el = h('section', { 'aria-labelledby': 'items-title' });
   const countEl = h('p', { class: 'sub', id: 'items-count' });
@@ -1200,11 +1212,14 @@ function itemsView() {
   const emptyEl = h('p', { class: 'empty', hidden: true });
   const moreButton = h('button', { type: 'button', 'data-key': 'more' }, 'Show more');
   const moreEl = h('div', { class: 'list-foot', hidden: true }, h('span', { class: 'more-count' }), moreButton);
-  moreButton.addEventListener('click', () => {
-    shownLimit += PAGE_ROWS * 5;
-    renderBody();
-  });
+  moreButton.addEventListener('click', () => loadMore());
+  // The next page comes by itself when the end of the table scrolls into view.
+  const moreObserver = typeof IntersectionObserver === 'function'
+    ? new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) loadMore(); }, { rootMargin: '400px' })
+    : null;
+  if (moreObserver) moreObserver.observe(moreEl);
   const noticeEl = h('p', { class: 'notice-bar', hidden: true, role: 'alert' });
+  const sortHint = h('p', { class: 'hint', id: 'sort-hint', hidden: true });
   // Links whose target is deleted or missing (`lansync check --links`), read again when items change.
   const brokenEl = h('div', { class: 'notice-bar', hidden: true, 'data-scope': 'broken-links' });
   let brokenTimer = null;
@@ -1212,12 +1227,13 @@ function itemsView() {
     try {
       const broken = await api('GET', '/v1/links/broken');
       brokenEl.hidden = broken.length === 0;
-      const title = (id) => { const it = store.items.get(id); return it ? itemTitle(it) : shortId(id); };
+      const title = (id) => { const it = store.items.get(id); if (!it) wantItem(id); return it ? itemTitle(it) : shortId(id); };
       fill(brokenEl, broken.length ? [
         h('p', null, `${broken.length} link${broken.length === 1 ? ' points' : 's point'} at a deleted or missing item:`),
-        h('ul', null, broken.map((b) => h('li', null,
+        h('ul', null, broken.slice(0, 50).map((b) => h('li', null,
           h('a', { href: `#/item/${encodeURIComponent(b.id)}` }, title(b.id)), ` · ${b.field} → `,
-          b.state === 'deleted' ? [h('a', { href: `#/item/${encodeURIComponent(b.target)}` }, title(b.target)), ' (deleted)'] : `${shortId(b.target)} (missing)`)))] : null);
+          b.state === 'deleted' ? [h('a', { href: `#/item/${encodeURIComponent(b.target)}` }, title(b.target)), ' (deleted)'] : `${shortId(b.target)} (missing)`))),
+        broken.length > 50 ? h('p', null, `…and ${broken.length - 50} more: ‘lansync check --links’ lists them all.`) : null] : null);
     } catch {
       brokenEl.hidden = true;
     }
@@ -1251,12 +1267,13 @@ function itemsView() {
   });
 
   function bulkTargets() {
-    return visibleItems().filter((it) => !it.deleted);
+    return shownItems().filter((it) => !it.deleted);
   }
 
   function renderBulkSummary() {
     const n = bulkTargets().length;
-    bulkSummary.textContent = `${n} item${n === 1 ? '' : 's'} shown (deleted ones left out): narrow them with the type and the search first.`;
+    bulkSummary.textContent = `${n} item${n === 1 ? '' : 's'} shown (deleted ones left out)`
+      + (next ? '; more match below: “Show more” adds them, or narrow them with the type and the search.' : ': narrow them with the type and the search first.');
   }
 
   function armBulk(kind) {
@@ -1286,6 +1303,7 @@ function itemsView() {
         bulkConfirm.hidden = true;
         toast(`${kind === 'delete' ? 'Deleted' : 'Changed'} ${result.changed} item${result.changed === 1 ? '' : 's'}.`);
         await refetch(result.ids);
+        await reload();
         renderBulkSummary();
       } catch (e) {
         bulkError.textContent = e.message;
@@ -1311,40 +1329,86 @@ function itemsView() {
       h('div', { class: 'stack sort-mobile' }, h('span', { class: 'field-label' }, 'Sort'),
         h('div', { class: 'edit-row' }, sortSelect, sortDir)),
       h('div', { class: 'end' }, bulkButton, columnsMenu)),
+    sortHint,
     bulkPanel,
     h('div', { class: 'panel table-wrap' }, table, emptyEl),
     moreEl,
   ]);
 
-  function visibleItems() {
-    const q = search.trim().toLowerCase();
-    const list = [];
-    for (const item of store.items.values()) {
-      if (item.deleted && !prefs.showDeleted) continue;
-      if (prefs.type && item.type !== prefs.type) continue;
-      if (q && !searchText(item).includes(q)) continue;
-      list.push(item);
+  /** The question the view asks the node, for a page after `after` of `limit` items. */
+  function question(after, limit) {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (prefs.type) q.set('type', prefs.type);
+    if (prefs.showDeleted) q.set('deleted', 'true');
+    if (search.trim()) q.set('q', search.trim());
+    if (prefs.sort.key !== '@id') q.set('sort', `${prefs.sort.dir < 0 ? '-' : ''}${prefs.sort.key}`);
+    if (after) q.set('after', after);
+    return `/v1/items?${q}`;
+  }
+
+  /** Asks again from the top, for as many items as are shown (at least a page, at most MAX_RELOAD). */
+  async function reload(again = false) {
+    const mine = generation += 1;
+    const want = again ? Math.min(Math.max(shown.length, PAGE_SIZE), MAX_RELOAD) : PAGE_SIZE;
+    loading = true;
+    try {
+      const page = await api('GET', question(null, want));
+      if (mine !== generation) return;
+      const changed = [];
+      for (const item of page.items) if (cacheItem(item)) changed.push(item.id);
+      shown = page.items.map((it) => it.id);
+      next = page.next;
+      loaded = true;
+      loadError = null;
+      pruneItems(new Set(shown));
+      loading = false;
+      renderAll(again ? changed : null);
+    } catch (e) {
+      if (mine !== generation) return;
+      loading = false;
+      loadError = e.message;
+      renderBody();
     }
-    const { key, dir } = prefs.sort;
-    const value = (it) => {
-      if (key === '@id') return it.id;
-      if (key === '@type') return it.type;
-      if (key === '@sync') return it.sync ? SYNC_RANK[it.sync.state] : 3;
-      return it.fields[key];
-    };
-    list.sort((a, b) => {
-      const c = key === '@id' ? (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) : compareValues(value(a), value(b));
-      if (c !== 0) return c * dir;
-      return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-    });
-    return list;
+  }
+
+  async function loadMore() {
+    if (!next || loading || !loaded) return;
+    const mine = generation;
+    loading = true;
+    try {
+      const page = await api('GET', question(next, PAGE_SIZE));
+      if (mine !== generation) return;
+      const have = new Set(shown);
+      for (const item of page.items) {
+        cacheItem(item);
+        if (!have.has(item.id)) shown.push(item.id);
+      }
+      next = page.next;
+      loading = false;
+      computeFields();
+      renderColumnsMenu();
+      renderBody();
+    } catch (e) {
+      if (mine !== generation) return;
+      loading = false;
+      toast(e.message, { error: true });
+    }
+  }
+
+  function scheduleReload(delay = 150) {
+    clearTimeout(reloadTimer);
+    reloadTimer = setTimeout(() => reload(true), delay);
+  }
+
+  // An item deleted or retyped here leaves at once; the node's answer follows with the feed.
+  function shownItems() {
+    return shown.map((id) => store.items.get(id))
+      .filter((it) => it && (prefs.showDeleted || !it.deleted) && (!prefs.type || it.type === prefs.type));
   }
 
   function computeFields() {
     const counts = new Map();
-    for (const item of store.items.values()) {
-      if (prefs.type && item.type !== prefs.type) continue;
-      if (item.deleted && !prefs.showDeleted) continue;
+    for (const item of shownItems()) {
       for (const f of Object.keys(item.fields)) counts.set(f, (counts.get(f) || 0) + 1);
     }
     fieldNames = [...counts.keys()].sort((a, b) => collator.compare(a, b));
@@ -1359,13 +1423,14 @@ function itemsView() {
       columns.push('@sync');
     }
     for (const c of columns) if (!c.startsWith('@') && !fieldNames.includes(c)) fieldNames.push(c);
+    if (prefs.sort.key !== '@id' && !fieldNames.includes(prefs.sort.key)) fieldNames.push(prefs.sort.key);
   }
 
   function renderTypes() {
     const counts = new Map();
-    for (const item of store.items.values()) {
-      if (item.deleted && !prefs.showDeleted) continue;
-      counts.set(item.type, (counts.get(item.type) || 0) + 1);
+    for (const t of (store.summary && store.summary.types) || []) {
+      const n = t.items + (prefs.showDeleted ? t.deleted : 0);
+      if (n > 0) counts.set(t.type, n);
     }
     if (prefs.type && !counts.has(prefs.type)) counts.set(prefs.type, 0);
     const types = [...counts.keys()].sort((a, b) => collator.compare(a, b));
@@ -1374,7 +1439,7 @@ function itemsView() {
     if (signature === typesSignature) return;
     typesSignature = signature;
     keepFocus(() => {
-      fill(typeSelect, 
+      fill(typeSelect,
         h('option', { value: '' }, 'All types'),
         types.map((t) => h('option', { value: t }, `${t} (${counts.get(t)})`)));
       typeSelect.value = prefs.type;
@@ -1389,13 +1454,13 @@ function itemsView() {
       const box = h('input', { type: 'checkbox', id, checked: columns.includes(key), 'data-key': `col:${key}` });
       box.addEventListener('change', () => {
         // Keep the order the columns have; a new one goes last (before Sync), Type first.
-        const next = columns.filter((k) => k !== key);
+        const next_ = columns.filter((k) => k !== key);
         if (box.checked) {
-          if (key === '@type') next.unshift(key);
-          else if (key !== '@sync' && next.includes('@sync')) next.splice(next.indexOf('@sync'), 0, key);
-          else next.push(key);
+          if (key === '@type') next_.unshift(key);
+          else if (key !== '@sync' && next_.includes('@sync')) next_.splice(next_.indexOf('@sync'), 0, key);
+          else next_.push(key);
         }
-        columns = next;
+        columns = next_;
         prefs.columns[prefs.type || '*'] = columns;
         savePrefs(prefs);
         rows.clear();
@@ -1405,34 +1470,48 @@ function itemsView() {
     }));
   }
 
+  // The node orders by the item's id or by a field (by kind, then value: Docs/API.md); Type is
+  // the filter's job, and Sync is this node's own view of each item, so neither is an order.
+  function sortable(key) {
+    return key === '@id' || !key.startsWith('@');
+  }
+
   function renderHead() {
     const { key, dir } = prefs.sort;
     const th = (k, label) => {
       const active = key === k;
+      if (!sortable(k)) return h('th', { scope: 'col' }, h('span', { class: 'th-label' }, label));
+      const nextDir = k === '@id' ? 1 : active ? -dir : 1;
       return h('th', { scope: 'col', 'aria-sort': active ? (dir > 0 ? 'ascending' : 'descending') : null },
         h('button', {
           type: 'button', 'data-key': `sort:${k}`,
-          'aria-label': `${label}: sort ${active && dir > 0 ? 'descending' : 'ascending'}`,
-          onclick: () => setSort(k, active ? -dir : 1),
+          'aria-label': `${label}: sort ${nextDir > 0 ? 'ascending' : 'descending'}`,
+          onclick: () => setSort(k, nextDir),
         }, label, ' ', h('span', { class: 'sort-arrow', 'aria-hidden': 'true' }, active ? (dir > 0 ? '▲' : '▼') : '')));
     };
     keepFocus(() => fill(thead, h('tr', null,
       th('@id', 'Item'),
       columns.map((c) => th(c, columnName(c))),
       h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))));
-    const options = ['@id', ...columns];
+    const options = ['@id', ...columns.filter(sortable)];
+    if (!options.includes(key)) options.push(key);
     keepFocus(() => {
       fill(sortSelect, options.map((k) => h('option', { value: k }, columnName(k))));
-      sortSelect.value = options.includes(key) ? key : '@id';
+      sortSelect.value = key;
     });
+    sortDir.disabled = key === '@id';
+    const indexed = (store.summary && store.summary.indexed) || [];
+    const total = store.summary ? store.summary.items + store.summary.deleted : 0;
+    sortHint.hidden = key === '@id' || indexed.includes(key) || total < 10000;
+    sortHint.textContent = `Sorting by ${key} reads every item’s ${key} on the node (${total.toLocaleString()} items): ‘lansync index ${key}’ there makes it quick.`;
   }
 
   function setSort(k, dir) {
-    prefs.sort = { key: k, dir };
+    prefs.sort = { key: k, dir: k === '@id' ? 1 : dir };
     savePrefs(prefs);
     renderHead();
-    renderBody();
-    announce(`Sorted by ${columnName(k)}, ${dir > 0 ? 'ascending' : 'descending'}.`);
+    reload();
+    announce(`Sorted by ${columnName(k)}, ${prefs.sort.dir > 0 ? 'ascending' : 'descending'}.`);
   }
 
   function buildRow(item) {
@@ -1490,11 +1569,10 @@ function itemsView() {
   }
 
   function renderBody(flashIds) {
-    const list = visibleItems();
-    const drawn = list.length > shownLimit ? list.slice(0, shownLimit) : list;
-    const wanted = drawn.map((it) => rowFor(it).tr);
-    moreEl.hidden = drawn.length === list.length;
-    moreEl.querySelector('.more-count').textContent = `Showing ${drawn.length.toLocaleString()} of ${list.length.toLocaleString()}.`;
+    const list = shownItems();
+    const wanted = list.map((it) => rowFor(it).tr);
+    moreEl.hidden = !next;
+    moreEl.querySelector('.more-count').textContent = `Showing the first ${list.length.toLocaleString()}.`;
     keepFocus(() => {
       // Move rows only where the order changed, so a focused row is not taken out needlessly.
       let child = tbody.firstElementChild;
@@ -1502,9 +1580,9 @@ function itemsView() {
         if (child === tr) { child = child.nextElementSibling; continue; }
         tbody.insertBefore(tr, child);
       }
-      while (child) { const next = child.nextElementSibling; child.remove(); child = next; }
+      while (child) { const after = child.nextElementSibling; child.remove(); child = after; }
     });
-    for (const [id, row] of rows) if (!row.tr.isConnected && !store.items.has(id)) rows.delete(id);
+    for (const [id, row] of rows) if (!row.tr.isConnected && !shown.includes(id)) rows.delete(id);
     if (!bulkPanel.hidden) renderBulkSummary();
     if (flashIds) {
       for (const id of flashIds) {
@@ -1516,56 +1594,64 @@ function itemsView() {
         }
       }
     }
-    const total = [...store.items.values()].filter((it) => !it.deleted).length;
-    const deleted = store.items.size - total;
-    let text;
-    if (!store.itemsReady) text = store.itemsError ? '' : 'Loading…';
-    else if (list.length === total && !prefs.type && !search && !prefs.showDeleted) text = `${total} item${total === 1 ? '' : 's'}`;
-    else text = `${list.length} shown of ${total} item${total === 1 ? '' : 's'}${prefs.showDeleted ? ` and ${deleted} deleted` : ''}`;
+    const summary = store.summary;
+    const total = summary ? summary.items : null;
+    const s = (n) => (n === 1 ? '' : 's');
+    let text = '';
+    if (!loaded) text = loadError ? '' : 'Loading…';
+    else if (total === null) text = `${list.length}${next ? '+' : ''} shown`;
+    else if (!prefs.type && !search.trim() && !prefs.showDeleted) text = `${total.toLocaleString()} item${s(total)}`;
+    else if (!search.trim()) {
+      const t = prefs.type ? summary.types.find((x) => x.type === prefs.type) : null;
+      const live = prefs.type ? (t ? t.items : 0) : total;
+      const deleted = prefs.type ? (t ? t.deleted : 0) : summary.deleted;
+      const n = live + (prefs.showDeleted ? deleted : 0);
+      text = `${n.toLocaleString()} shown of ${total.toLocaleString()} item${s(total)}${prefs.showDeleted ? ` and ${summary.deleted.toLocaleString()} deleted` : ''}`;
+    } else {
+      text = `${list.length.toLocaleString()}${next ? '+' : ''} found of ${total.toLocaleString()} item${s(total)}`;
+    }
     countEl.textContent = text;
-    emptyEl.hidden = list.length > 0 || !store.itemsReady;
+    emptyEl.hidden = list.length > 0 || !loaded;
     table.hidden = list.length === 0;
-    emptyEl.textContent = store.items.size === 0
+    emptyEl.textContent = summary && summary.items + summary.deleted === 0
       ? 'No items yet. “New item” adds one; items added on any node of the cluster show up here as they arrive.'
       : 'No item matches. Change the type, the search or “Show deleted”.';
-    if (store.itemsError) {
-      noticeEl.hidden = false;
-      noticeEl.textContent = store.itemsError;
-    } else if (store.truncated) {
-      noticeEl.hidden = false;
-      noticeEl.textContent = `This page loaded the first ${MAX_ITEMS.toLocaleString()} items only: use 'lansync list --where' for the rest.`;
-    } else {
-      noticeEl.hidden = true;
-    }
+    noticeEl.hidden = !loadError;
+    noticeEl.textContent = loadError || '';
   }
 
-  function renderAll() {
+  function renderAll(flashIds) {
     computeFields();
     renderTypes();
     renderColumnsMenu();
     renderHead();
-    renderBody();
+    renderBody(flashIds);
+  }
+
+  function changeQuestion() {
+    rows.clear();
+    reload();
   }
 
   typeSelect.addEventListener('change', () => {
-    shownLimit = PAGE_ROWS;
     prefs.type = typeSelect.value;
     savePrefs(prefs);
-    rows.clear();
-    renderAll();
+    changeQuestion();
   });
+  let searchTimer = null;
   searchInput.addEventListener('input', () => {
-    shownLimit = PAGE_ROWS;
     search = searchInput.value;
-    renderBody();
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(changeQuestion, 120);
   });
   searchInput.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape' && searchInput.value) { searchInput.value = ''; search = ''; renderBody(); }
+    if (ev.key === 'Escape' && searchInput.value) { searchInput.value = ''; search = ''; changeQuestion(); }
   });
   deletedBox.addEventListener('change', () => {
     prefs.showDeleted = deletedBox.checked;
     savePrefs(prefs);
-    renderAll();
+    renderTypes();
+    changeQuestion();
   });
   sortSelect.addEventListener('change', () => setSort(sortSelect.value, 1));
   sortDir.addEventListener('click', () => setSort(prefs.sort.key, -prefs.sort.dir));
@@ -1584,8 +1670,7 @@ function itemsView() {
   form.onCreated = (item) => {
     form.close();
     newButton.focus();
-    renderAll();
-    renderBody([item.id]);
+    reload(true).then(() => renderBody([item.id]));
   };
 
   const keys = (ev) => {
@@ -1598,10 +1683,12 @@ function itemsView() {
   document.addEventListener('keydown', keys);
 
   unsubscribe = subscribe((what, ids) => {
+    if (what === 'summary') { renderTypes(); renderHead(); renderBody(); return; }
+    if (what === 'changed') { scheduleReload(); return; }
     if (what !== 'items') return;
     clearTimeout(brokenTimer);
     brokenTimer = setTimeout(loadBroken, 300);
-    if (ids === null) { rows.clear(); renderAll(); return; }
+    if (ids === null) { rows.clear(); scheduleReload(0); return; }
     const before = jsonText([fieldNames, columns]);
     computeFields();
     if (jsonText([fieldNames, columns]) !== before) {
@@ -1609,12 +1696,15 @@ function itemsView() {
       renderColumnsMenu();
       renderHead();
     }
-    renderTypes();
-    renderBody(ids);
+    // A link's target read meanwhile changes how rows that point at it read.
+    if (ids.some((id) => !shown.includes(id))) rows.clear();
+    renderBody(ids.filter((id) => shown.includes(id)));
   });
 
   setTitle('Items');
   renderAll();
+  reload();
+  if (!store.summary) loadSummary();
   loadBroken();
 
   return {
@@ -1622,6 +1712,10 @@ function itemsView() {
     destroy() {
       unsubscribe();
       clearTimeout(brokenTimer);
+      clearTimeout(reloadTimer);
+      clearTimeout(searchTimer);
+      generation += 1;
+      if (moreObserver) moreObserver.disconnect();
       document.removeEventListener('click', outside);
       document.removeEventListener('keydown', keys);
     },

@@ -101,6 +101,13 @@ struct ListCommand: ParsableCommand {
         )
     )
     var linksTo: String?
+    @Option(
+        help: ArgumentHelp(
+            "Only the items that hold every one of these words (any case) in their id, type, field names or values.",
+            valueName: "words"
+        )
+    )
+    var search: String?
     @Flag(help: "Print a JSON array.") var json = false
 
     /// The fields people name an item by: shown first, in a column of their own.
@@ -124,11 +131,15 @@ struct ListCommand: ParsableCommand {
 
     func validate() throws {
         if json, fields != nil || wide { throw ValidationError("--json prints every field; drop --fields and --wide") }
+        if let search, ItemSearch(search) == nil {
+            throw ValidationError("--search needs at least one word; drop it to list every item")
+        }
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
     }
 
     func run() throws {
         let replica = try LocalReplica(data.directory)
+        let words = search.flatMap(ItemSearch.init)
         // With a query, the items it selects in its order; else every item, by id, as it streams.
         let query = try replica.resolvingLinks(
             ItemQuery(filters: try conditions.map(QueryParser.filter), sort: try sort.map(QueryParser.sort))
@@ -141,12 +152,17 @@ struct ListCommand: ParsableCommand {
         if let linksTo {
             let target = try replica.resolve(linksTo)
             let ids = Set(try replica.itemsLinking(to: target).map(\.item.id))
-            selected = try replica.items(query, type: type, includeDeleted: deleted, limit: .max).filter {
-                ids.contains($0.id)
-            }
+            selected = try replica.items(query, type: type, includeDeleted: deleted, search: words, limit: .max)
+                .filter { ids.contains($0.id) }
             if let limit { selected = Array(selected!.prefix(limit)) }
-        } else if !conditions.isEmpty || sort != nil || limit != nil {
-            selected = try replica.items(query, type: type, includeDeleted: deleted, limit: limit ?? .max)
+        } else if !conditions.isEmpty || sort != nil || limit != nil || words != nil {
+            selected = try replica.items(
+                query,
+                type: type,
+                includeDeleted: deleted,
+                search: words,
+                limit: limit ?? .max
+            )
         }
         func forEachItem(_ body: (Item) throws -> Void) throws {
             if let selected {

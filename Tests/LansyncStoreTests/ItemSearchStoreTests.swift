@@ -1,0 +1,203 @@
+import Foundation
+import LansyncCore
+import LansyncTestSupport
+import Testing
+
+@testable import LansyncStore
+
+/// Searches and ordered walks on a real replica file: what the search index finds is what
+/// ``ItemSearch`` says an item's text holds, after edits, retypes, unsets and deletes; and a page
+/// read in order from an index is the page that sorting every item gives, through every cursor.
+@Suite struct ItemSearchStoreTests {
+    let dir = makeTemporaryDirectory("search")
+    let t0: UInt64 = 1_700_000_000_000
+    let title = FieldName.named("title")
+    let rank = FieldName.named("rank")
+    let tags = FieldName.named("tags")
+
+    func store() throws -> ReplicaStore {
+        try ReplicaStore.create(
+            path: "\(dir)/r.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "n1",
+            fingerprint: "fp",
+            lease: WriterLease(directory: dir)
+        )
+    }
+
+    static let words = [
+        "Apple", "apricot", "ÜBER", "über", "a*b", "x?y", "[z]", "co", "ab", "tea", "TEAM", "42", "7.5",
+    ]
+
+    /// What a search must find: every item's text made by hand from its shown values.
+    func reference(_ store: ReplicaStore, _ search: ItemSearch, includeDeleted: Bool) throws -> [String] {
+        try store.items(includeDeleted: includeDeleted, limit: 100_000).filter { item in
+            search.matches(
+                ItemSearch.text(id: item.id, type: item.type, fields: item.fields.map { ($0.name, $0.value) })
+            )
+        }.map(\.id.rawValue)
+    }
+
+    func found(
+        _ store: ReplicaStore,
+        _ search: ItemSearch,
+        includeDeleted: Bool,
+        commonSearch: Int,
+        limit: Int = 1000
+    ) throws -> [String] {
+        var ids: [String] = []
+        var after: String?
+        repeat {
+            let page = try store.query(
+                ItemQuery(),
+                type: nil,
+                includeDeleted: includeDeleted,
+                search: search,
+                limit: limit,
+                after: after,
+                withLocalEdits: false,
+                commonSearch: commonSearch
+            )
+            ids += page.items.map(\.id.rawValue)
+            after = page.next
+        } while after != nil
+        return ids
+    }
+
+    @Test func aSearchFindsWhatTheItemsTextHolds() throws {
+        let store = try store()
+        var rng = SplitMix64(seed: 0x5EA_2C4)
+        func word() -> String { Self.words[Int.random(in: 0..<Self.words.count, using: &rng)] }
+        for i in 0..<80 {
+            var assignments: [Assignment] = [.set(title, .string("\(word()) \(word())"))]
+            switch i % 4 {
+            case 0: assignments.append(.set(rank, .integer(Int64(i))))
+            case 1: assignments.append(.set(rank, .double(7.5)))
+            case 2: assignments.append(.set(tags, .list([.string(word()), .bool(i % 3 == 0), .ref(.named("i00"))])))
+            default: assignments.append(.set(FieldName.named(word() == "tea" ? "teapot" : "note"), .null))
+            }
+            try store.apply(
+                .create(type: i % 3 == 0 ? "Recipe" : "task", assignments: assignments),
+                to: .named(String(format: "i%02d", i)),
+                wallMilliseconds: t0
+            )
+        }
+        // Texts change: a word replaced, a field unset, a retype, a delete.
+        try store.apply(.update([.set(title, .string("nothing here"))]), to: .named("i05"), wallMilliseconds: t0)
+        try store.apply(.update([.unset(tags)]), to: .named("i06"), wallMilliseconds: t0)
+        try store.apply(.retype("teatime"), to: .named("i07"), wallMilliseconds: t0)
+        try store.apply(.delete, to: .named("i08"), wallMilliseconds: t0)
+
+        let searches =
+            (Self.words + ["i0", "i05", "recipe", "teatime", "true", "@i00", "nothing here", "title", "tags", "zzz"])
+            .compactMap(ItemSearch.init)
+        var nonEmpty = 0
+        for search in searches {
+            for includeDeleted in [false, true] {
+                let expected = try reference(store, search, includeDeleted: includeDeleted)
+                if !expected.isEmpty { nonEmpty += 1 }
+                // Gathered from the index, and walked item by item as a common search is.
+                for common in [1000, 0] {
+                    #expect(
+                        try found(store, search, includeDeleted: includeDeleted, commonSearch: common, limit: 7)
+                            == expected,
+                        "\(search.words) deleted: \(includeDeleted), common past \(common)"
+                    )
+                }
+            }
+        }
+        #expect(nonEmpty > 30, "most searches find something: \(nonEmpty)")
+        #expect(try found(store, ItemSearch("über")!, includeDeleted: false, commonSearch: 1000).count > 5)
+        #expect(try found(store, ItemSearch("i05 nothing")!, includeDeleted: false, commonSearch: 1000) == ["i05"])
+        #expect(try found(store, ItemSearch("i06 tags")!, includeDeleted: false, commonSearch: 1000).isEmpty, "unset")
+        #expect(try found(store, ItemSearch("teatime")!, includeDeleted: false, commonSearch: 1000) == ["i07"])
+        #expect(try found(store, ItemSearch("i08")!, includeDeleted: false, commonSearch: 1000).isEmpty)
+        #expect(try found(store, ItemSearch("i08")!, includeDeleted: true, commonSearch: 1000) == ["i08"])
+    }
+
+    @Test func aPageWalkedInOrderIsThePageSortingEveryItemGives() throws {
+        let store = try store()
+        var rng = SplitMix64(seed: 0x0DE_12)
+        let values: [Value?] = [
+            nil, .null, .bool(true), .bool(false), .integer(3), .double(3), .double(-1.5), .integer(10),
+            .string("b"), .string("B"), .string("ä"), .string(""), .ref(.named("i01")), .ref(.named("i00")),
+        ]
+        for i in 0..<70 {
+            var assignments: [Assignment] = [.set(title, .string(i % 2 == 0 ? "even tea" : "odd"))]
+            if let value = values[Int.random(in: 0..<values.count, using: &rng)] {
+                assignments.append(.set(rank, value))
+            }
+            try store.apply(
+                .create(type: i % 5 == 0 ? "note" : "task", assignments: assignments),
+                to: .named(String(format: "i%02d", i)),
+                wallMilliseconds: t0
+            )
+        }
+        try store.apply(.delete, to: .named("i04"), wallMilliseconds: t0)
+        try store.addIndex(rank)
+
+        func pages(_ query: ItemQuery, type: String?, deleted: Bool, search: ItemSearch?, limit: Int) throws -> [String]
+        {
+            var ids: [String] = []
+            var after: String?
+            repeat {
+                let page = try store.query(
+                    query,
+                    type: type,
+                    includeDeleted: deleted,
+                    search: search,
+                    limit: limit,
+                    after: after,
+                    withLocalEdits: false,
+                    commonSearch: 0
+                )
+                ids += page.items.map(\.id.rawValue)
+                after = page.next
+            } while after != nil
+            return ids
+        }
+        func reference(_ query: ItemQuery, type: String?, deleted: Bool, search: ItemSearch?) throws -> [String] {
+            try store.items(type: type, includeDeleted: deleted, limit: 1000).filter { item in
+                search?.matches(
+                    ItemSearch.text(id: item.id, type: item.type, fields: item.fields.map { ($0.name, $0.value) })
+                ) ?? true
+            }.map { item in
+                (value: item.fields.first { $0.name == rank }?.value, id: item.id.rawValue)
+            }.sorted { query.precedes($0, $1) }.map(\.id)
+        }
+        var compared = 0
+        for sort in [nil, ItemQuery.Sort(field: rank, descending: false), .init(field: rank, descending: true)] {
+            let query = ItemQuery(sort: sort)
+            for (type, deleted, search) in [
+                (nil, false, nil), ("task", true, nil), (nil, true, ItemSearch("tea")),
+                ("note", false, ItemSearch("odd")),
+            ] as [(String?, Bool, ItemSearch?)] {
+                for limit in [1, 6, 100] {
+                    let expected = try reference(query, type: type, deleted: deleted, search: search)
+                    #expect(
+                        try pages(query, type: type, deleted: deleted, search: search, limit: limit) == expected,
+                        "sort \(String(describing: sort)) type \(type ?? "any") deleted \(deleted) search \(search?.words ?? []) limit \(limit)"
+                    )
+                    compared += expected.count
+                }
+            }
+        }
+        #expect(compared > 500)
+
+        func walkable() throws -> Bool { try store.read { db in try ReplicaStore.walkable(rank, db: db) } }
+        // Walkable: the index gives this order. Not once a list or a number past 2^53 is a value.
+        #expect(try walkable())
+        try store.apply(.update([.set(rank, .list([.integer(1)]))]), to: .named("i10"), wallMilliseconds: t0)
+        #expect(try !walkable())
+        let listed = ItemQuery(sort: .init(field: rank, descending: false))
+        #expect(
+            try pages(listed, type: nil, deleted: false, search: nil, limit: 4)
+                == reference(listed, type: nil, deleted: false, search: nil)
+        )
+        try store.apply(.update([.set(rank, .integer(1 << 60))]), to: .named("i10"), wallMilliseconds: t0)
+        #expect(try !walkable())
+        try store.apply(.update([.set(rank, .integer(1))]), to: .named("i10"), wallMilliseconds: t0)
+        #expect(try walkable())
+    }
+}
