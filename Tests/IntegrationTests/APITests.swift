@@ -256,6 +256,36 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("is not a condition"), "\(bad.stderr)")
         #expect(bad.stderr.split(separator: "\n").count == 1)
     }
+
+    /// `list --search`: every word, any case, in ids, types, names and values; an edit or an
+    /// unset changes what is found; nothing to search for is a mistake.
+    @Test func listSearchesWordsInEveryItem() async throws {
+        let cli = CLI("search")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let dir = cli.path("a")
+        try await cli.ok(["add", "--dir", dir, "--id", "s1", "--type", "Recipe", "title=Apple Pie", "tags=[\"Oven\"]"])
+        try await cli.ok(["add", "--dir", dir, "--id", "s2", "title=apple tea", "note=Über gut"])
+        try await cli.ok(["add", "--dir", dir, "--id", "s3", "title=Pear", "steps=3"])
+        func found(_ words: String) async throws -> [String] {
+            let json = try JSON(parsing: try await cli.ok(["list", "--dir", dir, "--search", words, "--json"]))
+            guard case .array(let items) = json else { return [] }
+            return items.compactMap { if case .string(let id)? = $0["id"] { id } else { nil } }
+        }
+        #expect(try await found("APPLE") == ["s1", "s2"])
+        #expect(try await found("apple oven") == ["s1"])
+        #expect(try await found("recipe") == ["s1"])
+        #expect(try await found("über") == ["s2"])
+        #expect(try await found("steps") == ["s3"])
+        #expect(try await found("s3 pear") == ["s3"])
+        #expect(try await found("pie tea").isEmpty)
+        try await cli.ok(["set", "--dir", dir, "s1", "title=Plum"])
+        try await cli.ok(["unset", "--dir", dir, "s3", "steps"])
+        #expect(try await found("apple") == ["s2"])
+        #expect(try await found("steps").isEmpty)
+        let bad = try await cli.run(["list", "--dir", dir, "--search", "  "])
+        #expect(bad.status != 0 && bad.stderr.contains("--search needs at least one word"), "\(bad.stderr)")
+    }
 }
 
 /// `lansync watch`: the same feed on the command line, with or without a running node.

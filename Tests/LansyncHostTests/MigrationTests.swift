@@ -78,6 +78,24 @@ import Testing
         )
         #expect(history.dropFirst().allSatisfy { !$0.isLive })
     }
+
+    /// v18 made every item's search text from what the file held: each item is found by its id
+    /// and by a word of each of its values, as a replica written today finds them.
+    @Test(arguments: ["a", "b"]) func anOldReplicaIsSearchable(_ name: String) throws {
+        let store = try open(name)
+        let items = try store.items(includeDeleted: true, limit: 1000)
+        #expect(!items.isEmpty)
+        for item in items {
+            var words = [item.id.rawValue]
+            for field in item.fields {
+                if case .string(let s) = field.value, let w = s.split(separator: " ").first { words.append(String(w)) }
+            }
+            for word in words {
+                let found = try store.query(ItemQuery(), includeDeleted: true, search: ItemSearch(word)!, limit: 1000)
+                #expect(found.items.contains { $0.id == item.id }, "\(item.id) by \(word)")
+            }
+        }
+    }
 }
 
 extension JSON {

@@ -90,7 +90,10 @@ import Testing
         try store.apply(.delete, to: .named("i08"), wallMilliseconds: t0)
 
         let searches =
-            (Self.words + ["i0", "i05", "recipe", "teatime", "true", "@i00", "nothing here", "title", "tags", "zzz"])
+            (Self.words + [
+                "i0", "i05", "recipe", "teatime", "true", "@i00", "nothing here", "title", "tags", "zzz", "co apple",
+                "42 tea", "i0 ab",
+            ])
             .compactMap(ItemSearch.init)
         var nonEmpty = 0
         for search in searches {

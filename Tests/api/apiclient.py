@@ -146,6 +146,18 @@ def check(base, token):
             break
         after = p["next"]
     expect(got == ["q-7", "q-6", "q-4", "q-3", "q-1"], "where, sort and cursor pages", f"{s} {got} {p}")
+    # A search (q): every word, any case; pages with a sort; the summary's counts.
+    s, c, p = request(base, token, "GET", "/v1/items?" + urllib.parse.urlencode([("q", "JOB  ANA"), ("sort", "-n"), ("limit", "2")]))
+    got = [i["id"] for i in p.get("items", [])] if s == 200 else []
+    if s == 200 and p["next"]:
+        s, c, p = request(base, token, "GET", "/v1/items?" + urllib.parse.urlencode([("q", "JOB  ANA"), ("sort", "-n"), ("limit", "2"), ("after", p["next"])]))
+        got += [i["id"] for i in p.get("items", [])] if s == 200 else []
+    expect(got == ["q-6", "q-3", "q-0"], "q: every word in any case, sorted, in pages", f"{s} {got} {p}")
+    s, c, p = request(base, token, "GET", "/v1/items?q=" + "x" * 257)
+    expect(problem(s, c, p, 400, "256"), "a search over 256 characters: 400", f"{s} {p}")
+    s, c, p = request(base, token, "GET", "/v1/summary")
+    jobs = [t for t in p.get("types", []) if t["type"] == "job"] if s == 200 else []
+    expect(s == 200 and jobs == [{"type": "job", "items": 9, "deleted": 0}] and p["items"] >= 9, "summary: counts by type", f"{s} {p}")
     # As forms and urlencode write it: + for a space, %2B for a plus.
     s, c, p = request(base, token, "GET", "/v1/items?" + urllib.parse.urlencode([("where", "owner prefix a"), ("type", "job")]))
     expect(s == 200 and sorted(i["id"] for i in p["items"]) == ["q-0", "q-3", "q-6"], "a condition with + for spaces", f"{s} {p}")
