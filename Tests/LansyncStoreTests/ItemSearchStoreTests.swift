@@ -8,23 +8,13 @@ import Testing
 /// Searches and ordered walks on a real replica file: what the search index finds is what
 /// ``ItemSearch`` says an item's text holds, after edits, retypes, unsets and deletes; and a page
 /// read in order from an index is the page that sorting every item gives, through every cursor.
-@Suite struct ItemSearchStoreTests {
+@Suite struct ItemSearchStoreTests: ReplicaFixture {
     let dir = makeTemporaryDirectory("search")
-    let t0: UInt64 = 1_700_000_000_000
     let title = FieldName.named("title")
     let rank = FieldName.named("rank")
     let tags = FieldName.named("tags")
 
-    func store() throws -> ReplicaStore {
-        try ReplicaStore.create(
-            path: "\(dir)/r.sqlite",
-            nodeID: .node(1),
-            clusterID: .node(99),
-            nodeName: "n1",
-            fingerprint: "fp",
-            lease: WriterLease(directory: dir)
-        )
-    }
+    func store() throws -> ReplicaStore { try replica(1) }
 
     static let words = [
         "Apple", "apricot", "ÜBER", "über", "a*b", "x?y", "[z]", "co", "ab", "tea", "TEAM", "42", "7.5",
