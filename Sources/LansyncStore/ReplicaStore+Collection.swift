@@ -341,7 +341,18 @@ extension ReplicaStore {
                 }
             }
             purged += count
-            if count < 500 { return purged }
+            if count < 500 {
+                // FTS5 keeps a deleted row's trigrams as delete markers until its segments merge:
+                // merged now, the search index is what a joiner's would be.
+                if purged > 0 {
+                    try guarded {
+                        try pool.write { db in
+                            try db.execute(sql: "INSERT INTO item_search(item_search) VALUES ('optimize')")
+                        }
+                    }
+                }
+                return purged
+            }
         }
     }
 
