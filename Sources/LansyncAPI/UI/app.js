@@ -325,6 +325,7 @@ const store = {
   missing: new Set(),              // ids the node answered 404 for (a link to an item not here)
   fetching: new Set(),
   summary: null,                   // GET /v1/summary: counts by type, the indexed fields
+  viewing: new Set(),              // ids the items view shows: it reads them again itself
   conflicts: [],
   conflictsReady: false,
   conflictsError: null,
@@ -573,15 +574,16 @@ function scheduleFlush() {
   flushTimer = setTimeout(flush, 40);
 }
 
-// Changed items the page holds are read again; the items view also asks its question again
-// (a new item may belong on it, a changed one move), which the 'changed' event tells it.
+// Changed items the page holds are read again, except those the items view shows: it asks its
+// question again (a new item may belong on it, a changed one move) on the 'changed' event, and
+// that answer brings them.
 async function flush() {
   flushTimer = null;
   const ids = [...pending];
   pending.clear();
   if (ids.length === 0) return;
   emit('changed', ids);
-  const held = ids.filter((id) => store.items.has(id) || store.missing.has(id));
+  const held = ids.filter((id) => (store.items.has(id) || store.missing.has(id)) && !store.viewing.has(id));
   if (held.length > MAX_REFETCH) {
     for (const id of held) store.items.delete(id);
     store.shortIds = null;
@@ -1302,8 +1304,7 @@ function itemsView() {
         const result = await api('POST', '/v1/items/batch', { ids, ...body });
         bulkConfirm.hidden = true;
         toast(`${kind === 'delete' ? 'Deleted' : 'Changed'} ${result.changed} item${result.changed === 1 ? '' : 's'}.`);
-        await refetch(result.ids);
-        await reload();
+        await reload(true);
         renderBulkSummary();
       } catch (e) {
         bulkError.textContent = e.message;
@@ -1357,6 +1358,7 @@ function itemsView() {
       const changed = [];
       for (const item of page.items) if (cacheItem(item)) changed.push(item.id);
       shown = page.items.map((it) => it.id);
+      store.viewing = new Set(shown);
       next = page.next;
       loaded = true;
       loadError = null;
@@ -1381,7 +1383,7 @@ function itemsView() {
       const have = new Set(shown);
       for (const item of page.items) {
         cacheItem(item);
-        if (!have.has(item.id)) shown.push(item.id);
+        if (!have.has(item.id)) { shown.push(item.id); store.viewing.add(item.id); }
       }
       next = page.next;
       loading = false;
@@ -1715,6 +1717,7 @@ function itemsView() {
       clearTimeout(reloadTimer);
       clearTimeout(searchTimer);
       generation += 1;
+      store.viewing = new Set();
       if (moreObserver) moreObserver.disconnect();
       document.removeEventListener('click', outside);
       document.removeEventListener('keydown', keys);
