@@ -294,6 +294,9 @@ async function readProblem(res) {
 
 async function api(method, path, body) {
   const mine = session;
+  // A timer set before a logout may still fire: without a token there is nothing to ask, and its
+  // refusal must not replace what the logout said.
+  if (!token) throw new ApiError(401, 'The page is logged out.');
   const headers = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
@@ -687,6 +690,8 @@ function stopSession() {
   syncTimer = null;
   clearTimeout(flushTimer);
   flushTimer = null;
+  clearTimeout(summaryTimer);
+  clearTimeout(conflictsTimer);
   pending.clear();
   if (currentView && currentView.destroy) currentView.destroy();
   currentView = null;
@@ -815,6 +820,9 @@ async function start() {
 // node's own token can only forget it here (`lansync api-token --rotate` replaces that one).
 document.getElementById('logout').addEventListener('click', async () => {
   const held = token;
+  // Nothing else of this session may ask the node once its token is about to be refused.
+  stopSession();
+  saveToken(null);
   let ended = false;
   try {
     const res = await fetch('/v1/session', { method: 'DELETE', headers: { Authorization: `Bearer ${held}` }, cache: 'no-store' });
@@ -822,7 +830,6 @@ document.getElementById('logout').addEventListener('click', async () => {
   } catch {
     ended = false;
   }
-  saveToken(null);
   showLogin(ended
     ? 'You are logged out: this page’s session has ended on the node.'
     : 'You are logged out here. The token you logged in with is the node’s own and stays valid: ‘lansync api-token --rotate’ replaces it.');
