@@ -147,6 +147,7 @@ public final class Node: Sendable {
                 tasks.addTask { try await self.pollForChanges() }
                 tasks.addTask { try await self.antiEntropy() }
                 tasks.addTask { try await self.collectPeriodically() }
+                tasks.addTask { try await self.writeSearchTextsWhenQuiet() }
                 tasks.addTask { await self.registry.runPersistence() }
                 tasks.addTask { await self.followGossip(transport: transport) }
                 if let discovery = self.options.discovery {

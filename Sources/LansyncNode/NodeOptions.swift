@@ -28,6 +28,9 @@ public struct NodeOptions: Sendable {
     /// How often the node takes its members' reports into the stable frontier and collects the
     /// deleted items below it (Docs/MERGE.md, "Causal stability and collection").
     public var collectInterval: Duration = .seconds(600)
+    /// How often the node looks whether the search texts are behind the replica, and writes
+    /// them if it has been quiet since the last look (``Node/writeSearchTextsWhenQuiet()``).
+    public var searchInterval: Duration = .seconds(1)
     /// Whether to dial the addresses other members pass on (``Hello/addresses``; Docs/DISCOVERY.md,
     /// "Where multicast cannot reach").
     public var followGossip = true

@@ -412,7 +412,7 @@ extension Transaction {
         }
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item_link WHERE item = ?", arguments: [row])
-        searchChanges[row] = [:]
+        noteSearchChange(item: row)
         // A minimal tombstone has no `_type`: its item shows the default type, as on a replica
         // that only ever received the tombstone.
         try db.execute(
@@ -445,7 +445,7 @@ extension Transaction {
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item_link WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [row])
-        searchChanges[row] = [:]
+        noteSearchChange(item: row)
     }
 }
 

@@ -93,11 +93,17 @@ extension Transaction {
         return (lastSeq!, commitTime!, kind)
     }
 
-    /// The highest number the feed gave: the latest change's, or the floor a restore or repair set.
+    /// The highest number the feed gave: the latest change's, the floor a restore or repair set,
+    /// or the highest a collection or purge removed (without it, a purge of the field that held
+    /// the latest number would let the next change take that number again, and a feed reader
+    /// that had seen it would never see that change).
     static func latestSeq(db: Database) throws -> Int64 {
         let highest = try Int64.fetchOne(db, sql: latestSeqSQL) ?? 0
         let floor =
-            try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'change_floor'").flatMap { Int64($0) } ?? 0
+            try Int64.fetchOne(
+                db,
+                sql: "SELECT max(CAST(value AS INTEGER)) FROM meta WHERE key IN ('change_floor', 'feed_floor')"
+            ) ?? 0
         return max(highest, floor)
     }
 

@@ -14,6 +14,8 @@ struct ItemScope {
     var type: String?
     var includeDeleted: Bool
     var search: ItemSearch?
+    /// The items whose texts are stale, and those of them `search` matches.
+    var overlay = SearchOverlay()
 
     /// Conditions on `item i`.
     var conditions: (sql: [String], arguments: [any DatabaseValueConvertible]) {
@@ -25,7 +27,7 @@ struct ItemScope {
         }
         if !includeDeleted { sql.append("i.deleted = 0") }
         if let search {
-            let condition = ReplicaStore.searchCondition(search)
+            let condition = ReplicaStore.searchCondition(search, overlay: overlay)
             sql.append(condition.sql)
             arguments += condition.arguments
         }

@@ -176,7 +176,8 @@ extension ReplicaStore {
     }
 
     /// ``query(_:type:includeDeleted:search:limit:after:withLocalEdits:)`` with a search counted
-    /// common past `commonSearch` matches (tests take both ways on a small replica).
+    /// common past `commonSearch` matches, and the search texts caught up first past
+    /// `overlayLimit` stale items (tests take every way on a small replica).
     func query(
         _ query: ItemQuery,
         type: String?,
@@ -185,18 +186,22 @@ extension ReplicaStore {
         limit: Int,
         after: String?,
         withLocalEdits: Bool,
-        commonSearch: Int
+        commonSearch: Int,
+        overlayLimit: Int = searchOverlayLimit
     ) throws -> QueryPage {
         let start = try after.map(Self.cursor(from:))
         let wanted = limit == .max ? limit : limit + 1  // one more says whether a next page exists
+        if search != nil { try prepareSearch(overlayLimit: overlayLimit) }
         let page = try read { db -> [OrderedEntry] in
             var candidates = try self.candidates(query, db: db)
             var scope = ItemScope(type: type, includeDeleted: includeDeleted, search: nil)
             if let search {
-                if let found = try Self.searchCandidates(search, limit: commonSearch, db: db) {
+                let overlay = try Self.searchOverlay(search, db: db, nodes: nodeRows)
+                if let found = try Self.searchCandidates(search, overlay: overlay, limit: commonSearch, db: db) {
                     candidates = candidates.map { Array(Set($0).intersection(found)) } ?? found
                 } else {
                     scope.search = search
+                    scope.overlay = overlay
                 }
             }
             if candidates == nil, query.filters.isEmpty,

@@ -6,48 +6,38 @@ import LansyncCore
 // folded) is a row of `item_search`, an FTS5 table with the trigram tokenizer, whose row id is
 // the item's row. A word of three characters or more is looked up in the trigram index; a
 // shorter one reads the texts. SQLite's GLOB checks each word on the text itself, so the
-// answer is exact whichever way it was found. The text is rebuilt once per item a transaction
-// touched, just before it commits.
+// answer is exact whichever way it was found.
+//
+// The texts are kept off the write path: meta 'search_seq' is the change-feed number up to
+// which `item_search` reflects the fields. A running node catches the table up when the replica
+// is quiet (``ReplicaStore/catchUpSearch(fields:)``); a search reads the few items changed
+// since from their fields (``SearchOverlay``), or, when there are many and the file is
+// writable, catches up first. Collection and purge, which remove fields without a feed number,
+// rewrite the texts of the items they touch before they commit.
 
 extension Transaction {
-    /// Notes that `item`'s text may change: a field of it was saved with this shown value.
-    /// Past ``searchBatch`` items the texts noted so far are written first (an import is one
-    /// transaction: holding every item's values to its end would hold the whole input); an item
-    /// saved again after that is noted again, and what was saved is read back.
-    mutating func noteSearchChange(item: Int64, name: FieldName, shown: Value?) throws {
-        if searchChanges[item] == nil, searchChanges.count >= Self.searchBatch {
-            try refreshSearchTexts()
-        }
-        if name.isReserved {
-            if searchChanges[item] == nil { searchChanges[item] = [:] }
-        } else {
-            searchChanges[item, default: [:]].updateValue(shown, forKey: name)
-        }
+    /// Notes that `item`'s text changed without a feed number (collection, purge): its text is
+    /// rewritten before this transaction commits.
+    mutating func noteSearchChange(item: Int64) {
+        searchChanges.insert(item)
     }
 
-    static let searchBatch = 512
-
-    /// Brings `item_search` in step with the items this transaction touched (before it commits,
-    /// and when a batch is full): the fields it saved are taken as saved, the others read.
+    /// Rewrites the texts of the items noted with ``noteSearchChange(item:)``.
     mutating func refreshSearchTexts() throws {
-        for (item, known) in searchChanges {
-            try Self.refreshSearchText(item: item, known: known, db: db, nodes: nodes)
+        for item in searchChanges {
+            try Self.refreshSearchText(item: item, db: db, nodes: nodes)
         }
-        searchChanges = [:]
+        searchChanges = []
     }
 
-    /// Writes `item`'s text if it changed (removes it if the item is gone). `known`: shown values
-    /// already at hand, by field name; any other field's state is read and decoded.
-    static func refreshSearchText(item: Int64, known: [FieldName: Value?], db: Database, nodes: NodeRows) throws {
+    /// `item`'s text as its fields are now; nil if there is no such item.
+    static func searchText(item: Int64, db: Database, nodes: NodeRows) throws -> String? {
         guard
             let row = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT item_id, type FROM item WHERE id = ?"),
                 arguments: [item]
             )
-        else {
-            try db.cachedStatement(sql: "DELETE FROM item_search WHERE rowid = ?").execute(arguments: [item])
-            return
-        }
+        else { return nil }
         var fields: [(name: FieldName, value: Value?)] = []
         let cursor = try Row.fetchCursor(
             db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ?"),
@@ -56,18 +46,22 @@ extension Transaction {
         while let field = try cursor.next() {
             let name = FieldName(unchecked: try field.decode(atIndex: 0))
             guard !name.isReserved else { continue }
-            if let value = known[name] {
-                fields.append((name, value))
-            } else {
-                let bytes = try field.withUnsafeData(atIndex: 1) { data in data.map(Array.init) ?? [] }
-                fields.append((name, try StoredState.decode(bytes, db: db, nodes: nodes).shownValue))
-            }
+            let bytes = try field.withUnsafeData(atIndex: 1) { data in data.map(Array.init) ?? [] }
+            fields.append((name, try StoredState.decode(bytes, db: db, nodes: nodes).shownValue))
         }
-        let text = ItemSearch.text(
+        return ItemSearch.text(
             id: ItemID(unchecked: try row.decode(atIndex: 0)),
             type: try row.decode(atIndex: 1),
             fields: fields
         )
+    }
+
+    /// Writes `item`'s text if it changed (removes it if the item is gone).
+    static func refreshSearchText(item: Int64, db: Database, nodes: NodeRows) throws {
+        guard let text = try searchText(item: item, db: db, nodes: nodes) else {
+            try db.cachedStatement(sql: "DELETE FROM item_search WHERE rowid = ?").execute(arguments: [item])
+            return
+        }
         let old = try String.fetchOne(
             db.cachedStatement(sql: "SELECT text FROM item_search WHERE rowid = ?"),
             arguments: [item]
@@ -78,10 +72,106 @@ extension Transaction {
     }
 }
 
+/// How far the search texts are behind the replica: the change-feed number `item_search`
+/// reflects, and the latest the feed gave.
+public struct SearchBacklog: Sendable, Equatable {
+    public var indexed: Int64
+    public var latest: Int64
+    /// True when every change is in the search texts.
+    public var isEmpty: Bool { indexed >= latest }
+}
+
+/// The items a search must not take from `item_search` because their fields changed after its
+/// texts were written, and which of them the search matches as they are now.
+struct SearchOverlay {
+    var stale: Set<Int64> = []
+    var matching: Set<Int64> = []
+}
+
 extension ReplicaStore {
     /// Past this many matches a search is common: a query walks its order and checks each
     /// item's text, which soon finds a page, instead of gathering every match first.
     static let searchCandidateLimit = 2000
+
+    /// Up to this many items changed since the texts were written, a search reads them from their
+    /// fields; past it, a writable replica catches its texts up first.
+    static let searchOverlayLimit = 2000
+
+    static func searchBacklog(db: Database) throws -> SearchBacklog {
+        SearchBacklog(
+            indexed: try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'search_seq'")
+                .flatMap { Int64($0) } ?? 0,
+            latest: try Transaction.latestSeq(db: db)
+        )
+    }
+
+    /// How far the search texts are behind the replica.
+    public func searchBacklog() throws(StoreError) -> SearchBacklog {
+        try read { db in try Self.searchBacklog(db: db) }
+    }
+
+    /// Writes the texts of the items changed since `item_search` was last caught up, the items
+    /// of at most `fields` changed fields in feed order, in one transaction whose commit a power
+    /// cut may lose (the texts are read again from the fields); returns the backlog after it.
+    @discardableResult
+    public func catchUpSearch(fields: Int = 4096) throws(StoreError) -> SearchBacklog {
+        try guarded {
+            try write(.resent) { tx, _ in
+                let before = try Self.searchBacklog(db: tx.db)
+                guard !before.isEmpty else { return .rollback(before) }
+                let rows = try Row.fetchAll(
+                    tx.db,
+                    sql: "SELECT item, seq FROM field WHERE seq > ? ORDER BY seq LIMIT ?",
+                    arguments: [before.indexed, fields]
+                )
+                var items = Set<Int64>()
+                for row in rows { items.insert(row[0]) }
+                for item in items {
+                    try Transaction.refreshSearchText(item: item, db: tx.db, nodes: tx.nodes)
+                }
+                // Fields are numbered one by one, so a full batch ends exactly at its last number;
+                // a short one has reached the latest (or a floor above every field's number).
+                let reached: Int64 = rows.count == fields ? rows[rows.count - 1][1] as Int64 : before.latest
+                try tx.setMeta("search_seq", String(reached))
+                return .commit(SearchBacklog(indexed: reached, latest: before.latest))
+            }
+        }
+    }
+
+    /// Makes a search's overlay small: a writable replica with more than `overlayLimit` items
+    /// changed since its texts were written catches them up before the search reads.
+    func prepareSearch(overlayLimit: Int = searchOverlayLimit) throws(StoreError) {
+        guard !readOnly else { return }
+        let many = try read { db in
+            try Self.staleSearchRows(limit: overlayLimit, db: db) == nil
+        }
+        guard many else { return }
+        while !(try catchUpSearch(fields: 20_000)).isEmpty {}
+    }
+
+    /// The items with a field changed after the texts were written; nil if more than `limit`.
+    static func staleSearchRows(limit: Int, db: Database) throws -> [Int64]? {
+        let indexed = try searchBacklog(db: db).indexed
+        let rows = try Int64.fetchAll(
+            db,
+            sql: "SELECT DISTINCT item FROM field WHERE seq > ? LIMIT \(limit + 1)",
+            arguments: [indexed]
+        )
+        return rows.count > limit ? nil : rows
+    }
+
+    /// The overlay `search` needs: every stale item's text read from its fields (however many
+    /// there are: a read-only replica cannot catch up).
+    static func searchOverlay(_ search: ItemSearch, db: Database, nodes: NodeRows) throws -> SearchOverlay {
+        var overlay = SearchOverlay()
+        for row in try staleSearchRows(limit: .max - 1, db: db) ?? [] {
+            overlay.stale.insert(row)
+            if let text = try Transaction.searchText(item: row, db: db, nodes: nodes), search.matches(text) {
+                overlay.matching.insert(row)
+            }
+        }
+        return overlay
+    }
 
     /// The GLOB pattern that finds `word` anywhere in a text: `*`, `?` and `[` stand for
     /// themselves in brackets.
@@ -101,7 +191,12 @@ extension ReplicaStore {
     /// The longest word goes to the trigram index as a GLOB, the others are checked on the texts
     /// it finds: SQLite 3.40 (Debian 12's) crashes on two GLOBs over a trigram table when the
     /// first is shorter than a trigram, and one well-chosen lookup is all the index can do anyway.
-    static func searchCandidates(_ search: ItemSearch, limit: Int, db: Database) throws -> [Int64]? {
+    static func searchCandidates(
+        _ search: ItemSearch,
+        overlay: SearchOverlay,
+        limit: Int,
+        db: Database
+    ) throws -> [Int64]? {
         let longest = search.words.max { $0.unicodeScalars.count < $1.unicodeScalars.count }!
         let others = search.words.filter { $0 != longest }
         let conditions = ["text GLOB ?"] + others.map { _ in "instr(text, ?) > 0" }
@@ -110,15 +205,28 @@ extension ReplicaStore {
             sql: "SELECT rowid FROM item_search WHERE \(conditions.joined(separator: " AND ")) LIMIT \(limit + 1)",
             arguments: StatementArguments([globPattern(longest)] + others)
         )
-        return rows.count > limit ? nil : rows
+        guard rows.count <= limit else { return nil }
+        guard !overlay.stale.isEmpty else { return rows }
+        return Array(Set(rows).subtracting(overlay.stale).union(overlay.matching))
     }
 
     /// A condition on `item i` that holds when `search` matches it, checked item by item (the
-    /// text read by row id): for walks over a common search.
-    static func searchCondition(_ search: ItemSearch) -> (sql: String, arguments: [any DatabaseValueConvertible]) {
-        let sql = search.words.map { _ in
+    /// text read by row id, a stale item's as the overlay found it): for walks over a common
+    /// search.
+    static func searchCondition(
+        _ search: ItemSearch,
+        overlay: SearchOverlay
+    ) -> (sql: String, arguments: [any DatabaseValueConvertible]) {
+        let indexed = search.words.map { _ in
             "instr((SELECT s.text FROM item_search s WHERE s.rowid = i.id), ?) > 0"
         }.joined(separator: " AND ")
-        return (sql, search.words)
+        guard !overlay.stale.isEmpty else { return (indexed, search.words) }
+        // Row ids are integers the store read: written into the statement, not bound, so that
+        // a large overlay is not limited by SQLite's count of parameters.
+        let list = { (rows: Set<Int64>) in rows.map(String.init).joined(separator: ",") }
+        return (
+            "(i.id IN (\(list(overlay.matching))) OR (i.id NOT IN (\(list(overlay.stale))) AND \(indexed)))",
+            search.words
+        )
     }
 }

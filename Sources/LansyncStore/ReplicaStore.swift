@@ -28,16 +28,19 @@ public final class ReplicaStore: Sendable {
     public let lease: WriterLease
     /// Which node each `node` row names (field states name nodes by row, ``StoredState``).
     let nodeRows = NodeRows()
+    /// Opened read-only (a file this process may not write): nothing derived is caught up.
+    let readOnly: Bool
 
     /// The replica file's name inside a data directory.
     public static let fileName = "replica.sqlite"
     /// Versions kept per field in `history` unless `init --history` says otherwise.
     public static let defaultHistoryLimit = 1000
 
-    private init(path: String, pool: DatabasePool, lease: WriterLease) {
+    private init(path: String, pool: DatabasePool, lease: WriterLease, readOnly: Bool = false) {
         self.path = path
         self.pool = pool
         self.lease = lease
+        self.readOnly = readOnly
     }
 
     // MARK: Opening
@@ -88,7 +91,12 @@ public final class ReplicaStore: Sendable {
         // A replica this process may read but not write (another user's, shared read-only) opens
         // read-only: reading commands work, a write says it cannot.
         let readOnly = !FileAccess.isWritable(path)
-        let store = try ReplicaStore(path: path, pool: openPool(path, readOnly: readOnly), lease: lease)
+        let store = try ReplicaStore(
+            path: path,
+            pool: openPool(path, readOnly: readOnly),
+            lease: lease,
+            readOnly: readOnly
+        )
         try store.guarded {
             let (applicationID, superseded, hasMeta) = try store.pool.read { db in
                 (

@@ -28,6 +28,7 @@ enum Schema {
         migrator.registerMigration("v16-purge", migrate: v16Purge)
         migrator.registerMigration("v17-unset", migrate: v17Unset)
         migrator.registerMigration("v18-search", migrate: v18Search)
+        migrator.registerMigration("v19-search-seq", migrate: v19SearchSeq)
         return migrator
     }
 
@@ -408,8 +409,14 @@ enum Schema {
         )
         let nodes = NodeRows()
         for item in try Int64.fetchAll(db, sql: "SELECT id FROM item") {
-            try Transaction.refreshSearchText(item: item, known: [:], db: db, nodes: nodes)
+            try Transaction.refreshSearchText(item: item, db: db, nodes: nodes)
         }
+    }
+
+    /// The search texts leave the write path: meta 'search_seq', the change-feed number up to
+    /// which they reflect the fields, starts where the feed is (v18 wrote every text).
+    private static func v19SearchSeq(_ db: Database) throws {
+        try Transaction.setMeta("search_seq", String(try Transaction.latestSeq(db: db)), db: db)
     }
 
 }

@@ -26,9 +26,8 @@ struct Transaction {
     var origin = ChangeOrigin.local
     /// The fields indexed for queries, read at the first save.
     var indexedNames: Set<String>?
-    /// The items whose search text may have changed, with the shown values saved to them
-    /// (``refreshSearchTexts()``).
-    var searchChanges: [Int64: [FieldName: Value?]] = [:]
+    /// The items whose search text changed without a feed number (``refreshSearchTexts()``).
+    var searchChanges: Set<Int64> = []
     /// The commit's wall-clock time for the change feed, read at the first change.
     var commitTime: Int64?
     /// The feed's last sequence number, read at the first change and counted on from there.
@@ -377,7 +376,6 @@ struct Transaction {
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
         try indexField(item: item, name: name, new: new)
         try linkField(item: item, name: name, old: old, new: new)
-        try noteSearchChange(item: item, name: name, shown: new.shownValue)
         return fieldRow
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncJSON
+import LansyncStore
 import Testing
 
 /// The local API and its change feed on the real binary (issue 17), driven by a small Python
@@ -285,6 +286,41 @@ import Testing
         #expect(try await found("steps").isEmpty)
         let bad = try await cli.run(["list", "--dir", dir, "--search", "  "])
         #expect(bad.status != 0 && bad.stderr.contains("--search needs at least one word"), "\(bad.stderr)")
+    }
+
+    /// The search texts are not written by the edits and syncs that change items: CLI edits leave
+    /// them behind and a search still finds the items (read from their fields); a peer's node
+    /// receives the edits, finds them too, and writes the texts once its replica is quiet.
+    @Test func aRunningNodeWritesTheSearchTextsOnceQuiet() async throws {
+        let cli = CLI("search-node")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        for i in 0..<12 {
+            try await cli.ok(["add", "--dir", cli.path("a"), "--id", "q\(i)", "title=Quince \(i)"])
+        }
+        let behind = try ReplicaStore.open(path: cli.path("a/replica.sqlite")).searchBacklog()
+        #expect(!behind.isEmpty, "the CLI's edits wrote no search text: \(behind)")
+        func found(_ node: String, _ words: String) async throws -> Int {
+            let json = try JSON(
+                parsing: try await cli.ok(["list", "--dir", cli.path(node), "--search", words, "--json"])
+            )
+            guard case .array(let items) = json else { return -1 }
+            return items.count
+        }
+        #expect(try await found("a", "quince") == 12)
+        #expect(try await found("a", "quince 1") == 3, "q1, q10, q11")
+        let p = freePorts(2)
+        let a = try NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[1]])
+        defer { a.stop() }
+        let b = try NodeProcess(dir: cli.path("b"), port: p[1], peers: [p[0]])
+        defer { b.stop() }
+        #expect(try await ObservabilityTests.eventually { try await found("b", "quince") == 12 }, "\(b.logText)")
+        let written = try await ObservabilityTests.eventually {
+            try ReplicaStore.open(path: cli.path("b/replica.sqlite")).searchBacklog().isEmpty
+                && (try ReplicaStore.open(path: cli.path("a/replica.sqlite")).searchBacklog().isEmpty)
+        }
+        #expect(written, "both nodes wrote the texts once quiet")
+        #expect(try await found("b", "quince 1") == 3)
     }
 }
 

@@ -270,8 +270,15 @@ import Testing
         #expect(try a.collect(now: now + day + 2).purged == 0)
         #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted])
         try a.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now + 2 * day + 2)])
+        // x's delete is the feed's latest change, and a feed reader has seen it.
+        let seen = try a.latestChangeSeq()
+        #expect(try a.changes(since: seen - 1).map(\.item) == [x])
         let round = try a.collect(now: now + 2 * day + 2)
         #expect(round.purged == 1)
+        // The purge took the field with that number: the next change still comes after it.
+        try a.apply(.update([.set(title, .string("two"))]), to: y, wallMilliseconds: t0 + 3)
+        #expect(try a.changes(since: seen).map(\.item) == [y], "a change after a purge has a new number")
+        try a.apply(.update([.set(title, .string("one"))]), to: y, wallMilliseconds: t0 + 4)
         #expect(try a.itemState(x) == nil)
         #expect(try a.itemState(y)?.shownFields[title] == .string("one"), "live items stay")
         let figures = try a.collectionFigures(now: now + 2 * day + 2)

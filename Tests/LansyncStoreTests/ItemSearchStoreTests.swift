@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LansyncCore
 import LansyncTestSupport
 import Testing
@@ -34,6 +35,7 @@ import Testing
         _ search: ItemSearch,
         includeDeleted: Bool,
         commonSearch: Int,
+        overlayLimit: Int = ReplicaStore.searchOverlayLimit,
         limit: Int = 1000
     ) throws -> [String] {
         var ids: [String] = []
@@ -47,7 +49,8 @@ import Testing
                 limit: limit,
                 after: after,
                 withLocalEdits: false,
-                commonSearch: commonSearch
+                commonSearch: commonSearch,
+                overlayLimit: overlayLimit
             )
             ids += page.items.map(\.id.rawValue)
             after = page.next
@@ -73,12 +76,6 @@ import Testing
                 wallMilliseconds: t0
             )
         }
-        // Texts change: a word replaced, a field unset, a retype, a delete.
-        try store.apply(.update([.set(title, .string("nothing here"))]), to: .named("i05"), wallMilliseconds: t0)
-        try store.apply(.update([.unset(tags)]), to: .named("i06"), wallMilliseconds: t0)
-        try store.apply(.retype("teatime"), to: .named("i07"), wallMilliseconds: t0)
-        try store.apply(.delete, to: .named("i08"), wallMilliseconds: t0)
-
         let searches =
             (Self.words + [
                 "i0", "i05", "recipe", "teatime", "true", "@i00", "nothing here", "title", "tags", "zzz", "co apple",
@@ -86,21 +83,49 @@ import Testing
             ])
             .compactMap(ItemSearch.init)
         var nonEmpty = 0
-        for search in searches {
-            for includeDeleted in [false, true] {
-                let expected = try reference(store, search, includeDeleted: includeDeleted)
-                if !expected.isEmpty { nonEmpty += 1 }
-                // Gathered from the index, and walked item by item as a common search is.
-                for common in [1000, 0] {
-                    #expect(
-                        try found(store, search, includeDeleted: includeDeleted, commonSearch: common, limit: 7)
-                            == expected,
-                        "\(search.words) deleted: \(includeDeleted), common past \(common)"
-                    )
+        func checkEverySearch(_ state: String) throws {
+            for search in searches {
+                for includeDeleted in [false, true] {
+                    let expected = try reference(store, search, includeDeleted: includeDeleted)
+                    if !expected.isEmpty { nonEmpty += 1 }
+                    // Gathered from the index, and walked item by item as a common search is.
+                    for common in [1000, 0] {
+                        #expect(
+                            try found(store, search, includeDeleted: includeDeleted, commonSearch: common, limit: 7)
+                                == expected,
+                            "\(state): \(search.words) deleted: \(includeDeleted), common past \(common)"
+                        )
+                    }
                 }
             }
         }
-        #expect(nonEmpty > 30, "most searches find something: \(nonEmpty)")
+        // The edits wrote no text: every item is read from its fields.
+        #expect(try store.searchBacklog().indexed == 0)
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item_search") } == 0)
+        try checkEverySearch("no text written")
+        let caughtUp = try store.catchUpSearch(fields: 50)
+        #expect(!caughtUp.isEmpty && caughtUp.indexed > 0, "a batch of 50 fields leaves some behind")
+        try checkEverySearch("some texts written")
+        while !(try store.catchUpSearch(fields: 50)).isEmpty {}
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item_search") } == 80)
+        try checkEverySearch("every text written")
+
+        // Texts change: a word replaced, a field unset, a retype, a delete.
+        try store.apply(.update([.set(title, .string("nothing here"))]), to: .named("i05"), wallMilliseconds: t0)
+        try store.apply(.update([.unset(tags)]), to: .named("i06"), wallMilliseconds: t0)
+        try store.apply(.retype("teatime"), to: .named("i07"), wallMilliseconds: t0)
+        try store.apply(.delete, to: .named("i08"), wallMilliseconds: t0)
+        #expect(!(try store.searchBacklog()).isEmpty)
+        try checkEverySearch("four texts stale")
+        // Past the overlay's limit, a search catches the texts up first.
+        #expect(
+            try found(store, ItemSearch("teatime")!, includeDeleted: false, commonSearch: 1000, overlayLimit: 3) == [
+                "i07"
+            ]
+        )
+        #expect(try store.searchBacklog().isEmpty)
+        try checkEverySearch("caught up again")
+        #expect(nonEmpty > 100, "most searches find something: \(nonEmpty)")
         #expect(try found(store, ItemSearch("über")!, includeDeleted: false, commonSearch: 1000).count > 5)
         #expect(try found(store, ItemSearch("i05 nothing")!, includeDeleted: false, commonSearch: 1000) == ["i05"])
         #expect(try found(store, ItemSearch("i06 tags")!, includeDeleted: false, commonSearch: 1000).isEmpty, "unset")

@@ -1,0 +1,42 @@
+import LansyncStore
+import Logging
+
+// The search texts (Docs/STORAGE.md, "Search") are written after the fact, not by the
+// transactions that change fields: an edit or a sync commits without them, and the node writes
+// them once the replica has been quiet for a moment. A search in between reads the few changed
+// items from their fields, so it is never wrong, only cheaper once the texts are in.
+extension Node {
+    /// Every search interval, if the texts are behind: when nothing changed since the last look,
+    /// catches them up in batches until done (stopping if a change arrives, to let it through);
+    /// when changes keep coming for longer than ``catchUpWithin``, one batch per look, so a long
+    /// stream of changes cannot leave the texts behind for ever.
+    func writeSearchTextsWhenQuiet() async throws {
+        let store = self.store
+        var lastLatest: Int64?
+        var behindSince: ContinuousClock.Instant?
+        while !Task.isCancelled {
+            try await Task.sleep(for: options.searchInterval)
+            guard let backlog = try? await io.run({ try store.searchBacklog() }), !backlog.isEmpty else {
+                behindSince = nil
+                continue
+            }
+            let quiet = backlog.latest == lastLatest
+            lastLatest = backlog.latest
+            let since = behindSince ?? .now
+            behindSince = since
+            guard quiet || ContinuousClock.now - since >= Self.catchUpWithin else { continue }
+            do {
+                var now = try await io.run { try store.catchUpSearch() }
+                while quiet, !now.isEmpty, now.latest == backlog.latest, !Task.isCancelled {
+                    now = try await io.run { try store.catchUpSearch() }
+                }
+                if now.isEmpty { behindSince = nil }
+            } catch {
+                logger.warning("could not write the search texts (the next look tries again): \(error)")
+            }
+        }
+    }
+
+    /// The longest the search texts stay behind while changes keep arriving.
+    static var catchUpWithin: Duration { .seconds(30) }
+}
