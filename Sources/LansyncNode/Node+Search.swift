@@ -1,13 +1,15 @@
 import LansyncStore
 import Logging
+import NIOConcurrencyHelpers
 
 // The search texts (Docs/STORAGE.md, "Search") are written after the fact, not by the
 // transactions that change fields: an edit or a sync commits without them, and the node writes
 // them once the replica has been quiet for a moment. A search in between reads the few changed
 // items from their fields, so it is never wrong, only cheaper once the texts are in.
 extension Node {
-    /// Every search interval, if the texts are behind: when nothing changed since the last look,
-    /// catches them up in batches until done (stopping if a change arrives, to let it through);
+    /// Every search interval, if the texts are behind: when nothing changed since the last look
+    /// and no session moved field states meanwhile (a stream sending the replica to a new member
+    /// goes first), catches them up in batches until done (stopping if a change arrives);
     /// when changes keep coming for longer than ``catchUpWithin``, one batch per look, so a long
     /// stream of changes cannot leave the texts behind for ever.
     func writeSearchTextsWhenQuiet() async throws {
@@ -20,14 +22,14 @@ extension Node {
                 behindSince = nil
                 continue
             }
-            let quiet = backlog.latest == lastLatest
+            let quiet = backlog.latest == lastLatest && !sessionsMovedRecently()
             lastLatest = backlog.latest
             let since = behindSince ?? .now
             behindSince = since
             guard quiet || ContinuousClock.now - since >= Self.catchUpWithin else { continue }
             do {
                 var now = try await io.run { try store.catchUpSearch() }
-                while quiet, !now.isEmpty, now.latest == backlog.latest, !Task.isCancelled {
+                while quiet, !now.isEmpty, now.latest == backlog.latest, !sessionsMovedRecently(), !Task.isCancelled {
                     now = try await io.run { try store.catchUpSearch() }
                 }
                 if now.isEmpty { behindSince = nil }
@@ -35,6 +37,12 @@ extension Node {
                 logger.warning("could not write the search texts (the next look tries again): \(error)")
             }
         }
+    }
+
+    /// Whether a session moved field states within the last search interval.
+    func sessionsMovedRecently() -> Bool {
+        guard let last = lastTraffic.withLockedValue({ $0 }) else { return false }
+        return ContinuousClock.now - last < options.searchInterval
     }
 
     /// The longest the search texts stay behind while changes keep arriving.

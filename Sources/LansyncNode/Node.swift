@@ -41,6 +41,8 @@ public final class Node: Sendable {
     let gossiped = GossipedAddresses()
     /// The port this node accepts peers on, once it listens (its hello says it).
     let listenPort = NIOLockedValueBox<Int>(0)
+    /// When a session last moved field states either way: the search texts wait for quiet.
+    let lastTraffic = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
     private let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
@@ -495,7 +497,8 @@ public final class Node: Sendable {
             log.applied(changed)
             if let authority, await authority.settleAll() > 0 { await self.announceChange() }
         }
-        observer.progress = { progress in
+        observer.progress = { [self] progress in
+            lastTraffic.withLockedValue { $0 = .now }
             log.moved(progress.counters)
             await registry.progress(peerID, progress)
         }
