@@ -1,5 +1,6 @@
 import Foundation
 import LansyncJSON
+import LansyncStore
 import Testing
 
 /// Collection on the real binary (Docs/MERGE.md, "Causal stability and collection"): three
@@ -158,6 +159,12 @@ import Testing
         } while joined["items"] != .integer(Int64(live)) && clock.now - joinStart < .seconds(60)
         #expect(joined["items"] == .integer(Int64(live)) && joined["deleted"] == .integer(0), "\(joined)")
         #expect(try await cli.waitForConvergence(names.map(cli.path)) != nil)
+        // Like with like: each node writes its search texts once quiet (the joiner's after the
+        // stream that brought its items).
+        let texts = try await ObservabilityTests.eventually(60) {
+            try names.allSatisfy { try ReplicaStore.open(path: cli.path("\($0)/replica.sqlite")).searchBacklog().isEmpty }
+        }
+        #expect(texts, "every node wrote its search texts")
         let liveBytes = try #require(try await figure(cli, "d", "file_bytes"))
         for dir in ["a", "b", "c"] {
             let status = try await cli.status(cli.path(dir))

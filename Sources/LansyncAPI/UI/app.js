@@ -254,6 +254,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let token = readToken();
 let session = 0;            // bumped at each login and logout, so that old loops stop
+const inflight = new Set();  // the API requests under way, which a logout lets land first
 
 function readToken() {
   try { return localStorage.getItem(TOKEN_KEY); } catch { return null; }
@@ -300,10 +301,14 @@ async function api(method, path, body) {
   const headers = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
+  const request = fetch(path, { method, headers, body: body === undefined ? undefined : jsonText(body), cache: 'no-store' });
+  inflight.add(request);
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : jsonText(body), cache: 'no-store' });
+    res = await request;
   } catch {
     throw new ApiError(0, UNREACHABLE);
+  } finally {
+    inflight.delete(request);
   }
   if (res.status === 401) {
     if (mine === session) unauthorized();
@@ -820,9 +825,12 @@ async function start() {
 // node's own token can only forget it here (`lansync api-token --rotate` replaces that one).
 document.getElementById('logout').addEventListener('click', async () => {
   const held = token;
-  // Nothing else of this session may ask the node once its token is about to be refused.
+  // Nothing else of this session may ask the node once its token is about to be refused, and
+  // what it already asked lands first (at most two seconds): a request the node read after the
+  // session ended would be refused, which the browser reports as an error.
   stopSession();
   saveToken(null);
+  await Promise.race([Promise.allSettled([...inflight]), sleep(2000)]);
   let ended = false;
   try {
     const res = await fetch('/v1/session', { method: 'DELETE', headers: { Authorization: `Bearer ${held}` }, cache: 'no-store' });
