@@ -161,7 +161,15 @@ public final class ReplicaStore: Sendable {
                 "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?immutable=1"
         }
         do {
-            return try DatabasePool(path: opened, configuration: config)
+            let pool = try DatabasePool(path: opened, configuration: config)
+            if !readOnly {
+                // GRDB's pool turns its writer to `synchronous = NORMAL` once it set up WAL mode,
+                // after `prepareDatabase` ran: without this, a local edit acknowledged to the user
+                // was not synced to disk (a power cut could lose it) until a peer's batch happened
+                // to set FULL back on the node's connection.
+                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            }
+            return pool
         } catch let error as DatabaseError where readOnly && error.resultCode == .SQLITE_READONLY {
             // SQLite reads a WAL database only with its -shm file, which it cannot make here.
             throw StoreError.io(

@@ -162,7 +162,9 @@ import Testing
         // Like with like: each node writes its search texts once quiet (the joiner's after the
         // stream that brought its items).
         let texts = try await ObservabilityTests.eventually(60) {
-            try names.allSatisfy { try ReplicaStore.open(path: cli.path("\($0)/replica.sqlite")).searchBacklog().isEmpty }
+            try names.allSatisfy {
+                try ReplicaStore.open(path: cli.path("\($0)/replica.sqlite")).searchBacklog().isEmpty
+            }
         }
         #expect(texts, "every node wrote its search texts")
         let liveBytes = try #require(try await figure(cli, "d", "file_bytes"))

@@ -48,6 +48,25 @@ import Testing
         #expect(try reopened.integrityCheck() == "ok")
     }
 
+    /// A local edit is on disk when its commit returns: the writer connection runs with
+    /// `synchronous = FULL` (2) from the moment the file opens (GRDB's pool sets NORMAL on it
+    /// after our set-up ran, which left a CLI edit unsynced), and a peer's batch, committed with
+    /// NORMAL, sets FULL back.
+    @Test func localEditsAreSyncedWhenTheyCommit() throws {
+        func level(_ store: ReplicaStore) throws -> Int? {
+            try store.write { tx, _ in .rollback(try Int.fetchOne(tx.db, sql: "PRAGMA synchronous")) }
+        }
+        let created = try create()
+        #expect(try level(created) == 2)
+        let store = try ReplicaStore.open(path: path, lease: lease)
+        #expect(try level(store) == 2)
+        let resent: Int? = try store.write(.resent) { tx, _ in
+            .rollback(try Int.fetchOne(tx.db, sql: "PRAGMA synchronous"))
+        }
+        #expect(resent == 1, "a peer's batch commits with NORMAL")
+        #expect(try level(store) == 2)
+    }
+
     /// The deepest value a field may hold is written and read back, as a set and as a list
     /// element; one level more is refused before anything is written (it once went in and left
     /// the file "damaged", found by fuzzing the API).
