@@ -69,7 +69,9 @@ extension ReplicaStore {
     /// batch's writers are checked first (``WriterCheck``), with `allowance` writers still allowed
     /// to be new in this session. A batch past a bound is refused whole (``StoreError/tooManyWriters(held:new:limit:)``,
     /// ``StoreError/tooManyNewWriters(new:perSession:)``); covers naming writers this replica
-    /// cannot verify are left out. Returns what the batch did.
+    /// cannot verify are left out. `completingStream`: the batch is the last of `sender`'s stream
+    /// (its `done` came with it), which is recorded as complete in the same transaction, as
+    /// ``completeStream(from:rejoinedAt:)`` would. Returns what the batch did.
     @discardableResult
     public func receive(
         _ batch: DeltaBatch,
@@ -80,11 +82,12 @@ extension ReplicaStore {
         revoked: RevokedWriters = RevokedWriters(),
         writers: WriterBounds = .standard,
         allowance: Int? = nil,
-        rejoinedAt: UInt64? = nil
+        rejoinedAt: UInt64? = nil,
+        completingStream: Bool = false
     ) throws(StoreError) -> ReceivedBatch {
         try apply(
             batch,
-            stream: (sender, incarnation, rejoinedAt),
+            stream: (sender, incarnation, rejoinedAt, completingStream),
             wallMilliseconds: wallMilliseconds,
             refuse: refuse,
             revoked: revoked,
@@ -95,7 +98,7 @@ extension ReplicaStore {
 
     private func apply(
         _ batch: DeltaBatch,
-        stream: (sender: NodeID, incarnation: NodeID, rejoinedAt: UInt64?)?,
+        stream: (sender: NodeID, incarnation: NodeID, rejoinedAt: UInt64?, completes: Bool)?,
         wallMilliseconds: UInt64,
         refuse: Refusal?,
         revoked: RevokedWriters,
@@ -139,6 +142,7 @@ extension ReplicaStore {
                     tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
                 }
                 try tx.record(covers: check.covers, of: stream.map { ($0.sender, $0.incarnation) })
+                if let stream, stream.completes { try tx.completeStream(from: stream.sender) }
                 try tx.saveClock()
                 return .commit(merge.changed)
             }
@@ -161,9 +165,7 @@ extension ReplicaStore {
         try guarded {
             try write(.resent) { tx, _ in
                 if let rejoinedAt { try Self.requireNoRejoin(since: rejoinedAt, db: tx.db) }
-                guard let stream = try Transaction.stream(db: tx.db, from: sender) else { return .commit(()) }
-                try tx.raiseCounters(to: stream.covers)
-                try tx.db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
+                try tx.completeStream(from: sender)
                 return .commit(())
             }
         }
@@ -220,6 +222,13 @@ extension Transaction {
         } else {
             try raiseCounters(to: covers)
         }
+    }
+
+    /// `sender`'s stream is complete: what its batches covered joins the version vector.
+    mutating func completeStream(from sender: NodeID) throws {
+        guard let stream = try Transaction.stream(db: db, from: sender) else { return }
+        try raiseCounters(to: stream.covers)
+        try db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
     }
 
     /// Raises each node's counter in the version vector to `covers`' where that is higher.

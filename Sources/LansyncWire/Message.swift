@@ -16,6 +16,10 @@ public enum Message: Hashable, Sendable {
     /// The sender's delta is complete: the receiver now holds everything the sender had when it
     /// started that delta (`versionVector`).
     case done(versionVector: VersionVector)
+    /// The last batch of a delta and its `done` in one message (protocol 1.9; only to a peer
+    /// that announced it): the receiver applies the batch and completes the stream in one
+    /// transaction, then acknowledges the batch. A small live change travels as one of these.
+    case finalBatch(sequence: UInt64, DeltaBatch, done: VersionVector)
     /// Anti-entropy: the sender's current version vector, sent periodically and when idle. The
     /// receiver answers with a delta only if the sender lacks something.
     case summary(versionVector: VersionVector)
@@ -214,8 +218,12 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// 1.7 the sender's wall clock at the end of the hello (older nodes skip it); 1.8 the writers
     /// the sender folded after it (``Hello/folded``; an older node skips them, and reads the
     /// sender's vectors as told: short of the folded writers, so it may send their fields
-    /// again, never less).
-    public static let current = ProtocolVersion(major: 1, minor: 8)
+    /// again, never less); 1.9 a delta's last batch and its `done` in one message (type 11,
+    /// ``Message/finalBatch(sequence:_:done:)``), sent only to peers that announced 1.9.
+    public static let current = ProtocolVersion(major: 1, minor: 9)
+
+    /// The first version that takes a delta's last batch with its `done`.
+    public static let finalBatches = ProtocolVersion(major: 1, minor: 9)
 
     /// The first version whose hello says which writers its vectors leave out.
     public static let folding = ProtocolVersion(major: 1, minor: 8)

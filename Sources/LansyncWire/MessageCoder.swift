@@ -12,6 +12,9 @@ public enum MessageCoder {
         case expect = 8
         /// A join request and its acceptance (Docs/PROTOCOL.md, "Joining").
         case joinRequest = 9, joinAccepted = 10
+        /// A delta's last batch with its `done` (protocol 1.9): a byte saying whether the batch
+        /// is logged (as type 7) or not (as type 2), the batch, then the `done`'s vector.
+        case finalBatch = 11
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -78,6 +81,11 @@ public enum MessageCoder {
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
+        case let .finalBatch(sequence, batch, done):
+            w.byte(Tag.finalBatch.rawValue)
+            w.byte(batch.base == nil ? 0 : 1)
+            BatchCoding.encode(sequence: sequence, batch, into: &w)
+            w.versionVector(done)
         case .ack(let sequence):
             w.byte(Tag.ack.rawValue)
             w.varint(sequence)
@@ -204,6 +212,11 @@ public enum MessageCoder {
             case .batch, .loggedBatch:
                 let (sequence, batch) = try BatchCoding.decode(&r, logged: tag == .loggedBatch)
                 message = .batch(sequence: sequence, batch)
+            case .finalBatch:
+                let logged = try r.byte()
+                guard logged <= 1 else { throw WireError.malformed("a final batch neither logged nor plain") }
+                let (sequence, batch) = try BatchCoding.decode(&r, logged: logged == 1)
+                message = .finalBatch(sequence: sequence, batch, done: try r.versionVector())
             case .ack:
                 message = .ack(sequence: try r.varint())
             case .done:

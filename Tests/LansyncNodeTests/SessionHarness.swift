@@ -25,6 +25,9 @@ struct SessionHarness {
     /// A side that never receives anything (its peer stalls from its point of view).
     var deaf: Int?
     var batchSize = 3
+    /// Whether the runner tells the machine a delta's last batch is the last (as the node's,
+    /// which reads ahead after a small batch, does).
+    var readsAhead = true
     /// Messages delivered so far; the link breaks when it reaches `cutAfter`.
     var delivered = 0
     var cutAfter = Int.max
@@ -71,12 +74,12 @@ struct SessionHarness {
             switch action {
             case .send(let message):
                 sides[i].sent.append(message)
-                if case .batch = message {
+                if message.carriesBatch {
                     sides[i].sentBatches += 1
                     sides[i].maxInFlight = max(sides[i].maxInFlight, sides[i].sentBatches - sides[i].acksReceived)
                 }
                 if linkUp, deaf != 1 - i { sides[1 - i].inbox.append(message) }
-            case let .apply(sequence, batch):
+            case let .apply(sequence, batch), let .applyFinal(sequence, batch):
                 let sender = sides[1 - i].replica
                 let merged = sides[i].replica.apply(
                     batch,
@@ -87,6 +90,7 @@ struct SessionHarness {
                 // A node refuses a batch of deltas against more than it holds: the machine must
                 // never plan one.
                 #expect(merged, "a batch of deltas against \(batch.base.map(\.description) ?? "-") was refused")
+                if case .applyFinal = action { sides[i].replica.completeStream(from: sender.nodeID) }
                 queue += sides[i].machine.handle(.applied(sequence: sequence, now: now))
             case .completeStream:
                 sides[i].replica.completeStream(from: sides[1 - i].replica.nodeID)
@@ -94,7 +98,8 @@ struct SessionHarness {
                 sides[i].delta = sides[i].replica.delta(for: vv, maxUpdates: batchSize, deltaBase: deltaBase)
             case .produceBatch:
                 let next = sides[i].delta.isEmpty ? nil : sides[i].delta.removeFirst()
-                queue += sides[i].machine.handle(.produced(next, now: now))
+                let last = readsAhead && next != nil && sides[i].delta.isEmpty
+                queue += sides[i].machine.handle(.produced(next, now: now, last: last))
             case .sendSummary:
                 let message = Message.summary(versionVector: sides[i].replica.versionVector)
                 sides[i].sent.append(message)
@@ -134,6 +139,16 @@ struct SessionHarness {
 
     func did(_ i: Int, _ predicate: (SessionMachine.Action) -> Bool) -> Bool {
         sides[i].events.contains(where: predicate)
+    }
+}
+
+extension Message {
+    /// A batch, alone or with its `done`.
+    var carriesBatch: Bool {
+        switch self {
+        case .batch, .finalBatch: true
+        default: false
+        }
     }
 }
 

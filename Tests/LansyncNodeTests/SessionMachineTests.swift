@@ -131,6 +131,69 @@ import Testing
         #expect(h.sides[1].replica.items[.named("a3")]?.view.fields[.named("v")] == .string("live"))
     }
 
+    /// A small live change travels as one message and is committed in one transaction: its only
+    /// batch carries the `done` (protocol 1.9), and the receiver applies it and completes the
+    /// stream together, its vector then covering the edit. To a 1.8 peer the same batch goes
+    /// with a separate `done` right after it, and a runner that does not read ahead sends the
+    /// `done` when it finds the delta over, as before.
+    @Test func aSmallLiveChangeIsOneMessageAndOneTransaction() throws {
+        func pushed(readsAhead: Bool) throws -> (sent: [Message], receiver: [SessionMachine.Action], vv: VersionVector)
+        {
+            let (a, b) = try sampleReplicas()
+            var h = SessionHarness(a, b)
+            h.readsAhead = readsAhead
+            h.start()
+            h.run()
+            let (sentBefore, eventsBefore) = (h.sides[0].sent.count, h.sides[1].events.count)
+            try h.sides[0].replica.apply(
+                .update([.set(.named("v"), .string("live"))]),
+                to: .named("a3"),
+                wallMilliseconds: 1_700_000_000_100
+            )
+            h.handle(0, .localChanged(localVersion: h.sides[0].replica.versionVector))
+            h.run()
+            #expect(h.sides[1].replica.items[.named("a3")]?.view.fields[.named("v")] == .string("live"))
+            return (
+                Array(h.sides[0].sent[sentBefore...]), Array(h.sides[1].events[eventsBefore...]),
+                h.sides[1].replica.versionVector
+            )
+        }
+        let one = try pushed(readsAhead: true)
+        #expect(one.sent.map(\.kind) == ["final batch"])
+        #expect(one.receiver.filter { if case .applyFinal = $0 { true } else { false } }.count == 1)
+        #expect(!one.receiver.contains(.completeStream), "no second transaction")
+        let two = try pushed(readsAhead: false)
+        #expect(two.sent.map(\.kind) == ["batch", "done"])
+        #expect(two.receiver.contains(.completeStream))
+        #expect(one.vv == two.vv, "the receiver's vector covers the edit either way")
+
+        // A 1.8 peer: the last batch, then its done at once.
+        var m = SessionMachine(
+            config: SessionMachine.SessionConfig(
+                nodeID: .node(1),
+                clusterID: .node(100),
+                role: .peer,
+                name: "a",
+                authenticatedPeer: .node(2)
+            )
+        )
+        _ = m.handle(.start(versionVector: VersionVector(), now: .now))
+        let hello = Hello(
+            version: ProtocolVersion(major: 1, minor: 8),
+            nodeID: .node(2),
+            clusterID: .node(100),
+            role: .peer,
+            name: "b",
+            versionVector: VersionVector()
+        )
+        _ = m.handle(.received(.hello(hello), now: .now))
+        let batch = DeltaBatch(updates: [], covers: VersionVector([.node(1): 1]), base: VersionVector())
+        let sent = m.handle(.produced(batch, now: .now, last: true)).compactMap {
+            if case .send(let message) = $0 { message.kind } else { nil }
+        }
+        #expect(sent == ["batch", "done"])
+    }
+
     /// A change announced with the replica's vector, which the peer is known to hold already (a
     /// batch another session applied that came from this peer too), plans no delta: nothing is
     /// read; one the peer lacks plans one at once.

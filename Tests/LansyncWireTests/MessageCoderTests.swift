@@ -57,7 +57,7 @@ import Testing
         var newer = MessageCoder.encode(
             .hello(
                 Hello(
-                    version: ProtocolVersion(major: 1, minor: 9),
+                    version: ProtocolVersion(major: 1, minor: ProtocolVersion.current.minor + 1),
                     nodeID: Self.a,
                     clusterID: Self.c,
                     role: .peer,
@@ -71,7 +71,7 @@ import Testing
             Issue.record("not a hello")
             return
         }
-        #expect(decoded.version.minor == 9)
+        #expect(decoded.version.minor == ProtocolVersion.current.minor + 1)
         var same = MessageCoder.encode(hello)
         same += [1]
         #expect(throws: WireError.self) { try MessageCoder.decode(same) }
@@ -290,6 +290,21 @@ import Testing
         for batch in deltas {
             sequence += 1
             messages.append(.batch(sequence: sequence, batch))
+        }
+        // Protocol 1.9: a last batch with its done, logged (field deltas) and plain.
+        if let logged = deltas.last {
+            messages.append(.finalBatch(sequence: sequence + 1, logged, done: middle))
+        }
+        if let plain = replica.delta(for: VersionVector(), maxUpdates: 7).last {
+            let decoded = try MessageCoder.decode(
+                MessageCoder.encode(.finalBatch(sequence: 9, plain, done: replica.versionVector))
+            )
+            guard case let .finalBatch(9, batch, done) = decoded else {
+                Issue.record("not a final batch: \(decoded)")
+                return
+            }
+            #expect(batch.base == nil && batch.covers == plain.covers && done == replica.versionVector)
+            #expect(batch.updates.map(\.key) == plain.updates.map(\.key))
         }
         // Protocol 1.1 batches carry no removal log: a state arrives with its whole context as
         // horizon (it vouches for no removal), and otherwise unchanged.

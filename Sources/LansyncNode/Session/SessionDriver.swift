@@ -26,6 +26,9 @@ struct SessionDriver {
     private(set) var outcome = SessionOutcome()
     /// The outgoing delta being read, if any.
     private var delta: DeltaStream?
+    /// Batches of it read ahead of the machine's asking (nil: the delta ends there), so that a
+    /// small delta's last batch is known to be the last and goes with its `done`.
+    private var readAhead: [DeltaBatch?] = []
     /// What was last reported to the observer and recorded in the hub.
     private var reported = SessionObserver.Progress()
     private var recordedPeerVersion = VersionVector()
@@ -132,6 +135,8 @@ struct SessionDriver {
                 try await send(message)
             case let .apply(sequence, batch):
                 queue += await apply(batch, sequence: sequence)
+            case let .applyFinal(sequence, batch):
+                queue += await apply(batch, sequence: sequence, completingStream: true)
             case .completeStream:
                 queue += await completeStream()
             case let .startDelta(vv, initial, deltaBase):
@@ -161,8 +166,13 @@ struct SessionDriver {
         return false
     }
 
-    /// Applies the peer's batch in one transaction, within the session's writer allowance.
-    private mutating func apply(_ batch: DeltaBatch, sequence: UInt64) async -> [SessionMachine.Action] {
+    /// Applies the peer's batch in one transaction, within the session's writer allowance (and,
+    /// `completingStream`, records its stream as complete in the same transaction).
+    private mutating func apply(
+        _ batch: DeltaBatch,
+        sequence: UInt64,
+        completingStream: Bool = false
+    ) async -> [SessionMachine.Action] {
         let (store, runner) = (self.store, self.runner)
         let revoked = runner.revoked()
         let peer = runner.config.authenticatedPeer
@@ -180,16 +190,17 @@ struct SessionDriver {
                     revoked: revoked,
                     writers: runner.writers,
                     allowance: allowance,
-                    rejoinedAt: rejoinedAt
+                    rejoinedAt: rejoinedAt,
+                    completingStream: completingStream
                 )
-                return (received, received.changed > 0 ? try store.versionVector() : nil)
+                return (received, received.changed > 0 || completingStream ? try store.versionVector() : nil)
             }
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
-            if received.changed > 0 {
+            if received.changed > 0 || completingStream {
                 runner.hub.notify(version: version, except: subscription)
-                await runner.observer.applied(received.changed)
             }
+            if received.changed > 0 { await runner.observer.applied(received.changed) }
             return machine.handle(.applied(sequence: sequence, now: .now))
         } catch let error as StoreError {
             switch error {
@@ -235,41 +246,62 @@ struct SessionDriver {
             // A peer that can show progress is told how large the delta is (an index count, as
             // cheap as what it will send is small).
             let announce = machine.peer.map { $0.version >= .fieldDeltas } ?? false
-            let (stream, size) = try await io.run {
-                (
-                    try store.deltaStream(
-                        for: vv,
-                        maxUpdates: WireLimits.maxUpdatesPerBatch,
-                        budgetBytes: WireLimits.batchBudgetBytes,
-                        unclaimed: initial,
-                        deltaBase: deltaBase
-                    ),
-                    announce ? try store.lacking(vv, cap: 10_000_000) : 0
+            let peerHolds = machine.peerVersionVector
+            // The first batches are read in the same call: the machine asks for one next.
+            let (stream, size, ahead) = try await io.run { () throws -> (DeltaStream, Int, [DeltaBatch?]) in
+                var stream = try store.deltaStream(
+                    for: vv,
+                    maxUpdates: WireLimits.maxUpdatesPerBatch,
+                    budgetBytes: WireLimits.batchBudgetBytes,
+                    unclaimed: initial,
+                    deltaBase: deltaBase
                 )
+                let size = announce ? try store.lacking(vv, cap: 10_000_000) : 0
+                return (stream, size, try Self.readBatches(&stream, peerHolds: peerHolds))
             }
             delta = stream
+            readAhead = ahead
             return (machine.handle(.planned(fieldStates: size)), [])
         } catch {
             return ([], machine.handle(.storageFailed("reading the delta: \(error)")))
         }
     }
 
-    /// Reads the delta's next batch (nil when it is complete).
+    /// Reads the delta's next batch (nil when it is complete), unless it was read ahead; says
+    /// whether it is the last.
     private mutating func produceBatch() async -> [SessionMachine.Action] {
         guard let current = delta else { return [] }
-        let peerHolds = machine.peerVersionVector
-        do {
-            let (batch, advanced) = try await io.run { () throws -> (DeltaBatch?, DeltaStream) in
-                var stream = current
-                let batch = try stream.next(peerHolds: peerHolds)
-                return (batch, stream)
+        if readAhead.isEmpty {
+            let peerHolds = machine.peerVersionVector
+            do {
+                let (batches, advanced) = try await io.run { () throws -> ([DeltaBatch?], DeltaStream) in
+                    var stream = current
+                    let batches = try Self.readBatches(&stream, peerHolds: peerHolds)
+                    return (batches, stream)
+                }
+                delta = advanced
+                readAhead = batches
+            } catch {
+                return machine.handle(.storageFailed("reading the delta: \(error)"))
             }
-            delta = advanced
-            return machine.handle(.produced(batch, now: .now))
-        } catch {
-            return machine.handle(.storageFailed("reading the delta: \(error)"))
         }
+        let batch = readAhead.removeFirst()
+        let last = batch != nil && readAhead.first == .some(nil)
+        if last { readAhead.removeFirst() }
+        return machine.handle(.produced(batch, now: .now, last: last))
     }
+
+    /// The stream's next batch, and, after a small one (a live change's), the one after it too
+    /// (nil when there is none): what tells a delta's last batch, which then carries its `done`.
+    /// A large batch is read alone, so a long stream holds no more in memory than before.
+    private static func readBatches(_ stream: inout DeltaStream, peerHolds: VersionVector) throws -> [DeltaBatch?] {
+        guard let batch = try stream.next(peerHolds: peerHolds) else { return [nil] }
+        guard batch.updates.count <= readAheadBelow else { return [batch] }
+        return [batch, try stream.next(peerHolds: peerHolds)]
+    }
+
+    /// Up to this many field states a batch is small: the one after it is read at once.
+    static let readAheadBelow = 64
 
     /// Tells the peer this replica's version vector: the hub's (at worst behind the replica: the
     /// peer then sends what this side holds), else read.

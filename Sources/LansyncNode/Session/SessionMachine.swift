@@ -89,8 +89,9 @@ public struct SessionMachine: Sendable {
         case applied(sequence: UInt64, now: ContinuousClock.Instant)
         /// The runner planned the delta it was asked for: about `fieldStates` to send.
         case planned(fieldStates: Int)
-        /// The runner produced the next outgoing batch, or nil when the delta is complete.
-        case produced(DeltaBatch?, now: ContinuousClock.Instant)
+        /// The runner produced the next outgoing batch, or nil when the delta is complete; `last`
+        /// when it read ahead and found nothing after this batch (its `done` goes with it).
+        case produced(DeltaBatch?, now: ContinuousClock.Instant, last: Bool = false)
         /// The local replica changed (a local edit, or a batch from another peer); `localVersion`
         /// is its version vector as last read (never ahead of it), nil if unknown.
         case localChanged(localVersion: VersionVector?)
@@ -108,6 +109,9 @@ public struct SessionMachine: Sendable {
         case send(Message)
         /// Apply this batch in one transaction, then report ``Event/applied(sequence:now:)``.
         case apply(sequence: UInt64, DeltaBatch)
+        /// Apply this batch, the last of the peer's stream, and complete the stream (as
+        /// ``completeStream`` does), in one transaction; then report ``Event/applied(sequence:now:)``.
+        case applyFinal(sequence: UInt64, DeltaBatch)
         /// The peer's stream is complete (its `done` came after every batch was applied): count
         /// what its batches covered as held (``ReplicaStore/completeStream(from:)``).
         case completeStream
@@ -166,6 +170,8 @@ public struct SessionMachine: Sendable {
         var exhausted = false
         var changedWhileStreaming = false
         var sentBatches = 0
+        /// Its `done` went with its last batch (``Message/finalBatch(sequence:_:done:)``).
+        var doneSent = false
         /// What the delta's batches covered: the peer holds it whole once it has the `done`.
         var covered = VersionVector()
     }
@@ -244,7 +250,7 @@ public struct SessionMachine: Sendable {
         case let (.open, .applied(sequence, _)):
             return [.send(.ack(sequence: sequence))]
 
-        case (.open(var open), .produced(let batch, let now)):
+        case (.open(var open), .produced(let batch, let now, let last)):
             if let batch, let peer, peer.version < .unsets, batch.needsProtocol16 {
                 // An older node cannot read a removal or a link; it must not be sent a state
                 // without it.
@@ -255,7 +261,7 @@ public struct SessionMachine: Sendable {
                     )
                 )
             }
-            let actions = produced(batch, now: now, &open)
+            let actions = produced(batch, now: now, last: last, &open)
             return settle(open, actions)
 
         case (_, .localChanged(let version)):
@@ -353,18 +359,7 @@ public struct SessionMachine: Sendable {
             return receiveHello(hello, now: now)
 
         case (.open(var open), let .batch(sequence, batch)):
-            guard sequence == open.expectedSequence else {
-                return fail(
-                    ProtocolError(.unexpectedMessage, "batch \(sequence) arrived, expected \(open.expectedSequence)")
-                )
-            }
-            open.expectedSequence += 1
-            counters.receivedUpdates += batch.updates.count
-            // The peer holds what its stream covers: a later delta to it never sends that back
-            // (no echo of a change to where it came from).
-            peerVersionVector.join(batch.covers)
-            deltaBase?.join(batch.covers)
-            if let refusal = tooManyWriters(peerVersionVector, "what its stream covers") { return fail(refusal) }
+            if let refusal = accept(sequence, batch, &open) { return fail(refusal) }
             return settle(open, [.apply(sequence: sequence, batch)])
 
         case (.open(var open), .ack(let sequence)):
@@ -380,6 +375,13 @@ public struct SessionMachine: Sendable {
             incoming = nil
             let actions = [.completeStream] + checkUpToDate(open)
             return settle(open, actions)
+
+        case (.open(var open), let .finalBatch(sequence, batch, vv)):
+            // A batch and the `done` after it: the same checks, one transaction.
+            if let refusal = accept(sequence, batch, &open) ?? tooManyWriters(vv, "its done") { return fail(refusal) }
+            open.peerInitialDone = true
+            incoming = nil
+            return settle(open, [.applyFinal(sequence: sequence, batch)] + checkUpToDate(open))
 
         case (.open(var open), .summary(let sent)):
             let vv = sent.unfolded(with: peer?.folded ?? VersionVector())
@@ -397,6 +399,21 @@ public struct SessionMachine: Sendable {
         default:
             return fail(ProtocolError(.unexpectedMessage, "unexpected \(message.kind) while \(phase)"))
         }
+    }
+
+    /// Takes in a batch from the peer before it is applied: its sequence must be the next, and
+    /// what it covers joins what the peer is known to hold; a refusal if either check fails.
+    private mutating func accept(_ sequence: UInt64, _ batch: DeltaBatch, _ open: inout Open) -> ProtocolError? {
+        guard sequence == open.expectedSequence else {
+            return ProtocolError(.unexpectedMessage, "batch \(sequence) arrived, expected \(open.expectedSequence)")
+        }
+        open.expectedSequence += 1
+        counters.receivedUpdates += batch.updates.count
+        // The peer holds what its stream covers: a later delta to it never sends that back
+        // (no echo of a change to where it came from).
+        peerVersionVector.join(batch.covers)
+        deltaBase?.join(batch.covers)
+        return tooManyWriters(peerVersionVector, "what its stream covers")
     }
 
     /// The peer's hello: checked, then the session opens and the first delta begins. From here
@@ -491,7 +508,15 @@ public struct SessionMachine: Sendable {
         )
     }
 
-    private mutating func produced(_ batch: DeltaBatch?, now: ContinuousClock.Instant, _ open: inout Open) -> [Action] {
+    /// A batch produced: sent, and the next one asked for while the window allows. The last one
+    /// (`last`: the runner read ahead and found the delta ends here) carries its `done` to a peer
+    /// of protocol 1.9, and is followed by it at once to an older one.
+    private mutating func produced(
+        _ batch: DeltaBatch?,
+        now: ContinuousClock.Instant,
+        last: Bool,
+        _ open: inout Open
+    ) -> [Action] {
         guard var delta = open.outgoing else { return [] }
         delta.producing = false
         guard let batch else {
@@ -505,6 +530,16 @@ public struct SessionMachine: Sendable {
         counters.sentUpdates += batch.updates.count
         delta.sentBatches += 1
         delta.covered.join(batch.covers)
+        if last {
+            delta.exhausted = true
+            var message = Message.batch(sequence: sequence, batch)
+            if let peer, peer.version >= .finalBatches {
+                message = .finalBatch(sequence: sequence, batch, done: asTold(delta.startVersionVector))
+                delta.doneSent = true
+            }
+            open.outgoing = delta
+            return [.send(message)] + finishDeltaIfComplete(&open)
+        }
         var actions: [Action] = [.send(.batch(sequence: sequence, batch))]
         if open.inFlight.count < config.window {
             delta.producing = true
@@ -541,7 +576,7 @@ public struct SessionMachine: Sendable {
         var actions: [Action] = []
         if delta.isInitial || delta.sentBatches > 0 {
             // The receiver learns it is up to date with us; an empty anti-entropy answer stays silent.
-            actions.append(.send(.done(versionVector: asTold(delta.startVersionVector))))
+            if !delta.doneSent { actions.append(.send(.done(versionVector: asTold(delta.startVersionVector)))) }
             // The peer completes the stream on `done`, before it reads anything sent after it.
             deltaBase?.join(delta.covered)
         }
@@ -614,6 +649,7 @@ extension Message {
         case .batch: "batch"
         case .ack: "ack"
         case .done: "done"
+        case .finalBatch: "final batch"
         case .summary: "summary"
         case .expect: "expect"
         case .error: "error"
