@@ -26,6 +26,9 @@ public final class Node: Sendable {
     let acknowledgements = ChangeHub()
     private let apiAddress = NIOLockedValueBox<String?>(nil)
     let io = BlockingIO()
+    /// Background upkeep of the replica (the search texts): its own thread, so that writing them
+    /// never keeps a session's or the local API's reads and writes waiting for one of ``io``'s.
+    let upkeep = BlockingIO(threads: 1)
     private let sessions = NIOLockedValueBox(0)
     /// True while a rejoin empties the replica (``rejoin(from:)``).
     let rejoining = NIOLockedValueBox(false)
@@ -167,10 +170,12 @@ public final class Node: Sendable {
         } catch {
             try? await group.shutdownGracefully()
             await io.shutdown()
+            await upkeep.shutdown()
             throw error
         }
         try? await group.shutdownGracefully()
         await io.shutdown()
+        await upkeep.shutdown()
         logger.notice("node stopped")
     }
 

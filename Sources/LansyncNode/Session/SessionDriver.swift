@@ -257,7 +257,9 @@ struct SessionDriver {
                     deltaBase: deltaBase
                 )
                 let size = announce ? try store.lacking(vv, cap: 10_000_000) : 0
-                return (stream, size, try Self.readBatches(&stream, peerHolds: peerHolds))
+                // Read before the stream is returned: a tuple copies its elements in order.
+                let ahead = try Self.readBatches(&stream, peerHolds: peerHolds)
+                return (stream, size, ahead)
             }
             delta = stream
             readAhead = ahead
