@@ -28,15 +28,26 @@ extension Node {
             behindSince = since
             guard quiet || ContinuousClock.now - since >= Self.catchUpWithin else { continue }
             do {
-                var now = try await upkeep.run { try store.catchUpSearch(fields: Self.searchBatch) }
+                var now = try await writeSearchBatch()
                 while quiet, !now.isEmpty, now.latest == backlog.latest, !sessionsMovedRecently(), !Task.isCancelled {
-                    now = try await upkeep.run { try store.catchUpSearch(fields: Self.searchBatch) }
+                    now = try await writeSearchBatch()
                 }
                 if now.isEmpty { behindSince = nil }
             } catch {
                 logger.warning("could not write the search texts (the next look tries again): \(error)")
             }
         }
+    }
+
+    /// Writes one batch of texts, then rests as long as it took: background upkeep takes at most
+    /// half of one core, so the page, the API and sessions stay responsive on a small machine
+    /// while a large import's texts are written.
+    private func writeSearchBatch() async throws -> SearchBacklog {
+        let store = self.store
+        let started = ContinuousClock.now
+        let backlog = try await upkeep.run { try store.catchUpSearch(fields: Self.searchBatch) }
+        try await Task.sleep(for: ContinuousClock.now - started)
+        return backlog
     }
 
     /// Whether a session moved field states within the last search interval.
