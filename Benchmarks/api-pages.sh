@@ -15,13 +15,7 @@ LABEL=$2
 WORK=${3:-/tmp/lansync-api-pages}
 mkdir -p "$WORK"
 if [ ! -d "$WORK/replica" ]; then
-    python3 - "$WORK/data.jsonl" <<'PY'
-import sys
-with open(sys.argv[1], "w") as f:
-    for i in range(100000):
-        fields = ",".join('"f%d":"value %d of item %07d %s"' % (k, k, i, "x" * (26 - len(str(k)))) for k in range(10))
-        f.write('{"id":"item-%07d","type":"bench","fields":{%s}}\n' % (i, fields))
-PY
+    python3 "$(dirname "$0")/w1-dataset.py" "$WORK/data.jsonl"
     "$BIN" cluster create "$WORK/cluster.pem" >/dev/null
     "$BIN" init --dir "$WORK/replica" --cluster "$WORK/cluster.pem" --name pages >/dev/null
     "$BIN" import --dir "$WORK/replica" "$WORK/data.jsonl" >/dev/null
