@@ -5,6 +5,40 @@ import LansyncWire
 import Testing
 
 @Suite struct SessionMachineTests {
+    /// Node 1's machine in cluster 100, started with `local`, after the hello of node 2 (`peerVersion`,
+    /// holding `vv`, resuming our last stream at `resume` if it was `resumeFor`'s): the machine
+    /// and what it asked for.
+    static func opened(
+        peerVersion: ProtocolVersion,
+        vv: VersionVector,
+        resume: VersionVector = VersionVector(),
+        resumeFor: NodeID? = nil,
+        local: VersionVector = VersionVector()
+    ) -> (SessionMachine, [SessionMachine.Action]) {
+        var m = SessionMachine(
+            config: SessionMachine.SessionConfig(
+                nodeID: .node(1),
+                clusterID: .node(100),
+                role: .peer,
+                name: "a",
+                authenticatedPeer: .node(2)
+            )
+        )
+        _ = m.handle(.start(versionVector: local, resume: VersionVector(), resumeFor: nil, now: .now))
+        let hello = Hello(
+            version: peerVersion,
+            nodeID: .node(2),
+            clusterID: .node(100),
+            role: .peer,
+            name: "b",
+            versionVector: vv,
+            resume: resume,
+            resumeFor: resumeFor
+        )
+        let actions = m.handle(.received(.hello(hello), now: .now))
+        return (m, actions)
+    }
+
     @Test func twoReplicasConvergeAndSayUpToDate() throws {
         let (a, b) = try sampleReplicas()
         var h = SessionHarness(a, b)
@@ -168,25 +202,7 @@ import Testing
         #expect(one.vv == two.vv, "the receiver's vector covers the edit either way")
 
         // A 1.8 peer: the last batch, then its done at once.
-        var m = SessionMachine(
-            config: SessionMachine.SessionConfig(
-                nodeID: .node(1),
-                clusterID: .node(100),
-                role: .peer,
-                name: "a",
-                authenticatedPeer: .node(2)
-            )
-        )
-        _ = m.handle(.start(versionVector: VersionVector(), now: .now))
-        let hello = Hello(
-            version: ProtocolVersion(major: 1, minor: 8),
-            nodeID: .node(2),
-            clusterID: .node(100),
-            role: .peer,
-            name: "b",
-            versionVector: VersionVector()
-        )
-        _ = m.handle(.received(.hello(hello), now: .now))
+        var (m, _) = Self.opened(peerVersion: ProtocolVersion(major: 1, minor: 8), vv: VersionVector())
         let batch = DeltaBatch(updates: [], covers: VersionVector([.node(1): 1]), base: VersionVector())
         let sent = m.handle(.produced(batch, now: .now, last: true)).compactMap {
             if case .send(let message) = $0 { message.kind } else { nil }
@@ -258,27 +274,7 @@ import Testing
         )
         #expect(batch.needsProtocol16)
         for (version, refused) in [(ProtocolVersion(major: 1, minor: 5), true), (.current, false)] {
-            var m = SessionMachine(
-                config: SessionMachine.SessionConfig(
-                    nodeID: .node(1),
-                    clusterID: .node(100),
-                    role: .peer,
-                    name: "a",
-                    authenticatedPeer: .node(2)
-                )
-            )
-            _ = m.handle(
-                .start(versionVector: VersionVector([.node(1): 2]), resume: VersionVector(), resumeFor: nil, now: .now)
-            )
-            let hello = Hello(
-                version: version,
-                nodeID: .node(2),
-                clusterID: .node(100),
-                role: .peer,
-                name: "b",
-                versionVector: VersionVector()
-            )
-            _ = m.handle(.received(.hello(hello), now: .now))
+            var (m, _) = Self.opened(peerVersion: version, vv: VersionVector(), local: VersionVector([.node(1): 2]))
             let actions = m.handle(.produced(batch, now: .now))
             let closed = actions.contains {
                 if case .close(let error?, _) = $0 {
@@ -297,28 +293,7 @@ import Testing
     /// its `done` (the fields a stream has not reached yet may still hold older states there).
     @Test func deltasAreTakenAgainstWhatThePeerHoldsWhole() throws {
         func opened(peerVersion: ProtocolVersion, vv: VersionVector) -> (SessionMachine, [SessionMachine.Action]) {
-            var m = SessionMachine(
-                config: SessionMachine.SessionConfig(
-                    nodeID: .node(1),
-                    clusterID: .node(100),
-                    role: .peer,
-                    name: "a",
-                    authenticatedPeer: .node(2)
-                )
-            )
-            _ = m.handle(.start(versionVector: VersionVector(), resume: VersionVector(), resumeFor: nil, now: .now))
-            let hello = Hello(
-                version: peerVersion,
-                nodeID: .node(2),
-                clusterID: .node(100),
-                role: .peer,
-                name: "b",
-                versionVector: vv,
-                resume: VersionVector([.node(1): 7]),
-                resumeFor: .node(1)
-            )
-            let actions = m.handle(.received(.hello(hello), now: .now))
-            return (m, actions)
+            Self.opened(peerVersion: peerVersion, vv: vv, resume: VersionVector([.node(1): 7]), resumeFor: .node(1))
         }
         let announced = VersionVector([.node(2): 5, .node(3): 2])
         let (old, oldActions) = opened(peerVersion: ProtocolVersion(major: 1, minor: 1), vv: announced)
