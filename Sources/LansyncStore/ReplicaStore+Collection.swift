@@ -433,7 +433,12 @@ extension Transaction {
             }
             try db.cachedStatement(sql: "DELETE FROM history WHERE field = ?").execute(arguments: [fieldRow])
         }
-        let highest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM field WHERE item = ?", arguments: [row]) ?? 0
+        let highest =
+            try Int64.fetchOne(
+                db,
+                sql: "SELECT max(seq) FROM field WHERE id BETWEEN ? AND ?",
+                arguments: FieldRows.arguments(item: row)
+            ) ?? 0
         try db.execute(
             sql: """
                 INSERT INTO meta(key, value) VALUES ('feed_floor', ?)
@@ -441,7 +446,7 @@ extension Transaction {
                 """,
             arguments: [String(highest)]
         )
-        try db.execute(sql: "DELETE FROM field WHERE item = ?", arguments: [row])
+        try db.execute(sql: "DELETE FROM field WHERE id BETWEEN ? AND ?", arguments: FieldRows.arguments(item: row))
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item_link WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [row])
@@ -538,7 +543,7 @@ extension ReplicaStore {
             func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }
             figures.collectableItems = try count("SELECT count(*) FROM item WHERE deleted = 1 AND collected = 0")
             figures.collectableFields = try count(
-                "SELECT count(*) FROM field WHERE item IN (SELECT id FROM item WHERE deleted = 1 AND collected = 0)"
+                "SELECT count(*) FROM item i JOIN field f ON \(FieldRows.of()) WHERE i.deleted = 1 AND i.collected = 0"
             )
             let deleted = try count("SELECT count(*) FROM item WHERE deleted = 1")
             figures.collectedItems = deleted - figures.collectableItems

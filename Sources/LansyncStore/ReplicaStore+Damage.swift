@@ -182,7 +182,7 @@ extension ReplicaStore {
                     db,
                     sql: """
                         SELECT DISTINCT n.node_id FROM version v JOIN node n ON n.id = v.node JOIN field f ON f.id = v.field
-                        JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
+                        JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND f.name = ?
                         """,
                     arguments: [key.item.rawValue, key.field.rawValue]
                 )

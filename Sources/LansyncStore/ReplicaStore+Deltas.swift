@@ -102,7 +102,7 @@ extension ReplicaStore {
     ) throws -> (updates: [FieldUpdate], bytes: Int, broken: [FieldKey]) {
         let statement = try db.cachedStatement(
             sql: """
-                SELECT f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?
+                SELECT f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND f.name = ?
                 """
         )
         var bytes = 0

@@ -173,7 +173,7 @@ extension ReplicaStore {
         // `_deleted` is only read for its versions (its value is the item's `deleted` column).
         let sql = """
             SELECT i.item_id, i.type, i.deleted, f.name, f.state, f.conflict FROM item i
-            LEFT JOIN field f ON f.item = i.id\(reserved ? "" : " AND f.name <> '_deleted'")
+            LEFT JOIN field f ON \(FieldRows.of())\(reserved ? "" : " AND f.name <> '_deleted'")
             \(whereClause) ORDER BY i.item_id, f.name
             """
         return (sql, arguments)
@@ -246,7 +246,7 @@ extension ReplicaStore {
             uniquingKeysWith: { first, _ in first }
         )
         var entries: [HistoryEntry] = []
-        let sql = "SELECT f.name, f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ?" + filter
+        let sql = "SELECT f.name, f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ?" + filter
         for row in try Row.fetchAll(db, sql: sql, arguments: arguments) {
             let name = FieldName(unchecked: try row.decode(atIndex: 0))
             let state = try StoredState.decode(Array(try row.decode(atIndex: 1) as Data), db: db, nodes: nodeRows)
@@ -276,7 +276,7 @@ extension ReplicaStore {
             sql: """
                 SELECT f.name, n.node_id, n.name, h.counter, h.timestamp, h.write
                 FROM history h JOIN field f ON f.id = h.field JOIN node n ON n.id = h.node
-                JOIN item i ON i.id = f.item WHERE i.item_id = ?
+                JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ?
                 """ + filter,
             arguments: arguments
         )

@@ -145,7 +145,7 @@ extension ReplicaStore {
                     let seq = try Int64.fetchOne(
                         db,
                         sql: """
-                            SELECT h.seq FROM history h JOIN field f ON f.id = h.field JOIN item i ON i.id = f.item
+                            SELECT h.seq FROM history h JOIN field f ON f.id = h.field JOIN item i ON \(FieldRows.of())
                             JOIN node n ON n.id = h.node
                             WHERE i.item_id = ? AND f.name = ? AND n.node_id = ? AND h.counter = ?
                             """,

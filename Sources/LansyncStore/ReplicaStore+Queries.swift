@@ -248,7 +248,11 @@ extension ReplicaStore {
             let sql =
                 candidates == nil
                 ? "SELECT item, state FROM field WHERE name = ?"
-                : "SELECT item, state FROM field WHERE name = ? AND item IN (SELECT value FROM json_each(?))"
+                : """
+                SELECT f.item, f.state FROM json_each(?2) c JOIN field f
+                ON \(FieldRows.of(item: "c.value"))
+                WHERE f.name = ?1
+                """
             var args: [(any DatabaseValueConvertible)?] = [name.rawValue]
             if let candidateList { args.append(candidateList) }
             for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(args)) {

@@ -260,7 +260,7 @@ extension Transaction {
             let row = try Row.fetchOne(
                 db,
                 sql:
-                    "SELECT f.id, f.state FROM field f JOIN item i ON i.id = f.item WHERE i.item_id = ? AND f.name = ?",
+                    "SELECT f.id, f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND f.name = ?",
                 arguments: [item, FieldName.type.rawValue]
             )
         else { return false }

@@ -64,7 +64,8 @@ extension ReplicaStore {
     }
 
     /// Reads the field table row by row, so one unreadable page costs only the rows on it. A
-    /// field whose item row is gone counts as lost too.
+    /// field whose item row is gone counts as lost too. The rows are found an item's range at a
+    /// time (``FieldRows``); a range that does not read is probed row by row.
     private func salvage() -> Salvage {
         var salvage = Salvage()
         var maxRow: Int64 = 0
@@ -73,13 +74,24 @@ extension ReplicaStore {
         } catch {
             salvage.unreadable = true
         }
-        for rowID in stride(from: Int64(1), through: maxRow, by: 1) {
-            do {
-                if let read = try pool.read({ db in try salvageField(row: rowID, db: db) }) {
-                    salvage.sound.append(read)
+        for item in stride(from: Int64(0), through: maxRow >> FieldRows.shift, by: 1) {
+            let range = FieldRows.range(item: item)
+            let rows: [Int64] =
+                (try? pool.read { db in
+                    try Int64.fetchAll(
+                        db,
+                        sql: "SELECT id FROM field WHERE id BETWEEN ? AND ?",
+                        arguments: FieldRows.arguments(item: item)
+                    )
+                }) ?? Array(range)
+            for rowID in rows {
+                do {
+                    if let read = try pool.read({ db in try salvageField(row: rowID, db: db) }) {
+                        salvage.sound.append(read)
+                    }
+                } catch {
+                    salvage.lostRows.append(rowID)
                 }
-            } catch {
-                salvage.lostRows.append(rowID)
             }
         }
         return salvage

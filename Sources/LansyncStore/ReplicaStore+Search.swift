@@ -30,8 +30,9 @@ extension Transaction {
         searchChanges = []
     }
 
-    /// `item`'s text as its fields are now; nil if there is no such item.
-    static func searchText(item: Int64, db: Database, nodes: NodeRows) throws -> String? {
+    /// `item`'s text as its fields are now; nil if there is no such item. `beforeV20`: the file's
+    /// field rows are not numbered by item yet (the v18 migration's).
+    static func searchText(item: Int64, db: Database, nodes: NodeRows, beforeV20: Bool = false) throws -> String? {
         guard
             let row = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT item_id, type FROM item WHERE id = ?"),
@@ -39,10 +40,13 @@ extension Transaction {
             )
         else { return nil }
         var fields: [(name: FieldName, value: Value?)] = []
-        let cursor = try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT name, state FROM field WHERE item = ?"),
-            arguments: [item]
-        )
+        let cursor =
+            beforeV20
+            ? try Row.fetchCursor(db, sql: "SELECT name, state FROM field WHERE item = ?", arguments: [item])
+            : try Row.fetchCursor(
+                db.cachedStatement(sql: "SELECT name, state FROM field WHERE id BETWEEN ? AND ?"),
+                arguments: FieldRows.arguments(item: item)
+            )
         while let field = try cursor.next() {
             let name = FieldName(unchecked: try field.decode(atIndex: 0))
             guard !name.isReserved else { continue }
@@ -57,8 +61,8 @@ extension Transaction {
     }
 
     /// Writes `item`'s text if it changed (removes it if the item is gone).
-    static func refreshSearchText(item: Int64, db: Database, nodes: NodeRows) throws {
-        guard let text = try searchText(item: item, db: db, nodes: nodes) else {
+    static func refreshSearchText(item: Int64, db: Database, nodes: NodeRows, beforeV20: Bool = false) throws {
+        guard let text = try searchText(item: item, db: db, nodes: nodes, beforeV20: beforeV20) else {
             try db.cachedStatement(sql: "DELETE FROM item_search WHERE rowid = ?").execute(arguments: [item])
             return
         }

@@ -116,10 +116,29 @@ public final class ReplicaStore: Sendable {
                     )
                 }
             } else {
+                let applied = try store.pool.read { db in try Schema.migrator.appliedIdentifiers(db) }
                 try Schema.migrator.migrate(store.pool)
+                if !applied.contains(Schema.fieldRowsByItem) { try store.giveBackFreePages() }
             }
         }
         return store
+    }
+
+    /// Shrinks the file when a quarter of it or more is free pages (after an upgrade that
+    /// rewrote a table: v20 rewrites `field`). A one-off: SQLite reuses free pages, and a replica
+    /// only shrinks by collection, which frees little at a time.
+    private func giveBackFreePages() throws {
+        let (free, pages) = try pool.read { db in
+            (
+                try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0,
+                try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            )
+        }
+        guard free > 0, free * 4 >= pages else { return }
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM")
+            _ = try db.checkpoint(.truncate)
+        }
     }
 
     /// The size the WAL file is cut back to after a checkpoint (64 MiB).

@@ -7,6 +7,9 @@ enum Schema {
     /// recognised and refused.
     static let applicationID: Int32 = 0x4C4E_5359
 
+    /// The migration that numbers field rows by item (``FieldRows``).
+    static let fieldRowsByItem = "v20-field-rows-by-item"
+
     /// The migrations, oldest first, each in a function of its own below.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -29,6 +32,7 @@ enum Schema {
         migrator.registerMigration("v17-unset", migrate: v17Unset)
         migrator.registerMigration("v18-search", migrate: v18Search)
         migrator.registerMigration("v19-search-seq", migrate: v19SearchSeq)
+        migrator.registerMigration(fieldRowsByItem, migrate: v20FieldRowsByItem)
         return migrator
     }
 
@@ -409,7 +413,7 @@ enum Schema {
         )
         let nodes = NodeRows()
         for item in try Int64.fetchAll(db, sql: "SELECT id FROM item") {
-            try Transaction.refreshSearchText(item: item, db: db, nodes: nodes)
+            try Transaction.refreshSearchText(item: item, db: db, nodes: nodes, beforeV20: true)
         }
     }
 
@@ -419,4 +423,68 @@ enum Schema {
         try Transaction.setMeta("search_seq", String(try Transaction.latestSeq(db: db)), db: db)
     }
 
+    /// Field rows are numbered by item (``FieldRows``): the `(item, name)` index and the stored
+    /// `item` column go, and every reference to a field row (the version index, history) is
+    /// renumbered. The table is rewritten once, in this migration's transaction; the space the
+    /// old one held is given back when the file is next opened for writing (``ReplicaStore``
+    /// vacuums a file whose free pages pass a quarter of it after an upgrade).
+    private static func v20FieldRowsByItem(_ db: Database) throws {
+        let most = try Int64.fetchOne(db, sql: "SELECT max(n) FROM (SELECT count(*) AS n FROM field GROUP BY item)")
+        if let most, most > FieldRows.perItem {
+            throw StoreError.io(
+                "an item of this replica has \(most) field rows, more than the \(FieldRows.perItem) this version of lansync stores per item"
+            )
+        }
+        try db.execute(
+            sql: """
+                CREATE TEMP TABLE field_renumbered (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);
+                INSERT INTO field_renumbered(old, new)
+                    SELECT id, (item << \(FieldRows.shift)) + row_number() OVER (PARTITION BY item ORDER BY id) - 1
+                    FROM field;
+
+                -- One row per field of an item; its row id is the item's row id times 1024 plus the
+                -- field's place among the item's fields, so an item's fields are one range of the
+                -- key ('item' is computed from it). 'state' is the whole replicated state (binary).
+                CREATE TABLE field_v20 (
+                    id            INTEGER PRIMARY KEY,
+                    item          INTEGER GENERATED ALWAYS AS (id >> \(FieldRows.shift)) VIRTUAL,
+                    name          TEXT NOT NULL,
+                    conflict INTEGER NOT NULL DEFAULT 0,
+                    state         BLOB NOT NULL,
+                    superseded_at INTEGER NOT NULL DEFAULT 0,
+                    seq           INTEGER NOT NULL DEFAULT 0,
+                    changed_at    INTEGER NOT NULL DEFAULT 0,
+                    change_kind   INTEGER NOT NULL DEFAULT 0
+                );
+                INSERT INTO field_v20(id, name, conflict, state, superseded_at, seq, changed_at, change_kind)
+                    SELECT r.new, f.name, f.conflict, f.state, f.superseded_at, f.seq, f.changed_at, f.change_kind
+                    FROM field f JOIN field_renumbered r ON r.old = f.id ORDER BY r.new;
+
+                CREATE TABLE version_v20 (
+                    node    INTEGER NOT NULL REFERENCES node(id),
+                    counter INTEGER NOT NULL,
+                    field   INTEGER NOT NULL REFERENCES field(id),
+                    PRIMARY KEY (node, counter, field)
+                ) WITHOUT ROWID;
+                INSERT INTO version_v20(node, counter, field)
+                    SELECT v.node, v.counter, r.new FROM version v JOIN field_renumbered r ON r.old = v.field
+                    ORDER BY v.node, v.counter, r.new;
+                DROP TABLE version;
+                ALTER TABLE version_v20 RENAME TO version;
+
+                -- In two steps, so that no row takes a number another row still has (a row
+                -- whose field is gone, which no version of lansync leaves, would have none).
+                DELETE FROM history WHERE field NOT IN (SELECT old FROM field_renumbered);
+                UPDATE history SET field = -(SELECT new FROM field_renumbered WHERE old = history.field);
+                UPDATE history SET field = -field;
+
+                DROP TABLE field;
+                ALTER TABLE field_v20 RENAME TO field;
+                CREATE INDEX field_conflicts ON field(conflict) WHERE conflict = 1;
+                CREATE INDEX field_by_superseded ON field(superseded_at, id) WHERE superseded_at > 0;
+                CREATE INDEX field_by_seq ON field(seq);
+                DROP TABLE field_renumbered;
+                """
+        )
+    }
 }

@@ -277,8 +277,10 @@ struct Transaction {
     /// How many user fields (not `_type`, `_deleted`) the item in row `item` has.
     static func userFieldCount(db: Database, item: Int64) throws -> Int {
         try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT count(*) FROM field WHERE item = ? AND substr(name, 1, 1) <> '_'"),
-            arguments: [item]
+            db.cachedStatement(
+                sql: "SELECT count(*) FROM field WHERE id BETWEEN ? AND ? AND substr(name, 1, 1) <> '_'"
+            ),
+            arguments: FieldRows.arguments(item: item)
         ) ?? 0
     }
 
@@ -294,8 +296,8 @@ struct Transaction {
         var fields: [FieldName: FieldState] = [:]
         var rows: [FieldName: Int64] = [:]
         for field in try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT id, name, state FROM field WHERE item = ?"),
-            arguments: [row]
+            db.cachedStatement(sql: "SELECT id, name, state FROM field WHERE id BETWEEN ? AND ?"),
+            arguments: FieldRows.arguments(item: row)
         ) {
             let name = FieldName(unchecked: (try field.decode(atIndex: 1)))
             fields[name] = try StoredState.decode(Array((try field.decode(atIndex: 2) as Data)), db: db, nodes: nodes)
@@ -307,8 +309,8 @@ struct Transaction {
     func loadField(item: Int64, name: FieldName) throws -> (row: Int64, state: FieldState)? {
         guard
             let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT id, state FROM field WHERE item = ? AND name = ?"),
-                arguments: [item, name.rawValue]
+                db.cachedStatement(sql: "SELECT id, state FROM field WHERE id BETWEEN ? AND ? AND name = ?"),
+                arguments: FieldRows.arguments(item: item) + [name.rawValue]
             )
         else { return nil }
         return (
@@ -340,11 +342,11 @@ struct Transaction {
             ).execute(arguments: [conflict, blob, change.seq, change.at, change.kind.rawValue, row])
             fieldRow = row
         } else {
+            fieldRow = try FieldRows.next(item: item, db: db)
             try db.cachedStatement(
                 sql:
-                    "INSERT INTO field(item, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
-            ).execute(arguments: [item, name.rawValue, conflict, blob, change.seq, change.at, change.kind.rawValue])
-            fieldRow = db.lastInsertedRowID
+                    "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            ).execute(arguments: [fieldRow, name.rawValue, conflict, blob, change.seq, change.at, change.kind.rawValue])
         }
         let oldDots = Set(old?.versions.map(\.dot) ?? [])
         let newDots = Set(new.versions.map(\.dot))

@@ -8,15 +8,17 @@ import Testing
 
 /// Replica files written by an earlier release open in this one and show the same: items (deleted
 /// ones too), conflicts and history, as `list --json`, `conflicts --json` and `history --json`
-/// printed them then. Fixtures/v5 holds two such files (schema v5) and what that release printed;
-/// Fixtures/v5/make.sh made them.
+/// printed them then. Fixtures/v5 holds two such files (schema v5) and what that release printed,
+/// Fixtures/v19 two written by the last release before field rows were numbered by item (v20),
+/// with removed fields, links and an indexed field too; each make.sh made them.
 @Suite struct MigrationTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-        "Fixtures/v5"
+        "Fixtures"
     ).path
 
+    /// A copy of fixture `name` ("v5/a") opened, so migrated.
     func open(_ name: String) throws -> ReplicaStore {
-        let dir = makeTemporaryDirectory("migrate-\(name)")
+        let dir = makeTemporaryDirectory("migrate-\(name.replacingOccurrences(of: "/", with: "-"))")
         try FileManager.default.copyItem(
             atPath: "\(Self.fixtures)/\(name)/replica.sqlite",
             toPath: dir + "/replica.sqlite"
@@ -28,7 +30,7 @@ import Testing
         try JSON(parsing: String(contentsOfFile: "\(Self.fixtures)/\(name)/\(file)", encoding: .utf8))
     }
 
-    @Test(arguments: ["a", "b"]) func anOldReplicaShowsTheSameItemsConflictsAndHistory(_ name: String) throws {
+    @Test(arguments: ["v5/a", "v5/b"]) func anOldReplicaShowsTheSameItemsConflictsAndHistory(_ name: String) throws {
         let store = try open(name)
         var items: [String] = []
         try store.forEachItem(includeDeleted: true) { items.append($0.jsonText) }
@@ -60,7 +62,7 @@ import Testing
     }
 
     @Test func aMigratedReplicaKeepsWorking() throws {
-        let store = try open("b")
+        let store = try open("v5/b")
         let dot = try store.apply(
             .update([.set(.named("title"), .string("settled"))]),
             to: .named("task-1"),
@@ -81,7 +83,7 @@ import Testing
 
     /// v18 made every item's search text from what the file held: each item is found by its id
     /// and by a word of each of its values, as a replica written today finds them.
-    @Test(arguments: ["a", "b"]) func anOldReplicaIsSearchable(_ name: String) throws {
+    @Test(arguments: ["v5/a", "v5/b", "v19/a", "v19/b"]) func anOldReplicaIsSearchable(_ name: String) throws {
         let store = try open(name)
         let items = try store.items(includeDeleted: true, limit: 1000)
         #expect(!items.isEmpty)
@@ -96,6 +98,48 @@ import Testing
             }
         }
     }
+
+    /// A v19 file (the `field` table numbered in insertion order, with its `(item, name)` index)
+    /// shows exactly what that release printed once its rows are numbered by item: history, links
+    /// and the query index still find them (FieldRowsTests checks the rows themselves).
+    @Test(arguments: ["v19/a", "v19/b"]) func aV19ReplicaShowsTheSameOnceRenumbered(_ name: String) throws {
+        let store = try open(name)
+        var items: [JSON] = []
+        try store.forEachItem(includeDeleted: true) { items.append(try JSON(parsing: $0.jsonText)) }
+        guard case .array(let then) = try expected(name, "list.json") else {
+            Issue.record("list.json is not an array")
+            return
+        }
+        // `sync` is the CLI's, from the peers' acknowledgements, not the store's.
+        #expect(items == then.map { $0.removing("sync") })
+        // Writers' names are the CLI's too (the store names nodes by id).
+        #expect(
+            try JSON(parsing: store.conflicts().jsonText()).removingEverywhere("writer")
+                == expected(name, "conflicts.json").removingEverywhere("writer")
+        )
+        for id in ["task-1", "note-1", "gone", "from-b"] {
+            #expect(
+                try JSON(parsing: store.history(ItemID(id)).jsonText).removingEverywhere("writer")
+                    == expected(name, "history.\(id).json").removingEverywhere("writer"),
+                "\(id)"
+            )
+        }
+        #expect(try store.itemsLinking(to: ItemID("task-1")).map(\.item) == [ItemID("note-1")])
+        let three = try store.query(
+            ItemQuery(filters: [.init(field: .named("n"), op: .equal, value: .integer(3))]),
+            limit: 10
+        )
+        #expect(three.items.map(\.id) == [ItemID.named("task-1")])
+        #expect(try store.fullCheck().isSound)
+        // It keeps working: a field added to an item takes the place after the item's last.
+        _ = try store.apply(
+            .update([.set(.named("extra"), .integer(1))]),
+            to: ItemID("note-1"),
+            wallMilliseconds: 1_900_000_000_000
+        )
+        #expect(try store.itemState(ItemID("note-1"))?.fields[.named("extra")]?.shownValue == .integer(1))
+        #expect(try store.fullCheck().isSound)
+    }
 }
 
 extension JSON {
@@ -103,5 +147,14 @@ extension JSON {
     func removing(_ key: String) -> JSON {
         guard case .object(let members) = self else { return self }
         return .object(members.filter { $0.0 != key })
+    }
+
+    /// This JSON without `key` in any object it holds, however deep.
+    func removingEverywhere(_ key: String) -> JSON {
+        switch self {
+        case .object(let members): .object(members.filter { $0.0 != key }.map { ($0.0, $0.1.removingEverywhere(key)) })
+        case .array(let elements): .array(elements.map { $0.removingEverywhere(key) })
+        default: self
+        }
     }
 }

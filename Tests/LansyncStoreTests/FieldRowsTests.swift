@@ -1,0 +1,193 @@
+import Foundation
+import GRDB
+import LansyncCore
+import LansyncTestSupport
+import Testing
+
+// @testable: the row numbering (FieldRows) and the store's reads are checked from inside.
+@testable import LansyncStore
+
+/// Field rows numbered by item (v20, ``FieldRows``): where new fields go, that the reads of an
+/// item's fields search a range of the key instead of scanning, and that a file of the release
+/// before is renumbered in place.
+@Suite struct FieldRowsTests {
+    let dir = makeTemporaryDirectory("field-rows")
+    let t0: UInt64 = 1_700_000_000_000
+    var lease: WriterLease { WriterLease(directory: dir) }
+
+    func create() throws -> ReplicaStore {
+        try ReplicaStore.create(
+            path: dir + "/replica.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "n1",
+            fingerprint: "fp",
+            lease: lease
+        )
+    }
+
+    @Test func anItemsFieldsTakeTheNextPlacesOfItsRange() throws {
+        let store = try create()
+        try store.apply(
+            .create(type: "t", assignments: [.set(.named("a"), .integer(1))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
+        try store.apply(
+            .create(type: "t", assignments: [.set(.named("a"), .integer(2))]),
+            to: .named("y"),
+            wallMilliseconds: t0
+        )
+        try store.apply(.update([.set(.named("b"), .integer(3))]), to: .named("x"), wallMilliseconds: t0 + 1)
+        let placed = try store.read { db in
+            try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT i.item_id, f.name, f.id - (i.id << 10), f.item = i.id FROM field f JOIN item i ON i.id = f.id >> 10 ORDER BY f.id"
+            ).map { "\($0[0] as String).\($0[1] as String)@\($0[2] as Int64)/\($0[3] as Bool)" }
+        }
+        // Each item's `_type` first, then its fields in the order they came.
+        #expect(placed == ["x._type@0/true", "x.a@1/true", "x.b@2/true", "y._type@0/true", "y.a@1/true"])
+    }
+
+    @Test func aFullLastPlaceSendsTheNextFieldToTheFirstFreeOne() throws {
+        let store = try create()
+        try store.apply(
+            .create(type: "t", assignments: [.set(.named("a"), .integer(1))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
+        let item = try store.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM item WHERE item_id = 'x'")! }
+        // Move `a` to the range's last place, as if the places between had been used and freed.
+        try store.pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
+            try db.execute(
+                sql: "UPDATE field SET id = ? WHERE id = ?",
+                arguments: [FieldRows.range(item: item).upperBound, (item << 10) + 1]
+            )
+            try db.execute(
+                sql: "UPDATE version SET field = ? WHERE field = ?",
+                arguments: [FieldRows.range(item: item).upperBound, (item << 10) + 1]
+            )
+        }
+        try store.apply(.update([.set(.named("b"), .integer(2))]), to: .named("x"), wallMilliseconds: t0 + 1)
+        let b = try store.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM field WHERE name = 'b'") }
+        #expect(b == (item << 10) + 1)
+        #expect(try store.itemState(.named("x"))?.fields.count == 3)
+        #expect(try store.fullCheck().isSound)
+    }
+
+    /// The reads that start from an item (get, history, a list's page, a field by name) search a
+    /// range of the field table's key, and those that start from a field find its item by key:
+    /// none scans the table or builds an index for itself.
+    @Test func readsFromAnItemSearchItsRange() throws {
+        let store = try create()
+        let plans = try store.read { db in
+            let statements: [(String, StatementArguments)] = [
+                ("SELECT id, name, state FROM field WHERE id BETWEEN ? AND ?", [1, 2]),
+                ("SELECT f.name, f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ?", ["x"]),
+                (
+                    "SELECT f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND f.name = ?",
+                    ["x", "a"]
+                ),
+                ("SELECT i.item_id, f.name FROM item i LEFT JOIN field f ON \(FieldRows.of()) ORDER BY i.item_id", []),
+                (
+                    "SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item WHERE v.node = ?",
+                    [1]
+                ),
+            ]
+            return try statements.map { sql, arguments in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map {
+                    $0["detail"] as String
+                }
+                .joined(separator: "; ")
+            }
+        }
+        for plan in plans {
+            #expect(!plan.contains("SCAN f") && !plan.contains("AUTOMATIC"), "\(plan)")
+            #expect(plan.contains("USING INTEGER PRIMARY KEY (rowid"), "\(plan)")
+        }
+    }
+
+    /// The release before v20 numbered field rows as they came and kept an `(item, name)` index:
+    /// its file is renumbered in place, with every reference to a field row, and shrunk again.
+    @Test(arguments: ["a", "b"]) func aV19FileIsRenumberedInPlace(_ name: String) throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../LansyncHostTests/Fixtures/v19/\(name)/replica.sqlite").standardized.path
+        let before = try DatabaseQueue(
+            path: fixture,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }()
+        )
+        let (states, versions, history) = try before.read { db in
+            (
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT i.item_id, f.name, f.state, f.seq FROM field f JOIN item i ON i.id = f.item ORDER BY 1, 2"
+                )
+                .map {
+                    "\($0[0] as String) \($0[1] as String) \(($0[2] as Data).base64EncodedString()) \($0[3] as Int64)"
+                },
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT v.node, v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item ORDER BY 1, 2, 3, 4"
+                )
+                .map { "\($0[0] as Int64) \($0[1] as Int64) \($0[2] as String) \($0[3] as String)" },
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT h.seq, i.item_id, f.name, h.node, h.counter, h.write FROM history h JOIN field f ON f.id = h.field JOIN item i ON i.id = f.item ORDER BY 1"
+                )
+                .map {
+                    "\($0[0] as Int64) \($0[1] as String) \($0[2] as String) \($0[3] as Int64) \($0[4] as Int64) \($0[5] as String)"
+                }
+            )
+        }
+        try before.close()
+        #expect(!states.isEmpty && !versions.isEmpty && !history.isEmpty)
+        let path = dir + "/replica.sqlite"
+        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+        let store = try ReplicaStore.open(path: path, lease: lease)
+        try store.read { db in
+            let join = "JOIN item i ON \(FieldRows.of())"
+            #expect(
+                try Row.fetchAll(db, sql: "SELECT i.item_id, f.name, f.state, f.seq FROM field f \(join) ORDER BY 1, 2")
+                    .map {
+                        "\($0[0] as String) \($0[1] as String) \(($0[2] as Data).base64EncodedString()) \($0[3] as Int64)"
+                    } == states
+            )
+            #expect(
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT v.node, v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field \(join) ORDER BY 1, 2, 3, 4"
+                )
+                .map { "\($0[0] as Int64) \($0[1] as Int64) \($0[2] as String) \($0[3] as String)" } == versions
+            )
+            #expect(
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT h.seq, i.item_id, f.name, h.node, h.counter, h.write FROM history h JOIN field f ON f.id = h.field \(join) ORDER BY 1"
+                )
+                .map {
+                    "\($0[0] as Int64) \($0[1] as String) \($0[2] as String) \($0[3] as Int64) \($0[4] as Int64) \($0[5] as String)"
+                } == history
+            )
+            let indexes = try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE tbl_name = 'field' AND type = 'index'"
+            )
+            #expect(Set(indexes) == ["field_conflicts", "field_by_superseded", "field_by_seq"])
+            #expect(try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0 < 4)
+            #expect(try String.fetchAll(db, sql: "PRAGMA foreign_key_check").isEmpty)
+        }
+        #expect(try store.fullCheck().isSound)
+    }
+}
