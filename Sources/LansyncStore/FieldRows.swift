@@ -31,16 +31,16 @@ enum FieldRows {
         "\(field).id BETWEEN (\(item) << \(shift)) AND (\(item) << \(shift)) + \(perItem - 1)"
     }
 
-    /// The row id for a new field of `item`: the place after its last field, or the first free
-    /// one if the last place is taken.
-    static func next(item: Int64, db: Database) throws -> Int64 {
+    /// The row id for a new field of `item`: the place after its last field (`isLast`: every
+    /// place above is free), or the first free one if the last place is taken.
+    static func next(item: Int64, db: Database) throws -> (row: Int64, isLast: Bool) {
         let range = range(item: item)
         let last = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT max(id) FROM field WHERE id BETWEEN ? AND ?"),
             arguments: arguments(item: item)
         )
-        guard let last else { return range.lowerBound }
-        if last < range.upperBound { return last + 1 }
+        guard let last else { return (range.lowerBound, true) }
+        if last < range.upperBound { return (last + 1, true) }
         let taken = Set(
             try Int64.fetchAll(
                 db.cachedStatement(sql: "SELECT id FROM field WHERE id BETWEEN ? AND ?"),
@@ -50,6 +50,6 @@ enum FieldRows {
         guard let free = range.first(where: { !taken.contains($0) }) else {
             throw StoreError.io("an item has \(perItem) field rows, the most a replica stores for one item")
         }
-        return free
+        return (free, false)
     }
 }

@@ -50,31 +50,47 @@ import Testing
         #expect(placed == ["x._type@0/true", "x.a@1/true", "x.b@2/true", "y._type@0/true", "y.a@1/true"])
     }
 
-    @Test func aFullLastPlaceSendsTheNextFieldToTheFirstFreeOne() throws {
+    @Test func aFullLastPlaceSendsTheNextFieldsToTheFreeOnes() throws {
         let store = try create()
         try store.apply(
-            .create(type: "t", assignments: [.set(.named("a"), .integer(1))]),
+            .create(
+                type: "t",
+                assignments: [
+                    .set(.named("a"), .integer(1)), .set(.named("b"), .integer(2)), .set(.named("c"), .integer(3)),
+                ]
+            ),
             to: .named("x"),
             wallMilliseconds: t0
         )
         let item = try store.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM item WHERE item_id = 'x'")! }
-        // Move `a` to the range's last place, as if the places between had been used and freed.
+        let place = { (name: String) in
+            try store.read { db in
+                try Int64.fetchOne(db, sql: "SELECT id - (? << 10) FROM field WHERE name = ?", arguments: [item, name])
+            }
+        }
+        // Move `a` to the range's last place, as if the places between had been used and freed:
+        // places 0 (`_type`), 2, 3 and 1023 are taken.
+        let from = try #require(try place("a"))
         try store.pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA foreign_keys = OFF")
             defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
-            try db.execute(
-                sql: "UPDATE field SET id = ? WHERE id = ?",
-                arguments: [FieldRows.range(item: item).upperBound, (item << 10) + 1]
-            )
-            try db.execute(
-                sql: "UPDATE version SET field = ? WHERE field = ?",
-                arguments: [FieldRows.range(item: item).upperBound, (item << 10) + 1]
-            )
+            for table in ["field SET id", "version SET field"] {
+                try db.execute(
+                    sql: "UPDATE \(table) = ? WHERE \(table.hasPrefix("field") ? "id" : "field") = ?",
+                    arguments: [FieldRows.range(item: item).upperBound, (item << 10) + from]
+                )
+            }
         }
-        try store.apply(.update([.set(.named("b"), .integer(2))]), to: .named("x"), wallMilliseconds: t0 + 1)
-        let b = try store.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM field WHERE name = 'b'") }
-        #expect(b == (item << 10) + 1)
-        #expect(try store.itemState(.named("x"))?.fields.count == 3)
+        #expect(try place("a") == 1023)
+        // Two new fields in one edit: the first free place, then the next free one (not the
+        // place after it, which is taken).
+        try store.apply(
+            .update([.set(.named("d"), .integer(4)), .set(.named("e"), .integer(5))]),
+            to: .named("x"),
+            wallMilliseconds: t0 + 1
+        )
+        #expect(try Set([place("d"), place("e")]) == [1, 4])
+        #expect(try store.itemState(.named("x"))?.fields.count == 6)
         #expect(try store.fullCheck().isSound)
     }
 
