@@ -59,9 +59,12 @@ enum StoredState {
     }
 
     /// Every node a state names: its context's, and those of versions an overrule refused.
-    static func nodes(of state: FieldState) -> Set<NodeID> {
-        var nodes = Set(state.context.nodes)
-        for case .overrule(_, let rejected, _) in state.versions.map(\.write) { nodes.formUnion(rejected.map(\.node)) }
+    static func nodes(of state: FieldState) -> [NodeID] {
+        // The context names each node once; an overrule's rejected writes may add some.
+        var nodes = state.context.nodes
+        for case .overrule(_, let rejected, _) in state.versions.map(\.write) {
+            for node in rejected.map(\.node) where !nodes.contains(node) { nodes.append(node) }
+        }
         return nodes
     }
 }

@@ -336,9 +336,10 @@ struct Transaction {
         overruled: [FieldVersion] = []
     ) throws -> Int64 {
         let conflict = name != .deleted && new.hasConflict
-        var rows: [NodeID: Int64] = [:]
-        for node in StoredState.nodes(of: new) { rows[node] = try nodeRow(node) }
-        let blob = Data(StoredState.encode(new, rows: rows))
+        // Every node the state names gets its row first; the encoder reads them from the
+        // transaction's own table of rows (no table built per field).
+        for node in StoredState.nodes(of: new) { _ = try nodeRow(node) }
+        let blob = Data(StoredState.encode(new, rows: nodeRows))
         let fieldRow: Int64
         let change = try nextChange(name: name, old: old, new: new, conflict: conflict)
         if let row {
@@ -360,9 +361,10 @@ struct Transaction {
                     "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
             ).execute(arguments: [fieldRow, name.rawValue, conflict, blob, change.seq, change.at, change.kind.rawValue])
         }
-        let oldDots = Set(old?.versions.map(\.dot) ?? [])
-        let newDots = Set(new.versions.map(\.dot))
-        let superseded = oldDots.subtracting(newDots)
+        // A field holds a version or a few: arrays, not sets (a set hashes every dot).
+        let oldDots = old?.versions.map(\.dot) ?? []
+        let newDots = new.versions.map(\.dot)
+        let superseded = oldDots.filter { !newDots.contains($0) }
         for dot in superseded {
             try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
                 .execute(arguments: [try nodeRow(dot.node), Int64(dot.counter), fieldRow])
@@ -404,10 +406,10 @@ struct Transaction {
         field fieldRow: Int64,
         old: FieldState?,
         new: FieldState,
-        newDots: Set<Dot>,
+        newDots: [Dot],
         overruled: [FieldVersion] = []
     ) throws {
-        let oldDots = Set(old?.versions.map(\.dot) ?? [])
+        let oldDots = old?.versions.map(\.dot) ?? []
         var recorded = old?.versions.filter { !newDots.contains($0.dot) } ?? []
         recorded += overruled.filter { !oldDots.contains($0.dot) && !newDots.contains($0.dot) }
         if new.versions.count > 1 {

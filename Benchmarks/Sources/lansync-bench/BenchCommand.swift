@@ -24,8 +24,8 @@ struct BenchCommand: ParsableCommand {
         5_000
     @Option(help: "Edits timed in Syncthing's W5 (each takes over a second).") var syncthingEdits = 25
     @Option(help: "Edits timed in lansync's W5.") var edits = 300
-    @Option(help: "Workloads to run, comma-separated, from W1,W2,W3,W4,W5,W6,W7,W8,syncthing,limits.") var only =
-        "W1,W2,W3,W4,W5,W6,W7,W8,syncthing,limits"
+    @Option(help: "Workloads to run, comma-separated, from W1,W2,W3,W4,W5,W6,W7,W8,CLI,syncthing,limits.") var only =
+        "W1,W2,W3,W4,W5,W6,W7,W8,CLI,syncthing,limits"
     @Flag(help: "A smoke run: small sizes and 2 runs, to check the runner itself.") var quick = false
     @Flag(help: "Keep the scratch directory.") var keep = false
 
@@ -94,6 +94,10 @@ struct BenchCommand: ParsableCommand {
         if settings.wants("W8") {
             bench.section("W8 local API: the change feed's latency and its clients, queries")
             try bench.localAPI()
+        }
+        if settings.wants("CLI") {
+            bench.section("CLI: one command, process start to exit, beside sqlite3")
+            try bench.commandLine()
         }
         if settings.wants("syncthing") {
             try bench.syncthing()

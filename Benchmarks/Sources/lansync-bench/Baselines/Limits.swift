@@ -11,6 +11,7 @@ extension Bench {
         var insertRates: [Double] = []
         var updateRates: [Double] = []
         var fileSizes: [Double] = []
+        var commits: [Double] = []
         for r in 0..<settings.runs {
             let path = lansync.work + "/limit-\(r).sqlite"
             defer { for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) } }
@@ -51,6 +52,18 @@ extension Bench {
             }
             try db.execute("COMMIT")
             updateRates.append(Double(n) / (now() - start))
+
+            // One small commit as a peer's batch commits on the receiver (W5's other end).
+            try db.execute("PRAGMA synchronous=NORMAL")
+            for e in 0..<1000 {
+                let id = Dataset.id(e)
+                let t = now()
+                try db.query(
+                    "UPDATE field SET value = ? WHERE item = ? AND name = 'f1'",
+                    [.text("commit \(e)"), .text(id)]
+                )
+                commits.append((now() - t) * 1000)
+            }
         }
         let label = "Limit: plain SQLite table (WAL, synchronous=FULL, 1,000 rows a transaction)"
         report.add(
@@ -65,12 +78,18 @@ extension Bench {
             Figure(label, "update W3's \(settings.conflicts.grouped) rows", unit: "rows/s", samples: updateRates)
         )
         report.add(Figure(label, "file holding W1's rows, checkpointed", unit: "MB", samples: fileSizes))
+        report.add(
+            Figure(label, "one row updated and committed, synchronous=NORMAL", unit: "ms", samples: commits)
+        )
 
         var throughput: [Double] = []
         for _ in 0..<settings.runs { throughput.append(try loopbackThroughput(bytes: 2 << 30)) }
         report.add(
             Figure("Limit: raw TCP over loopback", "one connection, 256 KiB writes", unit: "MB/s", samples: throughput)
         )
+        let roundTrips = try loopbackRoundTrips(10_000)
+        report.add(Figure("Limit: raw TCP over loopback", "one byte there and back", unit: "ms", samples: roundTrips))
+        compareLatencyAndCommands(floor: median(commits) + median(roundTrips))
 
         let sqliteInsert = median(insertRates)
         let w1Label = "W1 initial sync, \(settings.items.grouped) items"
@@ -83,7 +102,7 @@ extension Bench {
                     against: "plain SQLite inserts",
                     other: sqliteInsert,
                     ratio: imported.median / sqliteInsert,
-                    meaning: "the fraction of the storage limit import reaches (target ≥ 0.5)"
+                    meaning: "the fraction of the storage limit import reaches (target ≥ 0.6)"
                 )
             )
         }
@@ -97,7 +116,7 @@ extension Bench {
                     against: "the plain table",
                     other: plain,
                     ratio: file.median / plain,
-                    meaning: "how much larger the replica is (target ≤ 1.5)"
+                    meaning: "how much larger the replica is (target ≤ 1.3)"
                 )
             )
         }
@@ -110,7 +129,7 @@ extension Bench {
                     against: "plain SQLite inserts",
                     other: sqliteInsert,
                     ratio: w1.median / sqliteInsert,
-                    meaning: "the fraction of the storage limit lansync reaches end to end"
+                    meaning: "the fraction of the storage limit lansync reaches end to end (target ≥ 0.5)"
                 )
             )
             if let wire = report.figure(
@@ -150,10 +169,101 @@ extension Bench {
                     against: "plain SQLite updates",
                     other: sqliteUpdate,
                     ratio: w3.median / sqliteUpdate,
-                    meaning: "the fraction of the storage limit lansync reaches end to end"
+                    meaning: "the fraction of the storage limit lansync reaches end to end (target ≥ 0.3)"
                 )
             )
         }
+    }
+
+    /// W5 beside what an edit must cost at least (the receiver's commit and one loopback round
+    /// trip), and the CLI's commands beside the `sqlite3` shell running one statement.
+    private func compareLatencyAndCommands(floor: Double) {
+        let w5 = report.figures.first { $0.workload.hasPrefix("W5 edit-to-visibility") }
+        for (name, value, target) in [("p50", w5?.median, "1"), ("p99", w5?.p99, "3")] {
+            guard let value else { continue }
+            report.comparisons.append(
+                Comparison(
+                    what: "W5 edit-to-visibility \(name)",
+                    unit: "ms",
+                    lansync: value,
+                    against: "a NORMAL commit and a loopback round trip",
+                    other: floor,
+                    ratio: value / floor,
+                    meaning: "how far above the floor an edit on A is committed on B (target ≤ \(target) ms)"
+                )
+            )
+        }
+        guard let sqlite = report.figure("CLI, one command", "sqlite3, one UPDATE (process start to exit)") else {
+            return
+        }
+        for command in ["lansync set ID FIELD=VALUE", "lansync get ID"] {
+            guard let ours = report.figure("CLI, one command", command) else { continue }
+            report.comparisons.append(
+                Comparison(
+                    what: command + ", process start to exit",
+                    unit: "ms",
+                    lansync: ours.median,
+                    against: "sqlite3 running one UPDATE",
+                    other: sqlite.median,
+                    ratio: ours.median / sqlite.median,
+                    meaning: "how much longer a CLI command takes than the shell of the storage (target ≤ 2)"
+                )
+            )
+        }
+    }
+
+    /// One byte sent and echoed back over one loopback TCP connection (no Nagle), `count` times;
+    /// returns each round trip in ms.
+    private func loopbackRoundTrips(_ count: Int) throws -> [Double] {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw BenchError("socket: \(String(cString: strerror(errno)))") }
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard bound, listen(listener, 1) == 0 else {
+            throw BenchError("bind/listen: \(String(cString: strerror(errno)))")
+        }
+        let port = address.sin_port
+        let echo = Thread {
+            let s = accept(listener, nil, nil)
+            var one: Int32 = 1
+            setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            var byte: UInt8 = 0
+            while recv(s, &byte, 1, 0) == 1 { _ = send(s, &byte, 1, Int32(MSG_NOSIGNAL)) }
+            close(s)
+        }
+        echo.start()
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(s) }
+        var to = sockaddr_in()
+        to.sin_family = sa_family_t(AF_INET)
+        to.sin_addr.s_addr = inet_addr("127.0.0.1")
+        to.sin_port = port
+        let connected = withUnsafePointer(to: &to) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { throw BenchError("connect: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var samples: [Double] = []
+        var byte: UInt8 = 7
+        for _ in 0..<count {
+            let t = now()
+            guard send(s, &byte, 1, Int32(MSG_NOSIGNAL)) == 1, recv(s, &byte, 1, 0) == 1 else {
+                throw BenchError("round trip: \(String(cString: strerror(errno)))")
+            }
+            samples.append((now() - t) * 1000)
+        }
+        return samples
     }
 
     /// Sends `bytes` through one loopback TCP connection; returns MB/s.
