@@ -348,14 +348,7 @@ struct Transaction {
             ).execute(arguments: [conflict, blob, change.seq, change.at, change.kind.rawValue, row])
             fieldRow = row
         } else {
-            if let next = nextFieldRow, next.item == item, FieldRows.range(item: item).contains(next.row) {
-                fieldRow = next.row
-                nextFieldRow = (item, fieldRow + 1)
-            } else {
-                let next = try FieldRows.next(item: item, db: db)
-                fieldRow = next.row
-                nextFieldRow = next.isLast ? (item, fieldRow + 1) : nil
-            }
+            fieldRow = try newFieldRow(item: item)
             try db.cachedStatement(
                 sql:
                     "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -378,21 +371,34 @@ struct Transaction {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)")
                 .execute(arguments: [try nodeRow(version.dot.node), Int64(version.dot.counter), fieldRow])
             if case let .overrule(_, rejected, reason) = version.write {
-                for dot in rejected {
-                    try db.cachedStatement(
-                        sql:
-                            "INSERT OR IGNORE INTO rejection(node_id, counter, item_id, field, reason) VALUES (?, ?, ?, ?, ?)"
-                    )
-                    .execute(arguments: [
-                        dot.node.text, Int64(clamping: dot.counter), itemID.rawValue, name.rawValue, reason,
-                    ])
-                }
+                try recordRejections(rejected, reason: reason, item: itemID, name: name)
             }
         }
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
         try indexField(item: item, name: name, new: new)
         try linkField(item: item, name: name, old: old, new: new)
         return fieldRow
+    }
+
+    /// Notes the versions an overrule refused (table `rejection`, which `status` reads).
+    private func recordRejections(_ rejected: [Dot], reason: String, item: ItemID, name: FieldName) throws {
+        for dot in rejected {
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO rejection(node_id, counter, item_id, field, reason) VALUES (?, ?, ?, ?, ?)"
+            )
+            .execute(arguments: [dot.node.text, Int64(clamping: dot.counter), item.rawValue, name.rawValue, reason])
+        }
+    }
+
+    /// The row a new field of `item` takes (``FieldRows``), remembered for the item's next one.
+    private mutating func newFieldRow(item: Int64) throws -> Int64 {
+        if let next = nextFieldRow, next.item == item, FieldRows.range(item: item).contains(next.row) {
+            nextFieldRow = (item, next.row + 1)
+            return next.row
+        }
+        let next = try FieldRows.next(item: item, db: db)
+        nextFieldRow = next.isLast ? (item, next.row + 1) : nil
+        return next.row
     }
 
     /// Keeps in `history` what the field state no longer shows: versions it superseded, and,
