@@ -163,7 +163,13 @@ let package = Package(
                 "LansyncHost", "LansyncAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                    .when(platforms: [.linux], configuration: .release)
+                )
+            ]
         ),
         // Seeded randomness, edge values and small helpers shared by the test targets.
         .target(
