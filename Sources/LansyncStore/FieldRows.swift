@@ -6,11 +6,15 @@ import GRDB
 /// (the `(item, name)` index this replaced was a sixth of the file), they sit side by side on
 /// disk, and `field.item` is computed from the row id rather than stored.
 ///
-/// ``perItem`` places are four times what an item can use: every node refuses a field past
-/// ``LansyncCore/Limits/maxFieldsPerItem`` user fields (local edits and what peers send alike),
-/// and an item's field rows only go when the item is collected.
+/// An item's field rows only go when it is collected, and every node refuses a field past
+/// ``LansyncCore/Limits/maxFieldsPerItem`` user fields (local edits and what peers send alike);
+/// but a refused field keeps a row (the overrule that refuses it), so an item that several
+/// replicas filled at once with different fields holds up to 256 accepted rows and 256 refused
+/// ones per replica that wrote. ``perItem``, 4,096 places, is sixteen such replicas; past it a
+/// new field is refused with an error (the transaction, a local edit or a peer's batch, changes
+/// nothing). The price: an item row id past 65,536 makes its fields' row ids a byte longer.
 enum FieldRows {
-    static let shift: Int64 = 10
+    static let shift: Int64 = 12
     /// How many field rows one item may have.
     static let perItem: Int64 = 1 << shift
 

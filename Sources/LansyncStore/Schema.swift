@@ -442,7 +442,7 @@ enum Schema {
                     SELECT id, (item << \(FieldRows.shift)) + row_number() OVER (PARTITION BY item ORDER BY id) - 1
                     FROM field;
 
-                -- One row per field of an item; its row id is the item's row id times 1024 plus the
+                -- One row per field of an item; its row id is the item's row id times 4096 plus the
                 -- field's place among the item's fields, so an item's fields are one range of the
                 -- key ('item' is computed from it). 'state' is the whole replicated state (binary).
                 CREATE TABLE field_v20 (

@@ -43,7 +43,7 @@ import Testing
             try Row.fetchAll(
                 db,
                 sql:
-                    "SELECT i.item_id, f.name, f.id - (i.id << 10), f.item = i.id FROM field f JOIN item i ON i.id = f.id >> 10 ORDER BY f.id"
+                    "SELECT i.item_id, f.name, f.id - (i.id << 12), f.item = i.id FROM field f JOIN item i ON i.id = f.id >> 12 ORDER BY f.id"
             ).map { "\($0[0] as String).\($0[1] as String)@\($0[2] as Int64)/\($0[3] as Bool)" }
         }
         // Each item's `_type` first, then its fields in the order they came.
@@ -65,11 +65,11 @@ import Testing
         let item = try store.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM item WHERE item_id = 'x'")! }
         let place = { (name: String) in
             try store.read { db in
-                try Int64.fetchOne(db, sql: "SELECT id - (? << 10) FROM field WHERE name = ?", arguments: [item, name])
+                try Int64.fetchOne(db, sql: "SELECT id - (? << 12) FROM field WHERE name = ?", arguments: [item, name])
             }
         }
         // Move `a` to the range's last place, as if the places between had been used and freed:
-        // places 0 (`_type`), 2, 3 and 1023 are taken.
+        // places 0 (`_type`), 2, 3 and 4095 are taken.
         let from = try #require(try place("a"))
         try store.pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA foreign_keys = OFF")
@@ -77,11 +77,11 @@ import Testing
             for table in ["field SET id", "version SET field"] {
                 try db.execute(
                     sql: "UPDATE \(table) = ? WHERE \(table.hasPrefix("field") ? "id" : "field") = ?",
-                    arguments: [FieldRows.range(item: item).upperBound, (item << 10) + from]
+                    arguments: [FieldRows.range(item: item).upperBound, (item << 12) + from]
                 )
             }
         }
-        #expect(try place("a") == 1023)
+        #expect(try place("a") == FieldRows.perItem - 1)
         // Two new fields in one edit: the first free place, then the next free one (not the
         // place after it, which is taken).
         try store.apply(
