@@ -212,15 +212,14 @@ extension Bench {
         }
     }
 
-    /// One byte sent and echoed back over one loopback TCP connection (no Nagle), `count` times;
-    /// returns each round trip in ms.
-    private func loopbackRoundTrips(_ count: Int) throws -> [Double] {
+    /// A TCP listener on a free loopback port: its socket and the port (network byte order).
+    private func loopbackListener() throws -> (fd: Int32, port: in_port_t) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw BenchError("socket: \(String(cString: strerror(errno)))") }
-        defer { close(listener) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -228,20 +227,15 @@ extension Bench {
             }
         }
         guard bound, listen(listener, 1) == 0 else {
+            close(listener)
             throw BenchError("bind/listen: \(String(cString: strerror(errno)))")
         }
-        let port = address.sin_port
-        let echo = Thread {
-            let s = accept(listener, nil, nil)
-            var one: Int32 = 1
-            setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            var byte: UInt8 = 0
-            while recv(s, &byte, 1, 0) == 1 { _ = send(s, &byte, 1, Int32(MSG_NOSIGNAL)) }
-            close(s)
-        }
-        echo.start()
+        return (listener, address.sin_port)
+    }
+
+    /// A socket connected to `port` on loopback (-1 if it could not connect).
+    private static func connectLoopback(_ port: in_port_t) -> Int32 {
         let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(s) }
         var to = sockaddr_in()
         to.sin_family = sa_family_t(AF_INET)
         to.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -251,7 +245,27 @@ extension Bench {
                 connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
-        guard connected else { throw BenchError("connect: \(String(cString: strerror(errno)))") }
+        if !connected { close(s) }
+        return connected ? s : -1
+    }
+
+    /// One byte sent and echoed back over one loopback TCP connection (no Nagle), `count` times;
+    /// returns each round trip in ms.
+    private func loopbackRoundTrips(_ count: Int) throws -> [Double] {
+        let (listener, port) = try loopbackListener()
+        defer { close(listener) }
+        let echo = Thread {
+            let s = accept(listener, nil, nil)
+            var one: Int32 = 1
+            setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            var byte: UInt8 = 0
+            while recv(s, &byte, 1, 0) == 1 { _ = send(s, &byte, 1, Int32(MSG_NOSIGNAL)) }
+            close(s)
+        }
+        echo.start()
+        let s = Self.connectLoopback(port)
+        guard s >= 0 else { throw BenchError("connect: \(String(cString: strerror(errno)))") }
+        defer { close(s) }
         var one: Int32 = 1
         setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var samples: [Double] = []
@@ -268,34 +282,10 @@ extension Bench {
 
     /// Sends `bytes` through one loopback TCP connection; returns MB/s.
     private func loopbackThroughput(bytes: Int) throws -> Double {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw BenchError("socket: \(String(cString: strerror(errno)))") }
+        let (listener, port) = try loopbackListener()
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        guard bound, listen(listener, 1) == 0 else {
-            throw BenchError("bind/listen: \(String(cString: strerror(errno)))")
-        }
-        let port = address.sin_port
         let sender = Thread {
-            let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var to = sockaddr_in()
-            to.sin_family = sa_family_t(AF_INET)
-            to.sin_addr.s_addr = inet_addr("127.0.0.1")
-            to.sin_port = port
-            _ = withUnsafePointer(to: &to) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            let s = Self.connectLoopback(port)
             let chunk = [UInt8](repeating: 0x5a, count: 256 * 1024)
             var left = bytes
             while left > 0 {
