@@ -192,26 +192,50 @@ extension ReplicaStore {
 
     /// The items `search` matches, by row, if there are at most `limit`; nil if there are more.
     ///
-    /// The longest word goes to the trigram index as a GLOB, the others are checked on the texts
-    /// it finds: SQLite 3.40 (Debian 12's) crashes on two GLOBs over a trigram table when the
-    /// first is shorter than a trigram, and one well-chosen lookup is all the index can do anyway.
+    /// One word goes to the trigram index as a GLOB (`lookupWord`), the others are checked on the
+    /// texts it finds: SQLite 3.40 (Debian 12's) crashes on two GLOBs over a trigram table when
+    /// the first is shorter than a trigram, and one well-chosen lookup is all the index can do
+    /// anyway.
     static func searchCandidates(
         _ search: ItemSearch,
         overlay: SearchOverlay,
         limit: Int,
         db: Database
     ) throws -> [Int64]? {
-        let longest = search.words.max { $0.unicodeScalars.count < $1.unicodeScalars.count }!
-        let others = search.words.filter { $0 != longest }
+        let lookup = try lookupWord(search.words, limit: limit, db: db)
+        let others = search.words.filter { $0 != lookup }
         let conditions = ["text GLOB ?"] + others.map { _ in "instr(text, ?) > 0" }
         let rows = try Int64.fetchAll(
             db,
             sql: "SELECT rowid FROM item_search WHERE \(conditions.joined(separator: " AND ")) LIMIT \(limit + 1)",
-            arguments: StatementArguments([globPattern(longest)] + others)
+            arguments: StatementArguments([globPattern(lookup)] + others)
         )
         guard rows.count <= limit else { return nil }
         guard !overlay.stale.isEmpty else { return rows }
         return Array(Set(rows).subtracting(overlay.stale).union(overlay.matching))
+    }
+
+    /// The word the trigram index narrows a search to the fewest texts with. Each word of three
+    /// letters or more is looked up alone, stopping past `limit` texts, and the fewest wins: a
+    /// common word given to the index with a rare one beside it would have the rare one checked on
+    /// every text of the replica (100,000 items, `value 0004`: 231 ms against 2 ms), and each look
+    /// costs a few milliseconds at most, since it stops at `limit`. A shorter word cannot use the
+    /// index; it is the lookup only when no word can (the longest, as before).
+    static func lookupWord(_ words: [String], limit: Int, db: Database) throws -> String {
+        let longest = words.max { $0.unicodeScalars.count < $1.unicodeScalars.count }!
+        let indexable = words.filter { $0.unicodeScalars.count >= 3 }
+        guard indexable.count > 1 else { return longest }
+        var best = (word: longest, texts: Int.max)
+        for word in indexable {
+            let texts =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT count(*) FROM (SELECT rowid FROM item_search WHERE text GLOB ? LIMIT \(limit + 1))",
+                    arguments: [globPattern(word)]
+                ) ?? 0
+            if texts < best.texts { best = (word, texts) }
+        }
+        return best.word
     }
 
     /// A condition on `item i` that holds when `search` matches it, checked item by item (the

@@ -134,6 +134,29 @@ import Testing
         #expect(try found(store, ItemSearch("i08")!, includeDeleted: true, commonSearch: 1000) == ["i08"])
     }
 
+    /// A common word beside a rare one: the index is asked for the rare one, so the other is
+    /// checked on a few texts, not on every item's (the longest word was asked before).
+    @Test func theIndexIsAskedForTheRarestWord() throws {
+        let store = try store()
+        for i in 0..<30 {
+            try store.apply(
+                .create(type: "task", assignments: [.set(title, .string(i == 7 ? "common rare" : "common word"))]),
+                to: .named(String(format: "i%02d", i)),
+                wallMilliseconds: t0
+            )
+        }
+        while !(try store.catchUpSearch()).isEmpty {}
+        let lookup = { (words: [String]) in
+            try store.read { db in try ReplicaStore.lookupWord(words, limit: 5, db: db) }
+        }
+        #expect(try lookup(["common", "rare"]) == "rare")
+        #expect(try lookup(["rare", "common"]) == "rare")
+        #expect(try lookup(["common", "ab"]) == "common", "a word of two letters cannot use the index")
+        #expect(try lookup(["ab", "x"]) == "ab", "no word can: the longest, as before")
+        #expect(try found(store, ItemSearch("common rare")!, includeDeleted: false, commonSearch: 10) == ["i07"])
+        #expect(try found(store, ItemSearch("word common")!, includeDeleted: false, commonSearch: 100).count == 29)
+    }
+
     @Test func aPageWalkedInOrderIsThePageSortingEveryItemGives() throws {
         let store = try store()
         var rng = SplitMix64(seed: 0x0DE_12)
