@@ -46,7 +46,7 @@ public final class Node: Sendable {
     let listenPort = NIOLockedValueBox<Int>(0)
     /// When a session last moved field states either way: the search texts wait for quiet.
     let lastTraffic = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
-    private let digests = ReplicaDigest.Cache()
+    let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
     let authority: Authority?

@@ -99,12 +99,16 @@ extension Transaction {
     /// that had seen it would never see that change).
     static func latestSeq(db: Database) throws -> Int64 {
         let highest = try Int64.fetchOne(db, sql: latestSeqSQL) ?? 0
-        let floor =
-            try Int64.fetchOne(
-                db,
-                sql: "SELECT max(CAST(value AS INTEGER)) FROM meta WHERE key IN ('change_floor', 'feed_floor')"
-            ) ?? 0
-        return max(highest, floor)
+        return max(highest, try feedFloor(db: db))
+    }
+
+    /// The highest feed number a collection, purge or rejoin put out of use (meta `feed_floor`,
+    /// `change_floor`).
+    static func feedFloor(db: Database) throws -> Int64 {
+        try Int64.fetchOne(
+            db,
+            sql: "SELECT max(CAST(value AS INTEGER)) FROM meta WHERE key IN ('change_floor', 'feed_floor')"
+        ) ?? 0
     }
 
     /// The last entry of the index `field_by_seq`, not a scan of every field (which, once per

@@ -85,11 +85,11 @@ extension ReplicaStore {
     /// A number that grows with every transaction that changed a field: equal numbers mean the
     /// replica shows the same thing.
     public func changeStamp() throws(StoreError) -> UInt64 {
-        try guarded {
-            try pool.read { db in
-                UInt64(try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'changes'") ?? "0") ?? 0
-            }
-        }
+        try guarded { try pool.read { db in try Self.changeStamp(db: db) } }
+    }
+
+    static func changeStamp(db: Database) throws -> UInt64 {
+        UInt64(try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'changes'") ?? "0") ?? 0
     }
 
     /// This replica's write identities, oldest first.

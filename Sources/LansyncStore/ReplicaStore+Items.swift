@@ -121,32 +121,82 @@ extension ReplicaStore {
             reserved: localWriters != nil
         )
         try guarded {
+            try pool.read { db in try readItems(statement, localWriters: localWriters, db: db, body) }
+        }
+    }
+
+    /// Calls `body` with each item `statement` (``itemsStatement(type:includeDeleted:only:after:limit:reserved:changedAfter:)``)
+    /// reads, as it reads it.
+    private func readItems(
+        _ statement: (sql: String, arguments: [any DatabaseValueConvertible]),
+        localWriters: Set<NodeID>?,
+        db: Database,
+        _ body: (StoredItem) throws -> Void
+    ) throws {
+        let cursor = try Row.fetchCursor(
+            db.cachedStatement(sql: statement.sql),
+            arguments: StatementArguments(statement.arguments)
+        )
+        var reader = StoredItemReader(path: path, localWriters: localWriters, nodes: nodeRows)
+        while let row = try cursor.next() {
+            if let item = try reader.read(row, db: db) { try body(item) }
+        }
+        if let item = reader.finish() { try body(item) }
+    }
+
+    /// Calls `body` with every item (deleted ones too) with a field numbered in the change feed
+    /// after `seq`, or with every item when `seq` is nil, sorted by id; returns where the replica
+    /// stood in the same snapshot. What follows the replica (a running node's digest) reads only
+    /// what changed since it last looked: every transaction that changes a field gives it a new
+    /// feed number, so an item whose fields all have older numbers shows what it showed then.
+    /// What that cannot see, an item removed whole (a purge, a rejoin), the marks' item count
+    /// and floor can.
+    public func forEachItem(
+        changedAfter seq: Int64?,
+        _ body: (StoredItem) throws -> Void
+    ) throws(StoreError) -> ReplicaMarks {
+        let statement = Self.itemsStatement(
+            type: nil,
+            includeDeleted: true,
+            only: nil,
+            after: nil,
+            limit: nil,
+            reserved: false,
+            changedAfter: seq
+        )
+        return try guarded {
             try pool.read { db in
-                let cursor = try Row.fetchCursor(
-                    db.cachedStatement(sql: statement.sql),
-                    arguments: StatementArguments(statement.arguments)
+                let marks = ReplicaMarks(
+                    stamp: try Self.changeStamp(db: db),
+                    latestSeq: try Transaction.latestSeq(db: db),
+                    floor: try Transaction.feedFloor(db: db),
+                    items: try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? 0
                 )
-                var reader = StoredItemReader(path: path, localWriters: localWriters, nodes: nodeRows)
-                while let row = try cursor.next() {
-                    if let item = try reader.read(row, db: db) { try body(item) }
-                }
-                if let item = reader.finish() { try body(item) }
+                try readItems(statement, localWriters: nil, db: db, body)
+                return marks
             }
         }
     }
 
     /// The statement ``forEachItem(type:includeDeleted:only:after:limit:localWriters:_:)`` reads
-    /// items with: their rows and their fields' (with `reserved`, `_deleted`'s too), by item id.
+    /// items with: their rows and their fields' (with `reserved`, `_deleted`'s too), by item id;
+    /// with `changedAfter`, only items with a field numbered in the feed after it.
     private static func itemsStatement(
         type: String?,
         includeDeleted: Bool,
         only: [ItemID]?,
         after: ItemID?,
         limit: Int?,
-        reserved: Bool
+        reserved: Bool,
+        changedAfter: Int64? = nil
     ) -> (sql: String, arguments: [any DatabaseValueConvertible]) {
         var conditions: [String] = []
         var arguments: [any DatabaseValueConvertible] = []
+        if let changedAfter {
+            // field_by_seq from `changedAfter` on: as many rows as changed, not every item.
+            conditions.append("i.id IN (SELECT c.item FROM field c WHERE c.seq > ?)")
+            arguments.append(changedAfter)
+        }
         if let only, only.count == 1 {
             conditions.append("i.item_id = ?")
             arguments.append(only[0].rawValue)
@@ -314,4 +364,18 @@ extension ReplicaStore {
             try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
         }
     }
+}
+
+/// Where a replica stood when it was read: enough for a reader that keeps something derived from
+/// every item (a digest) to tell whether reading the items changed since `latestSeq` brings it up
+/// to date, or whether items went without a trace in the feed (`items` fell, `floor` moved).
+public struct ReplicaMarks: Sendable, Equatable {
+    /// The count of transactions that changed a field (meta `changes`).
+    public var stamp: UInt64
+    /// The change feed's latest number.
+    public var latestSeq: Int64
+    /// The highest feed number a collection, purge or rejoin removed.
+    public var floor: Int64
+    /// How many items (deleted ones too) the replica holds.
+    public var items: Int
 }

@@ -69,9 +69,7 @@ struct Transaction {
     }
 
     /// meta 'changes': how many transactions changed a field in this file.
-    func changeStamp() throws -> UInt64 {
-        UInt64(try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'changes'") ?? "0") ?? 0
-    }
+    func changeStamp() throws -> UInt64 { try ReplicaStore.changeStamp(db: db) }
 
     func saveClock() throws {
         try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'clock'", arguments: [String(clock.latest.rawValue)])

@@ -19,6 +19,28 @@ import Testing
         return store
     }
 
+    /// The page's counts by type (read from the indexes) count a deleted item as deleted before
+    /// and after it is collected (when it keeps no type).
+    @Test func typeCountsCountDeletedItemsCollectedOrNot() throws {
+        let a = try create(1)
+        for i in 0..<9 {
+            try a.apply(
+                .create(type: i % 2 == 0 ? "task" : "note", assignments: [.set(title, .string("\(i)"))]),
+                to: .named("i\(i)"),
+                wallMilliseconds: t0
+            )
+        }
+        for i in 0..<3 { try a.apply(.delete, to: .named("i\(i)"), wallMilliseconds: t0 + 1) }
+        let counts = { try a.typeCounts().map { "\($0.type) \($0.live) \($0.deleted)" } }
+        #expect(try counts() == ["note 3 1", "task 3 2"])
+        let now = WallClock.milliseconds
+        _ = try a.collect(now: now)
+        #expect(try a.collect(now: now + 1).collected == 3)
+        // A collected item is its minimal tombstone, `_deleted` alone: of no type any more.
+        let afterCollection = try counts()
+        #expect(afterCollection == ["item 0 3", "note 3 0", "task 3 0"], "collected items are still deleted ones")
+    }
+
     /// Two replicas that hold the same: a deletes x, both learn each other's progress, both
     /// collect.
     @Test func aCollectedItemKeepsItsTombstoneAndTakesBackNothingItForgot() throws {
