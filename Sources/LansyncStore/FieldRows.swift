@@ -52,7 +52,11 @@ enum FieldRows {
             )
         )
         guard let free = range.first(where: { !taken.contains($0) }) else {
-            throw StoreError.io("an item has \(perItem) field rows, the most a replica stores for one item")
+            let id = try String.fetchOne(db, sql: "SELECT item_id FROM item WHERE id = ?", arguments: [item]) ?? "?"
+            throw StoreError.io(
+                "item \(id) has \(perItem) field rows (fields it has or had, and fields refused from peers), "
+                    + "the most a replica keeps for one item: nothing was changed; copy the fields it still needs to a new item"
+            )
         }
         return (free, false)
     }

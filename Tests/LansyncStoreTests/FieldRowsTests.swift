@@ -10,7 +10,7 @@ import Testing
 /// Field rows numbered by item (v20, ``FieldRows``): where new fields go, that the reads of an
 /// item's fields search a range of the key instead of scanning, and that a file of the release
 /// before is renumbered in place.
-@Suite struct FieldRowsTests {
+@Suite struct FieldRowsTests: ReplicaFixture {
     let dir = makeTemporaryDirectory("field-rows")
     let t0: UInt64 = 1_700_000_000_000
     var lease: WriterLease { WriterLease(directory: dir) }
@@ -92,6 +92,52 @@ import Testing
         #expect(try Set([place("d"), place("e")]) == [1, 4])
         #expect(try store.itemState(.named("x"))?.fields.count == 6)
         #expect(try store.fullCheck().isSound)
+    }
+
+    /// Past the range's last place a new field (here one a peer wrote) is refused with a
+    /// sentence that names the item and says what to do, and the batch changes nothing. (A local
+    /// edit meets the 256-field limit first: every row counts, a removed field's too.)
+    @Test func aFullRangeRefusesANewFieldAndChangesNothing() throws {
+        let store = try create()
+        let peer = try replica(2)
+        try store.apply(
+            .create(type: "t", assignments: [.set(.named("a"), .integer(1)), .set(.named("z"), .integer(1))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
+        try store.apply(.update([.unset(.named("z"))]), to: .named("x"), wallMilliseconds: t0)
+        try sync(store, peer)
+        try peer.apply(.update([.set(.named("b"), .integer(2))]), to: .named("x"), wallMilliseconds: t0 + 1)
+        let item = try store.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM item WHERE item_id = 'x'")! }
+        // Every other place taken by a field the item no longer shows, as removed fields and
+        // the rows of refused ones take them.
+        try store.pool.write { db in
+            let z = try #require(try Int64.fetchOne(db, sql: "SELECT id FROM field WHERE name = 'z'"))
+            for place in FieldRows.range(item: item)
+            where try Int64.fetchOne(
+                db,
+                sql: "SELECT 1 FROM field WHERE id = ?",
+                arguments: [place]
+            ) == nil {
+                try db.execute(
+                    sql: "INSERT INTO field(id, name, state) SELECT ?, ?, state FROM field WHERE id = ?",
+                    arguments: [place, "p\(place)", z]
+                )
+            }
+        }
+        let count = { try store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM field") } }
+        let before = (try count(), try store.latestChangeSeq(), try store.versionVector())
+        #expect(before.0 == Int(FieldRows.perItem))
+        #expect {
+            try sync(peer, store)
+        } throws: { error in
+            "\(error)".contains("item x has 4096 field rows")
+                && "\(error)".contains("copy the fields it still needs to a new item")
+        }
+        #expect(try count() == before.0)
+        #expect(try store.latestChangeSeq() == before.1)
+        #expect(try store.versionVector() == before.2)
+        #expect(try store.storedItem(.named("x"))?.value(of: .named("b")) == nil)
     }
 
     /// The reads that start from an item (get, history, a list's page, a field by name) search a
