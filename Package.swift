@@ -212,6 +212,9 @@ let package = Package(
             name: "LansyncNodeTests",
             dependencies: [
                 "LansyncCore", "LansyncWire", "LansyncNode", "LansyncStore", "LansyncTransport", "LansyncTestSupport",
+                // The nudge socket's test serves it on an event loop of its own.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

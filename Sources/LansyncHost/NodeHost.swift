@@ -95,6 +95,7 @@ extension DataDirectory {
                 "node still busy \(nanoseconds / 1_000_000) ms after it was told to stop: stopping now (every committed change is kept; the one under way rolls back)"
             )
             unlink(socket)
+            unlink(ControlClient.nudgeSocketPath(control: socket))
             fflush(nil)
             _exit(0)
         }

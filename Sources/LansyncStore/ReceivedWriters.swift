@@ -1,5 +1,5 @@
 import GRDB
-import LansyncCore
+public import LansyncCore
 
 /// Bounds on the writers that peers' batches may bring into a replica.
 ///
@@ -33,11 +33,16 @@ public struct ReceivedBatch: Sendable, Equatable {
     /// Entries of the batch's covers that name a writer this replica does not know and no state
     /// of the batch names: not recorded (see ``WriterCheck``).
     public var unverifiedCovers = 0
+    /// The replica's version vector as the batch's transaction left it, read in that transaction,
+    /// when it changed a field or completed a stream (what the node tells its other sessions);
+    /// nil otherwise.
+    public var version: VersionVector?
 
-    public init(changed: Int = 0, newWriters: Int = 0, unverifiedCovers: Int = 0) {
+    public init(changed: Int = 0, newWriters: Int = 0, unverifiedCovers: Int = 0, version: VersionVector? = nil) {
         self.changed = changed
         self.newWriters = newWriters
         self.unverifiedCovers = unverifiedCovers
+        self.version = version
     }
 }
 

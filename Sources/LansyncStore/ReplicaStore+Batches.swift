@@ -115,7 +115,7 @@ extension ReplicaStore {
         }
         // A peer's batch may skip the fsync of its commit (Docs/STORAGE.md, "Durability"): the
         // sender keeps everything, and the stream's progress commits with the data.
-        let changed = try guarded {
+        let (changed, version) = try guarded {
             try write(stream == nil ? .full : .resent) { tx, me in
                 // Checked again under the write lock: another session may have brought writers
                 // since the read (a look-up only, when none are new).
@@ -144,13 +144,15 @@ extension ReplicaStore {
                 try tx.record(covers: check.covers, of: stream.map { ($0.sender, $0.incarnation) })
                 if let stream, stream.completes { try tx.completeStream(from: stream.sender) }
                 try tx.saveClock()
-                return .commit(merge.changed)
+                let told = merge.changed > 0 || stream?.completes == true
+                return .commit((merge.changed, told ? try Self.versionVector(db: tx.db) : nil))
             }
         }
         return ReceivedBatch(
             changed: changed,
             newWriters: check.newWriters.count,
-            unverifiedCovers: check.unverifiedCovers
+            unverifiedCovers: check.unverifiedCovers,
+            version: version
         )
     }
 

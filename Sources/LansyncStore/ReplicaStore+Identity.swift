@@ -7,26 +7,33 @@ public import LansyncCore
 extension ReplicaStore {
     /// This replica's identity and settings.
     public func info() throws(StoreError) -> ReplicaInfo {
-        try guarded {
-            try pool.read { db in
-                let meta = try Dictionary(
-                    uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM meta").map {
-                        ((try $0.decode(atIndex: 0) as String), (try $0.decode(atIndex: 1) as String))
-                    }
+        try guarded { try pool.read { db in try info(db: db) } }
+    }
+
+    /// ``info()`` read on `db`: a write reads it in its own transaction, not in a read of its own
+    /// before (one reader transaction less per edit and per received batch: 0.2 ms of W5's path).
+    func info(db: Database) throws -> ReplicaInfo {
+        let meta = try Dictionary(
+            uniqueKeysWithValues: Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT key, value FROM meta WHERE key IN
+                        ('node_id', 'cluster_id', 'node_name', 'fingerprint', 'history_limit', 'writer_id')
+                        """
                 )
-                guard let node = meta["node_id"].flatMap(NodeID.init(text:)),
-                    let cluster = meta["cluster_id"].flatMap(NodeID.init(text:))
-                else { throw StoreError.corrupt(path: path, detail: "its identity is missing from table meta") }
-                return ReplicaInfo(
-                    nodeID: node,
-                    clusterID: cluster,
-                    nodeName: meta["node_name"] ?? "",
-                    fingerprint: meta["fingerprint"] ?? "",
-                    historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit,
-                    writerID: meta["writer_id"].flatMap(NodeID.init(text:)) ?? node
-                )
-            }
-        }
+            ).map { ((try $0.decode(atIndex: 0) as String), (try $0.decode(atIndex: 1) as String)) }
+        )
+        guard let node = meta["node_id"].flatMap(NodeID.init(text:)),
+            let cluster = meta["cluster_id"].flatMap(NodeID.init(text:))
+        else { throw StoreError.corrupt(path: path, detail: "its identity is missing from table meta") }
+        return ReplicaInfo(
+            nodeID: node,
+            clusterID: cluster,
+            nodeName: meta["node_name"] ?? "",
+            fingerprint: meta["fingerprint"] ?? "",
+            historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit,
+            writerID: meta["writer_id"].flatMap(NodeID.init(text:)) ?? node
+        )
     }
 
     /// Switches this replica to a new node identity (after a copied data directory was detected).

@@ -283,7 +283,6 @@ public final class ReplicaStore: Sendable {
         _ body: (inout Transaction, ReplicaInfo) throws -> WriteEnd<T>
     ) throws -> T {
         try refuseIfDamaged()
-        let me = try info()
         do {
             return try pool.writeWithoutTransaction { db in
                 if durability == .resent { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
@@ -293,6 +292,7 @@ public final class ReplicaStore: Sendable {
                 var result: T?
                 var marker: (writer: NodeID, stamp: UInt64)?
                 try db.inTransaction(.immediate) {
+                    let me = try info(db: db)
                     var tx = try Transaction(db: db, historyLimit: me.historyLimit, nodes: nodeRows)
                     switch try body(&tx, me) {
                     case .commit(let value):

@@ -316,6 +316,33 @@ import Testing
         b.stop()
     }
 
+    /// A running node reads nudges on `nudge.sock` beside `control.sock`; an edit made while the
+    /// nudge socket is gone still goes out (`lansync` falls back to the control socket), and
+    /// neither socket is left behind once the node stops.
+    @Test func theNudgeSocketIsThereWhileTheNodeRuns() async throws {
+        let cli = CLI("nudge")
+        defer { cli.cleanUp() }
+        let (na, nb) = try await twoConnectedNodes(cli)
+        var info = stat()
+        #expect(stat(cli.path("a/nudge.sock"), &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK)
+        try await cli.ok(["set", "--dir", cli.path("a"), "x", "v=1"])
+        #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        unlink(cli.path("a/nudge.sock"))
+        try await cli.ok(["set", "--dir", cli.path("a"), "x", "v=2"])
+        let b = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
+        let clock = ContinuousClock()
+        let start = clock.now
+        while clock.now - start < .seconds(10), try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText != "2" {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "2")
+        #expect(na.stop() == 0)
+        #expect(nb.stop() == 0)
+        for leftover in ["a/control.sock", "a/nudge.sock", "b/control.sock", "b/nudge.sock"] {
+            #expect(!FileManager.default.fileExists(atPath: cli.path(leftover)), "\(leftover) left behind")
+        }
+    }
+
     /// A change nobody announces (written while the control socket is unreachable) still reaches
     /// the peers: the node looks at its version vector every 500 ms.
     @Test func unannouncedChangesAreNoticed() async throws {

@@ -193,7 +193,7 @@ struct SessionDriver {
                     rejoinedAt: rejoinedAt,
                     completingStream: completingStream
                 )
-                return (received, received.changed > 0 || completingStream ? try store.versionVector() : nil)
+                return (received, received.version)
             }
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
@@ -256,9 +256,14 @@ struct SessionDriver {
                     unclaimed: initial,
                     deltaBase: deltaBase
                 )
-                let size = announce ? try store.lacking(vv, cap: 10_000_000) : 0
                 // Read before the stream is returned: a tuple copies its elements in order.
                 let ahead = try Self.readBatches(&stream, peerHolds: peerHolds)
+                // A delta read whole already (a live change's) is the size of what was read;
+                // only a longer one is counted in the version index.
+                let size =
+                    if !announce { 0 } else if ahead.last == .some(nil) {
+                        ahead.reduce(0) { $0 + ($1?.updates.count ?? 0) }
+                    } else { try store.lacking(vv, cap: 10_000_000) }
                 return (stream, size, ahead)
             }
             delta = stream

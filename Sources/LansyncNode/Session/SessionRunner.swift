@@ -138,7 +138,9 @@ public struct SessionRunner: Sendable {
                     AsyncTimerSequence.repeating(every: Self.tickInterval).map { [hub] _ in
                         SessionDriver.Input.event(.tick(now: .now, localVersion: hub.knownVersion))
                     },
-                    changes.map { [hub] in SessionDriver.Input.event(.localChanged(localVersion: hub.knownVersion)) }
+                    changes.map { [hub] in
+                        SessionDriver.Input.event(.localChanged(localVersion: hub.version(for: subscription)))
+                    }
                 )
                 try await driver.run(inputs)
             }

@@ -5,16 +5,21 @@ import NIOConcurrencyHelpers
 /// peer), so each pushes what its peer lacks. Notifications coalesce: a session that is busy
 /// sees one pending change, however many happened.
 ///
-/// Every notification carries the replica's version vector as read after the change, and the hub
+/// A notification carries the replica's version vector as read after the change, and the hub
 /// keeps the latest (``knownVersion``). It is never ahead of the file (it only ever holds what was
 /// read from it), and any later change comes with its own notification, so a session whose peer
 /// already covers it can skip an anti-entropy delta, and send its summary, without reading SQLite.
+/// A local edit is announced before its vector is read (``notifyUnread()``): the sessions it
+/// wakes read the replica themselves, and the vector follows (``learn(version:)``).
 public final class ChangeHub: Sendable {
     private let subscribers = NIOLockedValueBox<[Int: AsyncStream<Void>.Continuation]>([:])
     private let nextID = NIOLockedValueBox(0)
     private let version = NIOLockedValueBox<VersionVector?>(nil)
     /// What each subscriber's peer is known to hold (``record(_:peerHolds:)``).
     private let peers = NIOLockedValueBox<[Int: VersionVector]>([:])
+    /// Subscribers woken by a change announced before its vector was read (``notifyUnread()``)
+    /// that have not yet asked for the vector to act on (``version(for:)``).
+    private let unread = NIOLockedValueBox<Set<Int>>([])
 
     /// The replica's version vector as last read and announced; nil until then, or after a read
     /// failed (sessions then read the replica themselves).
@@ -36,6 +41,32 @@ public final class ChangeHub: Sendable {
     public func unsubscribe(_ id: Int) {
         subscribers.withLockedValue { $0.removeValue(forKey: id) }?.finish()
         _ = peers.withLockedValue { $0.removeValue(forKey: id) }
+        _ = unread.withLockedValue { $0.remove(id) }
+    }
+
+    /// The vector subscriber `id` acts on when woken: nil (its session reads the replica) once
+    /// after a change announced before its vector was read, else ``knownVersion``.
+    public func version(for id: Int) -> VersionVector? {
+        unread.withLockedValue { $0.remove(id) != nil } ? nil : knownVersion
+    }
+
+    /// Announces a change at once, before its vector is read: every subscriber woken reads the
+    /// replica itself (``version(for:)``), so a live edit goes out without waiting for a read of
+    /// the vector first; ``learn(version:)`` then records the vector, waking no one. (Announcing
+    /// the vector known before the change instead would let a session whose peer covers it skip
+    /// the change.)
+    public func notifyUnread() {
+        let targets = subscribers.withLockedValue { subscribers in
+            unread.withLockedValue { $0.formUnion(subscribers.keys) }
+            return Array(subscribers.values)
+        }
+        for continuation in targets { continuation.yield() }
+    }
+
+    /// Records a vector read from the replica, as ``notify(version:except:)`` does, without
+    /// waking anyone.
+    public func learn(version current: VersionVector) {
+        version.withLockedValue { known in known = known?.joined(with: current) ?? current }
     }
 
     /// Records what subscriber `id`'s peer is known to hold, for ``wakeLagging()``.

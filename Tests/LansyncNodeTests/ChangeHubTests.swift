@@ -1,0 +1,78 @@
+import LansyncCore
+import LansyncTestSupport
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+@testable import LansyncNode
+
+/// How a change reaches the sessions: announced unread (a local edit), each woken session reads
+/// the replica once, whatever vector the hub knew; the nudge datagram that announces a CLI's edit.
+@Suite struct ChangeHubTests {
+    @Test func aChangeAnnouncedUnreadMakesEachSessionReadOnce() async throws {
+        let hub = ChangeHub()
+        let before = VersionVector([.node(1): 3])
+        hub.notify(version: before)
+        let (a, changesA) = hub.subscribe()
+        let (b, _) = hub.subscribe()
+        #expect(hub.version(for: a) == before, "a change announced with its vector")
+
+        hub.notifyUnread()
+        var wakes = changesA.makeAsyncIterator()
+        #expect(await wakes.next() != nil, "the session is woken")
+        // The vector known before the change would let a session whose peer holds it skip the
+        // change: each woken session gets none, once, and reads the replica.
+        #expect(hub.version(for: a) == nil)
+        #expect(hub.version(for: a) == before, "once")
+        let after = VersionVector([.node(1): 4])
+        hub.learn(version: after)
+        #expect(hub.version(for: b) == nil, "b has not asked since it was woken")
+        #expect(hub.version(for: b) == after)
+        #expect(hub.knownVersion == after)
+        hub.unsubscribe(a)
+        hub.notifyUnread()
+        #expect(hub.version(for: a) == after, "a session gone is not waited for")
+        #expect(hub.version(for: b) == nil)
+    }
+
+    @Test func aNudgeDatagramWakesTheNodeAndNothingElseDoes() async throws {
+        let dir = makeTemporaryDirectory("nudge")
+        let control = dir + "/control.sock"
+        let path = NudgeServer.path(control: control)
+        #expect(path == dir + "/nudge.sock")
+        #expect(!ControlClient.sendNudgeDatagram(to: path), "no node: the CLI falls back to the control socket")
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let nudges = Count()
+        let (seen, tell) = AsyncStream<Void>.makeStream()
+        try await withThrowingTaskGroup { tasks in
+            tasks.addTask {
+                try await NudgeServer.serve(path: path, group: group) {
+                    nudges.value.withLock { $0 += 1 }
+                    tell.yield()
+                }
+            }
+            var waits = seen.makeAsyncIterator()
+            var sent = false
+            for _ in 0..<200 where !sent {
+                sent = ControlClient.sendNudgeDatagram(to: path)
+                if !sent { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(sent, "the node's nudge socket takes the datagram")
+            _ = await waits.next()
+            // Datagrams are read in order: once the nudge after it is seen, the other was dropped.
+            #expect(ControlClient.sendNudgeDatagram(to: path, saying: Array("status".utf8)))
+            #expect(ControlClient.sendNudgeDatagram(to: path))
+            _ = await waits.next()
+            #expect(nudges.value.withLock { $0 } == 2)
+            tasks.cancelAll()
+        }
+        try await group.shutdownGracefully()
+    }
+}
+
+/// A count shared with the nudge socket's event loop.
+private final class Count: Sendable {
+    let value = Mutex(0)
+}
