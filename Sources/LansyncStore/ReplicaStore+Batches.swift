@@ -206,8 +206,7 @@ extension ReplicaStore {
     public func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
         try guarded {
             try pool.write { db in
-                try db.execute(
-                    sql: "DELETE FROM stream WHERE peer_id = ? AND incarnation <> ?",
+                try db.cachedStatement(sql: "DELETE FROM stream WHERE peer_id = ? AND incarnation <> ?").execute(
                     arguments: [sender.text, incarnation.text]
                 )
             }
@@ -230,7 +229,7 @@ extension Transaction {
     mutating func completeStream(from sender: NodeID) throws {
         guard let stream = try Transaction.stream(db: db, from: sender) else { return }
         try raiseCounters(to: stream.covers)
-        try db.execute(sql: "DELETE FROM stream WHERE peer_id = ?", arguments: [sender.text])
+        try db.cachedStatement(sql: "DELETE FROM stream WHERE peer_id = ?").execute(arguments: [sender.text])
     }
 
     /// Raises each node's counter in the version vector to `covers`' where that is higher.

@@ -12,7 +12,7 @@ extension ReplicaStore {
 
     static func versionVector(db: Database) throws -> VersionVector {
         var counters: [NodeID: UInt64] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT node_id, counter FROM node WHERE counter > 0") {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT node_id, counter FROM node WHERE counter > 0")) {
             if let id = NodeID(text: (try row.decode(atIndex: 0))) {
                 counters[id] = UInt64((try row.decode(atIndex: 1) as Int64))
             }
@@ -30,7 +30,10 @@ extension ReplicaStore {
         try guarded {
             try pool.read { db in
                 let stamp =
-                    UInt64(try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'changes'") ?? "0") ?? 0
+                    UInt64(
+                        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'changes'"))
+                            ?? "0"
+                    ) ?? 0
                 let vv = try Self.versionVector(db: db)
                 return (stamp, vv, unclaimed(vv) ? try Self.unclaimedNodes(db: db) : [])
             }

@@ -98,7 +98,7 @@ extension Transaction {
     /// the latest number would let the next change take that number again, and a feed reader
     /// that had seen it would never see that change).
     static func latestSeq(db: Database) throws -> Int64 {
-        let highest = try Int64.fetchOne(db, sql: latestSeqSQL) ?? 0
+        let highest = try Int64.fetchOne(db.cachedStatement(sql: latestSeqSQL)) ?? 0
         return max(highest, try feedFloor(db: db))
     }
 
@@ -191,8 +191,10 @@ extension ReplicaStore {
     ) throws -> (entries: [ChangeEntry], last: UInt64) {
         try read { db -> ([ChangeEntry], UInt64) in
             if since > 0,
-                let floor = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'feed_floor'")
-                    .flatMap(UInt64.init), since < floor
+                let floor = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'feed_floor'")
+                )
+                .flatMap(UInt64.init), since < floor
             {
                 throw StoreError.feedCollected(since: since, floor: floor)
             }

@@ -96,7 +96,7 @@ extension ReplicaStore {
     }
 
     static func changeStamp(db: Database) throws -> UInt64 {
-        UInt64(try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'changes'") ?? "0") ?? 0
+        UInt64(try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'changes'")) ?? "0") ?? 0
     }
 
     /// This replica's write identities, oldest first.

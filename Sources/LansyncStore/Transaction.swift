@@ -46,14 +46,18 @@ struct Transaction {
         self.db = db
         self.historyLimit = historyLimit
         self.nodes = nodes
-        let raw = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'clock'").flatMap { UInt64($0) } ?? 0
+        let raw =
+            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'clock'")).flatMap {
+                UInt64($0)
+            } ?? 0
         clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: raw))
     }
 
     /// Counts this transaction as one that changed fields (meta 'changes'); returns the new count.
     @discardableResult
     func countChange() throws -> UInt64 {
-        try db.execute(sql: "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'changes'")
+        try db.cachedStatement(sql: "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'changes'")
+            .execute()
         let stamp = try changeStamp()
         assert(pendingStamp == nil || pendingStamp == stamp, "a transaction counts its change once")
         return stamp
@@ -72,7 +76,9 @@ struct Transaction {
     func changeStamp() throws -> UInt64 { try ReplicaStore.changeStamp(db: db) }
 
     func saveClock() throws {
-        try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'clock'", arguments: [String(clock.latest.rawValue)])
+        try db.cachedStatement(sql: "UPDATE meta SET value = ? WHERE key = 'clock'").execute(arguments: [
+            String(clock.latest.rawValue)
+        ])
     }
 
     func setMeta(_ key: String, _ value: String) throws { try Self.setMeta(key, value, db: db) }
@@ -82,32 +88,41 @@ struct Transaction {
 
     /// The binary a `meta` entry holds (``setMeta(_:bytes:)``); nil if it is absent or not base64.
     static func metaBytes(_ key: String, db: Database) throws -> [UInt8]? {
-        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [key])
             .flatMap { Data(base64Encoded: $0) }.map(Array.init)
     }
 
     /// Sets one `meta` entry, the one statement every setting and mark goes through.
     static func setMeta(_ key: String, _ value: String, db: Database) throws {
-        try db.execute(
-            sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        try db.cachedStatement(
+            sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        ).execute(
             arguments: [key, value]
         )
     }
 
     mutating func nodeRow(_ id: NodeID) throws -> Int64 {
         if let row = nodeRows[id] { return row }
-        try db.execute(sql: "INSERT OR IGNORE INTO node(node_id) VALUES (?)", arguments: [id.text])
-        let row = try Int64.fetchOne(db, sql: "SELECT id FROM node WHERE node_id = ?", arguments: [id.text])!
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO node(node_id) VALUES (?)").execute(arguments: [id.text])
+        let row = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM node WHERE node_id = ?"),
+            arguments: [id.text]
+        )!
         nodeRows[id] = row
         return row
     }
 
     func counter(of nodeRow: Int64) throws -> UInt64 {
-        UInt64(try Int64.fetchOne(db, sql: "SELECT counter FROM node WHERE id = ?", arguments: [nodeRow]) ?? 0)
+        UInt64(
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT counter FROM node WHERE id = ?"), arguments: [nodeRow])
+                ?? 0
+        )
     }
 
     func setCounter(of nodeRow: Int64, to counter: UInt64) throws {
-        try db.execute(sql: "UPDATE node SET counter = ? WHERE id = ?", arguments: [Int64(counter), nodeRow])
+        try db.cachedStatement(sql: "UPDATE node SET counter = ? WHERE id = ?").execute(arguments: [
+            Int64(counter), nodeRow,
+        ])
     }
 
     /// The replica's version vector, restricted to `nodes`.
@@ -121,8 +136,7 @@ struct Transaction {
     }
 
     func raiseCounter(of nodeRow: Int64, to counter: UInt64) throws {
-        try db.execute(
-            sql: "UPDATE node SET counter = max(counter, ?) WHERE id = ?",
+        try db.cachedStatement(sql: "UPDATE node SET counter = max(counter, ?) WHERE id = ?").execute(
             arguments: [Int64(clamping: counter), nodeRow]
         )
     }
@@ -138,17 +152,18 @@ struct Transaction {
 
     static func nodeID(db: Database) throws -> NodeID {
         guard
-            let id = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_id'").flatMap(
-                NodeID.init(text:)
-            )
+            let id = try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'node_id'"))
+                .flatMap(
+                    NodeID.init(text:)
+                )
         else { throw DecodingError("table meta holds no valid node_id", offset: 0) }
         return id
     }
 
     static func currentWriter(db: Database) throws -> NodeID {
         let meta =
-            try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_id'")
-            ?? String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_id'")
+            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'writer_id'"))
+            ?? String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'node_id'"))
         guard let id = meta.flatMap(NodeID.init(text:)) else {
             throw DecodingError("table meta holds no valid writer_id", offset: 0)
         }
@@ -161,7 +176,8 @@ struct Transaction {
     mutating func claimWriter(lease: WriterLease, name: String) throws -> ClaimedWriter {
         let current = try Self.currentWriter(db: db)
         let node = try Self.nodeID(db: db)
-        let retired = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'writer_retired'") == "1"
+        let retired =
+            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'writer_retired'")) == "1"
         let row = try nodeRow(current)
         let held = try changeStamp()
         let marker = lease.marker(for: current)
@@ -193,10 +209,10 @@ struct Transaction {
         )
         for (key, value) in [("writer_id", id.text), ("writer_retired", "0")] { try setMeta(key, value, db: db) }
         let now = Int64(clamping: WallClock.milliseconds)
-        try db.execute(
-            sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)",
-            arguments: [id.text, now, reason.rawValue]
-        )
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO writer(writer_id, started, reason) VALUES (?, ?, ?)")
+            .execute(
+                arguments: [id.text, now, reason.rawValue]
+            )
     }
 
     /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of it
@@ -219,8 +235,7 @@ struct Transaction {
     static func stream(db: Database, from peer: NodeID) throws -> (covers: VersionVector, incarnation: NodeID)? {
         guard
             let row = try Row.fetchOne(
-                db,
-                sql: "SELECT incarnation, covers FROM stream WHERE peer_id = ?",
+                db.cachedStatement(sql: "SELECT incarnation, covers FROM stream WHERE peer_id = ?"),
                 arguments: [peer.text]
             )
         else { return nil }
@@ -240,13 +255,12 @@ struct Transaction {
         progress.join(covers)
         var writer = ByteWriter()
         writer.versionVector(progress)
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO stream(peer_id, incarnation, covers) VALUES (?, ?, ?)
                 ON CONFLICT(peer_id) DO UPDATE SET incarnation = excluded.incarnation, covers = excluded.covers
-                """,
-            arguments: [peer.text, incarnation.text, Data(writer.bytes)]
-        )
+                """
+        ).execute(arguments: [peer.text, incarnation.text, Data(writer.bytes)])
     }
 
     func itemRow(_ id: ItemID) throws -> Int64? {
