@@ -16,14 +16,7 @@ import Testing
     let title = FieldName.named("title")
 
     func store(_ node: UInt64) throws -> ReplicaStore {
-        try ReplicaStore.create(
-            path: "\(dir)/r\(node).sqlite",
-            nodeID: .node(node),
-            clusterID: .node(99),
-            nodeName: "n\(node)",
-            fingerprint: "fp",
-            lease: WriterLease(directory: "\(dir)/lease")
-        )
+        try SessionRunnerTests.store(dir, "r\(node)", node: .node(node), cluster: .node(99))
     }
 
     func sync(_ from: ReplicaStore, _ to: ReplicaStore) throws {
