@@ -253,7 +253,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport",
+                "LansyncCore", "LansyncJSON", "LansyncNode", "LansyncStore", "LansyncTestSupport",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -167,13 +167,21 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "acked", "n=1"])
         let before = try JSON(parsing: try await cli.ok(["get", "--dir", cli.path("a"), "acked", "--json"]))
         #expect(before["sync"]?["state"] != .string("SYNCED"), "nobody holds it yet: \(before)")
-        let follower = Task.detached { [self] in client(["acks", "http://127.0.0.1:\(p[1])", token, "acked", "30"]) }
-        try await Task.sleep(for: .milliseconds(500))
+        let ready = cli.path("following")
+        let follower = Task.detached { [self] in
+            client(["acks", "http://127.0.0.1:\(p[1])", token, "acked", "30", ready])
+        }
+        // B starts once the feed is followed: a B that syncs before leaves no event to see.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        while !FileManager.default.fileExists(atPath: ready), clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let b = try NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]])
         defer { b.stop() }
         let followed = await follower.value
         print(followed.output)
-        #expect(followed.status == 0, "\(followed.output)\n\(a.logText)")
+        #expect(followed.status == 0, "\(followed.output)\nA:\n\(a.logText)\nB:\n\(b.logText)")
         #expect(followed.output.contains("sync events") && !followed.output.contains(" 0 sync events"))
     }
 

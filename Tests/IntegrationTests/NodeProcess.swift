@@ -1,6 +1,8 @@
 import Foundation
 import LansyncCore
 import LansyncJSON
+import LansyncNode
+import LansyncStore
 import Synchronization
 import Testing
 
@@ -166,8 +168,13 @@ extension CLI {
                     )
                 }
             }
+            // The digest read afresh from the file, beside the one the node keeps (a kept
+            // digest gone stale would show here).
+            let file = (try? ReplicaStore.open(path: dir + "/replica.sqlite")).flatMap {
+                try? ReplicaDigest.compute($0)
+            }
             lines.append(
-                "\(dir): digest \(status["digest"]?.text ?? "?") vector \(status["version_vector"]?.text ?? "?") peers [\(peers.joined(separator: "; "))]"
+                "\(dir): digest \(status["digest"]?.text ?? "?") (file \(file ?? "?")) vector \(status["version_vector"]?.text ?? "?") peers [\(peers.joined(separator: "; "))]"
             )
         }
         return lines.joined(separator: "\n")
@@ -185,6 +192,7 @@ extension CLI {
             if digests.count == 1, vectors.count == 1 { return clock.now - start }
             try await Task.sleep(for: .milliseconds(100))
         }
+        print("waitForConvergence gave up after \(timeout):\n\(await convergenceReport(dirs))")
         return nil
     }
 }

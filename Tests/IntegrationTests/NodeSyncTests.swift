@@ -1,3 +1,5 @@
+// With LansyncNode in this target, `stat` is found through CoreFoundation too.
+import CoreFoundation
 import Foundation
 import LansyncCore
 import LansyncJSON

@@ -309,9 +309,11 @@ def follow_from(base, token, out, since, n):
                 got += json.loads(line[6:])["field"] == "n"
     conn.close()
 
-def acks(base, token, item, secs):
+def acks(base, token, item, secs, ready):
     """The feed with sync=true: `sync` events (no id, data {}) come when peers' acknowledgements
-    are recorded; after one, the item edited here is read again until it is SYNCED."""
+    are recorded; after one, the item edited here is read again until it is SYNCED. The file
+    `ready` is written once the first change event is read: the feed is followed from then on,
+    so the peer may start (one that syncs before, on a loaded machine, leaves no event to see)."""
     u = urllib.parse.urlparse(base)
     end = time.time() + float(secs)
     syncs, changes, state = 0, 0, None
@@ -342,6 +344,8 @@ def acks(base, token, item, secs):
                 state = (payload.get("sync") or {}).get("state") if status == 200 else None
             elif event == "change":
                 changes += 1
+                if changes == 1:
+                    open(ready, "w").close()
             event, event_id = "message", None
     conn.close()
     print(f"{'ok' if state == 'SYNCED' else 'FAILED'}: {changes} change events, {syncs} sync events, {item} {state}")
