@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "LansyncWire", targets: ["LansyncWire"]),
         // For the store microbenchmark in Benchmarks/.
         .library(name: "LansyncStore", targets: ["LansyncStore"]),
+        // For the long simulation runs in Benchmarks/ (sim-bench).
+        .library(name: "LansyncSimulation", targets: ["LansyncSimulation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -206,6 +208,20 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
+            swiftSettings: strict
+        ),
+        // A cluster of session machines and peer views over a simulated network, in one process
+        // and deterministic from its seed (issue 33): short runs in its tests, long ones in the
+        // benchmarks.
+        .target(
+            name: "LansyncSimulation",
+            dependencies: ["LansyncCore", "LansyncNode", "LansyncWire", "LansyncTestSupport"],
+            path: "Tests/LansyncSimulation",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LansyncSimulationTests",
+            dependencies: ["LansyncCore", "LansyncNode", "LansyncSimulation", "LansyncTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .executable(name: "lansync-bench", targets: ["lansync-bench"]),
         .executable(name: "store-bench", targets: ["store-bench"]),
+        .executable(name: "sim-bench", targets: ["sim-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -39,6 +40,18 @@ let package = Package(
                 "BenchSQLite",
                 .product(name: "LansyncCore", package: "lansync"),
                 .product(name: "LansyncStore", package: "lansync"),
+            ],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
+        ),
+        // The simulated cluster (LansyncSimulation) at 50, 200 and 1,000 nodes, and many seeds.
+        .executableTarget(
+            name: "sim-bench",
+            dependencies: [
+                .product(name: "LansyncSimulation", package: "lansync"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),

@@ -11,6 +11,7 @@ extension Node {
     /// and the reports it gossips (a one-shot sync is no member's session, and teaches nothing).
     func learnReports(from hello: Hello) async {
         guard hello.role != .oneShot else { return }
+        await view.heard(of: hello.reports.map(\.nodeID), from: hello.nodeID)
         let now = WallClock.milliseconds
         let own = MemberReport(nodeID: hello.nodeID, seen: hello.versionVector, at: now)
         let gossip = hello.reports.filter { $0.at <= now }.map {

@@ -42,6 +42,9 @@ public final class Node: Sendable {
     let foldRound = NIOLockedValueBox<(vector: VersionVector?, toTell: Bool)>((nil, false))
     /// Addresses members pass on in their hellos, and their dial loops.
     let gossiped = GossipedAddresses()
+    /// Which members this node keeps sessions with once the cluster is past a full mesh
+    /// (Docs/SCALE.md).
+    let view: ViewKeeper
     /// The port this node accepts peers on, once it listens (its hello says it).
     let listenPort = NIOLockedValueBox<Int>(0)
     /// When a session last moved field states either way: the search texts wait for quiet.
@@ -101,6 +104,7 @@ public final class Node: Sendable {
         authority =
             options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, logger: logger) : nil
         statements = ClusterStatements(store: store, io: io, trust: identity.trust)
+        view = ViewKeeper(me: info.nodeID, limits: options.view)
         joinDesk = JoinDesk(
             store: store,
             io: io,
@@ -156,6 +160,7 @@ public final class Node: Sendable {
                 tasks.addTask { try await self.writeSearchTextsWhenQuiet() }
                 tasks.addTask { await self.registry.runPersistence() }
                 tasks.addTask { await self.followGossip(transport: transport) }
+                if self.options.role == .peer { tasks.addTask { await self.keepTheView(transport: transport) } }
                 if let discovery = self.options.discovery {
                     tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
                 } else {
@@ -268,6 +273,7 @@ public final class Node: Sendable {
                         guard !addresses.isEmpty else { continue }
                         let address = addresses.map(\.description).joined(separator: ", ")
                         await registry.discovered(peer.nodeID, addresses: addresses.map(\.description))
+                        await view.learn(peer.nodeID, at: addresses, source: .mdns)
                         switch await seen.found(peer.nodeID, at: addresses) {
                         case .new:
                             metrics.discovery("found")
@@ -326,7 +332,8 @@ public final class Node: Sendable {
         _ connection: PeerConnection,
         address: String,
         source: PeerSource,
-        closeWhenUpToDate: Bool = false
+        closeWhenUpToDate: Bool = false,
+        outsideView: Bool = false
     ) async -> SessionOutcome {
         let admitted = sessions.withLockedValue { count -> Bool in
             guard count < options.maxSessions else { return false }
@@ -340,14 +347,21 @@ public final class Node: Sendable {
             return SessionOutcome(error: busy)
         }
         defer { sessions.withLockedValue { $0 -= 1 } }
-        return await admittedSession(connection, address: address, source: source, closeWhenUpToDate: closeWhenUpToDate)
+        return await admittedSession(
+            connection,
+            address: address,
+            source: source,
+            closeWhenUpToDate: closeWhenUpToDate,
+            outsideView: outsideView
+        )
     }
 
     private func admittedSession(
         _ connection: PeerConnection,
         address: String,
         source: PeerSource,
-        closeWhenUpToDate: Bool
+        closeWhenUpToDate: Bool,
+        outsideView: Bool
     ) async -> SessionOutcome {
         let peerID = connection.peerNodeID
         if let revoked = statements.revocation(of: peerID) {
@@ -367,14 +381,15 @@ public final class Node: Sendable {
             store: store,
             io: io,
             hub: hub,
-            config: await sessionConfig(for: peerID),
+            config: await sessionConfig(for: peerID, outsideView: outsideView),
             observer: observer(
                 of: connection,
                 log: log,
                 token: token,
                 source: source,
                 epoch: epoch,
-                closeWhenUpToDate: closeWhenUpToDate
+                closeWhenUpToDate: closeWhenUpToDate,
+                outsideView: outsideView
             ),
             // Every node refuses what breaks ``Limits`` on arrival (overruled, never stored); a
             // relay may enforce lower limits for the whole cluster.
@@ -383,6 +398,8 @@ public final class Node: Sendable {
             writers: options.writerBounds
         )
         let outcome = await runner.run(connection)
+        let refusedByAFullView = connection.outbound && outcome.peerError?.code == .busy
+        await view.ended(peerID, counted: token.inView, refused: refusedByAFullView)
         if outcome.peerError?.code == .away, let peer = outcome.peer { await rejoinIfTold(by: peer) }
         if outcome.peer != nil, token.value == nil {
             // A second connection to a peer we were already connected to: closed on purpose.
@@ -403,7 +420,7 @@ public final class Node: Sendable {
     /// What a session with `peer` starts from: this node's identity, role and statements, and
     /// the writer it writes under now (it changes while the node runs after a witnessed rollback,
     /// and each session announces the current one).
-    private func sessionConfig(for peer: NodeID) async -> SessionMachine.SessionConfig {
+    private func sessionConfig(for peer: NodeID, outsideView: Bool) async -> SessionMachine.SessionConfig {
         let store = self.store
         let writer = (try? await io.run { try store.info().writerID }) ?? info.writerID
         var config = SessionMachine.SessionConfig(
@@ -416,6 +433,8 @@ public final class Node: Sendable {
         )
         config.antiEntropyInterval = options.antiEntropyInterval
         config.clock = WallClock.milliseconds
+        config.viewSessions = UInt64(await view.activeCount)
+        config.outsideView = outsideView
         if options.role != .oneShot {
             config.listenPort = UInt64(listenPort.withLockedValue { $0 })
             // A revoked member's address is not passed on: whoever dialled it would be refused.
@@ -478,7 +497,8 @@ public final class Node: Sendable {
         token: TokenBox,
         source: PeerSource,
         epoch: Int,
-        closeWhenUpToDate: Bool
+        closeWhenUpToDate: Bool,
+        outsideView: Bool
     ) -> SessionObserver {
         let (registry, peerID, channel) = (self.registry, connection.peerNodeID, connection.channel.channel)
         var observer = SessionObserver()
@@ -492,7 +512,9 @@ public final class Node: Sendable {
             if let refusal = await rejoinIfStale(hello) { return refusal }
             await learnReports(from: hello)
             await adoptFolds(from: hello)
-            if hello.role != .oneShot, options.followGossip { await gossiped.learn(hello, me: info.nodeID) }
+            if hello.role != .oneShot, options.followGossip { await gossiped.learn(hello, me: info.nodeID, view: view) }
+            let (counted, refusal) = await viewAdmission(hello, outbound: connection.outbound, outsideView: outsideView)
+            if let refusal { return refusal }
             let claimed = await registry.claim(
                 peer: hello,
                 address: log.address,
@@ -506,12 +528,15 @@ public final class Node: Sendable {
                 return nil
             }
             token.set(claimed)
+            if counted { await enterView(hello, outbound: connection.outbound, token: token) }
             return await began(with: hello, log: log, epoch: epoch)
         }
         observer.upToDate = { [self] vv in
             await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
             await reissueAfterRejoin(peerHolds: vv)
-            if closeWhenUpToDate, await registry.directPeersConnected() { channel.close(promise: nil) }
+            // A round outside the views ends here; the relay as courier, while a peer is direct.
+            let done = outsideView ? true : closeWhenUpToDate ? await registry.directPeersConnected() : false
+            if done { channel.close(promise: nil) }
         }
         observer.applied = { [self] changed in
             log.applied(changed)
@@ -523,6 +548,32 @@ public final class Node: Sendable {
             await registry.progress(peerID, progress)
         }
         return observer
+    }
+
+    /// Whether a member's session counts in the view (``ViewKeeper``), and for one that dialled
+    /// this node, a full view's refusal. A round outside the views, the relay's sessions and a
+    /// one-shot sync's do not count.
+    private func viewAdmission(_ hello: Hello, outbound: Bool, outsideView: Bool) async -> (Bool, ProtocolError?) {
+        let counted = options.role == .peer && hello.role == .peer && !hello.outsideView && !outsideView
+        guard counted, !outbound, await !view.accepts(hello.nodeID, alone: hello.viewSessions == 0) else {
+            return (counted, nil)
+        }
+        let held = await view.activeCount
+        return (
+            counted,
+            ProtocolError(
+                .busy,
+                "this node keeps sessions with \(held) members already (its view is full); dial another"
+            )
+        )
+    }
+
+    /// A counted session is open: its peer is in the active view until it ends. A member let in
+    /// because it was alone may fill a full view past its bound: another session goes at once.
+    private func enterView(_ hello: Hello, outbound: Bool, token: TokenBox) async {
+        await view.opened(hello.nodeID, dialled: outbound, alone: hello.viewSessions == 0)
+        token.countInView()
+        for displaced in await view.excess() { await registry.closeForView(displaced) }
     }
 
     /// Answers a connection with `error` instead of a session, and closes it. The peer's hello is
@@ -630,6 +681,7 @@ public final class Node: Sendable {
         let store = self.store
         let digests = self.digests
         let refusedNow = refused.snapshot
+        let viewNow = options.role == .peer ? await view.status() : nil
         var status = try await io.run {
             try StatusReport.make(
                 store: store,
@@ -642,6 +694,7 @@ public final class Node: Sendable {
             )
         }
         status.api = apiAddress.withLockedValue { $0 }
+        status.view = viewNow
         return status
     }
 
@@ -730,10 +783,15 @@ public final class Node: Sendable {
 }
 
 /// A session's registry token, set once its hello has been claimed.
+/// What a session claimed: the registry's token, and whether it counts in the view (its end is
+/// then the view's to know).
 final class TokenBox: Sendable {
     private let box = NIOLockedValueBoxInt()
+    private let counted = NIOLockedValueBox(false)
     var value: Int? { box.get() }
     func set(_ v: Int) { box.set(v) }
+    var inView: Bool { counted.withLockedValue { $0 } }
+    func countInView() { counted.withLockedValue { $0 = true } }
 }
 
 /// A lock-protected optional Int.

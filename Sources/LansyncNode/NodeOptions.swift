@@ -34,6 +34,8 @@ public struct NodeOptions: Sendable {
     /// Whether to dial the addresses other members pass on (``Hello/addresses``; Docs/DISCOVERY.md,
     /// "Where multicast cannot reach").
     public var followGossip = true
+    /// The sizes of the view a node keeps once the cluster is past a full mesh (Docs/SCALE.md).
+    public var view = PeerView.Limits()
     /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
     public var relay: PeerAddress?
     /// While direct peers are connected, how often the node still hands its changes to the relay.

@@ -117,6 +117,14 @@ public struct Hello: Hashable, Sendable {
     /// reach (another subnet, a VPN) finds its peers after meeting any one member. Only hints:
     /// TLS still decides who answers.
     public var addresses: [Address] = []
+    /// How many sessions of its active view the sender holds as it says hello (protocol 1.10;
+    /// Docs/SCALE.md): 0, a member alone, is let in even by a full view. (A hello older than
+    /// 1.10 reads as 0: an older node is never refused for a full view.)
+    public var viewSessions: UInt64 = 0
+    /// The session is a round of anti-entropy outside the views (protocol 1.10): the receiver
+    /// neither counts it in its view nor refuses it for a full one; the dialler closes it once
+    /// both are up to date.
+    public var outsideView = false
 
     /// A member's address as a hello passes it on.
     public struct Address: Hashable, Sendable {
@@ -219,8 +227,13 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// the sender folded after it (``Hello/folded``; an older node skips them, and reads the
     /// sender's vectors as told: short of the folded writers, so it may send their fields
     /// again, never less); 1.9 a delta's last batch and its `done` in one message (type 11,
-    /// ``Message/finalBatch(sequence:_:done:)``), sent only to peers that announced 1.9.
-    public static let current = ProtocolVersion(major: 1, minor: 9)
+    /// ``Message/finalBatch(sequence:_:done:)``), sent only to peers that announced 1.9; 1.10
+    /// the sender's view at the end of the hello (``Hello/viewSessions``, ``Hello/outsideView``;
+    /// older nodes skip them).
+    public static let current = ProtocolVersion(major: 1, minor: 10)
+
+    /// The first version whose hello says how many view sessions the sender holds.
+    public static let views = ProtocolVersion(major: 1, minor: 10)
 
     /// The first version that takes a delta's last batch with its `done`.
     public static let finalBatches = ProtocolVersion(major: 1, minor: 9)

@@ -78,6 +78,10 @@ public enum MessageCoder {
                     w.varint(address.at)
                 }
             }
+            if hello.version.minor >= 10 || hello.version.major > 1 {
+                w.varint(hello.viewSessions)
+                w.byte(hello.outsideView ? 1 : 0)
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -203,6 +207,14 @@ public enum MessageCoder {
                     hello.listenPort = try r.varint()
                     guard hello.listenPort <= 65_535 else { throw WireError.malformed("a listening port past 65535") }
                     hello.addresses = try Self.decodeAddresses(&r)
+                }
+                if minor >= 10 || major > 1 {
+                    hello.viewSessions = try r.varint()
+                    switch try r.byte() {
+                    case 0: hello.outsideView = false
+                    case 1: hello.outsideView = true
+                    default: throw WireError.malformed("a hello's outside-view flag that is neither 0 nor 1")
+                    }
                 }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {

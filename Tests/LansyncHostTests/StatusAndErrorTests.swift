@@ -38,11 +38,12 @@ import Testing
             "node_id", "name", "cluster_id", "running", "listen", "api", "mdns", "items", "deleted", "conflicts",
             "digest",
             "damaged",
-            "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused", "collection",
+            "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused", "collection", "view",
         ]
         #expect(Set(object.keys) == Set(keys))
         #expect(object["listen"] is NSNull)
         #expect(object["collection"] is NSNull)
+        #expect(object["view"] is NSNull)
         let peers = try #require(object["peers"] as? [[String: Any]])
         #expect(peers[0]["source"] as? String == "static")
         #expect(peers[0]["last_sync"] is NSNull)
@@ -71,6 +72,17 @@ import Testing
         status.collection?.rejoinedAt = "2026-11-26T00:00:00Z"
         status.collection?.awaySince = "2026-11-20T00:00:00Z"
         #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        status.view = NodeStatus.View(
+            mode: "bounded",
+            target: 5,
+            active: [.init(nodeID: "a", reason: "chosen"), .init(nodeID: "b", reason: "accepted")],
+            passive: 24
+        )
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        #expect(
+            status.view?.summary
+                == "bounded: 2 session(s) of a target of 5 (1 accepted, 1 chosen), 24 more member(s) known"
+        )
     }
 
     @Test func transportFailuresSayWhatHappenedNotAnEnumCase() {

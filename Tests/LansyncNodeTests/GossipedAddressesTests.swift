@@ -25,10 +25,14 @@ import Testing
             Hello.Address(nodeID: sender, address: "10.0.0.2:7420", at: 1),
             Hello.Address(nodeID: .node(3), address: "not an address", at: 1),
         ]
-        await gossip.learn(hello(from: sender, passing: passed), me: me)
+        let view = ViewKeeper(me: me, limits: PeerView.Limits())
+        await gossip.learn(hello(from: sender, passing: passed), me: me, view: view)
         #expect(await gossip.peers.dialingCount == WireLimits.maxAddresses)
+        // The view keeps a bounded passive view of them, never this node.
+        let kept = await view.current
+        #expect(kept.passive.count == PeerView.Limits().passive && kept.passive[me] == nil)
         // The same addresses again start nothing more.
-        await gossip.learn(hello(from: sender, passing: passed), me: me)
+        await gossip.learn(hello(from: sender, passing: passed), me: me, view: view)
         #expect(await gossip.peers.dialingCount == WireLimits.maxAddresses)
         gossip.finish()
         var asked: [NodeID] = []

@@ -102,8 +102,8 @@ import Testing
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         #expect(
-            Array(bytes.suffix(7)) == [0xAC, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00],
-            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8)"
+            Array(bytes.suffix(9)) == [0xAC, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
+            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8), then no view session and not outside the view (1.10)"
         )
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
@@ -147,8 +147,8 @@ import Testing
         marked.listenPort = 0
         marked.addresses = []
         var lying = MessageCoder.encode(.hello(marked))
-        lying.removeLast(3)  // no mark, port 0, no address
-        lying += [1, 0, 0, 0]  // one mark, on report 0, of none
+        lying.removeLast(5)  // no mark, port 0, no address, no view session, inside the view
+        lying += [1, 0, 0, 0, 0, 0]  // one mark, on report 0, of none
         #expect(throws: WireError.self) { try MessageCoder.decode(lying) }
         var badPort = hello
         badPort.listenPort = 70_000
@@ -161,6 +161,28 @@ import Testing
         }
         #expect(decoded.folded.isEmpty && decoded.unfolded() == decoded)
         #expect(decoded.reports.allSatisfy { !$0.toldFolded })
+    }
+
+    /// 1.10 appends how many view sessions the sender holds and whether the session is a round
+    /// outside the views; a 1.9 hello has neither and reads as alone, inside (never refused for
+    /// a full view); a flag other than 0 or 1 is refused.
+    @Test func hello110CarriesTheView() throws {
+        var hello = Hello(nodeID: Self.a, clusterID: Self.c, role: .peer, name: "a", versionVector: VersionVector())
+        hello.viewSessions = 300
+        hello.outsideView = true
+        let bytes = MessageCoder.encode(.hello(hello))
+        #expect(try MessageCoder.decode(bytes) == .hello(hello))
+        #expect(Array(bytes.suffix(3)) == [0xAC, 0x02, 0x01])
+        var bad = bytes
+        bad[bad.count - 1] = 2
+        #expect(throws: WireError.self) { try MessageCoder.decode(bad) }
+        var old = hello
+        old.version = ProtocolVersion(major: 1, minor: 9)
+        guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
+            Issue.record("not a hello")
+            return
+        }
+        #expect(decoded.viewSessions == 0 && !decoded.outsideView)
     }
 
     @Test func goldenAckDoneError() {

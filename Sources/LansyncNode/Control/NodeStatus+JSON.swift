@@ -21,6 +21,7 @@ extension NodeStatus {
                 "version_vector",
                 .object(versionVector.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64(clamping: $0.value))) })
             ),
+            ("view", view?.jsonValue ?? .null),
         ])
     }
 
@@ -51,6 +52,32 @@ extension NodeStatus {
         )
         api = try j.optionalString("api")
         collection = try j.optional("collection").map(Collection.init(json:))
+        view = try j.optional("view").map(View.init(json:))
+    }
+}
+
+extension NodeStatus.View {
+    var jsonValue: JSON {
+        .object([
+            (
+                "active",
+                .array(active.map { .object([("node_id", .string($0.nodeID)), ("reason", .string($0.reason))]) })
+            ),
+            ("mode", .string(mode)), ("passive", .int(passive)), ("target", .int(target)),
+        ])
+    }
+
+    init(json: JSON) throws {
+        let j = JSONFields(json, "the status's view")
+        self.init(
+            mode: try j.string("mode"),
+            target: try j.int("target"),
+            active: try j.array("active").map { member in
+                let m = JSONFields(member, "a member of the view")
+                return Member(nodeID: try m.string("node_id"), reason: try m.string("reason"))
+            },
+            passive: try j.int("passive")
+        )
     }
 }
 

@@ -39,6 +39,48 @@ public struct NodeStatus: Sendable, Equatable {
     public var refused: [Refusal]
     /// How much of the replica is the past, and what holds its collection back.
     public var collection: Collection?
+    /// Which members the running node keeps sessions with (Docs/SCALE.md); nil without a node.
+    public var view: View?
+
+    /// The running node's view of the cluster: a full mesh while it is small, else a bounded
+    /// active view chosen from a passive one.
+    public struct View: Sendable, Equatable {
+        /// "full mesh" or "bounded".
+        public var mode: String
+        /// The sessions the node dials towards.
+        public var target: Int
+        /// Each member of the active view (node id) and why it is there: "full mesh", "chosen"
+        /// (this node dialled it to fill the view), "accepted" (it dialled this node, which had
+        /// room), "rescued" (it dialled while it had no session at all).
+        public var active: [Member]
+        /// Members known beyond the active view.
+        public var passive: Int
+
+        public struct Member: Sendable, Equatable {
+            public var nodeID: String
+            public var reason: String
+
+            public init(nodeID: String, reason: String) {
+                self.nodeID = nodeID
+                self.reason = reason
+            }
+        }
+
+        public init(mode: String, target: Int, active: [Member], passive: Int) {
+            self.mode = mode
+            self.target = target
+            self.active = active
+            self.passive = passive
+        }
+
+        /// "bounded: 6 sessions of a target of 5 (5 chosen, 1 accepted), 24 more members known".
+        public var summary: String {
+            let reasons = Dictionary(grouping: active, by: \.reason).sorted { $0.key < $1.key }
+                .map { "\($0.value.count) \($0.key)" }.joined(separator: ", ")
+            return "\(mode): \(active.count) session(s) of a target of \(target)"
+                + (reasons.isEmpty ? "" : " (\(reasons))") + ", \(passive) more member(s) known"
+        }
+    }
 
     /// The past in the replica (Docs/MERGE.md, "Causal stability and collection").
     public struct Collection: Sendable, Equatable {

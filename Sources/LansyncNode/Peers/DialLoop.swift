@@ -3,12 +3,16 @@ import LansyncStore
 import LansyncTransport
 
 /// What a dial loop keeps connected: a configured address, a peer that discovery found, one a
-/// member passed on, or the relay.
+/// member passed on, the relay; or, once the cluster is past a full mesh, a member the view
+/// chose (``ViewKeeper/fill()``) or one for a round of anti-entropy outside the view, each for
+/// one session.
 enum DialTarget: Sendable {
     case configured(PeerAddress)
     case discovered(NodeID, DiscoveredPeers)
     case gossiped(NodeID, DiscoveredPeers)
     case relay(PeerAddress)
+    case chosen(NodeID, [PeerAddress], source: PeerSource)
+    case antiEntropy(NodeID, [PeerAddress], source: PeerSource)
 
     var source: PeerSource {
         switch self {
@@ -16,6 +20,7 @@ enum DialTarget: Sendable {
         case .discovered: .mdns
         case .gossiped: .gossip
         case .relay: .relay
+        case .chosen(_, _, let source), .antiEntropy(_, _, let source): source
         }
     }
 }
@@ -34,13 +39,13 @@ extension Node {
     func keepConnected(_ target: DialTarget, transport: Transport) async {
         var backoff = Backoff()
         var rng = SystemRandomNumberGenerator()
-        while !Task.isCancelled {
-            if await isConnected(target) {
-                // A passed-on address is not needed while the peer is connected some other way.
-                if case .gossiped = target { break }
-                // Connected the other way: look again now and then (the peer redials too).
+        loop: while !Task.isCancelled {
+            switch await hold(target) {
+            case .stop: break loop
+            case .wait:
                 try? await Task.sleep(for: .seconds(5))
                 continue
+            case .dial: break
             }
             let candidates = await addresses(of: target)
             guard !candidates.isEmpty else { break }
@@ -52,24 +57,17 @@ extension Node {
                     connection,
                     address: address.description,
                     source: target.source,
-                    closeWhenUpToDate: target.isRelay
+                    closeWhenUpToDate: target.isRelay,
+                    outsideView: target.isAntiEntropy
                 )
+                if target.isOneSession {
+                    if let node = target.node { await view.finishedDial(node) }
+                    break
+                }
                 if outcome.reachedUpToDate { backoff.reset() }
                 if outcome.isPermanent { backoff.giveUpForNow() }
             } catch {
-                let address = candidates.map(\.description).joined(separator: ", ")
-                var text = "cannot connect: \(error)"
-                if error.refusal != nil {
-                    // A refused certificate speaks for itself ("wrong-cluster: ..."), and is logged.
-                    text = error.description
-                    noteRefused(error, address: address, dialled: true)
-                }
-                await registry.ended(node: target.node, token: nil, address: candidates[0].description, error: text)
-                if case .discovered(let node, let seen) = target, await !seen.isAdvertised(node) { break }
-                if case .gossiped(let node, let seen) = target {
-                    await seen.lost(node)
-                    break
-                }
+                if await failedToConnect(target, candidates: candidates, error: error) { break }
             }
             if target.isRelay, await registry.directPeersConnected() {
                 try? await Task.sleep(for: options.relayInterval)
@@ -81,15 +79,68 @@ extension Node {
         if case .gossiped(let node, let seen) = target { await seen.forget(node) }
     }
 
+    /// What a loop does instead of dialling now.
+    private enum Hold { case dial, wait, stop }
+
+    private func hold(_ target: DialTarget) async -> Hold {
+        guard await viewAllows(target) else {
+            // Past a full mesh the view dials whom it chooses; a passed-on address waits there.
+            if case .gossiped = target { return .stop }
+            return .wait
+        }
+        guard await isConnected(target) else { return .dial }
+        // A member the view chose is in it already (it dialled us meanwhile).
+        if case .chosen(let node, _, _) = target { await view.opened(node, dialled: true, alone: false) }
+        // A passed-on address, or one session of the view's, is not needed while the peer is
+        // connected some other way.
+        if target.isOneSession { return .stop }
+        if case .gossiped = target { return .stop }
+        // Connected the other way: look again now and then (the peer redials too).
+        return .wait
+    }
+
+    /// Records a failed dial; whether the loop ends (a discovered peer no longer advertised, a
+    /// passed-on address, one session of the view's).
+    private func failedToConnect(_ target: DialTarget, candidates: [PeerAddress], error: TransportError) async -> Bool {
+        let address = candidates.map(\.description).joined(separator: ", ")
+        var text = "cannot connect: \(error)"
+        if error.refusal != nil {
+            // A refused certificate speaks for itself ("wrong-cluster: ..."), and is logged.
+            text = error.description
+            noteRefused(error, address: address, dialled: true)
+        }
+        await registry.ended(node: target.node, token: nil, address: candidates[0].description, error: text)
+        if let node = target.node, target.isOneSession {
+            await view.failed(node)
+            return true
+        }
+        if case .discovered(let node, let seen) = target, await !seen.isAdvertised(node) { return true }
+        if case .gossiped(let node, let seen) = target {
+            await seen.lost(node)
+            return true
+        }
+        return false
+    }
+
     private func isConnected(_ target: DialTarget) async -> Bool {
         switch target {
         case .configured(let peer):
             guard let known = await registry.node(at: peer.description) else { return false }
             return await registry.isConnected(known)
-        case .discovered(let node, _), .gossiped(let node, _):
+        case .discovered(let node, _), .gossiped(let node, _), .chosen(let node, _, _), .antiEntropy(let node, _, _):
             return await registry.isConnected(node)
         case .relay:
             return false
+        }
+    }
+
+    /// Whether the view lets this loop dial now (``ViewKeeper``): the relay, and the view's own
+    /// choices, always.
+    private func viewAllows(_ target: DialTarget) async -> Bool {
+        switch target {
+        case .relay, .chosen, .antiEntropy: true
+        case .configured: await view.mayDialConfigured()
+        case .discovered(let node, _), .gossiped(let node, _): await view.mayDial(node)
         }
     }
 
@@ -97,6 +148,7 @@ extension Node {
         switch target {
         case .configured(let peer), .relay(let peer): [peer]
         case .discovered(let node, let seen), .gossiped(let node, let seen): await seen.addresses(of: node)
+        case .chosen(_, let at, _), .antiEntropy(_, let at, _): at
         }
     }
 
@@ -115,18 +167,32 @@ extension DialTarget {
         return false
     }
 
+    /// A target of one session (the view's): its loop ends with the session, or the first failure.
+    var isOneSession: Bool {
+        switch self {
+        case .chosen, .antiEntropy: true
+        default: false
+        }
+    }
+
+    var isAntiEntropy: Bool {
+        if case .antiEntropy = self { return true }
+        return false
+    }
+
     /// Where a discovered or passed-on peer's addresses are kept.
     var peers: DiscoveredPeers? {
         switch self {
         case .discovered(_, let seen), .gossiped(_, let seen): seen
-        case .configured, .relay: nil
+        case .configured, .relay, .chosen, .antiEntropy: nil
         }
     }
 
     /// The peer's node id when the target names one.
     var node: NodeID? {
         switch self {
-        case .discovered(let node, _), .gossiped(let node, _): node
+        case .discovered(let node, _), .gossiped(let node, _), .chosen(let node, _, _), .antiEntropy(let node, _, _):
+            node
         case .configured, .relay: nil
         }
     }

@@ -1,5 +1,6 @@
 import LansyncCore
 import LansyncDiscovery
+import LansyncStore
 import LansyncTransport
 import LansyncWire
 import NIOConcurrencyHelpers
@@ -26,11 +27,13 @@ final class GossipedAddresses: Sendable {
 
     /// Takes what `hello` passes on (never this node's own address), and asks for a dial loop for
     /// each node new to it.
-    func learn(_ hello: Hello, me: NodeID) async {
+    /// Each is also offered to `view` (its passive view, bounded, keeps what it takes).
+    func learn(_ hello: Hello, me: NodeID, view: ViewKeeper) async {
         for passed in hello.addresses where passed.nodeID != me && passed.nodeID != hello.nodeID {
             // A link-local address names an interface of the sender's machine: no use here.
             guard let address = PeerAddress(parsing: passed.address), !AddressPreference.isLinkLocal(address.host)
             else { continue }
+            await view.learn(passed.nodeID, at: [address], source: .gossip)
             guard await peers.dialingCount < WireLimits.maxAddresses else { break }
             if await peers.found(passed.nodeID, at: [address]) == .new { continuation.yield(passed.nodeID) }
         }
@@ -40,6 +43,32 @@ final class GossipedAddresses: Sendable {
 }
 
 extension Node {
+    /// Once the cluster is past a full mesh: every 2 s, closes sessions past the view's bound and
+    /// dials the members the view chooses to fill it, and every anti-entropy interval opens a
+    /// round with one member outside it.
+    func keepTheView(transport: Transport) async {
+        var nextRound = ContinuousClock.now + options.antiEntropyInterval
+        await withDiscardingTaskGroup { dialers in
+            while !Task.isCancelled {
+                for node in await view.excess() { await registry.closeForView(node) }
+                for (node, at, source) in await view.fill() {
+                    dialers.addTask {
+                        await self.keepConnected(.chosen(node, at, source: source), transport: transport)
+                    }
+                }
+                if ContinuousClock.now >= nextRound {
+                    nextRound = .now + options.antiEntropyInterval
+                    if let (node, at, source) = await view.antiEntropyPartner() {
+                        dialers.addTask {
+                            await self.keepConnected(.antiEntropy(node, at, source: source), transport: transport)
+                        }
+                    }
+                }
+                try? await Task.sleep(for: .seconds(2))
+            }
+        }
+    }
+
     /// Dials every member another member passed on an address for, each in its own loop.
     func followGossip(transport: Transport) async {
         await withDiscardingTaskGroup { dialers in

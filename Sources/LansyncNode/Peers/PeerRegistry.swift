@@ -173,6 +173,10 @@ public actor PeerRegistry {
         for node in Array(active.keys) { closeSession(of: node) }
     }
 
+    /// Closes `node`'s session because the view keeps it no longer (it may dial again, and is
+    /// then admitted by the view's rules); its end records nothing.
+    public func closeForView(_ node: NodeID) { closeSession(of: node) }
+
     /// Records why `node` is refused (a revoked identity), and closes its session if it has one.
     public func refuse(_ node: NodeID, error: String) {
         closeSession(of: node)

@@ -48,6 +48,10 @@ public struct SessionMachine: Sendable {
         public var listenPort: UInt64 = 0
         /// ``Hello/addresses``: where this node last reached other members.
         public var addresses: [Hello.Address] = []
+        /// ``Hello/viewSessions``: the sessions of this node's active view as it says hello.
+        public var viewSessions: UInt64 = 0
+        /// ``Hello/outsideView``: this session is a round of anti-entropy outside the views.
+        public var outsideView = false
         /// The most writers a version vector from the peer may name (its hello, summaries, `done`,
         /// and what its batches cover, joined): a peer past it is refused, so what this side keeps
         /// of the peer stays bounded whatever it claims (``WriterBounds/total``).
@@ -324,6 +328,8 @@ public struct SessionMachine: Sendable {
         hello.clock = config.clock
         hello.listenPort = config.listenPort
         hello.addresses = config.addresses
+        hello.viewSessions = config.viewSessions
+        hello.outsideView = config.outsideView
         return [.send(.hello(hello))]
     }
 

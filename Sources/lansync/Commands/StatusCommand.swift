@@ -46,6 +46,7 @@ struct StatusCommand: ParsableCommand {
         if let members { lines.append("members  \(members)") }
         if status.running {
             lines.append("state    running, listening on \(status.listen ?? "-"); mDNS \(status.mdns ?? "-")")
+            if let view = status.view, view.mode != "full mesh" { lines.append("view     \(view.summary)") }
         } else {
             lines.append("state    no node running on this directory")
         }

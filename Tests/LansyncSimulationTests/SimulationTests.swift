@@ -1,0 +1,56 @@
+import LansyncCore
+import LansyncNode
+import LansyncSimulation
+import LansyncTestSupport
+import Testing
+
+/// Short runs of the simulated cluster (issue 33): every scenario converges, views stay bounded,
+/// and a run replays from its seed. The long runs (200 and 1,000 nodes, many seeds) are
+/// `sim-bench` in Benchmarks/.
+@Suite struct SimulationTests {
+    /// Seeds from `LANSYNC_SIM_SEEDS` (a count) when set, else a few: the same scenarios, more
+    /// histories.
+    static let seeds: [UInt64] = (1...UInt64(propertyCases(default: 3))).map { $0 &* 7919 }
+
+    @Test(arguments: Scenario.allCases)
+    func everyScenarioConvergesWithBoundedViews(_ scenario: Scenario) {
+        for seed in Self.seeds {
+            let report = Simulation.run(scenario, Simulation.Config(nodes: 40, seed: seed), changes: 20)
+            print(report)
+            #expect(report.converged, "\(report)")
+            #expect(report.faults.isEmpty, "\(report)")
+            let limits = PeerView.Limits()
+            #expect(report.sessionsMax <= limits.active + limits.slack, "\(report)")
+            #expect(report.sessionsMean >= Double(limits.active) - 1, "views fill: \(report)")
+        }
+    }
+
+    /// Every change reaches every node, pushed within a few hops when nothing fails, and no
+    /// session carries a change to the same node twice. (Each node still receives a change once
+    /// per session whose peer had it first, about the view's size less two: Docs/SCALE.md.)
+    @Test func changesSpreadInAFewHopsAndNoSessionCarriesOneTwice() {
+        let report = Simulation.run(.steady, Simulation.Config(nodes: 60, seed: 42), changes: 20)
+        print(report)
+        #expect(report.converged && report.changes == 20, "\(report)")
+        #expect(report.roundsMax <= 12, "\(report)")
+        #expect(report.resentInSession == 0, "\(report)")
+        #expect(report.duplicatesPerNode < Double(report.sessionsMax - 1), "\(report)")
+    }
+
+    /// A cluster within ``PeerView/Limits/fullMeshUpTo`` keeps a session with every member, as
+    /// before the view existed.
+    @Test func aSmallClusterIsAFullMesh() {
+        let report = Simulation.run(.steady, Simulation.Config(nodes: 6, seed: 3), changes: 5)
+        #expect(report.converged, "\(report)")
+        #expect(report.sessionsMax == 5 && report.sessionsMean == 5, "\(report)")
+    }
+
+    /// The same seed gives the same run, event for event.
+    @Test func aRunReplaysFromItsSeed() {
+        let first = Simulation.run(.churn, Simulation.Config(nodes: 30, seed: 11), changes: 10)
+        let second = Simulation.run(.churn, Simulation.Config(nodes: 30, seed: 11), changes: 10)
+        let other = Simulation.run(.churn, Simulation.Config(nodes: 30, seed: 12), changes: 10)
+        #expect(first.description == second.description)
+        #expect(first.description != other.description, "another seed, another history")
+    }
+}
