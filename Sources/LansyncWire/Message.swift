@@ -34,6 +34,17 @@ public enum Message: Hashable, Sendable {
     case joinRequest(JoinRequest)
     /// The inviter's answer to a valid ``joinRequest(_:)``.
     case joinAccepted(JoinAccepted)
+    /// The writers and counters the sender's replica now holds beyond what it last told
+    /// (protocol 1.10, Docs/SCALE.md "Spread"): sent instead of a change the sender passes on
+    /// over a session the receiver pruned. The receiver asks for it (``graft``) if its other
+    /// peers do not bring it soon.
+    case have(versionVector: VersionVector)
+    /// The receiver got a change it already held over this session: the sender passes on later
+    /// changes by ``have(versionVector:)`` only (its own edits still go at once).
+    case prune
+    /// The sender lacks what a ``have(versionVector:)`` announced: changes go at once over this
+    /// session again (a `summary` follows, saying what it holds).
+    case graft
 }
 
 /// What a machine joining with an invite sends (Docs/PROTOCOL.md, "Joining").
@@ -229,10 +240,12 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// again, never less); 1.9 a delta's last batch and its `done` in one message (type 11,
     /// ``Message/finalBatch(sequence:_:done:)``), sent only to peers that announced 1.9; 1.10
     /// the sender's view at the end of the hello (``Hello/viewSessions``, ``Hello/outsideView``;
-    /// older nodes skip them).
+    /// older nodes skip them), and messages `have`, `prune` and `graft`, sent only to peers that
+    /// announced 1.10.
     public static let current = ProtocolVersion(major: 1, minor: 10)
 
-    /// The first version whose hello says how many view sessions the sender holds.
+    /// The first version whose hello says how many view sessions the sender holds, and that
+    /// takes `have`, `prune` and `graft`.
     public static let views = ProtocolVersion(major: 1, minor: 10)
 
     /// The first version that takes a delta's last batch with its `done`.

@@ -15,6 +15,9 @@ public enum MessageCoder {
         /// A delta's last batch with its `done` (protocol 1.9): a byte saying whether the batch
         /// is logged (as type 7) or not (as type 2), the batch, then the `done`'s vector.
         case finalBatch = 11
+        /// What the sender holds beyond what it told, instead of a change passed on; a request
+        /// to pass changes on that way; and to pass them on at once again (protocol 1.10).
+        case have = 12, prune = 13, graft = 14
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -102,6 +105,13 @@ public enum MessageCoder {
         case .expect(let count):
             w.byte(Tag.expect.rawValue)
             w.varint(count)
+        case .have(let vv):
+            w.byte(Tag.have.rawValue)
+            w.versionVector(vv)
+        case .prune:
+            w.byte(Tag.prune.rawValue)
+        case .graft:
+            w.byte(Tag.graft.rawValue)
         case .joinRequest(let request):
             w.byte(Tag.joinRequest.rawValue)
             w.raw(magic)
@@ -237,6 +247,12 @@ public enum MessageCoder {
                 message = .summary(versionVector: try r.versionVector())
             case .expect:
                 message = .expect(fieldStates: try r.varint())
+            case .have:
+                message = .have(versionVector: try r.versionVector())
+            case .prune:
+                message = .prune
+            case .graft:
+                message = .graft
             case .joinRequest:
                 guard Array(try r.raw(4)) == magic else {
                     throw WireError.malformed("join request without the LNSY magic")

@@ -106,7 +106,7 @@ struct SessionHarness {
                 if linkUp { sides[1 - i].inbox.append(message) }
             case .peerReady(let hello):
                 sides[i].replica.meet(hello.nodeID, incarnation: hello.writer)
-            case .upToDate, .finished, .close:
+            case .upToDate, .finished, .close, .wake:
                 break
             }
         }

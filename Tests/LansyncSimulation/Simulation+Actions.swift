@@ -25,16 +25,19 @@ extension Simulation {
                     close(s, side: side)
                     return
                 }
-                var changed = nodes[me].replica.changes != before
+                let changed = Int(nodes[me].replica.changes - before)
+                var told = changed > 0
                 if case .applyFinal = action {
                     nodes[me].replica.completeStream(from: ids[peer])
-                    changed = true
+                    told = true
                 }
-                if changed { queue.push(.changed(node: me, except: s), at: now) }
-                pending += sessions[s]!.machines[side].handle(.applied(sequence: sequence, now: instant))
+                if told { queue.push(.changed(node: me, except: s, forwarded: true), at: now) }
+                pending += sessions[s]!.machines[side].handle(
+                    .applied(sequence: sequence, now: instant, changed: changed)
+                )
             case .completeStream:
                 nodes[me].replica.completeStream(from: ids[peer])
-                queue.push(.changed(node: me, except: s), at: now)
+                queue.push(.changed(node: me, except: s, forwarded: true), at: now)
             case let .startDelta(vv, _, deltaBase):
                 sessions[s]!.deltas[side] = nodes[me].replica.delta(
                     for: vv,
@@ -48,6 +51,8 @@ extension Simulation {
                 pending += sessions[s]!.machines[side].handle(.produced(next, now: instant, last: last))
             case .sendSummary:
                 send(.message(.summary(versionVector: nodes[me].replica.versionVector)), session: s, to: 1 - side)
+            case .wake(let after):
+                queue.push(.wake(session: s, side: side), at: now + after)
             case .peerReady(let hello):
                 nodes[me].replica.meet(hello.nodeID, incarnation: hello.writer)
                 // The hello's addresses: members the peer passes on (a sample of its view).
@@ -103,7 +108,7 @@ extension Simulation {
             tracked[id] = Tracked(origin: n, at: now)
             nodes[n].hops[id] = 0
         }
-        queue.push(.changed(node: n, except: nil), at: now)
+        queue.push(.changed(node: n, except: nil, forwarded: false), at: now)
     }
 
     /// The node's process dies: its peers see their connections reset; the replica and the peers

@@ -1,6 +1,6 @@
-public import LansyncCore
+import LansyncCore
 public import LansyncNode
-public import LansyncTestSupport
+import LansyncTestSupport
 import LansyncWire
 
 /// A cluster of lansync nodes in one process (issue 33, Docs/SCALE.md): each node is the pure
@@ -34,6 +34,8 @@ public struct Simulation {
         public var alsoKnown = 3
         /// How many members a hello passes on (a sample of the sender's view).
         public var passedOn = 8
+        /// The session machines' ``SessionMachine/SessionConfig/graftAhead`` (nil: its default).
+        public var graftAhead: Duration?
         /// How long a dial to an unreachable address takes to fail.
         public var connectTimeout: Duration = .seconds(3)
 
@@ -84,7 +86,8 @@ public struct Simulation {
         case connect(from: Int, to: Int, antiEntropy: Bool)
         case dialFailed(from: Int, to: Int, antiEntropy: Bool)
         case tick(node: Int, generation: Int)
-        case changed(node: Int, except: Int?)
+        case changed(node: Int, except: Int?, forwarded: Bool)
+        case wake(session: Int, side: Int)
     }
 
     /// A change the run follows: an item created on `origin`.
@@ -225,17 +228,22 @@ public struct Simulation {
             guard nodes[n].up, generations[n] == generation else { return }
             tick(n)
             queue.push(.tick(node: n, generation: generation), at: now + .seconds(1))
-        case let .changed(n, except):
+        case let .changed(n, except, forwarded):
             guard nodes[n].up else { return }
             let version = nodes[n].replica.versionVector
             for s in sessionIDs(of: n) where s != except {
                 guard let side = side(of: n, in: s) else { continue }
-                perform(
-                    sessions[s]!.machines[side].handle(.localChanged(localVersion: version)),
-                    session: s,
-                    side: side
-                )
+                let event = SessionMachine.Event.localChanged(localVersion: version, forwarded: forwarded, now: instant)
+                perform(sessions[s]!.machines[side].handle(event), session: s, side: side)
             }
+        case let .wake(s, side):
+            guard let session = sessions[s], session.open[side] else { return }
+            let version = nodes[session.nodes[side]].replica.versionVector
+            perform(
+                sessions[s]!.machines[side].handle(.tick(now: instant, localVersion: version)),
+                session: s,
+                side: side
+            )
         }
     }
 
@@ -332,7 +340,7 @@ public struct Simulation {
         let s = nextSession
         nextSession += 1
         func config(_ me: Int, _ other: Int) -> SessionMachine.SessionConfig {
-            SessionMachine.SessionConfig(
+            var config = SessionMachine.SessionConfig(
                 nodeID: ids[me],
                 clusterID: Self.cluster,
                 role: .peer,
@@ -340,6 +348,8 @@ public struct Simulation {
                 authenticatedPeer: ids[other],
                 writer: nodes[me].replica.writer
             )
+            if let ahead = self.config.graftAhead { config.graftAhead = ahead }
+            return config
         }
         sessions[s] = Session(
             nodes: [from, to],

@@ -25,16 +25,16 @@ import Testing
         }
     }
 
-    /// Every change reaches every node, pushed within a few hops when nothing fails, and no
-    /// session carries a change to the same node twice. (Each node still receives a change once
-    /// per session whose peer had it first, about the view's size less two: Docs/SCALE.md.)
-    @Test func changesSpreadInAFewHopsAndNoSessionCarriesOneTwice() {
+    /// Every change reaches every node within a few hops when nothing fails, no session carries
+    /// a change to the same node twice, and pruned sessions keep duplicates to about one per
+    /// node (flooding over the same views delivers each change 4 to 5 times more: Docs/SCALE.md).
+    @Test func changesSpreadInAFewHopsAndReachEachNodeAboutOnce() {
         let report = Simulation.run(.steady, Simulation.Config(nodes: 60, seed: 42), changes: 20)
         print(report)
         #expect(report.converged && report.changes == 20, "\(report)")
-        #expect(report.roundsMax <= 12, "\(report)")
+        #expect(report.roundsMedian <= 12, "\(report)")
         #expect(report.resentInSession == 0, "\(report)")
-        #expect(report.duplicatesPerNode < Double(report.sessionsMax - 1), "\(report)")
+        #expect(report.duplicatesPerNode <= 2, "\(report)")
     }
 
     /// A cluster within ``PeerView/Limits/fullMeshUpTo`` keeps a session with every member, as

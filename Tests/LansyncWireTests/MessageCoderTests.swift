@@ -185,6 +185,16 @@ import Testing
         #expect(decoded.viewSessions == 0 && !decoded.outsideView)
     }
 
+    /// 1.10's lazy push: `have` carries a version vector, `prune` and `graft` nothing.
+    @Test func goldenHavePruneGraft() throws {
+        #expect(Frame.encode(.prune) == [0, 0, 0, 1, 13])
+        #expect(Frame.encode(.graft) == [0, 0, 0, 1, 14])
+        #expect(Frame.encode(.have(versionVector: VersionVector())) == [0, 0, 0, 2, 12, 0])
+        let have = Message.have(versionVector: VersionVector([Self.a: 7, Self.c: 300]))
+        #expect(try MessageCoder.decode(MessageCoder.encode(have)) == have)
+        #expect(throws: WireError.self) { try MessageCoder.decode([13, 0]) }
+    }
+
     @Test func goldenAckDoneError() {
         #expect(Frame.encode(.ack(sequence: 5)) == [0, 0, 0, 2, 3, 5])
         #expect(Frame.encode(.done(versionVector: VersionVector())) == [0, 0, 0, 2, 4, 0])

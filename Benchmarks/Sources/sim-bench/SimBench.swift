@@ -24,6 +24,9 @@ struct SimBench: ParsableCommand {
     @Option(help: "Replay one seed only.")
     var seed: UInt64?
 
+    @Option(help: "The machines' graft-ahead threshold in milliseconds (default: theirs).")
+    var graftAhead: Int?
+
     mutating func run() throws {
         var failed: [String] = []
         for size in sizes.split(separator: ",").compactMap({ Int($0) }) {
@@ -35,7 +38,9 @@ struct SimBench: ParsableCommand {
                 let clock = ContinuousClock()
                 let start = clock.now
                 for s in seed.map({ [$0] }) ?? (1...UInt64(seeds)).map({ $0 }) {
-                    let report = Simulation.run(scenario, Simulation.Config(nodes: size, seed: s), changes: changes)
+                    var config = Simulation.Config(nodes: size, seed: s)
+                    config.graftAhead = graftAhead.map { .milliseconds($0) }
+                    let report = Simulation.run(scenario, config, changes: changes)
                     if seeds <= 3 || !report.converged || !report.faults.isEmpty { print(report) }
                     if !report.converged || !report.faults.isEmpty { failed.append("\(scenario) n=\(size) seed=\(s)") }
                     reports.append(report)

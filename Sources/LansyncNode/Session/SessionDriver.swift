@@ -22,6 +22,8 @@ struct SessionDriver {
     /// The connection's bytes, for progress.
     let wire: WireCounters
     let send: @Sendable (Message) async throws -> Void
+    /// Reports a tick to the machine after a while (``SessionMachine/Action/wake(after:)``).
+    let wake: @Sendable (Duration) -> Void
     private(set) var machine: SessionMachine
     private(set) var outcome = SessionOutcome()
     /// The outgoing delta being read, if any.
@@ -40,12 +42,14 @@ struct SessionDriver {
         runner: SessionRunner,
         subscription: Int,
         wire: WireCounters,
-        send: @escaping @Sendable (Message) async throws -> Void
+        send: @escaping @Sendable (Message) async throws -> Void,
+        wake: @escaping @Sendable (Duration) -> Void = { _ in }
     ) {
         self.runner = runner
         self.subscription = subscription
         self.wire = wire
         self.send = send
+        self.wake = wake
         self.machine = SessionMachine(config: runner.config)
     }
 
@@ -148,6 +152,8 @@ struct SessionDriver {
                 queue += await produceBatch()
             case .sendSummary:
                 queue += try await sendSummary()
+            case .wake(let after):
+                wake(after)
             case .peerReady(let hello):
                 // A refusal goes before the delta the queue already asks for.
                 queue.insert(contentsOf: await peerReady(hello), at: queue.startIndex)
@@ -198,10 +204,10 @@ struct SessionDriver {
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
             if received.changed > 0 || completingStream {
-                runner.hub.notify(version: version, except: subscription)
+                runner.hub.notify(version: version, except: subscription, forwarded: true)
             }
             if received.changed > 0 { await runner.observer.applied(received.changed) }
-            return machine.handle(.applied(sequence: sequence, now: .now))
+            return machine.handle(.applied(sequence: sequence, now: .now, changed: received.changed))
         } catch let error as StoreError {
             switch error {
             case .tooManyWriters:
@@ -225,7 +231,7 @@ struct SessionDriver {
                 try store.completeStream(from: peer, rejoinedAt: rejoinedAt)
                 return try store.versionVector()
             }
-            runner.hub.notify(version: version, except: subscription)
+            runner.hub.notify(version: version, except: subscription, forwarded: true)
             return []
         } catch let error as StoreError where error.isRejoinedSince {
             return machine.handle(.refused(ProtocolError(.busy, error.description)))

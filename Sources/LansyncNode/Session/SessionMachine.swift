@@ -52,6 +52,13 @@ public struct SessionMachine: Sendable {
         public var viewSessions: UInt64 = 0
         /// ``Hello/outsideView``: this session is a round of anti-entropy outside the views.
         public var outsideView = false
+        /// How long a change a pruned peer announced (`have`) may take to arrive through other
+        /// sessions before this side asks the peer for it (`graft`).
+        public var graftDelay: Duration = .milliseconds(200)
+        /// A change a pruned peer announced at least this long before it arrived through another
+        /// session: that peer is the shorter way, and is asked to send at once again (`graft`);
+        /// the slower one is pruned when its copy next arrives second (Plumtree's optimization).
+        public var graftAhead: Duration = .milliseconds(10)
         /// The most writers a version vector from the peer may name (its hello, summaries, `done`,
         /// and what its batches cover, joined): a peer past it is refused, so what this side keeps
         /// of the peer stays bounded whatever it claims (``WriterBounds/total``).
@@ -89,16 +96,19 @@ public struct SessionMachine: Sendable {
         case received(Message, now: ContinuousClock.Instant)
         /// The bytes from the peer were not a valid message.
         case receivedInvalid(WireError, now: ContinuousClock.Instant)
-        /// The runner applied an incoming batch (``Action/apply(sequence:_:)``).
-        case applied(sequence: UInt64, now: ContinuousClock.Instant)
+        /// The runner applied an incoming batch (``Action/apply(sequence:_:)``); `changed`: how
+        /// many field states it changed (0: the replica held all of it already).
+        case applied(sequence: UInt64, now: ContinuousClock.Instant, changed: Int = 1)
         /// The runner planned the delta it was asked for: about `fieldStates` to send.
         case planned(fieldStates: Int)
         /// The runner produced the next outgoing batch, or nil when the delta is complete; `last`
         /// when it read ahead and found nothing after this batch (its `done` goes with it).
         case produced(DeltaBatch?, now: ContinuousClock.Instant, last: Bool = false)
         /// The local replica changed (a local edit, or a batch from another peer); `localVersion`
-        /// is its version vector as last read (never ahead of it), nil if unknown.
-        case localChanged(localVersion: VersionVector?)
+        /// is its version vector as last read (never ahead of it), nil if unknown. `forwarded`:
+        /// only batches from other peers changed it (what a pruned session announces with a
+        /// `have` instead of sending).
+        case localChanged(localVersion: VersionVector?, forwarded: Bool = false, now: ContinuousClock.Instant? = nil)
         /// Time passed (the runner ticks every few seconds); `localVersion` is the replica's
         /// version vector as last read (never ahead of it), nil if unknown.
         case tick(now: ContinuousClock.Instant, localVersion: VersionVector? = nil)
@@ -128,6 +138,8 @@ public struct SessionMachine: Sendable {
         case produceBatch
         /// Send the local version vector as a `summary`.
         case sendSummary
+        /// Report a ``Event/tick(now:localVersion:)`` after `after` (a `have`'s wait for a graft).
+        case wake(after: Duration)
         /// The peer said hello and checks passed.
         case peerReady(Hello)
         /// Both sides hold everything the other had when the session (or its last delta) began.
@@ -162,6 +174,16 @@ public struct SessionMachine: Sendable {
         var lastSummary: ContinuousClock.Instant
         /// The sequence whose acknowledgement ends the current round of waiting (``waitedRoundTrips``).
         var roundBoundary: UInt64 = 0
+        /// The peer pruned this session (Docs/SCALE.md, "Spread"): a change this node only passes
+        /// on reaches it as a `have`; this node's own changes still go at once.
+        var lazy = false
+        /// What this side's `have`s told the peer it holds.
+        var announced = VersionVector()
+        /// This side asked the peer to prune (once, until it grafts).
+        var pruned = false
+        /// What the peer's `have`s announced that the replica lacked, and since when: asked for
+        /// (`graft`) if still lacking after ``SessionConfig/graftDelay``.
+        var missing: (entries: VersionVector, since: ContinuousClock.Instant)?
     }
 
     /// An outgoing delta being streamed.
@@ -251,8 +273,9 @@ public struct SessionMachine: Sendable {
             guard fieldStates >= Self.announcedDelta, let peer, peer.version >= .fieldDeltas else { return [] }
             return [.send(.expect(fieldStates: UInt64(fieldStates)))]
 
-        case let (.open, .applied(sequence, _)):
-            return [.send(.ack(sequence: sequence))]
+        case (.open(var open), .applied(let sequence, _, let changed)):
+            let actions = applied(sequence, changed: changed, &open)
+            return settle(open, actions)
 
         case (.open(var open), .produced(let batch, let now, let last)):
             if let batch, let peer, peer.version < .unsets, batch.needsProtocol16 {
@@ -268,8 +291,8 @@ public struct SessionMachine: Sendable {
             let actions = produced(batch, now: now, last: last, &open)
             return settle(open, actions)
 
-        case (_, .localChanged(let version)):
-            return localChanged(version)
+        case let (_, .localChanged(version, forwarded, now)):
+            return localChanged(version, forwarded: forwarded, now: now)
 
         // Results of actions of a state the session has left.
         case (_, .applied), (_, .produced), (_, .planned):
@@ -335,16 +358,36 @@ public struct SessionMachine: Sendable {
 
     /// The replica changed: a delta begins at once, or after the one being streamed. (Before the
     /// session opened, the first delta reads the replica anyway.)
-    private mutating func localChanged(_ version: VersionVector?) -> [Action] {
+    private mutating func localChanged(
+        _ version: VersionVector?,
+        forwarded: Bool,
+        now: ContinuousClock.Instant?
+    ) -> [Action] {
         localVersion = version
         guard case .open(var open) = state else { return [] }
+        var graft: [Action] = []
+        if let missing = open.missing, let version, version.covers(missing.entries) {
+            open.missing = nil
+            // It came another way, later than this peer said it had it: this peer is nearer.
+            if let now, now - missing.since >= config.graftAhead {
+                open.pruned = false
+                graft = [.send(.graft)]
+            }
+        }
+        if forwarded, open.lazy, let version {
+            // Passed on lazily: the peer hears what this replica now holds, and asks for it if
+            // its other sessions do not bring it.
+            let known = open.announced.joined(with: peerVersionVector)
+            let moved = VersionVector(version.counters.filter { $0.value > known[$0.key] })
+            open.announced.join(version)
+            return settle(open, graft + (moved.isEmpty ? [] : [.send(.have(versionVector: asTold(moved)))]))
+        }
         guard open.outgoing != nil else {
             let actions = beginDelta(initial: false, &open)
-            return settle(open, actions)
+            return settle(open, graft + actions)
         }
         open.outgoing?.changedWhileStreaming = true
-        state = .open(open)
-        return []
+        return settle(open, graft)
     }
 
     /// Stores the open state back, unless the actions close the session.
@@ -398,6 +441,10 @@ public struct SessionMachine: Sendable {
             let actions = open.outgoing != nil ? [] : beginDelta(initial: false, &open)
             return settle(open, actions)
 
+        case (.open(var open), .have), (.open(var open), .prune), (.open(var open), .graft):
+            let actions = receiveLazyPush(message, now: now, &open)
+            return settle(open, actions)
+
         case (_, .error(let error)):
             state = .closed
             return [.close(error: nil, peerError: error)]
@@ -405,6 +452,51 @@ public struct SessionMachine: Sendable {
         default:
             return fail(ProtocolError(.unexpectedMessage, "unexpected \(message.kind) while \(phase)"))
         }
+    }
+
+    /// Lazy push (protocol 1.10, Docs/SCALE.md "Spread"): a `have` (the peer holds it; if this
+    /// replica lacks it, a wait for it to come another way), a `prune`, a `graft`.
+    private mutating func receiveLazyPush(
+        _ message: Message,
+        now: ContinuousClock.Instant,
+        _ open: inout Open
+    ) -> [Action] {
+        switch message {
+        case .have(let sent):
+            let vv = sent.unfolded(with: peer?.folded ?? VersionVector())
+            peerVersionVector.join(vv)
+            deltaBase?.join(vv)
+            if let refusal = tooManyWriters(peerVersionVector, "its have") { return fail(refusal) }
+            if let localVersion, localVersion.covers(vv) { return [] }
+            guard var missing = open.missing else {
+                open.missing = (vv, now)
+                return [.wake(after: config.graftDelay)]
+            }
+            missing.entries.join(vv)
+            open.missing = missing
+            return []
+        case .prune:
+            open.lazy = true
+            return []
+        case .graft:
+            // What it lacks follows in its summary.
+            open.lazy = false
+            return []
+        default:
+            return []
+        }
+    }
+
+    /// A batch applied: acknowledged, and if it was a live change this replica already held,
+    /// the peer is told to pass such changes on lazily from now on (a peer's first delta may
+    /// repeat what others brought; that says nothing).
+    private mutating func applied(_ sequence: UInt64, changed: Int, _ open: inout Open) -> [Action] {
+        var actions: [Action] = [.send(.ack(sequence: sequence))]
+        if changed == 0, open.peerInitialDone, !open.pruned, speaksViews {
+            open.pruned = true
+            actions.append(.send(.prune))
+        }
+        return actions
     }
 
     /// Takes in a batch from the peer before it is applied: its sequence must be the next, and
@@ -613,6 +705,19 @@ public struct SessionMachine: Sendable {
             return fail(ProtocolError(.timeout, "batch \(oldest.sequence) unacknowledged for \(config.ackTimeout)"))
         }
         var actions: [Action] = []
+        if let missing = open.missing {
+            if let localVersion, localVersion.covers(missing.entries) {
+                open.missing = nil
+            } else if now - missing.since >= config.graftDelay {
+                // The change a `have` announced did not come another way: ask for it, and for
+                // changes at once again; the summary says what this replica holds.
+                open.missing = nil
+                open.pruned = false
+                actions.append(.send(.graft))
+                actions.append(localVersion.map { .send(.summary(versionVector: asTold($0))) } ?? .sendSummary)
+                told = (localVersion, now)
+            }
+        }
         let round = now - open.lastSummary >= config.antiEntropyInterval
         if round {
             open.lastSummary = now
@@ -632,6 +737,13 @@ public struct SessionMachine: Sendable {
             told = (localVersion, now)
         }
         return settle(open, actions)
+    }
+
+    /// Whether the peer takes `have`, `prune` and `graft` (protocol 1.10) and both sides are
+    /// members passing changes on (a relay's and a one-shot session push everything at once).
+    private var speaksViews: Bool {
+        guard let peer else { return false }
+        return peer.version >= .views && peer.role == .peer && config.role == .peer
     }
 
     /// A vector as this side tells it in the session: without the writers its hello said it
@@ -661,6 +773,9 @@ extension Message {
         case .error: "error"
         case .joinRequest: "join request"
         case .joinAccepted: "join answer"
+        case .have: "have"
+        case .prune: "prune"
+        case .graft: "graft"
         }
     }
 }

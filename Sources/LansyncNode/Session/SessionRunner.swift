@@ -115,6 +115,9 @@ public struct SessionRunner: Sendable {
     public func run(_ connection: PeerConnection) async -> SessionOutcome {
         let (subscription, changes) = hub.subscribe()
         defer { hub.unsubscribe(subscription) }
+        // Ticks the machine asked for (a `have`'s wait), beside the regular ones.
+        let (wakes, waking) = AsyncStream<SessionDriver.Input>.makeStream(bufferingPolicy: .bufferingNewest(4))
+        defer { waking.finish() }
         var outcome = SessionOutcome()
         do {
             try await connection.channel.executeThenClose { inbound, outbound in
@@ -122,7 +125,13 @@ public struct SessionRunner: Sendable {
                     runner: self,
                     subscription: subscription,
                     wire: connection.counters,
-                    send: { try await outbound.write($0) }
+                    send: { try await outbound.write($0) },
+                    wake: { [hub] delay in
+                        Task {
+                            try? await Task.sleep(for: delay)
+                            waking.yield(.event(.tick(now: .now, localVersion: hub.knownVersion)))
+                        }
+                    }
                 )
                 // However the session ends (cleanly, on an error, or closed under a write), the
                 // outcome says what it moved.
@@ -135,11 +144,17 @@ public struct SessionRunner: Sendable {
                 }
                 let inputs = merge(
                     chain(messages, [SessionDriver.Input.peerClosed].async),
-                    AsyncTimerSequence.repeating(every: Self.tickInterval).map { [hub] _ in
-                        SessionDriver.Input.event(.tick(now: .now, localVersion: hub.knownVersion))
-                    },
+                    merge(
+                        AsyncTimerSequence.repeating(every: Self.tickInterval).map { [hub] _ in
+                            SessionDriver.Input.event(.tick(now: .now, localVersion: hub.knownVersion))
+                        },
+                        wakes
+                    ),
                     changes.map { [hub] in
-                        SessionDriver.Input.event(.localChanged(localVersion: hub.version(for: subscription)))
+                        let (version, forwarded) = hub.take(for: subscription)
+                        return SessionDriver.Input.event(
+                            .localChanged(localVersion: version, forwarded: forwarded, now: .now)
+                        )
                     }
                 )
                 try await driver.run(inputs)

@@ -1,0 +1,94 @@
+import LansyncCore
+import LansyncNode
+import LansyncTestSupport
+import LansyncWire
+import Testing
+
+/// Changes passed on lazily over a pruned session (protocol 1.10, Docs/SCALE.md "Spread"), on
+/// one machine driven by hand.
+@Suite struct LazyPushTests {
+    static let other = NodeID.node(5)
+
+    /// Node 1's machine after node 2's hello (of `peerVersion`), both initial deltas through.
+    static func settled(
+        peerVersion: ProtocolVersion = .current,
+        local: VersionVector = VersionVector()
+    ) -> SessionMachine {
+        var (m, _) = SessionMachineTests.opened(peerVersion: peerVersion, vv: VersionVector(), local: local)
+        _ = m.handle(.produced(nil, now: .now))
+        _ = m.handle(.received(.done(versionVector: VersionVector()), now: .now))
+        return m
+    }
+
+    static func batch(_ n: Int64) -> DeltaBatch {
+        var field = FieldState()
+        field.assign(.integer(n), dot: Dot(node: other, counter: UInt64(n)), timestamp: HLCTimestamp(rawValue: 1))
+        return DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: .named("i"), field: .named("v")), change: .state(field))],
+            covers: VersionVector([other: UInt64(n)])
+        )
+    }
+
+    @Test func aLiveChangeAlreadyHeldPrunesTheSenderOnce() {
+        var m = Self.settled()
+        _ = m.handle(.received(.batch(sequence: 1, Self.batch(1)), now: .now))
+        #expect(m.handle(.applied(sequence: 1, now: .now, changed: 0)) == [.send(.ack(sequence: 1)), .send(.prune)])
+        _ = m.handle(.received(.batch(sequence: 2, Self.batch(2)), now: .now))
+        #expect(m.handle(.applied(sequence: 2, now: .now, changed: 0)) == [.send(.ack(sequence: 2))], "once")
+        _ = m.handle(.received(.batch(sequence: 3, Self.batch(3)), now: .now))
+        #expect(m.handle(.applied(sequence: 3, now: .now, changed: 1)) == [.send(.ack(sequence: 3))])
+        // A peer older than 1.10 is never told to prune.
+        var old = Self.settled(peerVersion: ProtocolVersion(major: 1, minor: 9))
+        _ = old.handle(.received(.batch(sequence: 1, Self.batch(1)), now: .now))
+        #expect(old.handle(.applied(sequence: 1, now: .now, changed: 0)) == [.send(.ack(sequence: 1))])
+    }
+
+    @Test func aPrunedSessionPassesChangesOnAsHaveAndItsOwnAtOnce() {
+        var m = Self.settled()
+        #expect(m.handle(.received(.prune, now: .now)).isEmpty)
+        let forwarded = VersionVector([Self.other: 3])
+        #expect(
+            m.handle(.localChanged(localVersion: forwarded, forwarded: true)) == [
+                .send(.have(versionVector: forwarded))
+            ]
+        )
+        #expect(m.handle(.localChanged(localVersion: forwarded, forwarded: true)).isEmpty, "nothing moved since")
+        let own = forwarded.joined(with: VersionVector([.node(1): 1]))
+        #expect(
+            m.handle(.localChanged(localVersion: own, forwarded: false)).contains { action in
+                if case .startDelta = action { true } else { false }
+            },
+            "this node's own edit goes at once"
+        )
+        var grafted = Self.settled()
+        _ = grafted.handle(.received(.prune, now: .now))
+        _ = grafted.handle(.received(.graft, now: .now))
+        #expect(
+            grafted.handle(.localChanged(localVersion: forwarded, forwarded: true)).contains { action in
+                if case .startDelta = action { true } else { false }
+            },
+            "after a graft, changes passed on go at once again"
+        )
+    }
+
+    @Test func aHaveTheReplicaLacksIsAskedForAfterTheWaitUnlessItArrives() {
+        let local = VersionVector([.node(1): 1])
+        let announced = VersionVector([Self.other: 2])
+        let start = ContinuousClock.now
+        var m = Self.settled(local: local)
+        #expect(m.handle(.received(.have(versionVector: announced), now: start)) == [.wake(after: .milliseconds(200))])
+        #expect(m.peerVersionVector[Self.other] == 2, "the peer holds what it announced: never sent back")
+        #expect(m.handle(.tick(now: start + .milliseconds(100), localVersion: local)).isEmpty)
+        let asked = m.handle(.tick(now: start + .milliseconds(250), localVersion: local))
+        #expect(asked == [.send(.graft), .send(.summary(versionVector: local))])
+        // It came through another session meanwhile: nothing is asked.
+        var n = Self.settled(local: local)
+        _ = n.handle(.received(.have(versionVector: announced), now: start))
+        _ = n.handle(.localChanged(localVersion: local.joined(with: announced), forwarded: true))
+        #expect(n.handle(.tick(now: start + .milliseconds(250), localVersion: local.joined(with: announced))).isEmpty)
+        // Already held: no wait at all.
+        var held = Self.settled(local: local.joined(with: announced))
+        _ = held.handle(.tick(now: start, localVersion: local.joined(with: announced)))
+        #expect(held.handle(.received(.have(versionVector: announced), now: start)).isEmpty)
+    }
+}
