@@ -56,6 +56,15 @@ struct MetricsEndpoint: Sendable {
                 to: Double(c.departed.count)
             )
         }
+        if let view = status.view {
+            gauge("view_bounded", "1 once the node keeps a bounded view (past a full mesh, Docs/SCALE.md).").set(
+                to: view.mode == "full mesh" ? 0 : 1
+            )
+            gauge("view_active", "Members in the active view: the sessions the view keeps.").set(
+                to: Double(view.active.count)
+            )
+            gauge("view_passive", "Members known beyond the active view.").set(to: Double(view.passive))
+        }
         for peer in status.peers {
             guard let id = peer.nodeID, let lacks = peer.lacks else { continue }
             let labels = [("peer", peer.name ?? ""), ("node", id)]
