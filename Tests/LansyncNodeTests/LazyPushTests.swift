@@ -37,6 +37,11 @@ import Testing
         #expect(m.handle(.applied(sequence: 2, now: .now, changed: 0)) == [.send(.ack(sequence: 2))], "once")
         _ = m.handle(.received(.batch(sequence: 3, Self.batch(3)), now: .now))
         #expect(m.handle(.applied(sequence: 3, now: .now, changed: 1)) == [.send(.ack(sequence: 3))])
+        // Both ways, as Plumtree prunes: what this side passes on over the link goes as `have` too.
+        let passedOn = VersionVector([.node(7): 1])
+        #expect(
+            m.handle(.localChanged(localVersion: passedOn, forwarded: true)) == [.send(.have(versionVector: passedOn))]
+        )
         // A peer older than 1.10 is never told to prune.
         var old = Self.settled(peerVersion: ProtocolVersion(major: 1, minor: 9))
         _ = old.handle(.received(.batch(sequence: 1, Self.batch(1)), now: .now))
@@ -76,10 +81,10 @@ import Testing
         let announced = VersionVector([Self.other: 2])
         let start = ContinuousClock.now
         var m = Self.settled(local: local)
-        #expect(m.handle(.received(.have(versionVector: announced), now: start)) == [.wake(after: .milliseconds(200))])
+        #expect(m.handle(.received(.have(versionVector: announced), now: start)) == [.wake(after: .milliseconds(50))])
         #expect(m.peerVersionVector[Self.other] == 2, "the peer holds what it announced: never sent back")
-        #expect(m.handle(.tick(now: start + .milliseconds(100), localVersion: local)).isEmpty)
-        let asked = m.handle(.tick(now: start + .milliseconds(250), localVersion: local))
+        #expect(m.handle(.tick(now: start + .milliseconds(30), localVersion: local)).isEmpty)
+        let asked = m.handle(.tick(now: start + .milliseconds(60), localVersion: local))
         #expect(asked == [.send(.graft), .send(.summary(versionVector: local))])
         // It came through another session meanwhile: nothing is asked.
         var n = Self.settled(local: local)

@@ -28,6 +28,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// How long a change took to reach every node it reached: p50 and p99 over all deliveries.
     public var reachP50: Duration
     public var reachP99: Duration
+    /// How long a change took to reach the last node it reached: p50 and p99 over changes.
+    public var lastP50: Duration
+    public var lastP99: Duration
     /// Deliveries of a change to a node after its first, per change and node.
     public var duplicatesPerNode: Double
     /// Messages of every kind sent while the changes spread, per change.
@@ -46,7 +49,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         let settled = settledAfter.map { "settled in \(Self.ms($0)) ms" } ?? "DID NOT CONVERGE"
         return
             "\(scenario.rawValue) n=\(nodes) seed=\(seed): \(settled); \(changes) changes, rounds median \(roundsMedian) max \(roundsMax), "
-            + "reach p50 \(Self.ms(reachP50)) ms p99 \(Self.ms(reachP99)) ms, "
+            + "reach p50 \(Self.ms(reachP50)) ms p99 \(Self.ms(reachP99)) ms, last p50 \(Self.ms(lastP50)) ms p99 \(Self.ms(lastP99)) ms, "
             + "duplicates/node/change \(Self.fixed(duplicatesPerNode)), messages/change \(Self.fixed(messagesPerChange)), "
             + "sessions/node mean \(Self.fixed(sessionsMean)) max \(sessionsMax), anti-entropy sessions \(antiEntropySessions), resent in a session \(resentInSession)"
             + (faults.isEmpty ? "" : "; FAULTS: \(faults.prefix(3))")
@@ -120,6 +123,7 @@ extension Simulation {
         let changes = tracked.values
         let deepest = changes.map(\.deepest).sorted()
         let reach = changes.flatMap(\.reached).sorted()
+        let last = changes.compactMap { $0.reached.max() }.sorted()
         let first = changes.reduce(0) { $0 + $1.reached.count }
         let all = changes.reduce(0) { $0 + $1.deliveries }
         let sessions = sessionsPerNode
@@ -133,6 +137,8 @@ extension Simulation {
             roundsMax: deepest.last ?? 0,
             reachP50: reach.isEmpty ? .zero : reach[reach.count / 2],
             reachP99: reach.isEmpty ? .zero : reach[min(reach.count - 1, reach.count * 99 / 100)],
+            lastP50: last.isEmpty ? .zero : last[last.count / 2],
+            lastP99: last.isEmpty ? .zero : last[min(last.count - 1, last.count * 99 / 100)],
             duplicatesPerNode: first == 0 ? 0 : Double(all - first) / Double(first),
             messagesPerChange: changes.isEmpty ? 0 : Double(counters.messages) / Double(changes.count),
             sessionsMean: sessions.isEmpty ? 0 : Double(sessions.reduce(0, +)) / Double(sessions.count),

@@ -36,6 +36,8 @@ public struct Simulation {
         public var passedOn = 8
         /// The session machines' ``SessionMachine/SessionConfig/graftAhead`` (nil: its default).
         public var graftAhead: Duration?
+        /// The session machines' ``SessionMachine/SessionConfig/graftDelay`` (nil: its default).
+        public var graftDelay: Duration?
         /// How long a dial to an unreachable address takes to fail.
         public var connectTimeout: Duration = .seconds(3)
 
@@ -349,6 +351,7 @@ public struct Simulation {
                 writer: nodes[me].replica.writer
             )
             if let ahead = self.config.graftAhead { config.graftAhead = ahead }
+            if let delay = self.config.graftDelay { config.graftDelay = delay }
             return config
         }
         sessions[s] = Session(

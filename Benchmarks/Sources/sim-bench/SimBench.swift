@@ -27,6 +27,9 @@ struct SimBench: ParsableCommand {
     @Option(help: "The machines' graft-ahead threshold in milliseconds (default: theirs).")
     var graftAhead: Int?
 
+    @Option(help: "The machines' graft delay in milliseconds (default: theirs).")
+    var graftDelay: Int?
+
     mutating func run() throws {
         var failed: [String] = []
         for size in sizes.split(separator: ",").compactMap({ Int($0) }) {
@@ -40,6 +43,7 @@ struct SimBench: ParsableCommand {
                 for s in seed.map({ [$0] }) ?? (1...UInt64(seeds)).map({ $0 }) {
                     var config = Simulation.Config(nodes: size, seed: s)
                     config.graftAhead = graftAhead.map { .milliseconds($0) }
+                    config.graftDelay = graftDelay.map { .milliseconds($0) }
                     let report = Simulation.run(scenario, config, changes: changes)
                     if seeds <= 3 || !report.converged || !report.faults.isEmpty { print(report) }
                     if !report.converged || !report.faults.isEmpty { failed.append("\(scenario) n=\(size) seed=\(s)") }

@@ -54,7 +54,7 @@ public struct SessionMachine: Sendable {
         public var outsideView = false
         /// How long a change a pruned peer announced (`have`) may take to arrive through other
         /// sessions before this side asks the peer for it (`graft`).
-        public var graftDelay: Duration = .milliseconds(200)
+        public var graftDelay: Duration = .milliseconds(50)
         /// A change a pruned peer announced at least this long before it arrived through another
         /// session: that peer is the shorter way, and is asked to send at once again (`graft`);
         /// the slower one is pruned when its copy next arrives second (Plumtree's optimization).
@@ -371,6 +371,7 @@ public struct SessionMachine: Sendable {
             // It came another way, later than this peer said it had it: this peer is nearer.
             if let now, now - missing.since >= config.graftAhead {
                 open.pruned = false
+                open.lazy = false
                 graft = [.send(.graft)]
             }
         }
@@ -493,7 +494,9 @@ public struct SessionMachine: Sendable {
     private mutating func applied(_ sequence: UInt64, changed: Int, _ open: inout Open) -> [Action] {
         var actions: [Action] = [.send(.ack(sequence: sequence))]
         if changed == 0, open.peerInitialDone, !open.pruned, speaksViews {
+            // Both ways, as Plumtree prunes: a link off the tree carries `have`s each way.
             open.pruned = true
+            open.lazy = true
             actions.append(.send(.prune))
         }
         return actions
@@ -713,6 +716,7 @@ public struct SessionMachine: Sendable {
                 // changes at once again; the summary says what this replica holds.
                 open.missing = nil
                 open.pruned = false
+                open.lazy = false
                 actions.append(.send(.graft))
                 actions.append(localVersion.map { .send(.summary(versionVector: asTold($0))) } ?? .sendSummary)
                 told = (localVersion, now)
