@@ -20,6 +20,7 @@ extension DataDirectory {
         logger: Logger,
         alongside services: [NodeService] = []
     ) async throws {
+        MemoryPolicy.apply()
         let store = try open()
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
