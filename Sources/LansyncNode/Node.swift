@@ -399,7 +399,7 @@ public final class Node: Sendable {
         )
         let outcome = await runner.run(connection)
         let refusedByAFullView = connection.outbound && outcome.peerError?.code == .busy
-        await view.ended(peerID, counted: token.inView, refused: refusedByAFullView)
+        await view.ended(peerID, session: token.value, counted: token.inView, refused: refusedByAFullView)
         if outcome.peerError?.code == .away, let peer = outcome.peer { await rejoinIfTold(by: peer) }
         if outcome.peer != nil, token.value == nil {
             // A second connection to a peer we were already connected to: closed on purpose.
@@ -571,7 +571,7 @@ public final class Node: Sendable {
     /// A counted session is open: its peer is in the active view until it ends. A member let in
     /// because it was alone may fill a full view past its bound: another session goes at once.
     private func enterView(_ hello: Hello, outbound: Bool, token: TokenBox) async {
-        await view.opened(hello.nodeID, dialled: outbound, alone: hello.viewSessions == 0)
+        await view.opened(hello.nodeID, dialled: outbound, alone: hello.viewSessions == 0, session: token.value)
         token.countInView()
         for displaced in await view.excess() { await registry.closeForView(displaced) }
     }

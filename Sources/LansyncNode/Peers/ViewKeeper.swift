@@ -15,6 +15,10 @@ actor ViewKeeper {
     /// bounded with the view.
     private var addresses: [NodeID: (at: [PeerAddress], source: PeerSource)] = [:]
     private var rng = SystemRandomNumberGenerator()
+    /// The session (its registry token) each active member's place rests on. A newer connection
+    /// to the same member supersedes the older one (``PeerRegistry/claim``); the older one's end
+    /// must not take the member out of the view while the newer one runs.
+    private var counted: [NodeID: Int] = [:]
 
     init(me: NodeID, limits: PeerView.Limits) {
         view = PeerView(me: me, limits: limits)
@@ -67,8 +71,10 @@ actor ViewKeeper {
     /// full view for a moment; another session goes).
     func excess() -> [NodeID] { view.excess(using: &rng) }
 
-    func opened(_ node: NodeID, dialled: Bool, alone: Bool) {
+    /// A session with `node` opened; `session`, its registry token, counts in the view from now.
+    func opened(_ node: NodeID, dialled: Bool, alone: Bool, session: Int? = nil) {
         view.opened(node, dialled: dialled, alone: alone)
+        if let session { counted[node] = session }
     }
 
     func closed(_ node: NodeID) {
@@ -78,10 +84,14 @@ actor ViewKeeper {
 
     func failed(_ node: NodeID) { view.failed(node) }
 
-    /// A session with `node` ended: back to the passive view if it `counted` in the active one;
-    /// tried last if its full view `refused` this node's dial.
-    func ended(_ node: NodeID, counted: Bool, refused: Bool) {
-        if counted { closed(node) }
+    /// A session with `node` ended: back to the passive view if it was the `session` that
+    /// counted in the active one (not one a newer connection superseded); tried last if its full
+    /// view `refused` this node's dial.
+    func ended(_ node: NodeID, session: Int?, counted wasCounted: Bool, refused: Bool) {
+        if wasCounted, counted[node] == session {
+            counted[node] = nil
+            closed(node)
+        }
         if refused { view.failed(node) }
     }
 
