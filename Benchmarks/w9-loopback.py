@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""W9 (issue 33), a first cut: N real `lansync node` processes on loopback, each given the one
-or two started before it as `--peer` (members pass each other on; past eight members each keeps
-a bounded view, Docs/SCALE.md). For each size it reports what issue 33 asks of W9:
+"""W9 (issue 33): N real `lansync node` processes on loopback, each given the one or two started
+before it as `--peer` (members pass each other on; past eight members each keeps a bounded view,
+Docs/SCALE.md). For each size it reports what issue 33 asks of W9:
 
 - sessions per node (connected peers in `status`), and how many nodes keep a bounded view;
 - idle CPU per node (ms of CPU a second, from /proc/PID/stat over 10 s, after the edits settled);
 - RSS per node (VmRSS);
-- an edit's time to reach every replica: a CLI `add` on a node chosen in turn, then each replica
-  file polled (read-only SQLite) until the item is there; p50 and p99 over the edits of the time
-  the *last* replica got it, counted from when the CLI returned (its commit is done by then).
+- an edit's time to reach every replica: a CLI `add` on a node chosen in turn; each replica
+  records when it committed the field (`field.changed_at`, ms), so the reach is the last
+  replica's commit minus the origin's, with no busy poller taking CPU from the nodes (the
+  replicas are polled every 50 ms only to know when to read them); p50 and p99 over the edits,
+  and the same for the moment half the replicas had it;
+- CPU per node per edit: all nodes' CPU during the edits, less their idle rate, over edits and
+  nodes (on this 2-core machine, 200 nodes x this must fit in 2 core-seconds for a 1 s reach);
+- bytes per change per node: what the nodes' sessions sent during the edits (`sent_bytes` in
+  `status`, sessions that lived through the phase), over edits and nodes; and the field states
+  they received (`received_updates`): 1 per node and edit when no node gets a change twice;
+- a restart of every node at once: SIGTERM to all, all started together, an edit on n0 at once;
+  the time until every replica has it.
 
     python3 Benchmarks/w9-loopback.py --lansync .build/release/lansync --sizes 8,32 --edits 20
 
 Not asserted anywhere: a benchmark. Every loopback peer dials from 127.0.0.1, so nodes start
-0.2 s apart to keep the per-address handshake bound (8 pending) out of the figures.
+0.2 s apart to keep the per-address handshake bound (8 pending) out of the figures (the restart
+step starts them all at once on purpose).
 """
 import argparse
 import json
@@ -70,19 +80,105 @@ def rss_mb(pid):
 CONNECTIONS = {}
 
 
-def has_item(path, item):
+def connection(path):
+    db = CONNECTIONS.get(path)
+    if db is None:
+        db = CONNECTIONS[path] = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+    return db
+
+
+def committed_at(path, item):
+    """When this replica committed `item`'s field (ms since 1970), or None if it has not."""
     try:
-        db = CONNECTIONS.get(path)
-        if db is None:
-            db = CONNECTIONS[path] = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
-        return db.execute("SELECT 1 FROM item WHERE item_id = ?", (item,)).fetchone() is not None
+        row = connection(path).execute(
+            "SELECT max(f.changed_at) FROM item i JOIN field f ON f.item = i.id WHERE i.item_id = ?", (item,)
+        ).fetchone()
+        return row[0] if row else None
     except sqlite3.Error:
-        return False
+        return None
 
 
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
+
+
+def replica(d):
+    return os.path.join(d, "replica.sqlite")
+
+
+NODE_ARGS = []
+
+
+def start_node(binary, d, port, peers):
+    log = open(d + ".log", "a")
+    return subprocess.Popen(
+        [binary, "node", "--dir", d, "--listen", f"127.0.0.1:{port}", "--no-mdns", "--no-api", *peers, *NODE_ARGS],
+        stdout=log, stderr=log)
+
+
+def stop_all(procs):
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def wait_everywhere(dirs, item, limit):
+    """Each replica's commit time of `item` once all have it (50 ms polls), or None past `limit` s."""
+    deadline = time.monotonic() + limit
+    seen = {}
+    while time.monotonic() < deadline:
+        for d in dirs:
+            if d not in seen:
+                at = committed_at(replica(d), item)
+                if at is not None:
+                    seen[d] = at
+        if len(seen) == len(dirs):
+            return seen
+        time.sleep(0.05)
+    return None
+
+
+def session_counters(binary, dirs):
+    """What each live session has sent so far (bytes) and received (field states), by (node, peer)."""
+    counters = {}
+    for d in dirs:
+        for peer in status(binary, d)["peers"]:
+            if peer.get("connected") and peer.get("sent_bytes") is not None:
+                counters[(d, peer.get("node_id"))] = (peer["sent_bytes"], peer.get("received_updates") or 0)
+    return counters
+
+
+def peer_args(i, ports):
+    peers = []
+    for back in (1, 2):
+        if i - back >= 0:
+            peers += ["--peer", f"127.0.0.1:{ports[i - back]}"]
+    return peers
+
+
+def timed_edits(binary, dirs, edits):
+    """The edits: for each, how long until the last replica and half of them committed it (s)."""
+    n = len(dirs)
+    reach, half = [], []
+    for k in range(edits):
+        origin = dirs[(k * 7) % n]
+        item = f"w9-{k}"
+        cli(binary, "add", "--dir", origin, "--id", item, f"v={k}")
+        seen = wait_everywhere(dirs, item, 30)
+        if seen is None:
+            reach.append(float("inf"))
+            half.append(float("inf"))
+            continue
+        offsets = sorted((at - seen[origin]) / 1000 for at in seen.values())
+        reach.append(offsets[-1])
+        half.append(offsets[len(offsets) // 2])
+        time.sleep(0.2)
+    return reach, half
 
 
 def run_size(binary, n, edits, work):
@@ -94,39 +190,25 @@ def run_size(binary, n, edits, work):
     procs = []
     started = time.monotonic()
     for i, d in enumerate(dirs):
-        peers = []
-        for back in (1, 2):
-            if i - back >= 0:
-                peers += ["--peer", f"127.0.0.1:{ports[i - back]}"]
-        log = open(d + ".log", "w")
-        procs.append(subprocess.Popen(
-            [binary, "node", "--dir", d, "--listen", f"127.0.0.1:{ports[i]}", "--no-mdns", "--no-api", *peers],
-            stdout=log, stderr=log))
+        procs.append(start_node(binary, d, ports[i], peer_args(i, ports)))
         time.sleep(0.2)
     try:
-        # Every replica holds every other's first edit: the cluster is connected.
+        # Every replica holds the first edit: the cluster is connected.
         cli(binary, "add", "--dir", dirs[0], "--id", "first", "v=1")
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not all(has_item(os.path.join(d, "replica.sqlite"), "first") for d in dirs):
-            time.sleep(0.1)
+        if wait_everywhere(dirs, "first", 120) is None:
+            raise SystemExit(f"{n} nodes: the first edit did not reach every replica within 120 s")
         formed = time.monotonic() - started
-        reach = []
-        for k in range(edits):
-            d = dirs[(k * 7) % n]
-            item = f"w9-{k}"
-            cli(binary, "add", "--dir", d, "--id", item, f"v={k}")
-            t0 = time.monotonic()
-            pending = set(dirs)
-            last = 0.0
-            while pending and time.monotonic() - t0 < 30:
-                for other in list(pending):
-                    if has_item(os.path.join(other, "replica.sqlite"), item):
-                        pending.discard(other)
-                        last = time.monotonic() - t0
-                if pending:
-                    time.sleep(0.005)
-            reach.append(last if not pending else float("inf"))
-            time.sleep(0.2)
+        time.sleep(5)
+        sent0 = session_counters(binary, dirs)
+        cpu0 = sum(cpu_seconds(p.pid) for p in procs)
+        t0 = time.monotonic()
+        reach, half = timed_edits(binary, dirs, edits)
+        phase = time.monotonic() - t0
+        cpu_edits = sum(cpu_seconds(p.pid) for p in procs) - cpu0
+        sent1 = session_counters(binary, dirs)
+        lived = [k for k in sent0 if k in sent1 and sent1[k][0] >= sent0[k][0]]
+        sent = sum(sent1[k][0] - sent0[k][0] for k in lived)
+        received = sum(sent1[k][1] - sent0[k][1] for k in lived)
         time.sleep(10)
         before = [cpu_seconds(p.pid) for p in procs]
         time.sleep(10)
@@ -138,6 +220,23 @@ def run_size(binary, n, edits, work):
             sessions.append(sum(1 for p in s["peers"] if p.get("connected")))
             if (s.get("view") or {}).get("mode") == "bounded":
                 bounded += 1
+        idle_total_s = sum(idle) / 1000
+        # Every node restarted at once, then one edit: when does every replica hold it?
+        stop_all(procs)
+        for db in CONNECTIONS.values():
+            db.close()
+        CONNECTIONS.clear()
+        t_restart = time.monotonic()
+        procs = [start_node(binary, d, ports[i], peer_args(i, ports)) for i, d in enumerate(dirs)]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                cli(binary, "add", "--dir", dirs[0], "--id", "after-restart", "v=1")
+                break
+            except subprocess.CalledProcessError:
+                time.sleep(0.1)
+        settled = wait_everywhere(dirs, "after-restart", 120)
+        settle_s = time.monotonic() - t_restart if settled is not None else float("inf")
         return {
             "nodes": n,
             "formed_s": round(formed, 1),
@@ -149,19 +248,20 @@ def run_size(binary, n, edits, work):
             "rss_mb_max": round(max(rss), 1),
             "reach_ms_p50": round(percentile(reach, 50) * 1000, 1),
             "reach_ms_p99": round(percentile(reach, 99) * 1000, 1),
+            "half_reached_ms_p50": round(percentile(half, 50) * 1000, 1),
             "unreached_edits": sum(1 for r in reach if r == float("inf")),
+            "cpu_ms_per_node_per_edit": round((cpu_edits - idle_total_s * phase) * 1000 / edits / n, 2),
+            "sent_bytes_per_node_per_edit": round(sent / edits / n),
+            # 1 when every node receives each change once (sessions that lived through the phase).
+            "field_states_received_per_node_per_edit": round(received / edits / n, 2),
+            "sessions_measured_for_bytes": f"{len(lived)} of {len(sent0)}",
+            "restart_all_settled_s": round(settle_s, 1),
         }
     finally:
         for db in CONNECTIONS.values():
             db.close()
         CONNECTIONS.clear()
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(procs)
 
 
 def main():
@@ -170,7 +270,9 @@ def main():
     parser.add_argument("--sizes", default="8,32", help="cluster sizes, comma-separated")
     parser.add_argument("--edits", type=int, default=20, help="edits timed per size")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (every node's log)")
+    parser.add_argument("--node-args", default="", help="more arguments for every node, space-separated")
     args = parser.parse_args()
+    NODE_ARGS.extend(args.node_args.split())
     for n in [int(x) for x in args.sizes.split(",")]:
         work = tempfile.mkdtemp(prefix=f"lansync-w9-{n}-")
         try:

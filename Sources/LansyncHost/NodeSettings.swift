@@ -24,6 +24,10 @@ public struct NodeSettings: Sendable {
     /// Whether to dial the addresses other members pass on in their hellos.
     public var followGossip = true
     public var antiEntropyInterval: Duration = .seconds(15)
+    /// How long a pruned session waits before asking for a change it heard of (nil: default).
+    public var graftDelay: Duration?
+    /// How much sooner a change must be heard of than it arrives to graft at once (nil: default).
+    public var graftAhead: Duration?
     /// How often the node runs a collection round (Docs/MERGE.md, "Causal stability and collection").
     public var collectInterval: Duration = .seconds(600)
     /// What peers' batches may add to the replica's writers.
@@ -51,6 +55,8 @@ public struct NodeSettings: Sendable {
     var options: NodeOptions {
         var options = NodeOptions(listen: listen, staticPeers: peers)
         options.antiEntropyInterval = antiEntropyInterval
+        options.graftDelay = graftDelay
+        options.graftAhead = graftAhead
         options.collectInterval = collectInterval
         options.writerBounds = writerBounds
         options.relay = relay

@@ -432,6 +432,8 @@ public final class Node: Sendable {
             writer: writer
         )
         config.antiEntropyInterval = options.antiEntropyInterval
+        if let graftDelay = options.graftDelay { config.graftDelay = graftDelay }
+        if let graftAhead = options.graftAhead { config.graftAhead = graftAhead }
         config.clock = WallClock.milliseconds
         config.viewSessions = UInt64(await view.activeCount)
         config.outsideView = outsideView

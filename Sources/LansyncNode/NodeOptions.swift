@@ -9,6 +9,12 @@ public struct NodeOptions: Sendable {
     public var staticPeers: [PeerAddress]
     public var controlSocketPath: String
     public var antiEntropyInterval: Duration = .seconds(15)
+    /// How long a pruned session waits for a change it heard of to arrive some other way before
+    /// asking for it (``SessionMachine/SessionConfig/graftDelay``); nil: the machine's default.
+    public var graftDelay: Duration?
+    /// How much sooner a change must be heard of than it arrives for the session that told of it
+    /// to be asked for changes at once (``SessionMachine/SessionConfig/graftAhead``); nil: default.
+    public var graftAhead: Duration?
     /// How often the node looks at the replica's version vector for changes nobody announced
     /// (an edit made while the control socket was unreachable).
     public var pollInterval: Duration = .seconds(1)

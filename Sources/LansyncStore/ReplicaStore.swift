@@ -259,6 +259,27 @@ public final class ReplicaStore: Sendable {
         case resent
     }
 
+    /// A write of what this node keeps about other nodes (peers' records, member reports,
+    /// names), in one transaction committed with `synchronous = NORMAL`: no fsync of its own.
+    ///
+    /// A power cut may lose the last of these commits (the next fsync'd commit, or a checkpoint,
+    /// makes them durable). What is lost only makes the node believe a peer holds less, or was
+    /// last heard of earlier, than it was: collection waits a little longer, an acknowledgement
+    /// is reported again by the peer's next session, and nothing replicated is touched. Never
+    /// for items, fields, vectors or anything a peer was told this node holds.
+    func writeBookkeeping(_ body: (Database) throws -> Void) throws(StoreError) {
+        try guarded {
+            try pool.writeWithoutTransaction { db in
+                try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
+                defer { try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
+                try db.inTransaction(.immediate) {
+                    try body(db)
+                    return .commit
+                }
+            }
+        }
+    }
+
     /// What a write's body decided: keep what it did, or not; and what the write returns.
     enum WriteEnd<T> {
         case commit(T)

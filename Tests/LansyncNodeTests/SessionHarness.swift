@@ -106,6 +106,10 @@ struct SessionHarness {
                 if linkUp { sides[1 - i].inbox.append(message) }
             case .peerReady(let hello):
                 sides[i].replica.meet(hello.nodeID, incarnation: hello.writer)
+            case .readVersion:
+                queue += sides[i].machine.handle(
+                    .localChanged(localVersion: sides[i].replica.versionVector, forwarded: false)
+                )
             case .upToDate, .finished, .close, .wake:
                 break
             }

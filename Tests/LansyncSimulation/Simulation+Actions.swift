@@ -51,6 +51,11 @@ extension Simulation {
                 pending += sessions[s]!.machines[side].handle(.produced(next, now: instant, last: last))
             case .sendSummary:
                 send(.message(.summary(versionVector: nodes[me].replica.versionVector)), session: s, to: 1 - side)
+            case .readVersion:
+                let version = nodes[me].replica.versionVector
+                pending += sessions[s]!.machines[side].handle(
+                    .localChanged(localVersion: version, forwarded: false, now: instant)
+                )
             case .wake(let after):
                 queue.push(.wake(session: s, side: side), at: now + after)
             case .peerReady(let hello):

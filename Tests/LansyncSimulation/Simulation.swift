@@ -232,7 +232,9 @@ public struct Simulation {
             queue.push(.tick(node: n, generation: generation), at: now + .seconds(1))
         case let .changed(n, except, forwarded):
             guard nodes[n].up else { return }
-            let version = nodes[n].replica.versionVector
+            // As on a real node: a local edit is announced before its vector is read
+            // (``ChangeHub/notifyUnread()``); a batch applied comes with the vector read after it.
+            let version = forwarded ? nodes[n].replica.versionVector : nil
             for s in sessionIDs(of: n) where s != except {
                 guard let side = side(of: n, in: s) else { continue }
                 let event = SessionMachine.Event.localChanged(localVersion: version, forwarded: forwarded, now: instant)

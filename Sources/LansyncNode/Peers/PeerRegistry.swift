@@ -323,10 +323,19 @@ public actor PeerRegistry {
 
     /// Saves what changed, one save at a time and in order, until the calling task is cancelled;
     /// then saves what changed last. The node runs it as one of its tasks.
+    ///
+    /// A change reaches each peer within a few milliseconds of the others, and each peer's
+    /// acknowledgement asks for a save: waiting ``saveGathering`` first makes them one
+    /// transaction instead of one per peer.
     public func runPersistence() async {
-        for await _ in saves { await saveChanges() }
+        for await _ in saves {
+            try? await Task.sleep(for: Self.saveGathering)
+            await saveChanges()
+        }
         await saveChanges()
     }
+
+    static let saveGathering: Duration = .milliseconds(50)
 
     private func saveChanges() async {
         let records = unsaved.sorted().compactMap { node -> PeerRecord? in
@@ -358,11 +367,7 @@ public actor PeerRegistry {
             // pool refuses work from a cancelled task (a save, often the last, was lost in about
             // one stop of ten).
             try await Task {
-                try await io.run {
-                    for record in records { try store.savePeer(record) }
-                    try store.recordReports(reports)
-                    for (name, ids) in names { for id in ids { try store.setNodeName(name, for: id) } }
-                }
+                try await io.run { try store.savePeers(records, reports: reports, names: names) }
             }.value
             // Items' sync states are read from the saved peer table: they may have moved now.
             if !records.isEmpty { acknowledgements.notify(version: nil) }

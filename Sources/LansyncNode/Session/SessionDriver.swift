@@ -152,6 +152,8 @@ struct SessionDriver {
                 queue += await produceBatch()
             case .sendSummary:
                 queue += try await sendSummary()
+            case .readVersion:
+                queue += await readVersion()
             case .wake(let after):
                 wake(after)
             case .peerReady(let hello):
@@ -318,6 +320,18 @@ struct SessionDriver {
 
     /// Tells the peer this replica's version vector: the hub's (at worst behind the replica: the
     /// peer then sends what this side holds), else read.
+    /// The replica's vector as of now (never the hub's, which a local edit precedes), for a
+    /// pruned session's `have`.
+    private mutating func readVersion() async -> [SessionMachine.Action] {
+        let store = self.store
+        do {
+            let vv = try await io.run { try store.versionVector() }
+            return machine.handle(.localChanged(localVersion: vv, forwarded: false, now: .now))
+        } catch {
+            return machine.handle(.storageFailed("reading the version vector: \(error)"))
+        }
+    }
+
     private mutating func sendSummary() async throws -> [SessionMachine.Action] {
         let store = self.store
         let vv: VersionVector

@@ -64,11 +64,27 @@ struct NodeCommand: AsyncParsableCommand {
     var antiEntropy: Double = 15
     @Option(help: ArgumentHelp("Seconds between collection rounds.", visibility: .hidden))
     var collectInterval: Double = 600
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a pruned session waits for a change it heard of before asking for it.",
+            visibility: .hidden
+        )
+    )
+    var graftDelay: Double?
+    @Option(
+        help: ArgumentHelp(
+            "Seconds sooner a change must be heard of than it arrives to ask its teller at once.",
+            visibility: .hidden
+        )
+    )
+    var graftAhead: Double?
 
     func validate() throws {
         try validateInterval(relayInterval, "--relay-interval")
         try validateInterval(antiEntropy, "--anti-entropy")
         try validateInterval(collectInterval, "--collect-interval")
+        if let graftDelay { try validateInterval(graftDelay, "--graft-delay") }
+        if let graftAhead { try validateInterval(graftAhead, "--graft-ahead") }
     }
 
     func run() async throws {
@@ -76,6 +92,8 @@ struct NodeCommand: AsyncParsableCommand {
         settings.peers = peers
         settings.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         settings.collectInterval = .milliseconds(Int(collectInterval * 1000))
+        settings.graftDelay = graftDelay.map { .milliseconds(Int($0 * 1000)) }
+        settings.graftAhead = graftAhead.map { .milliseconds(Int($0 * 1000)) }
         settings.writerBounds = writers.bounds
         settings.mdns = !noMdns
         settings.interfaces = interfaces
