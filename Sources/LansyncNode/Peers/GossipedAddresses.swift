@@ -44,10 +44,11 @@ final class GossipedAddresses: Sendable {
 
 extension Node {
     /// Once the cluster is past a full mesh: every 2 s, closes sessions past the view's bound and
-    /// dials the members the view chooses to fill it, and every anti-entropy interval opens a
-    /// round with one member outside it.
+    /// dials the members the view chooses to fill it, and every ``outsideViewRounds`` anti-entropy
+    /// intervals opens a round with one member outside it.
     func keepTheView(transport: Transport) async {
-        var nextRound = ContinuousClock.now + options.antiEntropyInterval
+        let every = options.antiEntropyInterval * Self.outsideViewRounds
+        var nextRound = ContinuousClock.now + every
         await withDiscardingTaskGroup { dialers in
             while !Task.isCancelled {
                 for node in await view.excess() { await registry.closeForView(node) }
@@ -57,7 +58,7 @@ extension Node {
                     }
                 }
                 if ContinuousClock.now >= nextRound {
-                    nextRound = .now + options.antiEntropyInterval
+                    nextRound = .now + every
                     if let (node, at, source) = await view.antiEntropyPartner() {
                         dialers.addTask {
                             await self.keepConnected(.antiEntropy(node, at, source: source), transport: transport)
@@ -68,6 +69,13 @@ extension Node {
             }
         }
     }
+
+    /// How many anti-entropy intervals apart a node opens a round outside its view (4: every
+    /// minute by default). Such a round is a TLS session of its own, and pruned sessions already
+    /// repair what the tree misses; the round is for what a partition or a lost view left
+    /// behind. Every 15 s it cost a node of 200 more idle CPU than its whole view (W9: 2.26 ms/s
+    /// against 1.54 with the rounds a minute apart).
+    static let outsideViewRounds = 4
 
     /// Dials every member another member passed on an address for, each in its own loop.
     func followGossip(transport: Transport) async {
