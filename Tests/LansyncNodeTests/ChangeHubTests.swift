@@ -10,29 +10,6 @@ import Testing
 /// How a change reaches the sessions: announced unread (a local edit), each woken session reads
 /// the replica once, whatever vector the hub knew; the nudge datagram that announces a CLI's edit.
 @Suite struct ChangeHubTests {
-    /// A session passes a change on lazily only when nothing but other sessions' batches woke it
-    /// since it last asked (Docs/SCALE.md, "Spread"): a local edit, a settlement or the node's
-    /// anti-entropy pending beside it goes at once.
-    @Test func aWakeIsForwardedOnlyWhenOnlyPeersBatchesCausedIt() {
-        let hub = ChangeHub()
-        let (a, _) = hub.subscribe()
-        let (b, _) = hub.subscribe()
-        let v = VersionVector([.node(1): 3])
-        hub.notify(version: v, except: b, forwarded: true)
-        #expect(hub.take(for: a) == (v, true))
-        #expect(hub.take(for: b).forwarded == false, "b caused it and was not woken")
-        hub.notify(version: v, forwarded: true)
-        hub.notifyUnread()
-        #expect(hub.take(for: a) == (nil, false), "a local edit came too: read the replica, go at once")
-        hub.notifyUnread()
-        hub.notify(version: v, forwarded: true)
-        #expect(hub.take(for: a).forwarded == false)
-        hub.wakeLagging()
-        #expect(hub.take(for: a).forwarded == false)
-        hub.notify(version: v)
-        #expect(hub.take(for: a).forwarded == false)
-    }
-
     @Test func aChangeAnnouncedUnreadMakesEachSessionReadOnce() async throws {
         let hub = ChangeHub()
         let before = VersionVector([.node(1): 3])

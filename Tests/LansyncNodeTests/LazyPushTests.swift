@@ -40,7 +40,7 @@ import Testing
         // Both ways, as Plumtree prunes: what this side passes on over the link goes as `have` too.
         let passedOn = VersionVector([.node(7): 1])
         #expect(
-            m.handle(.localChanged(localVersion: passedOn, forwarded: true)) == [.send(.have(versionVector: passedOn))]
+            m.handle(.localChanged(localVersion: passedOn)) == [.send(.have(versionVector: passedOn))]
         )
         // A peer older than 1.10 is never told to prune.
         var old = Self.settled(peerVersion: ProtocolVersion(major: 1, minor: 9))
@@ -57,14 +57,14 @@ import Testing
         #expect(m.handle(.received(.prune, now: .now)).isEmpty)
         let forwarded = VersionVector([Self.other: 3])
         #expect(
-            m.handle(.localChanged(localVersion: forwarded, forwarded: true)) == [
+            m.handle(.localChanged(localVersion: forwarded)) == [
                 .send(.have(versionVector: forwarded))
             ]
         )
-        #expect(m.handle(.localChanged(localVersion: forwarded, forwarded: true)).isEmpty, "nothing moved since")
+        #expect(m.handle(.localChanged(localVersion: forwarded)).isEmpty, "nothing moved since")
         let own = forwarded.joined(with: VersionVector([.node(1): 1]))
         #expect(
-            m.handle(.localChanged(localVersion: own, forwarded: false)) == [
+            m.handle(.localChanged(localVersion: own)) == [
                 .send(.have(versionVector: VersionVector([.node(1): 1])))
             ],
             "this node's own edit goes as have too"
@@ -73,7 +73,7 @@ import Testing
         _ = grafted.handle(.received(.prune, now: .now))
         _ = grafted.handle(.received(.graft, now: .now))
         #expect(
-            grafted.handle(.localChanged(localVersion: forwarded, forwarded: true)).contains { action in
+            grafted.handle(.localChanged(localVersion: forwarded)).contains { action in
                 if case .startDelta = action { true } else { false }
             },
             "after a graft, changes passed on go at once again"
@@ -87,13 +87,13 @@ import Testing
     @Test func aPrunedSessionReadsTheVectorOfAnEditAnnouncedUnread() {
         var m = Self.settled()
         _ = m.handle(.received(.prune, now: .now))
-        #expect(m.handle(.localChanged(localVersion: nil, forwarded: false)) == [.readVersion])
+        #expect(m.handle(.localChanged(localVersion: nil)) == [.readVersion])
         let own = VersionVector([.node(1): 1])
-        #expect(m.handle(.localChanged(localVersion: own, forwarded: false)) == [.send(.have(versionVector: own))])
+        #expect(m.handle(.localChanged(localVersion: own)) == [.send(.have(versionVector: own))])
         // An eager session walks the replica itself, as before.
         var eager = Self.settled()
         #expect(
-            eager.handle(.localChanged(localVersion: nil, forwarded: false)).contains { action in
+            eager.handle(.localChanged(localVersion: nil)).contains { action in
                 if case .startDelta = action { true } else { false }
             }
         )
@@ -112,7 +112,7 @@ import Testing
         // It came through another session meanwhile: nothing is asked.
         var n = Self.settled(local: local)
         _ = n.handle(.received(.have(versionVector: announced), now: start))
-        _ = n.handle(.localChanged(localVersion: local.joined(with: announced), forwarded: true))
+        _ = n.handle(.localChanged(localVersion: local.joined(with: announced)))
         #expect(n.handle(.tick(now: start + .milliseconds(250), localVersion: local.joined(with: announced))).isEmpty)
         // Already held: no wait at all.
         var held = Self.settled(local: local.joined(with: announced))

@@ -108,7 +108,7 @@ struct SessionHarness {
                 sides[i].replica.meet(hello.nodeID, incarnation: hello.writer)
             case .readVersion:
                 queue += sides[i].machine.handle(
-                    .localChanged(localVersion: sides[i].replica.versionVector, forwarded: false)
+                    .localChanged(localVersion: sides[i].replica.versionVector)
                 )
             case .upToDate, .finished, .close, .wake:
                 break

@@ -54,7 +54,7 @@ extension Simulation {
             case .readVersion:
                 let version = nodes[me].replica.versionVector
                 pending += sessions[s]!.machines[side].handle(
-                    .localChanged(localVersion: version, forwarded: false, now: instant)
+                    .localChanged(localVersion: version, now: instant)
                 )
             case .wake(let after):
                 queue.push(.wake(session: s, side: side), at: now + after)

@@ -88,6 +88,8 @@ public struct Simulation {
         case connect(from: Int, to: Int, antiEntropy: Bool)
         case dialFailed(from: Int, to: Int, antiEntropy: Bool)
         case tick(node: Int, generation: Int)
+        /// `forwarded`: a peer's batch changed the replica (its vector is read with it), else a
+        /// local edit (announced before its vector is read, as on a real node).
         case changed(node: Int, except: Int?, forwarded: Bool)
         case wake(session: Int, side: Int)
     }
@@ -237,7 +239,7 @@ public struct Simulation {
             let version = forwarded ? nodes[n].replica.versionVector : nil
             for s in sessionIDs(of: n) where s != except {
                 guard let side = side(of: n, in: s) else { continue }
-                let event = SessionMachine.Event.localChanged(localVersion: version, forwarded: forwarded, now: instant)
+                let event = SessionMachine.Event.localChanged(localVersion: version, now: instant)
                 perform(sessions[s]!.machines[side].handle(event), session: s, side: side)
             }
         case let .wake(s, side):

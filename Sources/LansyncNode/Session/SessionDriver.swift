@@ -206,7 +206,7 @@ struct SessionDriver {
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
             if received.changed > 0 || completingStream {
-                runner.hub.notify(version: version, except: subscription, forwarded: true)
+                runner.hub.notify(version: version, except: subscription)
             }
             if received.changed > 0 { await runner.observer.applied(received.changed) }
             return machine.handle(.applied(sequence: sequence, now: .now, changed: received.changed))
@@ -233,7 +233,7 @@ struct SessionDriver {
                 try store.completeStream(from: peer, rejoinedAt: rejoinedAt)
                 return try store.versionVector()
             }
-            runner.hub.notify(version: version, except: subscription, forwarded: true)
+            runner.hub.notify(version: version, except: subscription)
             return []
         } catch let error as StoreError where error.isRejoinedSince {
             return machine.handle(.refused(ProtocolError(.busy, error.description)))
@@ -318,20 +318,20 @@ struct SessionDriver {
     /// Up to this many field states a batch is small: the one after it is read at once.
     static let readAheadBelow = 64
 
-    /// Tells the peer this replica's version vector: the hub's (at worst behind the replica: the
-    /// peer then sends what this side holds), else read.
     /// The replica's vector as of now (never the hub's, which a local edit precedes), for a
     /// pruned session's `have`.
     private mutating func readVersion() async -> [SessionMachine.Action] {
         let store = self.store
         do {
             let vv = try await io.run { try store.versionVector() }
-            return machine.handle(.localChanged(localVersion: vv, forwarded: false, now: .now))
+            return machine.handle(.localChanged(localVersion: vv, now: .now))
         } catch {
             return machine.handle(.storageFailed("reading the version vector: \(error)"))
         }
     }
 
+    /// Tells the peer this replica's version vector: the hub's (at worst behind the replica: the
+    /// peer then sends what this side holds), else read.
     private mutating func sendSummary() async throws -> [SessionMachine.Action] {
         let store = self.store
         let vv: VersionVector

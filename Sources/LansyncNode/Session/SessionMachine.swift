@@ -110,10 +110,8 @@ public struct SessionMachine: Sendable {
         /// when it read ahead and found nothing after this batch (its `done` goes with it).
         case produced(DeltaBatch?, now: ContinuousClock.Instant, last: Bool = false)
         /// The local replica changed (a local edit, or a batch from another peer); `localVersion`
-        /// is its version vector as last read (never ahead of it), nil if unknown. `forwarded`:
-        /// only batches from other peers changed it (what a pruned session announces with a
-        /// `have` instead of sending).
-        case localChanged(localVersion: VersionVector?, forwarded: Bool = false, now: ContinuousClock.Instant? = nil)
+        /// is its version vector as last read (never ahead of it), nil if unknown.
+        case localChanged(localVersion: VersionVector?, now: ContinuousClock.Instant? = nil)
         /// Time passed (the runner ticks every few seconds); `localVersion` is the replica's
         /// version vector as last read (never ahead of it), nil if unknown.
         case tick(now: ContinuousClock.Instant, localVersion: VersionVector? = nil)
@@ -143,7 +141,7 @@ public struct SessionMachine: Sendable {
         case produceBatch
         /// Send the local version vector as a `summary`.
         case sendSummary
-        /// Read the replica's version vector and report it as ``Event/localChanged(localVersion:forwarded:now:)``:
+        /// Read the replica's version vector and report it as ``Event/localChanged(localVersion:now:)``:
         /// a pruned session was told of a local edit before its vector was read, and its `have`
         /// must say what moved.
         case readVersion
@@ -183,8 +181,8 @@ public struct SessionMachine: Sendable {
         var lastSummary: ContinuousClock.Instant
         /// The sequence whose acknowledgement ends the current round of waiting (``waitedRoundTrips``).
         var roundBoundary: UInt64 = 0
-        /// The peer pruned this session (Docs/SCALE.md, "Spread"): a change this node only passes
-        /// on reaches it as a `have`; this node's own changes still go at once.
+        /// The peer pruned this session, or this side did (Docs/SCALE.md, "Spread"): every change,
+        /// this node's own or passed on, reaches the peer as a `have`.
         var lazy = false
         /// What this side's `have`s told the peer it holds.
         var announced = VersionVector()
@@ -300,8 +298,8 @@ public struct SessionMachine: Sendable {
             let actions = produced(batch, now: now, last: last, &open)
             return settle(open, actions)
 
-        case let (_, .localChanged(version, forwarded, now)):
-            return localChanged(version, forwarded: forwarded, now: now)
+        case let (_, .localChanged(version, now)):
+            return localChanged(version, now: now)
 
         // Results of actions of a state the session has left.
         case (_, .applied), (_, .produced), (_, .planned):
@@ -367,11 +365,7 @@ public struct SessionMachine: Sendable {
 
     /// The replica changed: a delta begins at once, or after the one being streamed. (Before the
     /// session opened, the first delta reads the replica anyway.)
-    private mutating func localChanged(
-        _ version: VersionVector?,
-        forwarded: Bool,
-        now: ContinuousClock.Instant?
-    ) -> [Action] {
+    private mutating func localChanged(_ version: VersionVector?, now: ContinuousClock.Instant?) -> [Action] {
         localVersion = version
         guard case .open(var open) = state else { return [] }
         var graft: [Action] = []

@@ -151,9 +151,8 @@ public struct SessionRunner: Sendable {
                         wakes
                     ),
                     changes.map { [hub] in
-                        let (version, forwarded) = hub.take(for: subscription)
-                        return SessionDriver.Input.event(
-                            .localChanged(localVersion: version, forwarded: forwarded, now: .now)
+                        SessionDriver.Input.event(
+                            .localChanged(localVersion: hub.version(for: subscription), now: .now)
                         )
                     }
                 )

@@ -20,10 +20,6 @@ public final class ChangeHub: Sendable {
     /// Subscribers woken by a change announced before its vector was read (``notifyUnread()``)
     /// that have not yet asked for the vector to act on (``version(for:)``).
     private let unread = NIOLockedValueBox<Set<Int>>([])
-    /// Subscribers woken and not yet read (``take(for:)``), and among them those woken only by
-    /// changes other sessions brought (``notify(version:except:forwarded:)``): what a pruned
-    /// session passes on lazily (Docs/SCALE.md, "Spread").
-    private let pending = NIOLockedValueBox<(woken: Set<Int>, forwardedOnly: Set<Int>)>(([], []))
 
     /// The replica's version vector as last read and announced; nil until then, or after a read
     /// failed (sessions then read the replica themselves).
@@ -46,35 +42,6 @@ public final class ChangeHub: Sendable {
         subscribers.withLockedValue { $0.removeValue(forKey: id) }?.finish()
         _ = peers.withLockedValue { $0.removeValue(forKey: id) }
         _ = unread.withLockedValue { $0.remove(id) }
-        pending.withLockedValue {
-            $0.woken.remove(id)
-            $0.forwardedOnly.remove(id)
-        }
-    }
-
-    /// What subscriber `id` acts on when woken: the vector (``version(for:)``), and whether only
-    /// changes other sessions brought woke it since it last asked.
-    public func take(for id: Int) -> (version: VersionVector?, forwarded: Bool) {
-        let forwarded = pending.withLockedValue {
-            $0.woken.remove(id)
-            return $0.forwardedOnly.remove(id) != nil
-        }
-        return (version(for: id), forwarded)
-    }
-
-    /// Notes that `ids` are woken; `forwarded`: by changes other sessions brought (such a wake
-    /// counts as forwarded only while nothing else woke the subscriber since it last asked).
-    private func woke(_ ids: some Sequence<Int>, forwarded: Bool) {
-        pending.withLockedValue { pending in
-            for id in ids {
-                let fresh = pending.woken.insert(id).inserted
-                if !forwarded {
-                    pending.forwardedOnly.remove(id)
-                } else if fresh {
-                    pending.forwardedOnly.insert(id)
-                }
-            }
-        }
     }
 
     /// The vector subscriber `id` acts on when woken: nil (its session reads the replica) once
@@ -93,7 +60,6 @@ public final class ChangeHub: Sendable {
             unread.withLockedValue { $0.formUnion(subscribers.keys) }
             return subscribers
         }
-        woke(targets.keys, forwarded: false)
         for continuation in targets.values { continuation.yield() }
     }
 
@@ -121,7 +87,6 @@ public final class ChangeHub: Sendable {
                 }
             }
         }
-        woke(lagging.keys, forwarded: false)
         for continuation in lagging.values { continuation.yield() }
     }
 
@@ -133,12 +98,11 @@ public final class ChangeHub: Sendable {
     }
 
     /// Announces a change, with the version vector read after it (nil if it could not be read);
-    /// `except` skips the subscriber that caused it; `forwarded`: a peer's batch brought it.
-    public func notify(version current: VersionVector?, except: Int? = nil, forwarded: Bool = false) {
+    /// `except` skips the subscriber that caused it.
+    public func notify(version current: VersionVector?, except: Int? = nil) {
         // Reads race, but each is a true reading of a vector that only grows: their join is too.
         version.withLockedValue { known in known = current.map { known?.joined(with: $0) ?? $0 } }
         let targets = subscribers.withLockedValue { $0.filter { $0.key != except } }
-        woke(targets.keys, forwarded: forwarded)
         for continuation in targets.values { continuation.yield() }
     }
 }
