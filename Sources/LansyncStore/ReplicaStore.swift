@@ -265,8 +265,10 @@ public final class ReplicaStore: Sendable {
     /// A power cut may lose the last of these commits (the next fsync'd commit, or a checkpoint,
     /// makes them durable). What is lost only makes the node believe a peer holds less, or was
     /// last heard of earlier, than it was: collection waits a little longer, an acknowledgement
-    /// is reported again by the peer's next session, and nothing replicated is touched. Never
-    /// for items, fields, vectors or anything a peer was told this node holds.
+    /// is reported again by the peer's next session, a member seen again may stay counted as
+    /// forgotten until its next report (and a forgotten member rejoins from a snapshot in any
+    /// case), and nothing replicated is touched. Never for items, fields, vectors or anything a
+    /// peer was told this node holds.
     func writeBookkeeping(_ body: (Database) throws -> Void) throws(StoreError) {
         try guarded {
             try pool.writeWithoutTransaction { db in

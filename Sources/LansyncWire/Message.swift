@@ -39,8 +39,8 @@ public enum Message: Hashable, Sendable {
     /// over a session the receiver pruned. The receiver asks for it (``graft``) if its other
     /// peers do not bring it soon.
     case have(versionVector: VersionVector)
-    /// The receiver got a change it already held over this session: the sender passes on later
-    /// changes by ``have(versionVector:)`` only (its own edits still go at once).
+    /// The receiver got a change it already held over this session: from now on both sides pass
+    /// every change over it, their own edits too, by ``have(versionVector:)`` only.
     case prune
     /// The sender lacks what a ``have(versionVector:)`` announced: changes go at once over this
     /// session again (a `summary` follows, saying what it holds).

@@ -74,7 +74,7 @@ extension Node {
     /// minute by default). Such a round is a TLS session of its own, and pruned sessions already
     /// repair what the tree misses; the round is for what a partition or a lost view left
     /// behind. Every 15 s it cost a node of 200 more idle CPU than its whole view (W9: 2.26 ms/s
-    /// against 1.54 with the rounds a minute apart).
+    /// against 1.45 with the rounds a minute apart).
     static let outsideViewRounds = 4
 
     /// Dials every member another member passed on an address for, each in its own loop.
