@@ -24,6 +24,14 @@ Docs/SCALE.md). For each size it reports what issue 33 asks of W9:
 Not asserted anywhere: a benchmark. Every loopback peer dials from 127.0.0.1, so nodes start
 0.2 s apart to keep the per-address handshake bound (8 pending) out of the figures (the restart
 step starts them all at once on purpose).
+
+With `--lab` the nodes find each other over mDNS instead, through real avahi-daemons: node i runs
+in host i+1 of an mDNS lab (`scripts/lab.sh`, its own prefix `lsw`: network namespaces on one
+bridge, each with its own D-Bus and avahi-daemon; nothing runs in the machine's own namespace),
+listening on 10.77.0.(i+1), with no `--peer`. The report then also gives the avahi-daemons' idle
+CPU. Needs root; at most 250 nodes (one /24).
+
+    sudo python3 Benchmarks/w9-loopback.py --lansync .build/release/lansync --sizes 32 --lab
 """
 import argparse
 import json
@@ -108,10 +116,32 @@ def replica(d):
 
 
 NODE_ARGS = []
+LAB_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "lab.sh")
+LAB_ENV = dict(os.environ, LAB_PREFIX="lsw", LAB_DIR="/tmp/lansync-lab-w9")
+LAB = {"on": False}
+FORM_LIMIT = {"s": 120}
 
 
-def start_node(binary, d, port, peers):
+def lab(*args):
+    subprocess.run(["bash", LAB_SCRIPT, *args], check=True, env=LAB_ENV, stdout=subprocess.DEVNULL)
+
+
+def avahi_pids(n):
+    pids = []
+    for host in range(1, n + 1):
+        with open(f"{LAB_ENV['LAB_DIR']}/n{host}/avahi.pid") as f:
+            pids.append(int(f.read().strip()))
+    return pids
+
+
+def start_node(binary, d, port, peers, index):
     log = open(d + ".log", "a")
+    if LAB["on"]:
+        # In lab host index+1, found over mDNS: no --peer.
+        host = index + 1
+        command = ["bash", LAB_SCRIPT, "exec", str(host), binary, "node", "--dir", d,
+                   "--listen", f"10.77.0.{host}:7420", "--no-api", *NODE_ARGS]
+        return subprocess.Popen(command, stdout=log, stderr=log, env=LAB_ENV)
     return subprocess.Popen(
         [binary, "node", "--dir", d, "--listen", f"127.0.0.1:{port}", "--no-mdns", "--no-api", *peers, *NODE_ARGS],
         stdout=log, stderr=log)
@@ -190,13 +220,13 @@ def run_size(binary, n, edits, work):
     procs = []
     started = time.monotonic()
     for i, d in enumerate(dirs):
-        procs.append(start_node(binary, d, ports[i], peer_args(i, ports)))
+        procs.append(start_node(binary, d, ports[i], peer_args(i, ports), i))
         time.sleep(0.2)
     try:
         # Every replica holds the first edit: the cluster is connected.
         cli(binary, "add", "--dir", dirs[0], "--id", "first", "v=1")
-        if wait_everywhere(dirs, "first", 120) is None:
-            raise SystemExit(f"{n} nodes: the first edit did not reach every replica within 120 s")
+        if wait_everywhere(dirs, "first", FORM_LIMIT["s"]) is None:
+            raise SystemExit(f"{n} nodes: the first edit did not reach every replica within {FORM_LIMIT['s']} s")
         formed = time.monotonic() - started
         time.sleep(5)
         sent0 = session_counters(binary, dirs)
@@ -210,9 +240,12 @@ def run_size(binary, n, edits, work):
         sent = sum(sent1[k][0] - sent0[k][0] for k in lived)
         received = sum(sent1[k][1] - sent0[k][1] for k in lived)
         time.sleep(10)
+        daemons = avahi_pids(n) if LAB["on"] else []
         before = [cpu_seconds(p.pid) for p in procs]
+        daemons_before = [cpu_seconds(pid) for pid in daemons]
         time.sleep(10)
         idle = [(cpu_seconds(p.pid) - b) / 10 * 1000 for p, b in zip(procs, before)]
+        avahi_idle = [(cpu_seconds(pid) - b) / 10 * 1000 for pid, b in zip(daemons, daemons_before)]
         rss = [rss_mb(p.pid) for p in procs]
         sessions, bounded = [], 0
         for d in dirs:
@@ -227,7 +260,7 @@ def run_size(binary, n, edits, work):
             db.close()
         CONNECTIONS.clear()
         t_restart = time.monotonic()
-        procs = [start_node(binary, d, ports[i], peer_args(i, ports)) for i, d in enumerate(dirs)]
+        procs = [start_node(binary, d, ports[i], peer_args(i, ports), i) for i, d in enumerate(dirs)]
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -237,8 +270,9 @@ def run_size(binary, n, edits, work):
                 time.sleep(0.1)
         settled = wait_everywhere(dirs, "after-restart", 120)
         settle_s = time.monotonic() - t_restart if settled is not None else float("inf")
-        return {
+        report = {
             "nodes": n,
+            "discovery": "mDNS (lab)" if LAB["on"] else "--peer (loopback)",
             "formed_s": round(formed, 1),
             "sessions_mean": round(statistics.mean(sessions), 1),
             "sessions_max": max(sessions),
@@ -257,6 +291,9 @@ def run_size(binary, n, edits, work):
             "sessions_measured_for_bytes": f"{len(lived)} of {len(sent0)}",
             "restart_all_settled_s": round(settle_s, 1),
         }
+        if avahi_idle:
+            report["avahi_idle_cpu_ms_per_s_mean"] = round(statistics.mean(avahi_idle), 2)
+        return report
     finally:
         for db in CONNECTIONS.values():
             db.close()
@@ -271,13 +308,24 @@ def main():
     parser.add_argument("--edits", type=int, default=20, help="edits timed per size")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (every node's log)")
     parser.add_argument("--node-args", default="", help="more arguments for every node, space-separated")
+    parser.add_argument("--lab", action="store_true", help="every node in its own mDNS lab host, found over mDNS")
+    parser.add_argument("--form-limit", type=int, default=120,
+                        help="seconds the first edit may take to reach every replica (the cluster forming)")
     args = parser.parse_args()
+    FORM_LIMIT["s"] = args.form_limit
     NODE_ARGS.extend(args.node_args.split())
+    LAB["on"] = args.lab
     for n in [int(x) for x in args.sizes.split(",")]:
+        if args.lab and not 1 <= n <= 250:
+            raise SystemExit("--lab: at most 250 nodes (one /24)")
         work = tempfile.mkdtemp(prefix=f"lansync-w9-{n}-")
         try:
+            if args.lab:
+                lab("up", str(n))
             print(json.dumps(run_size(os.path.abspath(args.lansync), n, args.edits, work)), flush=True)
         finally:
+            if args.lab:
+                lab("down")
             if args.keep:
                 print(f"kept {work}", file=sys.stderr)
             else:

@@ -1667,6 +1667,60 @@ enum OpenAPIDocument {
                     "items": {
                       "$ref": "#/components/schemas/Peer"
                     }
+                  },
+                  "view": {
+                    "description": "The node's view (Docs/SCALE.md): a full mesh up to eight members, past it a few sessions (active) and more members known (passive). Null on a relay.",
+                    "type": [
+                      "object",
+                      "null"
+                    ],
+                    "required": [
+                      "mode",
+                      "target",
+                      "active",
+                      "passive"
+                    ],
+                    "properties": {
+                      "mode": {
+                        "type": "string",
+                        "enum": [
+                          "full mesh",
+                          "bounded"
+                        ]
+                      },
+                      "target": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "active": {
+                        "type": "array",
+                        "items": {
+                          "type": "object",
+                          "required": [
+                            "node_id",
+                            "reason"
+                          ],
+                          "properties": {
+                            "node_id": {
+                              "type": "string"
+                            },
+                            "reason": {
+                              "type": "string",
+                              "enum": [
+                                "full mesh",
+                                "chosen",
+                                "accepted",
+                                "rescued"
+                              ]
+                            }
+                          }
+                        }
+                      },
+                      "passive": {
+                        "type": "integer",
+                        "minimum": 0
+                      }
+                    }
                   }
                 }
               },

@@ -2323,7 +2323,16 @@ enum UIAssets {
               static: 'named with --peer',
               mdns: 'found by mDNS',
               relay: 'known through the relay',
+              gossip: 'passed on by another member',
               inbound: 'connected to this node',
+            };
+
+            // Why a member is in this node's view (status's view.active[].reason, Docs/SCALE.md).
+            const VIEW_REASONS = {
+              'full mesh': 'every member: the cluster is small enough',
+              chosen: 'this node dialled it to fill its view',
+              accepted: 'it dialled this node, which had room',
+              rescued: 'it had no session at all, so it was let in',
             };
 
             const FIELD_NAMES = { _type: 'created (its type)', _deleted: 'deleted or restored' };
@@ -2402,6 +2411,30 @@ enum UIAssets {
                 ];
               }
 
+              // Past eight machines a node keeps sessions with a few members only (its active view) and knows
+              // more it can turn to (its passive view); a change goes from member to member.
+              function viewSection(v, peers) {
+                if (!v) return null;
+                const nameOf = (id) => {
+                  const p = (peers || []).find((x) => x.node_id === id);
+                  return p && p.name ? p.name : `node ${String(id).slice(0, 7)}`;
+                };
+                const bounded = v.mode === 'bounded';
+                return [
+                  h('h2', null, 'The view'),
+                  h('p', { class: 'sub', id: 'view-summary' }, bounded
+                    ? `This cluster is past a full mesh: this node keeps sessions with ${v.active.length} member${v.active.length === 1 ? '' : 's'} (it aims for ${v.target}) and knows ${v.passive} more it can turn to. Changes reach the others from member to member.`
+                    : `A full mesh: this node keeps a session with every member it knows (${v.active.length}).`),
+                  v.active.length
+                    ? h('div', { class: 'panel table-wrap' }, h('table', { class: 'view', 'aria-label': 'Members in this node’s view' },
+                      h('thead', null, h('tr', null, ['Member', 'Why it is in the view'].map((t) => h('th', { scope: 'col' }, t)))),
+                      h('tbody', null, v.active.map((m) => h('tr', { 'data-member': m.node_id },
+                        h('td', { 'data-label': 'Member' }, h('strong', null, nameOf(m.node_id))),
+                        h('td', { 'data-label': 'Why it is in the view' }, VIEW_REASONS[m.reason] || m.reason))))))
+                    : null,
+                ];
+              }
+
               function pastSection(c, peers) {
                 if (!c) return null;
                 const mb = (b) => `${(Number(b) / 1e6).toFixed(1)} MB`;
@@ -2458,6 +2491,7 @@ enum UIAssets {
                     card('Open conflicts', Number(s.conflicts).toLocaleString())),
                   h('h2', null, 'Peers'),
                   peersTable(peers),
+                  viewSection(s.view, peers),
                   h('h2', null, 'This node’s changes'),
                   changesSection(s.changes),
                   pastSection(s.collection, peers),

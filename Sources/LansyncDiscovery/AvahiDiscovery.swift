@@ -10,7 +10,10 @@ import Synchronization
 /// without error). ``browse(cluster:protocolMajor:)`` only browses: a machine joining with an
 /// invite looks for the nodes of the cluster the code names. It survives the daemon: absent at start, it says so once and keeps waiting
 /// (`AVAHI_CLIENT_NO_FAIL`); when the daemon restarts, it re-publishes and re-browses; without
-/// D-Bus at all it retries every few seconds.
+/// D-Bus at all it retries every few seconds. A daemon that is there but too busy to answer (a
+/// hundred daemons and nodes starting at once on two cores) leaves a client waiting for it to
+/// appear, which it never does, or a service unpublished: the client is then made anew, 10 s and
+/// then up to a minute apart, until it runs, publishes and browses.
 ///
 /// All C callbacks arrive on Avahi's own poll thread and go no further than this class.
 public final class AvahiDiscovery: Discovery, @unchecked Sendable {
@@ -46,6 +49,15 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// AAAA records come and go (a record browser each): a peer is dialled at all of them.
     private var hostAddresses: [HostKey: Set<String>] = [:]
     private var recordBrowsers: [HostKey: OpaquePointer] = [:]
+    /// The adverts browsed and not yet resolved, and the resolvers running (a few at once).
+    private var resolves = ResolveQueue<ServiceKey, String>(owner: \.name)
+    /// An advert as the browser reported it: what a resolver is made for.
+    private struct ServiceKey: Hashable {
+        let seen: Seen
+        let name: String
+        let type: String
+        let domain: String
+    }
     /// A host name (lower-cased: a record's name comes as the responder spelt it) on one
     /// interface and family.
     private struct HostKey: Hashable {
@@ -70,7 +82,16 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// once the poll thread has stopped).
     private var busUnreachable = false
     private var retry: Task<Void, Never>?
+    /// Whether the service could not be published on this client (a restart publishes it again).
+    private var publishFailed = false
+    /// Restarts since the client last ran, publishing and browsing: the next one waits longer.
+    private var restarts = 0
+    /// Counts the clients made, so a scheduled restart knows whether its client is still the one.
+    private var generation = 0
     private var stopped = false
+
+    /// The nodes of its own cluster whose adverts a node resolves and holds at once, at most.
+    public static let advertsHeld = 32
 
     /// - Parameter interfaces: the interfaces whose adverts a node uses (a survey sees all).
     public init(interfaces: InterfaceFilter = InterfaceFilter()) {
@@ -82,6 +103,10 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     public func start(_ advertisement: Advertisement) -> AsyncStream<DiscoveryEvent> {
         self.advertisement = advertisement
         serviceName = "lansync-\(advertisement.nodeID.text)"
+        // A node holds a few dozen of its cluster's adverts, enough for the mesh and for the
+        // view's 30 passive members (Docs/DISCOVERY.md, "Many machines"); a survey and a join
+        // look at every advert.
+        resolves = ResolveQueue(capacity: Self.advertsHeld, owner: \.name)
         return begin { node, cluster, proto in
             cluster == advertisement.clusterID && node != advertisement.nodeID
                 && proto == advertisement.protocolMajor
@@ -144,6 +169,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// this fails; we then retry every 3 s.
     private func connect() {
         guard let poll, client == nil, !stopped else { return }
+        generation += 1
         var error: Int32 = 0
         client = avahi_client_new(
             avahi_threaded_poll_get(poll),
@@ -196,6 +222,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             if let client {
                 publish(client)
                 browse(client)
+                if browser == nil || publishFailed {
+                    scheduleRestart()
+                } else {
+                    restarts = 0
+                }
             }
             lastUnavailable = ""  // force the next .available through
             report(.available)
@@ -203,6 +234,9 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             if let group { avahi_entry_group_reset(group) }
         case AVAHI_CLIENT_CONNECTING:
             report(.unavailable("the Avahi daemon is not running; waiting for it (static peers still work)"))
+            // A daemon that did not answer the client's first calls in time is taken for absent,
+            // and the client waits for it to appear on the bus: if it is there already, forever.
+            if client != nil { scheduleRestart() }
         case AVAHI_CLIENT_FAILURE:
             let error = client.map { avahi_client_errno($0) } ?? 0
             report(
@@ -211,18 +245,50 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                 )
             )
             // The daemon went away: start over with a new client, which waits for it.
-            if let client { avahi_client_free(client) }
-            self.client = nil
-            group = nil
-            browser = nil
-            recordBrowsers.removeAll()  // freed with the client
-            hostAddresses.removeAll()
-            for advert in adverts.values { continuation?.yield(.lost(advert.node)) }
-            adverts.removeAll()
-            connect()
+            restart()
         default:
             break
         }
+    }
+
+    /// Frees the client (its group, browsers and resolvers with it), forgets what it found, and
+    /// makes a new one.
+    private func restart() {
+        if let client { avahi_client_free(client) }
+        client = nil
+        group = nil
+        browser = nil
+        publishFailed = false
+        recordBrowsers.removeAll()  // freed with the client
+        resolves.reset()  // so are the resolvers
+        hostAddresses.removeAll()
+        for advert in adverts.values { continuation?.yield(.lost(advert.node)) }
+        adverts.removeAll()
+        connect()
+    }
+
+    /// Makes the client anew after a while unless it recovers meanwhile: running, published (a
+    /// node) and browsing. 10 s, then twice as long each time up to a minute.
+    private func scheduleRestart() {
+        let delay = Duration.seconds(min(60, 10 << min(restarts, 3)))
+        let stale = generation
+        retry?.cancel()
+        retry = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard let self, !Task.isCancelled else { return }
+            self.lifecycle.withLock {
+                guard !self.stopped, let poll = self.poll else { return }
+                avahi_threaded_poll_lock(poll)
+                defer { avahi_threaded_poll_unlock(poll) }
+                guard self.generation == stale, let client = self.client, !self.healthy(client) else { return }
+                self.restarts += 1
+                self.restart()
+            }
+        }
+    }
+
+    private func healthy(_ client: OpaquePointer) -> Bool {
+        avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING && browser != nil && !publishFailed
     }
 
     private func publish(_ client: OpaquePointer) {
@@ -236,7 +302,16 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                 context
             )
         }
-        guard let group, avahi_entry_group_is_empty(group) != 0 else { return }
+        guard let group else {
+            publishFailed = true
+            report(
+                .unavailable(
+                    "cannot publish our service: \(String(cString: avahi_strerror(avahi_client_errno(client)))))"
+                )
+            )
+            return
+        }
+        guard avahi_entry_group_is_empty(group) != 0 else { return }
         var txt: UnsafeMutablePointer<AvahiStringList>?
         for entry in advertisement.txt { txt = avahi_string_list_add(txt, entry) }
         defer { avahi_string_list_free(txt) }
@@ -256,10 +331,13 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             renameAfterCollision()
             return
         }
-        guard added >= 0, avahi_entry_group_commit(group) >= 0 else {
-            report(.unavailable("cannot publish our service: \(String(cString: avahi_strerror(added)))"))
+        let committed = added >= 0 ? avahi_entry_group_commit(group) : added
+        guard committed >= 0 else {
+            publishFailed = true
+            report(.unavailable("cannot publish our service: \(String(cString: avahi_strerror(committed)))"))
             return
         }
+        publishFailed = false
     }
 
     private func renameAfterCollision() {
@@ -272,6 +350,15 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 
     private func groupChanged(_ group: OpaquePointer?, _ state: AvahiEntryGroupState) {
         if state == AVAHI_ENTRY_GROUP_COLLISION { renameAfterCollision() }
+        if state == AVAHI_ENTRY_GROUP_FAILURE, let client {
+            publishFailed = true
+            report(
+                .unavailable(
+                    "cannot publish our service: \(String(cString: avahi_strerror(avahi_client_errno(client)))))"
+                )
+            )
+            scheduleRestart()
+        }
     }
 
     private func browse(_ client: OpaquePointer) {
@@ -298,40 +385,24 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         _ type: UnsafePointer<CChar>?,
         _ domain: UnsafePointer<CChar>?
     ) {
-        guard let client, let name else { return }
+        guard client != nil, let name, let type, let domain else { return }
         let service = String(cString: name)
         // A survey sees every interface; a node only those it uses.
         guard sighting != nil || interfaces.allows(Self.interfaceName(interface)) else { return }
+        let key = ServiceKey(
+            seen: Seen(interface: interface, proto: proto),
+            name: service,
+            type: String(cString: type),
+            domain: String(cString: domain)
+        )
         switch event {
         case AVAHI_BROWSER_NEW:
-            // Resolve to an address of the family it was seen in: an advert seen over IPv4 and
-            // IPv6 on two interfaces gives four candidates. The resolver frees itself in its
-            // callback.
-            _ = avahi_service_resolver_new(
-                client,
-                interface,
-                proto,
-                name,
-                type,
-                domain,
-                proto,
-                AvahiLookupFlags(0),
-                { resolver, interface, proto, event, name, _, _, hostName, address, port, txt, _, userdata in
-                    AvahiDiscovery.from(userdata)?.resolved(
-                        event,
-                        Seen(interface: interface, proto: proto),
-                        name,
-                        hostName,
-                        address,
-                        port,
-                        txt
-                    )
-                    if let resolver { avahi_service_resolver_free(resolver) }
-                },
-                context
-            )
+            resolves.add(key)
+            resolveWaiting()
         case AVAHI_BROWSER_REMOVE:
-            let seen = Seen(interface: interface, proto: proto)
+            resolves.remove(key)
+            resolveWaiting()  // a place may have come free
+            let seen = key.seen
             guard var advert = adverts[service], let gone = advert.on.removeValue(forKey: seen) else { return }
             adverts[service] = advert.on.isEmpty ? nil : advert
             stopRecords(unlessUsed: HostKey(name: gone.hostName, seen: seen))
@@ -345,6 +416,50 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         }
     }
 
+    /// Starts the resolvers the queue lets run. Each resolves to an address of the family its
+    /// advert was seen in (an advert seen over IPv4 and IPv6 on two interfaces gives four
+    /// candidates) and frees itself in its callback.
+    private func resolveWaiting() {
+        guard let client else { return }
+        for key in resolves.next() {
+            let resolver = avahi_service_resolver_new(
+                client,
+                key.seen.interface,
+                key.seen.proto,
+                key.name,
+                key.type,
+                key.domain,
+                key.seen.proto,
+                AvahiLookupFlags(0),
+                { resolver, interface, proto, event, name, type, domain, hostName, address, port, txt, _, userdata in
+                    guard let discovery = AvahiDiscovery.from(userdata) else { return }
+                    let outcome = discovery.resolved(
+                        event,
+                        Seen(interface: interface, proto: proto),
+                        name,
+                        hostName,
+                        address,
+                        port,
+                        txt
+                    )
+                    if let name, let type, let domain {
+                        let key = ServiceKey(
+                            seen: Seen(interface: interface, proto: proto),
+                            name: String(cString: name),
+                            type: String(cString: type),
+                            domain: String(cString: domain)
+                        )
+                        discovery.resolves.finished(key, outcome)
+                    }
+                    if let resolver { avahi_service_resolver_free(resolver) }
+                    discovery.resolveWaiting()
+                },
+                context
+            )
+            if resolver == nil { resolves.finished(key, .failed) }
+        }
+    }
+
     private func resolved(
         _ event: AvahiResolverEvent,
         _ seen: Seen,
@@ -353,8 +468,9 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         _ address: UnsafePointer<AvahiAddress>?,
         _ port: UInt16,
         _ txt: UnsafeMutablePointer<AvahiStringList>?
-    ) {
-        guard event == AVAHI_RESOLVER_FOUND, let name, let address, let accepts else { return }
+    ) -> ResolveQueue<ServiceKey, String>.Outcome {
+        guard event == AVAHI_RESOLVER_FOUND else { return .failed }
+        guard let name, let address, let accepts else { return .ignored }
         var entries: [String: String] = [:]
         var item = txt
         while let current = item {
@@ -368,7 +484,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             item = avahi_string_list_get_next(current)
         }
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
-        guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return }
+        guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return .ignored }
         let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let advert = Advertisement.peer(fromTXT: entries)
         if let sighting {
@@ -386,7 +502,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             )
         }
         // Strangers' services, other clusters and ourselves are ignored without a word.
-        guard let peer = advert, accepts(peer.node, peer.cluster, peer.proto) else { return }
+        guard let peer = advert, accepts(peer.node, peer.cluster, peer.proto) else { return .ignored }
         let service = String(cString: name)
         let previous = adverts[service]
         var known = previous.flatMap { $0.node == peer.node ? $0 : nil } ?? Advert(node: peer.node)
@@ -402,6 +518,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         }
         if !key.name.isEmpty { browseRecords(key) }
         continuation?.yield(.found(self.discovered(known)))
+        return .held
     }
 
     /// The peer an advert names, at every address it is known at, in a stable order: on each

@@ -28,6 +28,8 @@ public struct NodeSettings: Sendable {
     public var graftDelay: Duration?
     /// How much sooner a change must be heard of than it arrives to graft at once (nil: default).
     public var graftAhead: Duration?
+    /// Members up to which the view is the full mesh (nil: the default, 8).
+    public var fullMeshUpTo: Int?
     /// How often the node runs a collection round (Docs/MERGE.md, "Causal stability and collection").
     public var collectInterval: Duration = .seconds(600)
     /// What peers' batches may add to the replica's writers.
@@ -57,6 +59,7 @@ public struct NodeSettings: Sendable {
         options.antiEntropyInterval = antiEntropyInterval
         options.graftDelay = graftDelay
         options.graftAhead = graftAhead
+        if let fullMeshUpTo { options.view.fullMeshUpTo = fullMeshUpTo }
         options.collectInterval = collectInterval
         options.writerBounds = writerBounds
         options.relay = relay

@@ -274,6 +274,44 @@ struct DiscoveryLabTests {
         n2.stop()
     }
 
+    /// A daemon that is there but does not answer while the node starts (frozen here with
+    /// SIGSTOP; a hundred daemons busy on two cores did the same): the client's first calls
+    /// time out after 25 s and it waits for a daemon to appear on the bus that is already there,
+    /// which before this test was forever. The node makes its client anew 10 s later and finds
+    /// its peer once the daemon answers.
+    @Test func aDaemonTooBusyToAnswerAtStartIsAskedAgain() async throws {
+        let lab = try Lab(hosts: 2)
+        defer { lab.down() }
+        let cli = CLI("mdns-busy")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["d1", "d2"])
+        try await cli.ok(["add", "--dir", cli.path("d2"), "--id", "from-2", "v=1"])
+        let daemon = try Lab.avahiPID(1)
+        kill(daemon, SIGSTOP)
+        var frozen = true
+        defer { if frozen { kill(daemon, SIGCONT) } }
+        let n1 = try node(cli, 1)
+        let n2 = try node(cli, 2)
+        var state = ""
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        while clock.now < deadline, !state.hasPrefix("unavailable") {
+            try await Task.sleep(for: .milliseconds(500))
+            if case .string(let now)? = try await cli.status(cli.path("d1"))["mdns"] { state = now }
+        }
+        #expect(state.hasPrefix("unavailable"), "\(state)")
+        kill(daemon, SIGCONT)
+        frozen = false
+        #expect(
+            try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(60)) != nil,
+            "\(n1.logText)"
+        )
+        #expect(try await cli.status(cli.path("d1"))["mdns"] == .string("running"))
+        #expect(try await cli.ok(["list", "--dir", cli.path("d1"), "--json"]).contains("from-2"))
+        n1.stop()
+        n2.stop()
+    }
+
     /// An advert is only a hint: one that claims our cluster but points at a stranger costs a
     /// failed TLS handshake and nothing else. A peer that vanishes without a goodbye is dropped
     /// when its connection fails, and found again when it comes back.

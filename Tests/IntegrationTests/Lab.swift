@@ -87,6 +87,15 @@ struct Lab {
         guard status == 0 else { throw LabError(description: "lab p2p failed: \(output)") }
     }
 
+    /// The process id of host `i`'s avahi-daemon.
+    static func avahiPID(_ host: Int) throws -> pid_t {
+        let path = "\(environment["LAB_DIR"]!)/n\(host)/avahi.pid"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw LabError(description: "no avahi-daemon pid in \(path)") }
+        return pid
+    }
+
     /// The command prefix that runs a program in host `i` with its D-Bus.
     static func exec(_ host: Int) -> [String] { [script, "exec", String(host)] }
 }

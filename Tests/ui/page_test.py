@@ -8,8 +8,9 @@ node's page, and checks, printing one line per check: logging in with the link '
 prints (and that the link works once), logging in with the token, an item added on one node's
 page showing up on the other's without a reload, editing a list field as chips, a conflict
 made with the CLI on both nodes and settled on the page, a CLI edit on one node showing up on
-the other's page, a peer going down and coming back on the cluster view, and no JavaScript error
-in any page during the whole run. Screenshots of every view go to DIR.
+the other's page, a peer going down and coming back on the cluster view, kitchen's view of the
+cluster (started with a bounded view, as past eight machines: --full-mesh-up-to 1) with why garage
+is in it, and no JavaScript error in any page during the whole run. Screenshots of every view go to DIR.
 
 Exit status 0 only if every check passed. The nodes and the temporary directory are removed
 whatever happens; every wait has a timeout, and the whole run is bounded (RUN_LIMIT).
@@ -88,6 +89,9 @@ class Cluster:
                 "peer": ports[other][0],
                 "log": os.path.join(self.root, f"{name}.log"),
                 "proc": None,
+                # Kitchen keeps a bounded view, as a node of more than eight machines does: the
+                # cluster view shows it.
+                "extra": ["--full-mesh-up-to", "1"] if name == "kitchen" else [],
             }
         subprocess.run([self.binary, "--dir", self.nodes["kitchen"]["dir"], "init", "--cluster", pem, "--name", "kitchen"],
                        check=True, capture_output=True, timeout=30)
@@ -105,7 +109,7 @@ class Cluster:
         log = open(n["log"], "a")
         n["proc"] = subprocess.Popen(
             [self.binary, "--dir", n["dir"], "node", "--listen", f"127.0.0.1:{n['listen']}", "--no-mdns",
-             "--peer", f"127.0.0.1:{n['peer']}", "--api", f"127.0.0.1:{n['api']}"],
+             "--peer", f"127.0.0.1:{n['peer']}", "--api", f"127.0.0.1:{n['api']}", *n["extra"]],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         deadline = time.monotonic() + 20
@@ -534,6 +538,18 @@ def main():
                 peer_state = a.locator('tr[data-peer="garage"] .state')
                 expect(peer_state).to_have_text("connected", timeout=SYNC_WAIT * 1000)
                 expect(a.locator('tr[data-peer="garage"]')).to_contain_text("direct")
+                done()
+
+                done = check("cluster view: kitchen's bounded view, and why garage is in it")
+                expect(a.locator("#view-summary")).to_contain_text("past a full mesh", timeout=SYNC_WAIT * 1000)
+                garage_id = cluster.cli_json("garage", "status")["node_id"]
+                member = a.locator(f'table.view tr[data-member="{garage_id}"]')
+                expect(member).to_contain_text("garage")
+                reason = member.locator('td[data-label="Why it is in the view"]').inner_text()
+                # Any reason of a bounded view, in words (which one depends on who dialled first).
+                if reason not in ("this node dialled it to fill its view", "it dialled this node, which had room",
+                                  "it had no session at all, so it was let in"):
+                    raise CheckFailed(f"garage is in kitchen's view for an unexpected reason: {reason!r}")
                 done()
 
                 done = check("cluster view: garage goes down")

@@ -78,6 +78,13 @@ struct NodeCommand: AsyncParsableCommand {
         )
     )
     var graftAhead: Double?
+    @Option(
+        help: ArgumentHelp(
+            "Members (this node included) up to which every member is in the view (default 8).",
+            visibility: .hidden
+        )
+    )
+    var fullMeshUpTo: Int?
 
     func validate() throws {
         try validateInterval(relayInterval, "--relay-interval")
@@ -85,6 +92,9 @@ struct NodeCommand: AsyncParsableCommand {
         try validateInterval(collectInterval, "--collect-interval")
         if let graftDelay { try validateInterval(graftDelay, "--graft-delay") }
         if let graftAhead { try validateInterval(graftAhead, "--graft-ahead") }
+        if let fullMeshUpTo, !(1...1000).contains(fullMeshUpTo) {
+            throw ValidationError("--full-mesh-up-to must be a number of members from 1 to 1000")
+        }
     }
 
     func run() async throws {
@@ -94,6 +104,7 @@ struct NodeCommand: AsyncParsableCommand {
         settings.collectInterval = .milliseconds(Int(collectInterval * 1000))
         settings.graftDelay = graftDelay.map { .milliseconds(Int($0 * 1000)) }
         settings.graftAhead = graftAhead.map { .milliseconds(Int($0 * 1000)) }
+        settings.fullMeshUpTo = fullMeshUpTo
         settings.writerBounds = writers.bounds
         settings.mdns = !noMdns
         settings.interfaces = interfaces
