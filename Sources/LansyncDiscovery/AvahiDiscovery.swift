@@ -19,12 +19,16 @@ import Synchronization
 public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     // @unchecked Sendable, and why it is safe: every mutable property below is read or written
     // only (a) inside Avahi callbacks, which the threaded poll runs on its thread while holding
-    // its lock, or (b) in stop and the retry task, which take `lifecycle` and then that same
-    // poll lock (`avahi_threaded_poll_lock`) — or (c) in start or browse before the poll thread runs, and
-    // in stop after `stopped` is set under both locks and the thread has been stopped. The retry
-    // task holds `lifecycle` from reading `poll` until it is done with it, so stop cannot free
-    // the poll under it. Lock order is always lifecycle, then poll; callbacks take neither.
+    // its lock, or (b) in stop and in the work `whileRunning` runs on `connecting` (the first
+    // client, retries, restarts), which take `lifecycle` and then that same poll lock
+    // (`avahi_threaded_poll_lock`) — or (c) in start or browse before the poll thread runs, and
+    // in stop after `stopped` is set under both locks and the thread has been stopped. That work
+    // holds `lifecycle` from reading `poll` until it is done with it, so stop cannot free the
+    // poll under it. Lock order is always lifecycle, then poll; callbacks take neither.
     private let lifecycle = NSLock()
+    /// Where clients are made: `avahi_client_new` waits on D-Bus, up to 25 s for a busy daemon,
+    /// which must not hold one of the few threads Swift's concurrency runs every task on.
+    private let connecting = DispatchQueue(label: "lansync.avahi.connect")
     private var poll: OpaquePointer?
     private var client: OpaquePointer?
     private var group: OpaquePointer?
@@ -131,9 +135,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             return stream
         }
         self.poll = poll
-        // Before the poll thread runs, nothing else touches our state: no lock needed yet.
-        connect()
         avahi_threaded_poll_start(poll)
+        whileRunning { $0.connect() }
         return stream
     }
 
@@ -165,8 +168,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         userdata.map { Unmanaged<AvahiDiscovery>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    /// Creates the client (with the poll's lock held, or before the poll runs). Without D-Bus
-    /// this fails; we then retry every 3 s.
+    /// Creates the client (with the poll's lock held). Without D-Bus this fails; we then retry
+    /// every 3 s.
     private func connect() {
         guard let poll, client == nil, !stopped else { return }
         generation += 1
@@ -191,11 +194,19 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         retry = Task { [weak self] in
             try? await Task.sleep(for: .seconds(3))
             guard let self, !Task.isCancelled else { return }
+            self.whileRunning { $0.connect() }
+        }
+    }
+
+    /// Runs `body` on `connecting` with `lifecycle` and the poll's lock held, unless stopped.
+    private func whileRunning(_ body: @escaping @Sendable (AvahiDiscovery) -> Void) {
+        connecting.async { [weak self] in
+            guard let self else { return }
             self.lifecycle.withLock {
                 guard !self.stopped, let poll = self.poll else { return }
                 avahi_threaded_poll_lock(poll)
-                self.connect()
-                avahi_threaded_poll_unlock(poll)
+                defer { avahi_threaded_poll_unlock(poll) }
+                body(self)
             }
         }
     }
@@ -276,13 +287,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         retry = Task { [weak self] in
             try? await Task.sleep(for: delay)
             guard let self, !Task.isCancelled else { return }
-            self.lifecycle.withLock {
-                guard !self.stopped, let poll = self.poll else { return }
-                avahi_threaded_poll_lock(poll)
-                defer { avahi_threaded_poll_unlock(poll) }
-                guard self.generation == stale, let client = self.client, !self.healthy(client) else { return }
-                self.restarts += 1
-                self.restart()
+            self.whileRunning { discovery in
+                guard discovery.generation == stale, let client = discovery.client, !discovery.healthy(client)
+                else { return }
+                discovery.restarts += 1
+                discovery.restart()
             }
         }
     }
