@@ -2402,14 +2402,16 @@ function clusterView() {
     ];
   }
 
+  /** A member's name as the status's peers give it, else the start of its node id. */
+  function peerName(peers, id) {
+    const p = (peers || []).find((x) => x.node_id === id);
+    return p && p.name ? p.name : String(id).slice(0, 7);
+  }
+
   // Past eight machines a node keeps sessions with a few members only (its active view) and knows
   // more it can turn to (its passive view); a change goes from member to member.
   function viewSection(v, peers) {
     if (!v) return null;
-    const nameOf = (id) => {
-      const p = (peers || []).find((x) => x.node_id === id);
-      return p && p.name ? p.name : `node ${String(id).slice(0, 7)}`;
-    };
     const bounded = v.mode === 'bounded';
     return [
       h('h2', null, 'The view'),
@@ -2420,7 +2422,7 @@ function clusterView() {
         ? h('div', { class: 'panel table-wrap' }, h('table', { class: 'view', 'aria-label': 'Members in this node’s view' },
           h('thead', null, h('tr', null, ['Member', 'Why it is in the view'].map((t) => h('th', { scope: 'col' }, t)))),
           h('tbody', null, v.active.map((m) => h('tr', { 'data-member': m.node_id },
-            h('td', { 'data-label': 'Member' }, h('strong', null, nameOf(m.node_id))),
+            h('td', { 'data-label': 'Member' }, h('strong', null, peerName(peers, m.node_id))),
             h('td', { 'data-label': 'Why it is in the view' }, VIEW_REASONS[m.reason] || m.reason))))))
         : null,
     ];
@@ -2429,10 +2431,6 @@ function clusterView() {
   function pastSection(c, peers) {
     if (!c) return null;
     const mb = (b) => `${(Number(b) / 1e6).toFixed(1)} MB`;
-    const nameOf = (id) => {
-      const p = (peers || []).find((x) => x.node_id === id);
-      return p && p.name ? p.name : String(id).slice(0, 7);
-    };
     return [
       h('h2', null, 'The past'),
       h('p', { class: 'sub' }, 'Deleted items stay restorable for the trash window; after it, once every active member has seen the delete, only a small tombstone stays, and it goes too an away window later.'),
@@ -2443,7 +2441,7 @@ function clusterView() {
         card('Replica file', `${mb(c.file_bytes)} (${mb(c.free_bytes)} free)`)),
       h('p', { class: 'muted' },
         c.frontier_at ? ['Every member had seen everything up to a point reached ', timeEl(c.frontier_at), '.'] : 'The members have not all caught up with each other yet.',
-        c.held_back_by ? ` Waiting for ${nameOf(c.held_back_by)}.` : '',
+        c.held_back_by ? ` Waiting for ${peerName(peers, c.held_back_by)}.` : '',
         c.departed && c.departed.length ? ` ${c.departed.length} member${c.departed.length === 1 ? ' is' : 's are'} away or forgotten and hold${c.departed.length === 1 ? 's' : ''} nothing back.` : '',
         c.away_since ? [' This machine counts itself away (nothing heard of the cluster, or its replica put back from an old copy) since ', timeEl(c.away_since), ': it rejoins from a snapshot when it meets a current member.'] : '',
         c.rejoined_at ? [' It last rejoined from a snapshot ', timeEl(c.rejoined_at), '.'] : ''),
