@@ -247,12 +247,14 @@ def run_size(binary, n, edits, work):
         idle = [(cpu_seconds(p.pid) - b) / 10 * 1000 for p, b in zip(procs, before)]
         avahi_idle = [(cpu_seconds(pid) - b) / 10 * 1000 for pid, b in zip(daemons, daemons_before)]
         rss = [rss_mb(p.pid) for p in procs]
-        sessions, bounded = [], 0
+        sessions, bounded, floods = [], 0, {}
         for d in dirs:
             s = status(binary, d)
             sessions.append(sum(1 for p in s["peers"] if p.get("connected")))
             if (s.get("view") or {}).get("mode") == "bounded":
                 bounded += 1
+            flood = (s.get("view") or {}).get("flood", 0)
+            floods[flood] = floods.get(flood, 0) + 1
         idle_total_s = sum(idle) / 1000
         # Every node restarted at once, then one edit: when does every replica hold it?
         stop_all(procs)
@@ -277,6 +279,8 @@ def run_size(binary, n, edits, work):
             "sessions_mean": round(statistics.mean(sessions), 1),
             "sessions_max": max(sessions),
             "bounded_views": bounded,
+            # How many nodes flood a change within how many hops of its origin (protocol 1.11).
+            "nodes_by_flood": {str(k): v for k, v in sorted(floods.items())},
             "idle_cpu_ms_per_s_mean": round(statistics.mean(idle), 2),
             "idle_cpu_ms_per_s_max": round(max(idle), 2),
             "rss_mb_max": round(max(rss), 1),

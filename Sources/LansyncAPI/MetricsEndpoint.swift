@@ -64,6 +64,9 @@ struct MetricsEndpoint: Sendable {
                 to: Double(view.active.count)
             )
             gauge("view_passive", "Members known beyond the active view.").set(to: Double(view.passive))
+            gauge("view_flood", "Within how many hops of its origin a change goes over every session.").set(
+                to: Double(view.flood)
+            )
         }
         for peer in status.peers {
             guard let id = peer.nodeID, let lacks = peer.lacks else { continue }

@@ -1719,6 +1719,11 @@ enum OpenAPIDocument {
                       "passive": {
                         "type": "integer",
                         "minimum": 0
+                      },
+                      "flood": {
+                        "description": "Within how many hops of its origin a change goes over every session, pruned ones too (protocol 1.11, Docs/SCALE.md \"Near the origin\"); 0 below a hundred members.",
+                        "type": "integer",
+                        "minimum": 0
                       }
                     }
                   }

@@ -12,6 +12,7 @@ extension Node {
     func learnReports(from hello: Hello) async {
         guard hello.role != .oneShot else { return }
         await view.heard(of: hello.reports.map(\.nodeID), from: hello.nodeID)
+        hub.setClusterSize(await view.heard(sketch: hello.members, from: hello.nodeID))
         let now = WallClock.milliseconds
         let own = MemberReport(nodeID: hello.nodeID, seen: hello.versionVector, at: now)
         let gossip = hello.reports.filter { $0.at <= now }.map {

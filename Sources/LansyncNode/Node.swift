@@ -423,6 +423,7 @@ public final class Node: Sendable {
     private func sessionConfig(for peer: NodeID, outsideView: Bool) async -> SessionMachine.SessionConfig {
         let store = self.store
         let writer = (try? await io.run { try store.info().writerID }) ?? info.writerID
+        hub.setWriter(writer)
         var config = SessionMachine.SessionConfig(
             nodeID: info.nodeID,
             clusterID: info.clusterID,
@@ -462,6 +463,7 @@ public final class Node: Sendable {
             config.reports =
                 (try? await io.run { try store.memberReports() })?.filter { $0.forgottenAt == nil }
                 .prefix(WireLimits.maxReports).map { Hello.Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen) } ?? []
+            config.members = await view.sketch
         }
         return config
     }
@@ -683,7 +685,8 @@ public final class Node: Sendable {
         let store = self.store
         let digests = self.digests
         let refusedNow = refused.snapshot
-        let viewNow = options.role == .peer ? await view.status() : nil
+        var viewNow = options.role == .peer ? await view.status() : nil
+        viewNow?.flood = hub.flood
         var status = try await io.run {
             try StatusReport.make(
                 store: store,

@@ -45,6 +45,34 @@ public enum Message: Hashable, Sendable {
     /// The sender lacks what a ``have(versionVector:)`` announced: changes go at once over this
     /// session again (a `summary` follows, saying what it holds).
     case graft
+    /// A `batch` or `finalBatch` whose changes reached the sender after crossing `hops` sessions
+    /// (0: the sender made them) (protocol 1.11, sent only to peers that announced it): what
+    /// lets a change go over every session near its origin (Docs/SCALE.md, "Spread").
+    indirect case reached(hops: UInt8, Message)
+}
+
+extension Message {
+    /// The message without its hop count (``reached(hops:_:)``).
+    public var withoutHops: Message {
+        if case .reached(_, let inner) = self { inner } else { self }
+    }
+
+    /// The hop count the message carries (``reached(hops:_:)``), nil if none.
+    public var hops: UInt8? {
+        if case .reached(let hops, _) = self { hops } else { nil }
+    }
+
+    /// Whether the message carries field states (a batch or a final batch, with hops or not).
+    public var isBatch: Bool { batchCovers != nil }
+
+    /// What a batch or final batch covers (``DeltaBatch/covers``), with hops or not; nil for
+    /// any other message.
+    public var batchCovers: VersionVector? {
+        switch withoutHops {
+        case .batch(_, let batch), .finalBatch(_, let batch, _): batch.covers
+        default: nil
+        }
+    }
 }
 
 /// What a machine joining with an invite sends (Docs/PROTOCOL.md, "Joining").
@@ -136,6 +164,9 @@ public struct Hello: Hashable, Sendable {
     /// neither counts it in its view nor refuses it for a full one; the dialler closes it once
     /// both are up to date.
     public var outsideView = false
+    /// About how many members the sender has heard of, with those its peers had (protocol
+    /// 1.11, ``MemberSketch``); nil from an older node.
+    public var members: MemberSketch?
 
     /// A member's address as a hello passes it on.
     public struct Address: Hashable, Sendable {
@@ -241,8 +272,13 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// ``Message/finalBatch(sequence:_:done:)``), sent only to peers that announced 1.9; 1.10
     /// the sender's view at the end of the hello (``Hello/viewSessions``, ``Hello/outsideView``;
     /// older nodes skip them), and messages `have`, `prune` and `graft`, sent only to peers that
-    /// announced 1.10.
-    public static let current = ProtocolVersion(major: 1, minor: 10)
+    /// announced 1.10; 1.11 the sender's count of members at the end of the hello
+    /// (``Hello/members``, 64 bytes; older nodes skip it) and hop counts before a batch (type 15,
+    /// ``Message/reached(hops:_:)``), sent only to peers that announced 1.11.
+    public static let current = ProtocolVersion(major: 1, minor: 11)
+
+    /// The first version that takes hop counts (``Message/reached(hops:_:)``).
+    public static let hops = ProtocolVersion(major: 1, minor: 11)
 
     /// The first version whose hello says how many view sessions the sender holds, and that
     /// takes `have`, `prune` and `graft`.

@@ -18,6 +18,9 @@ public enum MessageCoder {
         /// What the sender holds beyond what it told, instead of a change passed on; a request
         /// to pass changes on that way; and to pass them on at once again (protocol 1.10).
         case have = 12, prune = 13, graft = 14
+        /// How many sessions the changes of the batch that follows crossed (protocol 1.11): a
+        /// byte, then that batch as a message of its own.
+        case reached = 15
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -85,6 +88,9 @@ public enum MessageCoder {
                 w.varint(hello.viewSessions)
                 w.byte(hello.outsideView ? 1 : 0)
             }
+            if hello.version.minor >= 11 || hello.version.major > 1 {
+                w.raw((hello.members ?? MemberSketch()).registers)
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -112,6 +118,10 @@ public enum MessageCoder {
             w.byte(Tag.prune.rawValue)
         case .graft:
             w.byte(Tag.graft.rawValue)
+        case let .reached(hops, inner):
+            w.byte(Tag.reached.rawValue)
+            w.byte(hops)
+            w.raw(encode(inner))
         case .joinRequest(let request):
             w.byte(Tag.joinRequest.rawValue)
             w.raw(magic)
@@ -226,6 +236,13 @@ public enum MessageCoder {
                     default: throw WireError.malformed("a hello's outside-view flag that is neither 0 nor 1")
                     }
                 }
+                if minor >= 11 || major > 1 {
+                    guard let sketch = MemberSketch(registers: Array(try r.raw(MemberSketch.registerCount))) else {
+                        throw WireError.malformed("a hello's member count with a register past 59")
+                    }
+                    // Nothing counted reads as an older node's hello: no count.
+                    hello.members = sketch == MemberSketch() ? nil : sketch
+                }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {
                     _ = try r.raw(r.remaining)
@@ -253,6 +270,16 @@ public enum MessageCoder {
                 message = .prune
             case .graft:
                 message = .graft
+            case .reached:
+                let hops = try r.byte()
+                guard hops < .max else { throw WireError.malformed("a hop count of 255: at most 254 are told") }
+                let rest = Array(try r.raw(r.remaining))
+                // Checked before decoding it: hop counts nested in hop counts would recurse as
+                // deep as a frame is long.
+                guard let inner = rest.first.flatMap(Tag.init(rawValue:)),
+                    [.batch, .loggedBatch, .finalBatch].contains(inner)
+                else { throw WireError.malformed("a hop count before a message that is not a batch") }
+                message = .reached(hops: hops, try decode(rest))
             case .joinRequest:
                 guard Array(try r.raw(4)) == magic else {
                     throw WireError.malformed("join request without the LNSY magic")

@@ -83,6 +83,11 @@ import Testing
             status.view?.summary
                 == "bounded: 2 session(s) of a target of 5 (1 accepted, 1 chosen), 24 more member(s) known"
         )
+        status.view?.flood = 3
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        #expect(
+            status.view?.summary.hasSuffix("; a change goes over every session within 3 hops of its origin") == true
+        )
     }
 
     @Test func transportFailuresSayWhatHappenedNotAnEnumCase() {

@@ -36,6 +36,32 @@ import Testing
         #expect(hub.version(for: b) == nil)
     }
 
+    /// Sessions woken by a change near its origin send it at once even over a pruned session
+    /// (protocol 1.11), only in a cluster large enough to flood: below a hundred members a
+    /// node's own edits follow the tree, as before hop counts (W9 at 8 nodes caught this: sent at
+    /// once everywhere, each edit reached every node twice).
+    @Test func onlyALargeClusterSendsChangesNearTheirOriginOverEverySession() {
+        let hub = ChangeHub()
+        hub.setWriter(.node(1))
+        let (a, _) = hub.subscribe()
+        let (b, _) = hub.subscribe()
+        hub.setClusterSize(8)
+        hub.notifyUnread()
+        #expect(!hub.eager(for: a) && !hub.eager(for: b), "a small cluster: the tree alone")
+        hub.setClusterSize(1000)
+        hub.notifyUnread()
+        #expect(hub.eager(for: a) && hub.eager(for: b), "this node's own edit, in a large cluster")
+        #expect(!hub.eager(for: a), "asked once per wake-up")
+        // A batch applied through a: the change is 2 hops from its origin here, within the flood.
+        hub.notify(version: nil, except: a, hops: 2)
+        #expect(!hub.eager(for: a) && hub.eager(for: b))
+        hub.notify(version: nil, except: a, hops: 4)
+        #expect(!hub.eager(for: b), "4 hops from its origin: past the flood, down the tree")
+        hub.notify(version: nil, except: a, hops: nil)
+        #expect(!hub.eager(for: b), "no count: down the tree")
+        #expect(hub.hops(of: VersionVector([.node(1): 5])) == 0, "own changes are stamped 0")
+    }
+
     @Test func aNudgeDatagramWakesTheNodeAndNothingElseDoes() async throws {
         let dir = makeTemporaryDirectory("nudge")
         let control = dir + "/control.sock"

@@ -119,4 +119,34 @@ import Testing
         _ = held.handle(.tick(now: start, localVersion: local.joined(with: announced)))
         #expect(held.handle(.received(.have(versionVector: announced), now: start)).isEmpty)
     }
+
+    /// Near its origin a change goes at once over every session, pruned ones too, to a peer of
+    /// 1.11 (its copy says how near, so it prunes nothing); a peer of 1.10 still hears a `have`.
+    @Test func aChangeNearItsOriginGoesAtOnceOverAPrunedSession() {
+        let own = VersionVector([.node(1): 1])
+        var m = Self.settled()
+        _ = m.handle(.received(.prune, now: .now))
+        #expect(
+            m.handle(.localChanged(localVersion: nil, eager: true)).contains { action in
+                if case .startDelta = action { true } else { false }
+            }
+        )
+        var old = Self.settled(peerVersion: .views)
+        _ = old.handle(.received(.prune, now: .now))
+        #expect(old.handle(.localChanged(localVersion: own, eager: true)) == [.send(.have(versionVector: own))])
+    }
+
+    /// A copy the flood was expected to bring keeps its session eager; a batch with a hop count
+    /// is applied as one without.
+    @Test func aCopyTheFloodWasExpectedToBringPrunesNothing() {
+        var m = Self.settled()
+        #expect(
+            m.handle(.received(.reached(hops: 1, .batch(sequence: 1, Self.batch(1))), now: .now)) == [
+                .apply(sequence: 1, Self.batch(1))
+            ]
+        )
+        #expect(m.handle(.applied(sequence: 1, now: .now, changed: 0, keep: true)) == [.send(.ack(sequence: 1))])
+        _ = m.handle(.received(.batch(sequence: 2, Self.batch(2)), now: .now))
+        #expect(m.handle(.applied(sequence: 2, now: .now, changed: 0)) == [.send(.ack(sequence: 2)), .send(.prune)])
+    }
 }

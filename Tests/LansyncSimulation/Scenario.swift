@@ -25,6 +25,10 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// The deepest hop each change reached a node at: median and maximum over changes.
     public var roundsMedian: Int
     public var roundsMax: Int
+    /// For a healed partition: the deepest hop each change reached a node at, counted from the
+    /// nodes that held it when the partition healed (the rounds the heal took); median over
+    /// changes. Nil for the other scenarios.
+    public var roundsAfterHeal: Int?
     /// How long a change took to reach every node it reached: p50 and p99 over all deliveries.
     public var reachP50: Duration
     public var reachP99: Duration
@@ -41,6 +45,10 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var antiEntropySessions: Int
     /// Deliveries of a change over a session that had carried it to the same node already.
     public var resentInSession: Int
+    /// `prune`, `graft` and `have` messages sent while the changes spread.
+    public var prunes = 0
+    public var grafts = 0
+    public var haves = 0
     public var faults: [String]
 
     public var converged: Bool { settledAfter != nil }
@@ -48,10 +56,10 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var description: String {
         let settled = settledAfter.map { "settled in \(Self.ms($0)) ms" } ?? "DID NOT CONVERGE"
         return
-            "\(scenario.rawValue) n=\(nodes) seed=\(seed): \(settled); \(changes) changes, rounds median \(roundsMedian) max \(roundsMax), "
+            "\(scenario.rawValue) n=\(nodes) seed=\(seed): \(settled); \(changes) changes, rounds median \(roundsMedian) max \(roundsMax)\(roundsAfterHeal.map { " (after the heal \($0))" } ?? ""), "
             + "reach p50 \(Self.ms(reachP50)) ms p99 \(Self.ms(reachP99)) ms, last p50 \(Self.ms(lastP50)) ms p99 \(Self.ms(lastP99)) ms, "
             + "duplicates/node/change \(Self.fixed(duplicatesPerNode)), messages/change \(Self.fixed(messagesPerChange)), "
-            + "sessions/node mean \(Self.fixed(sessionsMean)) max \(sessionsMax), anti-entropy sessions \(antiEntropySessions), resent in a session \(resentInSession)"
+            + "sessions/node mean \(Self.fixed(sessionsMean)) max \(sessionsMax), anti-entropy sessions \(antiEntropySessions), resent in a session \(resentInSession), prunes \(prunes), grafts \(grafts), haves \(haves)"
             + (faults.isEmpty ? "" : "; FAULTS: \(faults.prefix(3))")
     }
 
@@ -122,6 +130,7 @@ extension Simulation {
     func report(_ scenario: Scenario, settledAfter: Duration?) -> SimulationReport {
         let changes = tracked.values
         let deepest = changes.map(\.deepest).sorted()
+        let afterHeal = changes.compactMap(\.deepestAfterHeal).sorted()
         let reach = changes.flatMap(\.reached).sorted()
         let last = changes.compactMap { $0.reached.max() }.sorted()
         let first = changes.reduce(0) { $0 + $1.reached.count }
@@ -135,6 +144,7 @@ extension Simulation {
             changes: changes.count,
             roundsMedian: deepest.isEmpty ? 0 : deepest[deepest.count / 2],
             roundsMax: deepest.last ?? 0,
+            roundsAfterHeal: afterHeal.isEmpty ? nil : afterHeal[afterHeal.count / 2],
             reachP50: reach.isEmpty ? .zero : reach[reach.count / 2],
             reachP99: reach.isEmpty ? .zero : reach[min(reach.count - 1, reach.count * 99 / 100)],
             lastP50: last.isEmpty ? .zero : last[last.count / 2],
@@ -145,6 +155,9 @@ extension Simulation {
             sessionsMax: sessions.max() ?? 0,
             antiEntropySessions: counters.antiEntropySessions,
             resentInSession: counters.resentInSession,
+            prunes: counters.prunes,
+            grafts: counters.grafts,
+            haves: counters.haves,
             faults: faults
         )
     }

@@ -14,7 +14,7 @@ extension Simulation {
             let (me, peer) = (session.nodes[side], session.nodes[1 - side])
             switch action {
             case .send(let message):
-                send(.message(message), session: s, to: 1 - side)
+                send(.message(stamped(message, at: me)), session: s, to: 1 - side)
             case let .apply(sequence, batch), let .applyFinal(sequence, batch):
                 let incarnation = session.machines[side].peer?.writer ?? ids[peer]
                 record(batch, at: me, from: peer, session: s)
@@ -26,18 +26,22 @@ extension Simulation {
                     return
                 }
                 let changed = Int(nodes[me].replica.changes - before)
+                let keep = nodes[me].record.applied(covers: batch.covers, hops: session.hops[side], changed: changed)
                 var told = changed > 0
                 if case .applyFinal = action {
                     nodes[me].replica.completeStream(from: ids[peer])
                     told = true
                 }
-                if told { queue.push(.changed(node: me, except: s, forwarded: true), at: now) }
+                if told {
+                    let hops = HopRecord.arrived(session.hops[side])
+                    queue.push(.changed(node: me, except: s, forwarded: true, hops: changed > 0 ? hops : nil), at: now)
+                }
                 pending += sessions[s]!.machines[side].handle(
-                    .applied(sequence: sequence, now: instant, changed: changed)
+                    .applied(sequence: sequence, now: instant, changed: changed, keep: keep)
                 )
             case .completeStream:
                 nodes[me].replica.completeStream(from: ids[peer])
-                queue.push(.changed(node: me, except: s, forwarded: true), at: now)
+                queue.push(.changed(node: me, except: s, forwarded: true, hops: nil), at: now)
             case let .startDelta(vv, _, deltaBase):
                 sessions[s]!.deltas[side] = nodes[me].replica.delta(
                     for: vv,
@@ -60,6 +64,7 @@ extension Simulation {
                 queue.push(.wake(session: s, side: side), at: now + after)
             case .peerReady(let hello):
                 nodes[me].replica.meet(hello.nodeID, incarnation: hello.writer)
+                hearMembers(hello, at: me, from: peer)
                 // The hello's addresses: members the peer passes on (a sample of its view).
                 let passed = nodes[peer].view.sample(config.passedOn, for: ids[me], using: &rng)
                 nodes[me].view.learn(passed + [ids[peer]], using: &rng)
@@ -69,6 +74,22 @@ extension Simulation {
                 close(s, side: side)
             }
         }
+    }
+
+    /// A batch with the hops its changes took to reach `me` (``HopRecord``), as the node's
+    /// session driver stamps it.
+    func stamped(_ message: Message, at me: Int) -> Message {
+        guard config.flood != 0, let covers = message.batchCovers else { return message }
+        return nodes[me].record.hops(of: covers).map { .reached(hops: $0, message) } ?? message
+    }
+
+    /// A hello's count of members (protocol 1.11, ``MemberSketch``) joins this node's: how many
+    /// it counts sets how far a change floods, as on the node (``ViewKeeper``).
+    mutating func hearMembers(_ hello: Hello, at me: Int, from peer: Int) {
+        if let sketch = hello.members { nodes[me].sketch.merge(sketch) }
+        nodes[me].sketch.insert(ids[peer])
+        let members = max(nodes[me].sketch.estimate, nodes[me].view.clusterSize)
+        nodes[me].record.flood = config.flood ?? HopRecord.flood(forClusterOf: members)
     }
 
     /// Counts the tracked changes `batch` carries to `me`: a first delivery sets the hop it
@@ -84,6 +105,10 @@ extension Simulation {
             guard nodes[me].hops[item] == nil else { continue }
             let hop = (nodes[peer].hops[item] ?? 0) + 1
             nodes[me].hops[item] = hop
+            if let before = nodes[peer].hopsAfterHeal[item] {
+                nodes[me].hopsAfterHeal[item] = before + 1
+                tracked[item]!.deepestAfterHeal = max(tracked[item]!.deepestAfterHeal ?? 0, before + 1)
+            }
             tracked[item]!.reached.append(now - tracked[item]!.at)
             tracked[item]!.deepest = max(tracked[item]!.deepest, hop)
         }
@@ -123,6 +148,8 @@ extension Simulation {
         for s in sessionIDs(of: n) { if let side = side(of: n, in: s) { close(s, side: side) } }
         nodes[n].up = false
         nodes[n].view.restarted()
+        // Kept in memory only: a restarted node knows no hops.
+        nodes[n].record = HopRecord(writer: nodes[n].replica.writer)
     }
 
     /// A crashed node starts again.
@@ -146,6 +173,12 @@ extension Simulation {
     /// Ends a partition: what TCP held is delivered, in order.
     public mutating func heal() {
         groups = nil
+        for n in nodes.indices {
+            for item in nodes[n].hops.keys where tracked[item] != nil {
+                nodes[n].hopsAfterHeal[item] = 0
+                tracked[item]!.deepestAfterHeal = tracked[item]!.deepestAfterHeal ?? 0
+            }
+        }
         for s in sessions.keys.sorted() {
             for side in 0..<2 {
                 let held = sessions[s]!.held[side].sorted { $0.order < $1.order }

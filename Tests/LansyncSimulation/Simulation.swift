@@ -38,6 +38,9 @@ public struct Simulation {
         public var graftAhead: Duration?
         /// The session machines' ``SessionMachine/SessionConfig/graftDelay`` (nil: its default).
         public var graftDelay: Duration?
+        /// ``HopRecord/flood`` (nil: as the node picks it for the cluster size it knows of); 0
+        /// turns hop counts off (protocol 1.10's spread).
+        public var flood: Int?
         /// How long a dial to an unreachable address takes to fail.
         public var connectTimeout: Duration = .seconds(3)
 
@@ -59,6 +62,8 @@ public struct Simulation {
         var sent = [0, 0]
         /// Deliveries to each side held by a partition, with their order.
         var held: [[(order: Int, delivery: Delivery)]] = [[], []]
+        /// The hops the last message to each side said its changes took (``Message/reached(hops:_:)``).
+        var hops: [UInt8?] = [nil, nil]
         /// A short anti-entropy session outside the view, closed by its dialler once up to date.
         let antiEntropy: Bool
     }
@@ -67,6 +72,10 @@ public struct Simulation {
     enum Delivery {
         case message(Message)
         case close
+
+        var withoutHops: Delivery {
+            if case .message(let message) = self { .message(message.withoutHops) } else { self }
+        }
     }
 
     struct Node {
@@ -81,6 +90,13 @@ public struct Simulation {
         var nextAntiEntropy: Duration = .zero
         /// The hop at which each tracked change reached this node (0 where it was made).
         var hops: [ItemID: Int] = [:]
+        /// The node's own record of hops, by session (what the real node keeps).
+        var record: HopRecord
+        /// Since a partition healed: the hop at which each tracked change reached this node,
+        /// counted from the nodes that held it at the heal (0 there).
+        var hopsAfterHeal: [ItemID: Int] = [:]
+        /// About how many members it has heard of (``MemberSketch``), merged from hellos.
+        var sketch = MemberSketch()
     }
 
     enum Event {
@@ -90,7 +106,7 @@ public struct Simulation {
         case tick(node: Int, generation: Int)
         /// `forwarded`: a peer's batch changed the replica (its vector is read with it), else a
         /// local edit (announced before its vector is read, as on a real node).
-        case changed(node: Int, except: Int?, forwarded: Bool)
+        case changed(node: Int, except: Int?, forwarded: Bool, hops: UInt8? = 0)
         case wake(session: Int, side: Int)
     }
 
@@ -101,6 +117,9 @@ public struct Simulation {
         var reached: [Duration] = []
         var deliveries = 0
         var deepest = 0
+        /// The deepest hop it reached a node at counted from where it was when a partition
+        /// healed (nil: no partition healed while it spread).
+        var deepestAfterHeal: Int?
         /// The sessions that carried it, and to which side.
         var carried: Set<Carried> = []
     }
@@ -142,6 +161,9 @@ public struct Simulation {
         /// Deliveries of a change to a node over a session that had carried it to that node
         /// before: the machine sent it twice.
         public var resentInSession = 0
+        public var prunes = 0
+        public var grafts = 0
+        public var haves = 0
     }
 
     static let cluster = NodeID(high: 0x5EED, low: 0xC1)
@@ -157,7 +179,15 @@ public struct Simulation {
         let id = NodeID.node(UInt64(n + 1))
         ids.append(id)
         index[id] = n
-        nodes.append(Node(replica: Replica(nodeID: id), view: PeerView(me: id, limits: config.view)))
+        let replica = Replica(nodeID: id)
+        nodes.append(
+            Node(
+                replica: replica,
+                view: PeerView(me: id, limits: config.view),
+                record: HopRecord(writer: replica.writer)
+            )
+        )
+        nodes[n].sketch.insert(id)
         generations.append(0)
     }
 
@@ -232,14 +262,15 @@ public struct Simulation {
             guard nodes[n].up, generations[n] == generation else { return }
             tick(n)
             queue.push(.tick(node: n, generation: generation), at: now + .seconds(1))
-        case let .changed(n, except, forwarded):
+        case let .changed(n, except, forwarded, hops):
             guard nodes[n].up else { return }
             // As on a real node: a local edit is announced before its vector is read
             // (``ChangeHub/notifyUnread()``); a batch applied comes with the vector read after it.
             let version = forwarded ? nodes[n].replica.versionVector : nil
+            let eager = nodes[n].record.floods(hops)
             for s in sessionIDs(of: n) where s != except {
                 guard let side = side(of: n, in: s) else { continue }
-                let event = SessionMachine.Event.localChanged(localVersion: version, now: instant)
+                let event = SessionMachine.Event.localChanged(localVersion: version, now: instant, eager: eager)
                 perform(sessions[s]!.machines[side].handle(event), session: s, side: side)
             }
         case let .wake(s, side):
@@ -356,6 +387,7 @@ public struct Simulation {
             )
             if let ahead = self.config.graftAhead { config.graftAhead = ahead }
             if let delay = self.config.graftDelay { config.graftDelay = delay }
+            config.members = nodes[me].sketch
             return config
         }
         sessions[s] = Session(
@@ -406,8 +438,14 @@ public struct Simulation {
 
     mutating func send(_ delivery: Delivery, session s: Int, to side: Int) {
         guard let session = sessions[s] else { return }
-        if case .message(let message) = delivery {
+        if case .message(let message) = delivery.withoutHops {
             counters.messages += 1
+            switch message {
+            case .prune: counters.prunes += 1
+            case .graft: counters.grafts += 1
+            case .have: counters.haves += 1
+            default: break
+            }
             if case .batch(_, let batch) = message { count(batch) }
             if case .finalBatch(_, let batch, _) = message { count(batch) }
         }
@@ -442,6 +480,11 @@ public struct Simulation {
         switch delivery {
         case .close: close(s, side: side, tellPeer: false)
         case .message(let message):
+            // As the node's session driver reads it: a batch of the peer's first delta is a
+            // catch-up, spread from here as if made here.
+            if message.isBatch {
+                sessions[s]!.hops[side] = session.machines[side].peerCatchingUp ? HopRecord.caughtUp : message.hops
+            }
             perform(sessions[s]!.machines[side].handle(.received(message, now: instant)), session: s, side: side)
         }
     }

@@ -102,9 +102,12 @@ import Testing
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         #expect(
-            Array(bytes.suffix(9)) == [0xAC, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
-            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8), then no view session and not outside the view (1.10)"
+            Array(bytes.dropLast(MemberSketch.registerCount).suffix(9)) == [
+                0xAC, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+            ],
+            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8), then no view session and not outside the view (1.10), then no count of members (1.11)"
         )
+        #expect(bytes.suffix(MemberSketch.registerCount).allSatisfy { $0 == 0 })
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
@@ -147,8 +150,9 @@ import Testing
         marked.listenPort = 0
         marked.addresses = []
         var lying = MessageCoder.encode(.hello(marked))
-        lying.removeLast(5)  // no mark, port 0, no address, no view session, inside the view
-        lying += [1, 0, 0, 0, 0, 0]  // one mark, on report 0, of none
+        // No mark, port 0, no address, no view session, inside the view, no count of members.
+        lying.removeLast(5 + MemberSketch.registerCount)
+        lying += [1, 0, 0, 0, 0, 0] + Array(repeating: 0, count: MemberSketch.registerCount)  // one mark, on report 0, of none
         #expect(throws: WireError.self) { try MessageCoder.decode(lying) }
         var badPort = hello
         badPort.listenPort = 70_000
@@ -172,9 +176,9 @@ import Testing
         hello.outsideView = true
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
-        #expect(Array(bytes.suffix(3)) == [0xAC, 0x02, 0x01])
+        #expect(Array(bytes.dropLast(MemberSketch.registerCount).suffix(3)) == [0xAC, 0x02, 0x01])
         var bad = bytes
-        bad[bad.count - 1] = 2
+        bad[bad.count - 1 - MemberSketch.registerCount] = 2
         #expect(throws: WireError.self) { try MessageCoder.decode(bad) }
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 9)
@@ -193,6 +197,35 @@ import Testing
         let have = Message.have(versionVector: VersionVector([Self.a: 7, Self.c: 300]))
         #expect(try MessageCoder.decode(MessageCoder.encode(have)) == have)
         #expect(throws: WireError.self) { try MessageCoder.decode([13, 0]) }
+    }
+
+    /// 1.11's hop count: a byte before a batch or final batch, which is encoded as on its own;
+    /// before anything else (another hop count included) it is refused.
+    @Test func goldenReached() throws {
+        var field = FieldState()
+        field.assign(.integer(1), dot: Dot(node: Self.a, counter: 1), timestamp: HLCTimestamp(rawValue: 1))
+        let batch = DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: .named("i"), field: .named("v")), state: field)],
+            covers: VersionVector([Self.a: 1])
+        )
+        let plain = MessageCoder.encode(.batch(sequence: 3, batch))
+        #expect(MessageCoder.encode(.reached(hops: 4, .batch(sequence: 3, batch))) == [15, 4] + plain)
+        for inner in [
+            Message.batch(sequence: 3, batch), .finalBatch(sequence: 4, batch, done: VersionVector([Self.a: 1])),
+        ] {
+            let message = Message.reached(hops: 200, inner)
+            let decoded = try MessageCoder.decode(MessageCoder.encode(message))
+            #expect(decoded.hops == 200)
+            #expect(MessageCoder.encode(decoded.withoutHops) == MessageCoder.encode(inner))
+            #expect(decoded.isBatch && decoded.batchCovers == batch.covers)
+        }
+        #expect(throws: WireError.self) { try MessageCoder.decode([15, 1] + MessageCoder.encode(.ack(sequence: 1))) }
+        #expect(throws: WireError.self) { try MessageCoder.decode([15, 1, 15, 1] + plain) }
+        #expect(throws: WireError.self) { try MessageCoder.decode([15, 1]) }
+        #expect(throws: WireError.self) { try MessageCoder.decode([15, 255] + plain) }
+        #expect(throws: WireError.self) { try MessageCoder.decode([15]) }
+        // Nested as deep as a frame allows: refused at the first level, not recursed into.
+        #expect(throws: WireError.self) { try MessageCoder.decode(Array(repeating: 15, count: 1 << 20)) }
     }
 
     @Test func goldenAckDoneError() {

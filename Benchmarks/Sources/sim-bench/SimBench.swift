@@ -30,6 +30,12 @@ struct SimBench: ParsableCommand {
     @Option(help: "The machines' graft delay in milliseconds (default: theirs).")
     var graftDelay: Int?
 
+    @Option(
+        help:
+            "Within how many hops of its origin a change goes over every session (default: as nodes pick it; 0: no hop counts)."
+    )
+    var flood: Int?
+
     mutating func run() throws {
         var failed: [String] = []
         for size in sizes.split(separator: ",").compactMap({ Int($0) }) {
@@ -44,18 +50,22 @@ struct SimBench: ParsableCommand {
                     var config = Simulation.Config(nodes: size, seed: s)
                     config.graftAhead = graftAhead.map { .milliseconds($0) }
                     config.graftDelay = graftDelay.map { .milliseconds($0) }
+                    config.flood = flood
                     let report = Simulation.run(scenario, config, changes: changes)
                     if seeds <= 3 || !report.converged || !report.faults.isEmpty { print(report) }
                     if !report.converged || !report.faults.isEmpty { failed.append("\(scenario) n=\(size) seed=\(s)") }
                     reports.append(report)
                 }
                 let rounds = reports.map(\.roundsMedian).sorted()
+                let afterHeal = reports.compactMap(\.roundsAfterHeal).sorted()
                 let dups = reports.map(\.duplicatesPerNode).reduce(0, +) / Double(reports.count)
                 let messages = reports.map(\.messagesPerChange).reduce(0, +) / Double(reports.count)
                 let sessions = reports.map(\.sessionsMax).max() ?? 0
                 print(
                     "SUMMARY \(scenario) n=\(size): \(reports.filter(\.converged).count)/\(reports.count) converged, "
-                        + "rounds median \(rounds[rounds.count / 2]), duplicates/node/change \(dups), "
+                        + "rounds median \(rounds[rounds.count / 2])"
+                        + (afterHeal.isEmpty ? "" : " (after the heal \(afterHeal[afterHeal.count / 2]))")
+                        + ", duplicates/node/change \(dups), "
                         + "messages/change \(messages), max sessions/node \(sessions), wall \(clock.now - start)"
                 )
             }

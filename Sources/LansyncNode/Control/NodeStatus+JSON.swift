@@ -63,7 +63,7 @@ extension NodeStatus.View {
                 "active",
                 .array(active.map { .object([("node_id", .string($0.nodeID)), ("reason", .string($0.reason))]) })
             ),
-            ("mode", .string(mode)), ("passive", .int(passive)), ("target", .int(target)),
+            ("flood", .int(flood)), ("mode", .string(mode)), ("passive", .int(passive)), ("target", .int(target)),
         ])
     }
 
@@ -76,7 +76,8 @@ extension NodeStatus.View {
                 let m = JSONFields(member, "a member of the view")
                 return Member(nodeID: try m.string("node_id"), reason: try m.string("reason"))
             },
-            passive: try j.int("passive")
+            passive: try j.int("passive"),
+            flood: try j.optionalInt("flood") ?? 0
         )
     }
 }

@@ -55,6 +55,9 @@ public struct NodeStatus: Sendable, Equatable {
         public var active: [Member]
         /// Members known beyond the active view.
         public var passive: Int
+        /// Within how many hops of its origin a change goes over every session (protocol 1.11,
+        /// ``HopRecord/flood(forClusterOf:)``); 0 below a hundred members.
+        public var flood = 0
 
         public struct Member: Sendable, Equatable {
             public var nodeID: String
@@ -66,11 +69,12 @@ public struct NodeStatus: Sendable, Equatable {
             }
         }
 
-        public init(mode: String, target: Int, active: [Member], passive: Int) {
+        public init(mode: String, target: Int, active: [Member], passive: Int, flood: Int = 0) {
             self.mode = mode
             self.target = target
             self.active = active
             self.passive = passive
+            self.flood = flood
         }
 
         /// "bounded: 6 sessions of a target of 5 (5 chosen, 1 accepted), 24 more members known".
@@ -79,6 +83,7 @@ public struct NodeStatus: Sendable, Equatable {
                 .map { "\($0.value.count) \($0.key)" }.joined(separator: ", ")
             return "\(mode): \(active.count) session(s) of a target of \(target)"
                 + (reasons.isEmpty ? "" : " (\(reasons))") + ", \(passive) more member(s) known"
+                + (flood > 0 ? "; a change goes over every session within \(flood) hops of its origin" : "")
         }
     }
 

@@ -1,5 +1,6 @@
 import LansyncCore
 import LansyncStore
+import LansyncWire
 
 /// The running node's ``PeerView``, with the last addresses of the members in it: what the dial
 /// loops ask before they dial, what an inbound session is accepted by, and what `status` shows
@@ -19,14 +20,21 @@ actor ViewKeeper {
     /// to the same member supersedes the older one (``PeerRegistry/claim``); the older one's end
     /// must not take the member out of the view while the newer one runs.
     private var counted: [NodeID: Int] = [:]
+    /// About how many members the cluster has, merged from every hello (``MemberSketch``): kept
+    /// apart from the view's own count, which decides the full mesh and must not move on an
+    /// estimate.
+    private(set) var sketch = MemberSketch()
 
     init(me: NodeID, limits: PeerView.Limits) {
         view = PeerView(me: me, limits: limits)
+        sketch.insert(me)
     }
 
     var current: PeerView { view }
     var isFullMesh: Bool { view.isFullMesh }
     var activeCount: Int { view.active.count }
+    /// Every member this node knows of, itself included (``PeerView/clusterSize``).
+    var clusterSize: Int { view.clusterSize }
 
     /// `source` named `node` at `at` (mDNS, a member's hello).
     func learn(_ node: NodeID, at: [PeerAddress], source: PeerSource) {
@@ -38,6 +46,14 @@ actor ViewKeeper {
     /// A hello reported these members (beside its sender and this node).
     func heard(of reported: some Sequence<NodeID>, from sender: NodeID) {
         view.heard(ofMembers: Set(reported).union([sender, view.me]).count)
+    }
+
+    /// A hello's count of members (protocol 1.11) joins this node's; the larger of it and the
+    /// members the view knows of: how many the cluster has at least, for the flood.
+    func heard(sketch: MemberSketch?, from sender: NodeID) -> Int {
+        if let sketch { self.sketch.merge(sketch) }
+        self.sketch.insert(sender)
+        return max(self.sketch.estimate, view.clusterSize)
     }
 
     /// Whether a discovered or passed-on member's loop may dial it now: in a full mesh always;

@@ -37,6 +37,8 @@ struct SessionDriver {
     /// When the replica last rejoined as the session said hello: a batch or stream end recorded
     /// after another rejoin is refused (``StoreError/rejoinedSince(session:replica:)``).
     private var rejoinedAt: UInt64?
+    /// The hops the peer's last batch said its changes took (``Message/reached(hops:_:)``).
+    private var receivedHops: UInt8?
 
     init(
         runner: SessionRunner,
@@ -97,6 +99,11 @@ struct SessionDriver {
                 if machine.phase != .closed { outcome.connectionError = "the peer closed the connection" }
                 return
             case .event(let event):
+                if case .received(let message, _) = event, message.isBatch {
+                    // A catch-up batch (the peer's first delta) brings what was missing here: it
+                    // spreads from here as if made here.
+                    receivedHops = machine.peerCatchingUp ? HopRecord.caughtUp : message.hops
+                }
                 if try await perform(machine.handle(event)) {
                     guard outcome.error?.code == .away else { return }
                     lingerUntil = .now + Self.linger
@@ -136,7 +143,7 @@ struct SessionDriver {
         while let action = queue.popFirst() {
             switch action {
             case .send(let message):
-                try await send(message)
+                try await send(stamped(message))
             case let .apply(sequence, batch):
                 queue += await apply(batch, sequence: sequence)
             case let .applyFinal(sequence, batch):
@@ -174,6 +181,13 @@ struct SessionDriver {
         return false
     }
 
+    /// A batch with the hops its changes took to reach this node, to a peer that reads them
+    /// (protocol 1.11); any other message, or to an older peer, as it is.
+    private func stamped(_ message: Message) -> Message {
+        guard let peer = machine.peer, peer.version >= .hops, let covers = message.batchCovers else { return message }
+        return runner.hub.hops(of: covers).map { .reached(hops: $0, message) } ?? message
+    }
+
     /// Applies the peer's batch in one transaction, within the session's writer allowance (and,
     /// `completingStream`, records its stream as complete in the same transaction).
     private mutating func apply(
@@ -205,11 +219,13 @@ struct SessionDriver {
             }
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
+            let keep = runner.hub.applied(covers: batch.covers, hops: receivedHops, changed: received.changed)
             if received.changed > 0 || completingStream {
-                runner.hub.notify(version: version, except: subscription)
+                let hops = received.changed > 0 ? HopRecord.arrived(receivedHops) : nil
+                runner.hub.notify(version: version, except: subscription, hops: hops)
             }
             if received.changed > 0 { await runner.observer.applied(received.changed) }
-            return machine.handle(.applied(sequence: sequence, now: .now, changed: received.changed))
+            return machine.handle(.applied(sequence: sequence, now: .now, changed: received.changed, keep: keep))
         } catch let error as StoreError {
             switch error {
             case .tooManyWriters:

@@ -52,6 +52,8 @@ public struct SessionMachine: Sendable {
         public var viewSessions: UInt64 = 0
         /// ``Hello/outsideView``: this session is a round of anti-entropy outside the views.
         public var outsideView = false
+        /// ``Hello/members``: about how many members this node has heard of (protocol 1.11).
+        public var members: MemberSketch?
         /// How long a change a pruned peer announced (`have`) may take to arrive through other
         /// sessions before this side asks the peer for it (`graft`).
         public var graftDelay: Duration = .milliseconds(50)
@@ -103,7 +105,9 @@ public struct SessionMachine: Sendable {
         case receivedInvalid(WireError, now: ContinuousClock.Instant)
         /// The runner applied an incoming batch (``Action/apply(sequence:_:)``); `changed`: how
         /// many field states it changed (0: the replica held all of it already).
-        case applied(sequence: UInt64, now: ContinuousClock.Instant, changed: Int = 1)
+        /// `keep`: the node's ``HopRecord`` found it a copy the flood near a change's origin was
+        /// expected to bring, so the session stays eager even if it changed nothing.
+        case applied(sequence: UInt64, now: ContinuousClock.Instant, changed: Int = 1, keep: Bool = false)
         /// The runner planned the delta it was asked for: about `fieldStates` to send.
         case planned(fieldStates: Int)
         /// The runner produced the next outgoing batch, or nil when the delta is complete; `last`
@@ -111,7 +115,9 @@ public struct SessionMachine: Sendable {
         case produced(DeltaBatch?, now: ContinuousClock.Instant, last: Bool = false)
         /// The local replica changed (a local edit, or a batch from another peer); `localVersion`
         /// is its version vector as last read (never ahead of it), nil if unknown.
-        case localChanged(localVersion: VersionVector?, now: ContinuousClock.Instant? = nil)
+        /// `eager`: the change is near where it was made (``HopRecord/floods(_:)``), so it goes
+        /// at once even over a pruned session.
+        case localChanged(localVersion: VersionVector?, now: ContinuousClock.Instant? = nil, eager: Bool = false)
         /// Time passed (the runner ticks every few seconds); `localVersion` is the replica's
         /// version vector as last read (never ahead of it), nil if unknown.
         case tick(now: ContinuousClock.Instant, localVersion: VersionVector? = nil)
@@ -211,6 +217,11 @@ public struct SessionMachine: Sendable {
 
     public let config: SessionConfig
     private var state: State = .idle
+    /// Whether a batch from the peer now would be part of its first delta: a catch-up, not a
+    /// change passed on live (a change it brings is new where it lands: ``HopRecord``).
+    public var peerCatchingUp: Bool {
+        if case .open(let open) = state { !open.peerInitialDone } else { false }
+    }
     public var phase: Phase {
         switch state {
         case .idle: .idle
@@ -280,8 +291,8 @@ public struct SessionMachine: Sendable {
             guard fieldStates >= Self.announcedDelta, let peer, peer.version >= .fieldDeltas else { return [] }
             return [.send(.expect(fieldStates: UInt64(fieldStates)))]
 
-        case (.open(var open), .applied(let sequence, _, let changed)):
-            let actions = applied(sequence, changed: changed, &open)
+        case (.open(var open), .applied(let sequence, _, let changed, let keep)):
+            let actions = applied(sequence, changed: keep ? 1 : changed, &open)
             return settle(open, actions)
 
         case (.open(var open), .produced(let batch, let now, let last)):
@@ -298,8 +309,8 @@ public struct SessionMachine: Sendable {
             let actions = produced(batch, now: now, last: last, &open)
             return settle(open, actions)
 
-        case let (_, .localChanged(version, now)):
-            return localChanged(version, now: now)
+        case let (_, .localChanged(version, now, eager)):
+            return localChanged(version, now: now, eager: eager)
 
         // Results of actions of a state the session has left.
         case (_, .applied), (_, .produced), (_, .planned):
@@ -360,12 +371,17 @@ public struct SessionMachine: Sendable {
         hello.addresses = config.addresses
         hello.viewSessions = config.viewSessions
         hello.outsideView = config.outsideView
+        hello.members = config.members
         return [.send(.hello(hello))]
     }
 
     /// The replica changed: a delta begins at once, or after the one being streamed. (Before the
     /// session opened, the first delta reads the replica anyway.)
-    private mutating func localChanged(_ version: VersionVector?, now: ContinuousClock.Instant?) -> [Action] {
+    private mutating func localChanged(
+        _ version: VersionVector?,
+        now: ContinuousClock.Instant?,
+        eager: Bool = false
+    ) -> [Action] {
         localVersion = version
         guard case .open(var open) = state else { return [] }
         var graft: [Action] = []
@@ -378,7 +394,7 @@ public struct SessionMachine: Sendable {
                 graft = [.send(.graft)]
             }
         }
-        if open.lazy {
+        if open.lazy, !eager || !speaksHops {
             // A local edit is announced before its vector is read (``ChangeHub/notifyUnread()``).
             guard let version else { return settle(open, graft + [.readVersion]) }
             // Passed on lazily, this replica's own changes as much as forwarded ones (Plumtree
@@ -412,6 +428,8 @@ public struct SessionMachine: Sendable {
     }
 
     private mutating func receive(_ message: Message, now: ContinuousClock.Instant) -> [Action] {
+        // The hops are the node's (``HopRecord``): the message is the same without them.
+        if case .reached(_, let inner) = message { return receive(inner, now: now) }
         switch (state, message) {
         case (.awaitingHello, .hello(let hello)):
             return receiveHello(hello, now: now)
@@ -751,6 +769,10 @@ public struct SessionMachine: Sendable {
         return settle(open, actions)
     }
 
+    /// Whether the peer takes hop counts (protocol 1.11): a change sent at once over a pruned
+    /// session must say it is near its origin, or the peer would prune again.
+    private var speaksHops: Bool { speaksViews && (peer?.version ?? .current) >= .hops }
+
     /// Whether the peer takes `have`, `prune` and `graft` (protocol 1.10) and both sides are
     /// members passing changes on (a relay's and a one-shot session push everything at once).
     private var speaksViews: Bool {
@@ -788,6 +810,7 @@ extension Message {
         case .have: "have"
         case .prune: "prune"
         case .graft: "graft"
+        case .reached(_, let inner): inner.kind
         }
     }
 }

@@ -152,7 +152,11 @@ public struct SessionRunner: Sendable {
                     ),
                     changes.map { [hub] in
                         SessionDriver.Input.event(
-                            .localChanged(localVersion: hub.version(for: subscription), now: .now)
+                            .localChanged(
+                                localVersion: hub.version(for: subscription),
+                                now: .now,
+                                eager: hub.eager(for: subscription)
+                            )
                         )
                     }
                 )

@@ -20,6 +20,11 @@ public final class ChangeHub: Sendable {
     /// Subscribers woken by a change announced before its vector was read (``notifyUnread()``)
     /// that have not yet asked for the vector to act on (``version(for:)``).
     private let unread = NIOLockedValueBox<Set<Int>>([])
+    /// How far each writer's newest change travelled (protocol 1.11, Docs/SCALE.md "Spread").
+    private let hops = NIOLockedValueBox(HopRecord(writer: nil))
+    /// Subscribers woken by a change near its origin (``HopRecord/floods(_:)``): they send it
+    /// at once even over a pruned session (``eager(for:)``).
+    private let near = NIOLockedValueBox<Set<Int>>([])
 
     /// The replica's version vector as last read and announced; nil until then, or after a read
     /// failed (sessions then read the replica themselves).
@@ -42,6 +47,38 @@ public final class ChangeHub: Sendable {
         subscribers.withLockedValue { $0.removeValue(forKey: id) }?.finish()
         _ = peers.withLockedValue { $0.removeValue(forKey: id) }
         _ = unread.withLockedValue { $0.remove(id) }
+        _ = near.withLockedValue { $0.remove(id) }
+    }
+
+    /// The writer this node's own edits are made under: they are 0 hops away.
+    public func setWriter(_ writer: NodeID) {
+        hops.withLockedValue { $0.writer = writer }
+    }
+
+    /// How many members the node knows the cluster has: how far a change floods
+    /// (``HopRecord/flood(forClusterOf:)``).
+    public func setClusterSize(_ members: Int) {
+        hops.withLockedValue { $0.flood = HopRecord.flood(forClusterOf: members) }
+    }
+
+    /// Within how many hops of its origin a change goes over every session (``HopRecord/flood``).
+    public var flood: Int { hops.withLockedValue { $0.flood } }
+
+    /// The hops to stamp on a batch or `have` of the changes `vector` names (``HopRecord/hops(of:)``).
+    public func hops(of vector: VersionVector) -> UInt8? {
+        hops.withLockedValue { $0.hops(of: vector) }
+    }
+
+    /// Records a batch applied (``HopRecord/applied(covers:hops:changed:)``): true when it changed
+    /// nothing but is a copy the flood near its origin was expected to bring.
+    public func applied(covers: VersionVector, hops sent: UInt8?, changed: Int) -> Bool {
+        hops.withLockedValue { $0.applied(covers: covers, hops: sent, changed: changed) }
+    }
+
+    /// Whether subscriber `id`, woken, sends the change at once even over a pruned session;
+    /// asked once per wake-up.
+    public func eager(for id: Int) -> Bool {
+        near.withLockedValue { $0.remove(id) != nil }
     }
 
     /// The vector subscriber `id` acts on when woken: nil (its session reads the replica) once
@@ -58,6 +95,8 @@ public final class ChangeHub: Sendable {
     public func notifyUnread() {
         let targets = subscribers.withLockedValue { subscribers in
             unread.withLockedValue { $0.formUnion(subscribers.keys) }
+            // This node's own edit: the nearest a change can be to its origin.
+            if hops.withLockedValue({ $0.floods(0) }) { near.withLockedValue { $0.formUnion(subscribers.keys) } }
             return subscribers
         }
         for continuation in targets.values { continuation.yield() }
@@ -98,11 +137,15 @@ public final class ChangeHub: Sendable {
     }
 
     /// Announces a change, with the version vector read after it (nil if it could not be read);
-    /// `except` skips the subscriber that caused it.
-    public func notify(version current: VersionVector?, except: Int? = nil) {
+    /// `except` skips the subscriber that caused it; `hops`: how many sessions the change
+    /// crossed to reach this node, when known.
+    public func notify(version current: VersionVector?, except: Int? = nil, hops arrived: UInt8? = nil) {
         // Reads race, but each is a true reading of a vector that only grows: their join is too.
         version.withLockedValue { known in known = current.map { known?.joined(with: $0) ?? $0 } }
         let targets = subscribers.withLockedValue { $0.filter { $0.key != except } }
+        if hops.withLockedValue({ $0.floods(arrived) }) {
+            near.withLockedValue { $0.formUnion(targets.keys) }
+        }
         for continuation in targets.values { continuation.yield() }
     }
 }
