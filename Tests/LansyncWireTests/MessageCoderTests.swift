@@ -152,7 +152,8 @@ import Testing
         var lying = MessageCoder.encode(.hello(marked))
         // No mark, port 0, no address, no view session, inside the view, no count of members.
         lying.removeLast(5 + MemberSketch.registerCount)
-        lying += [1, 0, 0, 0, 0, 0] + Array(repeating: 0, count: MemberSketch.registerCount)  // one mark, on report 0, of none
+        // One mark, on report 0, of none.
+        lying += [1, 0, 0, 0, 0, 0] + Array(repeating: 0, count: MemberSketch.registerCount)
         #expect(throws: WireError.self) { try MessageCoder.decode(lying) }
         var badPort = hello
         badPort.listenPort = 70_000
