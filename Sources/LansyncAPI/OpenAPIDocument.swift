@@ -1721,7 +1721,7 @@ enum OpenAPIDocument {
                         "minimum": 0
                       },
                       "flood": {
-                        "description": "Within how many hops of its origin a change goes over every session, pruned ones too (protocol 1.11, Docs/SCALE.md \"Near the origin\"); 0 below a hundred members.",
+                        "description": "Within how many hops of its origin a change goes over every session, pruned ones too (protocol 1.11, Docs/SCALE.md \"Near the origin\"); 0 below 400 members.",
                         "type": "integer",
                         "minimum": 0
                       }

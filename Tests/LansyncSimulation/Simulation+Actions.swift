@@ -26,12 +26,19 @@ extension Simulation {
                     return
                 }
                 let changed = Int(nodes[me].replica.changes - before)
-                let keep = nodes[me].record.applied(covers: batch.covers, hops: session.hops[side], changed: changed)
                 var told = changed > 0
                 if case .applyFinal = action {
                     nodes[me].replica.completeStream(from: ids[peer])
                     told = true
                 }
+                // The vector as the store reads it in the batch's transaction (a final batch's
+                // stream completed in it).
+                let keep = nodes[me].record.applied(
+                    covers: batch.covers,
+                    hops: session.hops[side],
+                    changed: changed,
+                    held: nodes[me].replica.versionVector
+                )
                 if told {
                     let hops = HopRecord.arrived(session.hops[side])
                     queue.push(.changed(node: me, except: s, forwarded: true, hops: changed > 0 ? hops : nil), at: now)

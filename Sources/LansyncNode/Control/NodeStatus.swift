@@ -56,7 +56,7 @@ public struct NodeStatus: Sendable, Equatable {
         /// Members known beyond the active view.
         public var passive: Int
         /// Within how many hops of its origin a change goes over every session (protocol 1.11,
-        /// ``HopRecord/flood(forClusterOf:)``); 0 below a hundred members.
+        /// ``HopRecord/flood(forClusterOf:)``); 0 below 400 members.
         public var flood = 0
 
         public struct Member: Sendable, Equatable {

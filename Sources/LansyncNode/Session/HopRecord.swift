@@ -1,4 +1,5 @@
 public import LansyncCore
+import LansyncStore
 
 /// How many sessions each writer's newest change crossed to reach this node: what lets a change
 /// go to every peer while it is near where it was made, and down the spread tree after
@@ -6,18 +7,18 @@ public import LansyncCore
 ///
 /// Pruned sessions form one tree for every origin, and one tree is deep for most of them: at a
 /// thousand simulated nodes a change crossed 18–23 sessions to reach the last node. So every batch
-/// and `have` says how many sessions its changes crossed (``Message/reached(hops:_:)``), and a
+/// says how many sessions its changes crossed (``Message/reached(hops:_:)``), and a
 /// node that got a change within ``flood`` hops of its origin (its own edits at 0) sends it at
 /// once over every session, pruned ones too; a second copy that came within ``flood`` hops was
 /// expected and prunes nothing. The change enters the tree at the hundreds of nodes of that
-/// ball instead of at one: 9 hops at a thousand nodes instead of 18, for about one more copy per
-/// node and change (1.7 in all, issue 33's bound is 2).
+/// ball instead of at one: 10 hops at a thousand nodes instead of 18, for about one more copy per
+/// node and change (1.6–1.7 in all, issue 33's bound is 2).
 ///
-/// A pure value: the node keeps one for all its sessions, tells it its own edits and each batch
-/// applied, and asks it what to stamp on what it sends. It holds one entry per writer whose change
-/// came with a hop count, so it is bounded by the writer bound every peer's vector is checked
-/// against, and lives in memory only (after a restart no hop is known, and changes go down the
-/// tree until new ones come).
+/// A pure value: the node keeps one for all its sessions, tells it each batch applied, and asks it
+/// what to stamp on what it sends. It holds one entry per writer the replica holds a change of
+/// (a batch's covers may name writers the store could not verify: those are never recorded), at
+/// most ``maxEntries``, and lives in memory only (after a restart no hop is known, and changes go
+/// down the tree until new ones come).
 public struct HopRecord: Sendable {
     struct Entry: Sendable {
         var counter: UInt64
@@ -29,6 +30,9 @@ public struct HopRecord: Sendable {
     /// Within this many hops of where it was made, a change goes at once over every session.
     public var flood: Int
     private var entries: [NodeID: Entry] = [:]
+    /// The most writers remembered: the most a replica takes (``WriterBounds/standard``). Past
+    /// it the record starts again: hop counts are hints, and losing them only costs depth.
+    public static let maxEntries = WriterBounds.standard.total
 
     public init(writer: NodeID?, flood: Int = 0) {
         self.writer = writer
@@ -68,8 +72,8 @@ public struct HopRecord: Sendable {
     /// way ahead). Never sent: a stamp is at most ``farthest``.
     public static let caughtUp: UInt8 = .max
 
-    /// The hops to tell with a batch or `have` of the changes `vector` names: the fewest of them
-    /// (nil when none has a known distance).
+    /// The hops to tell with a batch of the changes `vector` names: the fewest of them (nil when
+    /// none has a known distance).
     public func hops(of vector: VersionVector) -> UInt8? {
         var best: UInt8?
         for (node, counter) in vector.counters {
@@ -80,9 +84,11 @@ public struct HopRecord: Sendable {
     }
 
     /// A batch covering `covers` was applied, its changes `hops` away from the peer that sent it
-    /// (nil: it did not say); `changed`: how many field states it changed. Returns whether a batch
-    /// that changed nothing is a copy the flood was expected to bring (its session stays eager).
-    public mutating func applied(covers: VersionVector, hops: UInt8?, changed: Int) -> Bool {
+    /// (nil: it did not say); `changed`: how many field states it changed; `held`: the replica's
+    /// version vector after it (only the writers it names are recorded: a peer's covers may name
+    /// writers the store refused to count). Returns whether a batch that changed nothing is a copy
+    /// the flood was expected to bring (its session stays eager).
+    public mutating func applied(covers: VersionVector, hops: UInt8?, changed: Int, held: VersionVector?) -> Bool {
         let arrived = Self.arrived(hops)
         guard changed > 0 else {
             guard flood > 0 else { return false }
@@ -94,8 +100,11 @@ public struct HopRecord: Sendable {
                 entries[node].map { $0.counter == counter && Int($0.hops) <= flood } ?? false
             }
         }
-        for (node, counter) in covers.counters where node != writer && counter > entries[node]?.counter ?? 0 {
+        guard let held else { return false }
+        for (node, counter) in covers.counters
+        where node != writer && counter > entries[node]?.counter ?? 0 && held[node] >= counter {
             if let arrived {
+                if entries[node] == nil, entries.count >= Self.maxEntries { entries.removeAll() }
                 entries[node] = Entry(counter: counter, hops: arrived)
             } else {
                 entries[node] = nil

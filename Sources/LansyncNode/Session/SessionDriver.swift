@@ -219,7 +219,12 @@ struct SessionDriver {
             }
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
-            let keep = runner.hub.applied(covers: batch.covers, hops: receivedHops, changed: received.changed)
+            let keep = runner.hub.applied(
+                covers: batch.covers,
+                hops: receivedHops,
+                changed: received.changed,
+                held: version
+            )
             if received.changed > 0 || completingStream {
                 let hops = received.changed > 0 ? HopRecord.arrived(receivedHops) : nil
                 runner.hub.notify(version: version, except: subscription, hops: hops)

@@ -64,15 +64,15 @@ public final class ChangeHub: Sendable {
     /// Within how many hops of its origin a change goes over every session (``HopRecord/flood``).
     public var flood: Int { hops.withLockedValue { $0.flood } }
 
-    /// The hops to stamp on a batch or `have` of the changes `vector` names (``HopRecord/hops(of:)``).
+    /// The hops to stamp on a batch of the changes `vector` names (``HopRecord/hops(of:)``).
     public func hops(of vector: VersionVector) -> UInt8? {
         hops.withLockedValue { $0.hops(of: vector) }
     }
 
-    /// Records a batch applied (``HopRecord/applied(covers:hops:changed:)``): true when it changed
-    /// nothing but is a copy the flood near its origin was expected to bring.
-    public func applied(covers: VersionVector, hops sent: UInt8?, changed: Int) -> Bool {
-        hops.withLockedValue { $0.applied(covers: covers, hops: sent, changed: changed) }
+    /// Records a batch applied (``HopRecord/applied(covers:hops:changed:held:)``): true when it
+    /// changed nothing but is a copy the flood near its origin was expected to bring.
+    public func applied(covers: VersionVector, hops sent: UInt8?, changed: Int, held: VersionVector?) -> Bool {
+        hops.withLockedValue { $0.applied(covers: covers, hops: sent, changed: changed, held: held) }
     }
 
     /// Whether subscriber `id`, woken, sends the change at once even over a pruned session;
