@@ -45,6 +45,8 @@ let package = Package(
         // The node's services (the node, the API beside it) and their graceful shutdown on
         // SIGTERM; Hummingbird brings it anyway.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // The relays' shared authority in PostgreSQL (a lease and a ledger of settlements).
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Pure: values, dots, version vectors, clocks, registers, list sets, items, deltas, merge.
@@ -91,6 +93,20 @@ let package = Package(
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         // Finding peers: the Discovery interface and its Avahi (mDNS/DNS-SD) implementation.
         .target(name: "LansyncDiscovery", dependencies: ["LansyncCore", "CAvahi"], swiftSettings: strict),
+        // Where several relays share the authority: a lease with a fencing epoch and the ledger
+        // of settlements, in PostgreSQL (postgres-nio).
+        .target(
+            name: "LansyncPostgres",
+            dependencies: [
+                "LansyncCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // The sync engine: the session state machine (pure), its runner, peers, the node.
         .target(
             name: "LansyncNode",
@@ -114,7 +130,7 @@ let package = Package(
             name: "LansyncHost",
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
-                "LansyncWire", "LansyncDiscovery",
+                "LansyncWire", "LansyncDiscovery", "LansyncPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -231,6 +247,15 @@ let package = Package(
                 // The nudge socket's test serves it on an event loop of its own.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // The shared authority against a real PostgreSQL server each test starts (TemporaryPostgres).
+        .testTarget(
+            name: "LansyncPostgresTests",
+            dependencies: [
+                "LansyncCore", "LansyncPostgres", "LansyncTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -5,6 +5,9 @@
 #   demo/run.sh --step       pause before each step
 #   demo/run.sh --keep       leave the cluster running at the end, and say how to use and stop it
 #   demo/run.sh --loopback   force loopback mode (static peers on 127.0.0.1) even as root
+#   demo/run.sh --ha         then a last step: two relays share the authority through PostgreSQL
+#                            (Debian's postgresql, a server of the demo's own), the one settling
+#                            is killed, and the other takes over
 #
 # As root, with network namespaces available, every node lives in its own namespace with its own
 # avahi-daemon (scripts/lab.sh), and they find each other over real mDNS; otherwise they run on
@@ -13,13 +16,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-STEP=0 KEEP=0 FORCE_LOOPBACK=0
+STEP=0 KEEP=0 FORCE_LOOPBACK=0 HA=0
 for arg in "$@"; do
     case $arg in
         --step) STEP=1 ;;
         --keep) KEEP=1 ;;
         --loopback) FORCE_LOOPBACK=1 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        --ha) HA=1 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "demo/run.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -34,6 +38,7 @@ source scripts/lib/packages.sh
 source scripts/lib/release.sh
 NEED=(libsqlite3-dev libavahi-client-dev)
 [ "$(id -u)" = 0 ] && NEED+=(avahi-daemon avahi-utils dbus iproute2 nftables util-linux)
+[ "$HA" = 1 ] && NEED+=(postgresql)
 ensure_packages "${NEED[@]}"
 say "Building the release binary (first time: a few minutes)"
 "${LANSYNC_RELEASE_BUILD[@]}" 2>&1 | grep -E "error|Compiling lansync|Build complete" || true
@@ -58,18 +63,20 @@ declare -A PID ADDR HOST
 NAMES=(alice bob carol)
 if [ "$MODE" = lab ]; then
     say "Building the lab: five hosts in their own network namespaces, each with D-Bus and avahi-daemon"
-    scripts/lab.sh up 5 >"$W/lab.log" 2>&1 || { echo "demo: the lab did not come up (see $W/lab.log); try --loopback" >&2; exit 1; }
-    HOST=([alice]=1 [bob]=2 [carol]=3 [dave]=4 [relay]=5)
-    for n in alice bob carol dave relay; do ADDR[$n]="10.77.0.${HOST[$n]}:7420"; done
+    scripts/lab.sh up 6 >"$W/lab.log" 2>&1 || { echo "demo: the lab did not come up (see $W/lab.log); try --loopback" >&2; exit 1; }
+    HOST=([alice]=1 [bob]=2 [carol]=3 [dave]=4 [relay]=5 [relay2]=6)
+    for n in alice bob carol dave relay relay2; do ADDR[$n]="10.77.0.${HOST[$n]}:7420"; done
 else
-    i=0; for n in relay alice bob carol dave; do ADDR[$n]="127.0.0.1:$((17400 + 10 * i))"; i=$((i + 1)); done
+    i=0; for n in relay alice bob carol dave relay2; do ADDR[$n]="127.0.0.1:$((17400 + 10 * i))"; i=$((i + 1)); done
 fi
+PG_BIN=""
 
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
     if [ "$KEEP" = 1 ] && [ "$status" = 0 ]; then return; fi
     for p in "${PID[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+    [ -n "$PG_BIN" ] && as_postgres "$PG_BIN/pg_ctl" -D "$W/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
     sleep 0.3
     [ "$MODE" = lab ] && scripts/lab.sh down >/dev/null 2>&1 || true
     rm -rf "$W"
@@ -111,6 +118,9 @@ peers_of() { # loopback mode: static peers among the three nodes (never the late
     for m in "${NAMES[@]}"; do [ "$m" != "$n" ] && out+=(--peer "${ADDR[$m]}"); done
     echo "${out[@]}"
 }
+
+# PostgreSQL refuses to run as root: its programs run as nobody then.
+as_postgres() { if [ "$(id -u)" = 0 ]; then (cd / && runuser -u nobody -- "$@"); else "$@"; fi; }
 
 digest() { "$L" status --dir "$W/$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])'; }
 
@@ -218,6 +228,45 @@ echo
 run list --dir "$W/dave"
 if [ "$fail" = 1 ]; then echo "demo: the digests differ" >&2; exit 1; fi
 bold "All five replicas are identical."
+
+if [ "$HA" = 1 ]; then
+    pause
+    say "10. Two relays, one authority: they share it through PostgreSQL, and one takes over when the other dies"
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+    mkdir -p "$W/pg"
+    # The server runs as nobody (as root): it must get through \$DEMO to its own directory.
+    if [ "$(id -u)" = 0 ]; then chmod 711 "$W"; chown nobody:nogroup "$W/pg"; fi
+    as_postgres "$PG_BIN/initdb" -D "$W/pg/data" -U lansync -A trust --no-sync >"$W/pg.log" 2>&1
+    # A Unix socket only: every lab namespace shares the file system, so every relay reaches it.
+    as_postgres "$PG_BIN/pg_ctl" -D "$W/pg/data" -l "$W/pg/server.log" -o "-k $W/pg -c listen_addresses=''" -w start >>"$W/pg.log" 2>&1
+    DB="postgres://lansync@:5432/postgres?host=$W/pg"
+    note "a PostgreSQL server of the demo's own (initdb in \$DEMO/pg), reached at $DB"
+    run init --dir "$W/relay2" --cluster "$W/cluster.pem" --name relay2 >/dev/null
+    stop relay
+    start relay relay --settle first-seen --authority "$DB" --lease 3 --peer "${ADDR[relay2]}"
+    start relay2 relay --settle first-seen --authority "$DB" --lease 3 --peer "${ADDR[relay]}"
+    sleep 1.5
+    grep -h "holds the lease" "$W/relay.log" "$W/relay2.log" | sed 's/^/   relay log: /'
+    for n in alice bob; do stop "$n"; start "$n" node $(peers_of "$n") --relay "${ADDR[relay]}" --relay "${ADDR[relay2]}" --relay-interval 2; done
+    converge alice bob relay relay2
+    note "the relay that settles is killed (SIGKILL), and alice and bob retitle the task while apart:"
+    kill -9 "${PID[relay]}"; wait "${PID[relay]}" 2>/dev/null || true; PID[relay]=""
+    stop bob
+    run set --dir "$W/alice" climb title="Climb on Saturday"
+    run set --dir "$W/bob" climb title="Climb on Sunday"
+    start bob node $(peers_of bob) --relay "${ADDR[relay]}" --relay "${ADDR[relay2]}" --relay-interval 2
+    converge alice bob relay2
+    for _ in $(seq 1 100); do grep -q "holds the lease (epoch 2" "$W/relay2.log" && break; sleep 0.1; done
+    grep -h "holds the lease (epoch 2" "$W/relay2.log" | sed 's/^/   relay2 log: /'
+    for _ in $(seq 1 100); do [ "$("$L" conflicts --dir "$W/alice" --json)" = "[]" ] && break; sleep 0.1; done
+    converge alice bob relay2
+    run conflicts --dir "$W/alice"
+    run status --dir "$W/bob" | grep -E "^relay" || true
+    note "the settlements, once each, as PostgreSQL recorded them:"
+    as_postgres psql "$DB" -c "SELECT field, epoch, holder FROM lansync_settlement ORDER BY settled_at" | sed 's/^/   /'
+    [ "$("$L" conflicts --dir "$W/bob" --json)" = "[]" ] || { echo "demo: the conflict was not settled after the failover" >&2; exit 1; }
+    bold "The second relay took over: the conflict is settled, the same everywhere."
+fi
 
 if [ "$KEEP" = 1 ]; then
     echo

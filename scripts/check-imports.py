@@ -27,13 +27,15 @@ ALLOWED = {
     "LansyncTransport": {"LansyncCore", "LansyncWire", "LansyncIdentity", "X509", "SwiftASN1"} | NIO,
     "CAvahi": set(),
     "LansyncDiscovery": {"LansyncCore", "CAvahi"},
+    # The relays' shared authority: values to record, and the PostgreSQL client.
+    "LansyncPostgres": {"LansyncCore", "PostgresNIO", "Logging"} | NIO,
     "LansyncNode": {
         "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
         "LansyncDiscovery", "AsyncAlgorithms", "Crypto", "Logging", "CoreMetrics",
     } | NIO,
     "LansyncHost": {
         "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
-        "LansyncDiscovery", "LansyncNode", "Crypto", "Logging", "ServiceLifecycle", "UnixSignals",
+        "LansyncDiscovery", "LansyncNode", "LansyncPostgres", "Crypto", "Logging", "ServiceLifecycle", "UnixSignals",
     } | NIO,
     # The local API: the host, and its HTTP server.
     "LansyncAPI": {"LansyncHost", "LansyncJSON", "Hummingbird", "HTTPTypes", "Logging", "Metrics", "Prometheus", "NIOCore"},

@@ -39,4 +39,11 @@ fi
 echo "==> building (debug) with tests${LANSYNC_WARNINGS_AS_ERRORS:+ (warnings as errors)}"
 swift build --build-tests
 echo "==> running tests"
+# Each PostgreSQL test stops its own server (TemporaryPostgres); a test process that crashed
+# cannot, so whatever server of theirs is left goes here.
+leftover_postgres() {
+    pkill -QUIT -f "postgres -D /tmp/lansync-pg-" 2>/dev/null && sleep 1
+    rm -rf /tmp/lansync-pg-* 2>/dev/null || true
+}
+trap leftover_postgres EXIT
 swift test --skip-build

@@ -1726,6 +1726,61 @@ enum OpenAPIDocument {
                         "minimum": 0
                       }
                     }
+                  },
+                  "relays": {
+                    "description": "The relays the running node was given (--relay, in order) and the one it uses now; it fails over to the next when the one in use cannot be reached (Docs/RELAY.md, \"Several relays\"). Null without a running node or without --relay.",
+                    "type": [
+                      "object",
+                      "null"
+                    ],
+                    "required": [
+                      "current",
+                      "addresses",
+                      "failovers",
+                      "last_failover"
+                    ],
+                    "properties": {
+                      "current": {
+                        "type": "string"
+                      },
+                      "addresses": {
+                        "type": "array",
+                        "items": {
+                          "type": "string"
+                        }
+                      },
+                      "failovers": {
+                        "type": "integer",
+                        "minimum": 0
+                      },
+                      "last_failover": {
+                        "type": [
+                          "object",
+                          "null"
+                        ],
+                        "required": [
+                          "from",
+                          "to",
+                          "reason",
+                          "at"
+                        ],
+                        "properties": {
+                          "from": {
+                            "type": "string"
+                          },
+                          "to": {
+                            "type": "string"
+                          },
+                          "reason": {
+                            "type": "string"
+                          },
+                          "at": {
+                            "type": "string",
+                            "format": "date-time"
+                          }
+                        }
+                      }
+                    }
                   }
                 }
               },

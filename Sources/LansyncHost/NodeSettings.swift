@@ -1,5 +1,6 @@
 import LansyncDiscovery
 public import LansyncNode
+public import LansyncPostgres
 import LansyncWire
 public import Logging
 
@@ -11,8 +12,8 @@ public struct NodeSettings: Sendable {
     public var listen: PeerAddress
     /// Peers to keep connected to.
     public var peers: [PeerAddress] = []
-    /// The relay, if the cluster has one.
-    public var relay: PeerAddress?
+    /// The cluster's relay addresses (none without a relay), tried in this order.
+    public var relays: [PeerAddress] = []
     /// While direct peers are connected, how often changes are handed to the relay.
     public var relayInterval: Duration = .seconds(30)
     /// Whether to advertise and browse with mDNS.
@@ -43,6 +44,12 @@ public struct NodeSettings: Sendable {
         public var settle: SettlePolicy
         public var limits: RelayLimits
         public var maxSessions: Int
+        /// Where the relays that share the authority keep its lease and ledger (`--authority`);
+        /// nil for a relay that settles alone.
+        public var authority: PostgresLocation?
+        /// How long the lease lasts without a renewal: a relay that dies is replaced as the one
+        /// that settles within this time (plus a third of it).
+        public var lease: Duration = .seconds(10)
 
         public init(settle: SettlePolicy, limits: RelayLimits, maxSessions: Int) {
             self.settle = settle
@@ -54,7 +61,7 @@ public struct NodeSettings: Sendable {
     public init(listen: PeerAddress) { self.listen = listen }
 
     /// The node's options for these settings.
-    var options: NodeOptions {
+    func options(logger: Logger) -> NodeOptions {
         var options = NodeOptions(listen: listen, staticPeers: peers)
         options.antiEntropyInterval = antiEntropyInterval
         options.graftDelay = graftDelay
@@ -62,7 +69,7 @@ public struct NodeSettings: Sendable {
         if let fullMeshUpTo { options.view.fullMeshUpTo = fullMeshUpTo }
         options.collectInterval = collectInterval
         options.writerBounds = writerBounds
-        options.relay = relay
+        options.relays = relays
         options.relayInterval = relayInterval
         options.followGossip = followGossip
         if mdns {
@@ -75,6 +82,9 @@ public struct NodeSettings: Sendable {
             options.settlePolicy = relaying.settle
             options.relayLimits = relaying.limits
             options.maxSessions = relaying.maxSessions
+            if let location = relaying.authority {
+                options.settlingGate = SharedAuthority.gate(location: location, lease: relaying.lease, logger: logger)
+            }
         }
         return options
     }
@@ -87,7 +97,7 @@ extension DataDirectory {
         logger: Logger,
         alongside services: [NodeService] = []
     ) async throws {
-        try await runNode(settings.options, logger: logger, alongside: services)
+        try await runNode(settings.options(logger: logger), logger: logger, alongside: services)
     }
 }
 

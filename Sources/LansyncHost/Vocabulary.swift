@@ -12,6 +12,7 @@
 @_exported public import struct LansyncNode.RelayLimits
 @_exported public import struct LansyncNode.SessionCounters
 @_exported public import enum LansyncNode.SettlePolicy
+@_exported public import struct LansyncPostgres.PostgresLocation
 @_exported public import struct LansyncStore.BackupSummary
 @_exported public import struct LansyncStore.ChangeEntry
 @_exported public import enum LansyncStore.ChangeKind

@@ -53,6 +53,8 @@ public final class Node: Sendable {
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
     let authority: Authority?
+    /// The relays this node was given and the one it uses now (nil without `--relay`).
+    let relays: NIOLockedValueBox<RelayRoster?>
     /// One line per thing worth knowing: sessions starting and ending, refusals, discovery,
     /// membership news, errors (Docs/OPERATIONS.md, "Logs").
     let logger: Logger
@@ -102,8 +104,16 @@ public final class Node: Sendable {
             acknowledgements: acknowledgements
         )
         authority =
-            options.role == .relay ? Authority(store: store, io: io, policy: options.settlePolicy, logger: logger) : nil
+            options.role == .relay
+            ? Authority(
+                store: store,
+                io: io,
+                policy: options.settlePolicy,
+                gate: options.settlingGate?(info),
+                logger: logger
+            ) : nil
         statements = ClusterStatements(store: store, io: io, trust: identity.trust)
+        relays = NIOLockedValueBox(RelayRoster(options.relays))
         view = ViewKeeper(me: info.nodeID, limits: options.view)
         joinDesk = JoinDesk(
             store: store,
@@ -150,9 +160,15 @@ public final class Node: Sendable {
                 for peer in self.options.staticPeers {
                     tasks.addTask { await self.keepConnected(.configured(peer), transport: transport) }
                 }
-                if let relay = self.options.relay {
-                    await self.registry.configure(address: relay.description, source: .relay)
-                    tasks.addTask { await self.keepConnected(.relay(relay), transport: transport) }
+                if !self.options.relays.isEmpty {
+                    for relay in self.options.relays {
+                        await self.registry.configure(address: relay.description, source: .relay)
+                    }
+                    tasks.addTask { await self.keepConnected(.relay, transport: transport) }
+                }
+                if let authority = self.authority, let gate = authority.gate {
+                    // Settling apart from the lease's loop, which must keep renewing meanwhile.
+                    tasks.addTask { await gate.keep { self.settleSoon() } }
                 }
                 tasks.addTask { try await self.pollForChanges() }
                 tasks.addTask { try await self.antiEntropy() }
@@ -544,7 +560,7 @@ public final class Node: Sendable {
         }
         observer.applied = { [self] changed in
             log.applied(changed)
-            if let authority, await authority.settleAll() > 0 { await self.announceChange() }
+            await settleAfterBatch()
         }
         observer.progress = { [self] progress in
             lastTraffic.withLockedValue { $0 = .now }
@@ -677,6 +693,26 @@ public final class Node: Sendable {
     /// Records where the local API listens, for `status`.
     public func announceAPI(_ address: String?) { apiAddress.withLockedValue { $0 = address } }
 
+    /// On a relay, after a batch: settles what it brought. A relay that shares the authority asks
+    /// the database, so it settles in a task of its own: the session never waits on it.
+    func settleAfterBatch() async {
+        guard let authority else { return }
+        if authority.gate != nil {
+            settleSoon()
+        } else if await authority.settleAll() > 0 {
+            await announceChange()
+        }
+    }
+
+    /// Settles the replica's open conflicts in a task of its own, and tells the sessions of
+    /// any settlement (calls while one runs make it look once more: ``Authority/settleAll()``).
+    func settleSoon() {
+        guard let authority else { return }
+        Task {
+            if await authority.settleAll() > 0 { await self.announceChange() }
+        }
+    }
+
     /// What `status` shows of this running node.
     public func status() async throws -> NodeStatus {
         let peers = await registry.snapshot()
@@ -700,6 +736,7 @@ public final class Node: Sendable {
         }
         status.api = apiAddress.withLockedValue { $0 }
         status.view = viewNow
+        status.relays = relays.withLockedValue { $0.map { NodeStatus.Relays($0) } }
         return status
     }
 

@@ -23,6 +23,9 @@ public struct NodeOptions: Sendable {
     /// `.relay` for `lansync relay`, which settles conflicts with `settlePolicy`.
     public var role: Hello.Role = .peer
     public var settlePolicy: SettlePolicy = .latest
+    /// On a relay that shares the authority with others: the gate, made once the replica's
+    /// identity is known (``SettlingGate``); nil for a relay that settles alone.
+    public var settlingGate: (@Sendable (ReplicaInfo) -> SettlingGate)?
     /// The limits on what this node takes in from peers: every node enforces ``Limits`` on
     /// arrival; a relay may be told lower ones, for the whole cluster.
     public var relayLimits = RelayLimits()
@@ -42,8 +45,9 @@ public struct NodeOptions: Sendable {
     public var followGossip = true
     /// The sizes of the view a node keeps once the cluster is past a full mesh (Docs/SCALE.md).
     public var view = PeerView.Limits()
-    /// The relay this node hands its changes to, and falls back to when no direct peer is reachable.
-    public var relay: PeerAddress?
+    /// The relays this node hands its changes to, and falls back to when no direct peer is
+    /// reachable: one at a time, the next when it cannot be reached (``RelayRoster``).
+    public var relays: [PeerAddress] = []
     /// While direct peers are connected, how often the node still hands its changes to the relay.
     public var relayInterval: Duration = .seconds(30)
     /// The cluster authority, on a machine that admits others (it issues certificates to

@@ -2,12 +2,12 @@
 /// that hand their changes to it every second (and keep connected to the peers they are given).
 /// Directories come from ``CLI/cluster(_:)``.
 extension CLI {
-    /// `lansync relay` on directory `r`, listening on `port`.
-    func relay(port: Int, settle: String = "latest") throws -> NodeProcess {
+    /// `lansync relay` on directory `name` (`r` unless told), listening on `port`.
+    func relay(port: Int, settle: String = "latest", name: String = "r", extra: [String] = []) throws -> NodeProcess {
         try NodeProcess(
-            dir: path("r"),
+            dir: path(name),
             port: port,
-            arguments: ["--listen", "127.0.0.1:\(port)", "--settle", settle],
+            arguments: ["--listen", "127.0.0.1:\(port)", "--settle", settle] + extra,
             command: "relay"
         )
     }
@@ -15,13 +15,19 @@ extension CLI {
     /// `lansync node` on directory `name`, listening on `port`, with the relay on `relay` and
     /// these peers.
     func node(_ name: String, port: Int, relay: Int, peers: [Int] = []) throws -> NodeProcess {
+        try node(name, port: port, relays: [relay], peers: peers)
+    }
+
+    /// `lansync node` on directory `name`, listening on `port`, given these relays in this order
+    /// (`--relay` once each) and these peers.
+    func node(_ name: String, port: Int, relays: [Int], peers: [Int] = []) throws -> NodeProcess {
         try NodeProcess(
             dir: path(name),
             port: port,
             peers: peers,
             // A star: the nodes meet only the relay (on loopback they could reach each other at
             // the addresses the relay passes on).
-            extra: ["--relay", "127.0.0.1:\(relay)", "--relay-interval", "1", "--no-gossip"]
+            extra: relays.flatMap { ["--relay", "127.0.0.1:\($0)"] } + ["--relay-interval", "1", "--no-gossip"]
         )
     }
 }

@@ -33,6 +33,49 @@ import Testing
         for n in nodes + [r] { #expect(n.stop() == 0) }
     }
 
+    /// Nodes given two relays use the first; when it dies (kill -9) each fails over to the
+    /// second within seconds, says so in its log and status, and edits keep crossing between
+    /// nodes that meet only through a relay.
+    @Test func nodesFailOverToTheNextRelay() async throws {
+        let cli = CLI("relay-failover")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "r2", "a", "b"])
+        let p = freePorts(4)
+        let r = try cli.relay(port: p[0])
+        let r2 = try cli.relay(port: p[1], name: "r2")
+        defer { r2.stop() }
+        let a = try cli.node("a", port: p[2], relays: [p[0], p[1]])
+        let b = try cli.node("b", port: p[3], relays: [p[0], p[1]])
+        defer {
+            a.stop()
+            b.stop()
+        }
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "note", "text=before"])
+        #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path), timeout: .seconds(30)) != nil)
+        let before = try await cli.status(cli.path("a"))
+        #expect(before["relays"]?["current"] == .string("127.0.0.1:\(p[0])"), "\(before.text)")
+        #expect(before["relays"]?["failovers"] == .integer(0))
+        r.kill9()
+        let killed = ContinuousClock.now
+        _ = await a.logContains("failing over to 127.0.0.1:\(p[1])")
+        print("relay-failover: a failed over \(ContinuousClock.now - killed) after the first relay was killed")
+        try await cli.ok(["set", "--dir", cli.path("a"), "note", "text=after the first relay died"])
+        #expect(
+            try await cli.waitForConvergence(["r2", "a", "b"].map(cli.path), timeout: .seconds(30)) != nil,
+            "\(a.logText)"
+        )
+        #expect(try await cli.ok(["get", "--dir", cli.path("b"), "note", "--json"]).contains("after the first relay"))
+        for (node, name) in [(a, "a"), (b, "b")] {
+            #expect(await node.logContains("relay 127.0.0.1:\(p[0]) failed", "failing over to 127.0.0.1:\(p[1])"))
+            let status = try await cli.status(cli.path(name))
+            #expect(status["relays"]?["current"] == .string("127.0.0.1:\(p[1])"), "\(status.text)")
+            #expect(status["relays"]?["last_failover"]?["from"] == .string("127.0.0.1:\(p[0])"))
+            #expect(status["relays"]?["failovers"] == .integer(1), "once, and no flapping after: \(node.logText)")
+            let text = try await cli.ok(["status", "--dir", cli.path(name)])
+            #expect(text.contains("relay    127.0.0.1:\(p[1]) (2 of 2); failed over"), "\(text)")
+        }
+    }
+
     /// A edits and stops; C starts only afterwards and gets A's edit from the relay.
     @Test func storeAndForward() async throws {
         let cli = CLI("relay-forward")

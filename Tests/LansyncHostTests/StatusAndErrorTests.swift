@@ -39,11 +39,13 @@ import Testing
             "digest",
             "damaged",
             "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused", "collection", "view",
+            "relays",
         ]
         #expect(Set(object.keys) == Set(keys))
         #expect(object["listen"] is NSNull)
         #expect(object["collection"] is NSNull)
         #expect(object["view"] is NSNull)
+        #expect(object["relays"] is NSNull)
         let peers = try #require(object["peers"] as? [[String: Any]])
         #expect(peers[0]["source"] as? String == "static")
         #expect(peers[0]["last_sync"] is NSNull)
@@ -88,6 +90,21 @@ import Testing
         #expect(
             status.view?.summary.hasSuffix("; a change goes over every session within 3 hops of its origin") == true
         )
+        status.relays = NodeStatus.Relays(
+            current: "10.0.0.2:7420",
+            addresses: ["10.0.0.1:7420", "10.0.0.2:7420"],
+            failovers: 0,
+            lastFailover: nil
+        )
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        status.relays?.failovers = 1
+        status.relays?.lastFailover = .init(
+            from: "10.0.0.1:7420",
+            to: "10.0.0.2:7420",
+            reason: "cannot connect: refused",
+            at: "2026-11-27T22:00:00.000Z"
+        )
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
     }
 
     @Test func transportFailuresSayWhatHappenedNotAnEnumCase() {

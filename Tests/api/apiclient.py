@@ -15,7 +15,8 @@ import http.client, json, os, socket, sys, threading, time, urllib.parse
 
 def request(base, token, method, path, body=None, headers=None, raw=None):
     u = urllib.parse.urlparse(base)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    # 30 s: a loaded CI machine (every test at once) has taken more than 10 s to answer.
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
     h = {} if token is None else {"Authorization": "Bearer " + token}
     h.update(headers or {})
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())

@@ -2,7 +2,7 @@
 # starting a service on the host (a policy-rc.d forbids it while apt runs).
 
 # What building and testing need beyond the Swift toolchain.
-LANSYNC_TEST_PACKAGES=(libsqlite3-dev sqlite3 libavahi-client-dev avahi-daemon avahi-utils dbus iproute2 nftables util-linux faketime openssl)
+LANSYNC_TEST_PACKAGES=(libsqlite3-dev sqlite3 libavahi-client-dev avahi-daemon avahi-utils dbus iproute2 nftables util-linux faketime openssl postgresql)
 # The browser the web page's tests drive (through Playwright, with its executable_path).
 LANSYNC_BROWSER_PACKAGES=(chromium)
 

@@ -16,6 +16,7 @@ extension NodeStatus {
             ("items", .int(items)), ("listen", .optional(listen)), ("mdns", .optional(mdns)), ("name", .string(name)),
             ("node_id", .string(nodeID)), ("peers", .array(peers.map(\.jsonValue))),
             ("refused", .array(refused.map(\.jsonValue))), ("rejected", .array(rejected.map(\.jsonValue))),
+            ("relays", relays?.jsonValue ?? .null),
             ("revoked_writes", .array(revokedWrites.map(\.jsonValue))), ("running", .bool(running)),
             (
                 "version_vector",
@@ -53,6 +54,46 @@ extension NodeStatus {
         api = try j.optionalString("api")
         collection = try j.optional("collection").map(Collection.init(json:))
         view = try j.optional("view").map(View.init(json:))
+        relays = try j.optional("relays").map(Relays.init(json:))
+    }
+}
+
+extension NodeStatus.Relays {
+    var jsonValue: JSON {
+        .object([
+            ("addresses", .array(addresses.map(JSON.string))), ("current", .string(current)),
+            ("failovers", .int(failovers)),
+            (
+                "last_failover",
+                lastFailover.map {
+                    .object([
+                        ("at", .string($0.at)), ("from", .string($0.from)), ("reason", .string($0.reason)),
+                        ("to", .string($0.to)),
+                    ])
+                } ?? .null
+            ),
+        ])
+    }
+
+    init(json: JSON) throws {
+        let j = JSONFields(json, "the status's relays")
+        self.init(
+            current: try j.string("current"),
+            addresses: try j.array("addresses").map { address in
+                guard case .string(let text) = address else { throw j.wrong("addresses") }
+                return text
+            },
+            failovers: try j.int("failovers"),
+            lastFailover: try j.optional("last_failover").map { last in
+                let f = JSONFields(last, "the status's last failover")
+                return Failover(
+                    from: try f.string("from"),
+                    to: try f.string("to"),
+                    reason: try f.string("reason"),
+                    at: try f.string("at")
+                )
+            }
+        )
     }
 }
 

@@ -22,7 +22,10 @@ public enum StatusReport {
         let counts = try store.counts()
         let digest = if let digests { try digests.digest(store) } else { try ReplicaDigest.compute(store) }
         let peers = if let live { live } else { try recordedPeers(store, except: info.nodeID) }
-        let relayEntry = peers.first { $0.source == .relay && $0.nodeID != nil }
+        // With several relays, the one in use (connected) speaks for them.
+        let relayEntry =
+            peers.first { $0.source == .relay && $0.nodeID != nil && $0.connected }
+            ?? peers.first { $0.source == .relay && $0.nodeID != nil }
         let ownWriters = Set(try store.writers().map(\.id)).union([info.nodeID])
         var shown: [NodeStatus.Peer] = []
         for peer in peers { shown.append(try shownPeer(peer, store: store)) }

@@ -1,16 +1,18 @@
 import LansyncCore
 import LansyncStore
 import LansyncTransport
+import Logging
+import NIOConcurrencyHelpers
 
 /// What a dial loop keeps connected: a configured address, a peer that discovery found, one a
-/// member passed on, the relay; or, once the cluster is past a full mesh, a member the view
+/// member passed on, the relay (one of ``Node/relays``, ``RelayRoster``); or, once the cluster is past a full mesh, a member the view
 /// chose (``ViewKeeper/fill()``) or one for a round of anti-entropy outside the view, each for
 /// one session.
 enum DialTarget: Sendable {
     case configured(PeerAddress)
     case discovered(NodeID, DiscoveredPeers)
     case gossiped(NodeID, DiscoveredPeers)
-    case relay(PeerAddress)
+    case relay
     case chosen(NodeID, [PeerAddress], source: PeerSource)
     case antiEntropy(NodeID, [PeerAddress], source: PeerSource)
 
@@ -35,7 +37,9 @@ extension Node {
     ///   when the peer is connected some other way.
     /// - The relay is kept as a live session while no direct peer is connected (the fallback path);
     ///   otherwise a session every ``NodeOptions/relayInterval`` hands over what it lacks and
-    ///   collects what it holds, then closes.
+    ///   collects what it holds, then closes. A relay that cannot be reached, or whose session
+    ///   breaks before it is up to date, is left for the next one given, at once; the loop backs
+    ///   off only once every relay has failed in a row.
     func keepConnected(_ target: DialTarget, transport: Transport) async {
         var backoff = Backoff()
         var rng = SystemRandomNumberGenerator()
@@ -66,8 +70,16 @@ extension Node {
                 }
                 if outcome.reachedUpToDate { backoff.reset() }
                 if outcome.isPermanent { backoff.giveUpForNow() }
+                if target.isRelay {
+                    if outcome.reachedUpToDate {
+                        relays.withLockedValue { $0?.answered() }
+                    } else if relayFailed(because: outcome.failure ?? "its session ended before it was up to date") {
+                        continue
+                    }
+                }
             } catch {
                 if await failedToConnect(target, candidates: candidates, error: error) { break }
+                if target.isRelay, relayFailed(because: "cannot connect: \(error)") { continue }
             }
             if target.isRelay, await registry.directPeersConnected() {
                 try? await Task.sleep(for: options.relayInterval)
@@ -77,6 +89,17 @@ extension Node {
         }
         if case .discovered(let node, let seen) = target { await seen.stoppedDialing(node) }
         if case .gossiped(let node, let seen) = target { await seen.forget(node) }
+    }
+
+    /// The relay in use failed: moves to the next one given, says so, and whether to dial it at
+    /// once (false once every relay has failed in a row: the loop backs off first).
+    private func relayFailed(because reason: String) -> Bool {
+        let (moved, roundFailed) =
+            relays.withLockedValue { $0?.failed(because: reason, at: WallClock.milliseconds) } ?? (nil, true)
+        if let moved {
+            logger.warning("relay \(moved.from) failed (\(reason)); failing over to \(moved.to)")
+        }
+        return !roundFailed
     }
 
     /// What a loop does instead of dialling now.
@@ -130,7 +153,11 @@ extension Node {
         case .discovered(let node, _), .gossiped(let node, _), .chosen(let node, _, _), .antiEntropy(let node, _, _):
             return await registry.isConnected(node)
         case .relay:
-            return false
+            // The relay in use may be connected some other way (it dialled us, or a member
+            // passed its address on): no second session, and no failover for the refused one.
+            let current = relays.withLockedValue { $0?.current.description }
+            guard let current, let known = await registry.node(at: current) else { return false }
+            return await registry.isConnected(known)
         }
     }
 
@@ -146,7 +173,8 @@ extension Node {
 
     private func addresses(of target: DialTarget) async -> [PeerAddress] {
         switch target {
-        case .configured(let peer), .relay(let peer): [peer]
+        case .configured(let peer): [peer]
+        case .relay: relays.withLockedValue { $0.map { [$0.current] } ?? [] }
         case .discovered(let node, let seen), .gossiped(let node, let seen): await seen.addresses(of: node)
         case .chosen(_, let at, _), .antiEntropy(_, let at, _): at
         }

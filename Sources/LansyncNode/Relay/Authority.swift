@@ -14,58 +14,124 @@ public enum SettlePolicy: String, Sendable, CaseIterable {
 /// (its own dot, superseding every sibling it has seen) with the value its policy picks. The
 /// resolution travels like any edit, so the conflict closes on every node, and the losing values
 /// stay in `history`.
+///
+/// With a ``SettlingGate`` (several relays, one authority) it settles only while the gate says
+/// this relay holds the right to, and writes the value the gate records for the conflict: the
+/// first relay's decision, whichever relay settles it. Calls never overlap: one that comes while
+/// a round runs makes that round look once more when it ends.
 public actor Authority {
     let store: ReplicaStore
     let io: BlockingIO
     let policy: SettlePolicy
+    public let gate: SettlingGate?
     public private(set) var settled = 0
     let logger: Logger
+    private var settling = false
+    private var again = false
 
     public init(
         store: ReplicaStore,
         io: BlockingIO,
         policy: SettlePolicy,
+        gate: SettlingGate? = nil,
         logger: Logger = .silent
     ) {
         self.store = store
         self.io = io
         self.policy = policy
+        self.gate = gate
         self.logger = logger
     }
 
     /// Settles every open conflict; returns how many it settled.
     @discardableResult
     public func settleAll() async -> Int {
-        let store = self.store
-        let policy = self.policy
-        let count: Int
-        do {
-            count = try await io.run { () throws -> Int in
-                var count = 0
-                for conflict in try store.conflicts() {
-                    guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict
-                    else { continue }
-                    let value = try Self.choose(policy, state: state, conflict: conflict, store: store)
-                    do {
-                        try store.apply(
-                            .resolve(conflict.field, value),
-                            to: conflict.item,
-                            wallMilliseconds: WallClock.milliseconds
-                        )
-                        count += 1
-                    } catch StoreError.edit(.noConflict, _) {
-                        // Settled meanwhile (by a concurrent batch or a user): nothing to do.
-                    }
-                }
-                return count
-            }
-        } catch {
-            // Left open, the conflicts stay visible and are tried again after the next change.
-            logger.error("the relay could not settle conflicts: \(error)")
+        guard !settling else {
+            again = true
             return 0
         }
+        settling = true
+        defer { settling = false }
+        var count = 0
+        repeat {
+            again = false
+            do {
+                if let gate { count += try await settle(through: gate) } else { count += try await settleAlone() }
+            } catch {
+                // Left open, the conflicts stay visible and are tried again after the next change.
+                logger.error("the relay could not settle conflicts: \(error)")
+            }
+        } while again
         settled += count
         return count
+    }
+
+    /// Every open conflict, with the value this relay's policy picks, in one transaction.
+    private func settleAlone() async throws -> Int {
+        let store = self.store
+        let policy = self.policy
+        return try await io.run { () throws -> Int in
+            var count = 0
+            for conflict in try store.conflicts() {
+                guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict
+                else { continue }
+                let value = try Self.choose(policy, state: state, conflict: conflict, store: store)
+                if try Self.resolve(conflict, with: value, store: store) { count += 1 }
+            }
+            return count
+        }
+    }
+
+    /// Every open conflict, with the value the gate records for it (the first relay's decision),
+    /// while this relay holds the gate; nothing otherwise.
+    private func settle(through gate: SettlingGate) async throws -> Int {
+        guard await gate.holds() else { return 0 }
+        let store = self.store
+        let policy = self.policy
+        let proposals = try await io.run { () throws -> [(FieldConflict, Value?)] in
+            try store.conflicts().compactMap { conflict in
+                guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict
+                else { return nil }
+                return (conflict, try Self.choose(policy, state: state, conflict: conflict, store: store))
+            }
+        }
+        var decisions: [(FieldConflict, Value?)] = []
+        for (conflict, proposed) in proposals {
+            do {
+                decisions.append((conflict, try await gate.decide(conflict, proposed)))
+            } catch {
+                logger.warning("the relay settles nothing now: \(error)")
+                break
+            }
+        }
+        guard !decisions.isEmpty else { return 0 }
+        return try await io.run { [decisions] () throws -> Int in
+            var count = 0
+            for (conflict, value) in decisions {
+                // Only the conflict that was decided: a field whose versions moved since is
+                // another conflict, for the next round.
+                guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict,
+                    Set(state.versions.map(\.dot)) == Set(conflict.versions.map(\.dot))
+                else { continue }
+                if try Self.resolve(conflict, with: value, store: store) { count += 1 }
+            }
+            return count
+        }
+    }
+
+    /// Writes the resolution; false if the conflict was settled meanwhile (by a concurrent batch
+    /// or a user).
+    private static func resolve(_ conflict: FieldConflict, with value: Value?, store: ReplicaStore) throws -> Bool {
+        do {
+            try store.apply(
+                .resolve(conflict.field, value),
+                to: conflict.item,
+                wallMilliseconds: WallClock.milliseconds
+            )
+            return true
+        } catch StoreError.edit(.noConflict, _) {
+            return false
+        }
     }
 
     /// The value the conflict is settled with; nil when the version chosen removed the field

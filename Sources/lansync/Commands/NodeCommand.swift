@@ -33,11 +33,11 @@ struct NodeCommand: AsyncParsableCommand {
     var peers: [PeerAddress] = []
     @Option(
         help: ArgumentHelp(
-            "The relay: carries changes to nodes this one never meets, and is the fallback when no direct peer is reachable.",
+            "The relay: carries changes to nodes this one never meets, and is the fallback when no direct peer is reachable. Repeatable: the node uses the first it reaches and fails over to the next.",
             valueName: "HOST:PORT"
         )
     )
-    var relay: PeerAddress?
+    var relay: [PeerAddress] = []
     @Option(help: "While direct peers are connected, seconds between hand-overs to the relay.")
     var relayInterval: Double = 30
     @Flag(help: "Do not advertise or browse with mDNS (use only --peer and the relay).")
@@ -110,7 +110,7 @@ struct NodeCommand: AsyncParsableCommand {
         settings.interfaces = interfaces
         settings.ignoredInterfaces = ignoredInterfaces
         settings.followGossip = !noGossip
-        settings.relay = relay
+        settings.relays = relay
         settings.relayInterval = .milliseconds(Int(relayInterval * 1000))
         let directory = data.directory
         let logger = log.bootstrap()

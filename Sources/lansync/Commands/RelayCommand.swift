@@ -28,6 +28,20 @@ struct RelayCommand: AsyncParsableCommand {
     var listen = PeerAddress(host: "::", port: 7420)
     @Option(help: "How to settle conflicts: latest or first-seen.")
     var settle: SettlePolicy = .latest
+    @Option(
+        help: ArgumentHelp(
+            "Share the authority with other relays through this PostgreSQL database: one of them settles at a time, under a lease (Docs/RELAY.md).",
+            valueName: "postgres://USER@HOST:PORT/DB"
+        )
+    )
+    var authority: String?
+    @Option(help: "With --authority: seconds the lease lasts without a renewal (another relay takes over within this).")
+    var lease: Double = 10
+    @Option(
+        name: .customLong("peer"),
+        help: ArgumentHelp("Another relay (or node) to keep connected to (repeatable).", valueName: "HOST:PORT")
+    )
+    var peers: [PeerAddress] = []
     @Flag(help: "Also advertise over mDNS (a relay is usually off the LAN).")
     var mdns = false
     @Option(help: "The largest field value the relay accepts, in bytes (at most 1048576, what every node accepts).")
@@ -57,6 +71,15 @@ struct RelayCommand: AsyncParsableCommand {
             )
         }
         guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
+        if let authority {
+            do {
+                _ = try PostgresLocation(parsing: authority)
+            } catch {
+                throw ValidationError("--authority: \(error)")
+            }
+        }
+        // Renewed every third of it, a lease under a second would keep the database busy.
+        guard lease >= 1, lease <= 3600 else { throw ValidationError("--lease must be between 1 and 3600 seconds") }
         try validateInterval(antiEntropy, "--anti-entropy")
         try validateInterval(collectInterval, "--collect-interval")
     }
@@ -68,6 +91,9 @@ struct RelayCommand: AsyncParsableCommand {
             limits: RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields),
             maxSessions: maxSessions
         )
+        settings.relaying?.authority = try authority.map { try PostgresLocation(parsing: $0) }
+        settings.relaying?.lease = .milliseconds(Int(lease * 1000))
+        settings.peers = peers
         settings.writerBounds = writers.bounds
         settings.antiEntropyInterval = .milliseconds(Int(antiEntropy * 1000))
         settings.collectInterval = .milliseconds(Int(collectInterval * 1000))

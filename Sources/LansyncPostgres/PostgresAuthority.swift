@@ -1,0 +1,379 @@
+public import LansyncCore
+public import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+
+/// Which of several relays settles conflicts, decided in PostgreSQL: a lease with a fencing
+/// epoch, and a ledger of every settlement made under it (Docs/RELAY.md, "Several relays, one
+/// authority"; the schema there).
+///
+/// Each relay process runs one. The lease is one row (`lansync_lease`): the relay holding it
+/// renews it every third of its time, by PostgreSQL's clock alone, so the relays' own clocks
+/// never matter; a relay that stops renewing loses it when its time runs out, and the next relay
+/// to take it gets the next epoch. Every settlement is recorded in `lansync_settlement` in a
+/// transaction that first locks the lease row as held by this relay at this epoch (`FOR SHARE`):
+/// a relay whose lease lapsed cannot record anything, and no other relay can take the lease
+/// while such a transaction is open. The ledger's key is the conflict itself (item, field and the
+/// dots of the concurrent versions), so a conflict is decided once: a relay that meets the same
+/// conflict later (a new holder after a failover, the old holder's replica catching up) reads
+/// the decision and writes the same value.
+///
+/// Guarantees: ``decide(_:)`` returns only values recorded under a lease this relay held when
+/// the record committed, and for a given conflict always the same value, whichever relay asks.
+public actor PostgresAuthority {
+    /// Where this relay stands.
+    public enum Standing: Sendable, Equatable {
+        case starting
+        /// This relay settles conflicts.
+        case holding(epoch: Int64)
+        /// Another relay does (its holder text); this one leaves conflicts to it.
+        case following(holder: String, epoch: Int64)
+        /// PostgreSQL cannot be reached: no relay settles through this one meanwhile.
+        case unreachable(String)
+    }
+
+    /// A conflict, as the ledger keys it.
+    public struct Conflict: Sendable, Hashable {
+        public var item: String
+        public var field: String
+        /// The concurrent versions' dots, sorted (`NODE:COUNTER,...`).
+        public var siblings: String
+        /// The value the relay's policy picks (nil: the field removed).
+        public var proposed: Value?
+
+        public init(item: ItemID, field: FieldName, dots: [Dot], proposed: Value?) {
+            self.item = item.rawValue
+            self.field = field.rawValue
+            self.siblings = dots.map { "\($0.node.text):\($0.counter)" }.sorted().joined(separator: ",")
+            self.proposed = proposed
+        }
+    }
+
+    let location: PostgresLocation
+    /// The lease's name: one lease per cluster, so clusters may share a database.
+    let name: String
+    /// This process, as the lease row names it: a new text per start, so a restarted relay never
+    /// takes over its previous life's epoch.
+    public let holder: String
+    let lease: Duration
+    let logger: Logger
+    private var leaseConnection: PostgresConnection?
+    private var decisionConnection: PostgresConnection?
+    public private(set) var standing = Standing.starting
+    /// Until when this relay may count on holding the lease, by its own clock: a renewal's start
+    /// plus four fifths of the lease, well before PostgreSQL's expiry.
+    private var heldUntil: ContinuousClock.Instant?
+    private var connectionIDs = 0
+
+    public init(location: PostgresLocation, name: String, holder: String, lease: Duration, logger: Logger) {
+        self.location = location
+        self.name = name
+        self.holder = holder
+        self.lease = lease
+        self.logger = logger
+    }
+
+    /// Whether this relay holds the lease now (its own deadline included).
+    public var holds: Bool {
+        guard case .holding = standing, let heldUntil else { return false }
+        return ContinuousClock.now < heldUntil
+    }
+
+    /// Keeps or seeks the lease until the calling task is cancelled, every third of the lease;
+    /// `acquired` runs each time this relay starts holding it (to settle what waited). Gives the
+    /// lease up on the way out, so another relay takes over at its next look.
+    public func run(acquired: @escaping @Sendable () async -> Void) async {
+        while !Task.isCancelled {
+            let before = standing
+            await look()
+            report(from: before)
+            if case .holding = standing, !Self.sameHolding(before, standing) { await acquired() }
+            try? await Task.sleep(for: lease / 3)
+        }
+        await Task.detached { [self] in await self.release() }.value
+    }
+
+    /// Records `conflict`'s settlement (its proposed value) unless one is recorded already, and
+    /// returns the recorded value. Throws when this relay does not hold the lease at this moment
+    /// in PostgreSQL, or PostgreSQL cannot be reached: the conflict stays open.
+    public func decide(_ conflict: Conflict) async throws(PostgresProblem) -> Value? {
+        guard case .holding(let epoch) = standing else { throw PostgresProblem("this relay does not hold the lease") }
+        do {
+            let connection = try await connected(.decision)
+            return try await connection.withTransaction(logger: logger) { c in
+                let fenced = try await c.query(
+                    """
+                    SELECT epoch FROM lansync_lease
+                    WHERE name = \(name) AND holder = \(holder) AND epoch = \(epoch) AND expires_at > clock_timestamp()
+                    FOR SHARE
+                    """,
+                    logger: logger
+                )
+                var held = false
+                for try await _ in fenced { held = true }
+                guard held else { throw PostgresProblem("the lease lapsed (epoch \(epoch))") }
+                let proposed = conflict.proposed.map { Self.encoded($0) }
+                try await c.query(
+                    """
+                    INSERT INTO lansync_settlement (item, field, siblings, value, epoch, holder)
+                    VALUES (\(conflict.item), \(conflict.field), \(conflict.siblings), \(proposed), \(epoch), \(holder))
+                    ON CONFLICT (item, field, siblings) DO NOTHING
+                    """,
+                    logger: logger
+                )
+                let recorded = try await c.query(
+                    """
+                    SELECT value FROM lansync_settlement
+                    WHERE item = \(conflict.item) AND field = \(conflict.field) AND siblings = \(conflict.siblings)
+                    """,
+                    logger: logger
+                )
+                for try await (value) in recorded.decode((ByteBuffer?).self) {
+                    return try value.map(Self.decoded)
+                }
+                throw PostgresProblem("the settlement was not recorded")
+            }
+        } catch {
+            // A broken connection is opened again next time.
+            if decisionConnection?.isClosed == true { await drop(.decision) }
+            throw PostgresProblem(error)
+        }
+    }
+
+    // MARK: The lease
+
+    /// One renewal, or one attempt to take the lease.
+    private func look() async {
+        let started = ContinuousClock.now
+        do {
+            let connection = try await connected(.lease)
+            let milliseconds = Int64(
+                lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000
+            )
+            let taken = try await connection.query(
+                """
+                INSERT INTO lansync_lease AS l (name, holder, epoch, expires_at)
+                VALUES (\(name), \(holder), 1, clock_timestamp() + \(milliseconds)::float8 * interval '1 millisecond')
+                ON CONFLICT (name) DO UPDATE SET
+                    holder = excluded.holder,
+                    epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
+                        THEN l.epoch ELSE l.epoch + 1 END,
+                    expires_at = excluded.expires_at
+                WHERE (l.holder = excluded.holder AND l.expires_at > clock_timestamp())
+                    OR l.expires_at <= clock_timestamp()
+                RETURNING l.epoch
+                """,
+                logger: logger
+            )
+            for try await (epoch) in taken.decode(Int64.self) {
+                standing = .holding(epoch: epoch)
+                heldUntil = started + lease * 4 / 5
+                return
+            }
+            heldUntil = nil
+            let current = try await connection.query(
+                "SELECT holder, epoch FROM lansync_lease WHERE name = \(name)",
+                logger: logger
+            )
+            for try await (other, epoch) in current.decode((String, Int64).self) {
+                standing = .following(holder: other, epoch: epoch)
+                return
+            }
+            standing = .following(holder: "?", epoch: 0)
+        } catch {
+            await drop(.lease)
+            standing = .unreachable(PostgresProblem(error).description)
+        }
+    }
+
+    /// Gives the lease up if held, and closes both connections.
+    public func release() async {
+        if case .holding = standing, let connection = leaseConnection {
+            _ = try? await connection.query(
+                "UPDATE lansync_lease SET expires_at = clock_timestamp() WHERE name = \(name) AND holder = \(holder)",
+                logger: logger
+            )
+            logger.notice("this relay gave up the lease: another relay settles conflicts from now")
+        }
+        standing = .starting
+        heldUntil = nil
+        await drop(.lease)
+        await drop(.decision)
+    }
+
+    /// One look now (renew, or try to take the lease), for tests and the first start.
+    public func lookNow() async { await look() }
+
+    private static func sameHolding(_ a: Standing, _ b: Standing) -> Bool {
+        if case .holding(let x) = a, case .holding(let y) = b { return x == y }
+        return false
+    }
+
+    /// One log line per change of standing.
+    private func report(from before: Standing) {
+        guard before != standing else { return }
+        switch standing {
+        case .starting: break
+        case .holding(let epoch):
+            logger.notice("this relay holds the lease (epoch \(epoch), \(location)): it settles conflicts")
+        case .following(let other, let epoch):
+            if case .following(let was, _) = before, was == other { return }
+            logger.notice("relay '\(other)' holds the lease (epoch \(epoch)): this relay leaves conflicts to it")
+        case .unreachable(let why):
+            if case .unreachable = before { return }
+            logger.warning(
+                "PostgreSQL at \(location) cannot be reached (\(why)): this relay settles nothing until it is back"
+            )
+        }
+    }
+
+    // MARK: Connections
+
+    /// The lease's renewals and the decisions go over connections of their own: a decision's
+    /// transaction must never take a renewal in.
+    private enum Slot { case lease, decision }
+
+    private func connected(_ slot: Slot) async throws -> PostgresConnection {
+        if let connection = self.connection(slot), !connection.isClosed { return connection }
+        let connection = try await open()
+        set(slot, connection)
+        return connection
+    }
+
+    private func connection(_ slot: Slot) -> PostgresConnection? {
+        switch slot {
+        case .lease: leaseConnection
+        case .decision: decisionConnection
+        }
+    }
+
+    private func set(_ slot: Slot, _ connection: PostgresConnection?) {
+        switch slot {
+        case .lease: leaseConnection = connection
+        case .decision: decisionConnection = connection
+        }
+    }
+
+    private func drop(_ slot: Slot) async {
+        let connection = self.connection(slot)
+        set(slot, nil)
+        try? await connection?.close()
+    }
+
+    /// A connection to the first host that answers (and, with `target_session_attrs=read-write`,
+    /// accepts writes), with the schema in place.
+    private func open() async throws -> PostgresConnection {
+        var failures: [String] = []
+        for host in location.hosts {
+            connectionIDs += 1
+            do {
+                let connection = try await PostgresConnection.connect(
+                    configuration: try configuration(for: host),
+                    id: connectionIDs,
+                    logger: logger
+                )
+                if location.readWrite, try await Self.isReadOnly(connection, logger: logger) {
+                    try? await connection.close()
+                    failures.append("\(host.name):\(host.port) is read-only")
+                    continue
+                }
+                try await Self.createSchema(connection, logger: logger)
+                return connection
+            } catch {
+                failures.append("\(host.name):\(host.port): \(PostgresProblem(error))")
+            }
+        }
+        throw PostgresProblem(failures.joined(separator: "; "))
+    }
+
+    private func configuration(for host: PostgresLocation.Host) throws -> PostgresConnection.Configuration {
+        var configuration: PostgresConnection.Configuration
+        if host.name.hasPrefix("/") {
+            configuration = .init(
+                unixSocketPath: "\(host.name)/.s.PGSQL.\(host.port)",
+                username: location.user,
+                password: location.password,
+                database: location.database
+            )
+        } else {
+            // As libpq's prefer and require: encrypted, the server's certificate not verified.
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.certificateVerification = .none
+            let mode: PostgresConnection.Configuration.TLS =
+                switch location.tls {
+                case .disable: .disable
+                case .prefer: .prefer(try NIOSSLContext(configuration: tls))
+                case .require: .require(try NIOSSLContext(configuration: tls))
+                }
+            configuration = .init(
+                host: host.name,
+                port: host.port,
+                username: location.user,
+                password: location.password,
+                database: location.database,
+                tls: mode
+            )
+        }
+        configuration.options.connectTimeout = .seconds(location.connectTimeout.components.seconds)
+        return configuration
+    }
+
+    private static func isReadOnly(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        let rows = try await connection.query("SHOW transaction_read_only", logger: logger)
+        for try await (value) in rows.decode(String.self) { return value == "on" }
+        return true
+    }
+
+    /// The two tables, made once; relays starting together take turns (an advisory lock), as
+    /// two `CREATE TABLE IF NOT EXISTS` at once can collide.
+    static func createSchema(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.withTransaction(logger: logger) { c in
+            try await c.query("SELECT pg_advisory_xact_lock(7420)", logger: logger)
+            try await c.query(
+                """
+                CREATE TABLE IF NOT EXISTS lansync_lease (
+                    name text PRIMARY KEY,
+                    holder text NOT NULL,
+                    epoch bigint NOT NULL,
+                    expires_at timestamptz NOT NULL
+                )
+                """,
+                logger: logger
+            )
+            try await c.query(
+                """
+                CREATE TABLE IF NOT EXISTS lansync_settlement (
+                    item text NOT NULL,
+                    field text NOT NULL,
+                    siblings text NOT NULL,
+                    value bytea,
+                    epoch bigint NOT NULL,
+                    holder text NOT NULL,
+                    settled_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                    PRIMARY KEY (item, field, siblings)
+                )
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    // MARK: Values
+
+    static func encoded(_ value: Value) -> ByteBuffer {
+        var writer = ByteWriter()
+        writer.value(value)
+        return ByteBuffer(bytes: writer.bytes)
+    }
+
+    static func decoded(_ buffer: ByteBuffer) throws -> Value {
+        var reader = ByteReader(Array(buffer.readableBytesView))
+        do {
+            return try reader.value()
+        } catch {
+            throw PostgresProblem("a settlement's value in PostgreSQL is not a lansync value: \(error)")
+        }
+    }
+}
