@@ -89,8 +89,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // libavahi-client, as Debian ships it (pkg-config avahi-client).
-        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
+        // libavahi-client's headers (Debian: libavahi-client-dev); the libraries are loaded with
+        // dlopen when discovery starts, so commands that never discover do not load them.
+        .target(name: "CAvahi", linkerSettings: [.linkedLibrary("dl")]),
         // Finding peers: the Discovery interface and its Avahi (mDNS/DNS-SD) implementation.
         .target(name: "LansyncDiscovery", dependencies: ["LansyncCore", "CAvahi"], swiftSettings: strict),
         // Where several relays share the authority: a lease with a fencing epoch and the ledger
@@ -183,8 +184,15 @@ let package = Package(
             ],
             swiftSettings: strict,
             linkerSettings: [
+                // lld packs relative relocations; `--no-export-dynamic` undoes the toolchain's
+                // `-export-dynamic` for static executables (static-stdlib-args.lnk), which put
+                // 52,000 of lansync's own symbols in the dynamic table: nothing looks them up, and
+                // every start paid for them (Docs/BENCHMARKS.md, "A command's start").
                 .unsafeFlags(
-                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                    [
+                        "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                        "-Xlinker", "--no-export-dynamic",
+                    ],
                     .when(platforms: [.linux], configuration: .release)
                 )
             ]

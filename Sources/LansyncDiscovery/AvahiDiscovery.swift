@@ -130,12 +130,16 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         let (stream, continuation) = AsyncStream<DiscoveryEvent>.makeStream(bufferingPolicy: .unbounded)
         self.accepts = accepts
         self.continuation = continuation
-        guard let poll = avahi_threaded_poll_new() else {
+        if let problem = AvahiLibrary.problem {
+            continuation.yield(.unavailable(problem))
+            return stream
+        }
+        guard let poll = avahi.threaded_poll_new() else {
             continuation.yield(.unavailable("cannot create the Avahi event loop"))
             return stream
         }
         self.poll = poll
-        avahi_threaded_poll_start(poll)
+        _ = avahi.threaded_poll_start(poll)
         whileRunning { $0.connect() }
         return stream
     }
@@ -146,18 +150,18 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             lifecycle.unlock()
             return
         }
-        avahi_threaded_poll_lock(poll)
+        avahi.threaded_poll_lock(poll)
         stopped = true
         retry?.cancel()
-        avahi_threaded_poll_unlock(poll)
+        avahi.threaded_poll_unlock(poll)
         lifecycle.unlock()
         // From here no callback or retry touches our state: the poll thread can be stopped.
-        avahi_threaded_poll_stop(poll)
-        if let client { avahi_client_free(client) }  // frees its groups, browsers and resolvers
+        _ = avahi.threaded_poll_stop(poll)
+        if let client { avahi.client_free(client) }  // frees its groups, browsers and resolvers
         client = nil
         group = nil
         browser = nil
-        avahi_threaded_poll_free(poll)
+        avahi.threaded_poll_free(poll)
         self.poll = nil
         continuation?.finish()
     }
@@ -174,8 +178,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         guard let poll, client == nil, !stopped else { return }
         generation += 1
         var error: Int32 = 0
-        client = avahi_client_new(
-            avahi_threaded_poll_get(poll),
+        client = avahi.client_new(
+            avahi.threaded_poll_get(poll),
             AVAHI_CLIENT_NO_FAIL,
             { client, state, userdata in
                 AvahiDiscovery.from(userdata)?.clientChanged(client, state)
@@ -185,7 +189,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         )
         if client == nil {
             busUnreachable = true
-            report(.unavailable("cannot reach the Avahi daemon over D-Bus (\(String(cString: avahi_strerror(error))))"))
+            report(.unavailable("cannot reach the Avahi daemon over D-Bus (\(AvahiLibrary.describe(error)))"))
             scheduleRetry()
         }
     }
@@ -204,8 +208,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             guard let self else { return }
             self.lifecycle.withLock {
                 guard !self.stopped, let poll = self.poll else { return }
-                avahi_threaded_poll_lock(poll)
-                defer { avahi_threaded_poll_unlock(poll) }
+                avahi.threaded_poll_lock(poll)
+                defer { avahi.threaded_poll_unlock(poll) }
                 body(self)
             }
         }
@@ -242,17 +246,17 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             lastUnavailable = ""  // force the next .available through
             report(.available)
         case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
-            if let group { avahi_entry_group_reset(group) }
+            if let group { _ = avahi.entry_group_reset(group) }
         case AVAHI_CLIENT_CONNECTING:
             report(.unavailable("the Avahi daemon is not running; waiting for it (static peers still work)"))
             // A daemon that did not answer the client's first calls in time is taken for absent,
             // and the client waits for it to appear on the bus: if it is there already, forever.
             if client != nil { scheduleRestart() }
         case AVAHI_CLIENT_FAILURE:
-            let error = client.map { avahi_client_errno($0) } ?? 0
+            let error = client.map { avahi.client_errno($0) } ?? 0
             report(
                 .unavailable(
-                    "lost the Avahi daemon (\(String(cString: avahi_strerror(error)))); waiting for it to come back"
+                    "lost the Avahi daemon (\(AvahiLibrary.describe(error))); waiting for it to come back"
                 )
             )
             // The daemon went away: start over with a new client, which waits for it.
@@ -265,7 +269,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// Frees the client (its group, browsers and resolvers with it), forgets what it found, and
     /// makes a new one.
     private func restart() {
-        if let client { avahi_client_free(client) }
+        if let client { avahi.client_free(client) }
         client = nil
         group = nil
         browser = nil
@@ -297,13 +301,13 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     }
 
     private func healthy(_ client: OpaquePointer) -> Bool {
-        avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING && browser != nil && !publishFailed
+        avahi.client_get_state(client) == AVAHI_CLIENT_S_RUNNING && browser != nil && !publishFailed
     }
 
     private func publish(_ client: OpaquePointer) {
         guard let advertisement else { return }
         if group == nil {
-            group = avahi_entry_group_new(
+            group = avahi.entry_group_new(
                 client,
                 { group, state, userdata in
                     AvahiDiscovery.from(userdata)?.groupChanged(group, state)
@@ -315,16 +319,16 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             publishFailed = true
             report(
                 .unavailable(
-                    "cannot publish our service: \(String(cString: avahi_strerror(avahi_client_errno(client)))))"
+                    "cannot publish our service: \(AvahiLibrary.describe(avahi.client_errno(client)))"
                 )
             )
             return
         }
-        guard avahi_entry_group_is_empty(group) != 0 else { return }
+        guard avahi.entry_group_is_empty(group) != 0 else { return }
         var txt: UnsafeMutablePointer<AvahiStringList>?
-        for entry in advertisement.txt { txt = avahi_string_list_add(txt, entry) }
-        defer { avahi_string_list_free(txt) }
-        let added = avahi_entry_group_add_service_strlst(
+        for entry in advertisement.txt { txt = avahi.string_list_add(txt, entry) }
+        defer { avahi.string_list_free(txt) }
+        let added = avahi.entry_group_add_service_strlst(
             group,
             AvahiIfIndex(AVAHI_IF_UNSPEC),
             AvahiProtocol(AVAHI_PROTO_UNSPEC),
@@ -340,20 +344,20 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             renameAfterCollision()
             return
         }
-        let committed = added >= 0 ? avahi_entry_group_commit(group) : added
+        let committed = added >= 0 ? avahi.entry_group_commit(group) : added
         guard committed >= 0 else {
             publishFailed = true
-            report(.unavailable("cannot publish our service: \(String(cString: avahi_strerror(committed)))"))
+            report(.unavailable("cannot publish our service: \(AvahiLibrary.describe(committed))"))
             return
         }
         publishFailed = false
     }
 
     private func renameAfterCollision() {
-        guard let next = avahi_alternative_service_name(serviceName) else { return }
+        guard let next = avahi.alternative_service_name(serviceName) else { return }
         serviceName = String(cString: next)
-        avahi_free(next)
-        if let group { avahi_entry_group_reset(group) }
+        avahi.free(next)
+        if let group { _ = avahi.entry_group_reset(group) }
         if let client { publish(client) }
     }
 
@@ -363,7 +367,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             publishFailed = true
             report(
                 .unavailable(
-                    "cannot publish our service: \(String(cString: avahi_strerror(avahi_client_errno(client)))))"
+                    "cannot publish our service: \(AvahiLibrary.describe(avahi.client_errno(client)))"
                 )
             )
             scheduleRestart()
@@ -372,7 +376,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 
     private func browse(_ client: OpaquePointer) {
         guard browser == nil else { return }
-        browser = avahi_service_browser_new(
+        browser = avahi.service_browser_new(
             client,
             AvahiIfIndex(AVAHI_IF_UNSPEC),
             AvahiProtocol(AVAHI_PROTO_UNSPEC),
@@ -431,7 +435,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func resolveWaiting() {
         guard let client else { return }
         for key in resolves.next() {
-            let resolver = avahi_service_resolver_new(
+            let resolver = avahi.service_resolver_new(
                 client,
                 key.seen.interface,
                 key.seen.proto,
@@ -460,7 +464,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
                         )
                         discovery.resolves.finished(key, outcome)
                     }
-                    if let resolver { avahi_service_resolver_free(resolver) }
+                    if let resolver { _ = avahi.service_resolver_free(resolver) }
                     discovery.resolveWaiting()
                 },
                 context
@@ -485,15 +489,15 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         while let current = item {
             var key: UnsafeMutablePointer<CChar>?
             var value: UnsafeMutablePointer<CChar>?
-            if avahi_string_list_get_pair(current, &key, &value, nil) == 0, let key {
+            if avahi.string_list_get_pair(current, &key, &value, nil) == 0, let key {
                 entries[String(cString: key)] = value.map { String(cString: $0) } ?? ""
-                avahi_free(key)
-                if let value { avahi_free(value) }
+                avahi.free(key)
+                if let value { avahi.free(value) }
             }
-            item = avahi_string_list_get_next(current)
+            item = avahi.string_list_get_next(current)
         }
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
-        guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return .ignored }
+        guard avahi.address_snprint(&buffer, buffer.count, address) != nil else { return .ignored }
         let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let advert = Advertisement.peer(fromTXT: entries)
         if let sighting {
@@ -556,7 +560,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func browseRecords(_ key: HostKey) {
         guard recordBrowsers[key] == nil, let client else { return }
         let ipv6 = key.seen.proto == AvahiProtocol(AVAHI_PROTO_INET6)
-        recordBrowsers[key] = avahi_record_browser_new(
+        recordBrowsers[key] = avahi.record_browser_new(
             client,
             key.seen.interface,
             key.seen.proto,
@@ -599,7 +603,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// Stops following a host name's records once no advert names it on that interface and family.
     private func stopRecords(unlessUsed key: HostKey) {
         guard !adverts.values.contains(where: { $0.on[key.seen]?.hostName.lowercased() == key.name }) else { return }
-        if let browser = recordBrowsers.removeValue(forKey: key) { avahi_record_browser_free(browser) }
+        if let browser = recordBrowsers.removeValue(forKey: key) { _ = avahi.record_browser_free(browser) }
         hostAddresses[key] = nil
     }
 }

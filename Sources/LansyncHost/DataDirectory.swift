@@ -70,9 +70,10 @@ public struct DataDirectory: Sendable {
 
     /// Opens the replica. If the directory was copied (or moved) from where it was created, this
     /// copy first takes a new node identity, issued with the cluster secret it holds, and says so:
-    /// two copies must never write under one node id.
-    public func open() throws -> ReplicaStore {
-        let store = try ReplicaStore.open(path: replicaPath)
+    /// two copies must never write under one node id. A node keeps a pool of connections; a
+    /// command, which does one thing and exits, one (``ReplicaStore/Connections``).
+    public func open(_ connections: ReplicaStore.Connections = .pool) throws -> ReplicaStore {
+        let store = try ReplicaStore.open(path: replicaPath, connections: connections)
         let info = try store.info()
         if info.fingerprint != fingerprint {
             try reidentify(store, info: info)

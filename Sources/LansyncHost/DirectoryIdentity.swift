@@ -85,11 +85,7 @@ extension DataDirectory {
 
     static let machineID: String = {
         for file in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
-            if let id = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
-                in: .whitespacesAndNewlines
-            ), !id.isEmpty {
-                return id
-            }
+            if let id = SystemFile.firstLine(file) { return id }
         }
         return ProcessInfo.processInfo.hostName
     }()

@@ -12,10 +12,11 @@ public struct LocalReplica: Sendable {
     public let directory: DataDirectory
     let store: ReplicaStore
 
-    /// Opens the replica in `directory` (a copied directory first takes a new identity).
+    /// Opens the replica in `directory` (a copied directory first takes a new identity), for a
+    /// command: one connection, which writes nothing until asked to.
     public init(_ directory: DataDirectory) throws {
         self.directory = directory
-        store = try directory.open()
+        store = try directory.open(.one)
     }
 
     /// The replica a running node already holds open.

@@ -129,6 +129,6 @@ extension ReplicaStore {
     /// How many writers (rows of table `node`) this replica knows: what ``WriterBounds/total``
     /// bounds.
     public func writerCount() throws(StoreError) -> Int {
-        try guarded { try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM node") ?? 0 } }
+        try guarded { try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM node") ?? 0 } }
     }
 }

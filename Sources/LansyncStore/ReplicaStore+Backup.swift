@@ -54,7 +54,7 @@ extension ReplicaStore {
         Self.removeDatabase(at: partial)
         do {
             let copy = try DatabaseQueue(path: partial)
-            try pool.backup(to: copy, pagesPerStep: Self.backupPagesPerStep)
+            try database.backup(to: copy, pagesPerStep: Self.backupPagesPerStep)
             try copy.write { db in
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
@@ -117,10 +117,10 @@ extension ReplicaStore {
                     "\(backup) is a backup of another node (\(summary.nodeID.short), this directory is \(node.short)): restore it in that node's directory, or let this one sync from its peers"
                 )
             }
-            try restored.pool.write { db in
+            try restored.database.write { db in
                 try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [backupTakenKey])
             }
-            try restored.pool.close()
+            try restored.database.close()
         } catch StoreError.notAReplica(_, let reason) {
             removeDatabase(at: fresh)
             throw .io("\(backup) is not a lansync backup (\(reason)): give a file 'lansync backup' wrote")

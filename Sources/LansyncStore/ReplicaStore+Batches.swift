@@ -107,9 +107,9 @@ extension ReplicaStore {
     ) throws(StoreError) -> ReceivedBatch {
         // (A damaged replica is refused by `write`, once.) Before the write lock: the look-ups are reads, and a refused batch never takes it.
         let check = try guarded {
-            let check = try WriterCheck(batch, cache: nodeRows) { lookUp in try pool.read(lookUp) }
+            let check = try WriterCheck(batch, cache: nodeRows) { lookUp in try database.read(lookUp) }
             if !check.newWriters.isEmpty {
-                try pool.read { db in try check.check(writers, allowance: allowance, db: db) }
+                try database.read { db in try check.check(writers, allowance: allowance, db: db) }
             }
             return check
         }
@@ -199,13 +199,13 @@ extension ReplicaStore {
 
     /// How far `sender`'s interrupted stream got, and its incarnation then (for the hello).
     public func resume(from sender: NodeID) throws(StoreError) -> (covers: VersionVector, incarnation: NodeID)? {
-        try guarded { try pool.read { db in try Transaction.stream(db: db, from: sender) } }
+        try guarded { try database.read { db in try Transaction.stream(db: db, from: sender) } }
     }
 
     /// `sender` said hello as `incarnation`: progress it made as another incarnation is dropped.
     public func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 try db.cachedStatement(sql: "DELETE FROM stream WHERE peer_id = ? AND incarnation <> ?").execute(
                     arguments: [sender.text, incarnation.text]
                 )

@@ -92,7 +92,9 @@ extension ReplicaStore {
     public func recordReports(_ reports: [MemberReport], gossiped: Bool = false) throws(StoreError) {
         guard !reports.isEmpty else { return }
         let own = try info().nodeID
-        try guarded { try pool.write { db in try Self.recordReports(reports, gossiped: gossiped, own: own, db: db) } }
+        try guarded {
+            try database.write { db in try Self.recordReports(reports, gossiped: gossiped, own: own, db: db) }
+        }
     }
 
     static func recordReports(_ reports: [MemberReport], gossiped: Bool, own: NodeID, db: Database) throws {
@@ -174,7 +176,7 @@ extension ReplicaStore {
         var w = ByteWriter()
         w.versionVector(VersionVector())
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 try db.execute(
                     sql: """
                         INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, 0, ?)
@@ -208,7 +210,7 @@ extension ReplicaStore {
 
     public func setCollectionSettings(_ settings: CollectionSettings) throws(StoreError) {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 for (key, value) in [("trash_window", settings.trashWindow), ("away_after", settings.awayAfter)] {
                     try Transaction.setMeta(key, String(value), db: db)
                 }
@@ -346,7 +348,7 @@ extension ReplicaStore {
                 // merged now, the search index is what a joiner's would be.
                 if purged > 0 {
                     try guarded {
-                        try pool.write { db in
+                        try database.write { db in
                             try db.execute(sql: "INSERT INTO item_search(item_search) VALUES ('optimize')")
                         }
                     }
@@ -361,7 +363,7 @@ extension ReplicaStore {
     @discardableResult
     public func returnFreePages() throws(StoreError) -> Int {
         try guarded {
-            try pool.writeWithoutTransaction { db in
+            try database.writeWithoutTransaction { db in
                 let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                 guard free > 0 else { return 0 }
                 if try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 {

@@ -51,7 +51,7 @@ extension ReplicaStore {
     public func quickCheck() throws(StoreError) -> DamageReport {
         var report = DamageReport(problems: [])
         do {
-            let lines = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+            let lines = try database.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
             if lines != ["ok"] { report.problems += lines.prefix(5).map { "SQLite: \($0)" } }
         } catch {
             report.problems.append("SQLite cannot read it: \(Self.mapError(error, path: path).detailText)")
@@ -71,10 +71,10 @@ extension ReplicaStore {
         var report = DamageReport(problems: [])
         func problem(_ text: String) { if report.problems.count < 20 { report.problems.append(text) } }
         do {
-            let lines = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+            let lines = try database.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
             if lines != ["ok"] { for line in lines.prefix(5) { problem("SQLite: " + line) } }
             do { _ = try info() } catch { problem(error.detailText) }
-            try pool.read { db in
+            try database.read { db in
                 try Self.checkNodesAndItems(db, problem)
                 report.fieldsChecked = try checkFields(db, problem)
                 try Self.checkHistory(db, problem)
@@ -177,7 +177,7 @@ extension ReplicaStore {
     /// stop streaming when that field's state does not decode.
     func indexedNodes(of key: FieldKey) throws(StoreError) -> Set<NodeID> {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 let texts = try String.fetchAll(
                     db,
                     sql: """

@@ -7,7 +7,7 @@ public import LansyncCore
 extension ReplicaStore {
     /// This replica's version vector: how far it has received each node's writes.
     public func versionVector() throws(StoreError) -> VersionVector {
-        try guarded { try pool.read { db in try Self.versionVector(db: db) } }
+        try guarded { try database.read { db in try Self.versionVector(db: db) } }
     }
 
     static func versionVector(db: Database) throws -> VersionVector {
@@ -28,7 +28,7 @@ extension ReplicaStore {
         stamp: UInt64, versionVector: VersionVector, unclaimed: [NodeID]
     ) {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 let stamp =
                     UInt64(
                         try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'changes'"))

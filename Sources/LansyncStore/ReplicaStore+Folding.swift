@@ -68,7 +68,7 @@ extension ReplicaStore {
         guard !peerFolded.isEmpty else { return VersionVector() }
         return try guarded {
             // Most hellos bring nothing new: a read decides, and only news takes the write lock.
-            let (vector, folded) = try pool.read { db in (try Self.versionVector(db: db), try Self.folded(db: db)) }
+            let (vector, folded) = try database.read { db in (try Self.versionVector(db: db), try Self.folded(db: db)) }
             guard !WriterFolding.adoptable(peerFolded, vector: vector, folded: folded).isEmpty else {
                 return VersionVector()
             }

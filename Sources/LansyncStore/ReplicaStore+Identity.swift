@@ -7,7 +7,7 @@ public import LansyncCore
 extension ReplicaStore {
     /// This replica's identity and settings.
     public func info() throws(StoreError) -> ReplicaInfo {
-        try guarded { try pool.read { db in try info(db: db) } }
+        try guarded { try database.read { db in try info(db: db) } }
     }
 
     /// ``info()`` read on `db`: a write reads it in its own transaction, not in a read of its own
@@ -41,7 +41,7 @@ extension ReplicaStore {
     /// issue dots under one id.
     public func adoptIdentity(nodeID: NodeID, fingerprint: String) throws(StoreError) {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 let name = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'node_name'")
                 try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'node_id'", arguments: [nodeID.text])
                 try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'fingerprint'", arguments: [fingerprint])
@@ -58,7 +58,7 @@ extension ReplicaStore {
     /// Records the display name of a node (learnt from its hello).
     public func setNodeName(_ name: String, for node: NodeID) throws(StoreError) {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 try db.execute(
                     sql:
                         "INSERT INTO node(node_id, name) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET name = excluded.name",
@@ -92,7 +92,7 @@ extension ReplicaStore {
     /// A number that grows with every transaction that changed a field: equal numbers mean the
     /// replica shows the same thing.
     public func changeStamp() throws(StoreError) -> UInt64 {
-        try guarded { try pool.read { db in try Self.changeStamp(db: db) } }
+        try guarded { try database.read { db in try Self.changeStamp(db: db) } }
     }
 
     static func changeStamp(db: Database) throws -> UInt64 {
@@ -102,7 +102,7 @@ extension ReplicaStore {
     /// This replica's write identities, oldest first.
     public func writers() throws(StoreError) -> [WriterRecord] {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 try Row.fetchAll(db, sql: "SELECT writer_id, started, reason FROM writer ORDER BY seq").compactMap {
                     row in
                     guard let id = NodeID(text: (try row.decode(atIndex: 0))) else { return nil }

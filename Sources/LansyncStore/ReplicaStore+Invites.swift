@@ -29,7 +29,7 @@ extension ReplicaStore {
     /// Records a new invite.
     public func addInvite(secret: [UInt8], name: String?, now: UInt64, expiresAt: UInt64) throws(StoreError) {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 // Invites a day past their end are of no further use, not even to explain a refusal.
                 try db.execute(sql: "DELETE FROM invite WHERE expires_at < ?", arguments: [Int64(now) - 86_400_000])
                 try db.execute(
@@ -49,7 +49,7 @@ extension ReplicaStore {
         matches: ([UInt8]) -> Bool
     ) throws(StoreError) -> InviteRedemption {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 let rows = try Row.fetchAll(
                     db,
                     sql: "SELECT secret, name, created_at, expires_at, used_at, used_by FROM invite"

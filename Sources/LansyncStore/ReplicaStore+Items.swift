@@ -8,7 +8,7 @@ extension ReplicaStore {
     /// The whole replicated state of an item; nil if this replica has never heard of it.
     public func itemState(_ id: ItemID) throws(StoreError) -> ItemState? {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 let item = try Transaction.loadItem(db: db, id, nodes: nodeRows)
                 return item.row == nil ? nil : item.state
             }
@@ -20,7 +20,7 @@ extension ReplicaStore {
     /// only one returned, even if longer ids start with it.
     public func itemIDs(matching typed: String, limit: Int = 5) throws(StoreError) -> [ItemID] {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 if try Bool.fetchOne(db, sql: "SELECT 1 FROM item WHERE item_id = ?", arguments: [typed]) == true {
                     return [ItemID(unchecked: typed)]
                 }
@@ -121,7 +121,7 @@ extension ReplicaStore {
             reserved: localWriters != nil
         )
         try guarded {
-            try pool.read { db in try readItems(statement, localWriters: localWriters, db: db, body) }
+            try database.read { db in try readItems(statement, localWriters: localWriters, db: db, body) }
         }
     }
 
@@ -165,7 +165,7 @@ extension ReplicaStore {
             changedAfter: seq
         )
         return try guarded {
-            try pool.read { db in
+            try database.read { db in
                 let marks = ReplicaMarks(
                     stamp: try Self.changeStamp(db: db),
                     latestSeq: try Transaction.latestSeq(db: db),
@@ -232,7 +232,7 @@ extension ReplicaStore {
     /// Every open conflict, sorted by item and field.
     public func conflicts() throws(StoreError) -> [FieldConflict] {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 try Row.fetchAll(
                     db,
                     sql: """
@@ -259,7 +259,7 @@ extension ReplicaStore {
     /// Every kept version of an item's fields (or of one field), newest first.
     public func history(_ id: ItemID, field: FieldName? = nil) throws(StoreError) -> [HistoryEntry] {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 var filter = ""
                 var arguments: [any DatabaseValueConvertible] = [id.rawValue]
                 if let field {
@@ -348,7 +348,7 @@ extension ReplicaStore {
     /// The names of the nodes this replica knows, by id.
     public func nodeNames() throws(StoreError) -> [NodeID: String] {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 var names: [NodeID: String] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node_id, name FROM node WHERE name IS NOT NULL") {
                     if let id = NodeID(text: (try row.decode(atIndex: 0))) { names[id] = (try row.decode(atIndex: 1)) }
@@ -361,7 +361,7 @@ extension ReplicaStore {
     /// `PRAGMA integrity_check`: "ok", or SQLite's description of the damage.
     public func integrityCheck() throws(StoreError) -> String {
         try guarded {
-            try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+            try database.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
         }
     }
 }

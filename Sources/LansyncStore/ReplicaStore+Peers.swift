@@ -49,7 +49,7 @@ public struct PeerRecord: Sendable, Equatable {
 
 extension ReplicaStore {
     public func savePeer(_ record: PeerRecord) throws(StoreError) {
-        try guarded { try pool.write { db in try Self.savePeer(record, db: db) } }
+        try guarded { try database.write { db in try Self.savePeer(record, db: db) } }
     }
 
     /// What a running node learnt of its peers since its last save, in one transaction: their
@@ -97,7 +97,7 @@ extension ReplicaStore {
 
     public func peers() throws(StoreError) -> [PeerRecord] {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 try Row.fetchAll(
                     db,
                     sql:
@@ -129,7 +129,7 @@ extension ReplicaStore {
     public func lacking(_ remote: VersionVector, cap: Int = 1_000_000) throws(StoreError) -> Int {
         let local = try versionVector()
         return try guarded {
-            try pool.read { db in
+            try database.read { db in
                 var total = 0
                 for node in local.nodes where local[node] > remote[node] && total < cap {
                     guard let row = try ReplicaStore.nodeRow(of: node, db: db) else { continue }
@@ -148,7 +148,7 @@ extension ReplicaStore {
     /// Counts for status: items (live), deleted items, fields with open conflicts.
     public func counts() throws(StoreError) -> (items: Int, deleted: Int, conflicts: Int) {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 let items = try Int.fetchOne(db, sql: "SELECT count(*) FROM item WHERE deleted = 0") ?? 0
                 let deleted = try Int.fetchOne(db, sql: "SELECT count(*) FROM item WHERE deleted = 1") ?? 0
                 let conflicts = try Int.fetchOne(db, sql: "SELECT count(*) FROM field WHERE conflict = 1") ?? 0
@@ -163,7 +163,7 @@ extension ReplicaStore {
     /// `history`); nil if none is recorded.
     public func firstSeen(_ dots: [Dot], item: ItemID, field: FieldName) throws(StoreError) -> Dot? {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 var best: (seq: Int64, dot: Dot)?
                 for dot in dots {
                     let seq = try Int64.fetchOne(
@@ -203,7 +203,7 @@ extension ReplicaStore {
     ) throws(StoreError) -> (recent: [LocalChange], above: Int, atOrBelow: Int) {
         let writers = try self.writers().map(\.id).reversed()
         return try guarded {
-            try pool.read { db in
+            try database.read { db in
                 var recent: [LocalChange] = []
                 var above = 0
                 var below = 0
@@ -261,7 +261,7 @@ extension ReplicaStore {
     /// first.
     public func ownRejections() throws(StoreError) -> [Rejection] {
         try guarded {
-            try pool.read { db in
+            try database.read { db in
                 try Row.fetchAll(
                     db,
                     sql: """

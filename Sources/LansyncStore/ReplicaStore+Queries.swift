@@ -133,7 +133,7 @@ extension ReplicaStore {
     /// Indexes `field` (every item's value now, and every later change); nothing if it is already.
     public func addIndex(_ field: FieldName) throws(StoreError) {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 try db.execute(sql: "INSERT OR IGNORE INTO indexed_field(name) VALUES (?)", arguments: [field.rawValue])
                 guard db.changesCount > 0 else { return }
                 let rows = try Row.fetchAll(
@@ -153,7 +153,7 @@ extension ReplicaStore {
     @discardableResult
     public func dropIndex(_ field: FieldName) throws(StoreError) -> Bool {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 try db.execute(sql: "DELETE FROM indexed_field WHERE name = ?", arguments: [field.rawValue])
                 let dropped = db.changesCount > 0
                 try db.execute(sql: "DELETE FROM query_index WHERE field = ?", arguments: [field.rawValue])

@@ -85,7 +85,7 @@ extension ReplicaStore {
     /// relay): the member whose news tells a replica that it is not away itself.
     public func noteRelay(_ relay: NodeID) throws(StoreError) {
         try guarded {
-            try pool.write { db in
+            try database.write { db in
                 guard try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'relay_id'") != relay.text
                 else { return }
                 try Transaction.setMeta("relay_id", relay.text, db: db)

@@ -70,14 +70,14 @@ extension ReplicaStore {
         var salvage = Salvage()
         var maxRow: Int64 = 0
         do {
-            maxRow = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM field") } ?? 0
+            maxRow = try database.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM field") } ?? 0
         } catch {
             salvage.unreadable = true
         }
         for item in stride(from: Int64(0), through: maxRow >> FieldRows.shift, by: 1) {
             let range = FieldRows.range(item: item)
             let rows: [Int64] =
-                (try? pool.read { db in
+                (try? database.read { db in
                     try Int64.fetchAll(
                         db,
                         sql: "SELECT id FROM field WHERE id BETWEEN ? AND ?",
@@ -86,7 +86,7 @@ extension ReplicaStore {
                 }) ?? Array(range)
             for rowID in rows {
                 do {
-                    if let read = try pool.read({ db in try salvageField(row: rowID, db: db) }) {
+                    if let read = try database.read({ db in try salvageField(row: rowID, db: db) }) {
                         salvage.sound.append(read)
                     }
                 } catch {
@@ -125,7 +125,7 @@ extension ReplicaStore {
         let claims = (try? versionVector()) ?? VersionVector()
         if salvage.unreadable { return VersionVector() }
         guard !salvage.lostRows.isEmpty else { return claims }
-        let lowest: [NodeID: UInt64]? = try? pool.read { db in
+        let lowest: [NodeID: UInt64]? = try? database.read { db in
             var lowest: [NodeID: UInt64] = [:]
             for rowID in salvage.lostRows {
                 for row in try Row.fetchAll(
@@ -174,7 +174,7 @@ extension ReplicaStore {
             lease: lease
         )
         try rebuilt.guarded {
-            try rebuilt.pool.write { db in
+            try rebuilt.database.write { db in
                 for (node, name) in names {
                     try db.execute(
                         sql:

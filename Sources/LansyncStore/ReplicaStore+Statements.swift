@@ -8,7 +8,7 @@ extension ReplicaStore {
     public func addStatements(_ statements: [(key: [UInt8], record: [UInt8])]) throws(StoreError) -> Int {
         guard !statements.isEmpty else { return 0 }
         return try guarded {
-            try pool.write { db in
+            try database.write { db in
                 var added = 0
                 for (key, record) in statements {
                     try db.execute(

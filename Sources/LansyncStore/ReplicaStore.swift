@@ -19,11 +19,13 @@ import LansyncJSON
 /// - the file is refused, with a clear error, if it is not a lansync replica or was written by a
 ///   newer version.
 ///
-/// Thread-safe: all access goes through GRDB's `DatabasePool`; several processes (the CLI and
-/// the node) may use one file at once, SQLite serialising their writes.
+/// Thread-safe: all access goes through GRDB (a `DatabasePool` in a node, whose sessions read
+/// while it writes; one connection in a command, see ``Connections``); several processes (the CLI
+/// and the node) may use one file at once, SQLite serialising their writes.
 public final class ReplicaStore: Sendable {
     public let path: String
-    let pool: DatabasePool
+    /// The file's connections: a pool or a single one (``Connections``).
+    let database: any DatabaseWriter
     /// Where this replica's writer markers are kept.
     public let lease: WriterLease
     /// Which node each `node` row names (field states name nodes by row, ``StoredState``).
@@ -36,9 +38,9 @@ public final class ReplicaStore: Sendable {
     /// Versions kept per field in `history` unless `init --history` says otherwise.
     public static let defaultHistoryLimit = 1000
 
-    private init(path: String, pool: DatabasePool, lease: WriterLease, readOnly: Bool = false) {
+    private init(path: String, database: any DatabaseWriter, lease: WriterLease, readOnly: Bool = false) {
         self.path = path
-        self.pool = pool
+        self.database = database
         self.lease = lease
         self.readOnly = readOnly
     }
@@ -57,10 +59,10 @@ public final class ReplicaStore: Sendable {
     ) throws(StoreError) -> ReplicaStore {
         let directory = (path as NSString).deletingLastPathComponent
         guard !FileManager.default.fileExists(atPath: path) else { throw .alreadyInitialised(directory: directory) }
-        let store = try ReplicaStore(path: path, pool: openPool(path), lease: lease)
+        let store = try ReplicaStore(path: path, database: openPool(path), lease: lease)
         try store.guarded {
-            try Schema.migrator.migrate(store.pool)
-            try store.pool.write { db in
+            try Schema.migrator.migrate(store.database)
+            try store.database.write { db in
                 for (key, value) in [
                     ("node_id", nodeID.text), ("cluster_id", clusterID.text), ("node_name", nodeName),
                     ("fingerprint", fingerprint), ("clock", "0"), ("history_limit", String(historyLimit)),
@@ -82,8 +84,25 @@ public final class ReplicaStore: Sendable {
         return store
     }
 
+    /// How many connections a process keeps to the replica file.
+    public enum Connections: Sendable {
+        /// A writer and a pool of readers (GRDB's `DatabasePool`): a node, whose sessions and API
+        /// read while it writes.
+        case pool
+        /// One connection (GRDB's `DatabaseQueue`): a command that does one thing and exits. It
+        /// opens without writing: a pool writes to the file as it opens (it makes sure a WAL
+        /// file with a frame in it exists), so every command used to commit, sync the WAL and
+        /// the directory, and checkpoint on exit, for nothing; it also parses the schema once,
+        /// not once per connection.
+        case one
+    }
+
     /// Opens an existing replica file.
-    public static func open(path: String, lease: WriterLease = .standard()) throws(StoreError) -> ReplicaStore {
+    public static func open(
+        path: String,
+        connections: Connections = .pool,
+        lease: WriterLease = .standard()
+    ) throws(StoreError) -> ReplicaStore {
         if let problem = FileAccess.readProblem(path) { throw .permissionDenied(problem) }
         guard FileManager.default.fileExists(atPath: path) else {
             throw .notInitialised(directory: (path as NSString).deletingLastPathComponent)
@@ -93,12 +112,13 @@ public final class ReplicaStore: Sendable {
         let readOnly = !FileAccess.isWritable(path)
         let store = try ReplicaStore(
             path: path,
-            pool: openPool(path, readOnly: readOnly),
+            database: connections == .pool
+                ? openPool(path, readOnly: readOnly) : openConnection(path, readOnly: readOnly),
             lease: lease,
             readOnly: readOnly
         )
         try store.guarded {
-            let (applicationID, superseded, hasMeta) = try store.pool.read { db in
+            let (applicationID, superseded, hasMeta) = try store.database.read { db in
                 (
                     try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0,
                     try Schema.migrator.hasBeenSuperseded(db),
@@ -110,14 +130,14 @@ public final class ReplicaStore: Sendable {
             }
             guard !superseded else { throw StoreError.newerSchema(path: path) }
             if readOnly {
-                guard try store.pool.read({ db in try Schema.migrator.hasCompletedMigrations(db) }) else {
+                guard try store.database.read({ db in try Schema.migrator.hasCompletedMigrations(db) }) else {
                     throw StoreError.io(
                         "\(path) needs upgrading by this version of lansync, which needs write access: run any lansync command as its owner first"
                     )
                 }
             } else {
-                let applied = try store.pool.read { db in try Schema.migrator.appliedIdentifiers(db) }
-                try Schema.migrator.migrate(store.pool)
+                let applied = try store.database.read { db in try Schema.migrator.appliedIdentifiers(db) }
+                try Schema.migrator.migrate(store.database)
                 if !applied.contains(Schema.fieldRowsByItem) { try store.giveBackFreePages() }
             }
         }
@@ -128,14 +148,14 @@ public final class ReplicaStore: Sendable {
     /// rewrote a table: v20 rewrites `field`). A one-off: SQLite reuses free pages, and a replica
     /// only shrinks by collection, which frees little at a time.
     private func giveBackFreePages() throws {
-        let (free, pages) = try pool.read { db in
+        let (free, pages) = try database.read { db in
             (
                 try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0,
                 try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
             )
         }
         guard free > 0, free * 4 >= pages else { return }
-        try pool.writeWithoutTransaction { db in
+        try database.writeWithoutTransaction { db in
             try db.execute(sql: "VACUUM")
             _ = try db.checkpoint(.truncate)
         }
@@ -149,15 +169,44 @@ public final class ReplicaStore: Sendable {
     /// one transaction. The WAL file is cut to ``walSizeLimit`` once it restarts.
     public func checkpoint() throws(StoreError) {
         try guarded {
-            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
+            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
         }
     }
 
     /// Makes the statements running now fail at once (SQLite's interrupt); their transactions
     /// roll back, and later statements run as usual. For a process that must stop now.
-    public func interrupt() { pool.interrupt() }
+    public func interrupt() { database.interrupt() }
 
     private static func openPool(_ path: String, readOnly: Bool = false) throws(StoreError) -> DatabasePool {
+        try opening(path, readOnly: readOnly) { location, configuration in
+            let pool = try DatabasePool(path: location, configuration: configuration)
+            if !readOnly {
+                // GRDB's pool turns its writer to `synchronous = NORMAL` once it set up WAL mode,
+                // after `prepareDatabase` ran: without this, a local edit acknowledged to the user
+                // was not synced to disk (a power cut could lose it) until a peer's batch happened
+                // to set FULL back on the node's connection.
+                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            }
+            return pool
+        }
+    }
+
+    /// One connection (``Connections/one``). It sets no journal mode (the file has been in WAL
+    /// mode since it was created: SQLite keeps that in the file), so it keeps `prepareDatabase`'s
+    /// `synchronous = FULL`, and it writes nothing until asked to.
+    private static func openConnection(_ path: String, readOnly: Bool) throws(StoreError) -> DatabaseQueue {
+        try opening(path, readOnly: readOnly) { location, configuration in
+            try DatabaseQueue(path: location, configuration: configuration)
+        }
+    }
+
+    /// Opens the file with `open`, given where to open it and how (shared by both kinds of
+    /// ``Connections``).
+    private static func opening<Database>(
+        _ path: String,
+        readOnly: Bool,
+        _ open: (_ location: String, _ configuration: Configuration) throws -> Database
+    ) throws(StoreError) -> Database {
         var config = Configuration()
         config.readonly = readOnly
         config.busyMode = .timeout(30)
@@ -180,15 +229,7 @@ public final class ReplicaStore: Sendable {
                 "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?immutable=1"
         }
         do {
-            let pool = try DatabasePool(path: opened, configuration: config)
-            if !readOnly {
-                // GRDB's pool turns its writer to `synchronous = NORMAL` once it set up WAL mode,
-                // after `prepareDatabase` ran: without this, a local edit acknowledged to the user
-                // was not synced to disk (a power cut could lose it) until a peer's batch happened
-                // to set FULL back on the node's connection.
-                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            }
-            return pool
+            return try open(opened, config)
         } catch let error as DatabaseError where readOnly && error.resultCode == .SQLITE_READONLY {
             // SQLite reads a WAL database only with its -shm file, which it cannot make here.
             throw StoreError.io(
@@ -244,7 +285,7 @@ public final class ReplicaStore: Sendable {
 
     /// One read transaction, its errors reported as the store's.
     func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
-        try guarded { try pool.read(body) }
+        try guarded { try database.read(body) }
     }
 
     // MARK: Writing
@@ -271,7 +312,7 @@ public final class ReplicaStore: Sendable {
     /// peer was told this node holds.
     func writeBookkeeping(_ body: (Database) throws -> Void) throws(StoreError) {
         try guarded {
-            try pool.writeWithoutTransaction { db in
+            try database.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
                 defer { try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
                 try db.inTransaction(.immediate) {
@@ -307,7 +348,7 @@ public final class ReplicaStore: Sendable {
     ) throws -> T {
         try refuseIfDamaged()
         do {
-            return try pool.writeWithoutTransaction { db in
+            return try database.writeWithoutTransaction { db in
                 // Prepared once per connection, as the statements of every write below (each
                 // statement compiled anew cost 10-30 µs; a peer's batch ran a dozen).
                 if durability == .resent { try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() }

@@ -37,10 +37,7 @@ public struct WriterLease: Sendable {
     }
 
     /// This boot of the machine (the kernel's random boot id).
-    public static let currentBootID: String = {
-        (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown-boot"
-    }()
+    public static let currentBootID: String = SystemFile.firstLine("/proc/sys/kernel/random/boot_id") ?? "unknown-boot"
 
     /// The change count recorded for `writer` during this boot; nil if none.
     public func marker(for writer: NodeID) -> UInt64? {

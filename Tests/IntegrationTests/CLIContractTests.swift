@@ -617,4 +617,42 @@ import Testing
         #expect(after.map { $0.contains("live") } == [true, false, false], "\(after)")
         #expect(after.dropFirst().first?.contains("in list") == true && after.last?.contains("old") == true, "\(after)")
     }
+
+    /// Commands that only read leave the replica file as it was (with no node running): each
+    /// opens one connection, which writes nothing. A connection pool commits as it opens, and
+    /// every `get` used to commit, sync and checkpoint: the file's header changed at each.
+    @Test func readingCommandsLeaveTheReplicaAsItWas() async throws {
+        let cli = CLI("reads")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let d = ["--dir", cli.path("a")]
+        let id = try await cli.ok(["add"] + d + ["title=kept", "tags+=x"]).trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
+        try await cli.ok(["set"] + d + [id, "title=kept again"])
+        let file = cli.path("a/replica.sqlite")
+        let before = try Data(contentsOf: URL(fileURLWithPath: file))
+        for command in [
+            ["get", id], ["list"], ["history", id, "title"], ["conflicts"], ["status"], ["get", id, "--json"],
+        ] {
+            try await cli.ok([command[0]] + d + command.dropFirst())
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before, "a reading command wrote to the replica")
+        #expect(!FileManager.default.fileExists(atPath: file + "-wal"))
+    }
+
+    /// A command loads libavahi-client (and the twelve libraries it brings) only when it
+    /// discovers: the binary does not link it, and discovery loads it with dlopen. The dynamic
+    /// loader's own log of the files it opens is the witness.
+    @Test func commandsStartWithoutLoadingAvahi() async throws {
+        let cli = CLI("avahi")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        for command in [["--version"], ["list", "--dir", cli.path("a")]] {
+            let run = try await cli.run(command, environment: ["LD_DEBUG": "files"])
+            #expect(run.succeeded, "\(run.stderr.suffix(500))")
+            #expect(run.stderr.contains("libsqlite3.so"), "the loader's log shows what it loads")
+            #expect(!run.stderr.contains("libavahi"), "lansync \(command.joined(separator: " ")) loaded libavahi")
+        }
+    }
 }

@@ -204,7 +204,7 @@ import Testing
         #expect(try c.itemState(keep) == nil && c.versionVector().isEmpty, "the replica is empty")
         #expect(try c.itemsLinking(to: keep).isEmpty, "its links went with its items")
         #expect(
-            try c.pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item_link") } == 0,
+            try c.database.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item_link") } == 0,
             "no link row is left"
         )
         #expect(try c.info().writerID != oldWriter, "a new writer")

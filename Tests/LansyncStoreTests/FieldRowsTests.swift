@@ -71,7 +71,7 @@ import Testing
         // Move `a` to the range's last place, as if the places between had been used and freed:
         // places 0 (`_type`), 2, 3 and 4095 are taken.
         let from = try #require(try place("a"))
-        try store.pool.writeWithoutTransaction { db in
+        try store.database.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA foreign_keys = OFF")
             defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
             for table in ["field SET id", "version SET field"] {
@@ -111,7 +111,7 @@ import Testing
         let item = try store.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM item WHERE item_id = 'x'")! }
         // Every other place taken by a field the item no longer shows, as removed fields and
         // the rows of refused ones take them.
-        try store.pool.write { db in
+        try store.database.write { db in
             let z = try #require(try Int64.fetchOne(db, sql: "SELECT id FROM field WHERE name = 'z'"))
             for place in FieldRows.range(item: item)
             where try Int64.fetchOne(

@@ -67,6 +67,30 @@ import Testing
         #expect(try level(store) == 2)
     }
 
+    /// A command's single connection (`Connections.one`) reads without writing (the file's bytes
+    /// are the same after it closed, and no WAL is left), and commits its edits with
+    /// `synchronous = FULL`, as the pool's writer does.
+    @Test func aCommandsConnectionReadsWithoutWritingAndSyncsItsEdits() throws {
+        do {
+            let created = try create()
+            try created.apply(
+                .create(type: "t", assignments: [.set(.named("title"), .string("x"))]),
+                to: .named("a"),
+                wallMilliseconds: t0
+            )
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        do {
+            let store = try ReplicaStore.open(path: path, connections: .one, lease: lease)
+            #expect(try store.storedItem(.named("a"))?.type == "t")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        let store = try ReplicaStore.open(path: path, connections: .one, lease: lease)
+        let level: Int? = try store.write { tx, _ in .rollback(try Int.fetchOne(tx.db, sql: "PRAGMA synchronous")) }
+        #expect(level == 2)
+    }
+
     /// The deepest value a field may hold is written and read back, as a set and as a list
     /// element; one level more is refused before anything is written (it once went in and left
     /// the file "damaged", found by fuzzing the API).
@@ -416,7 +440,7 @@ import Testing
             )
         }
         try sync(b, a)
-        try a.pool.write { db in
+        try a.database.write { db in
             try db.execute(
                 sql:
                     "UPDATE field SET state = X'DEADBEEF' WHERE name = 'n' AND item = (SELECT id FROM item WHERE item_id = 'a5')"
