@@ -60,7 +60,11 @@ let package = Package(
         // The replica in one SQLite file: schema, migrations, the version index, history.
         .target(
             name: "LansyncStore",
-            dependencies: ["LansyncCore", "LansyncJSON", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "LansyncCore", "LansyncJSON", .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the few statements bound without GRDB's arguments (BoundStatement.swift).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
         // The cluster authority and node certificates; node ids derive from public keys.

@@ -22,7 +22,7 @@ ALLOWED = {
     "LansyncCore": set(),
     "LansyncJSON": {"LansyncCore"},
     "LansyncWire": {"LansyncCore"},
-    "LansyncStore": {"LansyncCore", "LansyncJSON", "GRDB"},
+    "LansyncStore": {"LansyncCore", "LansyncJSON", "GRDB", "GRDBSQLite"},
     "LansyncIdentity": {"LansyncCore", "Crypto", "X509", "SwiftASN1"},
     "LansyncTransport": {"LansyncCore", "LansyncWire", "LansyncIdentity", "X509", "SwiftASN1"} | NIO,
     "CAvahi": set(),

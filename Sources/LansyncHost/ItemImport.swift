@@ -49,41 +49,55 @@ public enum ItemImport {
         var number = 0
         /// How many times each id-less line (by digest) came before.
         var seen: [SHA256.Digest: Int] = [:]
-        func take(_ raw: Data) throws {
-            number += 1
-            var bytes = Array(raw)
-            if bytes.last == 0x0d { bytes.removeLast() }
-            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
-            let line = try parseLine(bytes, number: number)
-            let id = line.id ?? derivedID(bytes, seen: &seen)
-            let edits = try lineEdits(line, id: id, state: try session.itemState(id))
-            for edit in edits {
-                do {
-                    try session.apply(edit, to: id)
-                } catch StoreError.edit(let error, _) {
-                    var failure = failure(line.number, error.description)
-                    failure.code = error.code
-                    failure.cause = error
-                    throw failure
-                }
-            }
-            state.lines += 1
-            state.edits += edits.count
-            if !edits.isEmpty || state.lines % 1000 == 0 { progress(state) }
-        }
         while let chunk = try read() {
             state.bytes += chunk.count
             pending.append(chunk)
             var start = pending.startIndex
             while let newline = pending[start...].firstIndex(of: 0x0a) {
-                try take(pending[start..<newline])
+                number += 1
+                try take(pending[start..<newline], number: number, seen: &seen, into: &session, state: &state, progress)
                 start = pending.index(after: newline)
             }
             pending = Data(pending[start...])
         }
-        if !pending.isEmpty { try take(pending) }
+        if !pending.isEmpty {
+            number += 1
+            try take(pending, number: number, seen: &seen, into: &session, state: &state, progress)
+        }
         progress(state)
         return state
+    }
+
+    /// Imports one line. A function of its own, not a closure in ``run(_:into:progress:)``: the
+    /// variables a closure captures are checked for exclusive access at run time on every use,
+    /// 4% of an import's time.
+    private static func take(
+        _ raw: Data,
+        number: Int,
+        seen: inout [SHA256.Digest: Int],
+        into session: inout EditSession,
+        state: inout Progress,
+        _ progress: (Progress) -> Void
+    ) throws {
+        var bytes = Array(raw)
+        if bytes.last == 0x0d { bytes.removeLast() }
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+        let line = try parseLine(bytes, number: number)
+        let id = line.id ?? derivedID(bytes, seen: &seen)
+        let edits = try lineEdits(line, id: id, state: try session.itemState(id))
+        for edit in edits {
+            do {
+                try session.apply(edit, to: id)
+            } catch StoreError.edit(let error, _) {
+                var failure = failure(line.number, error.description)
+                failure.code = error.code
+                failure.cause = error
+                throw failure
+            }
+        }
+        state.lines += 1
+        state.edits += edits.count
+        if !edits.isEmpty || state.lines % 1000 == 0 { progress(state) }
     }
 
     /// The id of a line without one: the same line (and the same repetition of it) always gets

@@ -351,28 +351,78 @@ struct Transaction {
         // Every node the state names gets its row first; the encoder reads them from the
         // transaction's own table of rows (no table built per field).
         for node in StoredState.nodes(of: new) { _ = try nodeRow(node) }
-        let blob = Data(StoredState.encode(new, rows: nodeRows))
-        let fieldRow: Int64
+        let blob = StoredState.encode(new, rows: nodeRows)
         let change = try nextChange(name: name, old: old, new: new, conflict: conflict)
-        if let row {
-            try db.cachedStatement(
-                sql: "UPDATE field SET conflict = ?, state = ?, seq = ?, changed_at = ?, change_kind = ? WHERE id = ?"
-            ).execute(arguments: [conflict, blob, change.seq, change.at, change.kind.rawValue, row])
-            fieldRow = row
-        } else {
-            fieldRow = try newFieldRow(item: item)
-            try db.cachedStatement(
-                sql:
-                    "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
-            ).execute(arguments: [fieldRow, name.rawValue, conflict, blob, change.seq, change.at, change.kind.rawValue])
-        }
+        let fieldRow = try writeField(row: row, item: item, name: name, conflict: conflict, state: blob, change: change)
         // A field holds a version or a few: arrays, not sets (a set hashes every dot).
         let oldDots = old?.versions.map(\.dot) ?? []
         let newDots = new.versions.map(\.dot)
+        try indexVersions(of: new, field: fieldRow, oldDots: oldDots, newDots: newDots, item: itemID, name: name)
+        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
+        try indexField(item: item, name: name, new: new)
+        try linkField(item: item, name: name, old: old, new: new)
+        return fieldRow
+    }
+
+    /// Updates the field's row, or inserts it (a new row of the item's range); returns the row.
+    /// These statements and the version index's run once per field: bound directly
+    /// (BoundStatement.swift).
+    private mutating func writeField(
+        row: Int64?,
+        item: Int64,
+        name: FieldName,
+        conflict: Bool,
+        state: [UInt8],
+        change: (seq: Int64, at: Int64, kind: ChangeKind)
+    ) throws -> Int64 {
+        if let row {
+            try db.cachedStatement(
+                sql: "UPDATE field SET conflict = ?, state = ?, seq = ?, changed_at = ?, change_kind = ? WHERE id = ?"
+            ).run { bind in
+                bind.bool(1, conflict)
+                bind.blob(2, state)
+                bind.int(3, change.seq)
+                bind.int(4, change.at)
+                bind.int(5, change.kind.rawValue)
+                bind.int(6, row)
+            }
+            return row
+        }
+        let fieldRow = try newFieldRow(item: item)
+        try db.cachedStatement(
+            sql:
+                "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        ).run { bind in
+            bind.int(1, fieldRow)
+            bind.text(2, name.rawValue)
+            bind.bool(3, conflict)
+            bind.blob(4, state)
+            bind.int(5, change.seq)
+            bind.int(6, change.at)
+            bind.int(7, change.kind.rawValue)
+        }
+        return fieldRow
+    }
+
+    /// Removes the index rows of the versions the new state no longer holds and adds those of
+    /// the versions it gained (with the rejections an overrule records).
+    private mutating func indexVersions(
+        of new: FieldState,
+        field fieldRow: Int64,
+        oldDots: [Dot],
+        newDots: [Dot],
+        item itemID: ItemID,
+        name: FieldName
+    ) throws {
         let superseded = oldDots.filter { !newDots.contains($0) }
         for dot in superseded {
-            try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
-                .execute(arguments: [try nodeRow(dot.node), Int64(dot.counter), fieldRow])
+            let node = try nodeRow(dot.node)
+            try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?").run {
+                bind in
+                bind.int(1, node)
+                bind.int(2, Int64(dot.counter))
+                bind.int(3, fieldRow)
+            }
         }
         if !superseded.isEmpty {
             // A stream that has not reached the removed rows yet finds the field by this stamp.
@@ -380,16 +430,17 @@ struct Transaction {
                 .execute(arguments: [Int64(clamping: try stampOfThisTransaction()), fieldRow])
         }
         for version in new.versions where !oldDots.contains(version.dot) {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)")
-                .execute(arguments: [try nodeRow(version.dot.node), Int64(version.dot.counter), fieldRow])
+            let node = try nodeRow(version.dot.node)
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)").run {
+                bind in
+                bind.int(1, node)
+                bind.int(2, Int64(version.dot.counter))
+                bind.int(3, fieldRow)
+            }
             if case let .overrule(_, rejected, reason) = version.write {
                 try recordRejections(rejected, reason: reason, item: itemID, name: name)
             }
         }
-        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
-        try indexField(item: item, name: name, new: new)
-        try linkField(item: item, name: name, old: old, new: new)
-        return fieldRow
     }
 
     /// Notes the versions an overrule refused (table `rejection`, which `status` reads).
