@@ -58,7 +58,11 @@ public struct EditSession {
             itemRow = try tx.insertItem(id, from: item.state)
             item.row = itemRow
         }
-        for (name, state) in changed.sorted(by: { $0.key < $1.key }) {
+        // In name order (a new item's fields take rows in that order). The names alone are
+        // sorted: sorting (name, state) pairs moved each field state, retained and released, and
+        // took 3.5% of an import.
+        for name in changed.keys.sorted() {
+            guard let state = changed[name] else { continue }
             item.fieldRows[name] = try tx.saveField(
                 item: itemRow,
                 itemID: id,
