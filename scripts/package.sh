@@ -149,7 +149,11 @@ if [ -f "$SEED" ]; then
 else
     echo "==> a clean Debian root (debootstrap --variant=minbase bookworm; a few minutes the first time)"
     start=$(date +%s)
-    if ! debootstrap --variant=minbase bookworm "$DROOT" http://deb.debian.org/debian >"$OUT/debootstrap.log" 2>&1; then
+    # In a mount namespace of its own: debootstrap mounts /proc and /sys inside the root while it
+    # works, and a run killed half way (a cancelled CI job) left them mounted on the host, where
+    # the next clean-up's 'rm -rf' of the root walked into /proc. Now they end with the namespace.
+    if ! unshare --mount --propagation private \
+        debootstrap --variant=minbase bookworm "$DROOT" http://deb.debian.org/debian >"$OUT/debootstrap.log" 2>&1; then
         tail -5 "$OUT/debootstrap.log" >&2
         echo "package.sh: debootstrap failed (log: $OUT/debootstrap.log); is deb.debian.org reachable?" >&2
         exit 1
