@@ -19,6 +19,10 @@ let package = Package(
         .library(name: "LansyncWire", targets: ["LansyncWire"]),
         // For the store microbenchmark in Benchmarks/.
         .library(name: "LansyncStore", targets: ["LansyncStore"]),
+        // For the relay's load generator in Benchmarks/ (relay-load: simulated members over real TLS).
+        .library(name: "LansyncNode", targets: ["LansyncNode"]),
+        .library(name: "LansyncTransport", targets: ["LansyncTransport"]),
+        .library(name: "LansyncIdentity", targets: ["LansyncIdentity"]),
         // For the long simulation runs in Benchmarks/ (sim-bench).
         .library(name: "LansyncSimulation", targets: ["LansyncSimulation"]),
     ],

@@ -9,10 +9,13 @@ let package = Package(
         .executable(name: "lansync-bench", targets: ["lansync-bench"]),
         .executable(name: "store-bench", targets: ["store-bench"]),
         .executable(name: "sim-bench", targets: ["sim-bench"]),
+        .executable(name: "relay-load", targets: ["relay-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(name: "lansync", path: ".."),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
     ],
     targets: [
         // The system SQLite, for the "plain SQLite table" limit and for watching replicas commit.
@@ -52,6 +55,25 @@ let package = Package(
             dependencies: [
                 .product(name: "LansyncSimulation", package: "lansync"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
+        ),
+        // W10: simulated members over real mutual-TLS sessions against the release relay.
+        .executableTarget(
+            name: "relay-load",
+            dependencies: [
+                .product(name: "LansyncCore", package: "lansync"),
+                .product(name: "LansyncWire", package: "lansync"),
+                .product(name: "LansyncNode", package: "lansync"),
+                .product(name: "LansyncTransport", package: "lansync"),
+                .product(name: "LansyncIdentity", package: "lansync"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),

@@ -44,22 +44,18 @@ public struct NodeID: Hashable, Comparable, Sendable {
 
     private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
 
-    /// The 26-character base32 text form.
+    /// The 26-character base32 text form: the 128 bits, then two zero bits, five at a time.
+    ///
+    /// Written into the string's own storage, with no array between: a replica turns ids into
+    /// text and back for every row of its node table it reads, and a relay reads its whole
+    /// version vector (a row per writer) for each delta it plans.
     public var text: String {
-        var out: [UInt8] = []
-        out.reserveCapacity(26)
-        var buffer: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            buffer = (buffer << 8) | UInt32(byte)
-            bits += 8
-            while bits >= 5 {
-                out.append(Self.alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
-                bits -= 5
-            }
+        let value = UInt128(high) << 64 | UInt128(low)
+        return String(unsafeUninitializedCapacity: 26) { out in
+            for i in 0..<25 { out[i] = Self.alphabet[Int(truncatingIfNeeded: (value >> (123 - 5 * i)) & 31)] }
+            out[25] = Self.alphabet[Int(truncatingIfNeeded: (value & 7) << 2)]
+            return 26
         }
-        if bits > 0 { out.append(Self.alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The first characters of ``text``, enough to tell the nodes of one cluster apart on screen.
@@ -67,23 +63,32 @@ public struct NodeID: Hashable, Comparable, Sendable {
 
     /// Parses the 26-character text form; nil if it is not one.
     public init?(text: String) {
-        let chars = Array(text.utf8)
-        guard chars.count == 26 else { return nil }
-        var bytes: [UInt8] = []
-        var buffer: UInt32 = 0
-        var bits = 0
-        for c in chars {
-            guard let v = Self.alphabet.firstIndex(of: c) else { return nil }
-            buffer = (buffer << 5) | UInt32(v)
-            bits += 5
-            if bits >= 8 {
-                bytes.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits - 8)))
-                bits -= 8
+        var text = text
+        guard let id = text.withUTF8({ NodeID(utf8: $0) }) else { return nil }
+        self = id
+    }
+
+    /// Parses the text form from its UTF-8 bytes (a column SQLite returns, read in place); nil if
+    /// they are not one.
+    public init?(utf8 text: UnsafeBufferPointer<UInt8>) {
+        guard text.count == 26 else { return nil }
+        var value: UInt128 = 0
+        for (index, c) in text.enumerated() {
+            let digit: UInt8
+            switch c {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): digit = c - UInt8(ascii: "a")
+            case UInt8(ascii: "2")...UInt8(ascii: "7"): digit = c - UInt8(ascii: "2") + 26
+            default: return nil
+            }
+            if index < 25 {
+                value = value << 5 | UInt128(digit)
+            } else {
+                // 26 * 5 = 130 bits: the two trailing bits must be zero for the form to be canonical.
+                guard digit & 3 == 0 else { return nil }
+                value = value << 3 | UInt128(digit >> 2)
             }
         }
-        // 26 * 5 = 130 bits: the two trailing bits must be zero for the form to be canonical.
-        guard bytes.count == 16, buffer & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
-        self.init(bytes: bytes)
+        self.init(high: UInt64(truncatingIfNeeded: value >> 64), low: UInt64(truncatingIfNeeded: value))
     }
 }
 

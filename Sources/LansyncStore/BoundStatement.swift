@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import LansyncCore
 
 /// Values bound by position (SQLite counts from 1) to a statement run with
 /// ``GRDB/Statement/run(_:)``.
@@ -21,6 +22,20 @@ struct Bindings {
                 transient
             )
         }
+    }
+}
+
+/// The current row of a statement stepped by ``GRDB/Statement/forEachRow(_:)``, read in place.
+struct Columns {
+    fileprivate let handle: OpaquePointer
+
+    func int(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+
+    /// A node id stored as its text, parsed from SQLite's own buffer (no `String` made); nil if
+    /// the column is NULL or not an id.
+    func nodeID(_ index: Int32) -> NodeID? {
+        guard let text = sqlite3_column_text(handle, index) else { return nil }
+        return NodeID(utf8: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))))
     }
 }
 
@@ -48,5 +63,26 @@ extension Statement {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
         }
         sqlite3_reset(handle)
+    }
+}
+
+extension Statement {
+    /// Steps the statement (one without arguments) through its rows, handing each to `body`, as
+    /// `Row.fetchAll` does without making a `Row` and its values for each: for reads that run
+    /// a row per writer whenever a delta is planned (``ReplicaStore/versionVector(db:)``). Only
+    /// inside a transaction GRDB opened, as ``run(_:)``.
+    func forEachRow(_ body: (Columns) throws -> Void) throws {
+        let handle = sqliteStatement
+        sqlite3_reset(handle)
+        defer { sqlite3_reset(handle) }
+        while true {
+            let code = sqlite3_step(handle)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                let message = sqlite3_db_handle(handle).map { String(cString: sqlite3_errmsg($0)) }
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+            }
+            try body(Columns(handle: handle))
+        }
     }
 }

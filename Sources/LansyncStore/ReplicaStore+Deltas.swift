@@ -12,10 +12,8 @@ extension ReplicaStore {
 
     static func versionVector(db: Database) throws -> VersionVector {
         var counters: [NodeID: UInt64] = [:]
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT node_id, counter FROM node WHERE counter > 0")) {
-            if let id = NodeID(text: (try row.decode(atIndex: 0))) {
-                counters[id] = UInt64((try row.decode(atIndex: 1) as Int64))
-            }
+        try db.cachedStatement(sql: "SELECT node_id, counter FROM node WHERE counter > 0").forEachRow { row in
+            if let id = row.nodeID(0) { counters[id] = UInt64(clamping: row.int(1)) }
         }
         return VersionVector(counters)
     }

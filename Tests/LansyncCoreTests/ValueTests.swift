@@ -40,6 +40,26 @@ import Testing
         }
         #expect(NodeID(text: "not an id") == nil)
         #expect(NodeID(text: "aaaaaaaaaaaaaaaaaaaaaaaaab") == nil)  // non-zero trailing bits
+        #expect(NodeID(text: "Aaaaaaaaaaaaaaaaaaaaaaaaaa") == nil)  // upper case is not the form
+        #expect(NodeID(text: "aaaaaaaaaaaaaaaaaaaaaaaaa8") == nil)
+        #expect(NodeID(text: "aaaaaaaaaaaaaaaaaaaaaaaaaaa") == nil)
+        #expect(NodeID(text: "aaaaaaaaaaaaaaaaaaaaaaaaé") == nil)  // 26 bytes, 25 characters
+    }
+
+    /// The text form is RFC 4648 base32, lower case, unpadded, as every earlier release wrote it
+    /// (replicas, certificates and logs hold it): the expected texts are Python's
+    /// `base64.b32encode` of the 16 big-endian bytes.
+    @Test func nodeIDTextIsStableBase32() {
+        let known: [(NodeID, String)] = [
+            (NodeID(high: 0, low: 0), "aaaaaaaaaaaaaaaaaaaaaaaaaa"),
+            (NodeID(high: .max, low: .max), "77777777777777777777777774"),
+            (NodeID(high: 0x0123_4567_89ab_cdef, low: 0xfedc_ba98_7654_3210), "aerukz4jvpg677w4xkmhmvbsca"),
+            (NodeID(high: 1, low: 2), "aaaaaaaaaaaacaaaaaaaaaaaai"),
+        ]
+        for (id, text) in known {
+            #expect(id.text == text)
+            #expect(NodeID(text: text) == id)
+        }
     }
 
     @Test func uuidV7HasVersionVariantAndTimeOrder() throws {

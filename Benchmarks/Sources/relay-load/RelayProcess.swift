@@ -1,0 +1,93 @@
+import Foundation
+import Glibc
+
+/// A `lansync relay` started from the release binary, on loopback, in a directory of its own.
+final class RelayProcess {
+    let name: String
+    let directory: String
+    let port: Int
+    let process: Process
+    let log: String
+
+    /// Makes the relay's replica (`lansync init`) and starts it; returns once its log says it
+    /// listens.
+    init(lansync: String, work: String, cluster: String, name: String, port: Int, peers: [Int], maxSessions: Int) throws
+    {
+        self.name = name
+        self.port = port
+        directory = work + "/" + name
+        log = directory + ".log"
+        try Self.run([lansync, "init", "--dir", directory, "--cluster", cluster, "--name", name])
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: lansync)
+        process.arguments =
+            [
+                "relay", "--dir", directory, "--listen", "127.0.0.1:\(port)", "--no-api",
+                "--max-sessions", String(maxSessions),
+            ] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardError = handle
+        process.standardOutput = handle
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("listening on 127.0.0.1:\(port)") {
+            guard process.isRunning, Date() < deadline else {
+                throw LoadError("\(name) did not start listening; see \(log)")
+            }
+            usleep(10_000)
+        }
+    }
+
+    var pid: pid_t { process.processIdentifier }
+
+    /// CPU seconds (user and system, every thread) used so far.
+    var cpuSeconds: Double { ProcessFigures.cpuSeconds(pid) }
+    /// Resident memory now and at its peak, in bytes.
+    var rss: (now: Int, peak: Int) { (ProcessFigures.status(pid, "VmRSS:"), ProcessFigures.status(pid, "VmHWM:")) }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    static func run(_ arguments: [String]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: arguments[0])
+        p.arguments = Array(arguments.dropFirst())
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw LoadError("\(arguments.joined(separator: " ")) failed") }
+    }
+}
+
+/// A process's CPU time and memory, from /proc.
+enum ProcessFigures {
+    static func cpuSeconds(_ pid: pid_t) -> Double {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var nanos = 0.0
+        for t in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/schedstat", encoding: .utf8),
+                let first = text.split(separator: " ").first, let n = Double(first)
+            else { continue }
+            nanos += n
+        }
+        return nanos / 1e9
+    }
+
+    /// A `/proc/PID/status` figure given in kB, in bytes.
+    static func status(_ pid: pid_t, _ key: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) }),
+            let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { return 0 }
+        return kib * 1024
+    }
+}
+
+struct LoadError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
