@@ -54,7 +54,7 @@ public enum MessageCoder {
                 for statement in hello.statements { w.data(statement) }
             }
             if hello.version.minor >= 4 || hello.version.major > 1 {
-                let reports = hello.reports.prefix(WireLimits.maxReports)
+                let reports = Self.reportsToSend(hello.reports)
                 w.varint(UInt64(reports.count))
                 for report in reports {
                     w.nodeID(report.nodeID)
@@ -72,7 +72,7 @@ public enum MessageCoder {
             if hello.version.minor >= 8 || hello.version.major > 1 {
                 w.versionVector(hello.folded)
                 // Which reports (by position) were told without the folded writers.
-                let marked = hello.reports.prefix(WireLimits.maxReports).indices.filter { hello.reports[$0].toldFolded }
+                let marked = Self.reportsToSend(hello.reports).indices.filter { hello.reports[$0].toldFolded }
                 w.varint(UInt64(marked.count))
                 for index in marked { w.varint(UInt64(index)) }
                 w.varint(hello.listenPort)
@@ -346,6 +346,22 @@ extension MessageCoder {
             addresses.append(Hello.Address(nodeID: node, address: text, at: try r.varint()))
         }
         return addresses
+    }
+
+    /// The reports a hello carries: the longest prefix within ``WireLimits/maxReports`` reports
+    /// and ``WireLimits/maxReportEntries`` vector entries, the limits ``decodeReports(_:)``
+    /// holds a peer to. (Cutting by count alone, a relay of a few hundred members sent hellos
+    /// with more entries than that, 512 reports of a thousand writers each in W10, and every
+    /// node refused them as malformed.)
+    static func reportsToSend(_ reports: [Hello.Report]) -> ArraySlice<Hello.Report> {
+        var entries = 0
+        var end = reports.startIndex
+        while end < min(reports.endIndex, WireLimits.maxReports) {
+            entries += reports[end].seen.counters.count
+            guard entries <= WireLimits.maxReportEntries else { break }
+            end += 1
+        }
+        return reports[..<end]
     }
 
     static func decodeReports(_ r: inout ByteReader) throws -> [Hello.Report] {

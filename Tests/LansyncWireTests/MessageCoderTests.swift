@@ -92,6 +92,31 @@ import Testing
         #expect(decoded.clock == 0)
     }
 
+    /// A relay of a thousand members holds a thousand reports of a thousand writers each: its
+    /// hello carries as many as fit the limits every receiver holds a hello to, and is read back
+    /// (W10 found hellos cut by count alone, which every node refused as malformed).
+    @Test func aLargeClustersHelloCarriesTheReportsThatFit() throws {
+        let writers = (0..<1000).map { NodeID(high: 9, low: UInt64($0)) }
+        let seen = VersionVector(Dictionary(uniqueKeysWithValues: writers.map { ($0, UInt64(5)) }))
+        var hello = Hello(nodeID: Self.a, clusterID: Self.c, role: .relay, name: "r", versionVector: seen)
+        hello.reports = writers.map { Hello.Report(nodeID: $0, at: 7, seen: seen, toldFolded: $0.low == 3) }
+        guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(hello))) else {
+            Issue.record("not a hello")
+            return
+        }
+        let fit = WireLimits.maxReportEntries / 1000
+        #expect(decoded.reports.count == fit)
+        #expect(decoded.reports == Array(hello.reports.prefix(fit)))
+        #expect(decoded.reports.filter(\.toldFolded).map(\.nodeID) == [writers[3]])
+        // Small reports are still cut at the count.
+        hello.reports = writers.map { Hello.Report(nodeID: $0, at: 7, seen: VersionVector([$0: 1])) }
+        guard case .hello(let small) = try MessageCoder.decode(MessageCoder.encode(.hello(hello))) else {
+            Issue.record("not a hello")
+            return
+        }
+        #expect(small.reports.count == WireLimits.maxReports)
+    }
+
     /// 1.5 appends, after the statements and the members' reports, when the sender rejoined and
     /// since when it counts itself away (two varints); a 1.4 hello has neither and reads as 0.
     @Test func hello15CarriesTheRejoinAndTheAway() throws {

@@ -66,8 +66,8 @@ public actor PeerRegistry {
     private var reportEvery: UInt64 = 60_000
     /// Each peer's version vector as last saved.
     private var savedVectors: [NodeID: VersionVector] = [:]
-    /// The size of the last save, in vector entries written (``gathering(after:)``).
-    private var lastSaveEntries = 0
+    /// How long the last save took (``gathering(afterSaveTook:)``).
+    private var lastSave: Duration = .zero
     private let saves: AsyncStream<Void>
     private let requestSave: AsyncStream<Void>.Continuation
     let logger: Logger
@@ -331,7 +331,7 @@ public actor PeerRegistry {
     /// transaction instead of one per peer.
     public func runPersistence() async {
         for await _ in saves {
-            try? await Task.sleep(for: Self.gathering(after: lastSaveEntries))
+            try? await Task.sleep(for: Self.gathering(afterSaveTook: lastSave))
             await saveChanges()
         }
         await saveChanges()
@@ -339,18 +339,19 @@ public actor PeerRegistry {
 
     static let saveGathering: Duration = .milliseconds(50)
 
-    /// How long to gather acknowledgements before the next save: ``saveGathering``, or two
-    /// microseconds per vector entry the last save wrote, at most five seconds.
+    /// How long to gather acknowledgements before the next save: ``saveGathering``, or twenty
+    /// times as long as the last save took, at most five seconds; so saving takes at most about
+    /// a twentieth of the node's time, whatever its size.
     ///
-    /// A save writes each changed peer's version vector, an entry per writer: on a relay serving
-    /// a thousand members that is a thousand vectors of a thousand entries, twenty times a
-    /// second at 50 ms (W10: 8% of a relay's CPU at 200 members, growing with the square of
-    /// their number, and holding the write lock that members' batches wait for). The table is
+    /// A save writes each changed peer's version vector and member report, an entry per writer:
+    /// on a relay serving a thousand members, a thousand vectors of a thousand entries, twenty
+    /// times a second at 50 ms (W10: 8% of a relay's CPU at 200 members, growing with the square
+    /// of their number, and holding the write lock that members' batches wait for). The table is
     /// the node's memory of its peers between runs, read when it starts and for items' sync
-    /// states; a few seconds' lag costs nothing there, and this keeps the saves near a twentieth
-    /// of the writer's time (about 0.1 µs per entry to write) at any size.
-    static func gathering(after entries: Int) -> Duration {
-        min(max(.microseconds(2 * entries), saveGathering), .seconds(5))
+    /// states: a few seconds' lag costs nothing there. The time measured includes any wait for
+    /// the write lock, so a busy writer is asked less often too.
+    static func gathering(afterSaveTook last: Duration) -> Duration {
+        min(max(last * 20, saveGathering), .seconds(5))
     }
 
     private func saveChanges() async {
@@ -373,11 +374,6 @@ public actor PeerRegistry {
             return MemberReport(nodeID: node, seen: e.versionVector, at: now)
         }
         for record in records { savedVectors[record.nodeID] = record.versionVector }
-        lastSaveEntries =
-            records.reduce(0) { $0 + 1 + $1.versionVector.counters.count }
-            + reports.reduce(0) {
-                $0 + 1 + $1.seen.counters.count
-            }
         let names = unsavedNames
         unsaved.removeAll()
         unsavedNames.removeAll()
@@ -387,8 +383,12 @@ public actor PeerRegistry {
             // In a task of its own: when the node stops, this one is cancelled, and the thread
             // pool refuses work from a cancelled task (a save, often the last, was lost in about
             // one stop of ten).
-            try await Task {
-                try await io.run { try store.savePeers(records, reports: reports, names: names) }
+            lastSave = try await Task {
+                try await io.run {
+                    let started = ContinuousClock.now
+                    try store.savePeers(records, reports: reports, names: names)
+                    return ContinuousClock.now - started
+                }
             }.value
             // Items' sync states are read from the saved peer table: they may have moved now.
             if !records.isEmpty { acknowledgements.notify(version: nil) }
