@@ -7,6 +7,8 @@ final class LoadCounters: Sendable {
         var connectFailures = 0
         /// Sessions that ended before the run did (the relay closed, refused or lost them).
         var sessionsLost = 0
+        /// Of those, sessions lost once the edits had begun.
+        var lostWhileEditing = 0
         var connectionErrors = 0
         /// Members whose current session has been up to date with the relay at least once.
         var upToDate = 0
@@ -62,6 +64,9 @@ final class EditSchedule: Sendable {
             try await Task.sleep(for: .milliseconds(200))
         }
     }
+
+    /// Whether the edits have begun.
+    var begun: Bool { start.withLock { $0 != nil } }
 
     /// The last edit's time and the sessions' end; far away until the run has begun.
     var editsEnd: ContinuousClock.Instant { ends.withLock { $0?.edits } ?? .now + .seconds(86_400) }

@@ -51,7 +51,10 @@ struct Member: Sendable {
             }
             counters.add(\.connects)
             let ended = await session(on: connection, replica: &replica, edited: &edited, schedule: schedule)
-            if !ended { counters.add(\.sessionsLost) }
+            if !ended {
+                counters.add(\.sessionsLost)
+                if schedule.begun { counters.add(\.lostWhileEditing) }
+            }
             if ended { return }
             try? await Task.sleep(for: .milliseconds(100))
         }

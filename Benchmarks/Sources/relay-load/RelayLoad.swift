@@ -143,7 +143,8 @@ struct RelayLoad: AsyncParsableCommand {
             |---|---:|
             | sessions up to date before the edits | \(f.held.0) of \(members) (after \(f.held.1)) |
             | most sessions up to date at once | \(c.mostUpToDate) |
-            | connects / failed / sessions lost | \(c.connects) / \(c.connectFailures) / \(c.sessionsLost) |
+            | connects / failed / sessions lost (once editing) | \(c.connects) / \(c.connectFailures) / \(c.sessionsLost) \
+            (\(c.lostWhileEditing)) |
             | changes made | \(d.changes) (\(String(format: "%.1f", Double(d.changes) / f.seconds))/s) |
             | deliveries (a change in another member's replica) | \(d.delivered) of \(d.expected) \
             (\(String(format: "%.0f", Double(d.delivered) / f.seconds))/s) |
