@@ -188,7 +188,9 @@ public struct DeltaPlanner: Sendable {
         precondition(maxUpdates > 0)
         self.sender = sender
         self.position = receiver
-        self.pending = sender.nodes.filter { sender[$0] > receiver[$0] }
+        // Filtered before sorting: a live delta's sender names every writer of the cluster (a
+        // relay's, a thousand), of which one or two are pending.
+        self.pending = sender.counters.compactMap { $0.value > receiver[$0.key] ? $0.key : nil }.sorted()
         self.unclaimed = unclaimed.sorted()
         for node in unclaimed { unclaimedPosition[node] = max(sender[node], receiver[node]) }
         self.maxUpdates = maxUpdates

@@ -693,15 +693,19 @@ public final class Node: Sendable {
     /// Records where the local API listens, for `status`.
     public func announceAPI(_ address: String?) { apiAddress.withLockedValue { $0 = address } }
 
-    /// On a relay, after a batch: settles what it brought. A relay that shares the authority asks
-    /// the database, so it settles in a task of its own: the session never waits on it.
+    /// On a relay, after a batch: settles what it brought, one round before the batch is
+    /// acknowledged (what came while it ran is settled in a task of its own, so the session waits
+    /// on its own batch only). A relay that shares the authority asks the database, so it settles
+    /// in a task of its own: the session never waits on it.
     func settleAfterBatch() async {
         guard let authority else { return }
         if authority.gate != nil {
             settleSoon()
-        } else if await authority.settleAll() > 0 {
-            await announceChange()
+            return
         }
+        let (settled, more) = await authority.settleOnce()
+        if settled > 0 { await announceChange() }
+        if more { settleSoon() }
     }
 
     /// Settles the replica's open conflicts in a task of its own, and tells the sessions of

@@ -33,6 +33,23 @@ struct Columns {
 
     /// A node id stored as its text, parsed from SQLite's own buffer (no `String` made); nil if
     /// the column is NULL or not an id.
+    /// A text column as a `String` (empty for NULL).
+    func text(_ index: Int32) -> String {
+        guard let text = sqlite3_column_text(handle, index) else { return "" }
+        return String(
+            decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))),
+            as: UTF8.self
+        )
+    }
+
+    /// A blob column's bytes; nil for NULL.
+    func blob(_ index: Int32) -> [UInt8]? {
+        guard sqlite3_column_type(handle, index) != SQLITE_NULL else { return nil }
+        // A zero-length blob has no pointer.
+        guard let bytes = sqlite3_column_blob(handle, index) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, index))))
+    }
+
     func nodeID(_ index: Int32) -> NodeID? {
         guard let text = sqlite3_column_text(handle, index) else { return nil }
         return NodeID(utf8: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))))
@@ -72,9 +89,15 @@ extension Statement {
     /// a row per writer whenever a delta is planned (``ReplicaStore/versionVector(db:)``). Only
     /// inside a transaction GRDB opened, as ``run(_:)``.
     func forEachRow(_ body: (Columns) throws -> Void) throws {
+        try forEachRow(binding: { _ in }, body)
+    }
+
+    /// The same for a statement with arguments, bound by `bind` as in ``run(_:)``.
+    func forEachRow(binding bind: (Bindings) -> Void, _ body: (Columns) throws -> Void) throws {
         let handle = sqliteStatement
         sqlite3_reset(handle)
         defer { sqlite3_reset(handle) }
+        bind(Bindings(handle: handle))
         while true {
             let code = sqlite3_step(handle)
             if code == SQLITE_DONE { return }

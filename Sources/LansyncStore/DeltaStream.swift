@@ -205,3 +205,13 @@ extension ReplicaStore {
         )
     }
 }
+
+extension DeltaStream {
+    /// How many field states the receiver lacks, as ``ReplicaStore/lacking(_:cap:)`` counts them,
+    /// against the vector the stream was planned with (no second read of it): the size a delta
+    /// announces when it was not read whole at once.
+    public func lacking(cap: Int) throws(StoreError) -> Int {
+        let (local, remote) = (claimable, receiver)
+        return try store.read { db in try ReplicaStore.lacking(db, local: local, remote: remote, cap: cap) }
+    }
+}

@@ -55,25 +55,27 @@ extension ReplicaStore {
     func versionRows(_ db: Database, node: NodeID, after counter: UInt64, limit: Int) throws -> [DeltaPlanner.IndexRow]
     {
         guard let nodeRow = try Self.nodeRow(of: node, db: db) else { return [] }
-        let rows = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT v.counter, i.item_id, f.name FROM version v
-                    JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
-                    WHERE v.node = ? AND v.counter > ? ORDER BY v.counter LIMIT ?
-                    """
-            ),
-            arguments: [nodeRow, Int64(clamping: counter), min(limit, Int(Int32.max))]
-        )
-        return try rows.map { row in
-            (
-                UInt64((try row.decode(atIndex: 0) as Int64)),
-                FieldKey(
-                    item: ItemID(unchecked: (try row.decode(atIndex: 1))),
-                    field: FieldName(unchecked: (try row.decode(atIndex: 2)))
+        var rows: [DeltaPlanner.IndexRow] = []
+        // Stepped in place: planned for every delta of every session (a relay's live deltas).
+        try db.cachedStatement(
+            sql: """
+                SELECT v.counter, i.item_id, f.name FROM version v
+                JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                WHERE v.node = ? AND v.counter > ? ORDER BY v.counter LIMIT ?
+                """
+        ).forEachRow { bind in
+            bind.int(1, nodeRow)
+            bind.int(2, Int64(clamping: counter))
+            bind.int(3, min(limit, Int(Int32.max)))
+        } _: { row in
+            rows.append(
+                (
+                    UInt64(clamping: row.int(0)),
+                    FieldKey(item: ItemID(unchecked: row.text(1)), field: FieldName(unchecked: row.text(2)))
                 )
             )
         }
+        return rows
     }
 
     /// The current states of the given fields (fields that do not exist are skipped).
@@ -109,10 +111,16 @@ extension ReplicaStore {
         var bytes = 0
         var broken: [FieldKey] = []
         let updates = try keys.compactMap { key -> FieldUpdate? in
-            guard let blob = try Data.fetchOne(statement, arguments: [key.item.rawValue, key.field.rawValue])
-            else { return nil }
+            var found: [UInt8]?
+            try statement.forEachRow { bind in
+                bind.text(1, key.item.rawValue)
+                bind.text(2, key.field.rawValue)
+            } _: { row in
+                found = row.blob(0)
+            }
+            guard let blob = found else { return nil }
             bytes += blob.count + key.item.rawValue.utf8.count + key.field.rawValue.utf8.count
-            guard let state = try? StoredState.decode(Array(blob), db: db, nodes: nodeRows) else {
+            guard let state = try? StoredState.decode(blob, db: db, nodes: nodeRows) else {
                 broken.append(key)
                 return nil
             }

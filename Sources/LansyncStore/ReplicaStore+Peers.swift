@@ -128,21 +128,25 @@ extension ReplicaStore {
     /// the answer (and stopping at `cap`).
     public func lacking(_ remote: VersionVector, cap: Int = 1_000_000) throws(StoreError) -> Int {
         let local = try versionVector()
-        return try guarded {
-            try database.read { db in
-                var total = 0
-                for node in local.nodes where local[node] > remote[node] && total < cap {
-                    guard let row = try ReplicaStore.nodeRow(of: node, db: db) else { continue }
-                    total +=
-                        try Int.fetchOne(
-                            db,
-                            sql: "SELECT count(*) FROM (SELECT 1 FROM version WHERE node = ? AND counter > ? LIMIT ?)",
-                            arguments: [row, Int64(clamping: remote[node]), cap - total]
-                        ) ?? 0
-                }
-                return total
-            }
+        return try guarded { try database.read { db in try Self.lacking(db, local: local, remote: remote, cap: cap) } }
+    }
+
+    /// The same for a known `local` vector, inside a read: one bounded index range per node
+    /// `local` is ahead on.
+    static func lacking(_ db: Database, local: VersionVector, remote: VersionVector, cap: Int) throws -> Int {
+        var total = 0
+        let count = try db.cachedStatement(
+            sql: "SELECT count(*) FROM (SELECT 1 FROM version WHERE node = ? AND counter > ? LIMIT ?)"
+        )
+        for (node, counter) in local.counters where counter > remote[node] && total < cap {
+            guard let row = try nodeRow(of: node, db: db) else { continue }
+            total +=
+                try Int.fetchOne(
+                    count,
+                    arguments: [row, Int64(clamping: remote[node]), cap - total]
+                ) ?? 0
         }
+        return total
     }
 
     /// Counts for status: items (live), deleted items, fields with open conflicts.

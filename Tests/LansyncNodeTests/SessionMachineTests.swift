@@ -239,6 +239,39 @@ import Testing
         #expect(h.sides[1].replica.items[.named("a1")]?.view.fields[.named("v")] == .string("new"))
     }
 
+    /// A tick carrying an older reading of the replica's vector than a change already announced
+    /// (the runner's inputs are merged from several streams, each read when it fired: a tick read
+    /// before a change can be handled after it) must not make the session forget the change: the
+    /// delta after the one under way still carries it. Before, the tick replaced the known vector,
+    /// the next delta found the peer covering it and read nothing, and the change waited for an
+    /// anti-entropy round (a relay's member got a burst of changes 2-7 s late, W10).
+    @Test func aStaleTickDoesNotHideAnAnnouncedChange() throws {
+        let (a, b) = try sampleReplicas()
+        // One batch in flight, one field state each: the first delta is still under way (its
+        // second batch waits for the first's acknowledgement) when the second change comes.
+        var h = SessionHarness(a, b, window: 1)
+        h.batchSize = 1
+        h.start()
+        h.run()
+        func edit(_ item: String, _ value: String) throws -> VersionVector {
+            try h.sides[0].replica.apply(
+                .update([.set(.named("v"), .string(value))]),
+                to: .named(item),
+                wallMilliseconds: 1_700_000_000_100
+            )
+            return h.sides[0].replica.versionVector
+        }
+        _ = try edit("a1", "first")
+        let first = try edit("a2", "first")
+        h.handle(0, .localChanged(localVersion: first))
+        let second = try edit("a3", "second")
+        h.handle(0, .localChanged(localVersion: second))
+        h.handle(0, .tick(now: h.now, localVersion: first))
+        h.run()
+        #expect(h.sides[1].replica.items[.named("a2")]?.view.fields[.named("v")] == .string("first"))
+        #expect(h.sides[1].replica.items[.named("a3")]?.view.fields[.named("v")] == .string("second"))
+    }
+
     /// What the peer streamed to this side is never streamed back to it: after A's edits reach
     /// B, a change of B's replica (the poll, another session) makes B send nothing of them.
     @Test func aChangeIsNotEchoedToItsSender() throws {

@@ -24,9 +24,13 @@ final class Deliveries: Sendable {
     }
 
     let members: Int
+    /// Deliveries slower than this are printed one per line (`--report-slower`).
+    let reportSlower: Duration?
+    private let started = ContinuousClock.now
     private let state: Mutex<State>
 
-    init(members: Int) {
+    init(members: Int, reportSlower: Duration? = nil) {
+        self.reportSlower = reportSlower
         self.members = members
         state = Mutex(
             State(
@@ -68,6 +72,12 @@ final class Deliveries: Sendable {
                 state.seen[slot] = Int32(number)
                 for k in from...number {
                     let took = now - state.made[member][k - 1]
+                    if let slower = reportSlower, took > slower {
+                        let made = state.made[member][k - 1] - started
+                        print(
+                            "slow: member \(member)'s edit \(k) reached member \(receiver) after \(took) (made at \(made))"
+                        )
+                    }
                     state.oneMember.record(took)
                     state.delivered += 1
                     state.reached[member][k - 1] += 1

@@ -29,6 +29,11 @@ struct RelayLoad: AsyncParsableCommand {
     @Option(help: "Event-loop threads of the members' side.") var threads = 1
     @Option(help: "Scratch directory (emptied first).") var work = "/tmp/relay-load"
     @Option(help: "The first relay's loopback port.") var port = 27_420
+    @Option(
+        help:
+            "Print every delivery slower than this many milliseconds (origin, edit, receiver, when made and when held): where a tail comes from."
+    )
+    var reportSlower: Int?
 
     func validate() throws {
         guard (1...2).contains(relays) else { throw ValidationError("--relays is 1 or 2") }
@@ -60,7 +65,7 @@ struct RelayLoad: AsyncParsableCommand {
         let clusterPEM = try secret.certificatePEM()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         say("issuing \(members) member certificates ...")
-        let deliveries = Deliveries(members: members)
+        let deliveries = Deliveries(members: members, reportSlower: reportSlower.map { .milliseconds($0) })
         let counters = LoadCounters()
         let schedule = EditSchedule(members: members, interval: .milliseconds(Int(interval * 1000)))
         var crowd: [Member] = []

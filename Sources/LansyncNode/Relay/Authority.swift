@@ -43,7 +43,8 @@ public actor Authority {
         self.logger = logger
     }
 
-    /// Settles every open conflict; returns how many it settled.
+    /// Settles every open conflict; returns how many it settled. It looks again for as long as
+    /// calls keep coming while it runs: for a task of its own, never a session's.
     @discardableResult
     public func settleAll() async -> Int {
         guard !settling else {
@@ -55,15 +56,39 @@ public actor Authority {
         var count = 0
         repeat {
             again = false
-            do {
-                if let gate { count += try await settle(through: gate) } else { count += try await settleAlone() }
-            } catch {
-                // Left open, the conflicts stay visible and are tried again after the next change.
-                logger.error("the relay could not settle conflicts: \(error)")
-            }
+            count += await round()
         } while again
         settled += count
         return count
+    }
+
+    /// One round, for a caller that must not wait on others' changes (a session that applied a
+    /// batch): settles what is open now, or, while a round runs, makes it look once more. `more`
+    /// says calls came during this round; the caller hands them to ``settleAll()`` in a task of
+    /// its own. (A session that started a round used to run every round after it while other
+    /// sessions' batches kept coming: under load its peer got nothing for seconds, W10.)
+    public func settleOnce() async -> (settled: Int, more: Bool) {
+        guard !settling else {
+            again = true
+            return (0, false)
+        }
+        settling = true
+        again = false
+        let count = await round()
+        settling = false
+        settled += count
+        return (count, again)
+    }
+
+    private func round() async -> Int {
+        do {
+            if let gate { return try await settle(through: gate) }
+            return try await settleAlone()
+        } catch {
+            // Left open, the conflicts stay visible and are tried again after the next change.
+            logger.error("the relay could not settle conflicts: \(error)")
+            return 0
+        }
     }
 
     /// Every open conflict, with the value this relay's policy picks, in one transaction.

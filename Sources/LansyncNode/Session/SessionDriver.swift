@@ -292,7 +292,7 @@ struct SessionDriver {
                 let size =
                     if !announce { 0 } else if ahead.last == .some(nil) {
                         ahead.reduce(0) { $0 + ($1?.updates.count ?? 0) }
-                    } else { try store.lacking(vv, cap: 10_000_000) }
+                    } else { try stream.lacking(cap: 10_000_000) }
                 return (stream, size, ahead)
             }
             delta = stream

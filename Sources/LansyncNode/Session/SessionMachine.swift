@@ -243,10 +243,18 @@ public struct SessionMachine: Sendable {
     public private(set) var counters = SessionCounters()
     public var sentUpdates: Int { counters.sentUpdates }
     public var receivedUpdates: Int { counters.receivedUpdates }
-    /// The local replica's version vector as the runner last reported it (with a tick or a
-    /// change), nil when it did not know it: a later delta to a peer known to hold it all has
+    /// What the runner's readings of the local replica's version vector (with ticks and changes)
+    /// say it holds, joined; nil before any: a later delta to a peer known to hold it all has
     /// nothing to send.
+    ///
+    /// Joined, never replaced: the runner's inputs come from several streams, each read when it
+    /// fired, so a tick read before a change may be handled after it; the replica only grows, so
+    /// every reading is a lower bound and their join is too.
     private var localVersion: VersionVector?
+    /// A change was announced without its vector (``Event/localChanged(localVersion:now:eager:)``
+    /// with nil, a local edit) and no delta has read the replica since: until one does, no later
+    /// reading may tell that the peer holds it all (a reading can predate the change).
+    private var unreadChange = false
     /// The peer's delta under way, when it said how large it is (`expect`): about how many field
     /// states it sends, and ``receivedUpdates`` when it said so. Nil between deltas.
     public private(set) var incoming: (expected: Int, receivedBefore: Int)?
@@ -317,7 +325,7 @@ public struct SessionMachine: Sendable {
             return []
 
         case let (_, .tick(now, version)):
-            localVersion = version
+            learn(version)
             return tick(now, localVersion: version)
 
         case let (_, .storageFailed(why)):
@@ -382,7 +390,8 @@ public struct SessionMachine: Sendable {
         now: ContinuousClock.Instant?,
         eager: Bool = false
     ) -> [Action] {
-        localVersion = version
+        learn(version)
+        if version == nil { unreadChange = true }
         guard case .open(var open) = state else { return [] }
         var graft: [Action] = []
         if let missing = open.missing, let version, version.covers(missing.entries) {
@@ -413,6 +422,12 @@ public struct SessionMachine: Sendable {
         }
         open.outgoing?.changedWhileStreaming = true
         return settle(open, graft)
+    }
+
+    /// Joins a reading of the replica's vector into ``localVersion`` (nil: none was read).
+    private mutating func learn(_ version: VersionVector?) {
+        guard let version else { return }
+        localVersion = localVersion.map { $0.joined(with: version) } ?? version
     }
 
     /// Stores the open state back, unless the actions close the session.
@@ -683,11 +698,13 @@ public struct SessionMachine: Sendable {
         // A later delta to a peer known to hold everything this replica holds has nothing to
         // send: it ends here, with no read of the replica (a newer change announces itself and
         // begins another). The first delta always goes: it also carries what no vector claims.
-        if !initial, let localVersion, planned.covers(localVersion) {
+        if !initial, !unreadChange, let localVersion, planned.covers(localVersion) {
             delta.exhausted = true
             open.outgoing = delta
             return finishDeltaIfComplete(&open)
         }
+        // The delta reads the replica after every change announced so far.
+        unreadChange = false
         var actions: [Action] = [.startDelta(peerVersionVector: planned, initial: initial, deltaBase: deltaBase)]
         if open.inFlight.count < config.window {
             delta.producing = true
