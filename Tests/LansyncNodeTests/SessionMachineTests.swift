@@ -210,6 +210,34 @@ import Testing
         #expect(sent == ["batch", "done"])
     }
 
+    /// A live change's `done` names the writers the change moved, not every writer the receiver
+    /// holds (which a relay's receivers number in the thousands, sent with every change).
+    @Test func aLiveChangesDoneNamesOnlyTheWritersItMoved() throws {
+        let (a, b) = try sampleReplicas()
+        var h = SessionHarness(a, b)
+        h.start()
+        h.run()
+        let held = h.sides[1].replica.versionVector
+        #expect(held.nodes.count >= 2, "the sample needs writers beyond the one that edits")
+        try h.sides[0].replica.apply(
+            .update([.set(.named("v"), .string("live"))]),
+            to: .named("a1"),
+            wallMilliseconds: 1_700_000_000_100
+        )
+        let before = h.sides[0].sent.count
+        h.handle(0, .localChanged(localVersion: h.sides[0].replica.versionVector))
+        let done = h.sides[0].sent[before...].compactMap { message -> VersionVector? in
+            switch message {
+            case .finalBatch(_, _, let done), .done(let done): done
+            default: nil
+            }
+        }
+        let writer = h.sides[0].replica.writer
+        #expect(done == [VersionVector([writer: held[writer]])], "\(done)")
+        h.run()
+        #expect(h.sides[1].replica.items[.named("a1")]?.view.fields[.named("v")] == .string("live"))
+    }
+
     /// A change announced with the replica's vector, which the peer is known to hold already (a
     /// batch another session applied that came from this peer too), plans no delta: nothing is
     /// read; one the peer lacks plans one at once.

@@ -244,12 +244,12 @@ public struct SessionMachine: Sendable {
     public var sentUpdates: Int { counters.sentUpdates }
     public var receivedUpdates: Int { counters.receivedUpdates }
     /// What the runner's readings of the local replica's version vector (with ticks and changes)
-    /// say it holds, joined; nil before any: a later delta to a peer known to hold it all has
-    /// nothing to send.
+    /// say it holds; nil before any: a later delta to a peer known to hold it all has nothing to
+    /// send.
     ///
-    /// Joined, never replaced: the runner's inputs come from several streams, each read when it
-    /// fired, so a tick read before a change may be handled after it; the replica only grows, so
-    /// every reading is a lower bound and their join is too.
+    /// A tick's reading is joined, never taken instead: the runner's inputs come from several
+    /// streams, each read when it fired, so a tick read before a change may be handled after it;
+    /// the replica only grows, so every reading is a lower bound and their join is too.
     private var localVersion: VersionVector?
     /// A change was announced without its vector (``Event/localChanged(localVersion:now:eager:)``
     /// with nil, a local edit) and no delta has read the replica since: until one does, no later
@@ -390,8 +390,10 @@ public struct SessionMachine: Sendable {
         now: ContinuousClock.Instant?,
         eager: Bool = false
     ) -> [Action] {
-        learn(version)
-        if version == nil { unreadChange = true }
+        // Taken as it is: a change's reading is made after the change was announced, so a later
+        // change this reading predates announces itself again. (Joining every reading cost a
+        // relay's sessions a pass over every writer per change.)
+        if let version { localVersion = version } else { unreadChange = true }
         guard case .open(var open) = state else { return [] }
         var graft: [Action] = []
         if let missing = open.missing, let version, version.covers(missing.entries) {
@@ -424,7 +426,7 @@ public struct SessionMachine: Sendable {
         return settle(open, graft)
     }
 
-    /// Joins a reading of the replica's vector into ``localVersion`` (nil: none was read).
+    /// Joins a tick's reading of the replica's vector into ``localVersion`` (nil: none was read).
     private mutating func learn(_ version: VersionVector?) {
         guard let version else { return }
         localVersion = localVersion.map { $0.joined(with: version) } ?? version
@@ -676,7 +678,7 @@ public struct SessionMachine: Sendable {
             delta.exhausted = true
             var message = Message.batch(sequence: sequence, batch)
             if let peer, peer.version >= .finalBatches {
-                message = .finalBatch(sequence: sequence, batch, done: asTold(delta.startVersionVector))
+                message = .finalBatch(sequence: sequence, batch, done: doneVector(delta))
                 delta.doneSent = true
             }
             open.outgoing = delta
@@ -720,7 +722,7 @@ public struct SessionMachine: Sendable {
         var actions: [Action] = []
         if delta.isInitial || delta.sentBatches > 0 {
             // The receiver learns it is up to date with us; an empty anti-entropy answer stays silent.
-            if !delta.doneSent { actions.append(.send(.done(versionVector: asTold(delta.startVersionVector)))) }
+            if !delta.doneSent { actions.append(.send(.done(versionVector: doneVector(delta)))) }
             // The peer completes the stream on `done`, before it reads anything sent after it.
             deltaBase?.join(delta.covered)
         }
@@ -728,6 +730,17 @@ public struct SessionMachine: Sendable {
         if delta.isInitial { open.initialDeltaDone = true }
         if delta.changedWhileStreaming { actions += beginDelta(initial: false, &open) }
         return actions + checkUpToDate(open)
+    }
+
+    /// What a delta's `done` says: the vector the delta started from, for the writers it covered.
+    /// No receiver reads more of it than its size (none has since protocol 1.0), and the whole
+    /// vector names every writer of the cluster: at a relay of 500 members, 10 KB sent, encoded and
+    /// encrypted with every live change to every member.
+    private func doneVector(_ delta: Delta) -> VersionVector {
+        let start = delta.startVersionVector
+        return asTold(
+            VersionVector(Dictionary(uniqueKeysWithValues: delta.covered.counters.keys.map { ($0, start[$0]) }))
+        )
     }
 
     /// Reports "up to date" once both initial deltas are through, and again after every later
