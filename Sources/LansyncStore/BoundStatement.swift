@@ -31,8 +31,6 @@ struct Columns {
 
     func int(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
 
-    /// A node id stored as its text, parsed from SQLite's own buffer (no `String` made); nil if
-    /// the column is NULL or not an id.
     /// A text column as a `String` (empty for NULL).
     func text(_ index: Int32) -> String {
         guard let text = sqlite3_column_text(handle, index) else { return "" }
@@ -50,6 +48,8 @@ struct Columns {
         return Array(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, index))))
     }
 
+    /// A node id stored as its text, parsed from SQLite's own buffer (no `String` made); nil if
+    /// the column is NULL or not an id.
     func nodeID(_ index: Int32) -> NodeID? {
         guard let text = sqlite3_column_text(handle, index) else { return nil }
         return NodeID(utf8: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index))))
