@@ -26,10 +26,17 @@ let package = Package(
             dependencies: ["CSQLite3"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
         ),
+        // A process's CPU time and memory from /proc, for the runners that start `lansync`.
+        .target(
+            name: "BenchProcess",
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility")]
+        ),
         // Drives the release `lansync` binary as a user would; it links none of lansync's modules.
         .executableTarget(
             name: "lansync-bench",
-            dependencies: ["BenchSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "BenchProcess", "BenchSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),
                 .enableUpcomingFeature("MemberImportVisibility"),
@@ -65,6 +72,7 @@ let package = Package(
         .executableTarget(
             name: "relay-load",
             dependencies: [
+                "BenchProcess",
                 .product(name: "LansyncCore", package: "lansync"),
                 .product(name: "LansyncWire", package: "lansync"),
                 .product(name: "LansyncNode", package: "lansync"),

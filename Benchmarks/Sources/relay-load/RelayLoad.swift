@@ -1,4 +1,5 @@
 import ArgumentParser
+import BenchProcess
 import Foundation
 import Glibc
 import LansyncCore

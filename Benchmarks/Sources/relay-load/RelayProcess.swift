@@ -1,3 +1,4 @@
+import BenchProcess
 import Foundation
 import Glibc
 
@@ -60,30 +61,6 @@ final class RelayProcess {
         try p.run()
         p.waitUntilExit()
         guard p.terminationStatus == 0 else { throw LoadError("\(arguments.joined(separator: " ")) failed") }
-    }
-}
-
-/// A process's CPU time and memory, from /proc.
-enum ProcessFigures {
-    static func cpuSeconds(_ pid: pid_t) -> Double {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var nanos = 0.0
-        for t in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/schedstat", encoding: .utf8),
-                let first = text.split(separator: " ").first, let n = Double(first)
-            else { continue }
-            nanos += n
-        }
-        return nanos / 1e9
-    }
-
-    /// A `/proc/PID/status` figure given in kB, in bytes.
-    static func status(_ pid: pid_t, _ key: String) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) }),
-            let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        else { return 0 }
-        return kib * 1024
     }
 }
 

@@ -1,3 +1,4 @@
+import BenchProcess
 import BenchSQLite
 import Foundation
 import Glibc
@@ -62,19 +63,8 @@ enum ProcessStats {
         return total
     }
 
-    /// CPU time in seconds of the process's live threads, in nanoseconds of precision
-    /// (/proc/PID/task/*/schedstat), where /proc/PID/stat counts in 10 ms ticks.
-    static func preciseCPUSeconds(_ pid: pid_t) -> Double {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var nanos = 0.0
-        for t in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/schedstat", encoding: .utf8),
-                let first = text.split(separator: " ").first, let n = Double(first)
-            else { continue }
-            nanos += n
-        }
-        return nanos / 1e9
-    }
+    /// CPU time in seconds of the process's live threads, to the nanosecond (``ProcessFigures``).
+    static func preciseCPUSeconds(_ pid: pid_t) -> Double { ProcessFigures.cpuSeconds(pid) }
 
     static func withDescendants(_ pid: pid_t) -> [pid_t] {
         var all = [pid]
