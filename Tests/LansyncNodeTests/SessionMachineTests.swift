@@ -39,6 +39,20 @@ import Testing
         return (m, actions)
     }
 
+    /// The runner passes on what the peer was learnt to hold since it last asked, not the whole
+    /// vector each time: joined, what it passed on is the machine's vector for the peer.
+    @Test func whatThePeerWasLearntToHoldIsTakenOnce() {
+        let hello = VersionVector([.node(2): 4, .node(3): 1])
+        var (m, _) = Self.opened(peerVersion: .current, vv: hello)
+        #expect(m.takePeerMoved() == hello)
+        #expect(m.takePeerMoved().isEmpty, "taken: nothing new since")
+        _ = m.handle(.received(.summary(versionVector: VersionVector([.node(2): 6])), now: .now))
+        let moved = m.takePeerMoved()
+        #expect(moved[.node(2)] == 6)
+        #expect(hello.joined(with: moved) == m.peerVersionVector)
+        #expect(m.takePeerMoved().isEmpty)
+    }
+
     @Test func twoReplicasConvergeAndSayUpToDate() throws {
         let (a, b) = try sampleReplicas()
         var h = SessionHarness(a, b)

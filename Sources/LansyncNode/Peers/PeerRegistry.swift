@@ -278,7 +278,7 @@ public actor PeerRegistry {
         byNode[node]?.counters = p.counters
         byNode[node]?.waitedRoundTrips = p.waitedRoundTrips
         // What the session knows the peer holds keeps LACKS current between up-to-date points.
-        byNode[node]?.versionVector.join(p.peerVersionVector)
+        if !p.peerMoved.isEmpty { byNode[node]?.versionVector.join(p.peerMoved) }
         if let expected = p.expecting {
             let since =
                 byNode[node]?.receiving.flatMap { $0.expected == expected ? $0.since : nil } ?? WallClock.milliseconds

@@ -31,9 +31,8 @@ struct SessionDriver {
     /// Batches of it read ahead of the machine's asking (nil: the delta ends there), so that a
     /// small delta's last batch is known to be the last and goes with its `done`.
     private var readAhead: [DeltaBatch?] = []
-    /// What was last reported to the observer and recorded in the hub.
+    /// What was last reported to the observer.
     private var reported = SessionObserver.Progress()
-    private var recordedPeerVersion = VersionVector()
     /// When the replica last rejoined as the session said hello: a batch or stream end recorded
     /// after another rejoin is refused (``StoreError/rejoinedSince(session:replica:)``).
     private var rejoinedAt: UInt64?
@@ -264,43 +263,58 @@ struct SessionDriver {
     }
 
     /// Plans a delta for a peer known to hold `vv`: the actions to run at once (the announcement
-    /// of its size), and those after the queue (a failure).
+    /// of its size), and those after the queue (a failure). Sessions asking for the same delta
+    /// in one generation of the replica share one read of it (``DeltaStarts``).
     private mutating func startDelta(
         for vv: VersionVector,
         initial: Bool,
         deltaBase: VersionVector?
     ) async -> (first: [SessionMachine.Action], later: [SessionMachine.Action]) {
-        let store = self.store
-        do {
+        let (store, io) = (self.store, self.io)
+        // Read before anything else: the read may not predate a change this session has heard of.
+        let generation = runner.hub.generation
+        let request = DeltaStarts.Request(
+            generation: generation,
+            initial: initial,
             // A peer that can show progress is told how large the delta is (an index count, as
             // cheap as what it will send is small).
-            let announce = machine.peer.map { $0.version >= .fieldDeltas } ?? false
-            let peerHolds = machine.peerVersionVector
-            // The first batches are read in the same call: the machine asks for one next.
-            let (stream, size, ahead) = try await io.run { () throws -> (DeltaStream, Int, [DeltaBatch?]) in
-                var stream = try store.deltaStream(
-                    for: vv,
-                    maxUpdates: WireLimits.maxUpdatesPerBatch,
-                    budgetBytes: WireLimits.batchBudgetBytes,
-                    unclaimed: initial,
-                    deltaBase: deltaBase
-                )
-                // Read before the stream is returned: a tuple copies its elements in order.
-                let ahead = try Self.readBatches(&stream, peerHolds: peerHolds)
-                // A delta read whole already (a live change's) is the size of what was read;
-                // only a longer one is counted in the version index.
-                let size =
-                    if !announce { 0 } else if ahead.last == .some(nil) {
-                        ahead.reduce(0) { $0 + ($1?.updates.count ?? 0) }
-                    } else { try stream.lacking(cap: 10_000_000) }
-                return (stream, size, ahead)
+            announce: machine.peer.map { $0.version >= .fieldDeltas } ?? false,
+            peer: vv,
+            deltaBase: deltaBase
+        )
+        do {
+            let (start, _) = try await runner.hub.deltaStarts.start(request) {
+                try await io.run { try Self.openDelta(request, store: store) }
             }
-            delta = stream
-            readAhead = ahead
-            return (machine.handle(.planned(fieldStates: size)), [])
+            delta = start.stream
+            readAhead = start.ahead
+            return (machine.handle(.planned(fieldStates: start.size)), [])
         } catch {
             return ([], machine.handle(.storageFailed("reading the delta: \(error)")))
         }
+    }
+
+    /// A delta's opening read: the stream, its first batches (the machine asks for one next) and
+    /// the size it announces.
+    private static func openDelta(_ request: DeltaStarts.Request, store: ReplicaStore) throws -> DeltaStarts.Start {
+        var stream = try store.deltaStream(
+            for: request.peer,
+            maxUpdates: WireLimits.maxUpdatesPerBatch,
+            budgetBytes: WireLimits.batchBudgetBytes,
+            unclaimed: request.initial,
+            deltaBase: request.deltaBase
+        )
+        // What the peer holds beyond the plan's vector is not asked: the plan is the machine's
+        // vector for the peer joined with its batches in flight, made in this same step, so it
+        // holds all that is known (later batches pass what was learnt since).
+        let ahead = try readBatches(&stream, peerHolds: VersionVector())
+        // A delta read whole already (a live change's) is the size of what was read; only a
+        // longer one is counted in the version index.
+        let size =
+            if !request.announce { 0 } else if ahead.last == .some(nil) {
+                ahead.reduce(0) { $0 + ($1?.updates.count ?? 0) }
+            } else { try stream.lacking(cap: 10_000_000) }
+        return DeltaStarts.Start(stream: stream, size: size, ahead: ahead)
     }
 
     /// Reads the delta's next batch (nil when it is complete), unless it was read ahead; says
@@ -383,23 +397,22 @@ struct SessionDriver {
         return []
     }
 
-    /// Tells the observer the session's counters when they changed, and the hub what the peer
-    /// is known to hold.
+    /// Tells the observer the session's counters when they changed, and the observer and the
+    /// hub what the peer was learnt to hold since (only that: passing the whole vector on made
+    /// every report a pass over every writer of the cluster).
     private mutating func report() async {
+        let moved = machine.takePeerMoved()
         let now = SessionObserver.Progress(
             counters: counters,
             waitedRoundTrips: machine.waitedRoundTrips,
             expecting: machine.incoming?.expected,
             receivedOfExpected: machine.incoming.map { machine.receivedUpdates - $0.receivedBefore } ?? 0,
-            peerVersionVector: machine.peerVersionVector
+            peerMoved: moved
         )
         if now != reported {
             reported = now
             await runner.observer.progress(now)
         }
-        if machine.peerVersionVector != recordedPeerVersion {
-            recordedPeerVersion = machine.peerVersionVector
-            runner.hub.record(subscription, peerHolds: recordedPeerVersion)
-        }
+        if !moved.isEmpty { runner.hub.record(subscription, peerHolds: moved) }
     }
 }

@@ -232,6 +232,10 @@ public struct SessionMachine: Sendable {
     }
     /// What this side knows the peer holds (its hello, then acknowledged batches and summaries).
     public private(set) var peerVersionVector = VersionVector()
+    /// What this side learnt the peer holds since ``takePeerMoved()`` last took it: the runner
+    /// passes on what moved, not the whole vector (a relay's members each hold every writer of
+    /// the cluster, and a pass over all of them per batch was most of its time).
+    public private(set) var peerMoved = VersionVector()
     /// What the peer is known to have seen *whole*: every write to every field up to this vector
     /// (its hello's vector, its summaries, what its own batches covered, and our deltas it has
     /// completed). Field deltas are taken against it; unlike ``peerVersionVector`` it never
@@ -478,7 +482,7 @@ public struct SessionMachine: Sendable {
 
         case (.open(var open), .summary(let sent)):
             let vv = sent.unfolded(with: peer?.folded ?? VersionVector())
-            peerVersionVector.join(vv)
+            learnPeerHolds(vv)
             deltaBase?.join(vv)
             if let refusal = tooManyWriters(peerVersionVector, "its summary") { return fail(refusal) }
             // Send what the peer lacks; a delta that finds nothing sends nothing.
@@ -508,7 +512,7 @@ public struct SessionMachine: Sendable {
         switch message {
         case .have(let sent):
             let vv = sent.unfolded(with: peer?.folded ?? VersionVector())
-            peerVersionVector.join(vv)
+            learnPeerHolds(vv)
             deltaBase?.join(vv)
             if let refusal = tooManyWriters(peerVersionVector, "its have") { return fail(refusal) }
             if let localVersion, localVersion.covers(vv) { return [] }
@@ -555,7 +559,7 @@ public struct SessionMachine: Sendable {
         counters.receivedUpdates += batch.updates.count
         // The peer holds what its stream covers: a later delta to it never sends that back
         // (no echo of a change to where it came from).
-        peerVersionVector.join(batch.covers)
+        learnPeerHolds(batch.covers)
         deltaBase?.join(batch.covers)
         return tooManyWriters(peerVersionVector, "what its stream covers")
     }
@@ -579,6 +583,7 @@ public struct SessionMachine: Sendable {
             resumeFor: hello.resumeFor,
             senderWriter: config.writer
         )
+        peerMoved = peerVersionVector
         var open = Open(lastSummary: now)
         let actions = [.peerReady(hello)] + beginDelta(initial: true, &open)
         return settle(open, actions)
@@ -590,7 +595,7 @@ public struct SessionMachine: Sendable {
         let windowWasFull = open.inFlight.count >= config.window
         var acknowledged = false
         while let first = open.inFlight.first, first.sequence <= sequence {
-            peerVersionVector.join(first.covers)
+            learnPeerHolds(first.covers)
             open.inFlight.removeFirst()
             acknowledged = true
         }
@@ -691,6 +696,18 @@ public struct SessionMachine: Sendable {
         }
         open.outgoing = delta
         return actions
+    }
+
+    /// The peer holds `vv` too.
+    private mutating func learnPeerHolds(_ vv: VersionVector) {
+        peerVersionVector.join(vv)
+        peerMoved.join(vv)
+    }
+
+    /// What the peer was learnt to hold since the last call (``peerMoved``), emptied.
+    public mutating func takePeerMoved() -> VersionVector {
+        defer { peerMoved = VersionVector() }
+        return peerMoved
     }
 
     private mutating func beginDelta(initial: Bool, _ open: inout Open) -> [Action] {

@@ -64,8 +64,9 @@ public struct SessionObserver: Sendable {
         /// received so far (``SessionMachine/incoming``).
         public var expecting: Int?
         public var receivedOfExpected = 0
-        /// What the peer is known to hold (``SessionMachine/peerVersionVector``).
-        public var peerVersionVector = VersionVector()
+        /// What the peer was learnt to hold since the last report (``SessionMachine/peerMoved``):
+        /// joined, the reports make ``SessionMachine/peerVersionVector``.
+        public var peerMoved = VersionVector()
     }
 
     public init() {}

@@ -15,7 +15,7 @@ public final class ChangeHub: Sendable {
     private let subscribers = NIOLockedValueBox<[Int: AsyncStream<Void>.Continuation]>([:])
     private let nextID = NIOLockedValueBox(0)
     private let version = NIOLockedValueBox<VersionVector?>(nil)
-    /// What each subscriber's peer is known to hold (``record(_:peerHolds:)``).
+    /// What each subscriber's peer is known to hold (``record(_:peerHolds:)``, joined).
     private let peers = NIOLockedValueBox<[Int: VersionVector]>([:])
     /// Subscribers woken by a change announced before its vector was read (``notifyUnread()``)
     /// that have not yet asked for the vector to act on (``version(for:)``).
@@ -25,6 +25,14 @@ public final class ChangeHub: Sendable {
     /// Subscribers woken by a change near its origin (``HopRecord/floods(_:)``): they send it
     /// at once even over a pruned session (``eager(for:)``).
     private let near = NIOLockedValueBox<Set<Int>>([])
+    private let changes = NIOLockedValueBox<UInt64>(0)
+    /// The deltas' opening reads, shared by sessions of one ``generation`` (``DeltaStarts``).
+    let deltaStarts = DeltaStarts()
+
+    /// How many changes were announced (or the vector reset): moved before the sessions a change
+    /// wakes are woken, so a session that heard of a change holds a larger generation than any
+    /// read made before it (``DeltaStarts``).
+    public var generation: UInt64 { changes.withLockedValue { $0 } }
 
     /// The replica's version vector as last read and announced; nil until then, or after a read
     /// failed (sessions then read the replica themselves).
@@ -93,6 +101,7 @@ public final class ChangeHub: Sendable {
     /// the vector known before the change instead would let a session whose peer covers it skip
     /// the change.)
     public func notifyUnread() {
+        changes.withLockedValue { $0 += 1 }
         let targets = subscribers.withLockedValue { subscribers in
             unread.withLockedValue { $0.formUnion(subscribers.keys) }
             // This node's own edit: the nearest a change can be to its origin.
@@ -108,9 +117,10 @@ public final class ChangeHub: Sendable {
         version.withLockedValue { known in known = known?.joined(with: current) ?? current }
     }
 
-    /// Records what subscriber `id`'s peer is known to hold, for ``wakeLagging()``.
+    /// Records that subscriber `id`'s peer holds `vector` too (what its session learnt since it
+    /// last said), for ``wakeLagging()``.
     public func record(_ id: Int, peerHolds vector: VersionVector) {
-        peers.withLockedValue { $0[id] = vector }
+        peers.withLockedValue { $0[id, default: VersionVector()].join(vector) }
     }
 
     /// Anti-entropy for the whole node at once: wakes (as a change would) only the subscribers
@@ -132,6 +142,7 @@ public final class ChangeHub: Sendable {
     /// Forgets the vector known so far and takes `current` instead: the one time the replica's
     /// vector shrinks (a rejoin empties the replica), where ``notify(version:except:)`` only joins.
     public func reset(version current: VersionVector?) {
+        changes.withLockedValue { $0 += 1 }
         version.withLockedValue { $0 = current }
         peers.withLockedValue { $0.removeAll() }
     }
@@ -142,6 +153,7 @@ public final class ChangeHub: Sendable {
     public func notify(version current: VersionVector?, except: Int? = nil, hops arrived: UInt8? = nil) {
         // Reads race, but each is a true reading of a vector that only grows: their join is too.
         version.withLockedValue { known in known = current.map { known?.joined(with: $0) ?? $0 } }
+        changes.withLockedValue { $0 += 1 }
         let targets = subscribers.withLockedValue { $0.filter { $0.key != except } }
         if hops.withLockedValue({ $0.floods(arrived) }) {
             near.withLockedValue { $0.formUnion(targets.keys) }
