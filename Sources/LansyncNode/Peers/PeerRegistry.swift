@@ -354,6 +354,26 @@ public actor PeerRegistry {
         min(max(last * 20, saveGathering), .seconds(5))
     }
 
+    /// At most this many peers are saved in one transaction. A relay's save of a thousand
+    /// members (each a vector and a report of a thousand writers) took most of a second, and
+    /// every member's batch waited for it behind the write lock (W10: deliveries 3 s late every
+    /// five seconds); in parts, a batch waits for one part at most.
+    static let savedAtOnce = 50
+
+    /// `records` in parts of ``savedAtOnce``, each with its peers' reports; the names go with the
+    /// first.
+    static func parts(
+        _ records: [PeerRecord],
+        reports: [MemberReport],
+        names: [(name: String, ids: Set<NodeID>)]
+    ) -> [(records: [PeerRecord], reports: [MemberReport], names: [(name: String, ids: Set<NodeID>)])] {
+        let byNode = Dictionary(reports.map { ($0.nodeID, $0) }, uniquingKeysWith: { first, _ in first })
+        return stride(from: 0, to: max(records.count, 1), by: savedAtOnce).map { start in
+            let part = Array(records[start..<min(start + savedAtOnce, records.count)])
+            return (part, part.compactMap { byNode[$0.nodeID] }, start == 0 ? names : [])
+        }
+    }
+
     private func saveChanges() async {
         let records = unsaved.sorted().compactMap { node -> PeerRecord? in
             guard let e = byNode[node] else { return nil }
@@ -379,16 +399,21 @@ public actor PeerRegistry {
         unsavedNames.removeAll()
         guard !records.isEmpty || !names.isEmpty else { return }
         let (store, io) = (self.store, self.io)
+        let parts = Self.parts(records, reports: reports, names: names)
         do {
             // In a task of its own: when the node stops, this one is cancelled, and the thread
             // pool refuses work from a cancelled task (a save, often the last, was lost in about
             // one stop of ten).
             lastSave = try await Task {
-                try await io.run {
-                    let started = ContinuousClock.now
-                    try store.savePeers(records, reports: reports, names: names)
-                    return ContinuousClock.now - started
+                var took = Duration.zero
+                for part in parts {
+                    took += try await io.run {
+                        let started = ContinuousClock.now
+                        try store.savePeers(part.records, reports: part.reports, names: part.names)
+                        return ContinuousClock.now - started
+                    }
                 }
+                return took
             }.value
             // Items' sync states are read from the saved peer table: they may have moved now.
             if !records.isEmpty { acknowledgements.notify(version: nil) }
