@@ -61,8 +61,10 @@ final class DeltaStarts: Sendable {
     private let readsShared = Counter(label: "lansync_delta_reads_total", dimensions: [("read", "shared")])
 
     /// How many reads of one generation are kept: sessions whose peers stand at different points
-    /// ask for different reads, and most of a large relay's members stand at one or two.
-    static let kept = 8
+    /// ask for different reads, and most of a large relay's members stand at one or two. Each
+    /// holds a batch or two (at most about `WireLimits.batchBudgetBytes` each) until a later
+    /// generation's request drops it.
+    static let kept = 4
 
     /// The read `request` names: one already started in this generation, else `read()`, started
     /// now and kept for the requests that follow. `shared` says which. The vectors are compared
