@@ -9,12 +9,12 @@ import NIOConcurrencyHelpers
 ///
 /// Two sessions' reads are the same read when they plan against the same peer vector, with the
 /// same delta base and the same kind of delta, and neither session has heard of a change the
-/// other's read may predate. Every request carries
-/// the hub's generation (``ChangeHub/generation``), which each announced change moves before it
-/// wakes any session, and a read is shared only with requests of the generation it was started
-/// in. A read started once generation G was seen sees every change announced up to G (each is
-/// committed before it is announced): all that a session of generation G could ask its own read
-/// to see. A later change moves the generation, so nobody is handed a read from before it.
+/// other's read may predate. Every request carries the hub's generation
+/// (``ChangeHub/generation``), which each announced change moves before it wakes any session, and
+/// a read is shared only with requests of the generation it was started in. A read started once
+/// generation G was seen sees every change announced up to G (each is committed before it is
+/// announced): all that a session of generation G could ask its own read to see. A later change
+/// moves the generation, so nobody is handed a read from before it.
 final class DeltaStarts: Sendable {
     /// What makes two opening reads the same read. The cheap fields come first: the synthesized
     /// `==` compares in declaration order and stops at the first difference, and two requests
