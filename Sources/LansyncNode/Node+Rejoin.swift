@@ -164,6 +164,8 @@ extension Node {
             let start = try await io.run {
                 try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
             }
+            // At once: no session may be handed a delta read before the replica was emptied.
+            hub.reset(version: nil)
             let why =
                 told
                 ? "\(peer.name) counts this node as away (silent for longer than the cluster's away window) or forgot it"

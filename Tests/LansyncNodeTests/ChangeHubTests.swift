@@ -10,6 +10,31 @@ import Testing
 /// How a change reaches the sessions: announced unread (a local edit), each woken session reads
 /// the replica once, whatever vector the hub knew; the nudge datagram that announces a CLI's edit.
 @Suite struct ChangeHubTests {
+    /// Whatever tells the sessions of a change (announced, read, reset) moves the generation
+    /// before it does, so a delta read shared within a generation never predates a change the
+    /// session acting on it has heard of (``DeltaStarts``); a reset also says the peers' vectors
+    /// were forgotten.
+    @Test func everyAnnouncementMovesTheGenerationFirst() async throws {
+        let hub = ChangeHub()
+        let (_, changes) = hub.subscribe()
+        var wakes = changes.makeAsyncIterator()
+        var seen = hub.generation
+        hub.notify(version: VersionVector([.node(1): 1]))
+        #expect(await wakes.next() != nil)
+        #expect(hub.generation > seen)
+        seen = hub.generation
+        hub.notifyUnread()
+        #expect(await wakes.next() != nil)
+        #expect(hub.generation > seen)
+        seen = hub.generation
+        hub.learn(version: VersionVector([.node(1): 2]))
+        #expect(hub.generation > seen, "a reading may hold a change not yet announced")
+        seen = hub.generation
+        let resets = hub.resets
+        hub.reset(version: nil)
+        #expect(hub.generation > seen && hub.resets == resets + 1)
+    }
+
     @Test func aChangeAnnouncedUnreadMakesEachSessionReadOnce() async throws {
         let hub = ChangeHub()
         let before = VersionVector([.node(1): 3])

@@ -102,4 +102,36 @@ import Testing
         let (_, olderShared) = try await starts.start(request, read: f.read(request))
         #expect(!olderShared)
     }
+
+    @Test func aFailedReadIsNotHandedOut() async throws {
+        let f = try Fixture()
+        defer { try? FileManager.default.removeItem(atPath: f.dir) }
+        let starts = DeltaStarts()
+        let request = Self.request(generation: 1)
+        struct Broken: Error {}
+        await #expect(throws: Broken.self) {
+            _ = try await starts.start(request) { throw Broken() }
+        }
+        // The same request again: it reads, and gets the delta.
+        let (again, shared) = try await starts.start(request, read: f.read(request))
+        #expect(!shared && again.size == 10)
+        #expect(f.reads.withLockedValue { $0 } == 1)
+    }
+
+    @Test func aSessionOnAnOlderGenerationKeepsNothingFromTheNewer() async throws {
+        let f = try Fixture()
+        defer { try? FileManager.default.removeItem(atPath: f.dir) }
+        let starts = DeltaStarts()
+        let newer = Self.request(generation: 5)
+        _ = try await starts.start(newer, read: f.read(newer))
+        // More sessions still on generation 4, each at another point, than reads are kept.
+        let writer = try #require(f.store.versionVector().counters.keys.first)
+        for held in 1...(DeltaStarts.kept + 1) {
+            let older = Self.request(generation: 4, peer: VersionVector([writer: UInt64(held)]))
+            let (_, shared) = try await starts.start(older, read: f.read(older))
+            #expect(!shared)
+        }
+        let (_, shared) = try await starts.start(newer, read: f.read(newer))
+        #expect(shared, "the newer generation's read is still there")
+    }
 }

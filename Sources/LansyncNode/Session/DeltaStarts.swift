@@ -14,7 +14,11 @@ import NIOConcurrencyHelpers
 /// a read is shared only with requests of the generation it was started in. A read started once
 /// generation G was seen sees every change announced up to G (each is committed before it is
 /// announced): all that a session of generation G could ask its own read to see. A later change
-/// moves the generation, so nobody is handed a read from before it.
+/// moves the generation, so nobody is handed a read from before it. (A session that read the
+/// replica's vector itself may know of a commit not yet announced; a read shared before that
+/// commit claims nothing of it, and the announcement, which every commit gets from the nudge or
+/// the node's poll, wakes the session for it.) A session's first delta is never shared
+/// (``SessionDriver``), and a failed read is not handed out again.
 final class DeltaStarts: Sendable {
     /// What makes two opening reads the same read. The cheap fields come first: the synthesized
     /// `==` compares in declaration order and stops at the first difference, and two requests
@@ -87,8 +91,9 @@ final class DeltaStarts: Sendable {
                     return (found.read, true)
                 }
                 let task = Task { try await read() }
-                // An older generation's reads are never asked for again by a session that has
-                // heard of the newer one; a session still on the older one reads for itself.
+                // A session still on an older generation reads for itself: nobody who has heard
+                // of the newer one asks for its read, and it must not push theirs out.
+                if recent.contains(where: { $0.request.generation > request.generation }) { return (task, false) }
                 recent.removeAll { $0.request.generation < request.generation }
                 if recent.count >= Self.kept { recent.removeFirst() }
                 recent.append((request, task))
@@ -100,7 +105,13 @@ final class DeltaStarts: Sendable {
             if shared { $0.shared += 1 }
         }
         (shared ? readsShared : readsOwn).increment()
-        return (try await task.value, shared)
+        do {
+            return (try await task.value, shared)
+        } catch {
+            // A failed read is not handed out again: the next session to ask reads anew.
+            recent.withLockedValue { $0.removeAll { $0.read == task } }
+            throw error
+        }
     }
 
     /// How many opening reads were asked for, and how many of them another session had read.

@@ -33,6 +33,8 @@ struct SessionDriver {
     private var readAhead: [DeltaBatch?] = []
     /// What was last reported to the observer.
     private var reported = SessionObserver.Progress()
+    /// The hub's ``ChangeHub/resets`` when this session last recorded its peer's whole vector.
+    private var recordedResets: Int
     /// When the replica last rejoined as the session said hello: a batch or stream end recorded
     /// after another rejoin is refused (``StoreError/rejoinedSince(session:replica:)``).
     private var rejoinedAt: UInt64?
@@ -52,6 +54,7 @@ struct SessionDriver {
         self.send = send
         self.wake = wake
         self.machine = SessionMachine(config: runner.config)
+        self.recordedResets = runner.hub.resets
     }
 
     /// How the session went so far, with what it moved (the machine's field states, the
@@ -282,10 +285,15 @@ struct SessionDriver {
             peer: vv,
             deltaBase: deltaBase
         )
+        let read: @Sendable () async throws -> DeltaStarts.Start = {
+            try await io.run { try Self.openDelta(request, store: store) }
+        }
         do {
-            let (start, _) = try await runner.hub.deltaStarts.start(request) {
-                try await io.run { try Self.openDelta(request, store: store) }
-            }
+            // A session's first delta reads for itself: it also carries what this replica holds
+            // beyond its vector (from streams still coming in), which a read made a moment
+            // earlier may lack and no later delta sends; and a session's first read is seldom
+            // another's.
+            let start = initial ? try await read() : try await runner.hub.deltaStarts.start(request, read: read).start
             delta = start.stream
             readAhead = start.ahead
             return (machine.handle(.planned(fieldStates: start.size)), [])
@@ -413,6 +421,13 @@ struct SessionDriver {
             reported = now
             await runner.observer.progress(now)
         }
-        if !moved.isEmpty { runner.hub.record(subscription, peerHolds: moved) }
+        let resets = runner.hub.resets
+        if resets != recordedResets {
+            // The hub forgot what each peer holds (a rejoin): it learns the whole vector again.
+            recordedResets = resets
+            runner.hub.record(subscription, peerHolds: machine.peerVersionVector)
+        } else if !moved.isEmpty {
+            runner.hub.record(subscription, peerHolds: moved)
+        }
     }
 }

@@ -26,6 +26,7 @@ public final class ChangeHub: Sendable {
     /// at once even over a pruned session (``eager(for:)``).
     private let near = NIOLockedValueBox<Set<Int>>([])
     private let changes = NIOLockedValueBox<UInt64>(0)
+    private let resetCount = NIOLockedValueBox(0)
     /// The deltas' opening reads, shared by sessions of one ``generation`` (``DeltaStarts``).
     let deltaStarts = DeltaStarts()
 
@@ -114,8 +115,15 @@ public final class ChangeHub: Sendable {
     /// Records a vector read from the replica, as ``notify(version:except:)`` does, without
     /// waking anyone.
     public func learn(version current: VersionVector) {
+        // The reading may hold a later change not yet announced: a session that acts on it holds
+        // a newer generation than any read made before it.
+        changes.withLockedValue { $0 += 1 }
         version.withLockedValue { known in known = known?.joined(with: current) ?? current }
     }
+
+    /// How many times the vector was reset (``reset(version:)``): a session that sees this move
+    /// records its peer's whole vector again, since a reset forgets what each peer holds.
+    public var resets: Int { resetCount.withLockedValue { $0 } }
 
     /// Records that subscriber `id`'s peer holds `vector` too (what its session learnt since it
     /// last said), for ``wakeLagging()``.
@@ -143,6 +151,7 @@ public final class ChangeHub: Sendable {
     /// vector shrinks (a rejoin empties the replica), where ``notify(version:except:)`` only joins.
     public func reset(version current: VersionVector?) {
         changes.withLockedValue { $0 += 1 }
+        resetCount.withLockedValue { $0 += 1 }
         version.withLockedValue { $0 = current }
         peers.withLockedValue { $0.removeAll() }
     }
@@ -151,9 +160,10 @@ public final class ChangeHub: Sendable {
     /// `except` skips the subscriber that caused it; `hops`: how many sessions the change
     /// crossed to reach this node, when known.
     public func notify(version current: VersionVector?, except: Int? = nil, hops arrived: UInt8? = nil) {
+        // Before the vector: a session that sees the change in it holds the new generation.
+        changes.withLockedValue { $0 += 1 }
         // Reads race, but each is a true reading of a vector that only grows: their join is too.
         version.withLockedValue { known in known = current.map { known?.joined(with: $0) ?? $0 } }
-        changes.withLockedValue { $0 += 1 }
         let targets = subscribers.withLockedValue { $0.filter { $0.key != except } }
         if hops.withLockedValue({ $0.floods(arrived) }) {
             near.withLockedValue { $0.formUnion(targets.keys) }
