@@ -17,11 +17,17 @@ extension ItemState {
         return fields.values.allSatisfy { stable.covers($0.context) }
     }
 
-    /// The item as a collected replica keeps it: its tombstone alone (the item's id and the
-    /// deleting write), so peers that have not seen the delete still learn it.
+    /// The item as a collected replica keeps it: its tombstone (the item's id and the deleting
+    /// write), so peers that have not seen the delete still learn it, and its `_type`, which a
+    /// rejoin reads to tell an item this replica created out of the others' sight (Docs/MERGE.md,
+    /// "Coming back after being away"): without it, a collected item would be judged otherwise
+    /// than the same item not collected yet.
     public var minimalTombstone: ItemState {
-        ItemState(id: id, fields: fields.filter { $0.key == .deleted })
+        ItemState(id: id, fields: fields.filter { Self.keptByCollection.contains($0.key) })
     }
+
+    /// The fields a minimal tombstone keeps.
+    public static let keptByCollection: Set<FieldName> = [.deleted, .type]
 }
 
 extension FieldChange {

@@ -199,7 +199,7 @@ public struct Replica: Sendable {
         var count = 0
         for (id, item) in items
         where !collected.contains(id) && item.isCollectable(below: stable, deletedBefore: cutoff) {
-            for (name, state) in item.fields where name != .deleted {
+            for (name, state) in item.fields where !ItemState.keptByCollection.contains(name) {
                 for version in state.versions {
                     index[version.dot.node]?[version.dot.counter]?.remove(FieldKey(item: id, field: name))
                     if index[version.dot.node]?[version.dot.counter]?.isEmpty == true {
@@ -223,10 +223,12 @@ public struct Replica: Sendable {
     public mutating func purge(collectedBefore cutoff: UInt64) -> Int {
         let gone = collectedAt.filter { $0.value < cutoff }.map(\.key)
         for id in gone {
-            for version in items[id]?.fields[.deleted]?.versions ?? [] {
-                index[version.dot.node]?[version.dot.counter]?.remove(FieldKey(item: id, field: .deleted))
-                if index[version.dot.node]?[version.dot.counter]?.isEmpty == true {
-                    index[version.dot.node]?[version.dot.counter] = nil
+            for (name, state) in items[id]?.fields ?? [:] {
+                for version in state.versions {
+                    index[version.dot.node]?[version.dot.counter]?.remove(FieldKey(item: id, field: name))
+                    if index[version.dot.node]?[version.dot.counter]?.isEmpty == true {
+                        index[version.dot.node]?[version.dot.counter] = nil
+                    }
                 }
             }
             items[id] = nil

@@ -380,19 +380,20 @@ extension ReplicaStore {
 
 extension Transaction {
     /// Reduces a deleted item to its minimal tombstone (in a write without foreign-key checks:
-    /// the rows that point to a field row, in `version` and `history`, go first): its other
-    /// fields leave the field table,
+    /// the rows that point to a field row, in `version` and `history`, go first): its fields
+    /// other than the tombstone and `_type` leave the field table,
     /// the version index, history and the query index; what the change feed numbered them is
     /// remembered as its floor (a reader behind it must start again from a snapshot).
     mutating func collect(_ item: LoadedItem, at now: UInt64) throws {
         guard let row = item.row else { return }
-        let gone = item.fieldRows.filter { $0.key != .deleted }.map(\.value)
+        let kept = ItemState.keptByCollection
+        let gone = item.fieldRows.filter { !kept.contains($0.key) }.map(\.value)
         if !gone.isEmpty {
             let list = gone.map(String.init).joined(separator: ",")
             let highest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM field WHERE id IN (\(list))") ?? 0
             // By the index's own key, from the states' live versions (what the index holds): a
             // DELETE by field alone would scan the whole index for every item.
-            for (name, fieldRow) in item.fieldRows where name != .deleted {
+            for (name, fieldRow) in item.fieldRows where !kept.contains(name) {
                 for version in item.state.fields[name]?.versions ?? [] {
                     let node = try nodeRow(version.dot.node)
                     try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
@@ -415,11 +416,10 @@ extension Transaction {
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item_link WHERE item = ?", arguments: [row])
         noteSearchChange(item: row)
-        // A minimal tombstone has no `_type`: its item shows the default type, as on a replica
-        // that only ever received the tombstone.
+        // The `_type` stays, with its history (a rejoin reads both): the item keeps its type.
         try db.execute(
-            sql: "UPDATE item SET collected = ?, conflicts = 0, type = ? WHERE id = ?",
-            arguments: [Int64(clamping: max(1, now)), ItemState.defaultType, row]
+            sql: "UPDATE item SET collected = ?, conflicts = 0 WHERE id = ?",
+            arguments: [Int64(clamping: max(1, now)), row]
         )
     }
 
@@ -552,10 +552,11 @@ extension ReplicaStore {
             figures.purgedItems =
                 try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'purged_items'").flatMap { Int($0) }
                 ?? 0
-            // A collected item keeps one field row: its tombstone.
+            // A collected item keeps its tombstone and its `_type` (one collected by an earlier
+            // release, or received from a replica of one, only its tombstone).
             figures.liveFields =
                 try count("SELECT count(*) FROM field") - figures.collectableFields
-                - figures.collectedItems
+                - count("SELECT count(*) FROM item i JOIN field f ON \(FieldRows.of()) WHERE i.collected <> 0")
             let pageSize = try count("PRAGMA page_size")
             figures.fileBytes = try count("PRAGMA page_count") * pageSize
             figures.freeBytes = try count("PRAGMA freelist_count") * pageSize

@@ -36,9 +36,10 @@ import Testing
         let now = WallClock.milliseconds
         _ = try a.collect(now: now)
         #expect(try a.collect(now: now + 1).collected == 3)
-        // A collected item is its minimal tombstone, `_deleted` alone: of no type any more.
+        // A collected item is its minimal tombstone, which keeps its `_type`.
         let afterCollection = try counts()
-        #expect(afterCollection == ["item 0 3", "note 3 0", "task 3 0"], "collected items are still deleted ones")
+        #expect(afterCollection == ["note 3 1", "task 3 2"], "collected items are still deleted ones, of their type")
+        #expect(try a.itemState(.named("i0"))?.fields.keys.sorted() == [.deleted, .type])
     }
 
     /// Two replicas that hold the same: a deletes x, both learn each other's progress, both
@@ -63,7 +64,7 @@ import Testing
         let round = try a.collect(now: now + 1)
         #expect(round.collected == 1)
         let collected = try #require(try a.itemState(x))
-        #expect(collected.isDeleted && Array(collected.fields.keys) == [.deleted], "\(collected.fields.keys)")
+        #expect(collected.isDeleted && collected.fields.keys.sorted() == [.deleted, .type], "\(collected.fields.keys)")
         let figures = try a.collectionFigures(now: now + 1)
         #expect(figures.collectedItems == 1 && figures.collectableItems == 0 && figures.liveFields == 0)
 
@@ -74,7 +75,7 @@ import Testing
             covers: try b.versionVector()
         )
         try a.apply(resend, wallMilliseconds: t0 + 2)
-        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted])
+        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted, .type])
 
         // Past the trash window: a restore says so, and changes nothing.
         #expect(throws: StoreError.self) { try a.apply(.restore, to: x, wallMilliseconds: t0 + 3) }
@@ -83,15 +84,18 @@ import Testing
         // A feed reader behind the collection is told to start again; one at the latest is not.
         #expect(throws: StoreError.feedCollected(since: 1, floor: 2)) { try a.changes(since: 1) }
         #expect(try a.changes(since: feedBefore).isEmpty)
-        #expect(try a.changes(since: 0).map(\.field) == [.deleted], "a reader from 0 gets the current state")
+        #expect(
+            try Set(a.changes(since: 0).map(\.field)) == [.deleted, .type],
+            "a reader from 0 gets the current state"
+        )
 
-        // b collects too, and a machine that joins now receives the tombstone alone.
+        // b collects too, and a machine that joins now receives the tombstone and the type alone.
         try b.recordReports([MemberReport(nodeID: .node(1), seen: try a.versionVector(), at: now)])
         _ = try b.collect(now: now)
         #expect(try b.collect(now: now + 1).collected == 1)
         let c = try create(3)
         try sync(a, c)
-        #expect(try c.itemState(x)?.fields.keys.sorted() == [.deleted])
+        #expect(try c.itemState(x)?.fields.keys.sorted() == [.deleted, .type])
         #expect(try c.itemState(x)?.isDeleted == true)
 
         // A write made since (a late edit under a new dot) is kept, and the item is no longer
@@ -105,7 +109,7 @@ import Testing
             ),
             wallMilliseconds: t0 + 2
         )
-        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted, title])
+        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted, .type, title])
         #expect(try a.itemState(x)?.isDeleted == true, "the delete still wins")
         #expect(try a.collectionFigures(now: now + 1).collectableItems == 1)
     }
@@ -290,7 +294,7 @@ import Testing
         // Within the away window and its clock margin (two days here), the tombstone stays.
         try a.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now + day + 2)])
         #expect(try a.collect(now: now + day + 2).purged == 0)
-        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted])
+        #expect(try a.itemState(x)?.fields.keys.sorted() == [.deleted, .type])
         try a.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now + 2 * day + 2)])
         // x's delete is the feed's latest change, and a feed reader has seen it.
         let seen = try a.latestChangeSeq()
@@ -347,6 +351,52 @@ import Testing
         try sync(c, a)
         #expect(try a.itemState(gone) == nil, "a deleted item never comes back")
         #expect(try a.itemState(fresh)?.type == "t")
+    }
+
+    /// A rejoin judges a collected item as it judges the same item not collected: its minimal
+    /// tombstone keeps the `_type` that says who created it. An item this replica created and
+    /// deleted while away is re-issued deleted (the property test's history: without the type,
+    /// its delete was dropped, and a copy made before the delete came back to life); its
+    /// delete of an item another member created is dropped, collected or not.
+    @Test func aRejoinJudgesACollectedItemAsTheSameItemNotCollected() throws {
+        let a = try create(1)
+        let b = try create(2)
+        let (theirs, mine) = (ItemID.named("theirs"), ItemID.named("mine"))
+        try b.apply(.create(type: "t", assignments: [.set(title, .string("one"))]), to: theirs, wallMilliseconds: t0)
+        var outcomes: [RejoinOutcome] = []
+        var shown: [[ItemView?]] = []
+        for (node, collects) in [(UInt64(3), true), (4, false)] {
+            let c = try create(node)
+            try sync(b, c)
+            try c.apply(.delete, to: theirs, wallMilliseconds: t0 + 1)
+            try c.apply(
+                .create(type: "t", assignments: [.set(title, .string("x"))]),
+                to: mine,
+                wallMilliseconds: t0 + 1
+            )
+            let copy = try create(node + 10)
+            try sync(c, copy)
+            try c.apply(.delete, to: mine, wallMilliseconds: t0 + 2)
+            if collects {
+                let now = WallClock.milliseconds
+                try c.forgetMember(.node(2), at: now)
+                _ = try c.collect(now: now)
+                #expect(try c.collect(now: now + 1).collected == 2, "both deleted items are collected")
+                #expect(try c.itemState(mine)?.fields.keys.sorted() == [.deleted, .type])
+            }
+            try c.rejoin(keepingUnseenBy: try a.versionVector(), now: t0 + 3)
+            try sync(a, c)
+            outcomes.append(try #require(try c.reissueRejoinPending(now: t0 + 4)))
+            // A copy of `mine` from before the delete meets the rejoined replica.
+            try sync(copy, c)
+            try sync(c, copy)
+            #expect(try copy.itemState(mine)?.isDeleted == true, "the delete reached the copy")
+            shown.append([try c.itemState(theirs)?.view, try c.itemState(mine)?.view])
+        }
+        #expect(outcomes[0] == outcomes[1], "\(outcomes)")
+        #expect(outcomes[0].dropped == 1 && outcomes[0].items == 1, "\(outcomes[0])")
+        #expect(shown[0] == shown[1], "collected or not, the same after the rejoin")
+        #expect(shown[0][1]?.deleted == true && shown[0][1]?.type == "t")
     }
 
     /// A replica put back from a copy older than the away window is stale until it rejoins; one
