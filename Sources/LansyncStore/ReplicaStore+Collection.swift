@@ -416,10 +416,13 @@ extension Transaction {
         try db.execute(sql: "DELETE FROM query_index WHERE item = ?", arguments: [row])
         try db.execute(sql: "DELETE FROM item_link WHERE item = ?", arguments: [row])
         noteSearchChange(item: row)
-        // The `_type` stays, with its history (a rejoin reads both): the item keeps its type.
+        // The `_type` stays, with its history (a rejoin reads both): the item keeps its type,
+        // and a conflict on it (concurrent creates of two types) stays counted.
         try db.execute(
-            sql: "UPDATE item SET collected = ?, conflicts = 0 WHERE id = ?",
-            arguments: [Int64(clamping: max(1, now)), row]
+            sql: "UPDATE item SET collected = ?, conflicts = ? WHERE id = ?",
+            arguments: [
+                Int64(clamping: max(1, now)), item.state.minimalTombstone.conflictedFields.count, row,
+            ]
         )
     }
 

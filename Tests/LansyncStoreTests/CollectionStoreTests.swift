@@ -42,6 +42,34 @@ import Testing
         #expect(try a.itemState(.named("i0"))?.fields.keys.sorted() == [.deleted, .type])
     }
 
+    /// A conflict on the `_type` a minimal tombstone keeps (two concurrent creates of different
+    /// types) stays counted after the collection, and a settlement arriving later takes it away:
+    /// the item's count never goes below zero.
+    @Test func aConflictOnTheKeptTypeStaysCountedUntilSettled() throws {
+        let a = try create(1)
+        let b = try create(2)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: []), to: x, wallMilliseconds: t0)
+        try b.apply(.create(type: "note", assignments: []), to: x, wallMilliseconds: t0)
+        try sync(a, b)
+        try sync(b, a)
+        try a.apply(.delete, to: x, wallMilliseconds: t0 + 1)
+        try sync(a, b)
+        let count = {
+            try a.database.read { try Int.fetchOne($0, sql: "SELECT conflicts FROM item WHERE item_id = 'x'") }
+        }
+        #expect(try count() == 1 && a.conflicts().map(\.field) == [.type])
+        let now = WallClock.milliseconds
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: try b.versionVector(), at: now)])
+        _ = try a.collect(now: now)
+        #expect(try a.collect(now: now + 1).collected == 1)
+        #expect(try count() == 1, "still one conflict, on the kept type")
+        #expect(try a.conflicts().map(\.field) == [.type])
+        try b.apply(.resolve(.type, .string("task")), to: x, wallMilliseconds: t0 + 2)
+        try sync(b, a)
+        #expect(try count() == 0 && a.conflicts().isEmpty, "settled")
+    }
+
     /// Two replicas that hold the same: a deletes x, both learn each other's progress, both
     /// collect.
     @Test func aCollectedItemKeepsItsTombstoneAndTakesBackNothingItForgot() throws {

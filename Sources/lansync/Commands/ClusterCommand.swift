@@ -71,7 +71,7 @@ struct ClusterSetCommand: ParsableCommand {
             trash-window (default 30d): a deleted item can be restored ('lansync restore') for \
             this long; after it (and a day's margin for clocks), once every active member has \
             seen the delete, its fields and history are collected and only a minimal tombstone \
-            stays. away-after (default 90d): a member not heard of for this long is marked away \
+            (its delete and its type) stays. away-after (default 90d): a member not heard of for this long is marked away \
             and no longer holds collection back; when it comes back, it rejoins from a \
             snapshot. Durations: 0s, 90s, 15m, 2h, 30d. Without \
             arguments, prints the settings. Setting them needs the cluster's authority key (run \
