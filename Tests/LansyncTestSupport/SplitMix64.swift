@@ -49,12 +49,3 @@ extension FieldName {
 extension ItemID {
     public static func named(_ s: String) -> ItemID { try! ItemID(s) }
 }
-
-/// A fresh directory under the system's temporary directory, for one test.
-public func makeTemporaryDirectory(_ label: String) -> String {
-    var template = Array("/tmp/lansync-test-\(label)-XXXXXX".utf8CString)
-    let path = template.withUnsafeMutableBufferPointer { buffer in
-        mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
-    }
-    return path!
-}
