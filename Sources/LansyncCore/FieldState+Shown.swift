@@ -44,5 +44,10 @@ extension FieldState {
 
     /// True when concurrent writes left different values (an unset counting as one, "absent"):
     /// an open conflict that stays listed until a later write, a `resolve`, or the relay settles it.
-    public var hasConflict: Bool { candidateValues.count + (hasUnset ? 1 : 0) > 1 }
+    public var hasConflict: Bool {
+        // One version stands for one value or for none: never a conflict. Most fields hold one,
+        // and this is asked of every field a write saves.
+        guard versions.count > 1 else { return false }
+        return candidateValues.count + (hasUnset ? 1 : 0) > 1
+    }
 }

@@ -49,9 +49,8 @@ public struct FieldState: Hashable, Sendable {
         horizon: VersionVector? = nil
     ) {
         let horizon = horizon ?? context
-        let versionDots = Set(versions.map(\.dot))
-        guard versionDots.count == versions.count,
-            Set(entries.map(\.tag)).count == entries.count,
+        guard versions.map(\.dot).hasNoRepeats,
+            entries.map(\.tag).hasNoRepeats,
             versions.allSatisfy({ context.contains($0.dot) }),
             entries.allSatisfy({ context.contains($0.dot) }),
             !versions.isEmpty || (entries.isEmpty && context.isEmpty),
@@ -67,7 +66,7 @@ public struct FieldState: Hashable, Sendable {
     }
 
     static func isValidLog(_ removals: [ListRemoval], context: VersionVector) -> Bool {
-        Set(removals.map(\.by)).count == removals.count
+        removals.map(\.by).hasNoRepeats
             && removals.allSatisfy { removal in
                 context.contains(removal.by) && !removal.tags.isEmpty
                     && removal.tags.allSatisfy { context.contains($0.dot) }
@@ -199,15 +198,15 @@ public struct FieldState: Hashable, Sendable {
     /// Merges a delta: the same result as merging the whole state it was taken from, provided
     /// this replica has seen every write to the field up to the delta's base.
     public mutating func merge(_ delta: FieldDelta) {
-        let senderDots = Set(delta.versions.map(\.dot)).union(delta.keptVersions)
-        let held = Set(versions.map(\.dot))
+        let senderDots = SmallSet(delta.versions.map(\.dot) + delta.keptVersions)
+        let held = SmallSet(versions.map(\.dot))
         var merged = versions.filter { senderDots.contains($0.dot) || !delta.context.contains($0.dot) }
         merged += delta.versions.filter { !held.contains($0.dot) && !context.contains($0.dot) }
         versions = merged.sorted { $0.dot < $1.dot }
 
-        let removed = Set(delta.removals.flatMap(\.tags))
-        let sent = Set(delta.entries.map(\.tag))
-        let heldTags = Set(entries.map(\.tag))
+        let removed = SmallSet(delta.removals.flatMap(\.tags))
+        let sent = SmallSet(delta.entries.map(\.tag))
+        let heldTags = SmallSet(entries.map(\.tag))
         var list = entries.filter { entry in
             if !delta.context.contains(entry.dot) { return true }
             if delta.base.contains(entry.dot) { return !removed.contains(entry.tag) }
@@ -229,8 +228,8 @@ public struct FieldState: Hashable, Sendable {
         _ rightContext: VersionVector,
         key: (Element) -> Key
     ) -> [Element] where Element: DottedElement {
-        let rightKeys = Set(right.map(key))
-        let leftKeys = Set(left.map(key))
+        let rightKeys = SmallSet(right.map(key))
+        let leftKeys = SmallSet(left.map(key))
         var result = left.filter { rightKeys.contains(key($0)) || !rightContext.contains($0.dot) }
         result += right.filter { !leftKeys.contains(key($0)) && !leftContext.contains($0.dot) }
         return result

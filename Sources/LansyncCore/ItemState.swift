@@ -42,6 +42,14 @@ public struct ItemState: Hashable, Sendable {
         fields.filter { $0.key != .deleted && $0.value.hasConflict }.map(\.key).sorted()
     }
 
+    /// How many fields ``conflictedFields`` names, counted without building the list (the store
+    /// keeps it in the item's row at every write).
+    public var conflictCount: Int {
+        var count = 0
+        for (name, state) in fields where name != .deleted && state.hasConflict { count += 1 }
+        return count
+    }
+
     public var conflicts: [FieldConflict] {
         conflictedFields.compactMap { name in
             guard let state = fields[name], !state.isEmpty else { return nil }
@@ -74,6 +82,8 @@ public struct ItemState: Hashable, Sendable {
         case let .create(type, assignments):
             guard !exists else { throw .itemExists(id) }
             try Self.validate(type: type)
+            // Grown once, not doubled field by field (an import creates items of many fields).
+            changed.reserveCapacity(assignments.count + 1)
             var typeState = state(.type)
             typeState.assign(.string(type), dot: dot, timestamp: timestamp)
             changed[.type] = typeState
@@ -141,6 +151,7 @@ public struct ItemState: Hashable, Sendable {
         trashWindow: UInt64? = nil
     ) throws(EditError) -> [FieldName: FieldState] {
         let changed = try applying(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)
+        fields.reserveCapacity(fields.count + changed.count)
         for (name, state) in changed { fields[name] = state }
         return changed
     }
@@ -207,8 +218,11 @@ public struct ItemState: Hashable, Sendable {
             if let shown = field.shownValue { try Self.validate(shown, of: name) }
             changed[name] = field
         }
-        let userFields = Set(fields.keys.filter { !$0.isReserved }).union(changed.keys.filter { !$0.isReserved })
-        guard userFields.count <= Limits.maxFieldsPerItem else { throw .tooManyFields(id, count: userFields.count) }
+        // Counted, not collected into a set: the fields held, and the new ones among the changed.
+        var userFields = 0
+        for name in fields.keys where !name.isReserved { userFields += 1 }
+        for name in changed.keys where !name.isReserved && fields[name] == nil { userFields += 1 }
+        guard userFields <= Limits.maxFieldsPerItem else { throw .tooManyFields(id, count: userFields) }
     }
 
     // MARK: Remote changes

@@ -45,34 +45,50 @@ public enum ItemImport {
         progress: (Progress) -> Void = { _ in }
     ) throws -> Progress {
         var state = Progress()
-        var pending = Data()
+        var pending: [UInt8] = []
         var number = 0
         /// How many times each id-less line (by digest) came before.
         var seen: [SHA256.Digest: Int] = [:]
         while let chunk = try read() {
             state.bytes += chunk.count
-            pending.append(chunk)
-            var start = pending.startIndex
-            while let newline = pending[start...].firstIndex(of: 0x0a) {
+            pending.append(contentsOf: chunk)
+            let lines = lineRanges(in: pending)
+            for range in lines {
                 number += 1
-                try take(pending[start..<newline], number: number, seen: &seen, into: &session, state: &state, progress)
-                start = pending.index(after: newline)
+                try take(pending[range], number: number, seen: &seen, into: &session, state: &state, progress)
             }
-            pending = Data(pending[start...])
+            if let last = lines.last { pending.removeSubrange(0...last.upperBound) }
         }
         if !pending.isEmpty {
             number += 1
-            try take(pending, number: number, seen: &seen, into: &session, state: &state, progress)
+            try take(pending[...], number: number, seen: &seen, into: &session, state: &state, progress)
         }
         progress(state)
         return state
+    }
+
+    /// The ranges of the whole lines in `bytes` (each without its newline), found with `memchr`
+    /// on the buffer: a search through `Data`'s indices checked each byte's access at run time,
+    /// 6% of an import.
+    static func lineRanges(in bytes: [UInt8]) -> [Range<Int>] {
+        bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return [] }
+            var ranges: [Range<Int>] = []
+            var start = 0
+            while start < buffer.count, let found = memchr(base + start, 0x0a, buffer.count - start) {
+                let newline = base.distance(to: UnsafeRawPointer(found))
+                ranges.append(start..<newline)
+                start = newline + 1
+            }
+            return ranges
+        }
     }
 
     /// Imports one line. A function of its own, not a closure in ``run(_:into:progress:)``: the
     /// variables a closure captures are checked for exclusive access at run time on every use,
     /// 4% of an import's time.
     private static func take(
-        _ raw: Data,
+        _ raw: ArraySlice<UInt8>,
         number: Int,
         seen: inout [SHA256.Digest: Int],
         into session: inout EditSession,

@@ -30,7 +30,9 @@ struct BatchMerge {
     /// Each item's user fields, counted once per batch when a limit asks (a new item has none):
     /// the field-count limit costs no query per field.
     private var userFields: [Int64: Int] = [:]
-    private var savedInCreatedItems = Set<FieldKey>()
+    /// The fields saved so far in items this batch created (by item row: comparing and hashing a
+    /// row is cheaper than an item id).
+    private var savedInCreatedItems = Set<SavedField>()
     private var derived: [Int64: Transaction.DerivedChange] = [:]
     private var createdByRevoked: [(row: Int64, id: ItemID)] = []
 
@@ -64,7 +66,7 @@ struct BatchMerge {
         }
         let created = createdItems.contains(itemRow)
         let old =
-            created && !savedInCreatedItems.contains(update.key)
+            created && !savedInCreatedItems.contains(SavedField(item: itemRow, name: update.key.field))
             ? nil : try tx.loadField(item: itemRow, name: update.key.field)
         var merged = (old?.state ?? FieldState()).merged(with: update.change)
         guard merged != old?.state else { return }
@@ -78,7 +80,7 @@ struct BatchMerge {
             new: merged,
             overruled: overruled
         )
-        if created { savedInCreatedItems.insert(update.key) }
+        if created { savedInCreatedItems.insert(SavedField(item: itemRow, name: update.key.field)) }
         if old == nil, !update.key.field.isReserved, let count = userFields[itemRow] {
             userFields[itemRow] = count + 1
         }
@@ -173,4 +175,10 @@ struct BatchMerge {
         )
         if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
     }
+}
+
+/// A field by its item's row, as ``BatchMerge`` remembers those it saved in items it created.
+private struct SavedField: Hashable {
+    let item: Int64
+    let name: FieldName
 }

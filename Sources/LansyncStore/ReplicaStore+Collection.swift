@@ -421,7 +421,7 @@ extension Transaction {
         try db.execute(
             sql: "UPDATE item SET collected = ?, conflicts = ? WHERE id = ?",
             arguments: [
-                Int64(clamping: max(1, now)), item.state.minimalTombstone.conflictedFields.count, row,
+                Int64(clamping: max(1, now)), item.state.minimalTombstone.conflictCount, row,
             ]
         )
     }

@@ -27,11 +27,12 @@ enum StoredState {
 
     /// The state in format 4, or 5 when its log is empty; `rows` must hold every node the state
     /// names.
-    static func encode(_ state: FieldState, rows: [NodeID: Int64]) -> [UInt8] {
+    /// `recent`, a node's row the caller looked up last, is checked before `rows`.
+    static func encode(_ state: FieldState, rows: [NodeID: Int64], recent: (id: NodeID, row: Int64)? = nil) -> [UInt8] {
         var w = ByteWriter()
         let log = FieldStateCodec.RemovalLog.fitting(state)
         w.byte(log == .empty ? compactUnloggedFormat : compactLoggedFormat)
-        var form = StoredForm(rows: rows)
+        var form = StoredForm(rows: rows, recent: recent)
         FieldStateCodec.write(state, to: &w, form: &form, removalLog: log)
         return w.bytes
     }
@@ -72,9 +73,12 @@ enum StoredState {
 /// Format 2's spelling (``StoredState``): a node is its row in table `node`.
 struct StoredForm: IndexedNodeForm {
     var rows: [NodeID: Int64] = [:]
+    /// One row checked before `rows`: most states name one node, the one written last.
+    var recent: (id: NodeID, row: Int64)?
     var lookup: (UInt64) -> NodeID? = { _ in nil }
 
     func write(_ node: NodeID, to w: inout ByteWriter) {
+        if let recent, recent.id == node { return w.varint(UInt64(recent.row)) }
         // The caller resolved every node of the state to its row before encoding.
         guard let row = rows[node] else { preconditionFailure("node \(node) has no row") }
         w.varint(UInt64(row))

@@ -18,6 +18,12 @@ struct Transaction {
     let historyLimit: Int
     var clock: HybridLogicalClock
     private var nodeRows: [NodeID: Int64] = [:]
+    /// The node row asked for last: a transaction's fields are mostly written by one node (an
+    /// import's, a batch's sender), and this spares hashing its id for each of them.
+    private var lastNodeRow: (id: NodeID, row: Int64)?
+    /// The statements run for every item and field written, by ``HotStatement``, taken from
+    /// GRDB's cache once a transaction: its look-up hashes the whole SQL text each time.
+    private var hot = [Statement?](repeating: nil, count: HotStatement.allCases.count)
     /// Which node each `node` row names, for reading field states (``StoredState``).
     let nodes: NodeRows
     /// The change stamp of this transaction, once a field save needed it.
@@ -102,14 +108,28 @@ struct Transaction {
     }
 
     mutating func nodeRow(_ id: NodeID) throws -> Int64 {
-        if let row = nodeRows[id] { return row }
+        if let last = lastNodeRow, last.id == id { return last.row }
+        if let row = nodeRows[id] {
+            lastNodeRow = (id, row)
+            return row
+        }
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO node(node_id) VALUES (?)").execute(arguments: [id.text])
         let row = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT id FROM node WHERE node_id = ?"),
             arguments: [id.text]
         )!
         nodeRows[id] = row
+        lastNodeRow = (id, row)
         return row
+    }
+
+    /// One of the statements every item and field write runs, prepared once per connection
+    /// and looked up once per transaction.
+    mutating func statement(_ which: HotStatement) throws -> Statement {
+        if let statement = hot[which.rawValue] { return statement }
+        let statement = try db.cachedStatement(sql: which.sql)
+        hot[which.rawValue] = statement
+        return statement
     }
 
     func counter(of nodeRow: Int64) throws -> UInt64 {
@@ -268,17 +288,23 @@ struct Transaction {
     }
 
     /// The item's row, and whether it is collected (reduced to its minimal tombstone).
-    func itemRowAndCollection(_ id: ItemID) throws -> (row: Int64, collected: Bool)? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT id, collected FROM item WHERE item_id = ?"),
-            arguments: [id.rawValue]
-        ).map { ($0[0], $0[1]) }
+    mutating func itemRowAndCollection(_ id: ItemID) throws -> (row: Int64, collected: Bool)? {
+        var found: (row: Int64, collected: Bool)?
+        try statement(.findItemAndCollection).forEachRow(
+            binding: { $0.text(1, id.rawValue) },
+            { found = ($0.int(0), $0.int(1) != 0) }
+        )
+        return found
     }
 
     /// Inserts a new item with the derived columns of `state`.
-    func insertItem(_ id: ItemID, from state: ItemState) throws -> Int64 {
-        try db.cachedStatement(sql: "INSERT INTO item(item_id, type, deleted, conflicts) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [id.rawValue, state.type, state.isDeleted, state.conflictedFields.count])
+    mutating func insertItem(_ id: ItemID, from state: ItemState) throws -> Int64 {
+        try statement(.insertItem).run { bind in
+            bind.text(1, id.rawValue)
+            bind.text(2, state.type)
+            bind.bool(3, state.isDeleted)
+            bind.int(4, state.conflictCount)
+        }
         return db.lastInsertedRowID
     }
 
@@ -289,7 +315,12 @@ struct Transaction {
         return db.lastInsertedRowID
     }
 
-    func loadItem(_ id: ItemID) throws -> LoadedItem { try Self.loadItem(db: db, id, nodes: nodes) }
+    mutating func loadItem(_ id: ItemID) throws -> LoadedItem {
+        var found: Int64?
+        try statement(.findItem).forEachRow(binding: { $0.text(1, id.rawValue) }, { found = $0.int(0) })
+        guard let found else { return LoadedItem(row: nil, state: ItemState(id: id), fieldRows: [:]) }
+        return try Self.loadItem(db: db, id, row: found, nodes: nodes)
+    }
 
     /// How many user fields (not `_type`, `_deleted`) the item in row `item` has.
     static func userFieldCount(db: Database, item: Int64) throws -> Int {
@@ -310,6 +341,11 @@ struct Transaction {
         else {
             return LoadedItem(row: nil, state: ItemState(id: id), fieldRows: [:])
         }
+        return try loadItem(db: db, id, row: row, nodes: nodes)
+    }
+
+    /// The item of row `row` with its fields.
+    static func loadItem(db: Database, _ id: ItemID, row: Int64, nodes: NodeRows) throws -> LoadedItem {
         var fields: [FieldName: FieldState] = [:]
         var rows: [FieldName: Int64] = [:]
         for field in try Row.fetchAll(
@@ -350,8 +386,8 @@ struct Transaction {
         let conflict = name != .deleted && new.hasConflict
         // Every node the state names gets its row first; the encoder reads them from the
         // transaction's own table of rows (no table built per field).
-        for node in StoredState.nodes(of: new) { _ = try nodeRow(node) }
-        let blob = StoredState.encode(new, rows: nodeRows)
+        try resolveNodeRows(of: new)
+        let blob = StoredState.encode(new, rows: nodeRows, recent: lastNodeRow)
         let change = try nextChange(name: name, old: old, new: new, conflict: conflict)
         let fieldRow = try writeField(row: row, item: item, name: name, conflict: conflict, state: blob, change: change)
         // A field holds a version or a few: arrays, not sets (a set hashes every dot).
@@ -362,6 +398,20 @@ struct Transaction {
         try indexField(item: item, name: name, new: new)
         try linkField(item: item, name: name, old: old, new: new)
         return fieldRow
+    }
+
+    /// Gives every node `state` names its row (in id order, so new rows are numbered the same
+    /// way whatever the order of a dictionary), without building that list for the usual state
+    /// of one node.
+    private mutating func resolveNodeRows(of state: FieldState) throws {
+        let context = state.context.counters
+        if context.count == 1, let only = context.first?.key,
+            !state.versions.contains(where: { if case .overrule = $0.write { true } else { false } })
+        {
+            _ = try nodeRow(only)
+            return
+        }
+        for node in StoredState.nodes(of: state) { _ = try nodeRow(node) }
     }
 
     /// Updates the field's row, or inserts it (a new row of the item's range); returns the row.
@@ -376,9 +426,7 @@ struct Transaction {
         change: (seq: Int64, at: Int64, kind: ChangeKind)
     ) throws -> Int64 {
         if let row {
-            try db.cachedStatement(
-                sql: "UPDATE field SET conflict = ?, state = ?, seq = ?, changed_at = ?, change_kind = ? WHERE id = ?"
-            ).run { bind in
+            try statement(.updateField).run { bind in
                 bind.bool(1, conflict)
                 bind.blob(2, state)
                 bind.int(3, change.seq)
@@ -389,10 +437,7 @@ struct Transaction {
             return row
         }
         let fieldRow = try newFieldRow(item: item)
-        try db.cachedStatement(
-            sql:
-                "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        ).run { bind in
+        try statement(.insertField).run { bind in
             bind.int(1, fieldRow)
             bind.text(2, name.rawValue)
             bind.bool(3, conflict)
@@ -417,8 +462,7 @@ struct Transaction {
         let superseded = oldDots.filter { !newDots.contains($0) }
         for dot in superseded {
             let node = try nodeRow(dot.node)
-            try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?").run {
-                bind in
+            try statement(.deleteVersion).run { bind in
                 bind.int(1, node)
                 bind.int(2, Int64(dot.counter))
                 bind.int(3, fieldRow)
@@ -431,8 +475,7 @@ struct Transaction {
         }
         for version in new.versions where !oldDots.contains(version.dot) {
             let node = try nodeRow(version.dot.node)
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)").run {
-                bind in
+            try statement(.insertVersion).run { bind in
                 bind.int(1, node)
                 bind.int(2, Int64(version.dot.counter))
                 bind.int(3, fieldRow)
@@ -511,9 +554,13 @@ struct Transaction {
     }
 
     /// Updates an item's derived columns from its in-memory state.
-    func updateItem(row: Int64, from state: ItemState) throws {
-        try db.cachedStatement(sql: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?")
-            .execute(arguments: [state.type, state.isDeleted, state.conflictedFields.count, row])
+    mutating func updateItem(row: Int64, from state: ItemState) throws {
+        try statement(.updateItem).run { bind in
+            bind.text(1, state.type)
+            bind.bool(2, state.isDeleted)
+            bind.int(3, state.conflictCount)
+            bind.int(4, row)
+        }
     }
 
     /// How merged field states change an item's derived columns: its conflict count by a delta,
@@ -550,5 +597,25 @@ extension FieldVersion.Write {
     init?(historyText text: String) {
         guard let json = try? JSON(parsing: text) else { return nil }
         self.init(json: json)
+    }
+}
+
+/// The statements a ``Transaction`` runs for every item and field it writes.
+enum HotStatement: Int, CaseIterable {
+    case findItem, findItemAndCollection, insertItem, updateItem, insertField, updateField, insertVersion, deleteVersion
+
+    var sql: String {
+        switch self {
+        case .findItem: "SELECT id FROM item WHERE item_id = ?"
+        case .findItemAndCollection: "SELECT id, collected FROM item WHERE item_id = ?"
+        case .insertItem: "INSERT INTO item(item_id, type, deleted, conflicts) VALUES (?, ?, ?, ?)"
+        case .updateItem: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?"
+        case .insertField:
+            "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        case .updateField:
+            "UPDATE field SET conflict = ?, state = ?, seq = ?, changed_at = ?, change_kind = ? WHERE id = ?"
+        case .insertVersion: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)"
+        case .deleteVersion: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?"
+        }
     }
 }

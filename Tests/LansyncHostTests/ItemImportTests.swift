@@ -109,6 +109,36 @@ import Testing
         #expect(try store.itemState(.named("a")) == nil)
     }
 
+    /// Lines are found wherever the input's chunks cut them: CRLF endings, blank and
+    /// whitespace-only lines, a last line with and without its newline; a bad line is named by
+    /// its number in the input, blank lines counted.
+    @Test func linesAreFoundWhereverTheChunksCutThem() throws {
+        let lines = [
+            #"{"id":"a","fields":{"n":1}}\#r"#, "", "  \t", #"{"id":"b","fields":{"s":"x\ny"}}"#, "\r",
+            #"{"id":"c","fields":{}}"#, "",
+        ]
+        for chunk in [1, 2, 5, 64, 1 << 20] {
+            let store = try ReplicaStore.create(
+                path: dir + "/chunks-\(chunk).sqlite",
+                nodeID: .node(1),
+                clusterID: .node(99),
+                nodeName: "n1",
+                fingerprint: "fp",
+                lease: WriterLease(directory: dir)
+            )
+            let progress = try importLines(lines, into: store, chunk: chunk)
+            #expect(progress.lines == 3, "chunks of \(chunk)")
+            #expect(try store.itemState(.named("b"))?.shownFields[.named("s")] == .string("x\ny"), "chunks of \(chunk)")
+            #expect(try store.itemState(.named("c"))?.exists == true, "chunks of \(chunk)")
+            #expect(
+                throws: HostError("line 4: not JSON (expected a member name in quotes at byte 1); nothing was imported")
+            ) {
+                try importLines(["", #"{"id":"d"}"#, "", "{"], into: store, chunk: chunk)
+            }
+            #expect(try store.itemState(.named("d")) == nil, "chunks of \(chunk)")
+        }
+    }
+
     @Test func aDeletedItemIsNotBroughtBackByALineThatSaysNothingOfDeletion() throws {
         let store = try store()
         try store.apply(.create(type: "task", assignments: []), to: .named("a"), wallMilliseconds: t0)
