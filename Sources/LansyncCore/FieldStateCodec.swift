@@ -140,9 +140,16 @@ public enum FieldStateCodec {
 
     public static func write<Form: FieldStateForm>(_ v: VersionVector, to w: inout ByteWriter, form: inout Form) {
         w.varint(UInt64(v.counters.count))
-        for node in v.nodes {
+        // In node order; a vector of one node (a field written by one node: most) needs no
+        // sorted copy, and the entries are read as pairs rather than looked up again by node.
+        if v.counters.count == 1, let (node, counter) = v.counters.first {
             form.write(node, to: &w)
-            w.varint(v[node])
+            w.varint(counter)
+            return
+        }
+        for (node, counter) in v.counters.sorted(by: { $0.key < $1.key }) {
+            form.write(node, to: &w)
+            w.varint(counter)
         }
     }
 

@@ -27,8 +27,16 @@ enum BatchCoding {
         var form = BatchForm()
         for node in batch.covers.nodes { form.ref(node) }
         for update in batch.updates {
-            for node in update.change.context.nodes { form.ref(node) }
-            for case .overrule(_, let rejected, _) in update.change.versions.map(\.write) {
+            // In id order, so that the table and the bytes are the same in every process; a
+            // context of one node (most) needs no sorted list.
+            let context = update.change.context.counters
+            if context.count == 1, let only = context.first?.key {
+                form.ref(only)
+            } else {
+                for node in update.change.context.nodes { form.ref(node) }
+            }
+            for version in update.change.versions {
+                guard case .overrule(_, let rejected, _) = version.write else { continue }
                 for d in rejected { form.ref(d.node) }
             }
         }
@@ -38,20 +46,16 @@ enum BatchCoding {
         for id in form.ids { w.nodeID(id) }
         FieldStateCodec.write(batch.covers, to: &w, form: &form)
         if let base = batch.base { FieldStateCodec.write(base, to: &w, form: &form) }
-        // Runs of updates of the same item.
-        var runs: [(ItemID, [FieldUpdate])] = []
-        for update in batch.updates {
-            if let last = runs.last, last.0 == update.key.item {
-                runs[runs.count - 1].1.append(update)
-            } else {
-                runs.append((update.key.item, [update]))
-            }
-        }
-        w.varint(UInt64(runs.count))
-        for (item, updates) in runs {
-            w.string(item.rawValue)
-            w.varint(UInt64(updates.count))
-            for update in updates {
+        // Runs of updates of the same item, by where each starts (not copied into arrays of their own).
+        let updates = batch.updates
+        var starts: [Int] = []
+        for i in updates.indices where i == 0 || updates[i].key.item != updates[i - 1].key.item { starts.append(i) }
+        w.varint(UInt64(starts.count))
+        for (n, start) in starts.enumerated() {
+            let end = n + 1 < starts.count ? starts[n + 1] : updates.count
+            w.string(updates[start].key.item.rawValue)
+            w.varint(UInt64(end - start))
+            for update in updates[start..<end] {
                 w.string(update.key.field.rawValue)
                 switch update.change {
                 case .state(let state):
@@ -127,22 +131,34 @@ enum BatchCoding {
 /// writes take their counter from the clock, so usually 0).
 struct BatchForm: IndexedNodeForm {
     private(set) var ids: [NodeID] = []
+    /// Each id's place in `ids`, kept only once the table is longer than ``searched``: a batch
+    /// names one node or a few, and searching them is cheaper than hashing an id for every node
+    /// of every state written.
     private var index: [NodeID: Int] = [:]
+    private static var searched: Int { 8 }
 
     init() {}
 
+    /// A table read from a batch, for reading its states.
     init(ids: [NodeID]) { self.ids = ids }
 
+    private func place(of id: NodeID) -> Int? {
+        ids.count > Self.searched ? index[id] : ids.firstIndex(of: id)
+    }
+
     mutating func ref(_ id: NodeID) {
-        if index[id] == nil {
-            index[id] = ids.count
-            ids.append(id)
+        guard place(of: id) == nil else { return }
+        ids.append(id)
+        if ids.count == Self.searched + 1 {
+            index = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
+        } else if ids.count > Self.searched {
+            index[id] = ids.count - 1
         }
     }
 
     func write(_ node: NodeID, to w: inout ByteWriter) {
         // The table is written before the states, so every node must be in it already.
-        guard let i = index[node] else { preconditionFailure("node \(node) missing from the batch's table") }
+        guard let i = place(of: node) else { preconditionFailure("node \(node) missing from the batch's table") }
         w.varint(UInt64(i))
     }
 

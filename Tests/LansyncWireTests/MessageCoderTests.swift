@@ -327,6 +327,51 @@ import Testing
         #expect(try MessageCoder.decode(MessageCoder.encode(.batch(sequence: 1, batch))) == .batch(sequence: 1, batch))
     }
 
+    /// A batch that names more nodes than its table searches in place (it then hashes them):
+    /// the table lists the covers' nodes, then each update's, each in id order and once; runs of
+    /// one item's updates are kept apart when another item comes between; and it round-trips.
+    @Test func aBatchOfManyNodesAndRuns() throws {
+        let nodes = (1...12).map { NodeID.node(UInt64($0)) }
+        func state(_ writers: [NodeID], _ value: String) -> FieldState {
+            var merged = FieldState()
+            for (i, node) in writers.enumerated() {
+                var one = FieldState()
+                one.assign(
+                    .string(value),
+                    dot: Dot(node: node, counter: UInt64(i + 1)),
+                    timestamp: HLCTimestamp(rawValue: 5)
+                )
+                merged.merge(one)
+            }
+            return merged
+        }
+        let keys = [("a", "x"), ("a", "y"), ("b", "x"), ("a", "z")]
+        let writers = [Array(nodes[4...9].reversed()), [nodes[11]], [nodes[2], nodes[10]], [nodes[0]]]
+        let updates = try zip(keys, writers).map { key, writers in
+            FieldUpdate(
+                key: FieldKey(item: try ItemID(key.0), field: try FieldName(key.1)),
+                state: state(writers, key.1)
+            )
+        }
+        // With a base (protocol 1.2), so that states travel with their removal logs and decode equal.
+        let batch = DeltaBatch(
+            updates: updates,
+            covers: VersionVector([nodes[7]: 9, nodes[1]: 3]),
+            base: VersionVector()
+        )
+        let bytes = Frame.encode(.batch(sequence: 7, batch))
+        #expect(Frame.encode(.batch(sequence: 7, batch)) == bytes)
+        var expected: [NodeID] = []
+        for node in batch.covers.nodes + updates.flatMap(\.change.context.nodes) where !expected.contains(node) {
+            expected.append(node)
+        }
+        // The frame's length (4), its type (1), the sequence (1), the table's length (1), then the ids.
+        #expect(Int(bytes[6]) == expected.count)
+        let table = (0..<expected.count).map { i in Array(bytes[(7 + 16 * i)..<(7 + 16 * (i + 1))]) }
+        #expect(table == expected.map(\.bytes))
+        #expect(try MessageCoder.decode(MessageCoder.encode(.batch(sequence: 7, batch))) == .batch(sequence: 7, batch))
+    }
+
     @Test func messagesRoundTrip() throws {
         var rng = SplitMix64(seed: 5)
         var replica = Replica(nodeID: Self.a)
