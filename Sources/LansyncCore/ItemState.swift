@@ -151,7 +151,9 @@ public struct ItemState: Hashable, Sendable {
         trashWindow: UInt64? = nil
     ) throws(EditError) -> [FieldName: FieldState] {
         let changed = try applying(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)
-        fields.reserveCapacity(fields.count + changed.count)
+        // A new item's fields are all new: grown once. (An update's mostly exist already, and
+        // reserving for all of them could rehash a dictionary that had room.)
+        if fields.isEmpty { fields.reserveCapacity(changed.count) }
         for (name, state) in changed { fields[name] = state }
         return changed
     }

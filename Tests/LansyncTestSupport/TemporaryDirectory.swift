@@ -11,7 +11,7 @@ public func makeTemporaryDirectory(_ label: String) -> String {
         mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
     }
     TemporaryDirectories.made.withLock { made in
-        if made.isEmpty, ProcessInfo.processInfo.environment["LANSYNC_KEEP_TEST_DIRS"] == nil {
+        if made.isEmpty, ProcessInfo.processInfo.environment["LANSYNC_KEEP_TEST_DIRS"] != "1" {
             atexit { TemporaryDirectories.removeAll() }
         }
         made.append(path!)
