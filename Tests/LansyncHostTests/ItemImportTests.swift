@@ -11,9 +11,9 @@ import Testing
     let dir = makeTemporaryDirectory("item-import")
     let t0: UInt64 = 1_700_000_000_000
 
-    func store() throws -> ReplicaStore {
+    func store(_ file: String = "replica") throws -> ReplicaStore {
         try ReplicaStore.create(
-            path: dir + "/replica.sqlite",
+            path: dir + "/\(file).sqlite",
             nodeID: .node(1),
             clusterID: .node(99),
             nodeName: "n1",
@@ -118,14 +118,7 @@ import Testing
             #"{"id":"c","fields":{}}"#, "",
         ]
         for chunk in [1, 2, 5, 64, 1 << 20] {
-            let store = try ReplicaStore.create(
-                path: dir + "/chunks-\(chunk).sqlite",
-                nodeID: .node(1),
-                clusterID: .node(99),
-                nodeName: "n1",
-                fingerprint: "fp",
-                lease: WriterLease(directory: dir)
-            )
+            let store = try store("chunks-\(chunk)")
             let progress = try importLines(lines, into: store, chunk: chunk)
             #expect(progress.lines == 3, "chunks of \(chunk)")
             #expect(try store.itemState(.named("b"))?.shownFields[.named("s")] == .string("x\ny"), "chunks of \(chunk)")
