@@ -242,7 +242,9 @@ public struct Replica: Sendable {
     /// away"): keeps aside the field states holding writes of its own writers (its node id and
     /// the writers named for it) that `peer` lacks, takes `peer`'s snapshot in place of its own
     /// items, and re-issues those writes under `newWriter` (same values, same concurrency),
-    /// except into items the snapshot holds deleted. Returns how many writes were re-issued and
+    /// except into items the snapshot holds deleted, and into items it lacks unless this replica
+    /// created them out of the peer's sight and does not hold them deleted by another's write
+    /// (re-issued, such an item would come back live). Returns how many writes were re-issued and
     /// into how many items, and how many items' writes were dropped.
     @discardableResult
     public mutating func rejoin(
@@ -264,7 +266,13 @@ public struct Replica: Sendable {
                     pending.append((FieldKey(item: id, field: name), state))
                 }
             }
-            if let type = item.fields[.type],
+            // Held deleted by others' writes only, a re-issue would bring it back live: the
+            // peer lost the delete with the item (a relay put back from a copy).
+            let deletedByOthers =
+                item.fields[.deleted].map {
+                    item.isDeleted && !$0.deletes(by: Set($0.context.nodes.filter(own)), unseenBy: peer.versionVector)
+                } ?? false
+            if let type = item.fields[.type], !deletedByOthers,
                 type.isOnly(writers: Set(type.context.nodes.filter(own)), unseenBy: peer.versionVector)
             {
                 createdHere.insert(id)

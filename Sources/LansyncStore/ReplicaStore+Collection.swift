@@ -57,6 +57,13 @@ public struct CollectionSettings: Sendable, Equatable {
     /// judges the copy's age by its own clock, which may run behind the collector's).
     public var purgeAfter: UInt64 { awayAfter &+ min(Self.clockMargin, awayAfter) }
 
+    /// How long a silent member still holds the stable frontier back: the away window, plus the
+    /// clock margin or the window again, whichever is shorter. Every member refuses it once it has
+    /// been silent for the away window by that member's own clock; one whose clock runs behind
+    /// the collector's (within the margin) would otherwise still merge with it after the
+    /// collector stopped waiting, and let in a write made without the collected delete.
+    public var holdsBackFor: UInt64 { awayAfter &+ min(Self.clockMargin, awayAfter) }
+
     public init(trashWindow: UInt64, awayAfter: UInt64) {
         self.trashWindow = trashWindow
         self.awayAfter = awayAfter
@@ -231,7 +238,8 @@ extension ReplicaStore {
     }
 
     /// The members that hold the frontier: not forgotten, and heard of within `awayAfter` of
-    /// `now` (others are away). A replica that is away itself (``awaySince(now:)``) judges no one
+    /// `now` (``CollectionSettings/holdsBackFor`` where the frontier is judged; others are
+    /// away). A replica that is away itself (``awaySince(now:)``) judges no one
     /// away: its silence is its own, and collecting without the others would take its stale view
     /// for the cluster's.
     static func activeReports(
@@ -260,7 +268,7 @@ extension ReplicaStore {
                 let active = Self.activeReports(
                     try Self.memberReports(db: tx.db),
                     now: now,
-                    awayAfter: settings.awayAfter,
+                    awayAfter: settings.holdsBackFor,
                     selfAway: try Self.awaySince(db: tx.db, now: now, settings: settings) != nil
                 )
                 let own = try Self.versionVector(db: tx.db)
@@ -529,7 +537,8 @@ public struct CollectionFigures: Sendable, Equatable {
     /// The active member furthest behind the others, which holds the frontier back; nil when
     /// none is behind.
     public var heldBackBy: NodeID?
-    /// Members away (silent past the away window) or forgotten: they hold nothing back.
+    /// Members forgotten, or silent past the away window and the clock margin
+    /// (``CollectionSettings/holdsBackFor``): they hold nothing back.
     public var departed: [NodeID] = []
     /// When this replica last rejoined from a snapshot (Unix ms), nil if never.
     public var rejoinedAt: UInt64?
@@ -587,7 +596,7 @@ extension ReplicaStore {
         let active = Self.activeReports(
             reports,
             now: now,
-            awayAfter: settings.awayAfter,
+            awayAfter: settings.holdsBackFor,
             selfAway: try Self.awaySince(db: db, now: now, settings: settings) != nil
         )
         let departed = reports.filter { r in !active.contains { $0.nodeID == r.nodeID } }.map(\.nodeID)
@@ -596,7 +605,8 @@ extension ReplicaStore {
         return (StabilityLedger.laggard(of: vectors), departed)
     }
 
-    /// The members that no longer count for SYNCED nor hold the frontier: forgotten, or away.
+    /// The members that no longer count for SYNCED: forgotten, or away (silent past the away
+    /// window; they hold the frontier back for the clock margin more, ``CollectionSettings/holdsBackFor``).
     public func departedMembers(now: UInt64) throws(StoreError) -> Set<NodeID> {
         try read { db in
             let settings = try Self.collectionSettings(db: db)

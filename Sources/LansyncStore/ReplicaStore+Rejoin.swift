@@ -162,7 +162,10 @@ extension ReplicaStore {
                     }
                 }
                 start.items = items.count
-                for item in items where try tx.wasCreatedOutOfSight(item: item, by: Set(own), peer: peer) {
+                for item in items
+                where try tx.wasCreatedOutOfSight(item: item, by: Set(own), peer: peer)
+                    && !tx.isDeletedByOthers(item: item, writers: Set(own), peer: peer)
+                {
                     try tx.db.execute(sql: "UPDATE rejoin_pending SET created = 1 WHERE item_id = ?", arguments: [item])
                 }
                 let stamp = try tx.emptyReplica()
@@ -181,8 +184,9 @@ extension ReplicaStore {
     /// peer): every write of this replica's own writers that the replica still lacks is named
     /// anew under the current writer (``FieldState/reissued(by:unseenBy:renamed:)``: same values,
     /// same concurrency) and merged, except into items the snapshot holds deleted, or does not
-    /// hold at all unless this replica created them while away (the others collected them): a
-    /// member coming back never brings a deleted item back. Nil if nothing waited.
+    /// hold at all unless this replica created them while away (the others collected them) and
+    /// does not hold them deleted by another's write: a member coming back never brings a
+    /// deleted item back. Nil if nothing waited.
     public func reissueRejoinPending(now: UInt64) throws(StoreError) -> RejoinOutcome? {
         try guarded {
             try write { tx, me -> WriteEnd<RejoinOutcome?> in
@@ -276,6 +280,22 @@ extension Transaction {
             return writers.contains(node)
                 && !peer.contains(Dot(node: node, counter: UInt64(clamping: entry[1] as Int64)))
         }
+    }
+
+    /// True if `item` is held deleted here and none of the writes deleting it is one of
+    /// `writers`' that `peer` lacks: re-issued into a snapshot without the item, its writes would
+    /// bring it back live, its delete lost (the peer lost it with the item: a relay put back
+    /// from a copy).
+    func isDeletedByOthers(item: String, writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
+        guard
+            let state = try Data.fetchOne(
+                db,
+                sql:
+                    "SELECT f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND i.deleted = 1 AND f.name = ?",
+                arguments: [item, FieldName.deleted.rawValue]
+            )
+        else { return false }
+        return !(try StoredState.decode(Array(state), db: db, nodes: nodes)).deletes(by: writers, unseenBy: peer)
     }
 
     /// Keeps a field state aside for re-issue after the snapshot (joined with one kept before,

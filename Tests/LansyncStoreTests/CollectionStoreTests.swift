@@ -189,14 +189,30 @@ import Testing
         #expect(try a.memberReports().map(\.seen) == [VersionVector([.node(1): 1])])
     }
 
-    @Test func aMemberSilentPastTheAwayWindowHoldsNothingBack() throws {
+    /// A member silent past the away window is away: refused, and no longer counted for SYNCED.
+    /// It holds the frontier back for the clock margin more, so that a member whose clock runs
+    /// behind this one's refuses it before this replica collects without it (a property history
+    /// found the gap: a late delete let in by such a member reopened a collected item's trash).
+    @Test func aMemberSilentPastTheAwayWindowAndTheMarginHoldsNothingBack() throws {
         let a = try create(1)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: [.set(title, .string("one"))]), to: x, wallMilliseconds: t0)
+        try a.apply(.delete, to: x, wallMilliseconds: t0 + 1)
         let now = WallClock.milliseconds
-        try a.recordReports([
-            MemberReport(nodeID: .node(2), seen: VersionVector(), at: now - 2 * CollectionSettings.day)
-        ])
+        let day = CollectionSettings.day
+        #expect(try a.collectionSettings().holdsBackFor == 2 * day, "the window and a margin of one day")
+        // Silent for a day and a half: away, yet within the margin.
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: VersionVector(), at: now - 3 * day / 2)])
         #expect(try a.departedMembers(now: now) == [.node(2)])
-        #expect(try a.collectionFigures(now: now).departed == [.node(2)])
+        #expect(try a.memberAwaySince(.node(2), now: now) == now - 3 * day / 2, "refused")
+        #expect(try a.collectionFigures(now: now).departed.isEmpty)
+        #expect(try a.collectionFigures(now: now).heldBackBy == .node(2))
+        for step in UInt64(0)..<3 { #expect(try a.collect(now: now + step).collected == 0) }
+        // Past the margin too: it holds nothing back, and the delete is collected.
+        let later = now + day
+        #expect(try a.collectionFigures(now: later).departed == [.node(2)])
+        _ = try a.collect(now: later)
+        #expect(try a.collect(now: later + 1).collected == 1)
     }
 
     /// A member back from being away (Docs/MERGE.md, "Coming back after being away"): it keeps
@@ -263,6 +279,32 @@ import Testing
         // Concurrent with a's edit when made, concurrent still: a conflict both can see.
         #expect(try a.itemState(both)?.conflictedFields == [title])
         #expect(try a.itemState(fresh)?.shownFields[title] == .string("new"))
+    }
+
+    /// A rejoin into a snapshot that lacks items this replica created out of its peer's sight:
+    /// one it deleted itself comes back deleted (the delete is its own, re-issued with it), one
+    /// held deleted by another member's delete does not come back at all (re-issued alone, its
+    /// create would bring it back live: a property history found it, with a relay put back from
+    /// a copy that then rejoined from a member which never saw the item).
+    @Test func aRejoinNeverBringsBackAnItemHeldDeletedByAnother() throws {
+        let (b, c, fresh) = (try create(2), try create(3), try create(4))
+        let (mine, theirs) = (ItemID.named("mine"), ItemID.named("theirs"))
+        for id in [mine, theirs] {
+            try b.apply(.create(type: "t", assignments: [.set(title, .string("one"))]), to: id, wallMilliseconds: t0)
+        }
+        try sync(b, c)
+        try c.apply(.delete, to: theirs, wallMilliseconds: t0 + 1)
+        try sync(c, b)
+        try b.apply(.delete, to: mine, wallMilliseconds: t0 + 1)
+        #expect(try b.itemState(theirs)?.isDeleted == true && b.itemState(mine)?.isDeleted == true)
+
+        // `fresh` never held either item: b rejoins from it.
+        _ = try b.rejoin(keepingUnseenBy: try fresh.versionVector(), now: t0 + 2)
+        try sync(fresh, b)
+        let outcome = try #require(try b.reissueRejoinPending(now: t0 + 3))
+        #expect(outcome.items == 1 && outcome.dropped == 1, "\(outcome)")
+        #expect(try b.itemState(mine)?.isDeleted == true, "its own delete came back with it")
+        #expect(try b.itemState(theirs) == nil, "not brought back live")
     }
 
     /// Who is away: a member silent past the window or forgotten; this replica itself when it
