@@ -260,20 +260,12 @@ extension Transaction {
     /// field's history) in writes `peer` lacks: this replica created the item out of the peer's
     /// sight, and the peer's snapshot cannot hold it.
     func wasCreatedOutOfSight(item: String, by writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
-        guard
-            let row = try Row.fetchOne(
-                db,
-                sql:
-                    "SELECT f.id, f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND f.name = ?",
-                arguments: [item, FieldName.type.rawValue]
-            )
+        guard let (row, state, _) = try heldField(item: item, .type), state.isOnly(writers: writers, unseenBy: peer)
         else { return false }
-        let state = try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodes)
-        guard state.isOnly(writers: writers, unseenBy: peer) else { return false }
         let history = try Row.fetchAll(
             db,
             sql: "SELECT n.node_id, h.counter FROM history h JOIN node n ON n.id = h.node WHERE h.field = ?",
-            arguments: [row[0] as Int64]
+            arguments: [row]
         )
         return history.allSatisfy { entry in
             guard let node = NodeID(text: entry[0]) else { return false }
@@ -287,15 +279,22 @@ extension Transaction {
     /// bring it back live, its delete lost (the peer lost it with the item: a relay put back
     /// from a copy).
     func isDeletedByOthers(item: String, writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
+        guard let (_, state, deleted) = try heldField(item: item, .deleted), deleted else { return false }
+        return !state.deletes(by: writers, unseenBy: peer)
+    }
+
+    /// `item`'s field `name` as this replica holds it (its row and state), and whether the item
+    /// is deleted; nil if it holds no such field.
+    private func heldField(item: String, _ name: FieldName) throws -> (row: Int64, state: FieldState, deleted: Bool)? {
         guard
-            let state = try Data.fetchOne(
+            let row = try Row.fetchOne(
                 db,
                 sql:
-                    "SELECT f.state FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND i.deleted = 1 AND f.name = ?",
-                arguments: [item, FieldName.deleted.rawValue]
+                    "SELECT f.id, f.state, i.deleted FROM field f JOIN item i ON \(FieldRows.of()) WHERE i.item_id = ? AND f.name = ?",
+                arguments: [item, name.rawValue]
             )
-        else { return false }
-        return !(try StoredState.decode(Array(state), db: db, nodes: nodes)).deletes(by: writers, unseenBy: peer)
+        else { return nil }
+        return (row[0], try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodes), row[2])
     }
 
     /// Keeps a field state aside for re-issue after the snapshot (joined with one kept before,
