@@ -29,15 +29,6 @@ extension FieldState {
             && versions.allSatisfy { writers.contains($0.dot.node) && !seen.contains($0.dot) }
     }
 
-    /// True if this state, an item's `_deleted`, says deleted through a write of `writers` that
-    /// `seen` lacks: a re-issue carries that write along, so the item comes back deleted. An item
-    /// held deleted only by others' writes would come back live, its delete lost.
-    public func deletes(by writers: Set<NodeID>, unseenBy seen: VersionVector) -> Bool {
-        versions.contains {
-            $0.write == .assign(.bool(true)) && writers.contains($0.dot.node) && !seen.contains($0.dot)
-        }
-    }
-
     /// This state with the writes of `writers` that `seen` does not hold named anew (`renamed`
     /// maps each of them, ``dots(of:unseenBy:)``, to a dot of the writer that re-issues them),
     /// and everything else of those writers beyond `seen` forgotten: the same edits, with the

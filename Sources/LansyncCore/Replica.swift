@@ -243,8 +243,9 @@ public struct Replica: Sendable {
     /// the writers named for it) that `peer` lacks, takes `peer`'s snapshot in place of its own
     /// items, and re-issues those writes under `newWriter` (same values, same concurrency),
     /// except into items the snapshot holds deleted, and into items it lacks unless this replica
-    /// created them out of the peer's sight and does not hold them deleted by another's write
-    /// (re-issued, such an item would come back live). Returns how many writes were re-issued and
+    /// created them out of the peer's sight and, if it holds them deleted, has a write of its
+    /// own to `_deleted` the peer lacks (re-issued with the others' versions it carries, the
+    /// delete comes along; without one, the item would come back live). Returns how many writes were re-issued and
     /// into how many items, and how many items' writes were dropped.
     @discardableResult
     public mutating func rejoin(
@@ -266,13 +267,15 @@ public struct Replica: Sendable {
                     pending.append((FieldKey(item: id, field: name), state))
                 }
             }
-            // Held deleted by others' writes only, a re-issue would bring it back live: the
-            // peer lost the delete with the item (a relay put back from a copy).
-            let deletedByOthers =
+            // Held deleted with no write of its own to `_deleted` that the peer lacks, the field
+            // is not kept aside, and a re-issue would bring the item back live: the peer lost the
+            // delete with the item (a relay put back from a copy).
+            let losesItsDelete =
                 item.fields[.deleted].map {
-                    item.isDeleted && !$0.deletes(by: Set($0.context.nodes.filter(own)), unseenBy: peer.versionVector)
+                    item.isDeleted
+                        && $0.dots(of: Set($0.context.nodes.filter(own)), unseenBy: peer.versionVector).isEmpty
                 } ?? false
-            if let type = item.fields[.type], !deletedByOthers,
+            if let type = item.fields[.type], !losesItsDelete,
                 type.isOnly(writers: Set(type.context.nodes.filter(own)), unseenBy: peer.versionVector)
             {
                 createdHere.insert(id)

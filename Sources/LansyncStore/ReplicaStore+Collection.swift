@@ -61,7 +61,9 @@ public struct CollectionSettings: Sendable, Equatable {
     /// clock margin or the window again, whichever is shorter. Every member refuses it once it has
     /// been silent for the away window by that member's own clock; one whose clock runs behind
     /// the collector's (within the margin) would otherwise still merge with it after the
-    /// collector stopped waiting, and let in a write made without the collected delete.
+    /// collector stopped waiting, and let in a write made without the collected delete. This
+    /// covers clocks, not gossip: a member that met the silent one after it last reported to
+    /// the collector still judges by that later meeting (Docs/MERGE.md, "What stays open").
     public var holdsBackFor: UInt64 { awayAfter &+ min(Self.clockMargin, awayAfter) }
 
     public init(trashWindow: UInt64, awayAfter: UInt64) {

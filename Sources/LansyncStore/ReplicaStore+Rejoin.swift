@@ -164,7 +164,7 @@ extension ReplicaStore {
                 start.items = items.count
                 for item in items
                 where try tx.wasCreatedOutOfSight(item: item, by: Set(own), peer: peer)
-                    && !tx.isDeletedByOthers(item: item, writers: Set(own), peer: peer)
+                    && !tx.wouldLoseItsDelete(item: item, writers: Set(own), peer: peer)
                 {
                     try tx.db.execute(sql: "UPDATE rejoin_pending SET created = 1 WHERE item_id = ?", arguments: [item])
                 }
@@ -184,9 +184,9 @@ extension ReplicaStore {
     /// peer): every write of this replica's own writers that the replica still lacks is named
     /// anew under the current writer (``FieldState/reissued(by:unseenBy:renamed:)``: same values,
     /// same concurrency) and merged, except into items the snapshot holds deleted, or does not
-    /// hold at all unless this replica created them while away (the others collected them) and
-    /// does not hold them deleted by another's write: a member coming back never brings a
-    /// deleted item back. Nil if nothing waited.
+    /// hold at all unless this replica created them while away (the others collected them) and,
+    /// holding them deleted, keeps aside a write of its own to `_deleted`: a member coming back
+    /// never brings a deleted item back. Nil if nothing waited.
     public func reissueRejoinPending(now: UInt64) throws(StoreError) -> RejoinOutcome? {
         try guarded {
             try write { tx, me -> WriteEnd<RejoinOutcome?> in
@@ -274,13 +274,14 @@ extension Transaction {
         }
     }
 
-    /// True if `item` is held deleted here and none of the writes deleting it is one of
-    /// `writers`' that `peer` lacks: re-issued into a snapshot without the item, its writes would
-    /// bring it back live, its delete lost (the peer lost it with the item: a relay put back
-    /// from a copy).
-    func isDeletedByOthers(item: String, writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
+    /// True if `item` is held deleted here and its `_deleted` holds no write of `writers` that
+    /// `peer` lacks: that field is then not kept aside, and re-issued into a snapshot without
+    /// the item, its other writes would bring it back live, its delete lost (the peer lost it
+    /// with the item: a relay put back from a copy). With such a write, the re-issued field
+    /// carries the others' versions too, and the item comes back deleted.
+    func wouldLoseItsDelete(item: String, writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
         guard let (_, state, deleted) = try heldField(item: item, .deleted), deleted else { return false }
-        return !state.deletes(by: writers, unseenBy: peer)
+        return state.dots(of: writers, unseenBy: peer).isEmpty
     }
 
     /// `item`'s field `name` as this replica holds it (its row and state), and whether the item

@@ -282,29 +282,43 @@ import Testing
     }
 
     /// A rejoin into a snapshot that lacks items this replica created out of its peer's sight:
-    /// one it deleted itself comes back deleted (the delete is its own, re-issued with it), one
-    /// held deleted by another member's delete does not come back at all (re-issued alone, its
+    /// one it deleted itself comes back deleted (the delete is its own, re-issued with it); one
+    /// it restored while another member deleted it comes back deleted too (its `_deleted`, kept
+    /// aside for the restore, carries the other's delete), the restore kept; one held deleted by
+    /// another member's delete alone does not come back at all (without its `_deleted`, its
     /// create would bring it back live: a property history found it, with a relay put back from
     /// a copy that then rejoined from a member which never saw the item).
     @Test func aRejoinNeverBringsBackAnItemHeldDeletedByAnother() throws {
         let (b, c, fresh) = (try create(2), try create(3), try create(4))
-        let (mine, theirs) = (ItemID.named("mine"), ItemID.named("theirs"))
-        for id in [mine, theirs] {
+        try b.setCollectionSettings(
+            CollectionSettings(trashWindow: CollectionSettings.day, awayAfter: CollectionSettings.day)
+        )
+        let (mine, theirs, both) = (ItemID.named("mine"), ItemID.named("theirs"), ItemID.named("both"))
+        for id in [mine, theirs, both] {
             try b.apply(.create(type: "t", assignments: [.set(title, .string("one"))]), to: id, wallMilliseconds: t0)
         }
         try sync(b, c)
+        try b.apply(.delete, to: both, wallMilliseconds: t0 + 1)
+        try b.apply(.restore, to: both, wallMilliseconds: t0 + 2)
         try c.apply(.delete, to: theirs, wallMilliseconds: t0 + 1)
+        try c.apply(.delete, to: both, wallMilliseconds: t0 + 1)
         try sync(c, b)
         try b.apply(.delete, to: mine, wallMilliseconds: t0 + 1)
-        #expect(try b.itemState(theirs)?.isDeleted == true && b.itemState(mine)?.isDeleted == true)
+        for id in [mine, theirs, both] { #expect(try b.itemState(id)?.isDeleted == true, "\(id)") }
 
         // `fresh` never held either item: b rejoins from it.
         _ = try b.rejoin(keepingUnseenBy: try fresh.versionVector(), now: t0 + 2)
         try sync(fresh, b)
         let outcome = try #require(try b.reissueRejoinPending(now: t0 + 3))
-        #expect(outcome.items == 1 && outcome.dropped == 1, "\(outcome)")
+        #expect(outcome.items == 2 && outcome.dropped == 1, "\(outcome)")
         #expect(try b.itemState(mine)?.isDeleted == true, "its own delete came back with it")
         #expect(try b.itemState(theirs) == nil, "not brought back live")
+        let restored = try #require(try b.itemState(both))
+        #expect(restored.isDeleted, "the other's delete came back with the restore it was concurrent with")
+        #expect(
+            restored.fields[.deleted]?.versions.contains { $0.write == .assign(.bool(false)) } == true,
+            "the restore is kept"
+        )
     }
 
     /// Who is away: a member silent past the window or forgotten; this replica itself when it
