@@ -245,8 +245,8 @@ public struct Replica: Sendable {
     /// except into items the snapshot holds deleted, and into items it lacks unless this replica
     /// created them out of the peer's sight and, if it holds them deleted, has a write of its
     /// own to `_deleted` the peer lacks (re-issued with the others' versions it carries, the
-    /// delete comes along; without one, the item would come back live). Returns how many writes were re-issued and
-    /// into how many items, and how many items' writes were dropped.
+    /// delete comes along; without one, the item would come back live). Returns how many writes
+    /// were re-issued and into how many items, and how many items' writes were dropped.
     @discardableResult
     public mutating func rejoin(
         from peer: Replica,

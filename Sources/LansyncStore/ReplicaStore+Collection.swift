@@ -50,12 +50,12 @@ public struct CollectionSettings: Sendable, Equatable {
     /// margin or the window again, whichever is shorter (a restore is judged by the restorer's
     /// hybrid clock, which is past the delete's own timestamp once it has seen the delete: a
     /// window of 0 refuses every restore of a delete seen, whatever the clocks).
-    public var collectAfter: UInt64 { trashWindow &+ min(Self.clockMargin, trashWindow) }
+    public var collectAfter: UInt64 { Self.withMargin(trashWindow) }
 
     /// How long after its collection a minimal tombstone is purged: the away window, plus the
     /// clock margin or the window again, whichever is shorter (a replica put back from a copy
     /// judges the copy's age by its own clock, which may run behind the collector's).
-    public var purgeAfter: UInt64 { awayAfter &+ min(Self.clockMargin, awayAfter) }
+    public var purgeAfter: UInt64 { Self.withMargin(awayAfter) }
 
     /// How long a silent member still holds the stable frontier back: the away window, plus the
     /// clock margin or the window again, whichever is shorter. Every member refuses it once it has
@@ -64,7 +64,10 @@ public struct CollectionSettings: Sendable, Equatable {
     /// collector stopped waiting, and let in a write made without the collected delete. This
     /// covers clocks, not gossip: a member that met the silent one after it last reported to
     /// the collector still judges by that later meeting (Docs/MERGE.md, "What stays open").
-    public var holdsBackFor: UInt64 { awayAfter &+ min(Self.clockMargin, awayAfter) }
+    public var holdsBackFor: UInt64 { Self.withMargin(awayAfter) }
+
+    /// `window` and the clock margin after it, or the window again if that is shorter.
+    static func withMargin(_ window: UInt64) -> UInt64 { window &+ min(clockMargin, window) }
 
     public init(trashWindow: UInt64, awayAfter: UInt64) {
         self.trashWindow = trashWindow
@@ -240,8 +243,8 @@ extension ReplicaStore {
     }
 
     /// The members that hold the frontier: not forgotten, and heard of within `awayAfter` of
-    /// `now` (``CollectionSettings/holdsBackFor`` where the frontier is judged; others are
-    /// away). A replica that is away itself (``awaySince(now:)``) judges no one
+    /// `now` (the callers that judge the frontier pass ``CollectionSettings/holdsBackFor``: a
+    /// member away but within the clock margin still holds it). A replica that is away itself (``awaySince(now:)``) judges no one
     /// away: its silence is its own, and collecting without the others would take its stale view
     /// for the cluster's.
     static func activeReports(
