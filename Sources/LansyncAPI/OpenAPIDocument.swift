@@ -1616,6 +1616,10 @@ enum OpenAPIDocument {
                   "running": {
                     "type": "boolean"
                   },
+                  "answering": {
+                    "type": "boolean",
+                    "description": "False only when `lansync status` found a node running that did not answer in time; a node answering the API always says true."
+                  },
                   "listen": {
                     "type": [
                       "string",

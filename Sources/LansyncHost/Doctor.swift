@@ -102,6 +102,14 @@ public enum Doctor {
                 fix: "start it with 'lansync node' (add '--peer HOST:PORT' for machines mDNS cannot reach)"
             )
         }
+        guard status.answering else {
+            return DoctorFinding(
+                "node",
+                .problem,
+                "a node runs on this data directory but did not answer within \(StatusWait.seconds) s: it is busy or stuck",
+                fix: "look at its log; if it stays silent, stop it (SIGTERM) and start it again"
+            )
+        }
         let listen = status.listen ?? "?"
         let host =
             listen.hasPrefix("[")

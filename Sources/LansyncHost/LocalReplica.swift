@@ -259,8 +259,11 @@ public struct LocalReplica: Sendable {
     /// Every row read as lansync reads it (`lansync check`).
     public func check() throws -> DamageReport { try store.fullCheck() }
 
-    /// The status: the running node's, else what the replica alone says.
-    public func status() throws -> NodeStatus { try directory.status(of: store) }
+    /// The status: the running node's, else what the replica alone says
+    /// (``DataDirectory/status(of:waitingSeconds:)``).
+    public func status(waitingSeconds: Int = StatusWait.seconds) throws -> NodeStatus {
+        try directory.status(of: store, waitingSeconds: waitingSeconds)
+    }
 }
 
 extension HistoryEntry {

@@ -655,4 +655,45 @@ import Testing
             #expect(!run.stderr.contains("libavahi"), "lansync \(command.joined(separator: " ")) loaded libavahi")
         }
     }
+
+    /// `status` tells a node that runs but does not answer (stopped with SIGSTOP here: busy or
+    /// stuck) from no node at all: one line on stderr, the node shown running and not answering,
+    /// and the replica as the file says. It used to wait five seconds and then show the replica
+    /// as if no node ran: CI saw a `status` take 7.6 s beside a busy debug node.
+    @Test func statusTellsANodeThatDoesNotAnswerFromNoNode() async throws {
+        let cli = CLI("status-wait")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let a = cli.path("a")
+        try await cli.ok(["add", "--dir", a, "--id", "one", "title=one"])
+        let none = try await cli.status(a)
+        #expect(none["running"] == .bool(false) && none["answering"] == .bool(true), "\(none)")
+
+        let node = try NodeProcess(dir: a, port: freePorts(1)[0])
+        defer { node.stop() }
+        var live = try await cli.status(a)
+        for _ in 0..<100 where live["running"] != .bool(true) {
+            try await Task.sleep(for: .milliseconds(100))
+            live = try await cli.status(a)
+        }
+        #expect(live["running"] == .bool(true) && live["answering"] == .bool(true), "\(live)")
+        #expect(live["listen"] != .null, "\(live)")
+
+        kill(node.pid, SIGSTOP)
+        let stuck = try await cli.run(["status", "--dir", a, "--json", "--wait", "1"])
+        let shown = try await cli.run(["status", "--dir", a, "--wait", "1"])
+        kill(node.pid, SIGCONT)
+        #expect(stuck.status == 0, "\(stuck.stderr)")
+        let json = try JSON(parsing: stuck.stdout)
+        #expect(json["running"] == .bool(true) && json["answering"] == .bool(false), "\(json)")
+        #expect(json["items"] == .integer(1) && json["listen"] == .null, "\(json)")
+        let note = stuck.stderr.split(separator: "\n")
+        #expect(note.count == 1 && note.first?.contains("did not answer within 1 s") == true, "\(stuck.stderr)")
+        #expect(shown.status == 0 && shown.stdout.contains("running, not answering"), "\(shown.stdout)")
+
+        let back = try await cli.status(a)
+        #expect(back["running"] == .bool(true) && back["answering"] == .bool(true), "\(back)")
+        let refused = try await cli.run(["status", "--dir", a, "--wait", "0"])
+        #expect(refused.status != 0 && refused.stderr.contains("--wait takes 1 to 3600 seconds"), "\(refused.stderr)")
+    }
 }

@@ -148,6 +148,16 @@ import Testing
         }
     }
 
+    /// A node that runs but did not answer `status` in time is a problem of its own: not "no
+    /// node runs", and not judged by a listening address it never gave.
+    @Test func aNodeThatDoesNotAnswerIsAProblem() {
+        var node = status()
+        node.listen = nil
+        node.answering = false
+        let finding = Doctor.nodeFinding(node)
+        #expect(finding.verdict == .problem && finding.says.contains("did not answer"), "\(finding)")
+    }
+
     @Test func clockOffsetsAreNotesFromAMinuteAndProblemsFromADay() {
         #expect(Doctor.clockFinding(name: "b", offset: 59_000) == nil)
         #expect(Doctor.clockFinding(name: "b", offset: 120_000)?.verdict == .note)

@@ -1,4 +1,5 @@
 import Foundation
+import LansyncJSON
 import LansyncNode
 import LansyncStore
 import LansyncTransport
@@ -35,7 +36,8 @@ import Testing
     @Test func everyKeyIsPresentWithNullForNoValue() throws {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sample().json.utf8)) as? [String: Any])
         let keys = [
-            "node_id", "name", "cluster_id", "running", "listen", "api", "mdns", "items", "deleted", "conflicts",
+            "node_id", "name", "cluster_id", "running", "answering", "listen", "api", "mdns", "items", "deleted",
+            "conflicts",
             "digest",
             "damaged",
             "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused", "collection", "view",
@@ -71,6 +73,16 @@ import Testing
             departed: ["c"]
         )
         #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        status.answering = false
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        // An answer from a node built before `answering` existed: such a node answered.
+        guard case .object(let members) = try JSON(parsing: status.json) else {
+            Issue.record("the status is no JSON object")
+            return
+        }
+        status.answering = true
+        let older = JSON.object(members.filter { $0.key != "answering" })
+        #expect(try NodeStatus(json: Array(older.text.utf8)) == status)
         status.collection?.rejoinedAt = "2026-11-26T00:00:00Z"
         status.collection?.awaySince = "2026-11-20T00:00:00Z"
         #expect(try NodeStatus(json: Array(status.json.utf8)) == status)

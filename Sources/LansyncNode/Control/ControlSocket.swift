@@ -83,9 +83,31 @@ private final class NudgeHandler: ChannelInboundHandler {
 /// The CLI's side of the control socket: plain blocking POSIX calls with short timeouts, so a
 /// command never hangs on a stuck node.
 public enum ControlClient {
-    /// The running node's status, or nil if no node answers on `path`.
-    public static func status(path: String) -> NodeStatus? {
-        request(.status, path: path).flatMap { try? NodeStatus(json: $0) }
+    /// The running node's status, or nil if no node answers on `path` within `timeoutSeconds`.
+    public static func status(path: String, timeoutSeconds: Int = 5) -> NodeStatus? {
+        guard case .answered(let status) = statusAnswer(path: path, timeoutSeconds: timeoutSeconds) else { return nil }
+        return status
+    }
+
+    /// What asking for the status on a control socket came to.
+    public enum StatusAnswer: Sendable {
+        /// The node answered.
+        case answered(NodeStatus)
+        /// Nothing listens on the socket: no node runs on the directory.
+        case noNode
+        /// A node took the request and gave no status within the time allowed: it is busy (its
+        /// first status reads every item for the digest) or stuck.
+        case notAnswering
+    }
+
+    /// Asks the node on `path` for its status, telling a directory without a node from a node
+    /// that did not answer in time (``status(path:timeoutSeconds:)`` says nil for both).
+    public static func statusAnswer(path: String, timeoutSeconds: Int) -> StatusAnswer {
+        switch request(.status, path: path, timeoutSeconds: timeoutSeconds) {
+        case .noNode: .noNode
+        case .noAnswer: .notAnswering
+        case .answer(let line): (try? NodeStatus(json: line)).map(StatusAnswer.answered) ?? .notAnswering
+        }
     }
 
     /// Tells a running node that the replica changed, so it pushes the change at once. Best
@@ -95,7 +117,7 @@ public enum ControlClient {
         if sendNudgeDatagram(to: NudgeServer.path(control: path)) { return }
         // No node, or one without a nudge socket (started before it had one).
         guard FileManager.default.fileExists(atPath: path) else { return }
-        _ = request(.nudge, path: path, timeoutSeconds: 1)
+        request(.nudge, path: path, timeoutSeconds: 1)
     }
 
     /// The node's nudge socket (``NudgeServer``), beside its control socket at `control`.
@@ -152,31 +174,48 @@ public enum ControlClient {
     /// ``nudge(path:)``.
     public static func statementsChanged(path: String) {
         guard FileManager.default.fileExists(atPath: path) else { return }
-        _ = request(.statements, path: path, timeoutSeconds: 1)
+        request(.statements, path: path, timeoutSeconds: 1)
     }
 
-    /// Sends one request; returns the answer line, or nil if no node answers on `path`.
-    static func request(_ op: ControlRequest.Op, path: String, timeoutSeconds: Int = 5) -> [UInt8]? {
+    /// What one request on the control socket came to.
+    enum Reply {
+        /// Nothing listens on the socket.
+        case noNode
+        /// The node took the request but closed, or said nothing whole, within the time allowed.
+        case noAnswer
+        /// The answer line (without its line break).
+        case answer([UInt8])
+    }
+
+    /// Sends one request and waits at most `timeoutSeconds` in all for the answer line.
+    @discardableResult
+    static func request(_ op: ControlRequest.Op, path: String, timeoutSeconds: Int = 5) -> Reply {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .noNode }
         defer { close(fd) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else { return nil }
+        guard withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else { return .noNode }
         let line = Array(ControlRequest(op: op).line.utf8) + [0x0a]
         // MSG_NOSIGNAL: a node that closes early must not kill the CLI (its edit is already saved).
         guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else {
-            return nil
+            return .noAnswer
         }
+        // One deadline for the whole answer: a receive timeout alone restarts at every chunk.
+        let deadline = ContinuousClock.now + .seconds(timeoutSeconds)
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !answer.contains(0x0a) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return .noAnswer }
+            let (seconds, attoseconds) = left.components
+            var wait = timeval(tv_sec: Int(seconds), tv_usec: Int(max(1000, attoseconds / 1_000_000_000_000)))
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
+            guard n > 0 else { return .noAnswer }
             answer += buffer.prefix(n)
         }
-        return Array(answer.prefix { $0 != 0x0a })
+        return .answer(Array(answer.prefix { $0 != 0x0a }))
     }
 }
 

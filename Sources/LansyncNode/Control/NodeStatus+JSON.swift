@@ -9,7 +9,8 @@ extension NodeStatus {
     /// The status as a JSON value.
     public var jsonValue: JSON {
         .object([
-            ("api", .optional(api)), ("changes", changes?.jsonValue ?? .null), ("cluster_id", .string(clusterID)),
+            ("answering", .bool(answering)), ("api", .optional(api)), ("changes", changes?.jsonValue ?? .null),
+            ("cluster_id", .string(clusterID)),
             ("collection", collection?.jsonValue ?? .null),
             ("conflicts", .int(conflicts)),
             ("damaged", .optional(damaged)), ("deleted", .int(deleted)), ("digest", .string(digest)),
@@ -52,6 +53,8 @@ extension NodeStatus {
             refused: try j.array("refused").map(Refusal.init(json:))
         )
         api = try j.optionalString("api")
+        // Absent from the answers of nodes built before it: such a node answered.
+        answering = try j.optional("answering").map { _ in try j.bool("answering") } ?? true
         collection = try j.optional("collection").map(Collection.init(json:))
         view = try j.optional("view").map(View.init(json:))
         relays = try j.optional("relays").map(Relays.init(json:))

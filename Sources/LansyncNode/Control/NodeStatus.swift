@@ -10,6 +10,10 @@ public struct NodeStatus: Sendable, Equatable {
     public var name: String
     public var clusterID: String
     public var running: Bool
+    /// False when a node runs on the directory (it took the request on its control socket) but
+    /// did not answer in time (busy or stuck): the rest is then read from the replica file, as
+    /// without a node. True otherwise.
+    public var answering = true
     /// Where the node listens (nil without a running node).
     public var listen: String?
     /// Where the local API listens (`http://ADDR/v1`), nil without one.

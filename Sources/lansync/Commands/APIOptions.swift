@@ -64,9 +64,17 @@ struct UICommand: ParsableCommand {
 
     func run() throws {
         let directory = data.directory
-        guard let status = directory.runningNodeStatus() else {
+        let status: NodeStatus
+        switch directory.runningNodeStatus() {
+        case .answered(let live):
+            status = live
+        case .noNode:
             throw CLIError(
                 "no node is running on \(directory.path): start one with 'lansync node', which serves the page"
+            )
+        case .notAnswering:
+            throw CLIError(
+                "the node on \(directory.path) did not answer within \(StatusWait.seconds) s (busy or stuck): try again, or look at its log"
             )
         }
         guard let api = status.api else {

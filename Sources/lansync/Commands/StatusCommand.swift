@@ -12,10 +12,28 @@ struct StatusCommand: ParsableCommand {
 
     @OptionGroup var data: DataDirectoryOptions
     @Flag(help: "Print one JSON object.") var json = false
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for a running node's answer before showing what the replica file says.",
+            valueName: "seconds"
+        )
+    )
+    var wait = StatusWait.seconds
+
+    func validate() throws {
+        guard (1...3600).contains(wait) else {
+            throw ValidationError("--wait takes 1 to 3600 seconds, not \(wait)")
+        }
+    }
 
     func run() throws {
         let replica = try LocalReplica(data.directory)
-        let status = try replica.status()
+        let status = try replica.status(waitingSeconds: wait)
+        if !status.answering {
+            Terminal.note(
+                "the node running on \(data.directory.path) did not answer within \(wait) s (busy or stuck): showing what the replica file says; its log says more, and '--wait' waits longer"
+            )
+        }
         // Membership as this directory holds it (the running node keeps the same files).
         let members = (try? replica.members()) ?? []
         let sessions = data.directory.uiSessions()
@@ -44,7 +62,9 @@ struct StatusCommand: ParsableCommand {
         lines.append("node     \(status.nodeID) (\(status.name))")
         lines.append("cluster  \(status.clusterID)")
         if let members { lines.append("members  \(members)") }
-        if status.running {
+        if status.running, !status.answering {
+            lines.append("state    running, not answering (busy or stuck): what follows is read from the replica file")
+        } else if status.running {
             lines.append("state    running, listening on \(status.listen ?? "-"); mDNS \(status.mdns ?? "-")")
             if let view = status.view, view.mode != "full mesh" { lines.append("view     \(view.summary)") }
             if let relays = status.relays { lines.append("relay    \(relays.summary)") }
