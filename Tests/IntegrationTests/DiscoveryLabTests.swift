@@ -34,7 +34,7 @@ struct DiscoveryLabTests {
     }
 
     @Test func nodesFindEachOtherConvergeAndALateNodeCatchesUp() async throws {
-        let lab = try Lab(hosts: 5)
+        let lab = try await Lab(hosts: 5)
         defer { lab.down() }
         let cli = CLI("mdns")
         defer { cli.cleanUp() }
@@ -73,7 +73,7 @@ struct DiscoveryLabTests {
         #expect(try await cli.ok(["list", "--dir", cli.path("d4"), "--json"]).contains("from1"))
 
         // The stock client sees our service and its TXT record.
-        let (_, browse) = Lab.run(["exec", "5", "avahi-browse", "-rpt", "_lansync._tcp"])
+        let (_, browse) = await Lab.run(["exec", "5", "avahi-browse", "-rpt", "_lansync._tcp"])
         #expect(browse.contains("node=\(id4)") && browse.contains("proto=1"), "\(browse)")
         for node in nodes { #expect(node.stop() == 0) }
     }
@@ -83,7 +83,7 @@ struct DiscoveryLabTests {
     /// ignore its own, takes no advert (its peers still find it, and the three converge through
     /// the sessions they open).
     @Test func advertsAreTakenOnlyFromTheInterfacesChosen() async throws {
-        let lab = try Lab(hosts: 4)
+        let lab = try await Lab(hosts: 4)
         defer { lab.down() }
         let cli = CLI("mdns-interfaces")
         defer { cli.cleanUp() }
@@ -111,7 +111,7 @@ struct DiscoveryLabTests {
     /// log says the peer is no longer advertised, and the session opened once goes on (a dial
     /// loop outlives its advert; a peer advertised again joins the loop already there).
     @Test func flappingAdvertsCauseNoReconnection() async throws {
-        let lab = try Lab(hosts: 2)
+        let lab = try await Lab(hosts: 2)
         defer { lab.down() }
         let cli = CLI("mdns-flap")
         defer { cli.cleanUp() }
@@ -131,11 +131,11 @@ struct DiscoveryLabTests {
         let before = (sessions(0), sessions(1))
         func lostLines() -> Int { nodes[0].logText.components(separatedBy: "is no longer advertised").count - 1 }
         for flap in 1...3 {
-            Lab.run(["avahi-stop", "2"])
+            await Lab.run(["avahi-stop", "2"])
             let seen = clock.now
             while lostLines() < flap, clock.now - seen < .seconds(15) { try await Task.sleep(for: .milliseconds(50)) }
             #expect(lostLines() == flap, "flap \(flap): \(nodes[0].logText)")
-            Lab.run(["avahi-start", "2"])
+            await Lab.run(["avahi-start", "2"])
             // Until node 2's client is back and node 1 sees its advert again.
             func againLines() -> Int { nodes[0].logText.components(separatedBy: "is advertised again").count - 1 }
             let back = clock.now
@@ -149,7 +149,7 @@ struct DiscoveryLabTests {
     }
 
     @Test func strangersAndOtherClustersAreIgnored() async throws {
-        let lab = try Lab(hosts: 4)
+        let lab = try await Lab(hosts: 4)
         defer { lab.down() }
         let cli = CLI("mdns-ignore")
         defer { cli.cleanUp() }
@@ -188,13 +188,13 @@ struct DiscoveryLabTests {
     /// machine moved) or missing (invite made while its node was stopped), asking each node of
     /// the pinned cluster in turn: a member that cannot admit says so, and the inviter admits.
     @Test func aMachineJoinsThroughMDNS() async throws {
-        let lab = try Lab(hosts: 3)
+        let lab = try await Lab(hosts: 3)
         defer { lab.down() }
         let cli = CLI("mdns-join")
         defer { cli.cleanUp() }
         try await cli.cluster(["d1"])
         // Made while d1's node is stopped and with no --address: the code carries no address.
-        let (_, noAddress) = Lab.run([
+        let (_, noAddress) = await Lab.run([
             "exec", "1", CLI.binary, "invite", "--dir", cli.path("d1"), "--name", "d3", "--json",
         ])
         guard case .string(let addressless)? = try JSON(parsing: noAddress)["code"] else {
@@ -210,14 +210,16 @@ struct DiscoveryLabTests {
             Issue.record("invite printed no code: \(stale)")
             return
         }
-        let (joined2, out2) = Lab.run(["exec", "2", CLI.binary, "join", code, "--dir", cli.path("d2"), "--name", "d2"])
+        let (joined2, out2) = await Lab.run([
+            "exec", "2", CLI.binary, "join", code, "--dir", cli.path("d2"), "--name", "d2",
+        ])
         #expect(joined2 == 0 && out2.contains("joined cluster"), "\(out2)")
         nodes.append(try node(cli, 2))
         try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "hello", "title=from d1"])
         #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
 
         // No address at all, and d2 (which cannot admit) is on the LAN too.
-        let (joined3, out3) = Lab.run([
+        let (joined3, out3) = await Lab.run([
             "exec", "3", CLI.binary, "join", addressless, "--dir", cli.path("d3"), "--name", "d3",
         ])
         #expect(joined3 == 0 && out3.contains("joined cluster"), "\(out3)")
@@ -237,12 +239,12 @@ struct DiscoveryLabTests {
     /// No daemon at start: the node says so once, keeps working, and picks mDNS up when the daemon
     /// appears; when the daemon restarts, the node publishes and browses again.
     @Test func theNodeOutlivesItsAvahiDaemon() async throws {
-        let lab = try Lab(hosts: 2)
+        let lab = try await Lab(hosts: 2)
         defer { lab.down() }
         let cli = CLI("mdns-daemon")
         defer { cli.cleanUp() }
         try await cli.cluster(["d1", "d2"])
-        Lab.run(["avahi-stop", "1"])
+        await Lab.run(["avahi-stop", "1"])
         let n1 = try node(cli, 1)
         let n2 = try node(cli, 2)
         try await Task.sleep(for: .seconds(1))
@@ -255,14 +257,14 @@ struct DiscoveryLabTests {
         }
         #expect(n1.logText.components(separatedBy: "mDNS unavailable").count == 2, "said once: \(n1.logText)")
 
-        Lab.run(["avahi-start", "1"])
+        await Lab.run(["avahi-start", "1"])
         #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
         #expect(try await cli.status(cli.path("d1"))["mdns"] == .string("running"))
 
         // Restart node 2's daemon: node 2 re-publishes; a node started afterwards still finds it.
-        Lab.run(["avahi-stop", "2"])
+        await Lab.run(["avahi-stop", "2"])
         try await Task.sleep(for: .milliseconds(500))
-        Lab.run(["avahi-start", "2"])
+        await Lab.run(["avahi-start", "2"])
         n1.stop()
         try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "after-restart", "v=1"])
         let again = try node(cli, 1)
@@ -281,7 +283,7 @@ struct DiscoveryLabTests {
     /// which before this test was forever. The node makes its client anew 10 s later and finds
     /// its peer once the daemon answers.
     @Test func aDaemonTooBusyToAnswerAtStartIsAskedAgain() async throws {
-        let lab = try Lab(hosts: 2)
+        let lab = try await Lab(hosts: 2)
         defer { lab.down() }
         let cli = CLI("mdns-busy")
         defer { cli.cleanUp() }
@@ -317,7 +319,7 @@ struct DiscoveryLabTests {
     /// failed TLS handshake and nothing else. A peer that vanishes without a goodbye is dropped
     /// when its connection fails, and found again when it comes back.
     @Test func spoofedAdvertsAndVanishedPeers() async throws {
-        let lab = try Lab(hosts: 3)
+        let lab = try await Lab(hosts: 3)
         defer { lab.down() }
         let cli = CLI("mdns-spoof")
         defer { cli.cleanUp() }

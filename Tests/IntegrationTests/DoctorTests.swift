@@ -113,12 +113,12 @@ import Testing
 
 extension DiscoveryLabTests {
     /// `lansync doctor` run inside lab host 1, as the node there sees the LAN.
-    func doctor(_ cli: CLI, _ host: Int, _ dir: String) -> (Int32, String) {
-        Lab.run(["exec", String(host), CLI.binary, "doctor", "--dir", dir, "--json"])
+    func doctor(_ cli: CLI, _ host: Int, _ dir: String) async -> (Int32, String) {
+        await Lab.run(["exec", String(host), CLI.binary, "doctor", "--dir", dir, "--json"])
     }
 
     @Test func doctorNamesWhyAPeerIsNotReached() async throws {
-        let lab = try Lab(hosts: 4)
+        let lab = try await Lab(hosts: 4)
         defer { lab.down() }
         let cli = CLI("mdns-doctor")
         defer { cli.cleanUp() }
@@ -143,7 +143,7 @@ extension DiscoveryLabTests {
 
         // All well with d2; d3 was never started (known as a member once it is admitted: here
         // only through the cluster file, so it is not listed); x4 belongs to another cluster.
-        var (status, output) = doctor(cli, 1, cli.path("d1"))
+        var (status, output) = await doctor(cli, 1, cli.path("d1"))
         print(output)
         let d2 = try DoctorTests.findings(output, topic: "d2")
         #expect(
@@ -173,9 +173,9 @@ extension DiscoveryLabTests {
 
         // A firewall on the way drops d2's port: the session goes, the advert stays.
         nodes[0].stop()
-        Lab.run(["block", "2", "7420"])
-        defer { Lab.run(["unblock", "2"]) }
-        (status, output) = doctor(cli, 1, cli.path("d1"))
+        await Lab.run(["block", "2", "7420"])
+        defer { Lab.runBlocking(["unblock", "2"]) }
+        (status, output) = await doctor(cli, 1, cli.path("d1"))
         print(output)
         let blocked = try DoctorTests.findings(output, topic: "d2")
         #expect(status == 1)
@@ -187,17 +187,17 @@ extension DiscoveryLabTests {
             "\(output)"
         )
         #expect(output.contains("a firewall drops TCP port 7420"), "\(output)")
-        Lab.run(["unblock", "2"])
+        await Lab.run(["unblock", "2"])
 
         // d2 revoked: said so, not probed.
         try await cli.ok(["revoke", "--dir", cli.path("d1"), "d2"])
-        (status, output) = doctor(cli, 1, cli.path("d1"))
+        (status, output) = await doctor(cli, 1, cli.path("d1"))
         let revoked = try DoctorTests.findings(output, topic: "d2")
         #expect(revoked.count == 1 && DoctorTests.says(revoked.first ?? .null).contains("revoked"), "\(output)")
 
         // The daemon stopped on host 1.
-        Lab.run(["avahi-stop", "1"])
-        (status, output) = doctor(cli, 1, cli.path("d1"))
+        await Lab.run(["avahi-stop", "1"])
+        (status, output) = await doctor(cli, 1, cli.path("d1"))
         print(output)
         let stopped = try DoctorTests.findings(output, topic: "mdns")
         #expect(status == 1)

@@ -12,7 +12,7 @@ struct Lab {
 
     /// Nil if the lab can run here, else why not.
     static let unavailableReason: String? = {
-        let (status, output) = run(["check"])
+        let (status, output) = runBlocking(["check"])
         return status == 0 ? nil : "mDNS lab unavailable: " + output.trimmingCharacters(in: .whitespacesAndNewlines)
     }()
 
@@ -28,7 +28,13 @@ struct Lab {
     /// already a zombie. Output goes to a file, not a pipe, because the daemons the script starts
     /// would otherwise hold the pipe open.
     @discardableResult
-    static func run(_ arguments: [String]) -> (Int32, String) {
+    static func run(_ arguments: [String]) async -> (Int32, String) {
+        await offThePool { runBlocking(arguments) }
+    }
+
+    /// ``run(_:)`` for a caller that cannot await (a trait's condition, a static's first value).
+    @discardableResult
+    static func runBlocking(_ arguments: [String]) -> (Int32, String) {
         let outputPath = "/tmp/lansync-lab-run-\(getpid())-\(UInt32.random(in: 0 ... .max)).out"
         defer { unlink(outputPath) }
         var actions = posix_spawn_file_actions_t()
@@ -61,19 +67,20 @@ struct Lab {
     /// Brings up `hosts` lab hosts, on the networks `spec` gives them (`scripts/lab.sh`: e.g.
     /// `"a46,a6,al"`; by default each on bridge a with IPv4 only); `down()` (in a defer) removes
     /// them even when the test fails.
-    init(hosts: Int, spec: String = "") throws {
+    init(hosts: Int, spec: String = "") async throws {
         self.hosts = hosts
         if let reason = Self.unavailableReason {
             throw LabError(description: "LANSYNC_REQUIRE_LAB=1, but \(reason)")
         }
-        let (status, output) = Self.run(["up", String(hosts), spec])
+        let (status, output) = await Self.run(["up", String(hosts), spec])
         guard status == 0 else {
-            Self.run(["down"])
+            await Self.run(["down"])
             throw LabError(description: "lab up failed: \(output)")
         }
     }
 
-    func down() { Self.run(["down"]) }
+    /// Takes the lab down (blocking: a `defer` cannot await).
+    func down() { Self.runBlocking(["down"]) }
 
     static func address(_ host: Int) -> String { "10.77.0.\(host)" }
 
@@ -82,8 +89,8 @@ struct Lab {
 
     /// Links hosts `i` and `j` point to point (a VPN: mDNS does not cross it); `i` routes
     /// between it and bridge a. `j` is `10.79.0.j` on it.
-    func pointToPoint(_ i: Int, _ j: Int) throws {
-        let (status, output) = Self.run(["p2p", String(i), String(j)])
+    func pointToPoint(_ i: Int, _ j: Int) async throws {
+        let (status, output) = await Self.run(["p2p", String(i), String(j)])
         guard status == 0 else { throw LabError(description: "lab p2p failed: \(output)") }
     }
 

@@ -55,8 +55,13 @@ extension DiscoveryLabTests {
     }
 
     /// `lansync doctor --json` in lab host `i`: its exit status and findings by topic.
-    func doctorFindings(_ cli: CLI, _ i: Int) throws -> (status: Int32, findings: [String: [JSON]], output: String) {
-        let (status, output) = Lab.run(["exec", String(i), CLI.binary, "doctor", "--dir", cli.path("d\(i)"), "--json"])
+    func doctorFindings(
+        _ cli: CLI,
+        _ i: Int
+    ) async throws -> (status: Int32, findings: [String: [JSON]], output: String) {
+        let (status, output) = await Lab.run([
+            "exec", String(i), CLI.binary, "doctor", "--dir", cli.path("d\(i)"), "--json",
+        ])
         let line = output.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
         guard case .array(let all)? = try JSON(parsing: line)["findings"] else { return (status, [:], output) }
         var byTopic: [String: [JSON]] = [:]
@@ -71,7 +76,7 @@ extension DiscoveryLabTests {
     /// known at its IPv4 one too; the link-local host is dialled through the interface's scope
     /// (`fe80::…%v1`); doctor in the IPv6-only and link-local hosts finds nothing wrong.
     @Test func ipv6OnlyDualStackAndLinkLocalHostsConverge() async throws {
-        let lab = try Lab(hosts: 4, spec: "a46,a46,a6,al")
+        let lab = try await Lab(hosts: 4, spec: "a46,a46,a6,al")
         defer { lab.down() }
         let cli = CLI("lab-families")
         defer { cli.cleanUp() }
@@ -103,7 +108,7 @@ extension DiscoveryLabTests {
         #expect(sessionLine.contains("[fe80:"), "\(nodes[0].logText)")
 
         for host in [3, 4] {
-            let (status, findings, output) = try doctorFindings(cli, host)
+            let (status, findings, output) = try await doctorFindings(cli, host)
             #expect(status == 0, "doctor in host \(host): \(output)")
             let advert = findings["advert"] ?? []
             #expect(advert.contains { DoctorTests.says($0).contains("own advert is seen") }, "\(output)")
@@ -120,12 +125,12 @@ extension DiscoveryLabTests {
     /// goes on to its IPv4 address without waiting for the first to time out (no failed attempt
     /// is recorded). Once IPv6 is open again, d2 still dials the IPv4 address that worked first.
     @Test func happyEyeballsTakesTheFamilyThatAnswersAndRemembersIt() async throws {
-        let lab = try Lab(hosts: 2, spec: "a46,a46")
+        let lab = try await Lab(hosts: 2, spec: "a46,a46")
         defer { lab.down() }
         let cli = CLI("lab-eyeballs")
         defer { cli.cleanUp() }
         try await cli.cluster(["d1", "d2"])
-        Lab.run(["block", "1", "7420", "6"])
+        await Lab.run(["block", "1", "7420", "6"])
         // d1 takes no advert (it never dials d2): every session is one d2 dialled.
         var first = try defaultNode(cli, 1, extra: ["--interfaces", "none0"])
         let second = try defaultNode(cli, 2)
@@ -138,7 +143,7 @@ extension DiscoveryLabTests {
         #expect(advertised(peer).first?.hasPrefix("[fd77::") == true && advertised(peer).contains("10.77.0.1:7420"))
         #expect(second.logText.contains("dialled 10.77.0.1:7420"), "\(second.logText)")
         #expect(peer?["last_error"] == .null, "no attempt failed: \(second.logText)")
-        let (status, findings, output) = try doctorFindings(cli, 2)
+        let (status, findings, output) = try await doctorFindings(cli, 2)
         #expect(findings["d1"]?.first?["verdict"] == .string("ok"), "\(output)")
         #expect(status == 0, "\(output)")
 
@@ -151,7 +156,7 @@ extension DiscoveryLabTests {
         // after one that reached IPv4 fails. (CI saw the race twice in a row under load, and
         // the earlier form of this test, which expected IPv4 after every restart, could not
         // recover from it.)
-        Lab.run(["unblock", "1"])
+        await Lab.run(["unblock", "1"])
         var sessions: [Substring] = []
         var remembered = "10.77.0.1:7420"
         var kept = false
@@ -187,7 +192,7 @@ extension DiscoveryLabTests {
     /// d1 is on bridges a and b; d2 only on a, d3 only on b. d1 finds each on its own bridge (at
     /// that bridge's address alone) and carries changes between them. Doctor in d1 finds both well.
     @Test func aHostOnTwoBridgesReachesPeersOnEach() async throws {
-        let lab = try Lab(hosts: 3, spec: "ab4,a4,b4")
+        let lab = try await Lab(hosts: 3, spec: "ab4,a4,b4")
         defer { lab.down() }
         let cli = CLI("lab-bridges")
         defer { cli.cleanUp() }
@@ -200,7 +205,7 @@ extension DiscoveryLabTests {
         #expect(try await waitConnected(cli, dirs[0], to: ["d2", "d3"]), "\(nodes[0].logText)")
         #expect(try await advertised(cli, dirs[0], "d2") == ["10.77.0.2:7420"])
         #expect(try await advertised(cli, dirs[0], "d3") == ["10.78.0.3:7420"])
-        let (status, findings, output) = try doctorFindings(cli, 1)
+        let (status, findings, output) = try await doctorFindings(cli, 1)
         #expect(
             findings["d2"]?.first?["verdict"] == .string("ok") && findings["d3"]?.first?["verdict"] == .string("ok")
         )
@@ -211,7 +216,7 @@ extension DiscoveryLabTests {
     /// by default neither takes an advert from it, so neither knows, nor dials, the other's
     /// address there.
     @Test func aContainerBridgeIsNeverDialled() async throws {
-        let lab = try Lab(hosts: 2, spec: "ad4,ad4")
+        let lab = try await Lab(hosts: 2, spec: "ad4,ad4")
         defer { lab.down() }
         let cli = CLI("lab-docker")
         defer { cli.cleanUp() }
@@ -224,16 +229,16 @@ extension DiscoveryLabTests {
             #expect(!nodes[i - 1].logText.contains("10.78.0."), "\(nodes[i - 1].logText)")
         }
         // The daemon does see the advert there: doctor (which surveys every interface) says so.
-        let (_, _, output) = try doctorFindings(cli, 1)
+        let (_, _, output) = try await doctorFindings(cli, 1)
         #expect(output.contains("10.78.0.2") && output.contains("docker1"), "\(output)")
     }
 
     /// d3 sits behind a point-to-point link to d1 (a VPN: no multicast crosses it) and is told
     /// only d1's address there. d1 passes on where it reaches d2, and d3 and d2 meet directly.
     @Test func aPeerBehindAPointToPointLinkFindsTheOthersThroughWhatMembersPassOn() async throws {
-        let lab = try Lab(hosts: 3, spec: "a4,a4,-")
+        let lab = try await Lab(hosts: 3, spec: "a4,a4,-")
         defer { lab.down() }
-        try lab.pointToPoint(1, 3)
+        try await lab.pointToPoint(1, 3)
         let cli = CLI("lab-vpn")
         defer { cli.cleanUp() }
         try await cli.cluster(["d1", "d2", "d3"])
@@ -247,7 +252,7 @@ extension DiscoveryLabTests {
         try await converge(cli, dirs, nodes)
         #expect(try await waitConnected(cli, dirs[2], to: ["d1", "d2"]), "\(nodes[2].logText)")
         #expect(!nodes[2].logText.contains("mDNS: found"), "no advert reaches d3: \(nodes[2].logText)")
-        let (_, findings, output) = try doctorFindings(cli, 3)
+        let (_, findings, output) = try await doctorFindings(cli, 3)
         #expect(findings["d2"]?.first?["verdict"] == .string("ok"), "\(output)")
         #expect(
             (findings["advert"] ?? []).contains { $0["verdict"] != .string("ok") },

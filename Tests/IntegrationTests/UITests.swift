@@ -19,13 +19,18 @@ import Testing
         ]
         return candidates.compactMap { $0 }.first { path in
             FileManager.default.isExecutableFile(atPath: path)
-                && run(path, ["-c", "import playwright.sync_api"]).status == 0
+                && runBlocking(path, ["-c", "import playwright.sync_api"]).status == 0
         }
     }()
 
     static let chromium = ProcessInfo.processInfo.environment["LANSYNC_CHROMIUM"] ?? "/usr/bin/chromium"
 
-    static func run(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
+    /// Runs `executable` to the end off the cooperative pool (``offThePool(_:)``).
+    static func run(_ executable: String, _ arguments: [String]) async -> (status: Int32, output: String) {
+        await offThePool { runBlocking(executable, arguments) }
+    }
+
+    static func runBlocking(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -48,7 +53,7 @@ import Testing
         var arguments = ["curl", "-s", "-i", "--path-as-is", "--max-time", "10", "-X", method]
         if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
         if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body] }
-        let result = run("/usr/bin/env", arguments + [url])
+        let result = runBlocking("/usr/bin/env", arguments + [url])
         let parts = result.output.components(separatedBy: "\r\n\r\n")
         let head = parts.first?.split(separator: "\r\n") ?? []
         let status = head.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
@@ -138,7 +143,7 @@ import Testing
     func aRealBrowserUsesThePage() async throws {
         let shots = FileManager.default.temporaryDirectory.appendingPathComponent("lansync-ui-screenshots").path
         try? FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
-        let result = Self.run(
+        let result = await Self.run(
             Self.python!,
             [
                 Self.repository.appendingPathComponent("Tests/ui/page_test.py").path,
