@@ -7,7 +7,12 @@ import Testing
 /// Short runs of the simulated cluster (issue 33): every scenario converges, views stay bounded,
 /// and a run replays from its seed. The long runs (200 and 1,000 nodes, many seeds) are
 /// `sim-bench` in Benchmarks/.
-@Suite struct SimulationTests {
+///
+/// Serialized: each test computes for seconds without a suspension point, on a thread of Swift's
+/// cooperative pool, which has two threads on CI's 2-core machine. Run side by side they held
+/// both, and every other test's awaits (the integration tests' `lansync status` calls) stalled
+/// together for 25 s (CI run 72); one at a time, they leave the other thread to the rest.
+@Suite(.serialized) struct SimulationTests {
     /// Seeds from `LANSYNC_SIM_SEEDS` (a count) when set, else a few: the same scenarios, more
     /// histories.
     static let seeds: [UInt64] = (1...UInt64(propertyCases(default: 3))).map { $0 &* 7919 }

@@ -603,6 +603,10 @@ def main():
                 a.on("request", lambda r: pages.append(r.url) if "/v1/items?" in r.url else None)
                 a.reload()
                 expect(a.get_by_role("heading", name="Items", exact=True)).to_be_visible()
+                # The type filter lists the types the node's summary counted: over 25,000 new
+                # items, beside the other suites on a loaded 2-core CI machine, that answer once
+                # took longer than the page's usual 10 s (CI run 72).
+                expect(a.locator('#type-filter option[value="sample"]')).to_have_count(1, timeout=30_000)
                 a.locator("#type-filter").select_option("sample")
                 # The node writes the new items' search texts meanwhile (in the background, at
                 # most half a core): on a loaded 2-core CI machine the first page may take longer
