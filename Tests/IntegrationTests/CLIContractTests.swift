@@ -680,9 +680,13 @@ import Testing
         #expect(live["listen"] != .null, "\(live)")
 
         kill(node.pid, SIGSTOP)
+        var frozen = true
+        // Before `node.stop()`'s defer: SIGTERM waits on a stopped process, and so would the test.
+        defer { if frozen { kill(node.pid, SIGCONT) } }
         let stuck = try await cli.run(["status", "--dir", a, "--json", "--wait", "1"])
         let shown = try await cli.run(["status", "--dir", a, "--wait", "1"])
         kill(node.pid, SIGCONT)
+        frozen = false
         #expect(stuck.status == 0, "\(stuck.stderr)")
         let json = try JSON(parsing: stuck.stdout)
         #expect(json["running"] == .bool(true) && json["answering"] == .bool(false), "\(json)")

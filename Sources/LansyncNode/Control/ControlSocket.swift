@@ -80,8 +80,9 @@ private final class NudgeHandler: ChannelInboundHandler {
     }
 }
 
-/// The CLI's side of the control socket: plain blocking POSIX calls with short timeouts, so a
-/// command never hangs on a stuck node.
+/// The CLI's side of the control socket: plain blocking POSIX calls, each request bounded by one
+/// deadline (a second for a nudge, `status --wait` for a status), so a command never hangs on a
+/// stuck node.
 public enum ControlClient {
     /// The running node's status, or nil if no node answers on `path` within `timeoutSeconds`.
     public static func status(path: String, timeoutSeconds: Int = 5) -> NodeStatus? {
@@ -95,8 +96,9 @@ public enum ControlClient {
         case answered(NodeStatus)
         /// Nothing listens on the socket: no node runs on the directory.
         case noNode
-        /// A node took the request and gave no status within the time allowed: it is busy (its
-        /// first status reads every item for the digest) or stuck.
+        /// A node is there and gave no status within the time allowed: it is busy (its first
+        /// status reads every item for the digest) or stuck. An answer that is not a status (the
+        /// node's own `{"error":...}`) counts here too, for now.
         case notAnswering
     }
 
@@ -181,7 +183,8 @@ public enum ControlClient {
     enum Reply {
         /// Nothing listens on the socket.
         case noNode
-        /// The node took the request but closed, or said nothing whole, within the time allowed.
+        /// A node is there but gave no whole answer line within the time allowed: it did not take
+        /// the connection (a full queue), or took it and closed, or said nothing whole.
         case noAnswer
         /// The answer line (without its line break).
         case answer([UInt8])
@@ -190,32 +193,47 @@ public enum ControlClient {
     /// Sends one request and waits at most `timeoutSeconds` in all for the answer line.
     @discardableResult
     static func request(_ op: ControlRequest.Op, path: String, timeoutSeconds: Int = 5) -> Reply {
+        // One deadline for the connection, the request and the whole answer: a receive timeout
+        // alone restarts at every chunk, and a full accept queue makes `connect` itself wait.
+        let deadline = ContinuousClock.now + .seconds(max(1, timeoutSeconds))
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return .noNode }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else { return .noNode }
+        guard setTimeouts(fd, until: deadline) else { return .noAnswer }
+        guard let connected = withUnixAddress(path, { connect(fd, $0, $1) }) else { return .noNode }
+        guard connected == 0 else {
+            // Only a missing socket or one nobody listens on means no node: a full queue
+            // (EAGAIN after the wait) is a node that does not take requests.
+            return errno == ENOENT || errno == ECONNREFUSED ? .noNode : .noAnswer
+        }
         let line = Array(ControlRequest(op: op).line.utf8) + [0x0a]
         // MSG_NOSIGNAL: a node that closes early must not kill the CLI (its edit is already saved).
         guard line.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else {
             return .noAnswer
         }
-        // One deadline for the whole answer: a receive timeout alone restarts at every chunk.
-        let deadline = ContinuousClock.now + .seconds(timeoutSeconds)
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !answer.contains(0x0a) {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return .noAnswer }
-            let (seconds, attoseconds) = left.components
-            var wait = timeval(tv_sec: Int(seconds), tv_usec: Int(max(1000, attoseconds / 1_000_000_000_000)))
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            guard setTimeouts(fd, until: deadline) else { return .noAnswer }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            // A stop and resume (Ctrl-Z, fg) interrupts a receive with a timeout: wait on.
+            if n < 0, errno == EINTR { continue }
             guard n > 0 else { return .noAnswer }
             answer += buffer.prefix(n)
         }
         return .answer(Array(answer.prefix { $0 != 0x0a }))
+    }
+
+    /// Sets `fd`'s send and receive timeouts to the time left before `deadline`; false once it
+    /// has passed. Never zero: a zero timeout means no timeout at all.
+    private static func setTimeouts(_ fd: Int32, until deadline: ContinuousClock.Instant) -> Bool {
+        let left = deadline - ContinuousClock.now
+        guard left > .zero else { return false }
+        let (seconds, attoseconds) = left.components
+        var wait = timeval(tv_sec: Int(seconds), tv_usec: Int(max(1000, attoseconds / 1_000_000_000_000)))
+        let size = socklen_t(MemoryLayout<timeval>.size)
+        return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, size) == 0
+            && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, size) == 0
     }
 }
 
