@@ -26,8 +26,9 @@ public final class Node: Sendable {
     let acknowledgements = ChangeHub()
     private let apiAddress = NIOLockedValueBox<String?>(nil)
     let io = BlockingIO()
-    /// Background upkeep of the replica (the search texts): its own thread, so that writing them
-    /// never keeps a session's or the local API's reads and writes waiting for one of ``io``'s.
+    /// Background upkeep of the replica (the search texts, the digest `status` shows): its own
+    /// thread, so that this work never keeps a session's or the local API's reads and writes
+    /// waiting for one of ``io``'s.
     let upkeep = BlockingIO(threads: 1)
     private let sessions = NIOLockedValueBox(0)
     /// True while a rejoin empties the replica (``rejoin(from:)``).
@@ -727,6 +728,10 @@ public final class Node: Sendable {
         let refusedNow = refused.snapshot
         var viewNow = options.role == .peer ? await view.status() : nil
         viewNow?.flood = hub.flood
+        // The digest on the upkeep thread, not the node's I/O pool: after a large change it reads
+        // every changed item (seconds in a debug build at 25,000), and on the I/O pool it held
+        // one of its two threads while the page's and the API's reads waited behind it.
+        let digest = try await upkeep.run { try digests.digest(store) }
         var status = try await io.run {
             try StatusReport.make(
                 store: store,
@@ -734,7 +739,7 @@ public final class Node: Sendable {
                 listen: listen,
                 peers: peers,
                 discovery: discovery,
-                digests: digests,
+                digest: digest,
                 refused: refusedNow
             )
         }

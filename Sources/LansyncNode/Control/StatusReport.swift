@@ -6,21 +6,22 @@ public import LansyncStore
 public enum StatusReport {
     /// - Parameters:
     ///   - peers: the running node's live view; nil when no node runs (the recorded peers are used).
-    ///   - digests: a running node's cache of the replica's digest.
+    ///   - digest: a running node's digest, from its cache (``ReplicaDigest/Cache``); nil: computed
+    ///     from the replica here (every item read).
     public static func make(
         store: ReplicaStore,
         running: Bool,
         listen: String?,
         peers live: [PeerRegistry.Entry]?,
         discovery: String? = nil,
-        digests: ReplicaDigest.Cache? = nil,
+        digest known: String? = nil,
         refused: [NodeStatus.Refusal] = []
     ) throws(StoreError) -> NodeStatus {
         let info = try store.info()
         let (vv, folded) = try store.announcedVectors()
         let told = vv.folded(by: folded)
         let counts = try store.counts()
-        let digest = if let digests { try digests.digest(store) } else { try ReplicaDigest.compute(store) }
+        let digest = if let known { known } else { try ReplicaDigest.compute(store) }
         let peers = if let live { live } else { try recordedPeers(store, except: info.nodeID) }
         // With several relays, the one in use (connected) speaks for them.
         let relayEntry =
