@@ -1335,7 +1335,7 @@ enum OpenAPIDocument {
                           "pattern": "^([^_=+\\u0000-\\u001f\\u007f-]|[^_=\\u0000-\\u001f\\u007f][^=\\u0000-\\u001f\\u007f]*[^=+\\u0000-\\u001f\\u007f-])$",
                           "description": "A field name: 1 to 128 bytes, no control characters or '=', not starting with '_' (reserved) nor ending with '+' or '-'."
                         },
-                        "description": "Fields to remove, as `lansync unset ID FIELD...` does: a write of \"absent\" that merges like any other (a concurrent set and unset is a conflict)."
+                        "description": "Fields to remove, as `lansync unset ID FIELD...` does: a write of \"absent\" that merges like any other (a concurrent set and unset is a conflict). A field the item does not show is a 409, and nothing changes."
                       }
                     }
                   }

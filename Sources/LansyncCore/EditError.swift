@@ -15,7 +15,9 @@ public enum EditError: CodedError, Equatable, Sendable {
     case valueTooDeep(FieldName, nesting: Int)
     case tooManyFields(ItemID, count: Int)
     case noConflict(ItemID, FieldName)
-    /// An unset of a field the item does not show (never written, or removed already).
+    /// An unset of a field the item does not show (never written, or removed already). A
+    /// conflict with the item's state, not a missing item: the local API answers 409, so a
+    /// program never reads "the item is gone" into it.
     case noField(ItemID, FieldName)
     /// A restore of an item deleted longer ago than the trash window (which may have been
     /// collected on other replicas already).
@@ -58,8 +60,8 @@ public enum EditError: CodedError, Equatable, Sendable {
 
     public var code: ErrorCode {
         switch self {
-        case .unknownItem, .noField: .notFound
-        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .notAList, .pastTrashWindow: .conflict
+        case .unknownItem: .notFound
+        case .itemExists, .itemDeleted, .itemNotDeleted, .noConflict, .noField, .notAList, .pastTrashWindow: .conflict
         case _ where isOverALimit: .overLimit
         default: .badInput
         }

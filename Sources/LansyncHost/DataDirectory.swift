@@ -88,17 +88,23 @@ public struct DataDirectory: Sendable {
         ControlClient.nudge(path: controlSocketPath)
     }
 
-    /// What the node running on this directory answers for its status (waiting at most
-    /// ``StatusWait/seconds``): its status, no node, or a node that did not answer.
-    public func runningNodeStatus() -> ControlClient.StatusAnswer {
-        ControlClient.statusAnswer(path: controlSocketPath, timeoutSeconds: StatusWait.seconds)
+    /// What the node running on this directory answers for its status, waiting at most
+    /// `waitingSeconds`.
+    public func runningNodeStatus(waitingSeconds: Int = StatusWait.seconds) -> RunningNodeAnswer {
+        switch ControlClient.statusAnswer(path: controlSocketPath, timeoutSeconds: waitingSeconds) {
+        case .answered(let status): .answered(status)
+        case .noNode: .noNode
+        case .notAnswering: .notAnswering
+        case .failed(let message): .failed(message)
+        }
     }
 
     /// The status: the running node's, else what the replica alone says. A node that runs but
     /// does not answer within `waitingSeconds` is shown running and not answering
-    /// (``NodeStatus/answering``), with what the replica alone says: never as no node at all.
+    /// (``NodeStatus/answering``), with what the replica alone says: never as no node at all. A
+    /// node that answers with an error throws it.
     public func status(of store: ReplicaStore, waitingSeconds: Int = StatusWait.seconds) throws -> NodeStatus {
-        switch ControlClient.statusAnswer(path: controlSocketPath, timeoutSeconds: waitingSeconds) {
+        switch runningNodeStatus(waitingSeconds: waitingSeconds) {
         case .answered(let live):
             return live
         case .noNode:
@@ -107,8 +113,25 @@ public struct DataDirectory: Sendable {
             var status = try StatusReport.make(store: store, running: true, listen: nil, peers: nil)
             status.answering = false
             return status
+        case .failed(let message):
+            throw HostError(
+                "the node running on \(path) could not make its status (\(message)): its log says more; 'lansync check' reads the replica"
+            )
         }
     }
+}
+
+/// What the node running on a data directory said when asked for its status.
+public enum RunningNodeAnswer: Sendable {
+    /// Its status.
+    case answered(NodeStatus)
+    /// Nothing listens on its control socket: no node runs on the directory.
+    case noNode
+    /// A node runs and gave no status in the time allowed: busy (its first status reads every
+    /// item) or stuck.
+    case notAnswering
+    /// The node answered that it could not make its status, with its message.
+    case failed(String)
 }
 
 /// How long `status` waits for a running node's answer by default. A node's first status reads

@@ -239,15 +239,38 @@ public enum Doctor {
             for sighting in advertised where sighting.node == id && !addresses.contains(sighting.address) {
                 addresses.append(sighting.address)
             }
-            findings += reach(name: name, peer: peer, addresses: addresses, advertised: advertised, probes: probes)
+            findings += reach(
+                name: name,
+                peer: peer,
+                addresses: addresses,
+                advertised: advertised,
+                probes: probes,
+                unconnected: unconnected(status)
+            )
             if let finding = clockFinding(name: name, offset: peer?.clockOffsetMs) { findings.append(finding) }
         }
         // Addresses given with --peer whose node never answered: no id to name them by.
         for peer in dialled(status.peers) where peer.nodeID == nil {
             guard let address = peer.address else { continue }
-            findings += reach(name: address, peer: peer, addresses: [address], advertised: [], probes: probes)
+            findings += reach(
+                name: address,
+                peer: peer,
+                addresses: [address],
+                advertised: [],
+                probes: probes,
+                unconnected: unconnected(status)
+            )
         }
         return findings
+    }
+
+    /// What an address that answers but has no session is said to be waiting for: the node's
+    /// dial when one runs and answered; otherwise the peers come from the replica file, which
+    /// cannot say whether a session is up.
+    static func unconnected(_ status: NodeStatus) -> String {
+        if !status.running { return ", no node runs here to connect to it" }
+        if !status.answering { return "; this node did not answer, so whether they are connected is not known" }
+        return ", not connected yet (the node dials within seconds)"
     }
 
     static func reach(
@@ -255,7 +278,8 @@ public enum Doctor {
         peer: NodeStatus.Peer?,
         addresses: [String],
         advertised: [(node: String, address: String)],
-        probes: [String: ProbeResult]
+        probes: [String: ProbeResult],
+        unconnected: String
     ) -> [DoctorFinding] {
         if peer?.connected == true {
             let seen = addresses.filter { address in advertised.contains { $0.address == address } }
@@ -282,7 +306,8 @@ public enum Doctor {
                 result: probes[address],
                 peer: peer,
                 last: last,
-                heard: heard
+                heard: heard,
+                unconnected: unconnected
             )
         }
     }
@@ -311,15 +336,16 @@ public enum Doctor {
         }
     }
 
-    /// What one address tried says, with the node's `last` error and whether it was `heard`
-    /// advertised.
+    /// What one address tried says, with the node's `last` error, whether it was `heard`
+    /// advertised, and (``unconnected(_:)``) why no session is shown when there is no error.
     static func probeFinding(
         name: String,
         address: String,
         result: ProbeResult?,
         peer: NodeStatus.Peer?,
         last: String,
-        heard: String
+        heard: String,
+        unconnected: String
     ) -> DoctorFinding {
         let port = AddressProbe.split(address)?.port ?? 7420
         switch result {
@@ -327,7 +353,7 @@ public enum Doctor {
             return DoctorFinding(
                 name,
                 peer?.lastError == nil ? .ok : .problem,
-                "\(address)\(heard) answers on TCP\(last.isEmpty ? ", not connected yet (the node dials within seconds)" : last)",
+                "\(address)\(heard) answers on TCP\(last.isEmpty ? unconnected : last)",
                 fix: peer?.lastError.flatMap(fix(refusal:))
             )
         case .refused?:

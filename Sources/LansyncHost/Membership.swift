@@ -48,14 +48,17 @@ extension DataDirectory {
                 "this machine cannot admit others: it does not hold the cluster's authority key; run 'lansync invite' on the machine that created the cluster (or another that holds the key)"
             )
         }
-        let status = ControlClient.status(path: controlSocketPath)
+        // As long as `status` waits: a busy node is running, not absent, and its address is wanted.
+        let answer = runningNodeStatus()
+        let status: NodeStatus? = if case .answered(let status) = answer { status } else { nil }
+        let nodeRunning = if case .noNode = answer { false } else { true }
         let reach = address ?? status?.listen.flatMap(PeerAddress.init(parsing:)).map(Self.reachable)
         let now = WallClock.milliseconds
         let expiresAt = now + UInt64(seconds) * 1000
         let secret = InviteCode.newSecret()
         try store.addInvite(secret: secret, name: name, now: now, expiresAt: expiresAt)
         let code = InviteCode(clusterID: authority.clusterID, secret: secret, host: reach?.host, port: reach?.port)
-        return Invitation(code: code, name: name, expiresAt: expiresAt, nodeRunning: status != nil)
+        return Invitation(code: code, name: name, expiresAt: expiresAt, nodeRunning: nodeRunning)
     }
 
     /// A listening address as another machine can dial it: a wildcard host becomes this

@@ -70,8 +70,8 @@ import Testing
         #expect(types.count == 2, "the type's two writes: \(history)")
     }
 
-    /// A patch's `unset` removes fields; one not shown is a 404 and changes nothing; one that is
-    /// no list of names is a 400.
+    /// A patch's `unset` removes fields; one not shown is a 409 (the item is there: a 404 would
+    /// say it is not) and changes nothing; one that is no list of names is a 400.
     @Test func aPatchRemovesFields() async throws {
         let api = try InProcessAPI("routes-unset")
         _ = try await api.send(.post, "/v1/items", body: #"{"id":"u1","fields":{"a":1,"b":2}}"#)
@@ -79,7 +79,7 @@ import Testing
         #expect(patched.status == .ok, "\(patched.body)")
         #expect(try JSON(parsing: patched.body)["fields"] == .object([("b", .integer(2)), ("c", .integer(3))]))
         let missing = try await api.send(.patch, "/v1/items/u1", body: #"{"unset":["a"]}"#)
-        #expect(missing.status == .notFound && missing.body.contains("has no field 'a'"), "\(missing.body)")
+        #expect(missing.status == .conflict && missing.body.contains("has no field 'a'"), "\(missing.body)")
         let bad = try await api.send(.patch, "/v1/items/u1", body: #"{"unset":"b"}"#)
         #expect(bad.status == .badRequest, "\(bad.body)")
         #expect(try JSON(parsing: try await api.send(.get, "/v1/items/u1").body)["fields"]?["b"] == .integer(2))

@@ -17,6 +17,7 @@ import Testing
 
     @Test func eachEditErrorHasItsKind() {
         #expect(EditError.unknownItem(Self.id).code == .notFound)
+        #expect(EditError.noField(Self.id, Self.field).code == .conflict, "the item is there: not a 404")
         #expect(
             EditError.itemDeleted(Self.id).code == .conflict
                 && EditError.noConflict(Self.id, Self.field).code == .conflict

@@ -158,6 +158,24 @@ import Testing
         #expect(finding.verdict == .problem && finding.says.contains("did not answer"), "\(finding)")
     }
 
+    /// A member's address that answers while no session is shown: "the node dials within
+    /// seconds" only from a node that answered; from the replica file (no node, or one that did
+    /// not answer) the finding says what it cannot know.
+    @Test func anAddressThatAnswersIsJudgedByWhoseStatusItIs() {
+        let survey = Survey(sightings: [advert(me, host: "10.0.0.1"), advert(other, host: "10.0.0.2")])
+        func says(_ node: NodeStatus) -> String? {
+            Doctor.findings(status: node, members: [], survey: survey, probes: ["10.0.0.2:7420": .open])
+                .first { $0.topic == String(other.text.prefix(7)) }?.says
+        }
+        var node = status()
+        #expect(says(node)?.contains("the node dials within seconds") == true, "\(says(node) ?? "none")")
+        node.answering = false
+        #expect(says(node)?.contains("this node did not answer") == true, "\(says(node) ?? "none")")
+        node.running = false
+        node.answering = true
+        #expect(says(node)?.contains("no node runs here") == true, "\(says(node) ?? "none")")
+    }
+
     @Test func clockOffsetsAreNotesFromAMinuteAndProblemsFromADay() {
         #expect(Doctor.clockFinding(name: "b", offset: 59_000) == nil)
         #expect(Doctor.clockFinding(name: "b", offset: 120_000)?.verdict == .note)

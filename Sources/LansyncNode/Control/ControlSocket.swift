@@ -1,4 +1,5 @@
 import Foundation
+import LansyncCore
 import LansyncJSON
 import NIOCore
 import NIOPosix
@@ -97,9 +98,11 @@ public enum ControlClient {
         /// Nothing listens on the socket: no node runs on the directory.
         case noNode
         /// A node is there and gave no status within the time allowed: it is busy (its first
-        /// status reads every item for the digest) or stuck. An answer that is not a status (the
-        /// node's own `{"error":...}`) counts here too, for now.
+        /// status reads every item for the digest) or stuck, or its answer was no status at all.
         case notAnswering
+        /// The node answered that it could not make its status (`{"error": MESSAGE}`: the replica
+        /// could not be read, say), with its message.
+        case failed(String)
     }
 
     /// Asks the node on `path` for its status, telling a directory without a node from a node
@@ -108,7 +111,15 @@ public enum ControlClient {
         switch request(.status, path: path, timeoutSeconds: timeoutSeconds) {
         case .noNode: .noNode
         case .noAnswer: .notAnswering
-        case .answer(let line): (try? NodeStatus(json: line)).map(StatusAnswer.answered) ?? .notAnswering
+        case .answer(let line):
+            if let status = try? NodeStatus(json: line) {
+                .answered(status)
+            } else if case .string(let message)? = (try? JSON(parsing: String(decoding: line, as: UTF8.self)))?["error"]
+            {
+                .failed(TerminalText.escaped(message))
+            } else {
+                .notAnswering
+            }
         }
     }
 

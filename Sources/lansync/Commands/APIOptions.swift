@@ -76,6 +76,10 @@ struct UICommand: ParsableCommand {
             throw CLIError(
                 "the node on \(directory.path) did not answer within \(StatusWait.seconds) s (busy or stuck): try again, or look at its log"
             )
+        case .failed(let message):
+            throw CLIError(
+                "the node on \(directory.path) could not make its status (\(message)): its log says more"
+            )
         }
         guard let api = status.api else {
             throw CLIError(
