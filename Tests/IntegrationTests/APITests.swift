@@ -23,15 +23,25 @@ import Testing
     }()
 
     /// Runs the client; returns its exit status and output.
-    func client(_ arguments: [String]) -> (status: Int32, output: String) {
-        run("/usr/bin/env", ["python3", Self.client] + arguments)
+    func client(_ arguments: [String]) async -> (status: Int32, output: String) {
+        await run("/usr/bin/env", ["python3", Self.client] + arguments)
     }
 
-    /// Runs a program in `directory` (schemathesis leaves a cache where it runs).
+    /// Runs a program in `directory` (schemathesis leaves a cache where it runs), waited for off
+    /// Swift's cooperative pool (``offThePool(_:)``): schemathesis and the feed's followers run
+    /// for a minute.
     func run(
         _ executable: String,
         _ arguments: [String],
         in directory: String? = nil
+    ) async -> (status: Int32, output: String) {
+        await offThePool { Self.runBlocking(executable, arguments, in: directory) }
+    }
+
+    static func runBlocking(
+        _ executable: String,
+        _ arguments: [String],
+        in directory: String?
     ) -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -55,7 +65,7 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
         defer { a.stop() }
         let token = try await token(cli, "a")
         #expect(token.count == 64)
@@ -68,7 +78,7 @@ import Testing
             if api == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(api == "127.0.0.1:\(ports[1])")
-        let run = client(["check", "http://127.0.0.1:\(ports[1])", token])
+        let run = await client(["check", "http://127.0.0.1:\(ports[1])", token])
         print(run.output)
         #expect(run.status == 0, "\(run.output)\n\(a.logText)")
         // What the API wrote is what the CLI reads.
@@ -93,12 +103,12 @@ import Testing
         try await cli.cluster(["a"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=first", "tags+=x"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
         defer { a.stop() }
         let token = try await token(cli, "a")
         let base = "http://127.0.0.1:\(ports[1])"
         let document = Self.repository.appendingPathComponent("Sources/LansyncAPI/openapi.json").path
-        let served = run(
+        let served = await run(
             "/usr/bin/env",
             [
                 "curl", "-sf", "--retry", "20", "--retry-connrefused", "--retry-delay", "0",
@@ -110,7 +120,7 @@ import Testing
             served.status == 0 && served.output == file.trimmingCharacters(in: .newlines),
             "served: \(served.output.prefix(200))"
         )
-        let fuzz = run(
+        let fuzz = await run(
             Self.schemathesis!,
             [
                 "--no-color", "--config-file",
@@ -141,13 +151,13 @@ import Testing
         try lines.joined(separator: "\n").write(toFile: cli.path("big.jsonl"), atomically: true, encoding: .utf8)
         try await cli.ok(["import", "--dir", cli.path("a"), cli.path("big.jsonl")])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
         defer { a.stop() }
         let token = try await token(cli, "a")
-        var run = client(["slow", "http://127.0.0.1:\(ports[1])", token])
+        var run = await client(["slow", "http://127.0.0.1:\(ports[1])", token])
         for _ in 0..<20 where run.output.contains("Connection refused") {
             try await Task.sleep(for: .milliseconds(200))
-            run = client(["slow", "http://127.0.0.1:\(ports[1])", token])
+            run = await client(["slow", "http://127.0.0.1:\(ports[1])", token])
         }
         print(run.output)
         #expect(run.status == 0, "\(run.output)\n\(a.logText)")
@@ -161,7 +171,12 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let p = freePorts(3)
-        let a = try NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[2]], extra: ["--api", "127.0.0.1:\(p[1])"])
+        let a = try await NodeProcess(
+            dir: cli.path("a"),
+            port: p[0],
+            peers: [p[2]],
+            extra: ["--api", "127.0.0.1:\(p[1])"]
+        )
         defer { a.stop() }
         let token = try await token(cli, "a")
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "acked", "n=1"])
@@ -169,7 +184,7 @@ import Testing
         #expect(before["sync"]?["state"] != .string("SYNCED"), "nobody holds it yet: \(before)")
         let ready = cli.path("following")
         let follower = Task.detached { [self] in
-            client(["acks", "http://127.0.0.1:\(p[1])", token, "acked", "30", ready])
+            await client(["acks", "http://127.0.0.1:\(p[1])", token, "acked", "30", ready])
         }
         // B starts once the feed is followed: a B that syncs before leaves no event to see.
         let clock = ContinuousClock()
@@ -177,7 +192,7 @@ import Testing
         while !FileManager.default.fileExists(atPath: ready), clock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
-        let b = try NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]])
+        let b = try await NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]])
         defer { b.stop() }
         let followed = await follower.value
         print(followed.output)
@@ -193,23 +208,33 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let p = freePorts(4)
-        let a = try NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[2]], extra: ["--api", "127.0.0.1:\(p[1])"])
+        let a = try await NodeProcess(
+            dir: cli.path("a"),
+            port: p[0],
+            peers: [p[2]],
+            extra: ["--api", "127.0.0.1:\(p[1])"]
+        )
         defer { a.stop() }
-        var b = try NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]], extra: ["--api", "127.0.0.1:\(p[3])"])
+        var b = try await NodeProcess(
+            dir: cli.path("b"),
+            port: p[2],
+            peers: [p[0]],
+            extra: ["--api", "127.0.0.1:\(p[3])"]
+        )
         defer { b.stop() }
         let tokenA = try await token(cli, "a")
         let tokenB = try await token(cli, "b")
         let out = cli.path("feed.jsonl")
         // Each create is two changes on B (_type, i): 60 items, 120 events.
         let follower = Task.detached { [self] in
-            client(["follow", "http://127.0.0.1:\(p[3])", tokenB, out, "120", "60"])
+            await client(["follow", "http://127.0.0.1:\(p[3])", tokenB, out, "120", "60"])
         }
-        let first = client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "one"])
+        let first = await client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "one"])
         #expect(first.status == 0, "\(first.output)")
         try await Task.sleep(for: .seconds(1))
         b.stop()
-        b = try NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]], extra: ["--api", "127.0.0.1:\(p[3])"])
-        let second = client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "two"])
+        b = try await NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]], extra: ["--api", "127.0.0.1:\(p[3])"])
+        let second = await client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "two"])
         #expect(second.status == 0, "\(second.output)")
         let followed = await follower.value
         print(followed.output)
@@ -318,9 +343,9 @@ import Testing
         #expect(try await found("a", "quince") == 12)
         #expect(try await found("a", "quince 1") == 3, "q1, q10, q11")
         let p = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[1]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[1]])
         defer { a.stop() }
-        let b = try NodeProcess(dir: cli.path("b"), port: p[1], peers: [p[0]])
+        let b = try await NodeProcess(dir: cli.path("b"), port: p[1], peers: [p[0]])
         defer { b.stop() }
         #expect(try await ObservabilityTests.eventually { try await found("b", "quince") == 12 }, "\(b.logText)")
         let written = try await ObservabilityTests.eventually {
@@ -392,7 +417,7 @@ import Testing
         try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=third"])
         #expect(try await watcher.waitFor(#""value":"third""#), "\(watcher.lines)")
         let ports = freePorts(2)
-        let node = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        let node = try await NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
         defer { node.stop() }
         try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=fourth"])
         #expect(try await watcher.waitFor(#""value":"fourth""#), "\(watcher.lines)")

@@ -25,8 +25,8 @@ import Testing
         try lines.joined(separator: "\n").write(toFile: cli.path("recs.jsonl"), atomically: true, encoding: .utf8)
         try await cli.ok(["import", "--dir", a, cli.path("recs.jsonl")])
         let ports = freePorts(2)
-        var nodeA = try NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
-        let nodeB = try NodeProcess(dir: b, port: ports[1], peers: [ports[0]])
+        var nodeA = try await NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
+        let nodeB = try await NodeProcess(dir: b, port: ports[1], peers: [ports[0]])
         defer {
             nodeA.stop()
             nodeB.stop()
@@ -53,7 +53,7 @@ import Testing
         let restored = try await cli.ok(["backup", "restore", "--dir", a, file])
         print("backup: \(backup.text)\nrestore: \(restored.trimmingCharacters(in: .whitespacesAndNewlines))")
         #expect(restored.contains("restored"), "\(restored)")
-        nodeA = try NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
+        nodeA = try await NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
         #expect(
             try await cli.waitForConvergence([a, b], timeout: patience) != nil,
             "A got back what the backup lacked"
@@ -110,7 +110,7 @@ import Testing
             #expect(lines.count == 1 && result.stderr.contains(needle), "\(result.stderr)")
         }
         let port = freePorts(1)[0]
-        let node = try NodeProcess(dir: a, port: port)
+        let node = try await NodeProcess(dir: a, port: port)
         try await refused(["backup", "restore", "--dir", a, fileA], mentions: "a node is already running")
         #expect(node.stop() == 0)
         let sizeBefore = try FileManager.default.attributesOfItem(atPath: fileA)[.size] as? Int

@@ -191,7 +191,7 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let port = freePorts(1)[0]
-        let node = try NodeProcess(dir: cli.path("a"), port: port)
+        let node = try await NodeProcess(dir: cli.path("a"), port: port)
         defer { node.stop() }
         /// Runs lansync under libfaketime: `time` is faketime's own arguments.
         func faked(_ time: [String], _ args: [String]) async throws -> CLI.Result {

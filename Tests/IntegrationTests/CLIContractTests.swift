@@ -268,7 +268,7 @@ import Testing
 
         // Concurrent type changes: a conflict on both machines, settled like any field.
         let port = freePorts(1)[0]
-        let node = try NodeProcess(dir: b, port: port)
+        let node = try await NodeProcess(dir: b, port: port)
         defer { node.stop() }
         let sync = ["sync", "--dir", a, "--peer", "127.0.0.1:\(port)"]
         try await cli.ok(sync)
@@ -321,7 +321,7 @@ import Testing
         )
 
         let port = freePorts(1)[0]
-        let node = try NodeProcess(dir: b, port: port)
+        let node = try await NodeProcess(dir: b, port: port)
         defer { node.stop() }
         let sync = ["sync", "--dir", a, "--peer", "127.0.0.1:\(port)"]
         try await cli.ok(sync)
@@ -456,7 +456,7 @@ import Testing
 
         // The link syncs; the other machine shows where it points.
         let port = freePorts(1)[0]
-        let node = try NodeProcess(dir: b, port: port)
+        let node = try await NodeProcess(dir: b, port: port)
         defer { node.stop() }
         try await cli.ok(["sync"] + d + ["--peer", "127.0.0.1:\(port)"])
         #expect(try await cli.ok(["get", "--dir", b, "task-dig"]).contains("→ Garden"))
@@ -548,7 +548,7 @@ import Testing
         #expect(try await cli.ok(["list", "--dir", a, "--dirty"]).contains("here"))
         let ports = freePorts(1)
         do {
-            let nodeB = try NodeProcess(dir: b, port: ports[0])
+            let nodeB = try await NodeProcess(dir: b, port: ports[0])
             try await cli.ok(["sync", "--dir", a, "--peer", "127.0.0.1:\(ports[0])"])
             nodeB.stop()
         }
@@ -669,7 +669,7 @@ import Testing
         let none = try await cli.status(a)
         #expect(none["running"] == .bool(false) && none["answering"] == .bool(true), "\(none)")
 
-        let node = try NodeProcess(dir: a, port: freePorts(1)[0])
+        let node = try await NodeProcess(dir: a, port: freePorts(1)[0])
         defer { node.stop() }
         var live = try await cli.status(a)
         for _ in 0..<100 where live["running"] != .bool(true) {

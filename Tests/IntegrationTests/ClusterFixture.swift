@@ -3,8 +3,13 @@
 /// Directories come from ``CLI/cluster(_:)``.
 extension CLI {
     /// `lansync relay` on directory `name` (`r` unless told), listening on `port`.
-    func relay(port: Int, settle: String = "latest", name: String = "r", extra: [String] = []) throws -> NodeProcess {
-        try NodeProcess(
+    func relay(
+        port: Int,
+        settle: String = "latest",
+        name: String = "r",
+        extra: [String] = []
+    ) async throws -> NodeProcess {
+        try await NodeProcess(
             dir: path(name),
             port: port,
             arguments: ["--listen", "127.0.0.1:\(port)", "--settle", settle] + extra,
@@ -14,14 +19,14 @@ extension CLI {
 
     /// `lansync node` on directory `name`, listening on `port`, with the relay on `relay` and
     /// these peers.
-    func node(_ name: String, port: Int, relay: Int, peers: [Int] = []) throws -> NodeProcess {
-        try node(name, port: port, relays: [relay], peers: peers)
+    func node(_ name: String, port: Int, relay: Int, peers: [Int] = []) async throws -> NodeProcess {
+        try await node(name, port: port, relays: [relay], peers: peers)
     }
 
     /// `lansync node` on directory `name`, listening on `port`, given these relays in this order
     /// (`--relay` once each) and these peers.
-    func node(_ name: String, port: Int, relays: [Int], peers: [Int] = []) throws -> NodeProcess {
-        try NodeProcess(
+    func node(_ name: String, port: Int, relays: [Int], peers: [Int] = []) async throws -> NodeProcess {
+        try await NodeProcess(
             dir: path(name),
             port: port,
             peers: peers,

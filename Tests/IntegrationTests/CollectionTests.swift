@@ -27,7 +27,7 @@ import Testing
         try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
         let ports = freePorts(4)
         let collect = ["--collect-interval", "1"]
-        let nodes = try CollectingMesh(cli, ports: ports)
+        let nodes = try await CollectingMesh(cli, ports: ports)
         defer { nodes.stop() }
         let mesh = nodes.dirs
         #expect(try await cli.waitForConvergence(mesh) != nil)
@@ -74,7 +74,7 @@ import Testing
 
         // A machine that joins now downloads the live items and, per deleted item, its tombstone
         // and its type.
-        let d = try NodeProcess(dir: cli.path("d"), port: ports[3], peers: [ports[0]], extra: collect)
+        let d = try await NodeProcess(dir: cli.path("d"), port: ports[3], peers: [ports[0]], extra: collect)
         defer { _ = d.stop() }
         var joined: JSON = .null
         let joinStart = clock.now
@@ -111,7 +111,7 @@ import Testing
         try await cli.ok(["cluster", "set", "--dir", cli.path("a"), "away-after", "1m"])
         let ports = freePorts(4)
         let collect = ["--collect-interval", "1"]
-        let nodes = try CollectingMesh(cli, ports: ports)
+        let nodes = try await CollectingMesh(cli, ports: ports)
         defer { nodes.stop() }
         let mesh = nodes.dirs
         let (rounds, perRound, kept) = (4, 500, 50)
@@ -133,7 +133,7 @@ import Testing
                 for file in files where FileManager.default.fileExists(atPath: cli.path("c") + "/" + file) {
                     try FileManager.default.copyItem(atPath: cli.path("c") + "/" + file, toPath: copy + "/" + file)
                 }
-                try nodes.start(2)
+                try await nodes.start(2)
             }
             try await cli.ok(
                 ["import", "--dir", dir],
@@ -153,7 +153,7 @@ import Testing
         #expect(purged == Array(repeating: Int64(doomed), count: 3), "purged on a, b, c")
         print("purge: every node purged \(doomed) tombstones \(clock.now - start) after the deletes converged")
 
-        let d = try NodeProcess(dir: cli.path("d"), port: ports[3], peers: [ports[0]], extra: collect)
+        let d = try await NodeProcess(dir: cli.path("d"), port: ports[3], peers: [ports[0]], extra: collect)
         defer { _ = d.stop() }
         var joined: JSON = .null
         let joinStart = clock.now
@@ -192,7 +192,7 @@ import Testing
                 try FileManager.default.copyItem(atPath: copy + "/" + file, toPath: cli.path("c") + "/" + file)
             }
         }
-        try nodes.start(2)
+        try await nodes.start(2)
         let c = nodes[2]
         let rejoined = await c.logContains(
             "older than the cluster's away window",
@@ -224,18 +224,18 @@ import Testing
         try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
         let ports = freePorts(3)
         let collect = ["--collect-interval", "1"]
-        let relay = try NodeProcess(
+        let relay = try await NodeProcess(
             dir: cli.path("r"),
             port: ports[0],
             arguments: ["--listen", "127.0.0.1:\(ports[0])"] + collect,
             command: "relay"
         )
-        let a = try NodeProcess(
+        let a = try await NodeProcess(
             dir: cli.path("a"),
             port: ports[1],
             extra: ["--relay", "127.0.0.1:\(ports[0])", "--no-gossip"] + collect
         )
-        let b = try NodeProcess(
+        let b = try await NodeProcess(
             dir: cli.path("b"),
             port: ports[2],
             extra: ["--relay", "127.0.0.1:\(ports[0])", "--no-gossip"] + collect
@@ -270,9 +270,9 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b", "c"])
         let ports = freePorts(3)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
-        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        let c = try await NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
         defer {
             _ = b.stop()
             _ = a.stop()
@@ -314,7 +314,7 @@ import Testing
             + (0..<doomed).map { #"{"id":"gone\#($0)","type":"t","fields":{"n":1,"s":"x"}}"# }
         try await cli.ok(["import", "--dir", cli.path("a")], input: items.joined(separator: "\n"))
         let ports = freePorts(3)
-        let nodes = try CollectingMesh(cli, ports: ports)
+        let nodes = try await CollectingMesh(cli, ports: ports)
         defer { nodes.stop() }
         let all = ["a", "b", "c"].map(cli.path)
         #expect(try await cli.waitForConvergence(all) != nil)
@@ -352,7 +352,7 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "fresh1", "x=1"])
         try await cli.ok(["rm", "--dir", cli.path("c"), "keep2"])
 
-        try nodes.start(2)
+        try await nodes.start(2)
         let c = nodes[2]
         let rejoined = await c.logContains(
             "rejoining from a snapshot",
@@ -393,10 +393,10 @@ final class CollectingMesh {
     let ports: [Int]
     private var nodes: [NodeProcess] = []
 
-    init(_ cli: CLI, ports: [Int], count: Int = 3) throws {
+    init(_ cli: CLI, ports: [Int], count: Int = 3) async throws {
         self.cli = cli
         self.ports = ports
-        for index in 0..<count { nodes.append(try Self.node(cli, index, ports)) }
+        for index in 0..<count { nodes.append(try await Self.node(cli, index, ports)) }
     }
 
     subscript(index: Int) -> NodeProcess { nodes[index] }
@@ -408,13 +408,13 @@ final class CollectingMesh {
     func stop(_ index: Int) { _ = nodes[index].stop() }
 
     /// Starts node `index` again, on the same directory and port.
-    func start(_ index: Int) throws { nodes[index] = try Self.node(cli, index, ports) }
+    func start(_ index: Int) async throws { nodes[index] = try await Self.node(cli, index, ports) }
 
     /// Stops every node, the last first.
     func stop() { for node in nodes.reversed() { _ = node.stop() } }
 
-    private static func node(_ cli: CLI, _ index: Int, _ ports: [Int]) throws -> NodeProcess {
-        try NodeProcess(
+    private static func node(_ cli: CLI, _ index: Int, _ ports: [Int]) async throws -> NodeProcess {
+        try await NodeProcess(
             dir: cli.path(String(UnicodeScalar(UInt8(97 + index)))),
             port: ports[index],
             peers: Array(ports.prefix(index)),

@@ -55,7 +55,7 @@ import Testing
         try await cli.ok(["import", "--dir", a], input: lines)
         let ports = freePorts(1)
         do {
-            let nodeB = try NodeProcess(dir: b, port: ports[0])
+            let nodeB = try await NodeProcess(dir: b, port: ports[0])
             try await cli.ok(["sync", "--dir", a, "--peer", "127.0.0.1:\(ports[0])"])
             nodeB.stop()
         }
@@ -97,7 +97,7 @@ import Testing
             return
         }
         #expect(problems.count >= 11, "ten undecodable states and a bad flag: \(problems)")
-        let node = try NodeProcess(
+        let node = try await NodeProcess(
             dir: a,
             port: 0,
             arguments: ["--listen", "127.0.0.1:\(freePorts(1)[0])", "--no-mdns"],
@@ -116,7 +116,7 @@ import Testing
         #expect(try await cli.ok(["check", "--dir", a]).contains("sound"))
         try await cli.ok(["add", "--dir", a, "--id", "after-repair", "v=1"])
         // A peer that has everything brings back what was lost.
-        let nodeB = try NodeProcess(dir: b, port: ports[0])
+        let nodeB = try await NodeProcess(dir: b, port: ports[0])
         defer { nodeB.stop() }
         try await cli.ok(["sync", "--dir", a, "--peer", "127.0.0.1:\(ports[0])"])
         #expect(try await cli.waitForConvergence([a, b], timeout: .seconds(20)) != nil)
@@ -140,7 +140,7 @@ import Testing
         try Self.sqlite(file, "PRAGMA wal_checkpoint(TRUNCATE)")
         let pages = Int(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int ?? 0) / 4096
         try Self.zeroPages(file, first: pages / 2, count: 4)
-        let node = try NodeProcess(
+        let node = try await NodeProcess(
             dir: a,
             port: 0,
             arguments: ["--listen", "127.0.0.1:\(freePorts(1)[0])", "--no-mdns"],

@@ -8,8 +8,8 @@ import Testing
 @Suite(.serialized, .enabled(if: Lab.available, Comment(rawValue: Lab.unavailableReason ?? "")))
 struct DiscoveryLabTests {
     /// Starts a node in lab host `i` on 10.77.0.i:7420, with no peers.
-    func node(_ cli: CLI, _ i: Int, dir: String? = nil, extra: [String] = []) throws -> NodeProcess {
-        try NodeProcess(
+    func node(_ cli: CLI, _ i: Int, dir: String? = nil, extra: [String] = []) async throws -> NodeProcess {
+        try await NodeProcess(
             dir: dir ?? cli.path("d\(i)"),
             port: 7420,
             arguments: ["--listen", "\(Lab.address(i)):7420"] + extra,
@@ -40,7 +40,7 @@ struct DiscoveryLabTests {
         defer { cli.cleanUp() }
         try await cli.cluster(["d1", "d2", "d3", "d4"])
         for i in 1...4 { try await cli.ok(["add", "--dir", cli.path("d\(i)"), "--id", "from\(i)", "host=\(i)"]) }
-        var nodes = try (1...3).map { try node(cli, $0) }
+        var nodes = try await (1...3).asyncMap { try await node(cli, $0) }
         let three = (1...3).map { cli.path("d\($0)") }
         // Each look runs `lansync status` on three nodes: on a loaded 2-core CI machine a look can
         // take seconds, so the wait is generous (the time it took is printed below).
@@ -56,7 +56,7 @@ struct DiscoveryLabTests {
         let id4 = try await nodeID(cli, cli.path("d4"))
         let clock = ContinuousClock()
         let started = clock.now
-        nodes.append(try node(cli, 4))
+        await nodes.append(try node(cli, 4))
         var appeared: Duration?
         // Generous for the same reason as above: the time it took is printed, not judged.
         while clock.now - started < .seconds(60) {
@@ -88,7 +88,7 @@ struct DiscoveryLabTests {
         let cli = CLI("mdns-interfaces")
         defer { cli.cleanUp() }
         try await cli.cluster(["d1", "d2", "d3", "d4"])
-        let nodes = [
+        let nodes = await [
             try node(cli, 1, extra: ["--interfaces", "v1"]),
             try node(cli, 2),
             try node(cli, 3, extra: ["--interfaces", "eth9"]),
@@ -116,7 +116,7 @@ struct DiscoveryLabTests {
         let cli = CLI("mdns-flap")
         defer { cli.cleanUp() }
         try await cli.cluster(["d1", "d2"])
-        let nodes = [try node(cli, 1), try node(cli, 2)]
+        let nodes = await [try node(cli, 1), try node(cli, 2)]
         let dirs = [cli.path("d1"), cli.path("d2")]
         // Each has found the other and a session is up.
         #expect(await nodes[0].logContains("mDNS: found node", within: 30), "\(nodes[0].logText)")
@@ -165,7 +165,7 @@ struct DiscoveryLabTests {
         publisher.standardError = FileHandle.nullDevice
         try publisher.run()
         defer { publisher.terminate() }
-        let nodes = try (1...3).map { try node(cli, $0) }
+        let nodes = try await (1...3).asyncMap { try await node(cli, $0) }
         #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
         try await Task.sleep(for: .seconds(2))
         let id3 = try await nodeID(cli, cli.path("d3"))
@@ -201,7 +201,7 @@ struct DiscoveryLabTests {
             Issue.record("invite printed no code: \(noAddress)")
             return
         }
-        var nodes = [try node(cli, 1)]
+        var nodes = await [try node(cli, 1)]
         // A stale address: the machine no longer listens there.
         let stale = try await cli.ok([
             "invite", "--dir", cli.path("d1"), "--name", "d2", "--address", "\(Lab.address(1)):7999", "--json",
@@ -214,7 +214,7 @@ struct DiscoveryLabTests {
             "exec", "2", CLI.binary, "join", code, "--dir", cli.path("d2"), "--name", "d2",
         ])
         #expect(joined2 == 0 && out2.contains("joined cluster"), "\(out2)")
-        nodes.append(try node(cli, 2))
+        await nodes.append(try node(cli, 2))
         try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "hello", "title=from d1"])
         #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
 
@@ -223,7 +223,7 @@ struct DiscoveryLabTests {
             "exec", "3", CLI.binary, "join", addressless, "--dir", cli.path("d3"), "--name", "d3",
         ])
         #expect(joined3 == 0 && out3.contains("joined cluster"), "\(out3)")
-        nodes.append(try node(cli, 3))
+        await nodes.append(try node(cli, 3))
         #expect(
             try await cli.waitForConvergence((1...3).map { cli.path("d\($0)") }, timeout: .seconds(30)) != nil,
             "\(nodes.map(\.logText))"
@@ -245,8 +245,8 @@ struct DiscoveryLabTests {
         defer { cli.cleanUp() }
         try await cli.cluster(["d1", "d2"])
         await Lab.run(["avahi-stop", "1"])
-        let n1 = try node(cli, 1)
-        let n2 = try node(cli, 2)
+        let n1 = try await node(cli, 1)
+        let n2 = try await node(cli, 2)
         try await Task.sleep(for: .seconds(1))
         #expect(n1.isRunning)
         let waiting = try await cli.status(cli.path("d1"))
@@ -267,7 +267,7 @@ struct DiscoveryLabTests {
         await Lab.run(["avahi-start", "2"])
         n1.stop()
         try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "after-restart", "v=1"])
-        let again = try node(cli, 1)
+        let again = try await node(cli, 1)
         #expect(
             try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil,
             "\(n2.logText)"
@@ -293,8 +293,8 @@ struct DiscoveryLabTests {
         kill(daemon, SIGSTOP)
         var frozen = true
         defer { if frozen { kill(daemon, SIGCONT) } }
-        let n1 = try node(cli, 1)
-        let n2 = try node(cli, 2)
+        let n1 = try await node(cli, 1)
+        let n2 = try await node(cli, 2)
         var state = ""
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(60)
@@ -331,7 +331,7 @@ struct DiscoveryLabTests {
             return
         }
         // A stranger listens on host 3 (silent on mDNS); a spoofed advert there names our cluster.
-        let stranger = try NodeProcess(
+        let stranger = try await NodeProcess(
             dir: cli.path("x"),
             port: 7420,
             arguments: ["--listen", "\(Lab.address(3)):7420", "--no-mdns"],
@@ -351,8 +351,8 @@ struct DiscoveryLabTests {
         try spoof.run()
         defer { spoof.terminate() }
         try await cli.ok(["add", "--dir", cli.path("d1"), "--id", "one", "v=1"])
-        let n1 = try node(cli, 1)
-        var n2 = try node(cli, 2)
+        let n1 = try await node(cli, 1)
+        var n2 = try await node(cli, 2)
         #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
         try await Task.sleep(for: .seconds(2))
         let status = try await cli.status(cli.path("d1"))
@@ -378,7 +378,7 @@ struct DiscoveryLabTests {
         // Node 2 vanishes without a goodbye, is edited offline, and comes back.
         n2.kill9()
         try await cli.ok(["add", "--dir", cli.path("d2"), "--id", "while-away", "v=2"])
-        n2 = try node(cli, 2)
+        n2 = try await node(cli, 2)
         #expect(
             try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil,
             "\(n1.logText)"

@@ -28,11 +28,11 @@ import Testing
         try await cli.ok(["init", "--dir", cli.path("c"), "--cluster", cli.path("other.pem"), "--name", "c"])
         let p = freePorts(3)
         // c belongs to another cluster, and a was told to dial it.
-        let c = try NodeProcess(dir: cli.path("c"), port: p[2])
+        let c = try await NodeProcess(dir: cli.path("c"), port: p[2])
         defer { c.stop() }
-        let a = try NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[1], p[2]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: p[0], peers: [p[1], p[2]])
         defer { a.stop() }
-        let b = try NodeProcess(dir: cli.path("b"), port: p[1], peers: [p[0]])
+        let b = try await NodeProcess(dir: cli.path("b"), port: p[1], peers: [p[0]])
         try await cli.ok(["add", "--dir", cli.path("b"), "--id", "x", "n=1"])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         // Both dial each other: until a's own dial has won or lost against b's, a may count b as
@@ -76,7 +76,7 @@ import Testing
 
         b.stop()
         // b again, with its clock three days behind: said, as a problem.
-        let skewed = try NodeProcess(
+        let skewed = try await NodeProcess(
             dir: cli.path("b"),
             port: p[1],
             peers: [p[0]],
@@ -126,13 +126,13 @@ extension DiscoveryLabTests {
         try await cli.ok(["cluster", "create", cli.path("other.pem")])
         try await cli.ok(["init", "--dir", cli.path("x4"), "--cluster", cli.path("other.pem"), "--name", "other"])
         // d1 is also told of an address on a network the lab has no route to.
-        let d1 = try NodeProcess(
+        let d1 = try await NodeProcess(
             dir: cli.path("d1"),
             port: 7420,
             arguments: ["--listen", "\(Lab.address(1)):7420", "--peer", "10.99.0.9:7420"],
             labHost: 1
         )
-        let nodes = try [d1, node(cli, 2), node(cli, 4, dir: cli.path("x4"))]
+        let nodes = try await [d1, node(cli, 2), node(cli, 4, dir: cli.path("x4"))]
         defer { for node in nodes { _ = node.stop() } }
         try await cli.ok(["add", "--dir", cli.path("d2"), "--id", "from2", "n=2"])
         #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)

@@ -20,7 +20,7 @@ import Testing
         let a = cli.path("a")
         // A port that refuses, held by this test so nothing else takes it meanwhile.
         let taken = freePorts(1)[0]
-        let node = try NodeProcess(dir: a, port: taken)
+        let node = try await NodeProcess(dir: a, port: taken)
         defer { node.stop() }
         try await cli.cluster(["b"])
         let cases = [

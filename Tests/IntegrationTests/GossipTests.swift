@@ -29,9 +29,9 @@ import Testing
         try await cli.cluster(["a", "b", "c"])
         let (a, b, c) = (cli.path("a"), cli.path("b"), cli.path("c"))
         let ports = freePorts(3)
-        let nodeB = try NodeProcess(dir: b, port: ports[1])
+        let nodeB = try await NodeProcess(dir: b, port: ports[1])
         defer { nodeB.stop() }
-        let nodeA = try NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
+        let nodeA = try await NodeProcess(dir: a, port: ports[0], peers: [ports[1]])
         defer { nodeA.stop() }
         #expect(try await cli.waitForConvergence([a, b], timeout: .seconds(30)) != nil)
         let idB = try await nodeID(cli, b)
@@ -42,7 +42,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
 
-        let nodeC = try NodeProcess(dir: c, port: ports[2], peers: [ports[0]])
+        let nodeC = try await NodeProcess(dir: c, port: ports[2], peers: [ports[0]])
         defer { nodeC.stop() }
         start = clock.now
         var peersOfC: [String: String] = [:]

@@ -14,7 +14,7 @@ import Testing
     func attacked(_ label: String) async throws -> (CLI, NodeProcess) {
         let cli = CLI(label)
         try await cli.cluster(["a", "m"])
-        let node = try NodeProcess(dir: cli.path("a"), port: freePorts(1)[0])
+        let node = try await NodeProcess(dir: cli.path("a"), port: freePorts(1)[0])
         return (cli, node)
     }
 
@@ -40,7 +40,7 @@ import Testing
         #expect(writers < 10, "a holds \(writers) writers")
         #expect(await a.logContains("writers"), "no log line names the refusal: \(a.logText)")
         #expect(a.stop() == 0)
-        let restarted = try NodeProcess(dir: cli.path("a"), port: a.port)
+        let restarted = try await NodeProcess(dir: cli.path("a"), port: a.port)
         try await cli.ok(["init", "--dir", cli.path("c"), "--cluster", cli.path("cluster.pem"), "--name", "c"])
         try await cli.ok(["sync", "--dir", cli.path("c"), "--peer", "127.0.0.1:\(a.port)"])
         #expect(try await cli.ok(["get", "--dir", cli.path("c"), "after"]).contains("v"))
@@ -182,7 +182,7 @@ import Testing
             environment: [:]
         )
         #expect(initialised.succeeded && initialised.stderr.contains("private"), "\(initialised.stderr)")
-        let node = try NodeProcess(dir: dir, port: freePorts(1)[0])
+        let node = try await NodeProcess(dir: dir, port: freePorts(1)[0])
         try await cli.ok(["add", "--dir", dir, "--id", "x", "v=1"])
         func mode(_ path: String) -> Int {
             ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1
@@ -229,7 +229,7 @@ import Testing
         )
         #expect(!closed.stderr.contains("holds no lansync replica"), "\(closed.stderr)")
         // Readable, not writable: a running node keeps the -shm file SQLite needs to read.
-        let node = try NodeProcess(dir: dir, port: freePorts(1)[0])
+        let node = try await NodeProcess(dir: dir, port: freePorts(1)[0])
         chmod(dir, 0o755)
         for file in try FileManager.default.contentsOfDirectory(atPath: dir) where file.hasPrefix("replica.sqlite") {
             chmod(dir + "/" + file, 0o644)

@@ -24,7 +24,7 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
         defer { a.stop() }
 
         let (code, json) = try await invite(cli, "a", ["--name", "b"])
@@ -51,7 +51,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: cli.path("c/replica.sqlite")))
 
         // The joined machine syncs both ways.
-        var b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        var b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         defer { b.stop() }
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "from-a", "title=made on a"])
         try await cli.ok(["add", "--dir", cli.path("b"), "--id", "from-b", "title=made on b"])
@@ -72,7 +72,7 @@ import Testing
         let (forE, _) = try await invite(cli, "a")
         try await cli.ok(["join", forE, "--dir", cli.path("e"), "--name", "e"])
         b.stop()
-        b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         guard case .string(let aNode)? = try await cli.status(cli.path("a"))["node_id"] else { return }
         var listed: JSON?
         for _ in 0..<100 where listed == nil {
@@ -97,7 +97,7 @@ import Testing
         let cli = CLI("join-name")
         defer { cli.cleanUp() }
         try await cli.cluster(["a"])
-        let a = try NodeProcess(dir: cli.path("a"), port: freePorts(1)[0])
+        let a = try await NodeProcess(dir: cli.path("a"), port: freePorts(1)[0])
         defer { a.stop() }
         let (named, _) = try await invite(cli, "a", ["--name", "workshop-laptop"])
         try await cli.ok(["join", named, "--dir", cli.path("b")])
@@ -117,9 +117,9 @@ import Testing
         try await cli.ok(["cluster", "create", cli.path("other.pem")])
         try await cli.ok(["init", "--dir", cli.path("x"), "--cluster", cli.path("other.pem"), "--name", "x"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
         defer { a.stop() }
-        let x = try NodeProcess(dir: cli.path("x"), port: ports[1])
+        let x = try await NodeProcess(dir: cli.path("x"), port: ports[1])
         defer { x.stop() }
 
         // Expired: a one-second code, used after two.
@@ -171,17 +171,17 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a"])
         let ports = freePorts(3)
-        var a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        var a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
         for name in ["b", "c"] {
             let (code, _) = try await invite(cli, "a", ["--name", name])
             try await cli.ok(["join", code, "--dir", cli.path(name), "--name", name])
         }
         a.stop()
-        a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1], ports[2]])
+        a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1], ports[2]])
         defer { a.stop() }
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
         defer { b.stop() }
-        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
+        let c = try await NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
         defer { c.stop() }
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "before", "title=written before"])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
@@ -248,16 +248,16 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a"])
         let ports = freePorts(3)
-        var a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        var a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
         for name in ["b", "c"] {
             let (code, _) = try await invite(cli, "a", ["--name", name])
             try await cli.ok(["join", code, "--dir", cli.path(name), "--name", name])
         }
         a.stop()
-        a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1], ports[2]])
+        a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1], ports[2]])
         defer { a.stop() }
-        var b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
-        var c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
+        var b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
+        var c = try await NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[0], ports[1]])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "shared", "title=from a", "tags=[\"x\"]"])
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "before", "title=written before"])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
@@ -270,13 +270,13 @@ import Testing
         try await cli.ok(["set", "--dir", cli.path("c"), "shared", "title=changed by the thief", "tags+=y"])
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "planted", "title=planted"])
         // b, not knowing, takes it all from c.
-        c = try NodeProcess(dir: cli.path("c"), port: ports[2])
+        c = try await NodeProcess(dir: cli.path("c"), port: ports[2])
         try await cli.ok(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(ports[2])"])
         #expect(try await cli.ok(["get", "--dir", cli.path("b"), "shared"]).contains("changed by the thief"))
         c.stop()
 
         // b meets a: a refuses what b brings of c's, b overrules it when it learns the revocation.
-        b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         defer { b.stop() }
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil, "b: \(b.logText)")
         for dir in ["a", "b"] {
@@ -322,11 +322,11 @@ import Testing
         for dir in ["a", "b", "c"] { #expect(file(cli.path("\(dir)/cluster.pem")).contains("PRIVATE KEY")) }
         let ports = freePorts(3)
         // c meets only b: the set reaches it second-hand.
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
         defer { a.stop() }
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0], ports[2]])
         defer { b.stop() }
-        let c = try NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[1]])
+        let c = try await NodeProcess(dir: cli.path("c"), port: ports[2], peers: [ports[1]])
         defer { c.stop() }
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
 
@@ -370,13 +370,13 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "b", "c"])
         let p = freePorts(4)
-        let r = try cli.relay(port: p[0])
+        let r = try await cli.relay(port: p[0])
         defer { r.stop() }
-        let a = try cli.node("a", port: p[1], relay: p[0])
+        let a = try await cli.node("a", port: p[1], relay: p[0])
         defer { a.stop() }
-        let b = try cli.node("b", port: p[2], relay: p[0])
+        let b = try await cli.node("b", port: p[2], relay: p[0])
         defer { b.stop() }
-        let c = try cli.node("c", port: p[3], relay: p[0])
+        let c = try await cli.node("c", port: p[3], relay: p[0])
         defer { c.stop() }
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "before", "title=written before"])
         #expect(try await cli.waitForConvergence(["r", "a", "b", "c"].map(cli.path)) != nil)

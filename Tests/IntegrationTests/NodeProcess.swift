@@ -22,9 +22,9 @@ final class NodeProcess: @unchecked Sendable {
         peers: [Int] = [],
         extra: [String] = [],
         environment: [String: String] = [:]
-    ) throws {
+    ) async throws {
         // Loopback tests never touch the host's mDNS: the lab tests run nodes in their own namespaces.
-        try self.init(
+        try await self.init(
             dir: dir,
             port: port,
             arguments: ["--listen", "127.0.0.1:\(port)", "--no-mdns"] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
@@ -35,7 +35,10 @@ final class NodeProcess: @unchecked Sendable {
         )
     }
 
-    /// Starts `lansync node --dir DIR ARGUMENTS...` (inside lab host `labHost` if given).
+    /// Starts `lansync node --dir DIR ARGUMENTS...` (inside lab host `labHost` if given), and
+    /// waits up to 20 s for it to listen. The wait sleeps as a task, not as a thread: Swift's
+    /// cooperative pool has one thread per core (two on CI), and hundreds of node starts each
+    /// holding one for a fraction of a second stalled every other test's awaits meanwhile.
     init(
         dir: String,
         port: Int,
@@ -44,7 +47,7 @@ final class NodeProcess: @unchecked Sendable {
         waitForListening: Bool = true,
         command: String = "node",
         environment: [String: String] = [:]
-    ) throws {
+    ) async throws {
         self.dir = dir
         self.port = port
         log = dir + ".log"
@@ -67,7 +70,7 @@ final class NodeProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(waitForListening ? 20 : 0)
         while Date() < deadline, !(logText.contains("listening on")) {
             guard process.isRunning else { break }
-            Thread.sleep(forTimeInterval: 0.02)
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 

@@ -19,8 +19,8 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("x"), "--id", "junk", "v=1"])
         let before = try await cli.status(cli.path("a"))
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
-        let x = try NodeProcess(dir: cli.path("x"), port: ports[1], peers: [ports[0]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        let x = try await NodeProcess(dir: cli.path("x"), port: ports[1], peers: [ports[0]])
         try await Task.sleep(for: .seconds(3))
         let after = try await cli.status(cli.path("a"))
         #expect(after["digest"] == before["digest"] && after["version_vector"] == before["version_vector"])
@@ -69,8 +69,8 @@ import Testing
         try await cli.cluster(["a", "b", "m"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "keep", "v=1"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         let digest = try await cli.status(cli.path("a"))["digest"]
         let memoryBefore = a.residentKiB
@@ -133,7 +133,7 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b", "c"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
         defer { a.stop() }
         let idle = (0..<150).compactMap { _ in tcpSend(port: ports[0], bytes: [], keepOpen: true) }
         let slow = (0..<50).compactMap { _ in tcpSend(port: ports[0], bytes: [0x16], keepOpen: true) }
@@ -157,7 +157,7 @@ import Testing
         print("member sync with 200 strangers holding connections: \(clock.now - started)")
         // The node dials out: C comes up, A's dialler reaches it, and an edit crosses.
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "from-c", "v=1"])
-        let c = try NodeProcess(dir: cli.path("c"), port: ports[1])
+        let c = try await NodeProcess(dir: cli.path("c"), port: ports[1])
         defer { c.stop() }
         let dialled = clock.now
         let took = try await cli.waitForConvergence([cli.path("a"), cli.path("c")], timeout: .seconds(30))

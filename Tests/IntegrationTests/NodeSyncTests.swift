@@ -16,8 +16,8 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         defer {
             _ = b.stop()
             _ = a.stop()
@@ -63,8 +63,8 @@ import Testing
             input: #"{"id":"list","type":"t","fields":{"tags":[\#(elements)]}}"#
         )
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         defer {
             _ = b.stop()
             _ = a.stop()
@@ -109,7 +109,7 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let port = freePorts(1)[0]
-        let a = try NodeProcess(dir: cli.path("a"), port: port)
+        let a = try await NodeProcess(dir: cli.path("a"), port: port)
         defer { _ = a.stop() }
         #expect(try await cli.waitForConvergence([cli.path("a")]) != nil)
         let second = try await cli.run(["node", "--dir", cli.path("b"), "--listen", "127.0.0.1:\(port)", "--no-mdns"])
@@ -129,8 +129,8 @@ import Testing
         try await cli.cluster(["a", "b", "c"])
         let dirs = ["a", "b", "c"].map(cli.path)
         let ports = freePorts(3)
-        func start(_ i: Int) throws -> NodeProcess {
-            try NodeProcess(
+        func start(_ i: Int) async throws -> NodeProcess {
+            try await NodeProcess(
                 dir: dirs[i],
                 port: ports[i],
                 peers: ports.enumerated().filter { $0.offset != i }.map(\.element)
@@ -141,7 +141,7 @@ import Testing
             "add", "--dir", dirs[0], "--id", "t1", "--type", "task", "title=Climb", #"tags=["climbing"]"#,
         ])
         try await cli.ok(["add", "--dir", dirs[0], "--id", "t2", "--type", "task", "title=Old"])
-        var nodes = try (0..<3).map(start)
+        var nodes = try await (0..<3).asyncMap(start)
         #expect(try await cli.waitForConvergence(dirs) != nil)
         for node in nodes { #expect(node.stop() == 0, "a node stopped by SIGTERM exits 0") }
 
@@ -156,7 +156,7 @@ import Testing
         try await cli.ok(["set"] + c + ["t2", "note=edited while deleted elsewhere"])
         try await cli.ok(["add"] + c + ["--id", "c1", "made=offline"])
 
-        nodes = try [2, 0, 1].map(start)
+        nodes = try await [2, 0, 1].asyncMap(start)
         let took = try await cli.waitForConvergence(dirs)
         #expect(took != nil, "no convergence: \(nodes.map(\.logText))")
         print("three nodes converged after offline edits in \(took.map { "\($0)" } ?? "-")")
@@ -216,10 +216,10 @@ import Testing
         try await cli.ok(["import", "--dir", cli.path("a")], input: input)
         let total = items * 4  // field states, with _type
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0])
         let bStore = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
         // Start B, kill it as soon as some (not all) items arrived.
-        var b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        var b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         var partial = 0
         let clock = ContinuousClock()
         let start = clock.now
@@ -232,7 +232,7 @@ import Testing
         partial = try bStore.counts().items
         print("receiver killed with \(partial) of \(items) items applied")
         #expect(try bStore.integrityCheck() == "ok")
-        b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         if partial < items {
             let status = try await cli.status(cli.path("b"))
@@ -251,12 +251,12 @@ import Testing
         try await cli.cluster(["c"])
         let cPort = freePorts(1)[0]
         let cStore = try ReplicaStore.open(path: cli.path("c/replica.sqlite"))
-        let c = try NodeProcess(dir: cli.path("c"), port: cPort, peers: [ports[0]])
+        let c = try await NodeProcess(dir: cli.path("c"), port: cPort, peers: [ports[0]])
         while clock.now - start < .seconds(120), try cStore.counts().items == 0 {
             try await Task.sleep(for: .milliseconds(5))
         }
         a.kill9()
-        let a2 = try NodeProcess(dir: cli.path("a"), port: ports[0])
+        let a2 = try await NodeProcess(dir: cli.path("a"), port: ports[0])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b"), cli.path("c")]) != nil)
         for node in [a2, b, c] { node.stop() }
     }
@@ -297,7 +297,7 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "from-a", "v=1"])
         try await cli.ok(["add", "--dir", cli.path("b"), "--id", "from-b", "v=2"])
         let ports = freePorts(2)
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[0])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[0])
         let out = try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(ports[0])"])
         #expect(out.contains("synced with b"))
         let a = try await cli.status(cli.path("a"))
@@ -375,8 +375,8 @@ import Testing
 func twoConnectedNodes(_ cli: CLI) async throws -> (NodeProcess, NodeProcess) {
     try await cli.cluster(["a", "b"])
     let ports = freePorts(2)
-    let na = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
-    let nb = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+    let na = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+    let nb = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
     try await cli.ok(["add", "--dir", cli.path("a"), "--id", "x", "v=0"])
     #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
     return (na, nb)

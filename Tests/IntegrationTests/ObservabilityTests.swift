@@ -51,9 +51,14 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["a", "b"])
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
         defer { a.stop() }
-        var b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: ["--log-format", "json"])
+        var b = try await NodeProcess(
+            dir: cli.path("b"),
+            port: ports[1],
+            peers: [ports[0]],
+            extra: ["--log-format", "json"]
+        )
         defer { b.stop() }
         try await cli.ok(["add", "--dir", cli.path("a"), "--type", "task", "title=logged"])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
@@ -95,7 +100,12 @@ import Testing
         #expect(sawEnd, "b logged no session end: \(b.logText)")
 
         // At notice, sessions (info) are not logged; what an operator must know still is.
-        b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]], extra: ["--log-level", "notice"])
+        b = try await NodeProcess(
+            dir: cli.path("b"),
+            port: ports[1],
+            peers: [ports[0]],
+            extra: ["--log-level", "notice"]
+        )
         try await cli.ok(["add", "--dir", cli.path("a"), "--type", "task", "title=quiet"])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         b.stop()
@@ -117,14 +127,14 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("b"), "--id", "c1", "title=b's"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "c1", "title=a's"])
         let ports = freePorts(3)
-        let a = try NodeProcess(
+        let a = try await NodeProcess(
             dir: cli.path("a"),
             port: ports[0],
             peers: [ports[1]],
             extra: ["--api", "127.0.0.1:\(ports[2])"]
         )
         defer { a.stop() }
-        let b = try NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
+        let b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         defer { b.stop() }
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         let url = "http://127.0.0.1:\(ports[2])/metrics"

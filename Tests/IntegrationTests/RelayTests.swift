@@ -15,8 +15,8 @@ import Testing
             try await cli.ok(["add", "--dir", cli.path(name), "--id", "from-\(name)", "v=1"])
         }
         let p = freePorts(5)
-        let r = try cli.relay(port: p[0])
-        let nodes = [
+        let r = try await cli.relay(port: p[0])
+        let nodes = await [
             try cli.node("a1", port: p[1], relay: p[0], peers: [p[2]]),
             try cli.node("a2", port: p[2], relay: p[0], peers: [p[1]]),
             try cli.node("b1", port: p[3], relay: p[0], peers: [p[4]]),
@@ -41,11 +41,11 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "r2", "a", "b"])
         let p = freePorts(4)
-        let r = try cli.relay(port: p[0])
-        let r2 = try cli.relay(port: p[1], name: "r2")
+        let r = try await cli.relay(port: p[0])
+        let r2 = try await cli.relay(port: p[1], name: "r2")
         defer { r2.stop() }
-        let a = try cli.node("a", port: p[2], relays: [p[0], p[1]])
-        let b = try cli.node("b", port: p[3], relays: [p[0], p[1]])
+        let a = try await cli.node("a", port: p[2], relays: [p[0], p[1]])
+        let b = try await cli.node("b", port: p[3], relays: [p[0], p[1]])
         defer {
             a.stop()
             b.stop()
@@ -82,8 +82,8 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "c"])
         let p = freePorts(3)
-        let r = try cli.relay(port: p[0])
-        let a = try cli.node("a", port: p[1], relay: p[0])
+        let r = try await cli.relay(port: p[0])
+        let a = try await cli.node("a", port: p[1], relay: p[0])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "note", "text=left for C"])
         #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("a")]) != nil)
         // A's status: every change of A is on the relay; the relay is A's path.
@@ -102,8 +102,8 @@ import Testing
         try await cli.ok(["set", "--dir", cli.path("a"), "note", "text=changed while the relay is away"])
         let offline = try await cli.status(cli.path("a"))
         #expect(offline["changes"]?["dirty"] == .integer(1), "\(offline.text)")
-        let r2 = try cli.relay(port: p[0])
-        let c = try cli.node("c", port: p[2], relay: p[0])
+        let r2 = try await cli.relay(port: p[0])
+        let c = try await cli.node("c", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence([cli.path("r"), cli.path("c")]) != nil)
         #expect(try await cli.ok(["get", "--dir", cli.path("c"), "note", "--json"]).contains("left for C"))
         c.stop()
@@ -119,7 +119,7 @@ import Testing
         try await cli.cluster(["r", "a", "b"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=base"])
         let p = freePorts(3)
-        let r = try cli.relay(port: p[0], settle: policy)
+        let r = try await cli.relay(port: p[0], settle: policy)
         try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
         try await cli.ok(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(p[0])"])
         // Apart: A edits first (and reaches the relay first), B edits later.
@@ -127,8 +127,8 @@ import Testing
         try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
         try await Task.sleep(for: .milliseconds(20))
         try await cli.ok(["set", "--dir", cli.path("b"), "t1", "title=from B"])
-        let a = try cli.node("a", port: p[1], relay: p[0])
-        let b = try cli.node("b", port: p[2], relay: p[0])
+        let a = try await cli.node("a", port: p[1], relay: p[0])
+        let b = try await cli.node("b", port: p[2], relay: p[0])
         let dirs = ["r", "a", "b"].map(cli.path)
         #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(30)) != nil)
         let expected = policy == "latest" ? "from B" : "from A"
@@ -159,7 +159,7 @@ import Testing
         try await cli.cluster(["r", "a", "b"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=base", "n=1"])
         let p = freePorts(3)
-        let r = try cli.relay(port: p[0], settle: policy)
+        let r = try await cli.relay(port: p[0], settle: policy)
         defer { r.stop() }
         try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
         try await cli.ok(["sync", "--dir", cli.path("b"), "--peer", "127.0.0.1:\(p[0])"])
@@ -167,8 +167,8 @@ import Testing
         try await cli.ok(["sync", "--dir", cli.path("a"), "--peer", "127.0.0.1:\(p[0])"])
         try await Task.sleep(for: .milliseconds(20))
         try await cli.ok(["set", "--dir", cli.path("b"), "t1", "title=from B"])
-        let a = try cli.node("a", port: p[1], relay: p[0])
-        let b = try cli.node("b", port: p[2], relay: p[0])
+        let a = try await cli.node("a", port: p[1], relay: p[0])
+        let b = try await cli.node("b", port: p[2], relay: p[0])
         defer {
             a.stop()
             b.stop()
@@ -197,8 +197,8 @@ import Testing
         )
         try await cli.ok(["import", "--dir", cli.path("a")], input: input)
         let p = freePorts(3)
-        var r = try cli.relay(port: p[0])
-        let a = try cli.node("a", port: p[1], relay: p[0])
+        var r = try await cli.relay(port: p[0])
+        let a = try await cli.node("a", port: p[1], relay: p[0])
         let rStore = try ReplicaStore.open(path: cli.path("r/replica.sqlite"))
         let clock = ContinuousClock()
         let start = clock.now
@@ -208,8 +208,8 @@ import Testing
         r.kill9()
         print("relay killed holding \(try rStore.counts().items) of 3000 items")
         #expect(try rStore.integrityCheck() == "ok")
-        r = try cli.relay(port: p[0])
-        let b = try cli.node("b", port: p[2], relay: p[0])
+        r = try await cli.relay(port: p[0])
+        let b = try await cli.node("b", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path), timeout: .seconds(90)) != nil)
         a.stop()
         b.stop()
@@ -223,14 +223,14 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "b"])
         let p = freePorts(3)
-        let r = try NodeProcess(
+        let r = try await NodeProcess(
             dir: cli.path("r"),
             port: p[0],
             arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-value-bytes", "1000"],
             command: "relay"
         )
-        let a = try cli.node("a", port: p[1], relay: p[0])
-        let b = try cli.node("b", port: p[2], relay: p[0])
+        let a = try await cli.node("a", port: p[1], relay: p[0])
+        let b = try await cli.node("b", port: p[2], relay: p[0])
         let big = String(repeating: "x", count: 3000)
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "small=1", "big=\(big)"])
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t2", "ok=yes"])
@@ -269,16 +269,16 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r", "a", "b", "c"])
         let p = freePorts(4)
-        let r = try NodeProcess(
+        let r = try await NodeProcess(
             dir: cli.path("r"),
             port: p[0],
             arguments: ["--listen", "127.0.0.1:\(p[0])", "--max-sessions", "2"],
             command: "relay"
         )
-        let a = try cli.node("a", port: p[1], relay: p[0])
-        let b = try cli.node("b", port: p[2], relay: p[0])
+        let a = try await cli.node("a", port: p[1], relay: p[0])
+        let b = try await cli.node("b", port: p[2], relay: p[0])
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path)) != nil)
-        let c = try cli.node("c", port: p[3], relay: p[0])
+        let c = try await cli.node("c", port: p[3], relay: p[0])
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "from-c", "v=1"])
         #expect(await c.logContains("busy"), "\(c.logText)")
         // The admitted nodes keep syncing.

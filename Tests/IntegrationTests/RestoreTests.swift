@@ -28,7 +28,7 @@ import Testing
         try await cli.cluster(["a", "b"])
         let (a, b) = (cli.path("a"), cli.path("b"))
         let port = freePorts(1)[0]
-        let node = try NodeProcess(dir: a, port: port)
+        let node = try await NodeProcess(dir: a, port: port)
         defer { node.stop() }
         let sync = ["sync", "--dir", b, "--peer", "127.0.0.1:\(port)"]
         let id = try await cli.ok(["add", "--dir", b, "v=1"]).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -61,7 +61,7 @@ import Testing
         try await cli.cluster(["a", "b"])
         let (a, b, b2) = (cli.path("a"), cli.path("b"), cli.path("b2"))
         let port = freePorts(1)[0]
-        let node = try NodeProcess(dir: a, port: port)
+        let node = try await NodeProcess(dir: a, port: port)
         defer { node.stop() }
         let id = try await cli.ok(["add", "--dir", b, "v=1"]).trimmingCharacters(in: .whitespacesAndNewlines)
         try await cli.ok(["sync", "--dir", b, "--peer", "127.0.0.1:\(port)"])
@@ -96,9 +96,9 @@ import Testing
         let (a, b, c) = (cli.path("a"), cli.path("b"), cli.path("c"))
         let ports = freePorts(3)
         let collect = ["--collect-interval", "1"]
-        let nodeA = try NodeProcess(dir: a, port: ports[0], extra: collect)
+        let nodeA = try await NodeProcess(dir: a, port: ports[0], extra: collect)
         defer { nodeA.stop() }
-        let nodeB = try NodeProcess(dir: b, port: ports[1], peers: [ports[0]], extra: collect)
+        let nodeB = try await NodeProcess(dir: b, port: ports[1], peers: [ports[0]], extra: collect)
         defer { nodeB.stop() }
         let sync = ["sync", "--dir", c, "--peer", "127.0.0.1:\(ports[0])"]
         try await cli.ok(["add", "--dir", a, "--id", "x", "from_a=1"])
@@ -125,7 +125,7 @@ import Testing
         #expect(grown == before + restores - 1, "one writer more per restore that lost a write")
         print("restores: a's and b's vectors name \(grown) writers before c's node folds them")
 
-        let nodeC = try NodeProcess(dir: c, port: ports[2], peers: [ports[0], ports[1]], extra: collect)
+        let nodeC = try await NodeProcess(dir: c, port: ports[2], peers: [ports[0], ports[1]], extra: collect)
         defer { nodeC.stop() }
         let folding = clock.now
         var counts: [Int] = []

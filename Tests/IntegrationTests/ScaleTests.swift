@@ -17,7 +17,7 @@ import Testing
         var nodes: [NodeProcess] = []
         defer { for node in nodes { node.stop() } }
         for i in names.indices {
-            nodes.append(try NodeProcess(dir: cli.path(names[i]), port: p[i], peers: i == 0 ? [] : [p[i - 1]]))
+            nodes.append(try await NodeProcess(dir: cli.path(names[i]), port: p[i], peers: i == 0 ? [] : [p[i - 1]]))
         }
         let dirs = names.map(cli.path)
         #expect(try await cli.waitForConvergence(dirs, timeout: .seconds(120)) != nil)

@@ -23,14 +23,14 @@ import Testing
         let p = freePorts(4)
         let shared = ["--authority", server.uri, "--lease", "\(Self.lease)"]
         // first-seen: two relays on their own could each pick the value that reached them first.
-        let r1 = try cli.relay(
+        let r1 = try await cli.relay(
             port: p[0],
             settle: "first-seen",
             name: "r1",
             extra: shared + ["--peer", "127.0.0.1:\(p[1])"]
         )
         #expect(await r1.logContains("this relay holds the lease (epoch 1"), "\(r1.logText)\n\(server.log)")
-        let r2 = try cli.relay(
+        let r2 = try await cli.relay(
             port: p[1],
             settle: "first-seen",
             name: "r2",
@@ -46,8 +46,8 @@ import Testing
         try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=from A"])
         try await cli.ok(["set", "--dir", cli.path("b"), "t1", "title=from B"])
         let relays = [p[0], p[1]]
-        let a = try cli.node("a", port: p[2], relays: relays)
-        var b = try cli.node("b", port: p[3], relays: relays)
+        let a = try await cli.node("a", port: p[2], relays: relays)
+        var b = try await cli.node("b", port: p[3], relays: relays)
         defer { a.stop() }
         let everyone = ["r1", "r2", "a", "b"].map(cli.path)
         #expect(
@@ -62,7 +62,7 @@ import Testing
         #expect(b.stop() == 0)
         try await cli.ok(["set", "--dir", cli.path("a"), "t1", "note=from A"])
         try await cli.ok(["set", "--dir", cli.path("b"), "t1", "note=from B"])
-        b = try cli.node("b", port: p[3], relays: relays)
+        b = try await cli.node("b", port: p[3], relays: relays)
         defer { b.stop() }
         #expect(
             await r2.logContains("this relay holds the lease (epoch", within: Double(2 * Self.lease)),
@@ -94,12 +94,16 @@ import Testing
         defer { cli.cleanUp() }
         try await cli.cluster(["r1", "a", "b"])
         let p = freePorts(3)
-        let r1 = try cli.relay(port: p[0], name: "r1", extra: ["--authority", server.uri, "--lease", "\(Self.lease)"])
+        let r1 = try await cli.relay(
+            port: p[0],
+            name: "r1",
+            extra: ["--authority", server.uri, "--lease", "\(Self.lease)"]
+        )
         defer { r1.stop() }
         #expect(await r1.logContains("this relay holds the lease (epoch 1"), "\(r1.logText)")
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=base"])
-        let a = try cli.node("a", port: p[1], relays: [p[0]])
-        var b = try cli.node("b", port: p[2], relays: [p[0]])
+        let a = try await cli.node("a", port: p[1], relays: [p[0]])
+        var b = try await cli.node("b", port: p[2], relays: [p[0]])
         defer { a.stop() }
         #expect(try await cli.waitForConvergence(["r1", "a", "b"].map(cli.path), timeout: Self.converged) != nil)
 
@@ -111,7 +115,7 @@ import Testing
         #expect(b.stop() == 0)
         try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=from A"])
         try await cli.ok(["set", "--dir", cli.path("b"), "t1", "title=from B"])
-        b = try cli.node("b", port: p[2], relays: [p[0]])
+        b = try await cli.node("b", port: p[2], relays: [p[0]])
         defer { b.stop() }
         let everyone = ["r1", "a", "b"].map(cli.path)
         #expect(try await cli.waitForConvergence(everyone, timeout: Self.converged) != nil)

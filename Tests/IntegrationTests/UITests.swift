@@ -75,7 +75,7 @@ import Testing
         let early = try await cli.run(["ui", "--dir", cli.path("a")])
         #expect(early.status == 1 && early.stderr.contains("no node is running"), "\(early.stderr)")
         let ports = freePorts(2)
-        let a = try NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
+        let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
         defer { a.stop() }
         let base = "http://127.0.0.1:\(ports[1])"
         var page = Self.request(base + "/")
