@@ -85,12 +85,6 @@ private final class NudgeHandler: ChannelInboundHandler {
 /// deadline (a second for a nudge, `status --wait` for a status), so a command never hangs on a
 /// stuck node.
 public enum ControlClient {
-    /// The running node's status, or nil if no node answers on `path` within `timeoutSeconds`.
-    public static func status(path: String, timeoutSeconds: Int = 5) -> NodeStatus? {
-        guard case .answered(let status) = statusAnswer(path: path, timeoutSeconds: timeoutSeconds) else { return nil }
-        return status
-    }
-
     /// What asking for the status on a control socket came to.
     public enum StatusAnswer: Sendable {
         /// The node answered.
@@ -106,7 +100,7 @@ public enum ControlClient {
     }
 
     /// Asks the node on `path` for its status, telling a directory without a node from a node
-    /// that did not answer in time (``status(path:timeoutSeconds:)`` says nil for both).
+    /// that did not answer in time, and both from a node that answered with an error.
     public static func statusAnswer(path: String, timeoutSeconds: Int) -> StatusAnswer {
         switch request(.status, path: path, timeoutSeconds: timeoutSeconds) {
         case .noNode: .noNode
