@@ -16,6 +16,8 @@ import Testing
 
         init(path: String, answer: String?) throws {
             self.path = path
+            // A socket file left by an earlier run that crashed would make the bind fail.
+            unlink(path)
             fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
