@@ -15,10 +15,17 @@ struct Routes: Sendable {
 
     var replica: LocalReplica { node.replica }
 
-    /// Runs `work` against the replica on the node's thread pool.
+    /// Runs `work`, which reads the replica, on the node's read threads.
     func blocking<T: Sendable>(_ work: @escaping @Sendable (LocalReplica) throws -> T) async throws -> T {
         let replica = self.replica
         return try await node.blocking { try work(replica) }
+    }
+
+    /// Runs `work`, which writes the replica, on the node's write thread: a write that waits for
+    /// another process's lock (a large `lansync import`) keeps no read waiting.
+    func writing<T: Sendable>(_ work: @escaping @Sendable (LocalReplica) throws -> T) async throws -> T {
+        let replica = self.replica
+        return try await node.writing { try work(replica) }
     }
 
     func register(on v1: RouterGroup<BasicRequestContext>) {
@@ -268,7 +275,7 @@ struct Routes: Sendable {
 
     func createItem(_ request: Request) async throws -> Response {
         let body = try await bytes(of: request)
-        let id = try await blocking { try $0.createItem(json: body) }
+        let id = try await writing { try $0.createItem(json: body) }
         var response = try await item(id, status: .created)
         response.headers[.location] = "/v1/items/\(id.rawValue)"
         return response
@@ -381,7 +388,7 @@ struct Routes: Sendable {
         default: throw Problem(.badRequest, "a batch is \(shape)")
         }
         let chosen = Array(Set(ids)).sorted()
-        _ = try await blocking { try $0.perform(action, on: chosen) }
+        _ = try await writing { try $0.perform(action, on: chosen) }
         return json(LocalReplica.bulkJSONText(chosen))
     }
 
@@ -408,7 +415,7 @@ struct Routes: Sendable {
         let type = try query["type"].map(Self.type)
         let itemQuery = ItemQuery(filters: try Self.inQuery { try conditions.map(QueryParser.filter) })
         let chosen = try await action(request)
-        let ids = try await blocking { replica in
+        let ids = try await writing { replica in
             let ids = try replica.select(try replica.resolvingLinks(itemQuery), type: type, for: chosen)
             try replica.perform(chosen, on: ids)
             return ids
@@ -417,7 +424,7 @@ struct Routes: Sendable {
     }
 
     func edit(_ edit: ItemEdit, _ id: ItemID) async throws -> Response {
-        _ = try await blocking { try $0.edit(edit, on: id) }
+        _ = try await writing { try $0.edit(edit, on: id) }
         return try await item(id)
     }
 

@@ -34,9 +34,15 @@ public struct RunningNode: Sendable {
     /// Says where the node's local API listens (`status` shows it; `lansync ui` links to it).
     public func announceAPI(_ address: String?) { node.announceAPI(address) }
 
-    /// Runs `work` (blocking SQLite work) on the node's thread pool, never on the threads that
-    /// serve requests.
+    /// Runs `work`, which only reads the replica, on the node's read threads, never on the
+    /// threads that serve requests; it does not wait behind writes.
     public func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await node.blocking(work)
+    }
+
+    /// Runs `work`, which writes the replica, on the node's write thread: writes go one at a
+    /// time, and one that waits for another process's lock holds no read thread.
+    public func writing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await node.writing(work)
     }
 }

@@ -20,7 +20,7 @@ extension Node {
         }
         let store = self.store
         do {
-            try await io.run {
+            try await io.write {
                 try store.recordReports([own])
                 try store.recordReports(gossip, gossiped: true)
                 if hello.role == .relay { try store.noteRelay(hello.nodeID) }
@@ -35,7 +35,7 @@ extension Node {
         let store = self.store
         if options.role == .relay {
             let me = info.nodeID
-            try? await io.run { try store.noteRelay(me) }
+            try? await io.write { try store.noteRelay(me) }
         }
         var lastRefresh = ContinuousClock.now
         while !Task.isCancelled {
@@ -44,7 +44,7 @@ extension Node {
             }
             try await Task.sleep(for: options.collectInterval)
             do {
-                let round = try await io.run { try store.collect(now: WallClock.milliseconds) }
+                let round = try await io.write { try store.collect(now: WallClock.milliseconds) }
                 if round.collected > 0 {
                     logger.info(
                         "collected \(round.collected) deleted item(s) every member has seen deleted; \(round.pagesFreed) page(s) returned to the file system"
@@ -84,7 +84,7 @@ extension Node {
     func foldRetiredWriters() async {
         let (store, revoked) = (self.store, statements.revokedWriters)
         let previous = foldRound.withLockedValue { $0.vector }
-        if let (folded, vector) = try? await io.run({
+        if let (folded, vector) = try? await io.write({
             try store.foldRetiredWriters(revoked: revoked, unchangedSince: previous)
         }) {
             foldRound.withLockedValue { $0.vector = vector }
@@ -110,7 +110,7 @@ extension Node {
         guard !hello.folded.isEmpty else { return }
         let store = self.store
         do {
-            let taken = try await io.run { try store.adoptFolds(hello.folded) }
+            let taken = try await io.write { try store.adoptFolds(hello.folded) }
             guard !taken.isEmpty else { return }
             logger.info("folded \(taken.counters.count) retired writer(s) \(hello.name) folded: \(taken)")
             foldRound.withLockedValue { $0.toTell = true }

@@ -161,7 +161,7 @@ extension Node {
             let reports =
                 [MemberReport(nodeID: peer.nodeID, seen: peer.versionVector, at: now)]
                 + peer.reports.filter { $0.at <= now }.map { MemberReport(told: $0, by: peer) }
-            let start = try await io.run {
+            let start = try await io.write {
                 try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
             }
             // At once: no session may be handed a delta read before the replica was emptied.
@@ -192,7 +192,7 @@ extension Node {
             (try? await io.run({ try store.hasRejoinPending() && store.versionVector().covers(peerHolds) })) == true
         else { return }
         do {
-            guard let outcome = try await io.run({ try store.reissueRejoinPending(now: WallClock.milliseconds) })
+            guard let outcome = try await io.write({ try store.reissueRejoinPending(now: WallClock.milliseconds) })
             else { return }
             let dropped =
                 outcome.dropped == 0

@@ -46,7 +46,7 @@ extension Node {
     private func writeSearchBatch() async throws -> SearchBacklog {
         let store = self.store
         let started = ContinuousClock.now
-        let backlog = try await upkeep.run { try store.catchUpSearch(fields: Self.searchBatch) }
+        let backlog = try await upkeep.write { try store.catchUpSearch(fields: Self.searchBatch) }
         try await Task.sleep(for: ContinuousClock.now - started)
         return backlog
     }

@@ -658,7 +658,7 @@ public final class Node: Sendable {
             // A revoked member holds nothing back any more (its sessions are refused, so no report
             // of its own brings it back).
             let store = self.store
-            _ = try? await io.run {
+            _ = try? await io.write {
                 try store.forgetMember(revocation.node, at: WallClock.milliseconds, dropPeer: false)
             }
         }
@@ -766,10 +766,15 @@ public final class Node: Sendable {
     /// with no round trip through the control socket.
     public func replicaChanged() { Task { await announceChange() } }
 
-    /// Runs `work` (blocking SQLite work) on the node's small thread pool, never on the threads
-    /// that drive the network or Swift's cooperative pool.
+    /// Runs `work` (blocking SQLite reads) on the node's read threads, never on the threads that
+    /// drive the network or Swift's cooperative pool.
     public func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await io.run(work)
+    }
+
+    /// Runs `work` (a blocking SQLite write) on the node's write thread (``BlockingIO``).
+    public func writing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await io.write(work)
     }
 
     /// Tells every session the replica changed (a local edit, a settlement), at once; then reads

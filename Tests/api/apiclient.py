@@ -10,8 +10,10 @@ the real binary (standard library only).
   apiclient.py slow BASE TOKEN                slow and stalled clients do not stop the API
   apiclient.py acks BASE TOKEN ITEM SECS      follows the feed with sync=true until a `sync` event
                                               came and ITEM reads SYNCED after it; exit 1 if not
+  apiclient.py locked BASE TOKEN REPLICA      reads answer while writes wait for the lock another
+                                              process holds on the REPLICA file
 """
-import http.client, json, os, socket, sys, threading, time, urllib.parse
+import http.client, json, os, socket, sqlite3, sys, threading, time, urllib.parse
 
 def request(base, token, method, path, body=None, headers=None, raw=None):
     u = urllib.parse.urlparse(base)
@@ -352,6 +354,42 @@ def acks(base, token, item, secs, ready):
     print(f"{'ok' if state == 'SYNCED' else 'FAILED'}: {changes} change events, {syncs} sync events, {item} {state}")
     return 0 if state == "SYNCED" else 1
 
+def locked(base, token, replica):
+    """Another process (this one) holds the replica's write lock, as a large `lansync import`
+    does for a minute; four edits over HTTP wait for it meanwhile. Reads must answer anyway: WAL
+    lets them go on beside a writer, and waiting writes must not hold the threads reads run on."""
+    holder = sqlite3.connect(replica, timeout=30, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    results = {}
+    def edit(i):
+        results[i] = request(base, token, "POST", "/v1/items", {"id": f"waiting-{i}", "type": "locked", "fields": {"n": i}})[0]
+    writers = [threading.Thread(target=edit, args=(i,)) for i in range(4)]
+    for w in writers:
+        w.start()
+    # Time for the edits to reach the node and wait on its lock; less would let a pool that
+    # serves reads and writes together pass by chance, never fail one that keeps them apart.
+    time.sleep(1.5)
+    read = {}
+    def reads():
+        read["items"] = request(base, token, "GET", "/v1/items?limit=5")[0]
+        read["status"] = request(base, token, "GET", "/v1/status")[0]
+    reader = threading.Thread(target=reads)
+    reader.start()
+    # Held until the reads answer, or for 20 s at most (the node's busy timeout is 30 s).
+    reader.join(20)
+    answered = dict(read)
+    waiting = sum(1 for i in range(4) if i not in results)
+    holder.execute("COMMIT")
+    holder.close()
+    expect(answered == {"items": 200, "status": 200},
+           "a list and the status answer while another process holds the write lock", f"{answered}")
+    expect(waiting == 4, "the four edits were still waiting for the lock when the reads answered", f"{waiting} waiting")
+    for w in writers:
+        w.join(30)
+    reader.join(30)
+    expect(sorted(results.values()) == [201] * 4, "the four edits are made once the lock is free", f"{results}")
+    return 0 if failures == 0 else 1
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    sys.exit({"check": check, "add": add, "follow": follow, "slow": slow, "acks": acks}[cmd](*args))
+    sys.exit({"check": check, "add": add, "follow": follow, "slow": slow, "acks": acks, "locked": locked}[cmd](*args))

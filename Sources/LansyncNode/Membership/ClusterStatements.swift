@@ -84,7 +84,7 @@ final class ClusterStatements: Sendable {
     func add(_ statement: ClusterStatement) async {
         _ = adopt([statement])
         let store = self.store
-        _ = try? await io.run { try store.addStatements([(statement.key, statement.encoded)]) }
+        _ = try? await io.write { try store.addStatements([(statement.key, statement.encoded)]) }
     }
 
     /// Reads what the replica holds (at start, and after `lansync revoke` or `cluster admitters`
@@ -102,7 +102,7 @@ final class ClusterStatements: Sendable {
     private func keepSettings(_ news: News) async {
         guard let settings = news.settings else { return }
         let store = self.store
-        _ = try? await io.run {
+        _ = try? await io.write {
             try store.setCollectionSettings(
                 CollectionSettings(trashWindow: settings.trashWindow, awayAfter: settings.awayAfter)
             )
@@ -115,7 +115,7 @@ final class ClusterStatements: Sendable {
         let news = adopt(statements)
         guard !news.isEmpty else { return news }
         let store = self.store
-        _ = try? await io.run { try store.addStatements(statements.map { ($0.key, $0.encoded) }) }
+        _ = try? await io.write { try store.addStatements(statements.map { ($0.key, $0.encoded) }) }
         await keepSettings(news)
         return news
     }
@@ -195,7 +195,7 @@ final class ClusterStatements: Sendable {
         let store = self.store
         let writers = revokedWriters
         return
-            (try? await io.run { try store.overruleRevokedWrites(writers, wallMilliseconds: WallClock.milliseconds) })
+            (try? await io.write { try store.overruleRevokedWrites(writers, wallMilliseconds: WallClock.milliseconds) })
             ?? 0
     }
 

@@ -139,7 +139,7 @@ final class JoinDesk: Sendable {
         let now = WallClock.milliseconds
         let outcome: InviteRedemption
         do {
-            outcome = try await io.run { [store] in
+            outcome = try await io.write { [store] in
                 try store.redeemInvite(now: now, by: node) { secret in
                     InviteCode.verify(
                         proof: request.proof,

@@ -407,7 +407,7 @@ public actor PeerRegistry {
             lastSave = try await Task {
                 var took = Duration.zero
                 for part in parts {
-                    took += try await io.run {
+                    took += try await io.write {
                         let started = ContinuousClock.now
                         try store.savePeers(part.records, reports: part.reports, names: part.names)
                         return ContinuousClock.now - started

@@ -95,7 +95,7 @@ public actor Authority {
     private func settleAlone() async throws -> Int {
         let store = self.store
         let policy = self.policy
-        return try await io.run { () throws -> Int in
+        return try await io.write { () throws -> Int in
             var count = 0
             for conflict in try store.conflicts() {
                 guard let state = try store.itemState(conflict.item)?.fields[conflict.field], state.hasConflict
@@ -130,7 +130,7 @@ public actor Authority {
             }
         }
         guard !decisions.isEmpty else { return 0 }
-        return try await io.run { [decisions] () throws -> Int in
+        return try await io.write { [decisions] () throws -> Int in
             var count = 0
             for (conflict, value) in decisions {
                 // Only the conflict that was decided: a field whose versions moved since is

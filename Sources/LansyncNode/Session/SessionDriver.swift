@@ -204,7 +204,7 @@ struct SessionDriver {
         let allowance = runner.writers.perSession - outcome.newWriters
         let rejoinedAt = self.rejoinedAt
         do {
-            let (received, version) = try await io.run {
+            let (received, version) = try await io.write {
                 let received = try store.receive(
                     batch,
                     from: peer,
@@ -252,7 +252,7 @@ struct SessionDriver {
     private mutating func completeStream() async -> [SessionMachine.Action] {
         let (store, peer, rejoinedAt) = (self.store, runner.config.authenticatedPeer, self.rejoinedAt)
         do {
-            let version = try await io.run {
+            let version = try await io.write {
                 try store.completeStream(from: peer, rejoinedAt: rejoinedAt)
                 return try store.versionVector()
             }
@@ -396,8 +396,8 @@ struct SessionDriver {
         outcome.peer = hello
         let store = self.store
         do {
-            outcome.witnessedRollback = try await io.run { try store.noteWitness(hello.versionVector) }
-            try await io.run { try store.meet(hello.nodeID, incarnation: hello.writer) }
+            outcome.witnessedRollback = try await io.write { try store.noteWitness(hello.versionVector) }
+            try await io.write { try store.meet(hello.nodeID, incarnation: hello.writer) }
         } catch {
             return machine.handle(.storageFailed("recording the peer's hello: \(error)"))
         }
