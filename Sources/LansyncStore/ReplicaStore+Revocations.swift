@@ -230,7 +230,9 @@ extension Transaction {
     }
 
     /// A field found by its row: its item (row and id), name and state; nil if it is gone.
-    func loadField(row fieldRow: Int64) throws -> (item: Int64, itemID: ItemID, name: FieldName, state: FieldState)? {
+    mutating func loadField(
+        row fieldRow: Int64
+    ) throws -> (item: Int64, itemID: ItemID, name: FieldName, state: FieldState)? {
         guard
             let row = try Row.fetchOne(
                 db,

@@ -359,17 +359,20 @@ struct Transaction {
         return LoadedItem(row: row, state: ItemState(id: id, fields: fields), fieldRows: rows)
     }
 
-    func loadField(item: Int64, name: FieldName) throws -> (row: Int64, state: FieldState)? {
-        guard
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT id, state FROM field WHERE id BETWEEN ? AND ? AND name = ?"),
-                arguments: FieldRows.arguments(item: item) + [name.rawValue]
-            )
-        else { return nil }
-        return (
-            (try row.decode(atIndex: 0)),
-            try StoredState.decode(Array((try row.decode(atIndex: 1) as Data)), db: db, nodes: nodes)
+    mutating func loadField(item: Int64, name: FieldName) throws -> (row: Int64, state: FieldState)? {
+        // Read in place (a merge loads the field it merges into): no `Row`, no `Data` copy.
+        var found: (row: Int64, bytes: [UInt8])?
+        let range = FieldRows.range(item: item)
+        try statement(.loadField).forEachRow(
+            binding: { bind in
+                bind.int(1, range.lowerBound)
+                bind.int(2, range.upperBound)
+                bind.text(3, name.rawValue)
+            },
+            { columns in found = (columns.int(0), columns.blob(1) ?? []) }
         )
+        guard let found else { return nil }
+        return (found.row, try StoredState.decode(found.bytes, db: db, nodes: nodes))
     }
 
     /// Writes a field's new state with its shown value, and brings the version index and history
@@ -530,27 +533,25 @@ struct Transaction {
         }
         guard !recorded.isEmpty else { return }
         for version in recorded {
-            try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)"
-            )
-            .execute(arguments: [
-                fieldRow, try nodeRow(version.dot.node), Int64(version.dot.counter),
-                Int64(clamping: version.timestamp.rawValue),
-                version.write.json.text,
-            ])
+            let node = try nodeRow(version.dot.node)
+            try statement(.insertHistory).run { bind in
+                bind.int(1, fieldRow)
+                bind.int(2, node)
+                bind.int(3, Int64(version.dot.counter))
+                bind.int(4, Int64(clamping: version.timestamp.rawValue))
+                bind.text(5, version.write.json.text)
+            }
         }
         // The rows to keep: the limit, less the live versions that have no row.
         let keep = historyLimit - (new.versions.count > 1 ? 0 : new.versions.count)
         guard keep > 0 else {
-            try db.cachedStatement(sql: "DELETE FROM history WHERE field = ?").execute(arguments: [fieldRow])
+            try statement(.clearHistory).run { bind in bind.int(1, fieldRow) }
             return
         }
-        try db.cachedStatement(
-            sql: """
-                DELETE FROM history WHERE field = ?1 AND seq < (
-                    SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)
-                """
-        ).execute(arguments: [fieldRow, keep - 1])
+        try statement(.trimHistory).run { bind in
+            bind.int(1, fieldRow)
+            bind.int(2, keep - 1)
+        }
     }
 
     /// Updates an item's derived columns from its in-memory state.
@@ -603,6 +604,7 @@ extension FieldVersion.Write {
 /// The statements a ``Transaction`` runs for every item and field it writes.
 enum HotStatement: Int, CaseIterable {
     case findItem, findItemAndCollection, insertItem, updateItem, insertField, updateField, insertVersion, deleteVersion
+    case loadField, insertHistory, trimHistory, clearHistory
 
     var sql: String {
         switch self {
@@ -616,6 +618,12 @@ enum HotStatement: Int, CaseIterable {
             "UPDATE field SET conflict = ?, state = ?, seq = ?, changed_at = ?, change_kind = ? WHERE id = ?"
         case .insertVersion: "INSERT OR IGNORE INTO version(node, counter, field) VALUES (?, ?, ?)"
         case .deleteVersion: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?"
+        case .loadField: "SELECT id, state FROM field WHERE id BETWEEN ? AND ? AND name = ?"
+        case .insertHistory:
+            "INSERT OR IGNORE INTO history(field, node, counter, timestamp, write) VALUES (?, ?, ?, ?, ?)"
+        case .trimHistory:
+            "DELETE FROM history WHERE field = ?1 AND seq < (SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)"
+        case .clearHistory: "DELETE FROM history WHERE field = ?"
         }
     }
 }
