@@ -274,13 +274,20 @@ public actor PostgresAuthority {
                     id: connectionIDs,
                     logger: logger
                 )
-                if location.readWrite, try await Self.isReadOnly(connection, logger: logger) {
+                do {
+                    if location.readWrite, try await Self.isReadOnly(connection, logger: logger) {
+                        try? await connection.close()
+                        failures.append("\(host.name):\(host.port) is read-only")
+                        continue
+                    }
+                    try await Self.createSchema(connection, logger: logger)
+                    return connection
+                } catch {
+                    // Connected, but of no use (a user that may not create the tables): closed,
+                    // not left to the next look.
                     try? await connection.close()
-                    failures.append("\(host.name):\(host.port) is read-only")
-                    continue
+                    throw error
                 }
-                try await Self.createSchema(connection, logger: logger)
-                return connection
             } catch {
                 failures.append("\(host.name):\(host.port): \(PostgresProblem(error))")
             }
@@ -289,12 +296,18 @@ public actor PostgresAuthority {
     }
 
     private func configuration(for host: PostgresLocation.Host) throws -> PostgresConnection.Configuration {
+        // No password known is given as an empty one: a server that asks for one then refuses it
+        // with its own message (SQLSTATE 28P01), and closes. With none, postgres-nio 1.33 fails
+        // on its side ("authMechanismRequiresPassword") and leaves the connection open (its
+        // debug build asserts on it). PostgreSQL never takes an empty password, so nothing else
+        // changes; a server that trusts the user never asks.
+        let password = location.password(for: host) ?? ""
         var configuration: PostgresConnection.Configuration
         if host.name.hasPrefix("/") {
             configuration = .init(
                 unixSocketPath: "\(host.name)/.s.PGSQL.\(host.port)",
                 username: location.user,
-                password: location.password,
+                password: password,
                 database: location.database
             )
         } else {
@@ -311,7 +324,7 @@ public actor PostgresAuthority {
                 host: host.name,
                 port: host.port,
                 username: location.user,
-                password: location.password,
+                password: password,
                 database: location.database,
                 tls: mode
             )

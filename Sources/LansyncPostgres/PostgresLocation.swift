@@ -24,7 +24,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     public var hosts: [Host]
     public var user: String
+    /// The URI's password, or `PGPASSWORD`'s (``readCredentials(environment:home:)``).
     public var password: String?
+    /// libpq's password file, asked per host when there is no password above.
+    public var passwordFile: PostgresPasswordFile?
     public var database: String
     /// Only a server that accepts writes will do (`target_session_attrs=read-write`).
     public var readWrite: Bool
@@ -88,6 +91,30 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             try apply(kv[0], kv[1], fail: fail)
         }
         guard !self.hosts.isEmpty, self.hosts.allSatisfy({ !$0.name.isEmpty }) else { throw fail("no host") }
+    }
+
+    /// What libpq reads besides the URI, so that a password need not be on the command line:
+    /// `PGPASSWORD` when the URI has none, then the password file (``PostgresPasswordFile``).
+    /// Returns a warning to log when the password file was left unread; throws when
+    /// `PGPASSFILE` names a file that cannot be read.
+    public mutating func readCredentials(environment: [String: String], home: String?) throws(Malformed) -> String? {
+        if password == nil, let fromEnvironment = environment["PGPASSWORD"], !fromEnvironment.isEmpty {
+            password = fromEnvironment
+        }
+        guard password == nil else { return nil }
+        switch try PostgresPasswordFile.load(environment: environment, home: home) {
+        case .read(let file, _):
+            passwordFile = file
+            return nil
+        case .none: return nil
+        case .ignored(let why): return why
+        }
+    }
+
+    /// The password to give `host`: the URI's or `PGPASSWORD`'s, else the password file's line
+    /// for it; nil for none.
+    public func password(for host: Host) -> String? {
+        password ?? passwordFile?.password(for: host, database: database, user: user)
     }
 
     private mutating func apply(_ key: String, _ value: String, fail: (String) -> Malformed) throws(Malformed) {

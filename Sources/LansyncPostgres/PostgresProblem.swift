@@ -26,7 +26,12 @@ public struct PostgresProblem: Error, CustomStringConvertible, Sendable {
         }
         if let info = psql.serverInfo, let message = info[.message] {
             let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
-            self.init("the server said: \(message)\(state)")
+            // 28P01 and 28000: the password was wrong or missing, or the user may not log in.
+            let what =
+                info[.sqlState]?.hasPrefix("28") == true
+                ? ": give the user's password in the URI, in PGPASSWORD, or in a password file (~/.pgpass, or the file PGPASSFILE names; Docs/RELAY.md)"
+                : ""
+            self.init("the server said: \(message)\(state)\(what)")
             return
         }
         let underlying = psql.underlying.map { ": \($0)" } ?? ""

@@ -26,12 +26,13 @@ import Testing
         _ cli: CLI,
         _ args: [String],
         input: String? = nil,
+        environment: [String: String] = [:],
         mentions: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let dir = cli.path("a")
         let before = try Self.snapshot(cli, dir)
-        let result = try await cli.run(args, input: input)
+        let result = try await cli.run(args, input: input, environment: environment)
         #expect(result.status != 0, "lansync \(args.prefix(3)) should fail", sourceLocation: sourceLocation)
         let lines = result.stderr.split(separator: "\n")
         #expect(lines.count == 1, "one line on stderr, got: \(result.stderr)", sourceLocation: sourceLocation)
@@ -68,6 +69,12 @@ import Testing
         try await expectRefused(cli, ["add"] + d + ["--id", "x", "k=1"], mentions: "already exists")
         try await expectRefused(cli, ["add"] + d + ["--id", "bad id", "k=1"], mentions: "invalid item id")
         try await expectRefused(cli, ["add"] + d + ["--type", "", "k=1"], mentions: "invalid type")
+        try await expectRefused(
+            cli,
+            ["relay"] + d + ["--listen", "127.0.0.1:0", "--authority", "postgres://keeper@127.0.0.1:1/relays"],
+            environment: ["PGPASSFILE": cli.path("no-such-pgpass")],
+            mentions: "PGPASSFILE names"
+        )
         let big = #"{"id":"big","fields":{"v":""# + String(repeating: "x", count: Limits.maxValueBytes) + #""}}"#
         try await expectRefused(cli, ["import"] + d, input: big, mentions: "over the limit")
         try await expectRefused(cli, ["import"] + d, input: "{\"id\":\"n1\"}\n{oops\n", mentions: "line 2")

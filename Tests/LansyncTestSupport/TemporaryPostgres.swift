@@ -123,6 +123,21 @@ public final class TemporaryPostgres: Sendable {
         return text.split(separator: "\n").map(String.init)
     }
 
+    /// A role `user` that must log in over TCP with `password` (SCRAM), as a production server
+    /// asks; the server's own user `lansync` stays trusted.
+    public func requirePassword(user: String, password: String) throws {
+        _ = try sql("CREATE ROLE \(user) LOGIN PASSWORD '\(password)'")
+        let hba = "\(directory)/data/pg_hba.conf"
+        let rules = try String(contentsOfFile: hba, encoding: .utf8)
+        // The first matching line decides: this one goes before initdb's trust lines.
+        try ("host all \(user) 127.0.0.1/32 scram-sha-256\n" + rules).write(
+            toFile: hba,
+            atomically: false,
+            encoding: .utf8
+        )
+        _ = try sql("SELECT pg_reload_conf()")
+    }
+
     /// The server's log, for a failing test's message.
     public var log: String { (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8)) ?? "" }
 

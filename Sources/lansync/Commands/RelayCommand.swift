@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LansyncHost
 
 /// `lansync relay`: the designated node that carries changes and settles conflicts.
@@ -91,7 +92,19 @@ struct RelayCommand: AsyncParsableCommand {
             limits: RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields),
             maxSessions: maxSessions
         )
-        settings.relaying?.authority = try authority.map { try PostgresLocation(parsing: $0) }
+        var credentialsWarning: String?
+        if let authority {
+            var location = try PostgresLocation(parsing: authority)
+            do {
+                credentialsWarning = try location.readCredentials(
+                    environment: ProcessInfo.processInfo.environment,
+                    home: ProcessInfo.processInfo.environment["HOME"]
+                )
+            } catch {
+                throw CLIError("--authority: \(error)")
+            }
+            settings.relaying?.authority = location
+        }
         settings.relaying?.lease = .milliseconds(Int(lease * 1000))
         settings.peers = peers
         settings.writerBounds = writers.bounds
@@ -100,6 +113,7 @@ struct RelayCommand: AsyncParsableCommand {
         settings.mdns = mdns
         let directory = data.directory
         let logger = log.bootstrap()
+        if let credentialsWarning { logger.warning("\(credentialsWarning)") }
         try await directory.runNode(
             settings,
             logger: logger,
