@@ -9,6 +9,17 @@ import Testing
 @Suite struct PostgresPasswordFileTests {
     static let host = PostgresLocation.Host(name: "db1.example", port: 5432)
 
+    /// A password file holding `text`, mode 0600, in a new temporary directory (the caller
+    /// removes it).
+    static func passwordFile(named name: String, _ text: String) throws -> (directory: String, path: String) {
+        let directory = NSTemporaryDirectory() + "lansync-pgpass-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/" + name
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return (directory, path)
+    }
+
     static func authority(_ location: PostgresLocation, holder: String) -> PostgresAuthority {
         PostgresAuthority(
             location: location,
@@ -49,12 +60,8 @@ import Testing
     }
 
     @Test func theURIThenPGPASSWORDThenTheFileAndAFileOthersReadIsLeftUnread() throws {
-        let directory = NSTemporaryDirectory() + "lansync-pgpass-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, path) = try Self.passwordFile(named: ".pgpass", "*:*:*:keeper:from-file\n")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/.pgpass"
-        try "*:*:*:keeper:from-file\n".write(toFile: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
 
         var inURI = try PostgresLocation(parsing: "postgres://keeper:in-uri@db1.example/lansync")
         #expect(try inURI.readCredentials(environment: ["PGPASSWORD": "env"], home: directory) == nil)
@@ -94,12 +101,8 @@ import Testing
         try server.requirePassword(user: "keeper", password: "s3cret:x")
         _ = try server.sql("CREATE DATABASE relays OWNER keeper")
         let uri = "postgres://keeper@127.0.0.1:\(server.port)/relays?sslmode=disable"
-        let directory = NSTemporaryDirectory() + "lansync-pgpass-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, path) = try Self.passwordFile(named: "pgpass", "127.0.0.1:\(server.port):*:keeper:s3cret\\:x\n")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/pgpass"
-        try "127.0.0.1:\(server.port):*:keeper:s3cret\\:x\n".write(toFile: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         var withFile = try PostgresLocation(parsing: uri)
         #expect(try withFile.readCredentials(environment: ["PGPASSFILE": path], home: nil) == nil)
 
