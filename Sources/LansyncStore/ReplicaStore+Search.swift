@@ -177,25 +177,23 @@ extension ReplicaStore {
         return overlay
     }
 
-    /// The GLOB pattern that finds `word` anywhere in a text: `*`, `?` and `[` stand for
-    /// themselves in brackets.
-    static func globPattern(_ word: String) -> String {
-        var pattern = "*"
-        for character in word {
-            switch character {
-            case "*", "?", "[": pattern += "[\(character)]"
-            default: pattern.append(character)
-            }
-        }
-        return pattern + "*"
+    /// The part of `word` the trigram index is asked for: its longest run without GLOB's
+    /// wildcards (`*`, `?`, `[`). SQLite 3.40's trigram GLOB (Debian 12's) crashes on some
+    /// patterns with a wildcard between two runs of several-byte letters (`*xæ[*]èìä¸*`: a
+    /// schemathesis search brought a node down); a pattern of one run is safe (20,000 random runs
+    /// of one- to four-byte letters tried), and `instr` checks the whole word on what it finds.
+    static func indexKey(_ word: String) -> Substring {
+        word.split(whereSeparator: { "*?[".contains($0) }).max {
+            $0.unicodeScalars.count < $1.unicodeScalars.count
+        } ?? ""
     }
 
     /// The items `search` matches, by row, if there are at most `limit`; nil if there are more.
     ///
-    /// One word goes to the trigram index as a GLOB (`lookupWord`), the others are checked on the
-    /// texts it finds: SQLite 3.40 (Debian 12's) crashes on two GLOBs over a trigram table when
-    /// the first is shorter than a trigram, and one well-chosen lookup is all the index can do
-    /// anyway.
+    /// One word's ``indexKey(_:)`` goes to the trigram index as a GLOB (`lookupWord`); every
+    /// word is checked with `instr` on the texts it finds: SQLite 3.40 crashes on two GLOBs over
+    /// a trigram table when the first is shorter than a trigram, and one well-chosen lookup is
+    /// all the index can do anyway.
     static func searchCandidates(
         _ search: ItemSearch,
         overlay: SearchOverlay,
@@ -203,27 +201,30 @@ extension ReplicaStore {
         db: Database
     ) throws -> [Int64]? {
         let lookup = try lookupWord(search.words, limit: limit, db: db)
-        let others = search.words.filter { $0 != lookup }
-        let conditions = ["text GLOB ?"] + others.map { _ in "instr(text, ?) > 0" }
+        let key = indexKey(lookup)
+        let globDecides = key == lookup
+        let checked = search.words.filter { !globDecides || $0 != lookup }
+        let conditions = ["text GLOB ?"] + checked.map { _ in "instr(text, ?) > 0" }
         let rows = try Int64.fetchAll(
             db,
             sql: "SELECT rowid FROM item_search WHERE \(conditions.joined(separator: " AND ")) LIMIT \(limit + 1)",
-            arguments: StatementArguments([globPattern(lookup)] + others)
+            arguments: StatementArguments(["*\(key)*"] + checked)
         )
         guard rows.count <= limit else { return nil }
         guard !overlay.stale.isEmpty else { return rows }
         return Array(Set(rows).subtracting(overlay.stale).union(overlay.matching))
     }
 
-    /// The word the trigram index narrows a search to the fewest texts with. Each word of three
-    /// letters or more is looked up alone, stopping past `limit` texts, and the fewest wins: a
-    /// common word given to the index with a rare one beside it would have the rare one checked on
-    /// every text of the replica (100,000 items, `value 0004`: 231 ms against 2 ms), and each look
-    /// costs a few milliseconds at most, since it stops at `limit`. A shorter word cannot use the
-    /// index; it is the lookup only when no word can (the longest, as before).
+    /// The word the trigram index narrows a search to the fewest texts with. Each word whose
+    /// ``indexKey(_:)`` has three letters or more is looked up alone, stopping past `limit`
+    /// texts, and the fewest wins: a common word given to the index with a rare one beside it
+    /// would have the rare one checked on every text of the replica (100,000 items, `value 0004`:
+    /// 231 ms against 2 ms), and each look costs a few milliseconds at most, since it stops at
+    /// `limit`. A shorter key cannot use the index; the longest is the lookup when none can.
     static func lookupWord(_ words: [String], limit: Int, db: Database) throws -> String {
-        let longest = words.max { $0.unicodeScalars.count < $1.unicodeScalars.count }!
-        let indexable = words.filter { $0.unicodeScalars.count >= 3 }
+        let length = { (word: String) in indexKey(word).unicodeScalars.count }
+        let longest = words.max { length($0) < length($1) }!
+        let indexable = words.filter { length($0) >= 3 }
         guard indexable.count > 1 else { return longest }
         var best = (word: longest, texts: Int.max)
         for word in indexable {
@@ -231,7 +232,7 @@ extension ReplicaStore {
                 try Int.fetchOne(
                     db,
                     sql: "SELECT count(*) FROM (SELECT rowid FROM item_search WHERE text GLOB ? LIMIT \(limit + 1))",
-                    arguments: [globPattern(word)]
+                    arguments: ["*\(indexKey(word))*"]
                 ) ?? 0
             if texts < best.texts { best = (word, texts) }
         }

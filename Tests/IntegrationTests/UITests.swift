@@ -152,6 +152,18 @@ import Testing
         )
         print(result.output)
         print("screenshots of each view: \(shots)")
-        #expect(result.status == 0, "the browser test failed (its output is above)")
+        #expect(result.status == 0, "the browser test failed: \(Self.failedCheck(in: result.output))")
+    }
+
+    /// The browser test's `FAIL` line and the indented lines under it (the error, the check's
+    /// steps done): CI's summary shows a failed test's message, and the output above it may be
+    /// cut before it.
+    static func failedCheck(in output: String) -> String {
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(where: { $0.hasPrefix("FAIL  ") }) else {
+            return "no check failed by name (its output is above)"
+        }
+        let rest = lines[(start + 1)...].prefix { $0.hasPrefix("      ") }
+        return ([lines[start]] + rest.prefix(12)).joined(separator: "\n")
     }
 }
