@@ -35,9 +35,14 @@ import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
-RUN_LIMIT = 300          # seconds: the whole run (50 s here, over 100 s on a loaded CI machine), whatever hangs
+RUN_LIMIT = 600          # seconds: the whole run (90 s idle, 205 s beside the other suites), whatever hangs
 WAIT = 10_000            # ms: the longest a page is given to show something
 SYNC_WAIT = 15.0         # s: the longest the CLI is given to see a change arrive
+# ms: the longest a step over 25,000 items is given. Beside the other suites on 2 cores every
+# process runs several times slower than alone: the debug build's import of those items takes
+# 9.7 s alone and 89-94 s there (CI on bf8074b failed this check after 226 s, past the import's
+# old 120 s). A bound on a hang, not a measure of speed (Benchmarks/ has those).
+LOADED_WAIT = 120_000
 
 
 class CheckFailed(Exception):
@@ -607,55 +612,55 @@ def main():
                     for i in range(25000):
                         f.write(json.dumps({"type": "sample", "fields": {"title": f"Sample {i:05d}", "box": i % 97}}) + "\n")
                 mark("garage stopped, file written")
-                cluster.cli("kitchen", "import", many, timeout=120)
+                cluster.cli("kitchen", "import", many, timeout=3 * LOADED_WAIT / 1000)
                 mark("imported")
                 pages = []
                 a.on("request", lambda r: pages.append(r.url) if "/v1/items?" in r.url else None)
                 # A reload on a loaded CI machine, beside the node catching up after the import,
                 # once took over the usual 10 s (CI run 77: the node's waiting writes held the
                 # threads its reads run on, fixed since). This check is about paging.
-                a.reload(timeout=30_000)
+                a.reload(timeout=LOADED_WAIT)
                 mark("reloaded")
                 expect(a.get_by_role("heading", name="Items", exact=True)).to_be_visible()
                 # The view is still sorted by title (the column choice above), a field no index
                 # holds: every page reads all 25,000 titles on the node (2.5 s each in the debug
-                # build the tests run, over 30 s beside the other suites on CI's 2 cores). The
+                # build the tests run, several times that beside the other suites on CI's 2 cores). The
                 # page says so and what to do; done, pages are read from the index.
                 hint = a.locator("#sort-hint")
-                expect(hint).to_be_visible(timeout=30_000)
+                expect(hint).to_be_visible(timeout=LOADED_WAIT)
                 expect(hint).to_contain_text("lansync index title")
                 mark("hint shown")
-                cluster.cli("kitchen", "index", "title", timeout=120)
+                cluster.cli("kitchen", "index", "title", timeout=3 * LOADED_WAIT / 1000)
                 mark("indexed")
-                a.reload(timeout=30_000)
+                a.reload(timeout=LOADED_WAIT)
                 mark("reloaded")
                 expect(a.get_by_role("heading", name="Items", exact=True)).to_be_visible()
-                expect(hint).to_be_hidden(timeout=30_000)
+                expect(hint).to_be_hidden(timeout=LOADED_WAIT)
                 # The type filter lists the types the node's summary counted: over 25,000 new
                 # items, beside the other suites on a loaded 2-core CI machine, that answer once
                 # took longer than the page's usual 10 s (CI run 72).
-                expect(a.locator('#type-filter option[value="sample"]')).to_have_count(1, timeout=30_000)
+                expect(a.locator('#type-filter option[value="sample"]')).to_have_count(1, timeout=LOADED_WAIT)
                 a.locator("#type-filter").select_option("sample")
                 mark("type chosen")
                 # The node writes the new items' search texts meanwhile (in the background, at
                 # most half a core): on a loaded 2-core CI machine the first page may take longer
                 # than Playwright's default 5 s. This check is about paging, not speed.
-                expect(a.locator("#items-count")).to_contain_text("25,000 shown", timeout=30_000)
+                expect(a.locator("#items-count")).to_contain_text("25,000 shown", timeout=LOADED_WAIT)
                 expect(a.locator("table.items tbody tr")).to_have_count(100)
                 mark("first page shown")
                 a.get_by_label("Search").fill("sample 24999")
                 # The first search may write the texts still missing first (past 2,000 of them):
-                # 8 s for these 25,000 in the debug build on an idle machine, so up to 90 s here.
-                expect(a.locator("table.items tbody tr")).to_have_count(1, timeout=90_000)
+                # 8 s for these 25,000 in the debug build on an idle machine, several times that here.
+                expect(a.locator("table.items tbody tr")).to_have_count(1, timeout=LOADED_WAIT)
                 expect(items_row(a, "Sample 24999")).to_be_visible()
                 mark("found")
                 a.get_by_label("Search").fill("")
                 # As above: a loaded CI machine (CI at be0d256) took more than 5 s for a page.
-                expect(a.locator("table.items tbody tr")).to_have_count(100, timeout=30_000)
+                expect(a.locator("table.items tbody tr")).to_have_count(100, timeout=LOADED_WAIT)
                 a.get_by_role("button", name="Show more").click()
                 # The click adds a page; the button, still in view, may add another by itself
                 # (the view reads on as it is scrolled), so at least 200, in whole pages.
-                a.wait_for_function("document.querySelectorAll('table.items tbody tr').length >= 200", timeout=30_000)
+                a.wait_for_function("document.querySelectorAll('table.items tbody tr').length >= 200", timeout=LOADED_WAIT)
                 shown = a.locator("table.items tbody tr").count()
                 if shown % 100 != 0 or shown > 1000:
                     raise CheckFailed(f"expected whole pages of 100 rows after 'Show more', got {shown}")
