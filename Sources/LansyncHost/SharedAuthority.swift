@@ -36,8 +36,20 @@ enum SharedAuthority {
                             proposed: proposed
                         )
                     )
-                }
+                },
+                standing: { await Self.standing(of: authority) }
             )
+        }
+    }
+
+    /// The node's words for where `authority` stands: a holder whose lease ran out before it
+    /// renewed it is `lapsed`, not `holding`, since it settles nothing meanwhile.
+    static func standing(of authority: PostgresAuthority) async -> SettlingStanding {
+        switch await authority.standing {
+        case .starting: .starting
+        case .holding(let epoch): await authority.holds ? .holding(epoch: epoch) : .lapsed(epoch: epoch)
+        case .following(let holder, let epoch): .following(holder: holder, epoch: epoch)
+        case .unreachable(let why): .unreachable(why)
         }
     }
 }

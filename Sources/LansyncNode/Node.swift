@@ -746,6 +746,7 @@ public final class Node: Sendable {
         status.api = apiAddress.withLockedValue { $0 }
         status.view = viewNow
         status.relays = relays.withLockedValue { $0.map { NodeStatus.Relays($0) } }
+        if let gate = authority?.gate { status.authority = await gate.standing() }
         return status
     }
 

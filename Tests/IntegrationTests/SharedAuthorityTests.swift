@@ -38,6 +38,11 @@ import Testing
         )
         defer { r2.stop() }
         #expect(await r2.logContains("holds the lease (epoch 1): this relay leaves conflicts to it"), "\(r2.logText)")
+        // Each relay's status says where it stands: r1 settles, r2 follows r1.
+        #expect(try await standing(cli, "r1") == ["holding", "1", "", ""])
+        let following = try await standing(cli, "r2")
+        #expect(following.prefix(2) == ["following", "1"] && following[2].hasPrefix("r1 "), "\(following)")
+        #expect(try await cli.ok(["status", "--dir", cli.path("r1")]).contains("settling holds the lease (epoch 1)"))
 
         // A conflict made apart, then both nodes on the relays.
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t1", "title=base"])
@@ -69,6 +74,8 @@ import Testing
             "the other relay took over within twice the lease: \(r2.logText)"
         )
         let tookOver = ContinuousClock.now - killed
+        let holding = try await standing(cli, "r2")
+        #expect(holding[0] == "holding" && (Int(holding[1]) ?? 0) >= 2, "a new holder, a higher epoch: \(holding)")
         let survivors = ["r2", "a", "b"].map(cli.path)
         #expect(try await cli.waitForConvergence(survivors, timeout: Self.converged) != nil, "\(r2.logText)")
         let now = try await settledEverywhere(cli, survivors, item: "t1")
@@ -109,6 +116,8 @@ import Testing
 
         try server.stopServer()
         #expect(await r1.logContains("cannot be reached", within: Double(2 * Self.lease)), "\(r1.logText)")
+        let down = try await standing(cli, "r1")
+        #expect(down[0] == "unreachable" && !down[3].isEmpty, "\(down)")
         // Syncing goes on without the database.
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t2", "text=while the database was down"])
         // A conflict made apart stays open (and visible) meanwhile.
@@ -131,6 +140,7 @@ import Testing
             again = r1.logText.components(separatedBy: "this relay holds the lease (epoch").count > 2
         }
         #expect(again, "\(r1.logText)")
+        #expect(try await standing(cli, "r1").first == "holding")
         var settled = false
         for _ in 0..<100 where !settled {
             try await Task.sleep(for: .milliseconds(100))
@@ -140,6 +150,20 @@ import Testing
         #expect(settled, "\(r1.logText)")
         #expect(try await cli.waitForConvergence(everyone, timeout: Self.converged) != nil)
         _ = try await settledEverywhere(cli, everyone, item: "t1")
+    }
+
+    /// A running relay's `status --json` `authority`: standing, epoch, holder, reason ("" for null).
+    private func standing(_ cli: CLI, _ relay: String) async throws -> [String] {
+        guard let authority = try await cli.status(cli.path(relay))["authority"], authority != .null else {
+            return ["none"]
+        }
+        return ["standing", "epoch", "holder", "reason"].map { key in
+            switch authority[key] {
+            case .string(let text)?: text
+            case .integer(let n)?: String(n)
+            default: ""
+            }
+        }
     }
 
     /// Every replica shows the same fields of `item` and no open conflict; returns the fields.

@@ -41,13 +41,14 @@ import Testing
             "digest",
             "damaged",
             "version_vector", "peers", "changes", "rejected", "revoked_writes", "refused", "collection", "view",
-            "relays",
+            "relays", "authority",
         ]
         #expect(Set(object.keys) == Set(keys))
         #expect(object["listen"] is NSNull)
         #expect(object["collection"] is NSNull)
         #expect(object["view"] is NSNull)
         #expect(object["relays"] is NSNull)
+        #expect(object["authority"] is NSNull)
         let peers = try #require(object["peers"] as? [[String: Any]])
         #expect(peers[0]["source"] as? String == "static")
         #expect(peers[0]["last_sync"] is NSNull)
@@ -117,6 +118,20 @@ import Testing
             at: "2026-11-27T22:00:00.000Z"
         )
         #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        // Every standing of a relay that shares the authority.
+        for standing: SettlingStanding in [
+            .starting, .holding(epoch: 3), .lapsed(epoch: 3), .following(holder: "r2 abc pid 7 ff", epoch: 4),
+            .unreachable("connection refused"),
+        ] {
+            status.authority = standing
+            #expect(try NodeStatus(json: Array(status.json.utf8)) == status, "\(standing)")
+        }
+        status.authority = .following(holder: "r2 abc pid 7 ff", epoch: 4)
+        #expect(
+            status.json.contains(
+                #""authority":{"epoch":4,"holder":"r2 abc pid 7 ff","reason":null,"standing":"following"}"#
+            )
+        )
     }
 
     @Test func transportFailuresSayWhatHappenedNotAnEnumCase() {

@@ -27,7 +27,8 @@ import Testing
                     // Nothing is settled: the round ends at once after it is let go.
                     return false
                 },
-                decide: { _, proposed in proposed }
+                decide: { _, proposed in proposed },
+                standing: { .following(holder: "another relay", epoch: 1) }
             )
         }
 

@@ -9,7 +9,8 @@ extension NodeStatus {
     /// The status as a JSON value.
     public var jsonValue: JSON {
         .object([
-            ("answering", .bool(answering)), ("api", .optional(api)), ("changes", changes?.jsonValue ?? .null),
+            ("answering", .bool(answering)), ("api", .optional(api)),
+            ("authority", authority?.jsonValue ?? .null), ("changes", changes?.jsonValue ?? .null),
             ("cluster_id", .string(clusterID)),
             ("collection", collection?.jsonValue ?? .null),
             ("conflicts", .int(conflicts)),
@@ -58,6 +59,50 @@ extension NodeStatus {
         collection = try j.optional("collection").map(Collection.init(json:))
         view = try j.optional("view").map(View.init(json:))
         relays = try j.optional("relays").map(Relays.init(json:))
+        authority = try j.optional("authority").map(SettlingStanding.init(json:))
+    }
+}
+
+extension SettlingStanding {
+    /// `{"standing": "holding", "epoch": 2, "holder": null, "reason": null}`: every key present.
+    var jsonValue: JSON {
+        let (name, epoch, holder, reason): (String, Int64?, String?, String?) =
+            switch self {
+            case .starting: ("starting", nil, nil, nil)
+            case .holding(let epoch): ("holding", epoch, nil, nil)
+            case .lapsed(let epoch): ("lapsed", epoch, nil, nil)
+            case .following(let holder, let epoch): ("following", epoch, holder, nil)
+            case .unreachable(let why): ("unreachable", nil, nil, why)
+            }
+        return .object([
+            ("epoch", epoch.map { .integer($0) } ?? .null), ("holder", .optional(holder)),
+            ("reason", .optional(reason)), ("standing", .string(name)),
+        ])
+    }
+
+    init(json: JSON) throws {
+        let j = JSONFields(json, "the status's authority")
+        let epoch = { () throws -> Int64 in Int64(try j.int("epoch")) }
+        switch try j.string("standing") {
+        case "starting": self = .starting
+        case "holding": self = .holding(epoch: try epoch())
+        case "lapsed": self = .lapsed(epoch: try epoch())
+        case "following": self = .following(holder: try j.string("holder"), epoch: try epoch())
+        case "unreachable": self = .unreachable(try j.string("reason"))
+        default: throw j.wrong("standing")
+        }
+    }
+
+    /// What `status` shows: "holds the lease (epoch 2): settles conflicts", ...
+    public var summary: String {
+        switch self {
+        case .starting: "starting: has not asked the database yet"
+        case .holding(let epoch): "holds the lease (epoch \(epoch)): this relay settles conflicts"
+        case .lapsed(let epoch):
+            "held the lease (epoch \(epoch)) but has not renewed it in time: settles nothing until it does"
+        case .following(let holder, let epoch): "follows \(holder), which holds the lease (epoch \(epoch)) and settles"
+        case .unreachable(let why): "cannot reach the database, settles nothing: \(why)"
+        }
     }
 }
 

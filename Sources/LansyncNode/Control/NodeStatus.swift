@@ -48,6 +48,9 @@ public struct NodeStatus: Sendable, Equatable {
     /// The relays the running node was given and the one it uses (``RelayRoster``); nil without
     /// a running node or without `--relay`.
     public var relays: Relays?
+    /// On a relay that shares the authority (`lansync relay --authority`): whether it settles
+    /// conflicts now, and if not who does or why it cannot tell; nil on any other node.
+    public var authority: SettlingStanding?
 
     /// The relays a running node was given, the one in use, and its last failover.
     public struct Relays: Sendable, Equatable {

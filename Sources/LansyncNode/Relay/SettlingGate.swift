@@ -16,14 +16,34 @@ public struct SettlingGate: Sendable {
     /// The value `conflict` is settled with: `proposed` (what this relay's policy picks) if it is
     /// the first decision for it, else the recorded one.
     public var decide: @Sendable (_ conflict: FieldConflict, _ proposed: Value?) async throws -> Value?
+    /// Where this relay stands, for `status`.
+    public var standing: @Sendable () async -> SettlingStanding
 
     public init(
         keep: @escaping @Sendable (_ acquired: @escaping @Sendable () async -> Void) async -> Void,
         holds: @escaping @Sendable () async -> Bool,
-        decide: @escaping @Sendable (_ conflict: FieldConflict, _ proposed: Value?) async throws -> Value?
+        decide: @escaping @Sendable (_ conflict: FieldConflict, _ proposed: Value?) async throws -> Value?,
+        standing: @escaping @Sendable () async -> SettlingStanding
     ) {
         self.keep = keep
         self.holds = holds
         self.decide = decide
+        self.standing = standing
     }
+}
+
+/// Where a relay that shares the authority stands (`status`'s `authority`): whether it settles
+/// conflicts now, and if not, who does or why it cannot tell.
+public enum SettlingStanding: Sendable, Equatable {
+    /// It has not asked the database yet.
+    case starting
+    /// It holds the lease at this fencing epoch and settles conflicts.
+    case holding(epoch: Int64)
+    /// It held the lease at this epoch but has not renewed it in time (the database is slow or
+    /// gone): it settles nothing until it renews, and another relay may take over.
+    case lapsed(epoch: Int64)
+    /// Another relay holds the lease (its holder text: name, node id, process) and settles.
+    case following(holder: String, epoch: Int64)
+    /// The database cannot be reached (why): no relay settles through this one meanwhile.
+    case unreachable(String)
 }

@@ -68,6 +68,7 @@ struct StatusCommand: ParsableCommand {
             lines.append("state    running, listening on \(status.listen ?? "-"); mDNS \(status.mdns ?? "-")")
             if let view = status.view, view.mode != "full mesh" { lines.append("view     \(view.summary)") }
             if let relays = status.relays { lines.append("relay    \(relays.summary)") }
+            if let authority = status.authority { lines.append("settling \(authority.summary)") }
         } else {
             lines.append("state    no node running on this directory")
         }
