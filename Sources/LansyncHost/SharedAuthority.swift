@@ -37,7 +37,10 @@ enum SharedAuthority {
                         )
                     )
                 },
-                standing: { await Self.standing(of: authority) }
+                standing: { await Self.standing(of: authority) },
+                forget: { milliseconds in
+                    try await authority.forget(settledBefore: .milliseconds(Int64(clamping: milliseconds)))
+                }
             )
         }
     }

@@ -38,8 +38,14 @@ extension Node {
             try? await io.write { try store.noteRelay(me) }
         }
         var lastRefresh = ContinuousClock.now
+        var settings = CollectionSettings.standard
+        // The shared authority's old settlements are forgotten beside the rounds, one look at a
+        // time: the database may be slow or gone, and collection must not wait for it.
+        let forgetting = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        defer { forgetting.withLockedValue { $0?.cancel() } }
         while !Task.isCancelled {
-            if let settings = try? await io.run({ try store.collectionSettings() }) {
+            if let read = try? await io.run({ try store.collectionSettings() }) {
+                settings = read
                 await registry.setAwayWindow(settings.awayAfter)
             }
             try await Task.sleep(for: options.collectInterval)
@@ -51,6 +57,13 @@ extension Node {
                     )
                 }
                 await foldRetiredWriters()
+                forgetting.withLockedValue { running in
+                    guard running == nil, authority?.gate != nil else { return }
+                    running = Task { [settings] in
+                        await self.forgetOldSettlements(settings)
+                        forgetting.withLockedValue { $0 = nil }
+                    }
+                }
                 if ContinuousClock.now - lastRefresh >= max(options.collectInterval, .seconds(10)),
                     await refreshGossip()
                 {
@@ -59,6 +72,22 @@ extension Node {
             } catch {
                 logger.warning("collection round failed (the next one tries again): \(error)")
             }
+        }
+    }
+
+    /// On the relay that holds the shared authority's lease: the ledger's decisions older than
+    /// a silent member may stay away and still sync without a snapshot go (``SettlingGate``).
+    func forgetOldSettlements(_ settings: CollectionSettings) async {
+        guard let gate = authority?.gate else { return }
+        do {
+            let forgotten = try await gate.forget(settings.purgeAfter)
+            if forgotten > 0 {
+                let age = settings.purgeAfter
+                let words = age >= CollectionSettings.day ? "\(age / CollectionSettings.day) day(s)" : "\(age / 1000) s"
+                logger.info("forgot \(forgotten) settlement(s) of the shared authority made more than \(words) ago")
+            }
+        } catch {
+            logger.warning("could not forget old settlements (the next collection round tries again): \(error)")
         }
     }
 

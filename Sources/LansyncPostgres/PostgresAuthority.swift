@@ -117,8 +117,10 @@ public actor PostgresAuthority {
                 let proposed = conflict.proposed.map { Self.encoded($0) }
                 try await c.query(
                     """
-                    INSERT INTO lansync_settlement (item, field, siblings, value, epoch, holder)
-                    VALUES (\(conflict.item), \(conflict.field), \(conflict.siblings), \(proposed), \(epoch), \(holder))
+                    INSERT INTO lansync_settlement (item, field, siblings, value, epoch, holder, lease)
+                    VALUES (
+                        \(conflict.item), \(conflict.field), \(conflict.siblings), \(proposed), \(epoch), \(holder), \(name)
+                    )
                     ON CONFLICT (item, field, siblings) DO NOTHING
                     """,
                     logger: logger
@@ -140,6 +142,40 @@ public actor PostgresAuthority {
             if decisionConnection?.isClosed == true { await drop(.decision) }
             throw PostgresProblem(error)
         }
+    }
+
+    /// Removes this cluster's settlements made more than `age` ago, and says how many went;
+    /// only the holder does it (nothing, and 0, otherwise). The node passes the cluster's away
+    /// window and its margin: a member silent that long rejoins from a snapshot, and re-issues
+    /// what it kept aside under a new writer, so no replica can bring one of those conflicts
+    /// (those exact dots) back without its resolution, and the ledger need not answer for it.
+    public func forget(settledBefore age: Duration) async throws(PostgresProblem) -> Int {
+        guard holds else { return 0 }
+        let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
+        // A connection of its own, for this one statement: on the lease's, a long delete would
+        // hold a renewal back; on the decisions', it could fall inside a decision's transaction.
+        let connection: PostgresConnection
+        do { connection = try await open() } catch { throw PostgresProblem(error) }
+        var forgotten: Result<Int, PostgresProblem> = .success(0)
+        do {
+            let rows = try await connection.query(
+                """
+                WITH gone AS (
+                    DELETE FROM lansync_settlement
+                    WHERE (lease = \(name) OR lease IS NULL)
+                        AND settled_at < clock_timestamp() - make_interval(secs => \(seconds))
+                    RETURNING 1
+                )
+                SELECT count(*) FROM gone
+                """,
+                logger: logger
+            )
+            for try await count in rows.decode(Int.self) { forgotten = .success(count) }
+        } catch {
+            forgotten = .failure(PostgresProblem(error))
+        }
+        try? await connection.close()
+        return try forgotten.get()
     }
 
     // MARK: The lease
@@ -238,6 +274,13 @@ public actor PostgresAuthority {
     private func connected(_ slot: Slot) async throws -> PostgresConnection {
         if let connection = self.connection(slot), !connection.isClosed { return connection }
         let connection = try await open()
+        // The actor is reentrant while `open` waits: another call may have opened this slot's
+        // connection meanwhile. Keep that one and close this (postgres-nio asserts on a
+        // connection dropped open, and in a release build it would stay open for ever).
+        if let other = self.connection(slot), !other.isClosed {
+            try? await connection.close()
+            return other
+        }
         set(slot, connection)
         return connection
     }
@@ -370,6 +413,33 @@ public actor PostgresAuthority {
                 """,
                 logger: logger
             )
+            // Which lease (cluster) a settlement was made under, so that ``forget(settledBefore:)``
+            // applies one cluster's window to its own rows; null on rows made before it. Asked
+            // of the catalogue first: `ALTER TABLE` and `CREATE INDEX` lock the table even when
+            // there is nothing to do, and every connection a relay opens comes through here.
+            let missing = try await c.query(
+                """
+                SELECT
+                    NOT EXISTS (
+                        SELECT 1 FROM information_schema.columns
+                        WHERE table_schema = current_schema() AND table_name = 'lansync_settlement'
+                            AND column_name = 'lease'
+                    ),
+                    to_regclass('lansync_settlement_by_time') IS NULL
+                """,
+                logger: logger
+            )
+            var (column, index) = (true, true)
+            for try await row in missing.decode((Bool, Bool).self) { (column, index) = row }
+            if column {
+                try await c.query("ALTER TABLE lansync_settlement ADD COLUMN lease text", logger: logger)
+            }
+            if index {
+                try await c.query(
+                    "CREATE INDEX lansync_settlement_by_time ON lansync_settlement (settled_at)",
+                    logger: logger
+                )
+            }
         }
     }
 

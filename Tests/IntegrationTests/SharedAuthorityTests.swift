@@ -104,7 +104,7 @@ import Testing
         let r1 = try await cli.relay(
             port: p[0],
             name: "r1",
-            extra: ["--authority", server.uri, "--lease", "\(Self.lease)"]
+            extra: ["--authority", server.uri, "--lease", "\(Self.lease)", "--collect-interval", "1"]
         )
         defer { r1.stop() }
         #expect(await r1.logContains("this relay holds the lease (epoch 1"), "\(r1.logText)")
@@ -150,6 +150,13 @@ import Testing
         #expect(settled, "\(r1.logText)")
         #expect(try await cli.waitForConvergence(everyone, timeout: Self.converged) != nil)
         _ = try await settledEverywhere(cli, everyone, item: "t1")
+
+        // A settlement older than a silent member may stay away (90 days and a day's margin by
+        // default) is forgotten by the holder's next collection round.
+        #expect(try server.sql("SELECT count(*) FROM lansync_settlement") == ["1"])
+        _ = try server.sql("UPDATE lansync_settlement SET settled_at = now() - interval '92 days'")
+        #expect(await r1.logContains("forgot 1 settlement(s) of the shared authority", within: 60), "\(r1.logText)")
+        #expect(try server.sql("SELECT count(*) FROM lansync_settlement") == ["0"])
     }
 
     /// A running relay's `status --json` `authority`: standing, epoch, holder, reason ("" for null).

@@ -28,7 +28,8 @@ import Testing
                     return false
                 },
                 decide: { _, proposed in proposed },
-                standing: { .following(holder: "another relay", epoch: 1) }
+                standing: { .following(holder: "another relay", epoch: 1) },
+                forget: { _ in 0 }
             )
         }
 

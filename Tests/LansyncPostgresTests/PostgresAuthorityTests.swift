@@ -163,4 +163,56 @@ import Testing
             #expect(await b.standing == .holding(epoch: 2), "at once, though a's lease had two minutes to run")
         }
     }
+
+    /// The holder forgets its cluster's decisions older than it is told, and only those: newer
+    /// ones, another cluster's (another lease) and, from a follower, nothing at all.
+    @Test func theHolderForgetsItsClustersOldDecisions() async throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        try await withRelays(["a", "b"], on: server) { (relays) async throws -> Void in
+            let (a, b) = (relays[0], relays[1])
+            await a.lookNow()
+            await b.lookNow()
+            _ = try await a.decide(Self.conflict(proposing: .string("old"), dots: [3, 5]))
+            _ = try await a.decide(Self.conflict(proposing: .string("new"), dots: [3, 6]))
+            _ = try await a.decide(Self.conflict(proposing: .string("older cluster"), dots: [3, 7]))
+            _ = try server.sql(
+                """
+                UPDATE lansync_settlement SET settled_at = now() - interval '100 days'
+                WHERE siblings <> '\(Self.conflict(proposing: nil, dots: [3, 6]).siblings)'
+                """
+            )
+            // A row of another cluster sharing the database, as old.
+            _ = try server.sql(
+                "UPDATE lansync_settlement SET lease = 'settle another-cluster' WHERE siblings = '\(Self.conflict(proposing: nil, dots: [3, 7]).siblings)'"
+            )
+            #expect(try await b.forget(settledBefore: .seconds(90 * 86_400)) == 0, "a follower forgets nothing")
+            #expect(try server.sql("SELECT count(*) FROM lansync_settlement") == ["3"])
+            #expect(try await a.forget(settledBefore: .seconds(90 * 86_400)) == 1)
+            let left = try server.sql("SELECT coalesce(lease, '-') FROM lansync_settlement ORDER BY 1")
+            #expect(left == ["settle another-cluster", "settle test-cluster"], "\(left)")
+            // The forgotten conflict, met again, is decided afresh.
+            #expect(try await a.decide(Self.conflict(proposing: .string("again"), dots: [3, 5])) == .string("again"))
+        }
+    }
+
+    /// Two decisions at once on a relay with no decision connection yet: both open one while the
+    /// actor waits, and the second used to replace the first, which postgres-nio's debug build
+    /// stops the process on (a connection dropped open). One is kept, the other closed.
+    @Test func decisionsAtOnceKeepOneConnection() async throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        try await withRelays(["a"], on: server) { (relays) async throws -> Void in
+            let a = relays[0]
+            await a.lookNow()
+            async let first = a.decide(Self.conflict(proposing: .string("one"), dots: [3, 5]))
+            async let second = a.decide(Self.conflict(proposing: .string("two"), dots: [3, 6]))
+            let values = try await [first, second]
+            #expect(values == [.string("one"), .string("two")])
+            let open = try server.sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            #expect(open == ["2"], "the lease's connection and one for decisions: \(open)")
+        }
+    }
 }

@@ -18,17 +18,23 @@ public struct SettlingGate: Sendable {
     public var decide: @Sendable (_ conflict: FieldConflict, _ proposed: Value?) async throws -> Value?
     /// Where this relay stands, for `status`.
     public var standing: @Sendable () async -> SettlingStanding
+    /// Forgets the decisions made longer ago than the given milliseconds (the holder only), and
+    /// says how many went: the node passes how long a silent member may still come back without
+    /// rejoining from a snapshot.
+    public var forget: @Sendable (_ olderThanMilliseconds: UInt64) async throws -> Int
 
     public init(
         keep: @escaping @Sendable (_ acquired: @escaping @Sendable () async -> Void) async -> Void,
         holds: @escaping @Sendable () async -> Bool,
         decide: @escaping @Sendable (_ conflict: FieldConflict, _ proposed: Value?) async throws -> Value?,
-        standing: @escaping @Sendable () async -> SettlingStanding
+        standing: @escaping @Sendable () async -> SettlingStanding,
+        forget: @escaping @Sendable (_ olderThanMilliseconds: UInt64) async throws -> Int
     ) {
         self.keep = keep
         self.holds = holds
         self.decide = decide
         self.standing = standing
+        self.forget = forget
     }
 }
 
