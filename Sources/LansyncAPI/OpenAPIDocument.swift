@@ -119,7 +119,7 @@ enum OpenAPIDocument {
                       "type": "string",
                       "maxLength": 256
                     },
-                    "description": "Only the items that hold every word of this (any case, anywhere) in their id, type, field names or shown values: `lansync list --search`. Words of three characters or more are looked up in a trigram index. Empty or only spaces: no search. At most 256 characters."
+                    "description": "Only the items that hold every word of this (any case, anywhere) in their id, type, field names or shown values: `lansync list --search`. A word with three characters or more in a row that are not *, ? or [ is looked up in a trigram index. Empty or only spaces: no search. At most 256 characters."
                   },
                   {
                     "name": "sort",
@@ -1783,6 +1783,50 @@ enum OpenAPIDocument {
                             "format": "date-time"
                           }
                         }
+                      }
+                    }
+                  },
+                  "authority": {
+                    "description": "On a relay that shares the authority with others (lansync relay --authority): whether it settles conflicts now. holding: it holds the lease at this fencing epoch; lapsed: it held it but has not renewed it in time, and settles nothing until it does; following: another relay (holder) holds it; unreachable: the database cannot be reached (reason); starting: it has not asked yet (Docs/RELAY.md, \"Several relays, one authority\"). Null on any other node.",
+                    "type": [
+                      "object",
+                      "null"
+                    ],
+                    "required": [
+                      "standing",
+                      "epoch",
+                      "holder",
+                      "reason"
+                    ],
+                    "properties": {
+                      "standing": {
+                        "type": "string",
+                        "enum": [
+                          "starting",
+                          "holding",
+                          "lapsed",
+                          "following",
+                          "unreachable"
+                        ]
+                      },
+                      "epoch": {
+                        "type": [
+                          "integer",
+                          "null"
+                        ],
+                        "minimum": 0
+                      },
+                      "holder": {
+                        "type": [
+                          "string",
+                          "null"
+                        ]
+                      },
+                      "reason": {
+                        "type": [
+                          "string",
+                          "null"
+                        ]
                       }
                     }
                   }

@@ -8,10 +8,12 @@ public struct ItemSearch: Sendable, Equatable {
     /// The words, case folded, without repeats, in the order given.
     public let words: [String]
 
-    /// The search `text` asks for, or nil if it holds no word (only spaces).
+    /// The search `text` asks for, or nil if it holds no word (only spaces). A NUL separates
+    /// words as a space does (SQLite's functions would read a word only up to it).
     public init?(_ text: String) {
         var words: [String] = []
-        for word in text.lowercased().split(whereSeparator: \.isWhitespace).map(String.init)
+        let spaced = String(String.UnicodeScalarView(text.lowercased().unicodeScalars.map { $0 == "\0" ? " " : $0 }))
+        for word in spaced.split(whereSeparator: \.isWhitespace).map(String.init)
         where !words.contains(word) {
             words.append(word)
         }
@@ -19,9 +21,12 @@ public struct ItemSearch: Sendable, Equatable {
         self.words = words
     }
 
-    /// Whether an item whose ``text(id:type:fields:)`` is `text` matches.
+    /// Whether an item whose ``text(id:type:fields:)`` is `text` matches: each word's UTF-8
+    /// bytes occur in the text's, as SQLite's `instr` finds them (a word may match inside a
+    /// character: `*` finds `*` followed by a combining mark).
     public func matches(_ text: String) -> Bool {
-        words.allSatisfy { text.contains($0) }
+        let bytes = Array(text.utf8)
+        return words.allSatisfy { bytes.firstRange(of: Array($0.utf8)) != nil }
     }
 
     /// What a search looks in for an item: its id, type, field names and shown values, one per

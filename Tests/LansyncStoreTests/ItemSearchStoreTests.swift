@@ -162,7 +162,10 @@ import Testing
     /// asked for a word's longest plain run and `instr` checks the rest.
     @Test func wildcardsBetweenSeveralByteLettersAreSearchedSafely() throws {
         let store = try store()
-        let titles = ["xæ*èìä¸ one", "xæ?èìä¸ two", "xæ[èìä¸ three", "xæèìä¸ four", "\u{4}æ*èìä¸s>", "plain"]
+        let titles = [
+            "xæ*èìä¸ one", "xæ?èìä¸ two", "xæ[èìä¸ three", "xæèìä¸ four", "\u{4}æ*èìä¸s>", "plain",
+            "a*\u{301}b xæ*\u{301}èìä¸", "pl[ain",
+        ]
         for (i, title) in titles.enumerated() {
             try store.apply(
                 .create(type: "task", assignments: [.set(self.title, .string(title))]),
@@ -174,9 +177,11 @@ import Testing
         #expect(ReplicaStore.indexKey("xæ*èìä¸") == "èìä¸")
         #expect(ReplicaStore.indexKey("a*b?cd[ef") == "cd")
         #expect(ReplicaStore.indexKey("*?[") == "")
+        #expect(ReplicaStore.indexKey("xæ*\u{301}èìä¸") == "\u{301}èìä¸", "a wildcard before a combining mark")
         let searches = [
             "xæ*èìä¸", "xæ?èìä¸", "xæ[èìä¸", "xæ[*]èìä¸", "\u{4}æ*èìä¸s>èìä¸", "\u{4}Æ*\u{F394C}ßS>ÈÌÄ¸",
-            "xæ*èìä¸ one", "èìä¸ xæ?", "*", "[?] plain", "xæ*èìä¸ xæ?èìä¸",
+            "xæ*èìä¸ one", "èìä¸ xæ?", "*", "[?] plain", "xæ*èìä¸ xæ?èìä¸", "xæ*\u{301}èìä¸", "a*\u{301}b",
+            "pl[ain", "x\u{0}æ*èìä¸",
         ].compactMap(ItemSearch.init)
         var nonEmpty = 0
         for search in searches {
@@ -185,7 +190,7 @@ import Testing
             for common in [1000, 0] {
                 #expect(
                     try found(store, search, includeDeleted: false, commonSearch: common) == expected,
-                    "\(search.words), common past \(common)"
+                    "\(search.words), common past \(common): \((try? found(store, search, includeDeleted: false, commonSearch: common)) ?? []) against \(expected)"
                 )
             }
         }
