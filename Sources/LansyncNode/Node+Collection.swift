@@ -49,6 +49,13 @@ extension Node {
                 await registry.setAwayWindow(settings.awayAfter)
             }
             try await Task.sleep(for: options.collectInterval)
+            forgetting.withLockedValue { running in
+                guard running == nil, authority?.gate != nil else { return }
+                running = Task { [settings] in
+                    await self.forgetOldSettlements(settings)
+                    forgetting.withLockedValue { $0 = nil }
+                }
+            }
             do {
                 let round = try await io.write { try store.collect(now: WallClock.milliseconds) }
                 if round.collected > 0 {
@@ -57,13 +64,6 @@ extension Node {
                     )
                 }
                 await foldRetiredWriters()
-                forgetting.withLockedValue { running in
-                    guard running == nil, authority?.gate != nil else { return }
-                    running = Task { [settings] in
-                        await self.forgetOldSettlements(settings)
-                        forgetting.withLockedValue { $0 = nil }
-                    }
-                }
                 if ContinuousClock.now - lastRefresh >= max(options.collectInterval, .seconds(10)),
                     await refreshGossip()
                 {

@@ -100,6 +100,10 @@ public actor PostgresAuthority {
     /// in PostgreSQL, or PostgreSQL cannot be reached: the conflict stays open.
     public func decide(_ conflict: Conflict) async throws(PostgresProblem) -> Value? {
         guard case .holding(let epoch) = standing else { throw PostgresProblem("this relay does not hold the lease") }
+        // One decision at a time: they share a connection, and postgres-nio's transaction is
+        // BEGIN, the queries, COMMIT with nothing to keep another's statements out between them.
+        await takeDecisionTurn()
+        defer { passDecisionTurn() }
         do {
             let connection = try await connected(.decision)
             return try await connection.withTransaction(logger: logger) { c in
@@ -162,7 +166,7 @@ public actor PostgresAuthority {
                 """
                 WITH gone AS (
                     DELETE FROM lansync_settlement
-                    WHERE (lease = \(name) OR lease IS NULL)
+                    WHERE (lease = \(name) OR (lease IS NULL AND (SELECT count(*) FROM lansync_lease) = 1))
                         AND settled_at < clock_timestamp() - make_interval(secs => \(seconds))
                     RETURNING 1
                 )
@@ -176,6 +180,22 @@ public actor PostgresAuthority {
         }
         try? await connection.close()
         return try forgotten.get()
+    }
+
+    private var deciding = false
+    private var waitingToDecide: [CheckedContinuation<Void, Never>] = []
+
+    private func takeDecisionTurn() async {
+        guard deciding else {
+            deciding = true
+            return
+        }
+        await withCheckedContinuation { waitingToDecide.append($0) }
+    }
+
+    /// Hands the turn to the next waiting decision, or frees it.
+    private func passDecisionTurn() {
+        if waitingToDecide.isEmpty { deciding = false } else { waitingToDecide.removeFirst().resume() }
     }
 
     // MARK: The lease

@@ -27,10 +27,16 @@ public struct PostgresProblem: Error, CustomStringConvertible, Sendable {
         if let info = psql.serverInfo, let message = info[.message] {
             let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
             // 28P01 and 28000: the password was wrong or missing, or the user may not log in.
+            // 42501: a role without a right it needs, such as making the tables or, on a ledger
+            // made by an older relay, adding its `lease` column and index (its owner's right).
             let what =
-                info[.sqlState]?.hasPrefix("28") == true
-                ? ": give the user's password in the URI, in PGPASSWORD, or in a password file (~/.pgpass, or the file PGPASSFILE names; Docs/RELAY.md)"
-                : ""
+                switch info[.sqlState] {
+                case let state? where state.hasPrefix("28"):
+                    ": give the user's password in the URI, in PGPASSWORD, or in a password file (~/.pgpass, or the file PGPASSFILE names; Docs/RELAY.md)"
+                case "42501"?:
+                    ": the relay's user must be allowed to create tables in the schema, and the first relay of a new version must run as the owner of the lansync_ tables (Docs/RELAY.md)"
+                default: ""
+                }
             self.init("the server said: \(message)\(state)\(what)")
             return
         }
