@@ -21,7 +21,7 @@ extension Node {
         let store = self.store
         do {
             try await io.write {
-                try store.recordReports([own])
+                try store.recordReports([own], gossiped: false)
                 try store.recordReports(gossip, gossiped: true)
                 if hello.role == .relay { try store.noteRelay(hello.nodeID) }
             }
@@ -106,7 +106,7 @@ extension Node {
     }
 
     /// Folds the writers this node knows are retired once every member has seen all they wrote
-    /// and they stayed quiet for a round (``ReplicaStore/foldRetiredWriters(revoked:unchangedSince:)``);
+    /// and they stayed quiet for a round (``ReplicaStorage/foldRetiredWriters(revoked:unchangedSince:)``);
     /// then, if it folded any or took any from a peer since the last round, opens its sessions
     /// again, once, so that their hellos tell the peers, which fold them in turn (Docs/MERGE.md,
     /// "Retired writers fold").

@@ -82,7 +82,7 @@ extension Node {
             } ?? false)
     }
 
-    /// If this replica's own state is older than the away window (``ReplicaStore/staleSince(now:)``:
+    /// If this replica's own state is older than the away window (``ReplicaStorage/staleSince(now:)``:
     /// a copy put back), what it holds may be what the others purged: it merges with no one, and
     /// rejoins from the relay once it meets it current (its hello says it is neither away nor
     /// stale), or, without a relay, from the first peer that is current. The relay itself rejoins

@@ -17,7 +17,7 @@ import NIOPosix
 /// CLI on its control socket, and stops cleanly when its task is cancelled.
 public final class Node: Sendable {
     public let options: NodeOptions
-    let store: ReplicaStore
+    let store: any ReplicaStorage
     let identity: TLSIdentity
     let info: ReplicaInfo
     let hub = ChangeHub()
@@ -83,7 +83,7 @@ public final class Node: Sendable {
 
     public init(
         options: NodeOptions,
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         identity: TLSIdentity,
         logger: Logger
     ) throws {
@@ -802,17 +802,17 @@ public final class Node: Sendable {
     }
 
     /// Notices replica changes nobody announced (an edit while the control socket was down). It
-    /// looks at the replica file and its write-ahead log first (two `stat` calls): only when one
-    /// of them moved does it read the version vector, so an idle node costs next to nothing.
+    /// looks at the store's quick change mark first (for a SQLite file, two `stat` calls): only
+    /// when it moved does it read the version vector, so an idle node costs next to nothing.
     private func pollForChanges() async throws {
         let store = self.store
         var last = try await io.run { try store.versionVector() }
-        var lastFiles = FileStamp(path: store.path)
+        var lastMark = store.quickChangeMark()
         while !Task.isCancelled {
             try await Task.sleep(for: options.pollInterval)
-            let files = FileStamp(path: store.path)
-            guard files != lastFiles else { continue }
-            lastFiles = files
+            let mark = store.quickChangeMark()
+            guard mark != lastMark else { continue }
+            lastMark = mark
             let now = try await io.run { try store.versionVector() }
             if now != last {
                 last = now

@@ -5,11 +5,8 @@ public import LansyncCore
 // A peer's batches: merged in one transaction each, their covers checked first; a peer's
 // stream and its progress (Docs/PROTOCOL.md, "Streams").
 extension ReplicaStore {
-    /// Decides whether an incoming change is refused (``Limits``, or the relay's): a reason, or
-    /// nil. It sees the field key, the field as merging the change would leave it, the field as
-    /// this replica holds it before the merge (nil if new), and a count of the item's user fields
-    /// before the merge (read only if asked).
-    public typealias Refusal = @Sendable (FieldKey, FieldState, FieldState?, () throws -> Int) throws -> String?
+    /// ``FieldRefusal``, the name the store's own code uses.
+    public typealias Refusal = FieldRefusal
 
     /// Merges a batch received from a peer, and records what it covers, in one transaction.
     /// Applying a batch again changes nothing. Returns how many fields changed.

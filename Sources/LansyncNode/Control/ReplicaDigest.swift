@@ -12,9 +12,9 @@ import Synchronization
 /// read in and a running node's ``Cache`` keeps it up to date by reading only the items changed
 /// since it last looked.
 public enum ReplicaDigest {
-    public static func compute(_ store: ReplicaStore) throws(StoreError) -> String {
+    public static func compute(_ store: any ReplicaStorage) throws(StoreError) -> String {
         var sum: UInt128 = 0
-        try store.forEachItem(includeDeleted: true) { item in sum &+= itemHash(item) }
+        try store.forEachItem(type: nil, includeDeleted: true, withLocalEdits: false) { item in sum &+= itemHash(item) }
         return hex(sum)
     }
 
@@ -60,7 +60,7 @@ public enum ReplicaDigest {
 
         public init() {}
 
-        public func digest(_ store: ReplicaStore) throws(StoreError) -> String {
+        public func digest(_ store: any ReplicaStorage) throws(StoreError) -> String {
             // Under the lock throughout: two requests at once read the replica once.
             try held.withLock { (held: inout Held?) throws(StoreError) -> String in
                 if let current = held, try store.changeStamp() == current.marks.stamp { return hex(current.sum) }

@@ -9,7 +9,7 @@ public enum StatusReport {
     ///   - digest: a running node's digest, from its cache (``ReplicaDigest/Cache``); nil: computed
     ///     from the replica here (every item read).
     public static func make(
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         running: Bool,
         listen: String?,
         peers live: [PeerRegistry.Entry]?,
@@ -53,14 +53,14 @@ public enum StatusReport {
             peers: shown,
             changes: try changes(store, peers: peers, relay: relayEntry, ownWriters: ownWriters),
             rejected: try store.ownRejections().map(NodeStatus.Rejection.init),
-            revokedWrites: try store.revokedWriteRejections().map(NodeStatus.Rejection.init),
+            revokedWrites: try store.revokedWriteRejections(limit: 100).map(NodeStatus.Rejection.init),
             refused: refused,
             collection: try collection(store)
         )
     }
 
     /// The past in the replica, as status shows it.
-    private static func collection(_ store: ReplicaStore) throws(StoreError) -> NodeStatus.Collection {
+    private static func collection(_ store: any ReplicaStorage) throws(StoreError) -> NodeStatus.Collection {
         let f = try store.collectionFigures(now: WallClock.milliseconds)
         return NodeStatus.Collection(
             liveFields: f.liveFields,
@@ -80,7 +80,7 @@ public enum StatusReport {
 
     /// The peers the replica recorded, for a status with no node running.
     private static func recordedPeers(
-        _ store: ReplicaStore,
+        _ store: any ReplicaStorage,
         except me: NodeID
     ) throws(StoreError) -> [PeerRegistry.Entry] {
         let recorded = try store.peers()
@@ -99,7 +99,10 @@ public enum StatusReport {
     }
 
     /// A peer this node meets itself, as status shows it.
-    private static func shownPeer(_ p: PeerRegistry.Entry, store: ReplicaStore) throws(StoreError) -> NodeStatus.Peer {
+    private static func shownPeer(
+        _ p: PeerRegistry.Entry,
+        store: any ReplicaStorage
+    ) throws(StoreError) -> NodeStatus.Peer {
         var peer = NodeStatus.Peer(
             nodeID: p.nodeID?.text,
             name: p.name,
@@ -110,7 +113,7 @@ public enum StatusReport {
         peer.advertised = p.advertised
         peer.source = p.source
         peer.lastSync = p.lastSync.map { WallClock.iso8601(milliseconds: $0) }
-        peer.lacks = p.nodeID == nil ? nil : try store.lacking(p.versionVector)
+        peer.lacks = p.nodeID == nil ? nil : try store.lacking(p.versionVector, cap: 1_000_000)
         peer.lastError = p.lastError
         peer.counters = p.counters
         peer.roundTripsWaited = p.waitedRoundTrips
@@ -134,7 +137,7 @@ public enum StatusReport {
         known peers: [PeerRegistry.Entry],
         ownWriters: Set<NodeID>,
         viaRelay: Bool,
-        store: ReplicaStore
+        store: any ReplicaStorage
     ) throws(StoreError) -> [NodeStatus.Peer] {
         let names = try store.nodeNames()
         let directIDs = Set(peers.compactMap(\.nodeID))
@@ -152,7 +155,7 @@ public enum StatusReport {
     /// knows (a change is on all of them once the least of their vectors covers it); nil when it
     /// knows none.
     private static func changes(
-        _ store: ReplicaStore,
+        _ store: any ReplicaStorage,
         peers: [PeerRegistry.Entry],
         relay: PeerRegistry.Entry?,
         ownWriters: Set<NodeID>

@@ -40,7 +40,7 @@ final class ClusterStatements: Sendable {
         var writers = RevokedWriters()
     }
 
-    let store: ReplicaStore
+    let store: any ReplicaStorage
     let io: BlockingIO
     let trust: ClusterCertificate
     private let held = NIOLockedValueBox(Held())
@@ -52,7 +52,7 @@ final class ClusterStatements: Sendable {
     private let seen = NIOLockedValueBox<Set<SHA256Digest>>([])
     static let maxSeen = 65_536
 
-    init(store: ReplicaStore, io: BlockingIO, trust: ClusterCertificate) {
+    init(store: any ReplicaStorage, io: BlockingIO, trust: ClusterCertificate) {
         self.store = store
         self.io = io
         self.trust = trust

@@ -17,7 +17,7 @@ import NIOCore
 /// transaction, so one code admits one machine. The private key never travels: the joiner sends
 /// its public key, and gets back the certificate this authority issued for it.
 final class JoinDesk: Sendable {
-    let store: ReplicaStore
+    let store: any ReplicaStorage
     let io: BlockingIO
     /// This node, which signs the admissions it grants as their maker.
     let me: NodeID
@@ -49,7 +49,7 @@ final class JoinDesk: Sendable {
     }
 
     init(
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         io: BlockingIO,
         me: NodeID,
         statements: ClusterStatements,

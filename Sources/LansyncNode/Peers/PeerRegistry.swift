@@ -44,7 +44,7 @@ public actor PeerRegistry {
         let close: @Sendable () -> Void
     }
 
-    let store: ReplicaStore
+    let store: any ReplicaStorage
     let io: BlockingIO
     let localNode: NodeID
     private var byNode: [NodeID: Entry] = [:]
@@ -76,7 +76,7 @@ public actor PeerRegistry {
     let acknowledgements: ChangeHub
 
     public init(
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         io: BlockingIO,
         localNode: NodeID,
         logger: Logger = .silent,

@@ -20,7 +20,7 @@ public enum SettlePolicy: String, Sendable, CaseIterable {
 /// first relay's decision, whichever relay settles it. Calls never overlap: one that comes while
 /// a round runs makes that round look once more when it ends.
 public actor Authority {
-    let store: ReplicaStore
+    let store: any ReplicaStorage
     let io: BlockingIO
     let policy: SettlePolicy
     public let gate: SettlingGate?
@@ -30,7 +30,7 @@ public actor Authority {
     private var again = false
 
     public init(
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         io: BlockingIO,
         policy: SettlePolicy,
         gate: SettlingGate? = nil,
@@ -146,7 +146,8 @@ public actor Authority {
 
     /// Writes the resolution; false if the conflict was settled meanwhile (by a concurrent batch
     /// or a user).
-    private static func resolve(_ conflict: FieldConflict, with value: Value?, store: ReplicaStore) throws -> Bool {
+    private static func resolve(_ conflict: FieldConflict, with value: Value?, store: any ReplicaStorage) throws -> Bool
+    {
         do {
             try store.apply(
                 .resolve(conflict.field, value),
@@ -165,7 +166,7 @@ public actor Authority {
         _ policy: SettlePolicy,
         state: FieldState,
         conflict: FieldConflict,
-        store: ReplicaStore
+        store: any ReplicaStorage
     ) throws -> Value? {
         let chosen: Value?
         switch policy {

@@ -4,7 +4,7 @@ public import LansyncStore
 /// The limits a node enforces on what peers send it, checked on every field state that arrives
 /// before it is stored: ``Limits`` on every node, exactly as on writing, and on the relay the
 /// lower ones it may be given for the whole cluster. A field state that breaks them is refused:
-/// the node overrules it (see `ReplicaStore.apply(_:wallMilliseconds:refuse:)`), so it is never
+/// the node overrules it (see `ReplicaStorage.receive`), so it is never
 /// stored, every replica converges on the refusal, and the node that wrote it shows it in
 /// `status`, a permanent error that blocks nothing else.
 public struct RelayLimits: Sendable, Equatable {
@@ -19,8 +19,8 @@ public struct RelayLimits: Sendable, Equatable {
     /// What every node enforces: ``Limits``.
     public static let standard = RelayLimits(whose: "the limit")
 
-    /// The check as `ReplicaStore` takes it.
-    public var refusal: ReplicaStore.Refusal {
+    /// The check as the store takes it.
+    public var refusal: FieldRefusal {
         { @Sendable key, state, held, userFields in try self.refusal(key, state, held, userFields: userFields) }
     }
 

@@ -53,7 +53,7 @@ final class DeltaStarts: Sendable {
     /// A delta's opening read: the stream (to go on reading from), the size to announce, and
     /// the batches read so far (nil: the delta ends there).
     struct Start: Sendable {
-        var stream: DeltaStream
+        var stream: any DeltaSource
         var size: Int
         var ahead: [DeltaBatch?]
     }

@@ -19,7 +19,7 @@ public enum OneShotSync {
 
     /// - Parameter progress: told, as a session goes on, how far the exchange with a peer has got.
     public static func run(
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         identity: TLSIdentity,
         peers: [PeerAddress],
         timeout: Duration,

@@ -27,7 +27,7 @@ struct SessionDriver {
     private(set) var machine: SessionMachine
     private(set) var outcome = SessionOutcome()
     /// The outgoing delta being read, if any.
-    private var delta: DeltaStream?
+    private var delta: (any DeltaSource)?
     /// Batches of it read ahead of the machine's asking (nil: the delta ends there), so that a
     /// small delta's last batch is known to be the last and goes with its `done`.
     private var readAhead: [DeltaBatch?] = []
@@ -73,7 +73,7 @@ struct SessionDriver {
         return counters
     }
 
-    private var store: ReplicaStore { runner.store }
+    private var store: any ReplicaStorage { runner.store }
     private var io: BlockingIO { runner.io }
 
     /// How long a session that refused a member back from being away waits for it to close,
@@ -304,7 +304,8 @@ struct SessionDriver {
 
     /// A delta's opening read: the stream, its first batches (the machine asks for one next) and
     /// the size it announces.
-    private static func openDelta(_ request: DeltaStarts.Request, store: ReplicaStore) throws -> DeltaStarts.Start {
+    private static func openDelta(_ request: DeltaStarts.Request, store: any ReplicaStorage) throws -> DeltaStarts.Start
+    {
         var stream = try store.deltaStream(
             for: request.peer,
             maxUpdates: WireLimits.maxUpdatesPerBatch,
@@ -332,7 +333,7 @@ struct SessionDriver {
         if readAhead.isEmpty {
             let peerHolds = machine.peerVersionVector
             do {
-                let (batches, advanced) = try await io.run { () throws -> ([DeltaBatch?], DeltaStream) in
+                let (batches, advanced) = try await io.run { () throws -> ([DeltaBatch?], any DeltaSource) in
                     var stream = current
                     let batches = try Self.readBatches(&stream, peerHolds: peerHolds)
                     return (batches, stream)
@@ -352,7 +353,7 @@ struct SessionDriver {
     /// The stream's next batch, and, after a small one (a live change's), the one after it too
     /// (nil when there is none): what tells a delta's last batch, which then carries its `done`.
     /// A large batch is read alone, so a long stream holds no more in memory than before.
-    private static func readBatches(_ stream: inout DeltaStream, peerHolds: VersionVector) throws -> [DeltaBatch?] {
+    private static func readBatches(_ stream: inout any DeltaSource, peerHolds: VersionVector) throws -> [DeltaBatch?] {
         guard let batch = try stream.next(peerHolds: peerHolds) else { return [nil] }
         guard batch.updates.count <= readAheadBelow else { return [batch] }
         return [batch, try stream.next(peerHolds: peerHolds)]

@@ -136,7 +136,7 @@ public struct SessionMachine: Sendable {
         /// ``completeStream`` does), in one transaction; then report ``Event/applied(sequence:now:)``.
         case applyFinal(sequence: UInt64, DeltaBatch)
         /// The peer's stream is complete (its `done` came after every batch was applied): count
-        /// what its batches covered as held (``ReplicaStore/completeStream(from:)``).
+        /// what its batches covered as held (``ReplicaStorage/completeStream(from:rejoinedAt:)``).
         case completeStream
         /// Begin a delta for a peer known to hold `peerVersionVector`. The session's first delta
         /// (`initial`) also carries, uncovered, what this replica holds beyond its own vector; later

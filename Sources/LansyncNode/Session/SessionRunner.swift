@@ -75,25 +75,25 @@ public struct SessionObserver: Sendable {
 /// Executes a ``SessionMachine`` on an authenticated connection against the replica: the only
 /// place where protocol logic meets sockets and SQLite.
 public struct SessionRunner: Sendable {
-    let store: ReplicaStore
+    let store: any ReplicaStorage
     let io: BlockingIO
     let hub: ChangeHub
     let config: SessionMachine.SessionConfig
     let observer: SessionObserver
     /// The relay's limits, checked on every incoming field state.
-    let refuse: ReplicaStore.Refusal?
+    let refuse: FieldRefusal?
     /// The writes revocations refuse, read for every batch (a revocation may arrive mid-session).
     let revoked: @Sendable () -> RevokedWriters
     /// What the peer's batches may add to the replica's writers.
     let writers: WriterBounds
 
     public init(
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         io: BlockingIO,
         hub: ChangeHub,
         config: SessionMachine.SessionConfig,
         observer: SessionObserver = SessionObserver(),
-        refuse: ReplicaStore.Refusal? = nil,
+        refuse: FieldRefusal? = nil,
         revoked: @escaping @Sendable () -> RevokedWriters = { RevokedWriters() },
         writers: WriterBounds = .standard
     ) {

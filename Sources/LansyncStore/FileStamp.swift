@@ -8,7 +8,7 @@ import Musl
 /// `stat` calls, and different after any commit (in WAL mode a commit appends to the log, and a
 /// checkpoint that rewinds it changes its time).
 struct FileStamp: Equatable {
-    private var parts: [Int] = []
+    private(set) var parts: [Int] = []
 
     init(path: String) {
         for file in [path, path + "-wal"] {
