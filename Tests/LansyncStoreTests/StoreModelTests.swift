@@ -5,34 +5,26 @@ import LansyncStore
 import LansyncTestSupport
 import Testing
 
-/// The SQLite store implements exactly the merge core's semantics: random histories run in
-/// lockstep against in-memory reference replicas and against real replica files must show the
-/// same items, values, tombstones and conflicts after every step.
+/// Every store implements exactly the merge core's semantics: random histories run in lockstep
+/// against in-memory reference replicas and against real stores of each ``StorageKind``, through
+/// the protocol the node uses (local edits, and sessions' streams), must show the same items,
+/// values, tombstones and conflicts after every step.
 @Suite struct StoreModelTests {
     struct Pair {
         var model: Replica
-        let store: ReplicaStore
+        let store: any ReplicaStorage
     }
 
-    static func makePairs(_ count: Int, in dir: String) throws -> [Pair] {
+    static func makePairs(_ count: Int, in dir: String, kind: StorageKind) throws -> [Pair] {
         try (1...count).map { n in
-            let id = NodeID.node(UInt64(n))
-            let store = try ReplicaStore.create(
-                path: "\(dir)/r\(n).sqlite",
-                nodeID: id,
-                clusterID: .node(99),
-                nodeName: "r\(n)",
-                fingerprint: "test",
-                lease: WriterLease(directory: dir)
-            )
-            return Pair(model: Replica(nodeID: id), store: store)
+            Pair(model: Replica(nodeID: .node(UInt64(n))), store: try kind.replica(UInt64(n), in: dir))
         }
     }
 
     /// What users see of a replica, for comparison.
-    static func visible(_ store: ReplicaStore) throws -> [String] {
+    static func visible(_ store: any ReplicaStorage) throws -> [String] {
         var lines: [String] = []
-        try store.forEachItem(includeDeleted: true) { item in
+        try store.forEachItem(type: nil, includeDeleted: true, withLocalEdits: false) { item in
             lines.append(
                 "\(item.id) \(item.type) \(item.deleted) \(item.fields.map { "\($0.name)=\($0.value.jsonText)" }) \(item.conflicts.map(\.rawValue))"
             )
@@ -50,12 +42,12 @@ import Testing
         } + model.conflicts.map { "\($0.item).\($0.field) \($0.values) \(String(describing: $0.shown)) \($0.removed)" }
     }
 
-    @Test(arguments: 0..<UInt64(propertyCases(default: 2500) / 100))
-    func storeMatchesModel(seed: UInt64) throws {
+    @Test(arguments: StorageKind.all, 0..<UInt64(propertyCases(default: 2500) / 100))
+    func storeMatchesModel(kind: StorageKind, seed: UInt64) throws {
         let dir = makeTemporaryDirectory("model")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var rng = SplitMix64(seed: seed)
-        var pairs = try Self.makePairs(Int.random(in: 2...4, using: &rng), in: dir)
+        var pairs = try Self.makePairs(Int.random(in: 2...4, using: &rng), in: dir, kind: kind)
         var wall: UInt64 = 1_700_000_000_000
         let fields = ["a", "b", "tags"].map(FieldName.named)
         for step in 0..<40 {
@@ -104,12 +96,13 @@ import Testing
                     let merged = pairs[b].model.apply(batch, wallMilliseconds: wall)
                     #expect(merged, "seed \(seed) step \(step): a batch of deltas was refused")
                 }
-                var stream = try pairs[r].store.deltaStream(
-                    for: try pairs[b].store.versionVector(),
-                    maxUpdates: batchSize,
-                    deltaBase: deltas ? try pairs[b].store.versionVector() : nil
+                try syncAsASession(
+                    pairs[r].store,
+                    pairs[b].store,
+                    batchSize: batchSize,
+                    deltas: deltas,
+                    wallMilliseconds: wall
                 )
-                while let batch = try stream.next() { try pairs[b].store.apply(batch, wallMilliseconds: wall) }
             }
             for pair in pairs {
                 let stored = try Self.visible(pair.store)
@@ -122,6 +115,6 @@ import Testing
                 }
             }
         }
-        for pair in pairs { #expect(try pair.store.integrityCheck() == "ok") }
+        for case let store as ReplicaStore in pairs.map(\.store) { #expect(try store.integrityCheck() == "ok") }
     }
 }
