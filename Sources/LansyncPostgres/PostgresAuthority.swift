@@ -1,8 +1,6 @@
 public import LansyncCore
 public import Logging
 import NIOCore
-import NIOPosix
-import NIOSSL
 import PostgresNIO
 
 /// Which of several relays settles conflicts, decided in PostgreSQL: a lease with a fencing
@@ -328,78 +326,18 @@ public actor PostgresAuthority {
     /// A connection to the first host that answers (and, with `target_session_attrs=read-write`,
     /// accepts writes), with the schema in place.
     private func open() async throws -> PostgresConnection {
-        var failures: [String] = []
-        for host in location.hosts {
-            connectionIDs += 1
-            do {
-                let connection = try await PostgresConnection.connect(
-                    configuration: try configuration(for: host),
-                    id: connectionIDs,
-                    logger: logger
-                )
-                do {
-                    if location.readWrite, try await Self.isReadOnly(connection, logger: logger) {
-                        try? await connection.close()
-                        failures.append("\(host.name):\(host.port) is read-only")
-                        continue
-                    }
-                    try await Self.createSchema(connection, logger: logger)
-                    return connection
-                } catch {
-                    // Connected, but of no use (a user that may not create the tables): closed,
-                    // not left to the next look.
-                    try? await connection.close()
-                    throw error
-                }
-            } catch {
-                failures.append("\(host.name):\(host.port): \(PostgresProblem(error))")
-            }
+        connectionIDs += 1
+        let connection = try await PostgresConnector(location: location, logger: logger).connect(id: connectionIDs)
+            .get()
+        do {
+            try await Self.createSchema(connection, logger: logger)
+            return connection
+        } catch {
+            // Connected, but of no use (a user that may not create the tables): closed, not left
+            // to the next look.
+            try? await connection.close()
+            throw error
         }
-        throw PostgresProblem(failures.joined(separator: "; "))
-    }
-
-    private func configuration(for host: PostgresLocation.Host) throws -> PostgresConnection.Configuration {
-        // No password known is given as an empty one: a server that asks for one then refuses it
-        // with its own message (SQLSTATE 28P01), and closes. With none, postgres-nio 1.33 fails
-        // on its side ("authMechanismRequiresPassword") and leaves the connection open (its
-        // debug build asserts on it). PostgreSQL never takes an empty password, so nothing else
-        // changes; a server that trusts the user never asks.
-        let password = location.password(for: host) ?? ""
-        var configuration: PostgresConnection.Configuration
-        if host.name.hasPrefix("/") {
-            configuration = .init(
-                unixSocketPath: "\(host.name)/.s.PGSQL.\(host.port)",
-                username: location.user,
-                password: password,
-                database: location.database
-            )
-        } else {
-            // As libpq's prefer and require: encrypted, the server's certificate not verified.
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.certificateVerification = .none
-            let mode: PostgresConnection.Configuration.TLS =
-                switch location.tls {
-                case .disable: .disable
-                case .prefer: .prefer(try NIOSSLContext(configuration: tls))
-                case .require: .require(try NIOSSLContext(configuration: tls))
-                }
-            configuration = .init(
-                host: host.name,
-                port: host.port,
-                username: location.user,
-                password: password,
-                database: location.database,
-                tls: mode
-            )
-        }
-        configuration.options.connectTimeout = .seconds(location.connectTimeout.components.seconds)
-        return configuration
-    }
-
-    private static func isReadOnly(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        let rows = try await connection.query("SHOW transaction_read_only", logger: logger)
-        for try await (value) in rows.decode(String.self) { return value == "on" }
-        return true
     }
 
     /// The two tables, made once; relays starting together take turns (an advisory lock), as
