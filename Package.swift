@@ -102,12 +102,12 @@ let package = Package(
         .target(name: "CAvahi", linkerSettings: [.linkedLibrary("dl")]),
         // Finding peers: the Discovery interface and its Avahi (mDNS/DNS-SD) implementation.
         .target(name: "LansyncDiscovery", dependencies: ["LansyncCore", "CAvahi"], swiftSettings: strict),
-        // Where several relays share the authority: a lease with a fencing epoch and the ledger
-        // of settlements, in PostgreSQL (postgres-nio).
+        // Where several relays share the authority (a lease with a fencing epoch and the ledger
+        // of settlements) and, being built, a relay's replica: PostgreSQL (postgres-nio).
         .target(
             name: "LansyncPostgres",
             dependencies: [
-                "LansyncCore",
+                "LansyncCore", "LansyncJSON", "LansyncStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -270,8 +270,9 @@ let package = Package(
         .testTarget(
             name: "LansyncPostgresTests",
             dependencies: [
-                "LansyncCore", "LansyncPostgres", "LansyncTestSupport",
+                "LansyncCore", "LansyncPostgres", "LansyncStore", "LansyncTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strict
         ),

@@ -27,8 +27,9 @@ ALLOWED = {
     "LansyncTransport": {"LansyncCore", "LansyncWire", "LansyncIdentity", "X509", "SwiftASN1"} | NIO,
     "CAvahi": set(),
     "LansyncDiscovery": {"LansyncCore", "CAvahi"},
-    # The relays' shared authority: values to record, and the PostgreSQL client.
-    "LansyncPostgres": {"LansyncCore", "PostgresNIO", "Logging"} | NIO,
+    # The relays' shared authority, and a replica kept in PostgreSQL: the store protocol and
+    # its types, the PostgreSQL client.
+    "LansyncPostgres": {"LansyncCore", "LansyncJSON", "LansyncStore", "PostgresNIO", "Logging", "Synchronization"} | NIO,
     "LansyncNode": {
         "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
         "LansyncDiscovery", "AsyncAlgorithms", "Crypto", "Logging", "CoreMetrics",

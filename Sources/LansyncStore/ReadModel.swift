@@ -48,6 +48,26 @@ public struct StoredItem: Sendable, Equatable {
         self.conflicts = conflicts
     }
 
+    /// The item as a merge state shows it: user fields with a shown value and the fields in
+    /// conflict (the tombstone never), each in byte order of their names, as a store lists them.
+    public init(_ state: ItemState) {
+        func byteOrder(_ a: FieldName, _ b: FieldName) -> Bool {
+            a.rawValue.utf8.lexicographicallyPrecedes(b.rawValue.utf8)
+        }
+        let shown = state.fields.compactMap { name, field in
+            name.isReserved ? nil : field.shownValue.map { (name: name, value: $0) }
+        }
+        self.init(
+            id: state.id,
+            type: state.type,
+            deleted: state.isDeleted,
+            fields: shown.sorted { byteOrder($0.name, $1.name) },
+            conflicts: state.fields.filter { $0.key != .deleted && $0.value.hasConflict }.map(\.key).sorted(
+                by: byteOrder
+            )
+        )
+    }
+
     /// The shown value of the field `name`, nil if the item has no such field.
     public func value(of name: FieldName) -> Value? { fields.first { $0.name == name }?.value }
 
@@ -67,6 +87,22 @@ public struct ReplicaInfo: Sendable, Equatable {
     /// The id this replica's next local write will be issued under (unless it must start a new
     /// one first, see ``WriterContinuity``).
     public let writerID: NodeID
+
+    public init(
+        nodeID: NodeID,
+        clusterID: NodeID,
+        nodeName: String,
+        fingerprint: String,
+        historyLimit: Int,
+        writerID: NodeID
+    ) {
+        self.nodeID = nodeID
+        self.clusterID = clusterID
+        self.nodeName = nodeName
+        self.fingerprint = fingerprint
+        self.historyLimit = historyLimit
+        self.writerID = writerID
+    }
 }
 
 /// One of this replica's write identities (table `writer`).
@@ -75,6 +111,12 @@ public struct WriterRecord: Sendable, Equatable {
     /// Unix milliseconds when it started (0 for the first, made at `init`).
     public let started: UInt64
     public let reason: Reason
+
+    public init(id: NodeID, started: UInt64, reason: Reason) {
+        self.id = id
+        self.started = started
+        self.reason = reason
+    }
 
     /// Why a writer started.
     public enum Reason: String, Sendable {

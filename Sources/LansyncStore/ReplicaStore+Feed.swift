@@ -56,8 +56,42 @@ public struct ChangeEntry: Sendable, Equatable {
 }
 
 /// Where local changes come from, for the feed's `edit` / `merge`.
-enum ChangeOrigin {
+/// Where a transaction's changes come from, for the change feed: a local edit, or a peer's batch.
+public enum ChangeOrigin: Sendable {
     case local, peer
+}
+
+extension ChangeKind {
+    /// The kind of change a field's new state is, against its old one (nil for a new field):
+    /// the one rule both stores number their feed by. `conflict` is whether the new state is in
+    /// conflict as the feed counts it (never the tombstone).
+    public static func of(
+        _ name: FieldName,
+        old: FieldState?,
+        new: FieldState,
+        conflict: Bool,
+        origin: ChangeOrigin
+    ) -> ChangeKind {
+        let wasInConflict = old.map { $0.versions.count > 1 && $0.hasConflict } ?? false
+        if name == .deleted {
+            let was = old.map(Self.deletes) ?? false
+            let now = Self.deletes(new)
+            return was == now ? (origin == .local ? .edit : .merge) : now ? .delete : .restore
+        } else if name == .type, old?.isEmpty ?? true {
+            return .create
+        } else if conflict, !wasInConflict {
+            return .conflict
+        } else if wasInConflict, !conflict {
+            return .settle
+        } else {
+            return origin == .local ? .edit : .merge
+        }
+    }
+
+    /// Whether a tombstone's state deletes its item.
+    static func deletes(_ state: FieldState) -> Bool {
+        state.versions.contains { $0.write == .assign(.bool(true)) }
+    }
 }
 
 extension Transaction {
@@ -70,21 +104,7 @@ extension Transaction {
     ) throws
         -> (seq: Int64, at: Int64, kind: ChangeKind)
     {
-        let kind: ChangeKind
-        let wasInConflict = old.map { $0.versions.count > 1 && $0.hasConflict } ?? false
-        if name == .deleted {
-            let was = old.map(Self.deletes) ?? false
-            let now = Self.deletes(new)
-            kind = was == now ? (origin == .local ? .edit : .merge) : now ? .delete : .restore
-        } else if name == .type, old?.isEmpty ?? true {
-            kind = .create
-        } else if conflict, !wasInConflict {
-            kind = .conflict
-        } else if wasInConflict, !conflict {
-            kind = .settle
-        } else {
-            kind = origin == .local ? .edit : .merge
-        }
+        let kind = ChangeKind.of(name, old: old, new: new, conflict: conflict, origin: origin)
         if lastSeq == nil {
             lastSeq = try Self.latestSeq(db: db)
             commitTime = Int64(clamping: WallClock.milliseconds)
@@ -147,10 +167,6 @@ extension Transaction {
         sql += " ORDER BY f.seq LIMIT ?"
         arguments.append(limit)
         return (sql, StatementArguments(arguments))
-    }
-
-    static func deletes(_ state: FieldState) -> Bool {
-        state.versions.contains { $0.write == .assign(.bool(true)) }
     }
 
     /// Moves the feed's numbering past `floor` (a replica restored from an older copy, or

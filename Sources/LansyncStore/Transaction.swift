@@ -524,13 +524,7 @@ struct Transaction {
         newDots: [Dot],
         overruled: [FieldVersion] = []
     ) throws {
-        let oldDots = old?.versions.map(\.dot) ?? []
-        var recorded = old?.versions.filter { !newDots.contains($0.dot) } ?? []
-        recorded += overruled.filter { !oldDots.contains($0.dot) && !newDots.contains($0.dot) }
-        if new.versions.count > 1 {
-            recorded +=
-                new.versions.filter { oldDots.contains($0.dot) } + new.versions.filter { !oldDots.contains($0.dot) }
-        }
+        let recorded = FieldHistory.recorded(old: old, new: new, newDots: newDots, overruled: overruled)
         guard !recorded.isEmpty else { return }
         for version in recorded {
             let node = try nodeRow(version.dot.node)
@@ -542,8 +536,7 @@ struct Transaction {
                 bind.text(5, version.write.json.text)
             }
         }
-        // The rows to keep: the limit, less the live versions that have no row.
-        let keep = historyLimit - (new.versions.count > 1 ? 0 : new.versions.count)
+        let keep = FieldHistory.rowsKept(limit: historyLimit, new: new)
         guard keep > 0 else {
             try statement(.clearHistory).run { bind in bind.int(1, fieldRow) }
             return

@@ -198,7 +198,7 @@ public final class TemporaryPostgres: Sendable {
     }
 
     /// A TCP port on 127.0.0.1 that nothing listens on now.
-    private static func freePort() -> Int {
+    public static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -1,0 +1,94 @@
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// One PostgreSQL connection used by blocking calls: each call waits for its answer on the
+/// calling thread, one call at a time, and a connection found closed is opened again at the
+/// next call.
+///
+/// The replica's requirements are blocking (``LansyncStore/ReplicaStorage``: the node calls them
+/// on its blocking-I/O threads), and postgres-nio answers on its event loops: waiting for a
+/// future from a thread that is not an event loop's is what NIO allows (it traps on an event
+/// loop's own thread, so a misplaced call fails loudly rather than hanging).
+final class BlockingPostgres: Sendable {
+    let connector: PostgresConnector
+    /// Run on every connection when it opens (the schema's search path).
+    let prepare: @Sendable (PostgresConnection) -> EventLoopFuture<Void>
+    private let connection = Mutex<PostgresConnection?>(nil)
+    /// Held for a whole call, so that a transaction's statements are never interleaved with
+    /// another caller's.
+    private let turn = Mutex<Void>(())
+    private let opened = Atomic<Int>(0)
+
+    init(connector: PostgresConnector, prepare: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<Void>) {
+        self.connector = connector
+        self.prepare = prepare
+    }
+
+    /// Statements run in one transaction, in turn with every other call: committed if `body`
+    /// returns, rolled back if it throws (and the error passed on).
+    func transaction<T>(_ body: (Statements) throws -> T) throws -> T {
+        try turn.withLock { _ in
+            let statements = Statements(connection: try connected(), logger: connector.logger)
+            try statements.run("BEGIN")
+            do {
+                let result = try body(statements)
+                try statements.run("COMMIT")
+                return result
+            } catch {
+                _ = try? statements.run("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// Statements run outside any transaction (each its own), in turn with every other call.
+    func statements<T>(_ body: (Statements) throws -> T) throws -> T {
+        try turn.withLock { _ in try body(Statements(connection: try connected(), logger: connector.logger)) }
+    }
+
+    /// A connection still open is closed (postgres-nio's debug build stops the process on one
+    /// dropped open, and a release build would leak it).
+    deinit { close() }
+
+    /// Closes the connection; a later call opens another.
+    func close() {
+        let current = connection.withLock { current in
+            defer { current = nil }
+            return current
+        }
+        try? current?.close().wait()
+    }
+
+    private func connected() throws -> PostgresConnection {
+        if let current = connection.withLock({ $0 }), !current.isClosed { return current }
+        let id = opened.add(1, ordering: .relaxed).newValue
+        let fresh = try connector.connect(id: id).wait()
+        do {
+            try prepare(fresh).wait()
+        } catch {
+            try? fresh.close().wait()
+            throw error
+        }
+        connection.withLock { $0 = fresh }
+        return fresh
+    }
+
+    /// The statements of one call, on its connection.
+    struct Statements {
+        let connection: PostgresConnection
+        let logger: Logger
+
+        /// Runs one statement; its rows.
+        @discardableResult
+        func run(_ query: PostgresQuery) throws -> [PostgresRow] {
+            try connection.query(query, logger: logger).wait().rows
+        }
+
+        /// The first column of the first row, if there is one.
+        func value<T: PostgresDecodable>(_ query: PostgresQuery, as type: T.Type = T.self) throws -> T? {
+            try run(query).first?.decode(T.self)
+        }
+    }
+}

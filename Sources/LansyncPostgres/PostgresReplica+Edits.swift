@@ -1,0 +1,275 @@
+public import LansyncCore
+import LansyncJSON
+public import LansyncStore
+import PostgresNIO
+
+// Local edits: each one transaction, with its own dot, the merge core deciding every state.
+extension PostgresReplica {
+    /// Performs one local edit in one transaction; returns its dot.
+    @discardableResult
+    public func apply(_ edit: ItemEdit, to id: ItemID, wallMilliseconds: UInt64) throws(StoreError) -> Dot {
+        try guarded {
+            try database.transaction { db in
+                var tx = try PostgresWrite(db, origin: .local)
+                let writer = try tx.writer()
+                let dot = Dot(node: writer.id, counter: writer.counter + 1)
+                let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
+                var item = try tx.loadItem(id)
+                let before = item.state
+                // The collection settings are not kept here yet: a restore is judged against the
+                // standard trash window.
+                let trashWindow = edit == .restore ? CollectionSettings.standard.trashWindow : nil
+                let changed: [FieldName: FieldState]
+                do throws(EditError) {
+                    changed = try item.state.apply(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)
+                } catch {
+                    throw StoreError.edit(error, index: 0)
+                }
+                let itemRow = try tx.saveItem(id, row: item.row, state: item.state)
+                for name in changed.keys.sorted() {
+                    guard let state = changed[name] else { continue }
+                    try tx.saveField(
+                        item: itemRow,
+                        itemID: id,
+                        name: name,
+                        row: item.fieldRows[name],
+                        old: before.fields[name],
+                        new: state
+                    )
+                }
+                try tx.setCounter(of: writer.row, to: dot.counter)
+                try tx.finish()
+                return dot
+            }
+        }
+    }
+}
+
+/// One write transaction on a PostgreSQL replica: the statements that keep the version index,
+/// history, the change feed and the items' derived columns in step with the field states, as
+/// the SQLite store's `Transaction` does.
+///
+/// It starts by taking the replica's write lock (a transaction-level advisory lock): one writer
+/// at a time across every process, so the feed's numbers and the change stamp are given in
+/// commit order.
+struct PostgresWrite {
+    let db: BlockingPostgres.Statements
+    let origin: ChangeOrigin
+    let historyLimit: Int
+    var clock: HybridLogicalClock
+    private var nodeRows: [NodeID: Int64] = [:]
+    /// The change stamp this transaction commits with (meta `changes` + 1).
+    private let stamp: Int64
+    /// The feed's last number, and this commit's wall-clock time, read at the first change.
+    private var feed: (last: Int64, at: Int64)?
+    private var changedFields = false
+
+    init(_ db: BlockingPostgres.Statements, origin: ChangeOrigin) throws {
+        self.db = db
+        self.origin = origin
+        try db.run("SELECT pg_advisory_xact_lock(7421, hashtext(current_schema()))")
+        var meta: [String: String] = [:]
+        for row in try db.run("SELECT key, value FROM meta WHERE key IN ('clock', 'history_limit', 'changes')") {
+            let (key, value) = try row.decode((String, String).self)
+            meta[key] = value
+        }
+        clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: meta["clock"].flatMap(UInt64.init) ?? 0))
+        historyLimit = meta["history_limit"].flatMap(Int.init) ?? ReplicaStore.defaultHistoryLimit
+        stamp = (meta["changes"].flatMap(Int64.init) ?? 0) + 1
+    }
+
+    /// The writer local edits are issued under: its id, node row and counter.
+    mutating func writer() throws -> (id: NodeID, row: Int64, counter: UInt64) {
+        guard let text = try db.value("SELECT value FROM meta WHERE key = 'writer_id'", as: String.self),
+            let id = NodeID(text: text)
+        else {
+            throw PostgresReplica.damaged("the writer id in table meta is missing")
+        }
+        let row = try nodeRow(id)
+        let counter = try db.value("SELECT counter FROM node WHERE id = \(row)", as: Int64.self) ?? 0
+        return (id, row, UInt64(counter))
+    }
+
+    mutating func nodeRow(_ id: NodeID) throws -> Int64 {
+        if let row = nodeRows[id] { return row }
+        try db.run("INSERT INTO node (node_id) VALUES (\(id.text)) ON CONFLICT (node_id) DO NOTHING")
+        guard let row = try db.value("SELECT id FROM node WHERE node_id = \(id.text)", as: Int64.self) else {
+            throw PostgresReplica.damaged("node \(id.text) has no row")
+        }
+        nodeRows[id] = row
+        return row
+    }
+
+    func setCounter(of row: Int64, to counter: UInt64) throws {
+        try db.run("UPDATE node SET counter = \(bigint: counter) WHERE id = \(row)")
+    }
+
+    mutating func loadItem(_ id: ItemID) throws -> LoadedFields {
+        guard let row = try db.value("SELECT id FROM item WHERE item_id = \(id.rawValue)", as: Int64.self) else {
+            return LoadedFields(row: nil, state: ItemState(id: id), fieldRows: [:])
+        }
+        return try PostgresReplica.loadItem(db, id, row: row)
+    }
+
+    /// Writes the item's derived columns (inserting its row if it is new); its row.
+    func saveItem(_ id: ItemID, row: Int64?, state: ItemState) throws -> Int64 {
+        if let row {
+            try db.run(
+                """
+                UPDATE item SET type = \(state.type), deleted = \(state.isDeleted), conflicts = \(state.conflictCount)
+                WHERE id = \(row)
+                """
+            )
+            return row
+        }
+        guard
+            let row = try db.value(
+                """
+                INSERT INTO item (item_id, type, deleted, conflicts)
+                VALUES (\(id.rawValue), \(state.type), \(state.isDeleted), \(state.conflictCount)) RETURNING id
+                """,
+                as: Int64.self
+            )
+        else { throw PostgresReplica.damaged("an item's insert returned no row") }
+        return row
+    }
+
+    /// Writes a field's new state, and brings the version index, history and feed in step.
+    mutating func saveField(
+        item: Int64,
+        itemID: ItemID,
+        name: FieldName,
+        row: Int64?,
+        old: FieldState?,
+        new: FieldState,
+        overruled: [FieldVersion] = []
+    ) throws {
+        changedFields = true
+        let conflict = name != .deleted && new.hasConflict
+        let kind = ChangeKind.of(name, old: old, new: new, conflict: conflict, origin: origin)
+        let seq = try nextSeq()
+        let state = ByteBuffer(bytes: new.encoded)
+        let fieldRow: Int64
+        if let row {
+            try db.run(
+                """
+                UPDATE field SET conflict = \(conflict), state = \(state), seq = \(seq.number),
+                    changed_at = \(seq.at), change_kind = \(Int16(kind.rawValue))
+                WHERE id = \(row)
+                """
+            )
+            fieldRow = row
+        } else {
+            guard
+                let inserted = try db.value(
+                    """
+                    INSERT INTO field (item, name, conflict, state, seq, changed_at, change_kind)
+                    VALUES (\(item), \(name.rawValue), \(conflict), \(state), \(seq.number), \(seq.at), \(Int16(kind.rawValue)))
+                    RETURNING id
+                    """,
+                    as: Int64.self
+                )
+            else { throw PostgresReplica.damaged("a field's insert returned no row") }
+            fieldRow = inserted
+        }
+        let oldDots = old?.versions.map(\.dot) ?? []
+        let newDots = new.versions.map(\.dot)
+        try indexVersions(of: new, field: fieldRow, oldDots: oldDots, newDots: newDots, item: itemID, name: name)
+        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
+    }
+
+    /// The feed's next number and this commit's time.
+    private mutating func nextSeq() throws -> (number: Int64, at: Int64) {
+        if feed == nil {
+            let highest = try db.value("SELECT coalesce(max(seq), 0) FROM field", as: Int64.self) ?? 0
+            let floor =
+                try db.value("SELECT value FROM meta WHERE key = 'change_floor'", as: String.self)
+                .flatMap(Int64.init) ?? 0
+            feed = (max(highest, floor), Int64(clamping: WallClock.milliseconds))
+        }
+        feed!.last += 1
+        return (feed!.last, feed!.at)
+    }
+
+    private mutating func indexVersions(
+        of new: FieldState,
+        field: Int64,
+        oldDots: [Dot],
+        newDots: [Dot],
+        item: ItemID,
+        name: FieldName
+    ) throws {
+        let superseded = oldDots.filter { !newDots.contains($0) }
+        for dot in superseded {
+            let node = try nodeRow(dot.node)
+            try db.run(
+                "DELETE FROM version WHERE node = \(node) AND counter = \(bigint: dot.counter) AND field = \(field)"
+            )
+        }
+        if !superseded.isEmpty {
+            // A stream that has not reached the removed rows yet finds the field by this stamp.
+            try db.run("UPDATE field SET superseded_at = \(stamp) WHERE id = \(field)")
+        }
+        for version in new.versions where !oldDots.contains(version.dot) {
+            let node = try nodeRow(version.dot.node)
+            try db.run(
+                """
+                INSERT INTO version (node, counter, field) VALUES (\(node), \(bigint: version.dot.counter), \(field))
+                ON CONFLICT DO NOTHING
+                """
+            )
+            if case let .overrule(_, rejected, reason) = version.write {
+                for dot in rejected {
+                    try db.run(
+                        """
+                        INSERT INTO rejection (node_id, counter, item_id, field, reason)
+                        VALUES (\(dot.node.text), \(bigint: dot.counter), \(item.rawValue), \(name.rawValue), \(reason))
+                        ON CONFLICT DO NOTHING
+                        """
+                    )
+                }
+            }
+        }
+    }
+
+    private mutating func recordHistory(
+        field: Int64,
+        old: FieldState?,
+        new: FieldState,
+        newDots: [Dot],
+        overruled: [FieldVersion]
+    ) throws {
+        let recorded = FieldHistory.recorded(old: old, new: new, newDots: newDots, overruled: overruled)
+        guard !recorded.isEmpty else { return }
+        for version in recorded {
+            let node = try nodeRow(version.dot.node)
+            try db.run(
+                """
+                INSERT INTO history (field, node, counter, timestamp, write)
+                VALUES (\(field), \(node), \(bigint: version.dot.counter), \(bigint: version.timestamp.rawValue),
+                    \(version.write.json.text))
+                ON CONFLICT DO NOTHING
+                """
+            )
+        }
+        let keep = FieldHistory.rowsKept(limit: historyLimit, new: new)
+        guard keep > 0 else {
+            try db.run("DELETE FROM history WHERE field = \(field)")
+            return
+        }
+        try db.run(
+            """
+            DELETE FROM history WHERE field = \(field) AND seq < (
+                SELECT seq FROM history WHERE field = \(field) ORDER BY seq DESC LIMIT 1 OFFSET \(keep - 1))
+            """
+        )
+    }
+
+    /// Ends the transaction's bookkeeping: the clock, and the change stamp if a field changed.
+    func finish() throws {
+        try db.run("UPDATE meta SET value = \(String(clock.latest.rawValue)) WHERE key = 'clock'")
+        if changedFields {
+            try db.run("UPDATE meta SET value = \(String(stamp)) WHERE key = 'changes'")
+        }
+    }
+}

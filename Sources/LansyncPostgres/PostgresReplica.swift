@@ -1,0 +1,144 @@
+public import LansyncCore
+public import LansyncStore
+public import Logging
+import NIOCore
+import PostgresNIO
+
+/// A replica kept in PostgreSQL, in a schema of its own (``PostgresReplicaSchema``): where a
+/// relay's replica goes when several relay processes share one (issue 34).
+///
+/// Built a concern at a time towards ``LansyncStore/ReplicaStorage``: so far it is made and
+/// opened, takes local edits (each one transaction, through the merge core, with the version
+/// index, history and change feed kept as the SQLite store keeps them) and answers the item
+/// reads. It does not conform to the protocol yet, and no relay runs on it.
+///
+/// Guarantees so far:
+/// - every local edit is one transaction; writes from any number of processes take turns (an
+///   advisory lock per replica), so the feed's numbers and the change stamp grow in commit order
+///   as they do in one SQLite file;
+/// - a dot is never reused while the database is not rolled back. (Not yet: the SQLite store's
+///   proof of continuity. A database restored to an earlier point, or a standby promoted after
+///   losing acknowledged commits, would issue the same dots again; the plan is to start a new
+///   writer when the server's system identifier or timeline changes.)
+/// - ids and field names compare byte by byte, as in SQLite.
+public final class PostgresReplica: Sendable {
+    let database: BlockingPostgres
+    /// The PostgreSQL schema holding this replica's tables.
+    public let schema: String
+
+    private init(location: PostgresLocation, schema: String, logger: Logger) {
+        self.schema = schema
+        let path: PostgresQuery = "SET search_path TO \(unescaped: "\"\(schema)\"")"
+        database = BlockingPostgres(connector: PostgresConnector(location: location, logger: logger)) { connection in
+            connection.query(path, logger: logger).map { _ in }
+        }
+    }
+
+    /// Makes a new replica's tables in `schema` (which must not exist) with its identity.
+    public static func create(
+        at location: PostgresLocation,
+        schema: String,
+        nodeID: NodeID,
+        clusterID: NodeID,
+        nodeName: String,
+        historyLimit: Int = ReplicaStore.defaultHistoryLimit,
+        logger: Logger
+    ) throws(StoreError) -> PostgresReplica {
+        try checkName(schema)
+        let replica = PostgresReplica(location: location, schema: schema, logger: logger)
+        var made = false
+        defer { if !made { replica.close() } }
+        try replica.guarded {
+            try replica.database.transaction { db in
+                // Two relays making one replica at once take turns; the second finds the schema.
+                try db.run("SELECT pg_advisory_xact_lock(7421, hashtext(\(schema)))")
+                guard try db.value("SELECT count(*) FROM pg_namespace WHERE nspname = \(schema)", as: Int.self) == 0
+                else {
+                    throw StoreError.alreadyInitialised(directory: "PostgreSQL schema \(schema)")
+                }
+                try db.run("CREATE SCHEMA \(unescaped: "\"\(schema)\"")")
+                for statement in PostgresReplicaSchema.tables { try db.run(statement) }
+                for (key, value) in [
+                    ("node_id", nodeID.text), ("cluster_id", clusterID.text), ("node_name", nodeName),
+                    ("fingerprint", "postgres"), ("clock", "0"), ("history_limit", String(historyLimit)),
+                    ("writer_id", nodeID.text), ("changes", "0"),
+                    ("schema_version", String(PostgresReplicaSchema.version)),
+                ] {
+                    try db.run("INSERT INTO meta (key, value) VALUES (\(key), \(value))")
+                }
+                try db.run("INSERT INTO node (node_id, name) VALUES (\(nodeID.text), \(nodeName))")
+                try db.run("INSERT INTO writer (writer_id, started, reason) VALUES (\(nodeID.text), 0, 'init')")
+            }
+        }
+        made = true
+        return replica
+    }
+
+    /// Opens the replica in `schema`; refused if there is none, or if a newer lansync made it.
+    public static func open(
+        at location: PostgresLocation,
+        schema: String,
+        logger: Logger
+    ) throws(StoreError)
+        -> PostgresReplica
+    {
+        try checkName(schema)
+        let replica = PostgresReplica(location: location, schema: schema, logger: logger)
+        var opened = false
+        defer { if !opened { replica.close() } }
+        try replica.guarded {
+            try replica.database.statements { db in
+                guard
+                    try db.value(
+                        "SELECT count(*) FROM pg_tables WHERE schemaname = \(schema) AND tablename = 'meta'",
+                        as: Int.self
+                    ) == 1
+                else {
+                    throw StoreError.notInitialised(directory: "PostgreSQL schema \(schema)")
+                }
+                let version = try db.value("SELECT value FROM meta WHERE key = 'schema_version'", as: String.self)
+                guard let version = version.flatMap(Int.init), version <= PostgresReplicaSchema.version else {
+                    throw StoreError.newerSchema(path: "PostgreSQL schema \(schema)")
+                }
+            }
+        }
+        opened = true
+        return replica
+    }
+
+    /// Closes the replica's connection.
+    public func close() { database.close() }
+
+    /// A schema name lansync makes: lower-case letters, digits and `_`, not starting with a
+    /// digit (it goes into statements quoted, never as a parameter).
+    static func checkName(_ schema: String) throws(StoreError) {
+        let bytes = Array(schema.utf8)
+        let fits =
+            (1...63).contains(bytes.count)
+            && bytes.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }
+            && !(bytes[0] >= 0x30 && bytes[0] <= 0x39)
+        guard fits else {
+            throw .io(
+                "not a PostgreSQL schema name lansync uses: \(schema) (lower-case letters, digits and _, 1 to 63, not starting with a digit)"
+            )
+        }
+    }
+
+    /// Runs `body`, passing a ``StoreError`` on and saying any other failure as PostgreSQL's.
+    func guarded<T>(_ body: () throws -> T) throws(StoreError) -> T {
+        do {
+            return try body()
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .io("PostgreSQL: \(PostgresProblem(error))")
+        }
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// A count, an id or a counter as PostgreSQL's `bigint` (lansync's are below 2^63).
+    mutating func appendInterpolation(bigint value: UInt64) {
+        appendInterpolation(Int64(clamping: value))
+    }
+}

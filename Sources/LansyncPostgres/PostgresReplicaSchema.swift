@@ -1,0 +1,109 @@
+import PostgresNIO
+
+/// The tables of a replica kept in PostgreSQL, in a schema of their own (one per replica, so
+/// several clusters share a database): the SQLite store's tables (Docs/STORAGE.md) in
+/// PostgreSQL's types, with names and ids compared byte by byte (`COLLATE "C"`, as SQLite does).
+///
+/// Field states are stored in the core's own encoding (``LansyncCore/FieldState/encoded``,
+/// every node id in full), so a state reads back without a table of node rows.
+enum PostgresReplicaSchema {
+    /// The version of these tables; a replica made by a newer lansync is refused.
+    static let version = 1
+
+    /// Statements that make the tables, in order, inside the replica's schema.
+    static let tables: [PostgresQuery] = [
+        // Identity and settings: node_id, cluster_id, node_name, fingerprint, history_limit,
+        // writer_id (the id local writes are issued under), clock (the hybrid logical clock's
+        // latest value), changes (how many transactions changed a field: the change stamp),
+        // schema_version.
+        """
+        CREATE TABLE meta (
+            key   text PRIMARY KEY,
+            value text NOT NULL
+        )
+        """,
+        // Every node heard of; 'counter' is the version vector.
+        """
+        CREATE TABLE node (
+            id      bigserial PRIMARY KEY,
+            node_id text NOT NULL UNIQUE,
+            name    text,
+            counter bigint NOT NULL DEFAULT 0
+        )
+        """,
+        // The ids this replica has written as, oldest first.
+        """
+        CREATE TABLE writer (
+            seq       bigserial PRIMARY KEY,
+            writer_id text NOT NULL UNIQUE,
+            started   bigint NOT NULL,
+            reason    text NOT NULL
+        )
+        """,
+        // Items and their derived columns (type, deleted, how many fields are in conflict).
+        """
+        CREATE TABLE item (
+            id        bigserial PRIMARY KEY,
+            item_id   text COLLATE "C" NOT NULL UNIQUE,
+            type      text NOT NULL,
+            deleted   boolean NOT NULL DEFAULT false,
+            conflicts integer NOT NULL DEFAULT 0
+        )
+        """,
+        "CREATE INDEX item_by_type ON item (type, item_id)",
+        // One row per field of an item: its whole replicated state, whether it is in conflict,
+        // and its place in the change feed (seq, changed_at, change_kind); superseded_at is the
+        // change stamp of the transaction that last removed one of its versions from the index.
+        """
+        CREATE TABLE field (
+            id            bigserial PRIMARY KEY,
+            item          bigint NOT NULL REFERENCES item (id),
+            name          text COLLATE "C" NOT NULL,
+            conflict      boolean NOT NULL DEFAULT false,
+            state         bytea NOT NULL,
+            superseded_at bigint NOT NULL DEFAULT 0,
+            seq           bigint NOT NULL DEFAULT 0,
+            changed_at    bigint NOT NULL DEFAULT 0,
+            change_kind   smallint NOT NULL DEFAULT 0,
+            UNIQUE (item, name)
+        )
+        """,
+        "CREATE INDEX field_conflicts ON field (item) WHERE conflict",
+        "CREATE INDEX field_by_seq ON field (seq)",
+        "CREATE INDEX field_by_superseded ON field (superseded_at, id) WHERE superseded_at > 0",
+        // The version index: which field holds each live version ("field states holding a
+        // version unseen by V" is a range scan per node).
+        """
+        CREATE TABLE version (
+            node    bigint NOT NULL REFERENCES node (id),
+            counter bigint NOT NULL,
+            field   bigint NOT NULL REFERENCES field (id),
+            PRIMARY KEY (node, counter, field)
+        )
+        """,
+        // Versions a field no longer shows, and siblings in the order they arrived.
+        """
+        CREATE TABLE history (
+            seq       bigserial PRIMARY KEY,
+            field     bigint NOT NULL REFERENCES field (id),
+            node      bigint NOT NULL REFERENCES node (id),
+            counter   bigint NOT NULL,
+            timestamp bigint NOT NULL,
+            write     text NOT NULL,
+            UNIQUE (field, node, counter)
+        )
+        """,
+        "CREATE INDEX history_by_field ON history (field, seq)",
+        // Writes an overrule refused.
+        """
+        CREATE TABLE rejection (
+            node_id text NOT NULL,
+            counter bigint NOT NULL,
+            item_id text NOT NULL,
+            field   text NOT NULL,
+            reason  text NOT NULL,
+            PRIMARY KEY (node_id, counter, item_id, field)
+        )
+        """,
+    ]
+}

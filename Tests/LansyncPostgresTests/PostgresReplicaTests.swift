@@ -1,0 +1,237 @@
+import Foundation
+import LansyncCore
+import LansyncStore
+import LansyncTestSupport
+import Logging
+import PostgresNIO
+import Synchronization
+import Testing
+
+@testable import LansyncPostgres
+
+/// The replica kept in PostgreSQL, as far as it is built (local edits and item reads), on a
+/// server each test starts: it must show exactly what the SQLite store and the merge core's
+/// model show after the same edits.
+@Suite(.serialized) struct PostgresReplicaTests {
+    static let logger = Logger(label: "test")
+
+    static func replica(_ server: TemporaryPostgres, schema: String, node: UInt64 = 1) throws -> PostgresReplica {
+        try PostgresReplica.create(
+            at: try PostgresLocation(parsing: server.uri),
+            schema: schema,
+            nodeID: .node(node),
+            clusterID: .node(99),
+            nodeName: "r\(node)",
+            logger: logger
+        )
+    }
+
+    /// A random local edit of one of four items, valid or not (the store must refuse what the
+    /// model refuses, with the same error).
+    static func randomEdit(_ model: Replica, using rng: inout SplitMix64) -> (ItemID, ItemEdit) {
+        let id = ItemID.named("i\(Int.random(in: 0..<4, using: &rng))")
+        let fields = ["a", "b", "tags"].map(FieldName.named)
+        let field = rng.pick(fields)
+        let value = EdgeValues.random(using: &rng)
+        guard model.items[id]?.exists ?? false else {
+            return (id, .create(type: rng.pick(["task", "note"]), assignments: [.set(field, value)]))
+        }
+        switch Int.random(in: 0..<10, using: &rng) {
+        case 0: return (id, .delete)
+        case 1: return (id, .restore)
+        case 2: return (id, .resolve(field, value))
+        case 3, 4: return (id, .update([.add(.named("tags"), rng.pick(EdgeValues.elements))]))
+        case 5: return (id, .update([.remove(.named("tags"), rng.pick(EdgeValues.elements))]))
+        default: return (id, .update([.set(field, value)]))
+        }
+    }
+
+    /// Every item, deleted ones included, as a store lists them.
+    static func items(_ read: ((StoredItem) throws -> Void) throws -> Void) rethrows -> [StoredItem] {
+        var items: [StoredItem] = []
+        try read { items.append($0) }
+        return items
+    }
+
+    @Test func localEditsShowWhatTheSQLiteStoreAndTheModelShow() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let dir = makeTemporaryDirectory("pg-replica")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for seed in 0..<UInt64(max(4, propertyCases(default: 400) / 50)) {
+            var rng = SplitMix64(seed: seed)
+            var model = Replica(nodeID: .node(1))
+            let sqlite = try ReplicaStore.create(
+                path: "\(dir)/r\(seed).sqlite",
+                nodeID: .node(1),
+                clusterID: .node(99),
+                nodeName: "r1",
+                fingerprint: "test",
+                lease: WriterLease(directory: dir)
+            )
+            let pg = try Self.replica(server, schema: "seed_\(seed)")
+            defer { pg.close() }
+            var wall: UInt64 = 1_700_000_000_000
+            for step in 0..<60 {
+                wall += UInt64.random(in: 0...20, using: &rng)
+                let (id, edit) = Self.randomEdit(model, using: &rng)
+                let modelled = Result { () throws(EditError) in try model.apply(edit, to: id, wallMilliseconds: wall) }
+                let stored = Result { () throws(StoreError) in try sqlite.apply(edit, to: id, wallMilliseconds: wall) }
+                let kept = Result { () throws(StoreError) in try pg.apply(edit, to: id, wallMilliseconds: wall) }
+                switch (modelled, stored, kept) {
+                case let (.success(m), .success(s), .success(p)):
+                    // Each issues its writer's next dot (the SQLite store's first edit starts a
+                    // writer of its own; the model's writer is not its node id either).
+                    #expect(
+                        m.counter == s.counter && s.counter == p.counter,
+                        "seed \(seed) step \(step): dots \(m), \(s), \(p)"
+                    )
+                    #expect(p.node == .node(1))
+                case let (.failure(m), .failure(.edit(s, _)), .failure(.edit(p, _))):
+                    #expect(m == s && s == p, "seed \(seed) step \(step)")
+                default:
+                    Issue.record("seed \(seed) step \(step): model \(modelled), SQLite \(stored), PostgreSQL \(kept)")
+                    return
+                }
+                let shown = try Self.items {
+                    try pg.forEachItem(type: nil, includeDeleted: true, withLocalEdits: false, $0)
+                }
+                let sqliteShows = try Self.items { try sqlite.forEachItem(includeDeleted: true, $0) }
+                guard shown == sqliteShows else {
+                    Issue.record("seed \(seed) step \(step): PostgreSQL shows \(shown), SQLite \(sqliteShows)")
+                    return
+                }
+                let modelShows = model.items.values.filter(\.exists).sorted {
+                    $0.id.rawValue.utf8.lexicographicallyPrecedes($1.id.rawValue.utf8)
+                }
+                .map(StoredItem.init)
+                #expect(shown == modelShows, "seed \(seed) step \(step)")
+                #expect(try pg.conflicts() == sqlite.conflicts(), "seed \(seed) step \(step)")
+                let (pgState, sqliteState) = (try pg.itemState(id), try sqlite.itemState(id))
+                #expect(pgState.map(StoredItem.init) == sqliteState.map(StoredItem.init), "seed \(seed) step \(step)")
+                #expect(
+                    pgState?.fields.mapValues { $0.versions.map(\.dot.counter) }
+                        == sqliteState?.fields.mapValues { $0.versions.map(\.dot.counter) },
+                    "seed \(seed) step \(step)"
+                )
+            }
+            #expect(
+                try pg.versionVector().counters.values.sorted() == model.versionVector.counters.values.sorted(),
+                "seed \(seed)"
+            )
+            #expect(try pg.counts() == sqlite.counts(), "seed \(seed)")
+            let typed = try Self.items {
+                try pg.forEachItem(type: "task", includeDeleted: false, withLocalEdits: true, $0)
+            }
+            #expect(typed == (try Self.items { try sqlite.forEachItem(type: "task", withLocalEdits: true, $0) }))
+            // The latest live local edit of each item, by counter (the writers' ids differ).
+            #expect(
+                typed.map { $0.localEdit?.counters.values.sorted() }
+                    == (try Self.items { try sqlite.forEachItem(type: "task", withLocalEdits: true, $0) })
+                    .map { $0.localEdit?.counters.values.sorted() }
+            )
+        }
+    }
+
+    @Test func aReplicaIsMadeOnceAndOpenedByName() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let location = try PostgresLocation(parsing: server.uri)
+        let made = try Self.replica(server, schema: "relay")
+        defer { made.close() }
+        #expect(throws: StoreError.alreadyInitialised(directory: "PostgreSQL schema relay")) {
+            try Self.replica(server, schema: "relay")
+        }
+        #expect(throws: StoreError.notInitialised(directory: "PostgreSQL schema other")) {
+            try PostgresReplica.open(at: location, schema: "other", logger: Self.logger)
+        }
+        #expect(throws: StoreError.self) {
+            try PostgresReplica.open(at: location, schema: "Relay; DROP", logger: Self.logger)
+        }
+        let item = ItemID.named("shared")
+        try made.apply(
+            .create(type: "note", assignments: [.set(.named("title"), .string("one"))]),
+            to: item,
+            wallMilliseconds: 1
+        )
+        let opened = try PostgresReplica.open(at: location, schema: "relay", logger: Self.logger)
+        defer { opened.close() }
+        #expect(try opened.info() == made.info())
+        #expect(try opened.info().nodeID == .node(1))
+        #expect(try opened.itemState(item)?.shownFields[.named("title")] == .string("one"))
+        // The second connection's edit follows the first's: the next dot, whoever writes.
+        let dot = try opened.apply(.update([.set(.named("title"), .string("two"))]), to: item, wallMilliseconds: 2)
+        #expect(dot == Dot(node: .node(1), counter: 2))
+        #expect(try made.itemState(item)?.shownFields[.named("title")] == .string("two"))
+        #expect(try made.writers().map(\.id) == [.node(1)])
+    }
+
+    /// Processes writing one replica at once take turns: every dot is issued once, and the
+    /// feed numbers every field change once, in commit order.
+    @Test func writersOnOneReplicaTakeTurns() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let location = try PostgresLocation(parsing: server.uri)
+        try Self.replica(server, schema: "shared").close()
+        let (writers, edits) = (4, 25)
+        let dots = Mutex<[Dot]>([])
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: writers) { w in
+            do {
+                let replica = try PostgresReplica.open(at: location, schema: "shared", logger: Self.logger)
+                defer { replica.close() }
+                for e in 0..<edits {
+                    let dot = try replica.apply(
+                        .create(type: "task", assignments: [.set(.named("n"), .integer(Int64(e)))]),
+                        to: .named("w\(w)-\(e)"),
+                        wallMilliseconds: 1_700_000_000_000
+                    )
+                    dots.withLock { $0.append(dot) }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        let issued = dots.withLock { $0 }
+        #expect(Set(issued).count == writers * edits, "a dot was issued twice")
+        #expect(Set(issued.map(\.counter)) == Set(1...UInt64(writers * edits)))
+        let replica = try PostgresReplica.open(at: location, schema: "shared", logger: Self.logger)
+        defer { replica.close() }
+        #expect(try replica.versionVector()[.node(1)] == UInt64(writers * edits))
+        let seqs = try replica.database.statements { db in
+            try db.run("SELECT seq FROM field ORDER BY seq").map { try $0.decode(Int64.self) }
+        }
+        // Each new item writes `_type` and `n`: two numbers per edit, none given twice.
+        #expect(seqs == Array(1...Int64(2 * writers * edits)))
+        #expect(try replica.counts().items == writers * edits)
+    }
+
+    /// Connections go to the first host of a location's that answers, as libpq's do; when none
+    /// does, the failure names each host.
+    @Test func aLocationsHostsAreTriedInOrder() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let dead = TemporaryPostgres.freePort()
+        let location = try PostgresLocation(
+            parsing:
+                "postgres://lansync@127.0.0.1:\(dead),127.0.0.1:\(server.port)/postgres?sslmode=disable&connect_timeout=5"
+        )
+        let connector = PostgresConnector(location: location, logger: Self.logger)
+        let connection = try connector.connect(id: 1).wait()
+        let port = try connection.query("SELECT current_setting('port')", logger: Self.logger).wait().rows.first?
+            .decode(String.self)
+        try connection.close().wait()
+        #expect(port == String(server.port))
+        let nowhere = try PostgresLocation(
+            parsing: "postgres://lansync@127.0.0.1:\(dead),127.0.0.1:\(dead)/postgres?sslmode=disable&connect_timeout=5"
+        )
+        do {
+            let connection = try PostgresConnector(location: nowhere, logger: Self.logger).connect(id: 2).wait()
+            try connection.close().wait()
+            Issue.record("connected to a port nothing listens on")
+        } catch {
+            #expect("\(error)".components(separatedBy: "127.0.0.1:\(dead):").count == 3, "\(error)")
+        }
+    }
+}
