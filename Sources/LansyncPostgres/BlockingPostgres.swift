@@ -27,11 +27,12 @@ final class BlockingPostgres: Sendable {
     }
 
     /// Statements run in one transaction, in turn with every other call: committed if `body`
-    /// returns, rolled back if it throws (and the error passed on).
-    func transaction<T>(_ body: (Statements) throws -> T) throws -> T {
+    /// returns, rolled back if it throws (and the error passed on). A `snapshot` is read-only and
+    /// sees one committed state throughout (`REPEATABLE READ`), as a read in SQLite's WAL does.
+    func transaction<T>(snapshot: Bool = false, _ body: (Statements) throws -> T) throws -> T {
         try turn.withLock { _ in
             let statements = Statements(connection: try connected(), logger: connector.logger)
-            try statements.run("BEGIN")
+            try statements.run(snapshot ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
             do {
                 let result = try body(statements)
                 try statements.run("COMMIT")

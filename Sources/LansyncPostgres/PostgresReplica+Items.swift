@@ -83,8 +83,7 @@ extension PostgresReplica {
         _ body: (StoredItem) throws -> Void
     ) throws(StoreError) {
         let rows = try guarded {
-            try database.transaction { db in
-                try db.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            try database.transaction(snapshot: true) { db in
                 let writers = withLocalEdits ? Set(try Self.writerIDs(db)) : nil
                 let rows = try db.run(
                     """

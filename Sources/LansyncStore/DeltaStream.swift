@@ -25,7 +25,7 @@ public import LansyncCore
 /// Either kind is sent only if it has seen a write the stream claims that the receiver is not
 /// known to hold (``needsSending(_:holds:)``).
 public struct DeltaStream: Sendable {
-    let store: ReplicaStore
+    let store: any DeltaReading
     var planner: DeltaPlanner
     /// The receiver's version vector the stream was planned against.
     let receiver: VersionVector
@@ -90,13 +90,13 @@ public struct DeltaStream: Sendable {
     /// version missing from them is accounted for.
     private func read(_ trial: inout DeltaPlanner, walkLimit: Int) throws(StoreError) -> Read {
         let (store, cursor, limit) = (self.store, superseded, self.limit)
-        return try store.read { db -> Read in
+        return try store.readDelta { db -> Read in
             let plan = try trial.nextBatch(limit: walkLimit) { node, after, limit in
-                try store.versionRows(db, node: node, after: after, limit: limit)
+                try db.versionRows(node: node, after: after, limit: limit)
             }
             // The walk's claims are made: nothing later can make them untrue.
             guard let plan else { return .finished }
-            let look = try store.superseded(db, after: cursor, limit: limit)
+            let look = try db.superseded(after: cursor, limit: limit)
             let walked = Set(plan.keys)
             let replaced = look.keys.filter { !walked.contains($0) }
             // (The walk alone may take more than the limit: one write's fields travel together.)
@@ -112,7 +112,7 @@ public struct DeltaStream: Sendable {
                 walked: walks ? walked : [],
                 next: look.next,
                 keys: keys,
-                states: try store.sizedFieldUpdates(db, keys)
+                states: try db.sizedFieldUpdates(keys)
             )
         }
     }
@@ -173,27 +173,35 @@ extension DeltaStream {
 
 /// A position in the look for fields whose versions left the version index: the change stamp of
 /// the transaction that replaced them, then the field's row, so a look goes on where it stopped.
-struct SupersededCursor: Sendable, Equatable {
-    var stamp: UInt64
-    var field: Int64
+public struct SupersededCursor: Sendable, Equatable {
+    /// The change stamp of the transaction that replaced the field's versions.
+    public var stamp: UInt64
+    /// The field's row.
+    public var field: Int64
+
+    public init(stamp: UInt64, field: Int64) {
+        self.stamp = stamp
+        self.field = field
+    }
 }
 
-extension ReplicaStore {
-    /// Starts the delta for a peer that announced `remote`. With `unclaimed` (a session's first
-    /// delta), it also sends everything this replica holds beyond its own vector, uncovered;
-    /// without, only what its claims need.
-    public func deltaStream(
+extension DeltaStream {
+    /// Starts the delta of `store` for a peer that announced `remote`. With `unclaimed` (a
+    /// session's first delta), it also sends everything the replica holds beyond its own vector,
+    /// uncovered; without, only what its claims need. Every store's streams start here.
+    public static func start(
+        from store: any DeltaReading,
         for remote: VersionVector,
-        maxUpdates: Int = 512,
-        budgetBytes: Int = 2 << 20,
-        unclaimed: Bool = true,
-        deltaBase: VersionVector? = nil
+        maxUpdates: Int,
+        budgetBytes: Int,
+        unclaimed: Bool,
+        deltaBase: VersionVector?
     ) throws(StoreError) -> DeltaStream {
         // One read: a version replaced after the stamp may be one the vector claims. With nothing
         // to claim, a later delta needs nothing held beyond the vector.
-        let (stamp, sender, beyond) = try streamStart { vector in unclaimed || !remote.covers(vector) }
+        let (stamp, sender, beyond) = try store.streamStart { vector in unclaimed || !remote.covers(vector) }
         return DeltaStream(
-            store: self,
+            store: store,
             planner: DeltaPlanner(sender: sender, receiver: remote, maxUpdates: maxUpdates, unclaimed: beyond),
             receiver: remote,
             claimable: sender,
@@ -206,12 +214,32 @@ extension ReplicaStore {
     }
 }
 
+extension ReplicaStore {
+    /// Starts the delta for a peer that announced `remote` (``DeltaStream/start(from:for:maxUpdates:budgetBytes:unclaimed:deltaBase:)``).
+    public func deltaStream(
+        for remote: VersionVector,
+        maxUpdates: Int = 512,
+        budgetBytes: Int = 2 << 20,
+        unclaimed: Bool = true,
+        deltaBase: VersionVector? = nil
+    ) throws(StoreError) -> DeltaStream {
+        try DeltaStream.start(
+            from: self,
+            for: remote,
+            maxUpdates: maxUpdates,
+            budgetBytes: budgetBytes,
+            unclaimed: unclaimed,
+            deltaBase: deltaBase
+        )
+    }
+}
+
 extension DeltaStream {
-    /// How many field states the receiver lacks, as ``ReplicaStore/lacking(_:cap:)`` counts them,
+    /// How many field states the receiver lacks, as ``ReplicaStorage/lacking(_:cap:)`` counts them,
     /// against the vector the stream was planned with (no second read of it): the size a delta
     /// announces when it was not read whole at once.
     public func lacking(cap: Int) throws(StoreError) -> Int {
         let (local, remote) = (claimable, receiver)
-        return try store.read { db in try ReplicaStore.lacking(db, local: local, remote: remote, cap: cap) }
+        return try store.readDelta { db in try db.lacking(local: local, remote: remote, cap: cap) }
     }
 }

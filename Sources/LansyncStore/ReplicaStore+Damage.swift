@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LansyncCore
+public import LansyncCore
 import LansyncJSON
 
 /// What a check of the replica file found: nothing (sound), or one line per problem.
@@ -175,7 +175,7 @@ extension ReplicaStore {
 
     /// The live dots' origin nodes of one field, from the version index: the nodes a delta must
     /// stop streaming when that field's state does not decode.
-    func indexedNodes(of key: FieldKey) throws(StoreError) -> Set<NodeID> {
+    public func indexedNodes(of key: FieldKey) throws(StoreError) -> Set<NodeID> {
         try guarded {
             try database.read { db in
                 let texts = try String.fetchAll(

@@ -20,7 +20,7 @@ extension ReplicaStore {
 
     /// What a stream starts from, read at once: the change stamp, the version vector, and (if
     /// asked) the nodes of which the replica holds versions beyond it (``unclaimedNodes(db:)``).
-    func streamStart(
+    public func streamStart(
         unclaimed: (VersionVector) -> Bool
     ) throws(StoreError) -> (
         stamp: UInt64, versionVector: VersionVector, unclaimed: [NodeID]
@@ -130,7 +130,7 @@ extension ReplicaStore {
     }
 
     /// Marks the replica damaged when a field state did not decode.
-    func noteBroken(_ broken: [FieldKey]) {
+    public func noteBroken(_ broken: [FieldKey]) {
         if let first = broken.first { markDamaged("the state of \(first.item).\(first.field) does not decode") }
     }
 

@@ -133,6 +133,101 @@ import Testing
         }
     }
 
+    /// The replica's deltas, read through the same ``DeltaStream`` as the SQLite store's, bring
+    /// a receiver to what the SQLite store's deltas and the model's bring theirs: the senders and
+    /// the receivers all take random edits, so deltas meet concurrent writes (conflicts) and
+    /// partial knowledge, in batches of random sizes, whole states or field deltas.
+    @Test func itsDeltasBringAReceiverWhereTheSQLiteStoresDo() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let dir = makeTemporaryDirectory("pg-deltas")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for seed in 0..<UInt64(max(4, propertyCases(default: 400) / 50)) {
+            var rng = SplitMix64(seed: seed)
+            func sqlite(_ node: UInt64, _ name: String) throws -> ReplicaStore {
+                try ReplicaStore.create(
+                    path: "\(dir)/\(seed)-\(name).sqlite",
+                    nodeID: .node(node),
+                    clusterID: .node(99),
+                    nodeName: name,
+                    fingerprint: "test",
+                    lease: WriterLease(directory: dir)
+                )
+            }
+            let pg = try Self.replica(server, schema: "deltas_\(seed)")
+            defer { pg.close() }
+            let (sender, receiver, fromPG) = (
+                try sqlite(1, "sender"), try sqlite(2, "receiver"), try sqlite(2, "from-pg")
+            )
+            var (modelSender, modelReceiver) = (Replica(nodeID: .node(1)), Replica(nodeID: .node(2)))
+            var wall: UInt64 = 1_700_000_000_000
+            for step in 0..<50 {
+                wall += UInt64.random(in: 0...20, using: &rng)
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<4:
+                    let (id, edit) = Self.randomEdit(modelSender, using: &rng)
+                    _ = try? modelSender.apply(edit, to: id, wallMilliseconds: wall)
+                    _ = try? sender.apply(edit, to: id, wallMilliseconds: wall)
+                    _ = try? pg.apply(edit, to: id, wallMilliseconds: wall)
+                case 4..<6:
+                    let (id, edit) = Self.randomEdit(modelReceiver, using: &rng)
+                    _ = try? modelReceiver.apply(edit, to: id, wallMilliseconds: wall)
+                    _ = try? receiver.apply(edit, to: id, wallMilliseconds: wall)
+                    _ = try? fromPG.apply(edit, to: id, wallMilliseconds: wall)
+                default:
+                    let size = Int.random(in: 1...6, using: &rng)
+                    let deltas = rng.chance(70)
+                    for batch in modelSender.delta(
+                        for: modelReceiver.versionVector,
+                        maxUpdates: size,
+                        deltaBase: deltas ? modelReceiver.versionVector : nil
+                    ) {
+                        let merged = modelReceiver.apply(batch, wallMilliseconds: wall)
+                        #expect(merged)
+                    }
+                    for (from, to) in [(sender as any DeltaReading, receiver), (pg, fromPG)] {
+                        let held = try to.versionVector()
+                        var stream = try DeltaStream.start(
+                            from: from,
+                            for: held,
+                            maxUpdates: size,
+                            budgetBytes: 2 << 20,
+                            unclaimed: true,
+                            deltaBase: deltas ? held : nil
+                        )
+                        while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: wall) }
+                    }
+                }
+                let got = try Self.items { try fromPG.forEachItem(includeDeleted: true, $0) }
+                let expected = try Self.items { try receiver.forEachItem(includeDeleted: true, $0) }
+                guard got == expected else {
+                    Issue.record("seed \(seed) step \(step): from PostgreSQL \(got), from SQLite \(expected)")
+                    return
+                }
+                let modelled = modelReceiver.items.values.filter(\.exists)
+                    .sorted { $0.id.rawValue.utf8.lexicographicallyPrecedes($1.id.rawValue.utf8) }.map(StoredItem.init)
+                #expect(got == modelled, "seed \(seed) step \(step)")
+                #expect(
+                    try fromPG.conflicts().map(\.values) == receiver.conflicts().map(\.values),
+                    "seed \(seed) step \(step)"
+                )
+            }
+            // The version index counts what a receiver lacks as the SQLite store's does: all of
+            // it for an empty replica, nothing once a whole delta went.
+            #expect(try pg.lacking(VersionVector(), cap: 10_000) == sender.lacking(VersionVector(), cap: 10_000))
+            #expect(try pg.lacking(VersionVector(), cap: 10_000) > 0)
+            var last = try pg.deltaStream(
+                for: try fromPG.versionVector(),
+                maxUpdates: 3,
+                budgetBytes: 2 << 20,
+                unclaimed: true,
+                deltaBase: nil
+            )
+            while let batch = try last.next() { try fromPG.apply(batch, wallMilliseconds: wall) }
+            #expect(try pg.lacking(try fromPG.versionVector(), cap: 10_000) == 0)
+        }
+    }
+
     @Test func aReplicaIsMadeOnceAndOpenedByName() throws {
         let server = try TemporaryPostgres()
         defer { server.stop() }

@@ -1,0 +1,169 @@
+public import LansyncCore
+public import LansyncStore
+import PostgresNIO
+
+// Deltas: the version index, replaced fields and field states a DeltaStream reads, each batch
+// in one snapshot.
+extension PostgresReplica: DeltaReading {
+    /// The delta for a peer that announced `remote` (``LansyncStore/DeltaStream``, as the SQLite
+    /// store's).
+    public func deltaStream(
+        for remote: VersionVector,
+        maxUpdates: Int,
+        budgetBytes: Int,
+        unclaimed: Bool,
+        deltaBase: VersionVector?
+    ) throws(StoreError) -> DeltaStream {
+        try DeltaStream.start(
+            from: self,
+            for: remote,
+            maxUpdates: maxUpdates,
+            budgetBytes: budgetBytes,
+            unclaimed: unclaimed,
+            deltaBase: deltaBase
+        )
+    }
+
+    /// How many field states a replica holding `remote` lacks, counted up to `cap`.
+    public func lacking(_ remote: VersionVector, cap: Int) throws(StoreError) -> Int {
+        try guarded {
+            try database.transaction(snapshot: true) { db in
+                try PostgresDeltaReads(db: db).lacking(local: try Self.versionVector(db), remote: remote, cap: cap)
+            }
+        }
+    }
+
+    public func readDelta<T>(_ body: (any DeltaReads) throws -> T) throws(StoreError) -> T {
+        try guarded { try database.transaction(snapshot: true) { db in try body(PostgresDeltaReads(db: db)) } }
+    }
+
+    public func streamStart(
+        unclaimed: (VersionVector) -> Bool
+    ) throws(StoreError) -> (stamp: UInt64, versionVector: VersionVector, unclaimed: [NodeID]) {
+        try guarded {
+            try database.transaction(snapshot: true) { db in
+                let stamp =
+                    try db.value("SELECT value FROM meta WHERE key = 'changes'", as: String.self)
+                    .flatMap(UInt64.init) ?? 0
+                let vector = try Self.versionVector(db)
+                guard unclaimed(vector) else { return (stamp, vector, []) }
+                // One index probe per node: a version beyond the node's counter is a stream's
+                // not yet complete.
+                let nodes = try db.run(
+                    """
+                    SELECT n.node_id FROM node n
+                    WHERE EXISTS (SELECT 1 FROM version v WHERE v.node = n.id AND v.counter > n.counter)
+                    """
+                ).compactMap { NodeID(text: try $0.decode(String.self)) }
+                return (stamp, vector, nodes)
+            }
+        }
+    }
+
+    public func indexedNodes(of key: FieldKey) throws(StoreError) -> Set<NodeID> {
+        try guarded {
+            try database.statements { db in
+                Set(
+                    try db.run(
+                        """
+                        SELECT DISTINCT n.node_id FROM version v JOIN node n ON n.id = v.node
+                        JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                        WHERE i.item_id = \(key.item.rawValue) AND f.name = \(key.field.rawValue)
+                        """
+                    ).compactMap { NodeID(text: try $0.decode(String.self)) }
+                )
+            }
+        }
+    }
+
+    /// Records the damage in `meta` (best effort: the stream already leaves the state out).
+    public func noteBroken(_ broken: [FieldKey]) {
+        guard let first = broken.first else { return }
+        let reason = "the state of \(first.item).\(first.field) does not decode"
+        _ = try? database.statements { db in
+            try db.run(
+                "INSERT INTO meta (key, value) VALUES ('damaged', \(reason)) ON CONFLICT (key) DO NOTHING"
+            )
+        }
+    }
+}
+
+/// A delta batch's reads in one snapshot of a PostgreSQL replica.
+struct PostgresDeltaReads: DeltaReads {
+    let db: BlockingPostgres.Statements
+
+    func versionRows(node: NodeID, after counter: UInt64, limit: Int) throws -> [DeltaPlanner.IndexRow] {
+        try db.run(
+            """
+            SELECT v.counter, i.item_id, f.name FROM version v
+            JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+            WHERE v.node = (SELECT id FROM node WHERE node_id = \(node.text)) AND v.counter > \(bigint: counter)
+            ORDER BY v.counter LIMIT \(limit)
+            """
+        ).map { row in
+            let (counter, item, name) = try row.decode((Int64, String, String).self)
+            return (UInt64(counter), FieldKey(item: ItemID(unchecked: item), field: FieldName(unchecked: name)))
+        }
+    }
+
+    func superseded(
+        after cursor: SupersededCursor,
+        limit: Int
+    ) throws -> (keys: [FieldKey], next: SupersededCursor, complete: Bool) {
+        let rows = try db.run(
+            """
+            SELECT f.superseded_at, f.id, i.item_id, f.name FROM field f JOIN item i ON i.id = f.item
+            WHERE f.superseded_at > 0 AND (f.superseded_at, f.id) > (\(bigint: cursor.stamp), \(cursor.field))
+            ORDER BY f.superseded_at, f.id LIMIT \(limit)
+            """
+        )
+        var next = cursor
+        let keys = try rows.map { row -> FieldKey in
+            let (stamp, field, item, name) = try row.decode((Int64, Int64, String, String).self)
+            next = SupersededCursor(stamp: UInt64(stamp), field: field)
+            return FieldKey(item: ItemID(unchecked: item), field: FieldName(unchecked: name))
+        }
+        return (keys, next, rows.count < limit)
+    }
+
+    func sizedFieldUpdates(_ keys: [FieldKey]) throws -> (updates: [FieldUpdate], bytes: Int, broken: [FieldKey]) {
+        guard !keys.isEmpty else { return ([], 0, []) }
+        // One statement for the batch, in the keys' order.
+        let rows = try db.run(
+            """
+            SELECT k.n, f.state FROM unnest(\(keys.map(\.item.rawValue))::text[], \(keys.map(\.field.rawValue))::text[])
+                WITH ORDINALITY AS k (item_id, name, n)
+            JOIN item i ON i.item_id = k.item_id JOIN field f ON f.item = i.id AND f.name = k.name
+            ORDER BY k.n
+            """
+        )
+        var (updates, bytes, broken) = ([FieldUpdate](), 0, [FieldKey]())
+        for row in rows {
+            let (n, state) = try row.decode((Int64, ByteBuffer).self)
+            let key = keys[Int(n) - 1]
+            bytes += state.readableBytes + key.item.rawValue.utf8.count + key.field.rawValue.utf8.count
+            guard let decoded = try? FieldState(decoding: Array(state.readableBytesView)) else {
+                broken.append(key)
+                continue
+            }
+            updates.append(FieldUpdate(key: key, state: decoded))
+        }
+        return (updates, bytes, broken)
+    }
+
+    func lacking(local: VersionVector, remote: VersionVector, cap: Int) throws -> Int {
+        var total = 0
+        for (node, counter) in local.counters where counter > remote[node] && total < cap {
+            total +=
+                try db.value(
+                    """
+                    SELECT count(*) FROM (
+                        SELECT 1 FROM version WHERE node = (SELECT id FROM node WHERE node_id = \(node.text))
+                            AND counter > \(bigint: remote[node]) LIMIT \(cap - total)) AS lacking
+                    """,
+                    as: Int.self
+                ) ?? 0
+        }
+        return total
+    }
+}

@@ -1,0 +1,40 @@
+public import LansyncCore
+
+/// What a ``DeltaStream`` reads of a store: the one place its subtle parts (what a batch may
+/// claim, the fields replaced while it goes on, the byte budget) are written, whichever store
+/// holds the replica.
+///
+/// A store gives the stream a snapshot at a time (``readDelta(_:)``): every read of one batch
+/// sees the same committed state.
+public protocol DeltaReading: Sendable {
+    /// Runs `body` with the reads of one batch, in one read transaction.
+    func readDelta<T>(_ body: (any DeltaReads) throws -> T) throws(StoreError) -> T
+    /// What a stream starts from, read at once: the change stamp, the version vector, and (when
+    /// `unclaimed` says so of the vector) the nodes of which the replica holds versions beyond it
+    /// (states of streams it has not finished receiving).
+    func streamStart(
+        unclaimed: (VersionVector) -> Bool
+    ) throws(StoreError) -> (stamp: UInt64, versionVector: VersionVector, unclaimed: [NodeID])
+    /// The nodes whose versions of `key` the version index holds.
+    func indexedNodes(of key: FieldKey) throws(StoreError) -> Set<NodeID>
+    /// A state that did not decode was met: the replica is damaged.
+    func noteBroken(_ broken: [FieldKey])
+}
+
+/// The reads of one batch of a delta, inside one read transaction (``DeltaReading/readDelta(_:)``).
+public protocol DeltaReads {
+    /// The version index rows of `node`'s writes after `counter`, by counter, at most `limit`.
+    func versionRows(node: NodeID, after counter: UInt64, limit: Int) throws -> [DeltaPlanner.IndexRow]
+    /// Fields whose versions left the index after `cursor` (a change stamp, then a field row),
+    /// at most `limit`; where the next look starts, and whether this one reached the end.
+    func superseded(
+        after cursor: SupersededCursor,
+        limit: Int
+    ) throws -> (keys: [FieldKey], next: SupersededCursor, complete: Bool)
+    /// The current states of `keys` (absent fields skipped), their stored size in bytes (states,
+    /// ids and names), and the keys whose state does not decode.
+    func sizedFieldUpdates(_ keys: [FieldKey]) throws -> (updates: [FieldUpdate], bytes: Int, broken: [FieldKey])
+    /// How many field states a replica holding `remote` lacks of `local`, counted up to `cap`
+    /// in the version index.
+    func lacking(local: VersionVector, remote: VersionVector, cap: Int) throws -> Int
+}
