@@ -28,19 +28,32 @@ final class BlockingPostgres: Sendable {
 
     /// Statements run in one transaction, in turn with every other call: committed if `body`
     /// returns, rolled back if it throws (and the error passed on). A `snapshot` is read-only and
-    /// sees one committed state throughout (`REPEATABLE READ`), as a read in SQLite's WAL does.
-    func transaction<T>(snapshot: Bool = false, _ body: (Statements) throws -> T) throws -> T {
+    /// sees one committed state throughout (`REPEATABLE READ`), as a read in SQLite's WAL does; a
+    /// `write` is `READ COMMITTED` whatever the server's default, so that what it reads after
+    /// taking the write lock is what the last writer committed. A connection whose COMMIT or
+    /// ROLLBACK failed is closed (it could be left inside the transaction).
+    func transaction<T>(snapshot: Bool = false, write: Bool = false, _ body: (Statements) throws -> T) throws -> T {
         try turn.withLock { _ in
             let statements = Statements(connection: try connected(), logger: connector.logger)
-            try statements.run(snapshot ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
+            try statements.run(
+                snapshot
+                    ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                    : write ? "BEGIN ISOLATION LEVEL READ COMMITTED" : "BEGIN"
+            )
+            let result: T
             do {
-                let result = try body(statements)
-                try statements.run("COMMIT")
-                return result
+                result = try body(statements)
             } catch {
-                _ = try? statements.run("ROLLBACK")
+                do { try statements.run("ROLLBACK") } catch { dropConnection() }
                 throw error
             }
+            do {
+                try statements.run("COMMIT")
+            } catch {
+                dropConnection()
+                throw error
+            }
+            return result
         }
     }
 
@@ -50,8 +63,30 @@ final class BlockingPostgres: Sendable {
     }
 
     /// A connection still open is closed (postgres-nio's debug build stops the process on one
-    /// dropped open, and a release build would leak it).
-    deinit { close() }
+    /// dropped open, and a release build would leak it): waited for, unless this is an event
+    /// loop's thread (which may not wait).
+    deinit {
+        if MultiThreadedEventLoopGroup.currentEventLoop == nil {
+            close()
+        } else {
+            connection.withLock { $0 }.map(Self.closeLater)
+        }
+    }
+
+    /// Closes the connection without waiting, and forgets it: the next call opens another.
+    private func dropConnection() {
+        let current = connection.withLock { current in
+            defer { current = nil }
+            return current
+        }
+        current.map(Self.closeLater)
+    }
+
+    /// Closes `connection` without waiting, keeping it alive until it is closed (postgres-nio
+    /// asserts on one released while still open).
+    private static func closeLater(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
 
     /// Closes the connection; a later call opens another.
     func close() {
@@ -65,13 +100,7 @@ final class BlockingPostgres: Sendable {
     private func connected() throws -> PostgresConnection {
         if let current = connection.withLock({ $0 }), !current.isClosed { return current }
         let id = opened.add(1, ordering: .relaxed).newValue
-        let fresh = try connector.connect(id: id).wait()
-        do {
-            try prepare(fresh).wait()
-        } catch {
-            try? fresh.close().wait()
-            throw error
-        }
+        let fresh = try connector.connect(id: id, prepare: prepare).wait()
         connection.withLock { $0 = fresh }
         return fresh
     }

@@ -327,17 +327,15 @@ public actor PostgresAuthority {
     /// accepts writes), with the schema in place.
     private func open() async throws -> PostgresConnection {
         connectionIDs += 1
-        let connection = try await PostgresConnector(location: location, logger: logger).connect(id: connectionIDs)
-            .get()
-        do {
-            try await Self.createSchema(connection, logger: logger)
-            return connection
-        } catch {
-            // Connected, but of no use (a user that may not create the tables): closed, not left
-            // to the next look.
-            try? await connection.close()
-            throw error
-        }
+        let logger = self.logger
+        // A host where the tables cannot be made (a user that may not create them) is left for
+        // the next, its connection closed.
+        return try await PostgresConnector(location: location, logger: logger).connect(id: connectionIDs) {
+            connection in
+            let made = connection.eventLoop.makePromise(of: Void.self)
+            made.completeWithTask { try await Self.createSchema(connection, logger: logger) }
+            return made.futureResult
+        }.get()
     }
 
     /// The two tables, made once; relays starting together take turns (an advisory lock), as

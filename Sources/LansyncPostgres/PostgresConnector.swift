@@ -13,34 +13,39 @@ struct PostgresConnector: Sendable {
     let location: PostgresLocation
     let logger: Logger
 
-    /// A connection to the first host of use; a ``PostgresProblem`` naming each host's failure
-    /// when none is.
+    /// What a connection must go through before it is of use (the tables made, settings set):
+    /// a host where it fails is left for the next, as one that does not answer.
+    typealias Preparation = @Sendable (PostgresConnection) -> EventLoopFuture<Void>
+
+    /// A connection to the first host of use, prepared; a ``PostgresProblem`` naming each host's
+    /// failure when none is.
     func connect(
         id: Int,
-        on eventLoop: any EventLoop = PostgresConnection.defaultEventLoopGroup.any()
-    )
-        -> EventLoopFuture<PostgresConnection>
-    {
-        attempt(hosts: location.hosts[...], failures: [], id: id, on: eventLoop)
+        on eventLoop: any EventLoop = PostgresConnection.defaultEventLoopGroup.any(),
+        prepare: Preparation? = nil
+    ) -> EventLoopFuture<PostgresConnection> {
+        attempt(hosts: location.hosts[...], failures: [], id: id, on: eventLoop, prepare: prepare)
     }
 
     private func attempt(
         hosts: ArraySlice<PostgresLocation.Host>,
         failures: [String],
         id: Int,
-        on eventLoop: any EventLoop
+        on eventLoop: any EventLoop,
+        prepare: Preparation?
     ) -> EventLoopFuture<PostgresConnection> {
         guard let host = hosts.first else {
             return eventLoop.makeFailedFuture(PostgresProblem(failures.joined(separator: "; ")))
         }
-        return open(host, id: id, on: eventLoop).flatMapError { error in
+        return open(host, id: id, on: eventLoop, prepare: prepare).flatMapError { error in
             attempt(
                 hosts: hosts.dropFirst(),
                 failures: failures + [
                     "\(host.name):\(host.port)\(error is ReadOnly ? " is read-only" : ": \(PostgresProblem(error))")"
                 ],
                 id: id,
-                on: eventLoop
+                on: eventLoop,
+                prepare: prepare
             )
         }
     }
@@ -48,15 +53,14 @@ struct PostgresConnector: Sendable {
     /// The server is in recovery (a standby) and the location wants one that takes writes.
     private struct ReadOnly: Error {}
 
-    /// One host: connected, and (for a read-write location) asked whether it takes writes; a
-    /// connection of no use is closed before the failure is passed on.
+    /// One host: connected, (for a read-write location) asked whether it takes writes, and
+    /// prepared; a connection of no use is closed before the failure is passed on.
     private func open(
         _ host: PostgresLocation.Host,
         id: Int,
-        on eventLoop: any EventLoop
-    )
-        -> EventLoopFuture<PostgresConnection>
-    {
+        on eventLoop: any EventLoop,
+        prepare: Preparation?
+    ) -> EventLoopFuture<PostgresConnection> {
         let opened: EventLoopFuture<PostgresConnection>
         do {
             opened = PostgresConnection.connect(
@@ -68,14 +72,15 @@ struct PostgresConnector: Sendable {
         } catch {
             return eventLoop.makeFailedFuture(error)
         }
-        guard location.readWrite else { return opened }
-        let logger = self.logger
+        let (logger, readWrite) = (self.logger, location.readWrite)
         return opened.flatMap { connection in
-            connection.query("SHOW transaction_read_only", logger: logger)
-                .flatMapThrowing { result -> PostgresConnection in
+            let writable: EventLoopFuture<Void> =
+                readWrite
+                ? connection.query("SHOW transaction_read_only", logger: logger).flatMapThrowing { result in
                     guard let row = result.rows.first, try row.decode(String.self) == "off" else { throw ReadOnly() }
-                    return connection
-                }
+                } : eventLoop.makeSucceededVoidFuture()
+            return writable.flatMap { prepare?(connection) ?? eventLoop.makeSucceededVoidFuture() }
+                .map { connection }
                 .flatMapError { error in connection.close().flatMapThrowing { throw error } }
         }
     }

@@ -76,7 +76,8 @@ extension PostgresReplica: DeltaReading {
         }
     }
 
-    /// Records the damage in `meta` (best effort: the stream already leaves the state out).
+    /// Records the damage in `meta` (best effort: the stream already leaves the state out). Not
+    /// yet read: a damaged PostgreSQL replica does not refuse writes as the SQLite store does.
     public func noteBroken(_ broken: [FieldKey]) {
         guard let first = broken.first else { return }
         let reason = "the state of \(first.item).\(first.field) does not decode"

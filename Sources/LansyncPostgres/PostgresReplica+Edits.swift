@@ -9,7 +9,7 @@ extension PostgresReplica {
     @discardableResult
     public func apply(_ edit: ItemEdit, to id: ItemID, wallMilliseconds: UInt64) throws(StoreError) -> Dot {
         try guarded {
-            try database.transaction { db in
+            try database.transaction(write: true) { db in
                 var tx = try PostgresWrite(db, origin: .local)
                 let writer = try tx.writer()
                 let dot = Dot(node: writer.id, counter: writer.counter + 1)
@@ -28,7 +28,7 @@ extension PostgresReplica {
                 let itemRow = try tx.saveItem(id, row: item.row, state: item.state)
                 for name in changed.keys.sorted() {
                     guard let state = changed[name] else { continue }
-                    try tx.saveField(
+                    _ = try tx.saveField(
                         item: itemRow,
                         itemID: id,
                         name: name,
@@ -46,8 +46,9 @@ extension PostgresReplica {
 }
 
 /// One write transaction on a PostgreSQL replica: the statements that keep the version index,
-/// history, the change feed and the items' derived columns in step with the field states, as
-/// the SQLite store's `Transaction` does.
+/// history, rejections, the change feed and the items' derived columns in step with the field
+/// states, as the SQLite store's `Transaction` does (not yet: the query index, links and search
+/// texts, which only the local API reads).
 ///
 /// It starts by taking the replica's write lock (a transaction-level advisory lock): one writer
 /// at a time across every process, so the feed's numbers and the change stamp are given in
@@ -143,7 +144,7 @@ struct PostgresWrite {
         old: FieldState?,
         new: FieldState,
         overruled: [FieldVersion] = []
-    ) throws {
+    ) throws -> Int64 {
         changedFields = true
         let conflict = name != .deleted && new.hasConflict
         let kind = ChangeKind.of(name, old: old, new: new, conflict: conflict, origin: origin)
@@ -176,15 +177,26 @@ struct PostgresWrite {
         let newDots = new.versions.map(\.dot)
         try indexVersions(of: new, field: fieldRow, oldDots: oldDots, newDots: newDots, item: itemID, name: name)
         try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
+        return fieldRow
+    }
+
+    /// Raises each node's counter in the version vector to `covers`' where that is higher.
+    mutating func raiseCounters(to covers: VersionVector) throws {
+        for (node, counter) in covers.counters {
+            let row = try nodeRow(node)
+            try db.run("UPDATE node SET counter = greatest(counter, \(bigint: counter)) WHERE id = \(row)")
+        }
     }
 
     /// The feed's next number and this commit's time.
     private mutating func nextSeq() throws -> (number: Int64, at: Int64) {
         if feed == nil {
             let highest = try db.value("SELECT coalesce(max(seq), 0) FROM field", as: Int64.self) ?? 0
+            // The floor a restore, repair or collection put the numbering above (the SQLite
+            // store's two keys; none is written here yet).
             let floor =
-                try db.value("SELECT value FROM meta WHERE key = 'change_floor'", as: String.self)
-                .flatMap(Int64.init) ?? 0
+                try db.run("SELECT value FROM meta WHERE key IN ('change_floor', 'feed_floor')")
+                .compactMap { Int64(try $0.decode(String.self)) }.max() ?? 0
             feed = (max(highest, floor), Int64(clamping: WallClock.milliseconds))
         }
         feed!.last += 1

@@ -76,6 +76,8 @@ extension PostgresReplica {
 
     /// Every item (of `type`; deleted ones too with `includeDeleted`), in byte order of ids, read
     /// in one snapshot; with `withLocalEdits`, each carries ``LansyncStore/StoredItem/localEdit``.
+    /// (It reads the whole answer at once, where the SQLite store steps through it: to be paged
+    /// within the snapshot before a relay runs on it.)
     public func forEachItem(
         type: String?,
         includeDeleted: Bool,

@@ -28,9 +28,17 @@ public final class PostgresReplica: Sendable {
 
     private init(location: PostgresLocation, schema: String, logger: Logger) {
         self.schema = schema
-        let path: PostgresQuery = "SET search_path TO \(unescaped: "\"\(schema)\"")"
+        // The schema, and bounds on waits: a relay stuck on the write lock, a lost server or a
+        // transaction left open must fail a call, never hold every call of the process.
+        let settings: [PostgresQuery] = [
+            "SET search_path TO \(unescaped: "\"\(schema)\"")", "SET lock_timeout = '30s'",
+            "SET statement_timeout = '60s'", "SET idle_in_transaction_session_timeout = '60s'",
+        ]
         database = BlockingPostgres(connector: PostgresConnector(location: location, logger: logger)) { connection in
-            connection.query(path, logger: logger).map { _ in }
+            let loop = connection.eventLoop
+            return settings.reduce(loop.makeSucceededVoidFuture()) { done, setting in
+                done.flatMap { connection.query(setting, logger: logger).map { _ in } }
+            }
         }
     }
 
@@ -41,6 +49,7 @@ public final class PostgresReplica: Sendable {
         nodeID: NodeID,
         clusterID: NodeID,
         nodeName: String,
+        fingerprint: String,
         historyLimit: Int = ReplicaStore.defaultHistoryLimit,
         logger: Logger
     ) throws(StoreError) -> PostgresReplica {
@@ -49,7 +58,7 @@ public final class PostgresReplica: Sendable {
         var made = false
         defer { if !made { replica.close() } }
         try replica.guarded {
-            try replica.database.transaction { db in
+            try replica.database.transaction(write: true) { db in
                 // Two relays making one replica at once take turns; the second finds the schema.
                 try db.run("SELECT pg_advisory_xact_lock(7421, hashtext(\(schema)))")
                 guard try db.value("SELECT count(*) FROM pg_namespace WHERE nspname = \(schema)", as: Int.self) == 0
@@ -60,14 +69,16 @@ public final class PostgresReplica: Sendable {
                 for statement in PostgresReplicaSchema.tables { try db.run(statement) }
                 for (key, value) in [
                     ("node_id", nodeID.text), ("cluster_id", clusterID.text), ("node_name", nodeName),
-                    ("fingerprint", "postgres"), ("clock", "0"), ("history_limit", String(historyLimit)),
+                    ("fingerprint", fingerprint), ("clock", "0"), ("history_limit", String(historyLimit)),
                     ("writer_id", nodeID.text), ("changes", "0"),
                     ("schema_version", String(PostgresReplicaSchema.version)),
                 ] {
                     try db.run("INSERT INTO meta (key, value) VALUES (\(key), \(value))")
                 }
                 try db.run("INSERT INTO node (node_id, name) VALUES (\(nodeID.text), \(nodeName))")
-                try db.run("INSERT INTO writer (writer_id, started, reason) VALUES (\(nodeID.text), 0, 'init')")
+                try db.run(
+                    "INSERT INTO writer (writer_id, started, reason) VALUES (\(nodeID.text), \(bigint: WallClock.milliseconds), 'init')"
+                )
             }
         }
         made = true
@@ -110,11 +121,11 @@ public final class PostgresReplica: Sendable {
     public func close() { database.close() }
 
     /// A schema name lansync makes: lower-case letters, digits and `_`, not starting with a
-    /// digit (it goes into statements quoted, never as a parameter).
+    /// digit nor `pg_`, and not `public` (it goes into statements quoted, never as a parameter).
     static func checkName(_ schema: String) throws(StoreError) {
         let bytes = Array(schema.utf8)
         let fits =
-            (1...63).contains(bytes.count)
+            schema != "public" && !schema.hasPrefix("pg_") && (1...63).contains(bytes.count)
             && bytes.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }
             && !(bytes[0] >= 0x30 && bytes[0] <= 0x39)
         guard fits else {

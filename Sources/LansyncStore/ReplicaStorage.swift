@@ -17,8 +17,8 @@ public import LansyncCore
 /// - a member's data is checked against its bounds before it is stored (``receive(_:from:incarnation:wallMilliseconds:refuse:revoked:writers:allowance:rejoinedAt:completingStream:)``).
 ///
 /// Calls block: the node makes them on its blocking-I/O threads, never on an event loop.
-/// Requirements take every argument (a protocol has no default arguments; the node passes
-/// them all, and ``ReplicaStore``'s own defaults stay the one place they are written).
+/// Requirements take every argument: a protocol has no default arguments, so the node passes
+/// them all (``ReplicaStore`` keeps its defaults for its own callers).
 public protocol ReplicaStorage: Sendable {
     // MARK: Identity and health
 
@@ -101,7 +101,8 @@ public protocol ReplicaStorage: Sendable {
     @discardableResult func apply(_ edit: ItemEdit, to id: ItemID, wallMilliseconds: UInt64) throws(StoreError) -> Dot
     /// An item's merge state, nil if the replica never held it.
     func itemState(_ id: ItemID) throws(StoreError) -> ItemState?
-    /// Every item (of `type`; deleted ones too; only those with local edits), in id order.
+    /// Every item (of `type` only, when given; deleted ones too with `includeDeleted`), in byte
+    /// order of ids; with `withLocalEdits`, each carries ``StoredItem/localEdit``.
     func forEachItem(
         type: String?,
         includeDeleted: Bool,

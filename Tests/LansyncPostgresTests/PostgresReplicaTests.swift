@@ -22,6 +22,7 @@ import Testing
             nodeID: .node(node),
             clusterID: .node(99),
             nodeName: "r\(node)",
+            fingerprint: "test",
             logger: logger
         )
     }
@@ -86,7 +87,6 @@ import Testing
                         m.counter == s.counter && s.counter == p.counter,
                         "seed \(seed) step \(step): dots \(m), \(s), \(p)"
                     )
-                    #expect(p.node == .node(1))
                 case let (.failure(m), .failure(.edit(s, _)), .failure(.edit(p, _))):
                     #expect(m == s && s == p, "seed \(seed) step \(step)")
                 default:
@@ -134,8 +134,9 @@ import Testing
     }
 
     /// The replica's deltas, read through the same ``DeltaStream`` as the SQLite store's, bring
-    /// a receiver to what the SQLite store's deltas and the model's bring theirs: the senders and
-    /// the receivers all take random edits, so deltas meet concurrent writes (conflicts) and
+    /// a receiver to what the SQLite store's deltas and the model's bring theirs, and the replica
+    /// as a receiver of the SQLite store's deltas ends where a SQLite receiver does: the senders
+    /// and the receivers all take random edits, so deltas meet concurrent writes (conflicts) and
     /// partial knowledge, in batches of random sizes, whole states or field deltas.
     @Test func itsDeltasBringAReceiverWhereTheSQLiteStoresDo() throws {
         let server = try TemporaryPostgres()
@@ -156,6 +157,8 @@ import Testing
             }
             let pg = try Self.replica(server, schema: "deltas_\(seed)")
             defer { pg.close() }
+            let pgReceiver = try Self.replica(server, schema: "received_\(seed)", node: 2)
+            defer { pgReceiver.close() }
             let (sender, receiver, fromPG) = (
                 try sqlite(1, "sender"), try sqlite(2, "receiver"), try sqlite(2, "from-pg")
             )
@@ -174,6 +177,7 @@ import Testing
                     _ = try? modelReceiver.apply(edit, to: id, wallMilliseconds: wall)
                     _ = try? receiver.apply(edit, to: id, wallMilliseconds: wall)
                     _ = try? fromPG.apply(edit, to: id, wallMilliseconds: wall)
+                    _ = try? pgReceiver.apply(edit, to: id, wallMilliseconds: wall)
                 default:
                     let size = Int.random(in: 1...6, using: &rng)
                     let deltas = rng.chance(70)
@@ -197,6 +201,9 @@ import Testing
                         )
                         while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: wall) }
                     }
+                    let held = try pgReceiver.versionVector()
+                    var stream = try sender.deltaStream(for: held, maxUpdates: size, deltaBase: deltas ? held : nil)
+                    while let batch = try stream.next() { try pgReceiver.apply(batch, wallMilliseconds: wall) }
                 }
                 let got = try Self.items { try fromPG.forEachItem(includeDeleted: true, $0) }
                 let expected = try Self.items { try receiver.forEachItem(includeDeleted: true, $0) }
@@ -211,6 +218,15 @@ import Testing
                     try fromPG.conflicts().map(\.values) == receiver.conflicts().map(\.values),
                     "seed \(seed) step \(step)"
                 )
+                let received = try Self.items {
+                    try pgReceiver.forEachItem(type: nil, includeDeleted: true, withLocalEdits: false, $0)
+                }
+                #expect(received == expected, "seed \(seed) step \(step): received in PostgreSQL")
+                #expect(
+                    try pgReceiver.conflicts().map(\.values) == receiver.conflicts().map(\.values),
+                    "seed \(seed) step \(step)"
+                )
+                #expect(try pgReceiver.counts() == receiver.counts(), "seed \(seed) step \(step)")
             }
             // The version index counts what a receiver lacks as the SQLite store's does: all of
             // it for an empty replica, nothing once a whole delta went.
@@ -314,9 +330,9 @@ import Testing
         )
         let connector = PostgresConnector(location: location, logger: Self.logger)
         let connection = try connector.connect(id: 1).wait()
+        defer { try? connection.close().wait() }
         let port = try connection.query("SELECT current_setting('port')", logger: Self.logger).wait().rows.first?
             .decode(String.self)
-        try connection.close().wait()
         #expect(port == String(server.port))
         let nowhere = try PostgresLocation(
             parsing: "postgres://lansync@127.0.0.1:\(dead),127.0.0.1:\(dead)/postgres?sslmode=disable&connect_timeout=5"

@@ -73,7 +73,7 @@ public struct SessionObserver: Sendable {
 }
 
 /// Executes a ``SessionMachine`` on an authenticated connection against the replica: the only
-/// place where protocol logic meets sockets and SQLite.
+/// place where protocol logic meets sockets and the store.
 public struct SessionRunner: Sendable {
     let store: any ReplicaStorage
     let io: BlockingIO
