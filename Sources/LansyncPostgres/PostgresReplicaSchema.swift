@@ -94,6 +94,16 @@ enum PostgresReplicaSchema {
         )
         """,
         "CREATE INDEX history_by_field ON history (field, seq)",
+        // The stream each peer has under way to this replica: what its batches covered so far
+        // (a version vector in the core's encoding) and the peer's writer when it sent them;
+        // node.counter takes it in only when the stream completes.
+        """
+        CREATE TABLE stream (
+            peer_id     text PRIMARY KEY,
+            incarnation text NOT NULL,
+            covers      bytea NOT NULL
+        )
+        """,
         // Writes an overrule refused.
         """
         CREATE TABLE rejection (

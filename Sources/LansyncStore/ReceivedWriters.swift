@@ -59,22 +59,51 @@ public struct ReceivedBatch: Sendable, Equatable {
 ///   named it. A made-up writer never gets a row, an entry in the vector, or a peer's attention.
 ///
 /// The look-ups are reads, made before the write transaction: a peer's batch holds the write lock
-/// only for its merge, and work per named writer is one index look-up, or, for a batch naming
-/// more writers than ``scanAbove`` (a member making writers up names tens of thousands), one read
-/// of every writer's id: a single statement, which stopping the node interrupts.
-struct WriterCheck {
+/// only for its merge. The check is the same for every store; each store answers "which of these
+/// writers do you hold" its own way (the SQLite store: one index look-up per writer, or, for a
+/// batch naming more than ``scanAbove`` (a member making writers up names tens of thousands), one
+/// read of every writer's id: a single statement, which stopping the node interrupts).
+public struct WriterCheck: Sendable {
     /// Writers the states name that have no row yet.
-    var newWriters: Set<NodeID> = []
+    public private(set) var newWriters: Set<NodeID> = []
     /// The covers with unknown, unnamed writers dropped.
-    var covers = VersionVector()
-    var unverifiedCovers = 0
+    public private(set) var covers = VersionVector()
+    public private(set) var unverifiedCovers = 0
 
-    /// Past this many writers to look up, the check reads every writer's id at once instead.
+    /// Past this many writers to look up, the SQLite store reads every writer's id at once instead.
     static let scanAbove = 256
 
     /// Looks up, in one read, the writers `batch` names that `cache` does not know yet (none, for
     /// a batch of writers this process has seen before).
     init(_ batch: DeltaBatch, cache: NodeRows, read: ((Database) throws -> Void) throws -> Void) throws {
+        try self.init(batch, isKnown: cache.isKnown) { unknown in
+            var found = Set<NodeID>()
+            if unknown.count > Self.scanAbove {
+                try read { db in
+                    let held = Set(try String.fetchAll(db, sql: "SELECT node_id FROM node"))
+                    found = unknown.filter { held.contains($0.text) }
+                }
+            } else {
+                try read { db in
+                    let known = try db.cachedStatement(sql: "SELECT 1 FROM node WHERE node_id = ?")
+                    for node in unknown where try Bool.fetchOne(known, arguments: [node.text]) != nil {
+                        found.insert(node)
+                    }
+                }
+            }
+            cache.noteCommitted(found)
+            return found
+        }
+    }
+
+    /// Checks the writers `batch` names: `isKnown` says which a cache knows already, `held`
+    /// answers, in one read, which of the others the replica holds (asked only when there are
+    /// some).
+    public init(
+        _ batch: DeltaBatch,
+        isKnown cached: (NodeID) -> Bool,
+        held: (Set<NodeID>) throws -> Set<NodeID>
+    ) throws {
         var named = Set<NodeID>()
         for update in batch.updates {
             named.formUnion(update.change.context.counters.keys)
@@ -82,21 +111,8 @@ struct WriterCheck {
                 named.formUnion(rejected.map(\.node))
             }
         }
-        let unknown = named.union(batch.covers.counters.keys).filter { !cache.isKnown($0) }
-        var found = Set<NodeID>()
-        if unknown.count > Self.scanAbove {
-            try read { db in
-                let held = Set(try String.fetchAll(db, sql: "SELECT node_id FROM node"))
-                found = unknown.filter { held.contains($0.text) }
-            }
-            cache.noteCommitted(found)
-        } else if !unknown.isEmpty {
-            try read { db in
-                let known = try db.cachedStatement(sql: "SELECT 1 FROM node WHERE node_id = ?")
-                for node in unknown where try Bool.fetchOne(known, arguments: [node.text]) != nil { found.insert(node) }
-            }
-            cache.noteCommitted(found)
-        }
+        let unknown = named.union(batch.covers.counters.keys).filter { !cached($0) }
+        let found = unknown.isEmpty ? [] : try held(unknown)
         func isKnown(_ node: NodeID) -> Bool { found.contains(node) || !unknown.contains(node) }
         newWriters = named.filter { !isKnown($0) }
         var kept: [NodeID: UInt64] = [:]
@@ -114,11 +130,20 @@ struct WriterCheck {
     /// writers still allowed to be new in this session.
     func check(_ bounds: WriterBounds, allowance: Int, db: Database) throws {
         guard !newWriters.isEmpty else { return }
+        // Rows are only ever added, so the largest row id counts them without a scan.
+        try check(bounds, allowance: allowance) {
+            try Int.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM node") ?? 0
+        }
+    }
+
+    /// The same for any store: `held` counts the writers the replica holds (read only when the
+    /// batch brings new ones within the session's allowance).
+    public func check(_ bounds: WriterBounds, allowance: Int, held: () throws -> Int) throws {
+        guard !newWriters.isEmpty else { return }
         guard newWriters.count <= allowance else {
             throw StoreError.tooManyNewWriters(new: newWriters.count, perSession: bounds.perSession)
         }
-        // Rows are only ever added, so the largest row id counts them without a scan.
-        let held = try Int.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM node") ?? 0
+        let held = try held()
         guard held + newWriters.count <= bounds.total else {
             throw StoreError.tooManyWriters(held: held, new: newWriters.count, limit: bounds.total)
         }

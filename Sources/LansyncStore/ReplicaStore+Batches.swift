@@ -247,4 +247,16 @@ public struct SessionStart: Sendable {
     public var folded: VersionVector
     public var resume: (covers: VersionVector, incarnation: NodeID)?
     public var rejoinedAt: UInt64
+
+    public init(
+        vector: VersionVector,
+        folded: VersionVector,
+        resume: (covers: VersionVector, incarnation: NodeID)?,
+        rejoinedAt: UInt64
+    ) {
+        self.vector = vector
+        self.folded = folded
+        self.resume = resume
+        self.rejoinedAt = rejoinedAt
+    }
 }

@@ -244,6 +244,137 @@ import Testing
         }
     }
 
+    /// A stream's batches join the version vector only when it completes; one cut off leaves
+    /// its progress for the next session to resume from; a new incarnation of the sender starts
+    /// over. The resumed stream completes the receiver: the same items and vector as the sender.
+    @Test func aStreamCutOffResumesAndCompletes() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let (a, b) = (try Self.replica(server, schema: "a"), try Self.replica(server, schema: "b", node: 2))
+        defer {
+            a.close()
+            b.close()
+        }
+        for n in 0..<20 {
+            try a.apply(
+                .create(type: "task", assignments: [.set(.named("n"), .integer(Int64(n)))]),
+                to: .named("i\(n)"),
+                wallMilliseconds: 1_700_000_000_000
+            )
+        }
+        let sender = NodeID.node(1)
+        try b.meet(sender, incarnation: sender)
+        var stream = try a.deltaStream(
+            for: VersionVector(),
+            maxUpdates: 4,
+            budgetBytes: 2 << 20,
+            unclaimed: true,
+            deltaBase: nil
+        )
+        for _ in 0..<3 {
+            let batch = try #require(try stream.next())
+            try b.receive(batch, from: sender, incarnation: sender, wallMilliseconds: 1_700_000_000_001)
+        }
+        // Cut off: fields arrived, nothing is claimed yet; the progress waits for a resume.
+        #expect(try b.versionVector()[sender] == 0)
+        #expect(try b.counts().items > 0)
+        let start = try b.sessionStart(with: sender)
+        let progress = try #require(start.resume)
+        #expect(progress.incarnation == sender && progress.covers[sender] > 0)
+        // The next session resumes from what the receiver holds and what the stream got to.
+        var from = start.vector
+        from.join(progress.covers)
+        var resumed = try a.deltaStream(
+            for: from,
+            maxUpdates: 4,
+            budgetBytes: 2 << 20,
+            unclaimed: false,
+            deltaBase: nil
+        )
+        var last: DeltaBatch?
+        while let batch = try resumed.next() {
+            if let previous = last {
+                try b.receive(previous, from: sender, incarnation: sender, wallMilliseconds: 1_700_000_000_002)
+            }
+            last = batch
+        }
+        if let last {
+            try b.receive(
+                last,
+                from: sender,
+                incarnation: sender,
+                wallMilliseconds: 1_700_000_000_002,
+                completingStream: true
+            )
+        } else {
+            try b.completeStream(from: sender, rejoinedAt: nil)
+        }
+        #expect(try b.versionVector() == a.versionVector())
+        #expect(try b.sessionStart(with: sender).resume == nil)
+        let shown = try Self.items { try b.forEachItem(type: nil, includeDeleted: true, withLocalEdits: false, $0) }
+        #expect(
+            shown == (try Self.items { try a.forEachItem(type: nil, includeDeleted: true, withLocalEdits: false, $0) })
+        )
+        #expect(shown.count == 20)
+        // A progress of another incarnation is dropped when the sender says hello anew.
+        let batch = DeltaBatch(updates: [], covers: VersionVector([sender: 25]))
+        try b.receive(batch, from: sender, incarnation: sender, wallMilliseconds: 1_700_000_000_003)
+        #expect(try b.sessionStart(with: sender).resume != nil)
+        try b.meet(sender, incarnation: .node(7))
+        #expect(try b.sessionStart(with: sender).resume == nil)
+    }
+
+    /// The writers a batch names are checked before anything is written, as in the SQLite
+    /// store: covers naming writers nobody vouches for are left out, and a batch naming more new
+    /// writers than the session may bring is refused whole.
+    @Test func madeUpWritersAreLeftOutOrRefused() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let replica = try Self.replica(server, schema: "writers")
+        defer { replica.close() }
+        let sender = NodeID.node(2)
+        func update(_ item: String, seeing others: [NodeID]) -> FieldUpdate {
+            var state = FieldState()
+            for node in others {
+                state.assign(.string("seen"), dot: Dot(node: node, counter: 1), timestamp: HLCTimestamp(rawValue: 1))
+            }
+            state.assign(.string("v"), dot: Dot(node: sender, counter: 1), timestamp: HLCTimestamp(rawValue: 2))
+            return FieldUpdate(key: FieldKey(item: .named(item), field: .named("f")), state: state)
+        }
+        var covers = Dictionary(uniqueKeysWithValues: (0..<500).map { (NodeID.node(10_000 + UInt64($0)), UInt64(1)) })
+        covers[sender] = 1
+        let received = try replica.receive(
+            DeltaBatch(updates: [update("x", seeing: [])], covers: VersionVector(covers)),
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: 1_700_000_000_000,
+            completingStream: true
+        )
+        #expect(received.unverifiedCovers == 500 && received.newWriters == 1 && received.changed == 1)
+        #expect(try replica.versionVector() == VersionVector([sender: 1]))
+        let madeUp = (0..<50).map { NodeID.node(20_000 + UInt64($0)) }
+        #expect(throws: StoreError.tooManyNewWriters(new: 50, perSession: 40)) {
+            try replica.receive(
+                DeltaBatch(updates: [update("y", seeing: madeUp)], covers: VersionVector()),
+                from: sender,
+                incarnation: sender,
+                wallMilliseconds: 1_700_000_000_000,
+                writers: WriterBounds(total: 1_000, perSession: 40)
+            )
+        }
+        #expect(throws: StoreError.tooManyWriters(held: 2, new: 50, limit: 10)) {
+            try replica.receive(
+                DeltaBatch(updates: [update("y", seeing: madeUp)], covers: VersionVector()),
+                from: sender,
+                incarnation: sender,
+                wallMilliseconds: 1_700_000_000_000,
+                writers: WriterBounds(total: 10, perSession: 100)
+            )
+        }
+        #expect(try replica.itemState(.named("y")) == nil)
+        #expect(try replica.versionVector() == VersionVector([sender: 1]))
+    }
+
     @Test func aReplicaIsMadeOnceAndOpenedByName() throws {
         let server = try TemporaryPostgres()
         defer { server.stop() }
