@@ -104,6 +104,27 @@ enum PostgresReplicaSchema {
             covers      bytea NOT NULL
         )
         """,
+        // What this replica last knew of each peer it synced with (the version vector in the
+        // core's encoding).
+        """
+        CREATE TABLE peer (
+            node_id        text COLLATE "C" PRIMARY KEY,
+            name           text,
+            address        text,
+            source         text NOT NULL,
+            last_sync      bigint,
+            last_error     text,
+            version_vector bytea
+        )
+        """,
+        // The cluster's signed statements held (revocations, sets of admitters), by what makes
+        // one new.
+        """
+        CREATE TABLE statement (
+            key    bytea PRIMARY KEY,
+            record bytea NOT NULL
+        )
+        """,
         // Writes an overrule refused.
         """
         CREATE TABLE rejection (

@@ -258,6 +258,13 @@ public struct Rejection: Sendable, Equatable {
     public let field: FieldName
     public let counter: UInt64
     public let reason: String
+
+    public init(item: ItemID, field: FieldName, counter: UInt64, reason: String) {
+        self.item = item
+        self.field = field
+        self.counter = counter
+        self.reason = reason
+    }
 }
 
 extension ReplicaStore {

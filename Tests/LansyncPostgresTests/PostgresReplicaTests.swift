@@ -375,6 +375,81 @@ import Testing
         #expect(try replica.versionVector() == VersionVector([sender: 1]))
     }
 
+    /// Peers, names, the cluster's statements, refusals of the replica's own writes and the
+    /// change stamp read back as the SQLite store's do after the same calls.
+    @Test func itsBookkeepingReadsAsTheSQLiteStores() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let dir = makeTemporaryDirectory("pg-bookkeeping")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let pg = try Self.replica(server, schema: "books")
+        defer { pg.close() }
+        let sqlite = try ReplicaStore.create(
+            path: "\(dir)/r.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "r1",
+            fingerprint: "test",
+            lease: WriterLease(directory: dir)
+        )
+        let records = [
+            PeerRecord(
+                nodeID: .node(3),
+                name: "three",
+                address: "10.0.0.3:7420",
+                source: .mdns,
+                lastSync: 17,
+                versionVector: VersionVector([.node(3): 4, .node(1): 2])
+            ),
+            PeerRecord(nodeID: .node(2), source: .inbound),
+            PeerRecord(nodeID: .node(4), source: .relay, lastError: "refused"),
+        ]
+        for record in records {
+            try pg.savePeer(record)
+            try sqlite.savePeer(record)
+        }
+        var changed = records[1]
+        changed.lastSync = 99
+        changed.versionVector = VersionVector([.node(2): 1])
+        try pg.savePeer(changed)
+        try sqlite.savePeer(changed)
+        #expect(try pg.peers() == sqlite.peers())
+        #expect(try pg.peers().count == 3)
+        #expect(try pg.peers().first { $0.nodeID == .node(2) }?.lastSync == 99)
+        #expect(try pg.nodeNames() == sqlite.nodeNames())
+        // Keys ordered byte by byte (0x80 after 0x7f), records kept once per key.
+        let statements: [(key: [UInt8], record: [UInt8])] = [([0x80, 1], [1]), ([0x7F], [2]), ([0x00, 0xFF], [3])]
+        #expect(try pg.addStatements(statements) == sqlite.addStatements(statements))
+        #expect(try pg.addStatements(statements + [([0x81], [4])]) == 1)
+        try sqlite.addStatements(statements + [([0x81], [4])])
+        #expect(try pg.statementRecords() == sqlite.statementRecords())
+        #expect(try pg.statementRecords() == [[3], [2], [1], [4]])
+        // A relay's overrule of one of this replica's writes, as a peer's batch brings it.
+        let item = ItemID.named("x")
+        let create = ItemEdit.create(type: "t", assignments: [.set(.named("f"), .string("mine"))])
+        try pg.apply(create, to: item, wallMilliseconds: 1_700_000_000_000)
+        try sqlite.apply(create, to: item, wallMilliseconds: 1_700_000_000_000)
+        #expect(try pg.changeStamp() == sqlite.changeStamp())
+        let own = try #require(try pg.itemState(item)?.fields[.named("f")])
+        var overruled = own
+        overruled.overrule(
+            rejecting: own.versions.map(\.dot),
+            keeping: .null,
+            reason: "too large",
+            dot: Dot(node: .node(5), counter: 1),
+            timestamp: HLCTimestamp(rawValue: 1 << 40)
+        )
+        let batch = DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: item, field: .named("f")), state: overruled)],
+            covers: VersionVector([.node(5): 1])
+        )
+        try pg.apply(batch, wallMilliseconds: 1_700_000_000_001)
+        #expect(try pg.ownRejections().map(\.reason) == ["too large"])
+        #expect(try pg.ownRejections().first?.item == item)
+        // The batch changed a field: one more transaction counted.
+        #expect(try pg.changeStamp() == sqlite.changeStamp() + 1)
+    }
+
     @Test func aReplicaIsMadeOnceAndOpenedByName() throws {
         let server = try TemporaryPostgres()
         defer { server.stop() }
