@@ -16,9 +16,8 @@ extension PostgresReplica {
                 let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
                 var item = try tx.loadItem(id)
                 let before = item.state
-                // The collection settings are not kept here yet: a restore is judged against the
-                // standard trash window.
-                let trashWindow = edit == .restore ? CollectionSettings.standard.trashWindow : nil
+                // Only a restore asks how long the trash keeps a deleted item.
+                let trashWindow = edit == .restore ? try PostgresReplica.collectionSettings(db).trashWindow : nil
                 let changed: [FieldName: FieldState]
                 do throws(EditError) {
                     changed = try item.state.apply(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)

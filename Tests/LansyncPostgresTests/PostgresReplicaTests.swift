@@ -450,6 +450,65 @@ import Testing
         #expect(try pg.changeStamp() == sqlite.changeStamp() + 1)
     }
 
+    /// Settings and marks read back as written, as in the SQLite store; of two concurrent
+    /// versions, the one that arrived first is the one the first-seen policy takes in both.
+    @Test func settingsMarksAndFirstSeenAsInTheSQLiteStore() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let dir = makeTemporaryDirectory("pg-settings")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let pg = try Self.replica(server, schema: "settings")
+        defer { pg.close() }
+        let sqlite = try ReplicaStore.create(
+            path: "\(dir)/r.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "r1",
+            fingerprint: "test",
+            lease: WriterLease(directory: dir)
+        )
+        #expect(try pg.collectionSettings() == sqlite.collectionSettings())
+        let settings = CollectionSettings(
+            trashWindow: 3 * CollectionSettings.day,
+            awayAfter: 40 * CollectionSettings.day
+        )
+        try pg.setCollectionSettings(settings)
+        try sqlite.setCollectionSettings(settings)
+        #expect(try pg.collectionSettings() == settings)
+        #expect(try pg.relayID() == nil && sqlite.relayID() == nil)
+        try pg.noteRelay(.node(9))
+        try pg.noteRelay(.node(8))
+        #expect(try pg.relayID() == .node(8))
+        #expect(try pg.rejoinedAt() == sqlite.rejoinedAt())
+        #expect(try pg.announcedVectors().vector == pg.versionVector())
+        // A local write, then a concurrent one from a peer: the local one arrived first.
+        let item = ItemID.named("y")
+        let local = try pg.apply(
+            .create(type: "t", assignments: [.set(.named("f"), .string("here"))]),
+            to: item,
+            wallMilliseconds: 1_700_000_000_000
+        )
+        let sqliteLocal = try sqlite.apply(
+            .create(type: "t", assignments: [.set(.named("f"), .string("here"))]),
+            to: item,
+            wallMilliseconds: 1_700_000_000_000
+        )
+        var theirs = FieldState()
+        let remote = Dot(node: .node(6), counter: 1)
+        theirs.assign(.string("there"), dot: remote, timestamp: HLCTimestamp(rawValue: 1 << 41))
+        let batch = DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: item, field: .named("f")), state: theirs)],
+            covers: VersionVector([.node(6): 1])
+        )
+        try pg.apply(batch, wallMilliseconds: 1_700_000_000_001)
+        try sqlite.apply(batch, wallMilliseconds: 1_700_000_000_001)
+        #expect(try pg.conflicts().count == 1 && sqlite.conflicts().count == 1)
+        #expect(try pg.firstSeen([remote, local], item: item, field: .named("f")) == local)
+        #expect(try sqlite.firstSeen([remote, sqliteLocal], item: item, field: .named("f")) == sqliteLocal)
+        #expect(try pg.firstSeen([remote], item: item, field: .named("f")) == remote)
+        #expect(try pg.firstSeen([Dot(node: .node(7), counter: 1)], item: item, field: .named("f")) == nil)
+    }
+
     @Test func aReplicaIsMadeOnceAndOpenedByName() throws {
         let server = try TemporaryPostgres()
         defer { server.stop() }
