@@ -42,9 +42,11 @@ extension PostgresReplica {
     }
 
     /// `sender` said hello as `incarnation`: progress it made as another incarnation is dropped.
+    /// Under the write lock, so that no merge of the old incarnation's writes its progress back.
     func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
         try guarded {
-            try database.statements { db in
+            try database.transaction(write: true) { db in
+                _ = try PostgresWrite(db, origin: .peer)
                 _ = try db.run(
                     "DELETE FROM stream WHERE peer_id = \(sender.text) AND incarnation <> \(incarnation.text)"
                 )
@@ -105,10 +107,16 @@ extension PostgresReplica {
         return try guarded {
             try database.transaction(write: true) { db in
                 var tx = try PostgresWrite(db, origin: .peer)
+                // Checked again under the write lock: another session, or another relay process,
+                // may have brought writers since the read.
+                try check.check(writers, allowance: allowance ?? writers.perSession) {
+                    try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0
+                }
                 if let session = stream?.rejoinedAt { try Self.requireNoRejoin(since: session, db) }
                 var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds)
                 if let base = batch.base, !base.isEmpty {
-                    let held = try merge.seen(in: &tx)
+                    let vector = try merge.seen(in: &tx)
+                    let held = VersionVector(Dictionary(uniqueKeysWithValues: base.nodes.map { ($0, vector[$0]) }))
                     guard batch.isApplicable(to: held) else { throw StoreError.staleDelta(base: base, held: held) }
                 }
                 for update in batch.updates { try merge.merge(update, in: &tx) }
@@ -211,6 +219,7 @@ struct PostgresBatchMerge {
         }
         let id = update.key.item
         var item = try items[id] ?? tx.loadItem(id)
+        items[id] = item
         // An item the replica does not hold comes only with a write it has not seen.
         if item.row == nil, !update.change.isNews(to: try seen(in: &tx)) { return }
         let old = item.state.fields[update.key.field]

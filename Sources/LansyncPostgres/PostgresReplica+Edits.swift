@@ -92,10 +92,14 @@ struct PostgresWrite {
 
     mutating func nodeRow(_ id: NodeID) throws -> Int64 {
         if let row = nodeRows[id] { return row }
-        try db.run("INSERT INTO node (node_id) VALUES (\(id.text)) ON CONFLICT (node_id) DO NOTHING")
-        guard let row = try db.value("SELECT id FROM node WHERE node_id = \(id.text)", as: Int64.self) else {
-            throw PostgresReplica.damaged("node \(id.text) has no row")
+        // Looked up first: an insert that finds the row still uses up a number of the sequence.
+        if let row = try db.value("SELECT id FROM node WHERE node_id = \(id.text)", as: Int64.self) {
+            nodeRows[id] = row
+            return row
         }
+        guard
+            let row = try db.value("INSERT INTO node (node_id) VALUES (\(id.text)) RETURNING id", as: Int64.self)
+        else { throw PostgresReplica.damaged("node \(id.text) has no row") }
         nodeRows[id] = row
         return row
     }
@@ -145,6 +149,9 @@ struct PostgresWrite {
         overruled: [FieldVersion] = []
     ) throws -> Int64 {
         changedFields = true
+        // Every node the state names gets its row: that is what makes a writer known to the
+        // next batch's check (WriterCheck), as in the SQLite store.
+        for node in new.namedNodes { _ = try nodeRow(node) }
         let conflict = name != .deleted && new.hasConflict
         let kind = ChangeKind.of(name, old: old, new: new, conflict: conflict, origin: origin)
         let seq = try nextSeq()

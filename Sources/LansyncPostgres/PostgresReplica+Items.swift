@@ -84,7 +84,7 @@ extension PostgresReplica {
         withLocalEdits: Bool,
         _ body: (StoredItem) throws -> Void
     ) throws(StoreError) {
-        let rows = try guarded {
+        let (writers, rows) = try guarded {
             try database.transaction(snapshot: true) { db in
                 let writers = withLocalEdits ? Set(try Self.writerIDs(db)) : nil
                 let rows = try db.run(
@@ -97,15 +97,60 @@ extension PostgresReplica {
                 return (writers, rows)
             }
         }
+        try Self.readItems(rows, localWriters: writers, body)
+    }
+
+    /// Every item with a field the feed numbered after `seq` (every item with nil), deleted ones
+    /// included, in one snapshot; the marks to go on from (``LansyncStore/ReplicaMarks``).
+    public func forEachItem(
+        changedAfter seq: Int64?,
+        _ body: (StoredItem) throws -> Void
+    ) throws(StoreError) -> ReplicaMarks {
+        let (marks, rows) = try guarded {
+            try database.transaction(snapshot: true) { db in
+                let row = try db.run(
+                    """
+                    SELECT (SELECT value FROM meta WHERE key = 'changes'), (SELECT coalesce(max(seq), 0) FROM field),
+                        (SELECT coalesce(max(value::bigint), 0) FROM meta WHERE key IN ('change_floor', 'feed_floor')),
+                        (SELECT count(*) FROM item)
+                    """
+                )
+                let (stamp, latest, floor, items) = try row[0].decode((String?, Int64, Int64, Int).self)
+                let marks = ReplicaMarks(
+                    stamp: stamp.flatMap(UInt64.init) ?? 0,
+                    latestSeq: max(latest, floor),
+                    floor: floor,
+                    items: items
+                )
+                let rows = try db.run(
+                    """
+                    SELECT i.item_id, f.name, f.state FROM item i LEFT JOIN field f ON f.item = i.id
+                    WHERE \(seq)::bigint IS NULL OR i.id IN (SELECT c.item FROM field c WHERE c.seq > \(seq))
+                    ORDER BY i.item_id, f.name
+                    """
+                )
+                return (marks, rows)
+            }
+        }
+        try Self.readItems(rows, localWriters: nil, body)
+        return marks
+    }
+
+    /// Items from rows of (item id, field name, state) in item order: each item handed to `body`
+    /// once its rows end; with `localWriters`, with its latest live local edits.
+    private static func readItems(
+        _ rows: [PostgresRow],
+        localWriters: Set<NodeID>?,
+        _ body: (StoredItem) throws -> Void
+    ) throws(StoreError) {
         var current: (id: ItemID, fields: [FieldName: FieldState])?
         func finish() throws {
             guard let done = current else { return }
-            let state = ItemState(id: done.id, fields: done.fields)
-            var item = StoredItem(state)
-            if let writers = rows.0 {
+            var item = StoredItem(ItemState(id: done.id, fields: done.fields))
+            if let localWriters {
                 var latest = VersionVector()
                 for field in done.fields.values {
-                    for version in field.versions where writers.contains(version.dot.node) {
+                    for version in field.versions where localWriters.contains(version.dot.node) {
                         latest.raise(version.dot.node, to: version.dot.counter)
                     }
                 }
@@ -114,7 +159,7 @@ extension PostgresReplica {
             try body(item)
         }
         do {
-            for row in rows.1 {
+            for row in rows {
                 let (text, name, state) = try row.decode((String, String?, ByteBuffer?).self)
                 let id = ItemID(unchecked: text)
                 if current?.id != id {
@@ -122,7 +167,7 @@ extension PostgresReplica {
                     current = (id, [:])
                 }
                 if let name, let state {
-                    current?.fields[FieldName(unchecked: name)] = try Self.decode(state, of: "\(text).\(name)")
+                    current?.fields[FieldName(unchecked: name)] = try decode(state, of: "\(text).\(name)")
                 }
             }
             try finish()

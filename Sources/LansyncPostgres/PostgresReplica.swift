@@ -28,10 +28,13 @@ public final class PostgresReplica: Sendable {
 
     private init(location: PostgresLocation, schema: String, logger: Logger) {
         self.schema = schema
-        // The schema, and bounds on waits: a relay stuck on the write lock, a lost server or a
-        // transaction left open must fail a call, never hold every call of the process.
+        // The schema, the isolation every statement outside a snapshot assumes, and bounds on
+        // waits the server enforces: a relay stuck on the write lock, or a transaction left open,
+        // fails a call rather than holding every call of the process. (A server gone silent
+        // without closing the connection is not bounded yet: a client-side deadline is to come.)
         let settings: [PostgresQuery] = [
-            "SET search_path TO \(unescaped: "\"\(schema)\"")", "SET lock_timeout = '30s'",
+            "SET search_path TO \(unescaped: "\"\(schema)\"")", "SET default_transaction_isolation = 'read committed'",
+            "SET lock_timeout = '30s'",
             "SET statement_timeout = '60s'", "SET idle_in_transaction_session_timeout = '60s'",
         ]
         database = BlockingPostgres(connector: PostgresConnector(location: location, logger: logger)) { connection in

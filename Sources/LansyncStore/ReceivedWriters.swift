@@ -150,6 +150,20 @@ public struct WriterCheck: Sendable {
     }
 }
 
+extension FieldState {
+    /// Every node the state names, each once, in id order: its context's, and those whose
+    /// writes an overrule rejected. A store gives each a row when it saves the state, which is
+    /// what makes a writer known (``WriterCheck``).
+    public var namedNodes: [NodeID] {
+        // The context names each node once; an overrule's rejected writes may add some.
+        var nodes = context.nodes
+        for case .overrule(_, let rejected, _) in versions.map(\.write) {
+            for node in rejected.map(\.node) where !nodes.contains(node) { nodes.append(node) }
+        }
+        return nodes
+    }
+}
+
 extension ReplicaStore {
     /// How many writers (rows of table `node`) this replica knows: what ``WriterBounds/total``
     /// bounds.

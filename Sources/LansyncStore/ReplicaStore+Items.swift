@@ -378,4 +378,11 @@ public struct ReplicaMarks: Sendable, Equatable {
     public var floor: Int64
     /// How many items (deleted ones too) the replica holds.
     public var items: Int
+
+    public init(stamp: UInt64, latestSeq: Int64, floor: Int64, items: Int) {
+        self.stamp = stamp
+        self.latestSeq = latestSeq
+        self.floor = floor
+        self.items = items
+    }
 }

@@ -60,14 +60,7 @@ enum StoredState {
     }
 
     /// Every node a state names: its context's, and those of versions an overrule refused.
-    static func nodes(of state: FieldState) -> [NodeID] {
-        // The context names each node once; an overrule's rejected writes may add some.
-        var nodes = state.context.nodes
-        for case .overrule(_, let rejected, _) in state.versions.map(\.write) {
-            for node in rejected.map(\.node) where !nodes.contains(node) { nodes.append(node) }
-        }
-        return nodes
-    }
+    static func nodes(of state: FieldState) -> [NodeID] { state.namedNodes }
 }
 
 /// Format 2's spelling (``StoredState``): a node is its row in table `node`.

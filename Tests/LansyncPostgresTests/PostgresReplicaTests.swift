@@ -130,6 +130,23 @@ import Testing
                     == (try Self.items { try sqlite.forEachItem(type: "task", withLocalEdits: true, $0) })
                     .map { $0.localEdit?.counters.values.sorted() }
             )
+            // The digest's reads: the same marks, and the same items changed since them.
+            var (pgAll, sqliteAll) = ([StoredItem](), [StoredItem]())
+            let marks = try pg.forEachItem(changedAfter: nil) { pgAll.append($0) }
+            let sqliteMarks = try sqlite.forEachItem(changedAfter: nil) { sqliteAll.append($0) }
+            // (The SQLite store's numbers start past a floor: its first edit here started a writer
+            // of its own and moved the feed past any number an older copy gave.)
+            #expect(marks.stamp == sqliteMarks.stamp && marks.items == sqliteMarks.items, "seed \(seed)")
+            #expect(pgAll == sqliteAll && pgAll.count == marks.items, "seed \(seed)")
+            let later = ItemEdit.create(type: "late", assignments: [.set(.named("a"), .integer(1))])
+            _ = try? pg.apply(later, to: .named("late"), wallMilliseconds: wall + 1)
+            _ = try? sqlite.apply(later, to: .named("late"), wallMilliseconds: wall + 1)
+            var (pgSince, sqliteSince) = ([StoredItem](), [StoredItem]())
+            let next = try pg.forEachItem(changedAfter: marks.latestSeq) { pgSince.append($0) }
+            let sqliteNext = try sqlite.forEachItem(changedAfter: sqliteMarks.latestSeq) { sqliteSince.append($0) }
+            #expect(next.stamp == sqliteNext.stamp && next.items == sqliteNext.items)
+            #expect(pgSince == sqliteSince && pgSince.map(\.id) == [.named("late")], "seed \(seed)")
+            #expect(next.stamp == marks.stamp + 1 && next.latestSeq > marks.latestSeq)
         }
     }
 
@@ -333,12 +350,12 @@ import Testing
         let replica = try Self.replica(server, schema: "writers")
         defer { replica.close() }
         let sender = NodeID.node(2)
-        func update(_ item: String, seeing others: [NodeID]) -> FieldUpdate {
+        func update(_ item: String, seeing others: [NodeID], counter: UInt64 = 1) -> FieldUpdate {
             var state = FieldState()
             for node in others {
                 state.assign(.string("seen"), dot: Dot(node: node, counter: 1), timestamp: HLCTimestamp(rawValue: 1))
             }
-            state.assign(.string("v"), dot: Dot(node: sender, counter: 1), timestamp: HLCTimestamp(rawValue: 2))
+            state.assign(.string("v"), dot: Dot(node: sender, counter: counter), timestamp: HLCTimestamp(rawValue: 2))
             return FieldUpdate(key: FieldKey(item: .named(item), field: .named("f")), state: state)
         }
         var covers = Dictionary(uniqueKeysWithValues: (0..<500).map { (NodeID.node(10_000 + UInt64($0)), UInt64(1)) })
@@ -373,6 +390,36 @@ import Testing
         }
         #expect(try replica.itemState(.named("y")) == nil)
         #expect(try replica.versionVector() == VersionVector([sender: 1]))
+        // A writer named only in a state's context (a write it saw, replaced since) is new once:
+        // the state's save gives it a row, so the same batch again brings none.
+        let seen = NodeID.node(30_000)
+        let once = try replica.receive(
+            DeltaBatch(updates: [update("z", seeing: [seen], counter: 2)], covers: VersionVector()),
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: 1_700_000_000_000
+        )
+        let again = try replica.receive(
+            DeltaBatch(updates: [update("z", seeing: [seen], counter: 2)], covers: VersionVector()),
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: 1_700_000_000_000
+        )
+        #expect(once.newWriters == 1 && again.newWriters == 0)
+        // The progress of a stream joins what each batch covered.
+        try replica.receive(
+            DeltaBatch(updates: [], covers: VersionVector([sender: 1])),
+            from: .node(3),
+            incarnation: .node(3),
+            wallMilliseconds: 1
+        )
+        try replica.receive(
+            DeltaBatch(updates: [], covers: VersionVector([seen: 1])),
+            from: .node(3),
+            incarnation: .node(3),
+            wallMilliseconds: 1
+        )
+        #expect(try replica.sessionStart(with: .node(3)).resume?.covers == VersionVector([sender: 1, seen: 1]))
     }
 
     /// Peers, names, the cluster's statements, refusals of the replica's own writes and the
