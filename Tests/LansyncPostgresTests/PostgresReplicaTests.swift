@@ -27,6 +27,18 @@ import Testing
         )
     }
 
+    /// A SQLite replica of the same cluster, file `name.sqlite` in `dir`, to compare with.
+    static func sqlite(_ dir: String, _ name: String, node: UInt64 = 1) throws -> ReplicaStore {
+        try ReplicaStore.create(
+            path: "\(dir)/\(name).sqlite",
+            nodeID: .node(node),
+            clusterID: .node(99),
+            nodeName: node == 1 ? "r1" : name,
+            fingerprint: "test",
+            lease: WriterLease(directory: dir)
+        )
+    }
+
     /// A random local edit of one of four items, valid or not (the store must refuse what the
     /// model refuses, with the same error).
     static func randomEdit(_ model: Replica, using rng: inout SplitMix64) -> (ItemID, ItemEdit) {
@@ -62,14 +74,7 @@ import Testing
         for seed in 0..<UInt64(max(4, propertyCases(default: 400) / 50)) {
             var rng = SplitMix64(seed: seed)
             var model = Replica(nodeID: .node(1))
-            let sqlite = try ReplicaStore.create(
-                path: "\(dir)/r\(seed).sqlite",
-                nodeID: .node(1),
-                clusterID: .node(99),
-                nodeName: "r1",
-                fingerprint: "test",
-                lease: WriterLease(directory: dir)
-            )
+            let sqlite = try Self.sqlite(dir, "r\(seed)")
             let pg = try Self.replica(server, schema: "seed_\(seed)")
             defer { pg.close() }
             var wall: UInt64 = 1_700_000_000_000
@@ -163,14 +168,7 @@ import Testing
         for seed in 0..<UInt64(max(4, propertyCases(default: 400) / 50)) {
             var rng = SplitMix64(seed: seed)
             func sqlite(_ node: UInt64, _ name: String) throws -> ReplicaStore {
-                try ReplicaStore.create(
-                    path: "\(dir)/\(seed)-\(name).sqlite",
-                    nodeID: .node(node),
-                    clusterID: .node(99),
-                    nodeName: name,
-                    fingerprint: "test",
-                    lease: WriterLease(directory: dir)
-                )
+                try Self.sqlite(dir, "\(seed)-\(name)", node: node)
             }
             let pg = try Self.replica(server, schema: "deltas_\(seed)")
             defer { pg.close() }
@@ -431,14 +429,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let pg = try Self.replica(server, schema: "books")
         defer { pg.close() }
-        let sqlite = try ReplicaStore.create(
-            path: "\(dir)/r.sqlite",
-            nodeID: .node(1),
-            clusterID: .node(99),
-            nodeName: "r1",
-            fingerprint: "test",
-            lease: WriterLease(directory: dir)
-        )
+        let sqlite = try Self.sqlite(dir, "r")
         let records = [
             PeerRecord(
                 nodeID: .node(3),
@@ -506,14 +497,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let pg = try Self.replica(server, schema: "settings")
         defer { pg.close() }
-        let sqlite = try ReplicaStore.create(
-            path: "\(dir)/r.sqlite",
-            nodeID: .node(1),
-            clusterID: .node(99),
-            nodeName: "r1",
-            fingerprint: "test",
-            lease: WriterLease(directory: dir)
-        )
+        let sqlite = try Self.sqlite(dir, "r")
         #expect(try pg.collectionSettings() == sqlite.collectionSettings())
         let settings = CollectionSettings(
             trashWindow: 3 * CollectionSettings.day,
