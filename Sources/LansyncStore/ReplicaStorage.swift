@@ -209,6 +209,15 @@ public protocol DeltaSource: Sendable {
     func lacking(cap: Int) throws(StoreError) -> Int
 }
 
+/// The counts the node asks of every store by default, named once: ``ReplicaStore``'s default
+/// arguments and the node's calls through ``ReplicaStorage`` (which has no defaults) use these.
+public enum StoreDefaults {
+    /// How far ``ReplicaStorage/lacking(_:cap:)`` counts what a peer lacks, for `status`.
+    public static let lackingCap = 1_000_000
+    /// How many refused writes of revoked members `status` lists.
+    public static let revokedRejections = 100
+}
+
 /// Decides whether an incoming change is refused (``Limits``, or the relay's): a reason, or nil.
 /// It sees the field key, the field as merging the change would leave it, the field as the
 /// replica holds it before the merge (nil if new), and a count of the item's user fields before

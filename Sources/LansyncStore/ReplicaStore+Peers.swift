@@ -126,7 +126,7 @@ extension ReplicaStore {
     /// How many field states this replica holds with a version the holder of `remote` has not
     /// seen: what that peer still lacks. Counted through the version index, so proportional to
     /// the answer (and stopping at `cap`).
-    public func lacking(_ remote: VersionVector, cap: Int = 1_000_000) throws(StoreError) -> Int {
+    public func lacking(_ remote: VersionVector, cap: Int = StoreDefaults.lackingCap) throws(StoreError) -> Int {
         let local = try versionVector()
         return try guarded { try database.read { db in try Self.lacking(db, local: local, remote: remote, cap: cap) } }
     }

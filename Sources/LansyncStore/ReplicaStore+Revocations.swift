@@ -190,7 +190,7 @@ extension ReplicaStore {
 
     /// The writes of revoked nodes this replica refused (overrules it or another member wrote,
     /// for a revocation), newest first.
-    public func revokedWriteRejections(limit: Int = 100) throws(StoreError) -> [Rejection] {
+    public func revokedWriteRejections(limit: Int = StoreDefaults.revokedRejections) throws(StoreError) -> [Rejection] {
         try read { db in
             try Row.fetchAll(
                 db,

@@ -53,7 +53,9 @@ public enum StatusReport {
             peers: shown,
             changes: try changes(store, peers: peers, relay: relayEntry, ownWriters: ownWriters),
             rejected: try store.ownRejections().map(NodeStatus.Rejection.init),
-            revokedWrites: try store.revokedWriteRejections(limit: 100).map(NodeStatus.Rejection.init),
+            revokedWrites: try store.revokedWriteRejections(limit: StoreDefaults.revokedRejections).map(
+                NodeStatus.Rejection.init
+            ),
             refused: refused,
             collection: try collection(store)
         )
@@ -113,7 +115,7 @@ public enum StatusReport {
         peer.advertised = p.advertised
         peer.source = p.source
         peer.lastSync = p.lastSync.map { WallClock.iso8601(milliseconds: $0) }
-        peer.lacks = p.nodeID == nil ? nil : try store.lacking(p.versionVector, cap: 1_000_000)
+        peer.lacks = p.nodeID == nil ? nil : try store.lacking(p.versionVector, cap: StoreDefaults.lackingCap)
         peer.lastError = p.lastError
         peer.counters = p.counters
         peer.roundTripsWaited = p.waitedRoundTrips
