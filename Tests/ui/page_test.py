@@ -657,7 +657,10 @@ def main():
                 a.get_by_label("Search").fill("")
                 # As above: a loaded CI machine (CI at be0d256) took more than 5 s for a page.
                 expect(a.locator("table.items tbody tr")).to_have_count(100, timeout=LOADED_WAIT)
-                a.get_by_role("button", name="Show more").click()
+                # The click waits for the button to be visible, enabled and still; beside the other
+                # suites a page read as the table fills moved it for more than the usual 10 s (CI
+                # on 1892b15 failed here, the button resolved and waited on). A bound on a hang.
+                a.get_by_role("button", name="Show more").click(timeout=LOADED_WAIT)
                 # The click adds a page; the button, still in view, may add another by itself
                 # (the view reads on as it is scrolled), so at least 200, in whole pages.
                 a.wait_for_function("document.querySelectorAll('table.items tbody tr').length >= 200", timeout=LOADED_WAIT)
