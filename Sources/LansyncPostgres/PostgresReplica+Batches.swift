@@ -9,8 +9,21 @@ extension PostgresReplica {
     /// Merges a batch outside any stream (what it covers joins the version vector at once); how
     /// many fields changed. Applying it again changes nothing.
     @discardableResult
-    func apply(_ batch: DeltaBatch, wallMilliseconds: UInt64) throws(StoreError) -> Int {
-        try merge(batch, stream: nil, wallMilliseconds: wallMilliseconds, writers: .standard, allowance: nil).changed
+    func apply(
+        _ batch: DeltaBatch,
+        wallMilliseconds: UInt64,
+        refuse: FieldRefusal? = nil,
+        revoked: RevokedWriters = RevokedWriters()
+    ) throws(StoreError) -> Int {
+        try merge(
+            batch,
+            stream: nil,
+            wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked,
+            writers: .standard,
+            allowance: nil
+        ).changed
     }
 
     /// Merges a batch of `sender`'s stream (sent while it wrote as `incarnation`), within
@@ -19,14 +32,20 @@ extension PostgresReplica {
     /// stream in the same transaction. `rejoinedAt`: when the replica last rejoined as the
     /// session said hello (a batch of a session from before a rejoin is refused).
     ///
-    /// Internal, as ``apply(_:wallMilliseconds:)``, while a relay's limits, revocations,
-    /// collected items and a rollback a batch witnesses are still to be ported.
+    /// With `refuse` (the relay), a field state it refuses is overruled by a write of the
+    /// replica's own that keeps the field's value; writes `revoked` refuses are overruled the
+    /// same way, and an item such a write created is deleted (``PeerOverrule``).
+    ///
+    /// Internal, as ``apply(_:wallMilliseconds:refuse:revoked:)``, while collected items and a
+    /// rollback a batch witnesses are still to be ported.
     @discardableResult
     func receive(
         _ batch: DeltaBatch,
         from sender: NodeID,
         incarnation: NodeID,
         wallMilliseconds: UInt64,
+        refuse: FieldRefusal? = nil,
+        revoked: RevokedWriters = RevokedWriters(),
         writers: WriterBounds = .standard,
         allowance: Int? = nil,
         rejoinedAt: UInt64? = nil,
@@ -36,6 +55,8 @@ extension PostgresReplica {
             batch,
             stream: (sender, incarnation, rejoinedAt, completingStream),
             wallMilliseconds: wallMilliseconds,
+            refuse: refuse,
+            revoked: revoked,
             writers: writers,
             allowance: allowance
         )
@@ -86,6 +107,8 @@ extension PostgresReplica {
         _ batch: DeltaBatch,
         stream: (sender: NodeID, incarnation: NodeID, rejoinedAt: UInt64?, completes: Bool)?,
         wallMilliseconds: UInt64,
+        refuse: FieldRefusal?,
+        revoked: RevokedWriters,
         writers: WriterBounds,
         allowance: Int?
     ) throws(StoreError) -> ReceivedBatch {
@@ -113,7 +136,7 @@ extension PostgresReplica {
                     try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0
                 }
                 if let session = stream?.rejoinedAt { try Self.requireNoRejoin(since: session, db) }
-                var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds)
+                var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds, refuse: refuse, revoked: revoked)
                 if let base = batch.base, !base.isEmpty {
                     let vector = try merge.seen(in: &tx)
                     let held = VersionVector(Dictionary(uniqueKeysWithValues: base.nodes.map { ($0, vector[$0]) }))
@@ -191,10 +214,14 @@ extension PostgresWrite {
 }
 
 /// One peer batch merged into one write transaction: each field state merged with what the
-/// replica holds, saved, and each item's derived columns written once at the end from its
-/// state in memory (an item is loaded once per batch).
+/// replica holds, refused (a limit's reason) or overruled (a revoked node's writes) by a write of
+/// the replica's own where it must be (``PeerOverrule``, the SQLite store's rules), saved; each
+/// item's derived columns written once at the end from its state in memory (an item is loaded
+/// once per batch); the items a revoked node created deleted.
 struct PostgresBatchMerge {
     let wallMilliseconds: UInt64
+    let refuse: FieldRefusal?
+    let revoked: RevokedWriters
     private(set) var changed = 0
     private var items: [ItemID: LoadedFields] = [:]
     /// The items the batch changed, in the order it first changed them.
@@ -202,8 +229,15 @@ struct PostgresBatchMerge {
     private var touchedSet = Set<ItemID>()
     /// The version vector as the batch began, read when first needed.
     private var vector: VersionVector?
+    /// The replica's writer, read by the first overrule; its counter counts this batch's dots.
+    private var writer: (id: NodeID, row: Int64, counter: UInt64)?
+    private var createdByRevoked: [ItemID] = []
 
-    init(wallMilliseconds: UInt64) { self.wallMilliseconds = wallMilliseconds }
+    init(wallMilliseconds: UInt64, refuse: FieldRefusal? = nil, revoked: RevokedWriters = RevokedWriters()) {
+        self.wallMilliseconds = wallMilliseconds
+        self.refuse = refuse
+        self.revoked = revoked
+    }
 
     mutating func seen(in tx: inout PostgresWrite) throws -> VersionVector {
         if let vector { return vector }
@@ -222,29 +256,142 @@ struct PostgresBatchMerge {
         items[id] = item
         // An item the replica does not hold comes only with a write it has not seen.
         if item.row == nil, !update.change.isNews(to: try seen(in: &tx)) { return }
-        let old = item.state.fields[update.key.field]
-        let merged = (old ?? FieldState()).merged(with: update.change)
+        let name = update.key.field
+        let old = item.state.fields[name]
+        var merged = (old ?? FieldState()).merged(with: update.change)
         guard merged != old else { return }
+        var overruled: [FieldVersion] = []
+        if let refuse,
+            let reason = try refuse(update.key, merged, old, { item.state.fields.keys.count { !$0.isReserved } })
+        {
+            let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
+            let dot = try nextDot(in: &tx)
+            PeerOverrule.refuse(update.change, in: &merged, old: old, reason: reason, dot: dot, timestamp: timestamp)
+        } else if !revoked.isEmpty {
+            overruled = try overruleRevoked(&merged, old: old, field: name, item: item, in: &tx)
+        }
+        try save(&item, name, old: old, new: merged, overruled: overruled, in: &tx)
+    }
+
+    /// Overrules the writes `revoked` refuses that field `name` of `id` already holds (a
+    /// revocation learned after they came).
+    mutating func overruleHeld(_ id: ItemID, field name: FieldName, in tx: inout PostgresWrite) throws {
+        var item = try items[id] ?? tx.loadItem(id)
+        items[id] = item
+        guard item.row != nil, let old = item.state.fields[name] else { return }
+        var merged = old
+        let overruled = try overruleRevoked(&merged, old: old, field: name, item: item, in: &tx)
+        guard merged != old else { return }
+        try save(&item, name, old: old, new: merged, overruled: overruled, in: &tx)
+    }
+
+    private mutating func save(
+        _ item: inout LoadedFields,
+        _ name: FieldName,
+        old: FieldState?,
+        new: FieldState,
+        overruled: [FieldVersion],
+        in tx: inout PostgresWrite
+    ) throws {
+        let id = item.state.id
         if item.row == nil { item.row = try tx.saveItem(id, row: nil, state: ItemState(id: id)) }
         if touchedSet.insert(id).inserted { touched.append(id) }
-        item.fieldRows[update.key.field] = try tx.saveField(
+        item.fieldRows[name] = try tx.saveField(
             item: item.row!,
             itemID: id,
-            name: update.key.field,
-            row: item.fieldRows[update.key.field],
+            name: name,
+            row: item.fieldRows[name],
             old: old,
-            new: merged
+            new: new,
+            overruled: overruled
         )
-        item.state.merge(update.key.field, merged)
+        item.state.merge(name, new)
         items[id] = item
         changed += 1
     }
 
-    /// Writes the derived columns of every item the batch changed.
-    func finish(_ tx: inout PostgresWrite) throws {
+    /// Overrules in `merged` the live writes `revoked` refuses, keeping the field's value
+    /// without them; the versions overruled (for history). An item a revoked node created is
+    /// noted for deletion instead.
+    private mutating func overruleRevoked(
+        _ merged: inout FieldState,
+        old: FieldState?,
+        field: FieldName,
+        item: LoadedFields,
+        in tx: inout PostgresWrite
+    ) throws -> [FieldVersion] {
+        switch PeerOverrule.judge(merged, field: field, revoked: revoked) {
+        case .stands: return []
+        case .createdByRevoked:
+            if !createdByRevoked.contains(item.state.id) { createdByRevoked.append(item.state.id) }
+            return []
+        case .overrule(let refused, let reason):
+            let fieldRow = item.fieldRows[field]
+            let kept = try PeerOverrule.keptValue(without: refused, merged: merged, old: old, revoked: revoked) {
+                try tx.history(ofField: fieldRow)
+            }
+            let versions = merged.versions.filter { refused.contains($0.dot) }
+            let dot = try nextDot(in: &tx)
+            merged.overrule(
+                rejecting: Array(refused),
+                keeping: kept,
+                reason: reason,
+                dot: dot,
+                timestamp: tx.clock.tick(wallMilliseconds: wallMilliseconds)
+            )
+            return versions
+        }
+    }
+
+    /// The next dot of the replica's writer, read on first use.
+    mutating func nextDot(in tx: inout PostgresWrite) throws -> Dot {
+        if writer == nil { writer = try tx.writer() }
+        writer!.counter += 1
+        return Dot(node: writer!.id, counter: writer!.counter)
+    }
+
+    /// Writes the derived columns of every item the batch changed, deletes the items a revoked
+    /// node created (after the derived columns, which a `_deleted` of this batch may have set),
+    /// and sets the writer's counter.
+    mutating func finish(_ tx: inout PostgresWrite) throws {
         for id in touched {
             guard let item = items[id], let row = item.row else { continue }
             _ = try tx.saveItem(id, row: row, state: item.state)
         }
+        for id in createdByRevoked {
+            guard var item = items[id], let row = item.row,
+                !PeerOverrule.deletionStands(item.state.fields[.deleted], revoked: revoked)
+            else { continue }
+            try deleteCreatedByRevoked(&item, row: row, in: &tx)
+            items[id] = item
+            changed += 1
+        }
+        if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
+    }
+
+    /// Deletes an item a revoked node created after its cut: the bin, where `get` and `history`
+    /// still show it.
+    private mutating func deleteCreatedByRevoked(
+        _ item: inout LoadedFields,
+        row: Int64,
+        in tx: inout PostgresWrite
+    ) throws {
+        let old = item.state.fields[.deleted]
+        var state = old ?? FieldState()
+        state.assign(
+            .bool(true),
+            dot: try nextDot(in: &tx),
+            timestamp: tx.clock.tick(wallMilliseconds: wallMilliseconds)
+        )
+        item.fieldRows[.deleted] = try tx.saveField(
+            item: row,
+            itemID: item.state.id,
+            name: .deleted,
+            row: item.fieldRows[.deleted],
+            old: old,
+            new: state
+        )
+        item.state.merge(.deleted, state)
+        _ = try tx.saveItem(item.state.id, row: row, state: item.state)
     }
 }

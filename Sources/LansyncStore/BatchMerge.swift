@@ -129,10 +129,10 @@ struct BatchMerge {
             if let reason {
                 let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
                 let dot = try tx.nextDot(&writer, lease: lease, name: nodeName)
-                let held = Set(old?.state.versions.map(\.dot) ?? [])
-                merged.overrule(
-                    rejecting: update.change.versionDots.filter { !held.contains($0) },
-                    keeping: old?.state.shownValue ?? .null,
+                PeerOverrule.refuse(
+                    update.change,
+                    in: &merged,
+                    old: old?.state,
                     reason: reason,
                     dot: dot,
                     timestamp: timestamp

@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 public import LansyncCore
-import LansyncJSON
 
 // Refusing a revoked node's writes (``RevokedWriters``): a field that shows one is overruled by
 // this replica, with a write of its own that has seen it and keeps the value the field had
@@ -22,7 +21,7 @@ extension Transaction {
     }
 
     /// Overrules, in `merged`, the live writes `revoked` refuses: a new write of this replica's
-    /// (claimed in `writer`) keeps the field's value without them (see ``keptValue(without:merged:old:fieldRow:revoked:)``)
+    /// (claimed in `writer`) keeps the field's value without them (``PeerOverrule/keptValue(without:merged:old:revoked:history:)``)
     /// and names them as rejected.
     mutating func overruleRevoked(
         _ merged: inout FieldState,
@@ -35,58 +34,37 @@ extension Transaction {
         name: String,
         wallMilliseconds: UInt64
     ) throws -> RevokedOutcome {
-        let refused = revoked.refusedDots(in: merged)
-        guard !refused.isEmpty else { return .none }
-        if field == .type {
-            return merged.shownValue(without: refused) == nil ? .createdByRevoked : .none
+        let refused: Set<Dot>
+        let reason: String
+        switch PeerOverrule.judge(merged, field: field, revoked: revoked) {
+        case .stands: return .none
+        case .createdByRevoked: return .createdByRevoked
+        case .overrule(let dots, let why): (refused, reason) = (dots, why)
         }
-        let kept = try keptValue(without: refused, merged: merged, old: old, fieldRow: fieldRow, revoked: revoked)
-        let reasons = Set(refused.compactMap { revoked.refusal(of: $0)?.reason }).sorted()
+        let kept = try PeerOverrule.keptValue(without: refused, merged: merged, old: old, revoked: revoked) {
+            guard let fieldRow else { return [] }
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT n.node_id, h.counter, h.write FROM history h JOIN node n ON n.id = h.node
+                    WHERE h.field = ? ORDER BY h.seq DESC
+                    """,
+                arguments: [fieldRow]
+            ).compactMap { row in
+                NodeID(text: row[0]).map {
+                    (Dot(node: $0, counter: UInt64(clamping: row[1] as Int64)), row[2] as String)
+                }
+            }
+        }
         let refusedVersions = merged.versions.filter { refused.contains($0.dot) }
         merged.overrule(
             rejecting: Array(refused),
             keeping: kept,
-            reason: reasons.joined(separator: "; "),
+            reason: reason,
             dot: try nextDot(&writer, lease: lease, name: name),
             timestamp: clock.tick(wallMilliseconds: wallMilliseconds)
         )
         return .overruled(refusedVersions)
-    }
-
-    /// The value a field keeps when its refused writes are overruled: what this replica showed
-    /// before, if none of them was in it; else what the field's other live writes show; else the
-    /// latest value in its history that no refused write made; else null.
-    func keptValue(
-        without refused: Set<Dot>,
-        merged: FieldState,
-        old: FieldState?,
-        fieldRow: Int64?,
-        revoked: RevokedWriters
-    ) throws -> Value {
-        if let old, revoked.refusedDots(in: old).isEmpty, let value = old.shownValue { return value }
-        if let value = merged.shownValue(without: refused) { return value }
-        guard let fieldRow else { return .null }
-        let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT n.node_id, h.counter, h.write FROM history h JOIN node n ON n.id = h.node
-                WHERE h.field = ? ORDER BY h.seq DESC
-                """,
-            arguments: [fieldRow]
-        )
-        for row in rows {
-            guard let node = NodeID(text: row[0]),
-                revoked.refusal(of: Dot(node: node, counter: UInt64(clamping: row[1] as Int64))) == nil,
-                let json = try? JSON(parsing: row[2] as String), let write = FieldVersion.Write(json: json)
-            else { continue }
-            switch write {
-            case .assign(let value), .overrule(let value, _, _): return value
-            case .list: continue
-            // An overrule keeps a value; the nearest to "removed" is null.
-            case .unset: return .null
-            }
-        }
-        return .null
     }
 
     /// Deletes the items a revoked node created after its cut (their `_type` is its write), unless
@@ -103,10 +81,7 @@ extension Transaction {
         var deleted = 0
         for (row, id) in items {
             let old = try loadField(item: row, name: .deleted)
-            let stands = old?.state.versions.contains {
-                $0.write == .assign(.bool(true)) && revoked.refusal(of: $0.dot) == nil
-            }
-            guard stands != true else { continue }
+            guard !PeerOverrule.deletionStands(old?.state, revoked: revoked) else { continue }
             var state = old?.state ?? FieldState()
             state.assign(
                 .bool(true),

@@ -1,0 +1,92 @@
+public import LansyncCore
+public import LansyncStore
+import PostgresNIO
+
+// A revoked node's writes after its cut, overruled by the replica as the SQLite store overrules
+// them (``PeerOverrule``): in a batch as it is merged, and, when the replica learns a
+// revocation, in what it already holds.
+extension PostgresReplica {
+    /// Overrules every write this replica holds that `revoked` refuses, in one transaction;
+    /// how many fields and items it overruled or deleted. Found through the version index: the
+    /// live versions of the revoked nodes' writers beyond their cut.
+    @discardableResult
+    public func overruleRevokedWrites(_ revoked: RevokedWriters, wallMilliseconds: UInt64) throws(StoreError) -> Int {
+        guard !revoked.isEmpty else { return 0 }
+        return try guarded {
+            try database.transaction(write: true) { db in
+                var tx = try PostgresWrite(db, origin: .local)
+                var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds, revoked: revoked)
+                for (item, field) in try tx.fields(withWritesRefusedBy: revoked) {
+                    try merge.overruleHeld(item, field: field, in: &tx)
+                }
+                try merge.finish(&tx)
+                try tx.finish()
+                return merge.changed
+            }
+        }
+    }
+
+    /// The writes of revoked nodes this replica refused, newest first.
+    public func revokedWriteRejections(limit: Int) throws(StoreError) -> [Rejection] {
+        try guarded {
+            try database.statements { db in
+                try db.run(
+                    """
+                    SELECT item_id, field, counter, reason FROM rejection
+                    WHERE reason LIKE 'written by revoked node %' ORDER BY counter DESC LIMIT \(limit)
+                    """
+                ).map { row in
+                    let (item, field, counter, reason) = try row.decode((String, String, Int64, String).self)
+                    return Rejection(
+                        item: ItemID(unchecked: item),
+                        field: FieldName(unchecked: field),
+                        counter: UInt64(clamping: counter),
+                        reason: reason
+                    )
+                }
+            }
+        }
+    }
+}
+
+extension PostgresWrite {
+    /// The fields holding a live version that `revoked` refuses (by item and name, in the order
+    /// of their rows), found through the version index.
+    func fields(withWritesRefusedBy revoked: RevokedWriters) throws -> [(ItemID, FieldName)] {
+        var rows = Set<Int64>()
+        for node in try db.run("SELECT id, node_id FROM node") {
+            let (row, text) = try node.decode((Int64, String).self)
+            guard let writer = NodeID(text: text), revoked.names(writer) else { continue }
+            for version in try db.run("SELECT counter, field FROM version WHERE node = \(row)") {
+                let (counter, field) = try version.decode((Int64, Int64).self)
+                if revoked.refusal(of: Dot(node: writer, counter: UInt64(clamping: counter))) != nil {
+                    rows.insert(field)
+                }
+            }
+        }
+        guard !rows.isEmpty else { return [] }
+        return try db.run(
+            """
+            SELECT i.item_id, f.name FROM field f JOIN item i ON i.id = f.item
+            WHERE f.id = ANY(\(Array(rows))) ORDER BY f.id
+            """
+        ).map { row in
+            let (item, name) = try row.decode((String, String).self)
+            return (ItemID(unchecked: item), FieldName(unchecked: name))
+        }
+    }
+
+    /// A field's history, newest first: each write's dot and its JSON (none for a new field).
+    func history(ofField field: Int64?) throws -> [(dot: Dot, write: String)] {
+        guard let field else { return [] }
+        return try db.run(
+            """
+            SELECT n.node_id, h.counter, h.write FROM history h JOIN node n ON n.id = h.node
+            WHERE h.field = \(field) ORDER BY h.seq DESC
+            """
+        ).compactMap { row in
+            let (node, counter, write) = try row.decode((String, Int64, String).self)
+            return NodeID(text: node).map { (Dot(node: $0, counter: UInt64(clamping: counter)), write) }
+        }
+    }
+}
