@@ -119,34 +119,22 @@ extension ReplicaStore {
                 )
             ) : nil
         for report in reports.prefix(Self.maxGossipedReports) where report.nodeID != own {
-            var seen = report.seen
-            if let known {
-                guard known.contains(report.nodeID.text) else { continue }
-                seen.join(VersionVector(report.folds.counters.filter { known.contains($0.key.text) }))
-                seen = VersionVector(seen.counters.filter { known.contains($0.key.text) })
-            } else {
-                seen.join(report.folds)
-            }
-            var at = report.at
-            var forgotten: UInt64?
-            if let row = try Row.fetchOne(
+            let held = try Row.fetchOne(
                 db,
                 sql: "SELECT seen, seen_at, forgotten_at FROM member WHERE node_id = ?",
                 arguments: [report.nodeID.text]
-            ) {
+            ).map { row in
                 var r = ByteReader(Array(row[0] as Data))
-                let held = (try? r.versionVector()) ?? VersionVector()
-                let heldAt = UInt64(clamping: row[1] as Int64)
-                let wasForgotten = (row[2] as Int64?).map { UInt64(clamping: $0) }
-                forgotten = wasForgotten
-                if let f = wasForgotten, !gossiped, at > f { forgotten = nil }
-                guard held != held.joined(with: seen) || at > heldAt || forgotten != wasForgotten
-                else { continue }
-                seen.join(held)
-                at = max(at, heldAt)
+                return MemberReport(
+                    nodeID: report.nodeID,
+                    seen: (try? r.versionVector()) ?? VersionVector(),
+                    at: UInt64(clamping: row[1] as Int64),
+                    forgottenAt: (row[2] as Int64?).map { UInt64(clamping: $0) }
+                )
             }
+            guard let kept = report.recorded(over: held, gossiped: gossiped, known: known) else { continue }
             var w = ByteWriter()
-            w.versionVector(seen)
+            w.versionVector(kept.seen)
             try db.execute(
                 sql: """
                     INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, ?, ?)
@@ -154,8 +142,8 @@ extension ReplicaStore {
                         forgotten_at = excluded.forgotten_at
                     """,
                 arguments: [
-                    report.nodeID.text, Data(w.bytes), Int64(clamping: at),
-                    forgotten.map { Int64(clamping: $0) },
+                    report.nodeID.text, Data(w.bytes), Int64(clamping: kept.at),
+                    kept.forgottenAt.map { Int64(clamping: $0) },
                 ]
             )
         }
@@ -242,20 +230,6 @@ extension ReplicaStore {
         return StabilityLedgerCoding.decode(bytes) ?? StabilityLedger()
     }
 
-    /// The members that hold the frontier: not forgotten, and heard of within `awayAfter` of
-    /// `now` (the callers that judge the frontier pass ``CollectionSettings/holdsBackFor``: a
-    /// member away but within the clock margin still holds it). A replica that is away itself (``awaySince(now:)``) judges no one
-    /// away: its silence is its own, and collecting without the others would take its stale view
-    /// for the cluster's.
-    static func activeReports(
-        _ reports: [MemberReport],
-        now: UInt64,
-        awayAfter: UInt64,
-        selfAway: Bool = false
-    ) -> [MemberReport] {
-        reports.filter { $0.forgottenAt == nil && (selfAway || $0.at &+ awayAfter >= now) }
-    }
-
     // MARK: Collection
 
     /// One collection round: takes the active members' reports (this replica's own vector among
@@ -270,7 +244,7 @@ extension ReplicaStore {
             try write { tx, _ in
                 let settings = try Self.collectionSettings(db: tx.db)
                 var ledger = try Self.ledger(db: tx.db)
-                let active = Self.activeReports(
+                let active = MemberReport.active(
                     try Self.memberReports(db: tx.db),
                     now: now,
                     awayAfter: settings.holdsBackFor,
@@ -472,9 +446,9 @@ extension Transaction {
     }
 }
 
-/// The stability ledger's binary form in meta `stability`.
-enum StabilityLedgerCoding {
-    static func encode(_ ledger: StabilityLedger) -> [UInt8] {
+/// The stability ledger's binary form in meta `stability` (the same bytes in every store).
+public enum StabilityLedgerCoding {
+    public static func encode(_ ledger: StabilityLedger) -> [UInt8] {
         var w = ByteWriter()
         w.varint(1)
         w.versionVector(ledger.stable)
@@ -490,7 +464,7 @@ enum StabilityLedgerCoding {
         return w.bytes
     }
 
-    static func decode(_ bytes: [UInt8]) -> StabilityLedger? {
+    public static func decode(_ bytes: [UInt8]) -> StabilityLedger? {
         var r = ByteReader(bytes)
         do {
             guard try r.varint() == 1 else { return nil }
@@ -597,17 +571,14 @@ extension ReplicaStore {
 
     static func laggard(db: Database, now: UInt64) throws -> (heldBackBy: NodeID?, departed: [NodeID]) {
         let settings = try Self.collectionSettings(db: db)
-        let reports = try Self.memberReports(db: db)
-        let active = Self.activeReports(
-            reports,
+        return MemberReport.laggard(
+            try Self.memberReports(db: db),
             now: now,
-            awayAfter: settings.holdsBackFor,
-            selfAway: try Self.awaySince(db: db, now: now, settings: settings) != nil
+            settings: settings,
+            selfAway: try Self.awaySince(db: db, now: now, settings: settings) != nil,
+            own: try Transaction.nodeID(db: db),
+            vector: try Self.versionVector(db: db)
         )
-        let departed = reports.filter { r in !active.contains { $0.nodeID == r.nodeID } }.map(\.nodeID)
-        var vectors = Dictionary(active.map { ($0.nodeID, $0.seen) }) { a, _ in a }
-        vectors[try Transaction.nodeID(db: db)] = try Self.versionVector(db: db)
-        return (StabilityLedger.laggard(of: vectors), departed)
     }
 
     /// The members that no longer count for SYNCED: forgotten, or away (silent past the away
@@ -616,7 +587,7 @@ extension ReplicaStore {
         try read { db in
             let settings = try Self.collectionSettings(db: db)
             let reports = try Self.memberReports(db: db)
-            let active = Set(Self.activeReports(reports, now: now, awayAfter: settings.awayAfter).map(\.nodeID))
+            let active = Set(MemberReport.active(reports, now: now, awayAfter: settings.awayAfter).map(\.nodeID))
             return Set(reports.map(\.nodeID)).subtracting(active)
         }
     }

@@ -43,9 +43,7 @@ extension ReplicaStore {
         } else {
             heard = try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0
         }
-        let last = max(UInt64(clamping: heard), try Self.rejoinedAt(db: db))
-        guard last > 0, last &+ settings.awayAfter < now else { return nil }
-        return last
+        return settings.awaySince(heard: UInt64(clamping: heard), rejoinedAt: try Self.rejoinedAt(db: db), now: now)
     }
 
     /// Since when this replica's own state is older than the cluster's away window, if it is:
@@ -62,16 +60,17 @@ extension ReplicaStore {
     }
 
     static func staleSince(db: Database, now: UInt64, settings: CollectionSettings) throws -> UInt64? {
-        let synced = UInt64(clamping: try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0)
-        let last = max(synced, try Self.rejoinedAt(db: db))
-        guard last > 0, last &+ settings.awayAfter < now else { return nil }
         let restarted = try Int64.fetchOne(
             db,
             sql: "SELECT max(started) FROM writer WHERE reason <> ?",
             arguments: [WriterRecord.Reason.rejoin.rawValue]
         )
-        guard let restarted, UInt64(clamping: restarted) > last else { return nil }
-        return last
+        return settings.staleSince(
+            synced: UInt64(clamping: try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0),
+            rejoinedAt: try Self.rejoinedAt(db: db),
+            restarted: restarted.map { UInt64(clamping: $0) },
+            now: now
+        )
     }
 
     /// The cluster's relay as this replica learnt it (meta `relay_id`), nil if it never met one.
@@ -99,11 +98,7 @@ extension ReplicaStore {
     public func memberAwaySince(_ node: NodeID, now: UInt64) throws(StoreError) -> UInt64? {
         try read { db in
             let settings = try Self.collectionSettings(db: db)
-            guard
-                let report = try Self.memberReports(db: db).first(where: { $0.nodeID == node }),
-                report.forgottenAt != nil || report.at &+ settings.awayAfter < now
-            else { return nil }
-            return max(report.at, report.forgottenAt ?? 0)
+            return try Self.memberReports(db: db).first { $0.nodeID == node }?.awaySince(now: now, settings: settings)
         }
     }
 
