@@ -254,8 +254,17 @@ struct PostgresBatchMerge {
         let id = update.key.item
         var item = try items[id] ?? tx.loadItem(id)
         items[id] = item
-        // An item the replica does not hold comes only with a write it has not seen.
+        // An item the replica does not hold (or purged) comes only with a write it has not seen.
         if item.row == nil, !update.change.isNews(to: try seen(in: &tx)) { return }
+        if item.collected, let row = item.row, update.key.field != .deleted {
+            // A collected item takes in only writes the replica has not seen. One made since (a
+            // late concurrent edit, a restore): the item holds more than its tombstone again,
+            // and a later round judges it afresh.
+            guard update.change.isNews(to: try seen(in: &tx)) else { return }
+            try tx.db.run("UPDATE item SET collected = 0 WHERE id = \(row)")
+            item.collected = false
+            items[id] = item
+        }
         let name = update.key.field
         let old = item.state.fields[name]
         var merged = (old ?? FieldState()).merged(with: update.change)

@@ -109,10 +109,13 @@ struct PostgresWrite {
     }
 
     mutating func loadItem(_ id: ItemID) throws -> LoadedFields {
-        guard let row = try db.value("SELECT id FROM item WHERE item_id = \(id.rawValue)", as: Int64.self) else {
+        guard let found = try db.run("SELECT id, collected FROM item WHERE item_id = \(id.rawValue)").first else {
             return LoadedFields(row: nil, state: ItemState(id: id), fieldRows: [:])
         }
-        return try PostgresReplica.loadItem(db, id, row: row)
+        let (row, collected) = try found.decode((Int64, Int64).self)
+        var item = try PostgresReplica.loadItem(db, id, row: row)
+        item.collected = collected != 0
+        return item
     }
 
     /// Writes the item's derived columns (inserting its row if it is new); its row.
@@ -195,11 +198,15 @@ struct PostgresWrite {
     }
 
     /// The feed's next number and this commit's time.
+    /// The transaction changed what the replica holds without saving a field (a collection
+    /// round): the change stamp moves, so caches keyed on it read again.
+    mutating func noteChange() { changedFields = true }
+
     private mutating func nextSeq() throws -> (number: Int64, at: Int64) {
         if feed == nil {
             let highest = try db.value("SELECT coalesce(max(seq), 0) FROM field", as: Int64.self) ?? 0
-            // The floor a restore, repair or collection put the numbering above (the SQLite
-            // store's two keys; none is written here yet).
+            // The floor collection (feed_floor) or, in the SQLite store, a restore or repair
+            // (change_floor) put the numbering above.
             let floor =
                 try db.run("SELECT value FROM meta WHERE key IN ('change_floor', 'feed_floor')")
                 .compactMap { Int64(try $0.decode(String.self)) }.max() ?? 0

@@ -241,9 +241,11 @@ extension PostgresReplica {
     static func damaged(_ detail: String) -> StoreError { .corrupt(path: "PostgreSQL", detail: detail) }
 }
 
-/// An item as a write transaction loaded it: its row (nil if new), state and field rows.
+/// An item as a write transaction loaded it: its row (nil if new), state and field rows, and
+/// whether it is collected (reduced to its minimal tombstone).
 struct LoadedFields {
     var row: Int64?
     var state: ItemState
     var fieldRows: [FieldName: Int64]
+    var collected = false
 }

@@ -15,7 +15,8 @@ enum PostgresReplicaSchema {
         // Identity and settings: node_id, cluster_id, node_name, fingerprint, history_limit,
         // writer_id (the id local writes are issued under), clock (the hybrid logical clock's
         // latest value), changes (how many transactions changed a field: the change stamp),
-        // schema_version.
+        // stability (the stability ledger, base64 of the SQLite store's bytes), feed_floor,
+        // purged_items, schema_version.
         """
         CREATE TABLE meta (
             key   text PRIMARY KEY,
@@ -40,17 +41,21 @@ enum PostgresReplicaSchema {
             reason    text NOT NULL
         )
         """,
-        // Items and their derived columns (type, deleted, how many fields are in conflict).
+        // Items and their derived columns (type, deleted, how many fields are in conflict);
+        // 'collected': when the item was reduced to its minimal tombstone (Unix ms, 0 if not).
         """
         CREATE TABLE item (
             id        bigserial PRIMARY KEY,
             item_id   text COLLATE "C" NOT NULL UNIQUE,
             type      text NOT NULL,
             deleted   boolean NOT NULL DEFAULT false,
-            conflicts integer NOT NULL DEFAULT 0
+            conflicts integer NOT NULL DEFAULT 0,
+            collected bigint NOT NULL DEFAULT 0
         )
         """,
         "CREATE INDEX item_by_type ON item (type, item_id)",
+        "CREATE INDEX item_collectable ON item (id) WHERE deleted AND collected = 0",
+        "CREATE INDEX item_collected ON item (collected, id) WHERE collected <> 0",
         // One row per field of an item: its whole replicated state, whether it is in conflict,
         // and its place in the change feed (seq, changed_at, change_kind); superseded_at is the
         // change stamp of the transaction that last removed one of its versions from the index.
@@ -123,6 +128,17 @@ enum PostgresReplicaSchema {
         CREATE TABLE statement (
             key    bytea PRIMARY KEY,
             record bytea NOT NULL
+        )
+        """,
+        // What the replica knows of each member's progress: its version vector (the core's
+        // encoding) as of its last session anywhere in the cluster, when that was, and when it
+        // was forgotten (null if it is not).
+        """
+        CREATE TABLE member (
+            node_id      text COLLATE "C" PRIMARY KEY,
+            seen         bytea NOT NULL,
+            seen_at      bigint NOT NULL,
+            forgotten_at bigint
         )
         """,
         // Writes an overrule refused.

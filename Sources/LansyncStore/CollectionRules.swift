@@ -74,6 +74,13 @@ extension MemberReport {
 }
 
 extension CollectionSettings {
+    /// Deletes older than this may be collected, below the ledger's stable frontier: a delete
+    /// every member could still restore when it last reported is not.
+    public func collectCutoff(_ ledger: StabilityLedger, now: UInt64) -> UInt64 {
+        let reported = min(now, ledger.stableReportedAt)
+        return reported &- min(reported, collectAfter)
+    }
+
     /// Since when a replica is away itself: `heard`, when it last heard of the relay (or, in a
     /// cluster without one, was last up to date with a peer), or its last rejoin if later, is
     /// past the away window. Nil if not, or if it never met anyone.

@@ -85,6 +85,8 @@ public struct CollectionRound: Sendable, Equatable {
     public var purged = 0
     /// Pages handed back to the file system.
     public var pagesFreed = 0
+
+    public init() {}
 }
 
 // Causal stability, the members' reports and the collection of deleted items (Docs/MERGE.md,
@@ -262,9 +264,7 @@ extension ReplicaStore {
         }
         let stable = ledger.stable
         guard !stable.isEmpty else { return round }
-        // A delete every member could still restore when it last reported is not collected.
-        let reported = min(now, ledger.stableReportedAt)
-        let cutoff = reported &- min(reported, settings.collectAfter)
+        let cutoff = settings.collectCutoff(ledger, now: now)
         var after: Int64 = 0
         while true {
             let (done, next, count) = try guarded {
@@ -524,6 +524,8 @@ public struct CollectionFigures: Sendable, Equatable {
     /// Since when this replica is away itself (``ReplicaStore/awaySince(now:)``) or older than the
     /// away window (``ReplicaStore/staleSince(now:)``), nil if neither.
     public var awaySince: UInt64?
+
+    public init() {}
 }
 
 extension ReplicaStore {
