@@ -80,8 +80,14 @@ public struct StabilityLedger: Hashable, Sendable {
     public mutating func observe(_ reports: [VersionVector], reportedAt: UInt64, now: UInt64) -> Bool {
         guard !reports.isEmpty else { return false }
         let frontier = Self.frontier(of: reports)
+        let join = reports.reduce(VersionVector()) { $0.joined(with: $1) }
         var promoted: Checkpoint?
-        while let first = checkpoints.first, frontier.covers(first.join) {
+        // A checkpoint waits only for what some member still active reports: reports only grow,
+        // so an active member's part of its join is in today's join. Writes that only a member
+        // gone since (away, forgotten) reported may never arrive (it reported them in a hello and
+        // was gone before its stream got through); waiting for them would stop collection for
+        // good. Should that member come back, it rejoins from a snapshot, as any member away.
+        while let first = checkpoints.first, frontier.covers(Self.frontier(of: [first.join, join])) {
             promoted = first
             checkpoints.removeFirst()
         }
@@ -94,7 +100,6 @@ public struct StabilityLedger: Hashable, Sendable {
         }
         let last = checkpoints.last
         if !(last?.frontier ?? stable).covers(frontier) || reportedAt > (last?.reportedAt ?? stableReportedAt) {
-            let join = reports.reduce(VersionVector()) { $0.joined(with: $1) }
             let checkpoint = Checkpoint(frontier: frontier, join: join, at: now, reportedAt: reportedAt)
             if checkpoints.count >= Self.maxCheckpoints { checkpoints.removeLast() }
             checkpoints.append(checkpoint)

@@ -156,6 +156,38 @@ import Testing
         #expect(ledger.stable == VersionVector([x: 1, y: 1]))
         #expect(ledger.stableReportedAt == 3)
     }
+
+    /// A member reported a write (its hello) and was gone before the write reached anyone: once
+    /// it no longer counts (away or forgotten), the writes only it reported no longer hold the
+    /// checkpoints back. Before, the first checkpoint waited for them for ever and the replica
+    /// never collected again.
+    @Test func writesOnlyADepartedMemberReportedHoldNothingBack() {
+        var ledger = StabilityLedger()
+        let (x, y, z) = (NodeID.node(1), NodeID.node(2), NodeID.node(3))
+        // z reported z:5 and went; x and y never got it.
+        ledger.observe(
+            [VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1, z: 5])],
+            reportedAt: 1,
+            now: 1
+        )
+        // z is away: the active members hold the same, and write on.
+        for now in UInt64(2)...4 {
+            ledger.observe(
+                [VersionVector([x: now, y: 1]), VersionVector([x: now, y: 1])],
+                reportedAt: now,
+                now: now
+            )
+        }
+        #expect(ledger.stable.covers(VersionVector([x: 1, y: 1])), "stable: \(ledger.stable)")
+        #expect(ledger.stable[z] == 0)
+        // What an active member reported still holds a checkpoint back until everyone holds it.
+        ledger.observe([VersionVector([x: 9, y: 1]), VersionVector([x: 9, y: 2])], reportedAt: 5, now: 5)
+        let stable = ledger.stable
+        ledger.observe([VersionVector([x: 9, y: 1]), VersionVector([x: 9, y: 2])], reportedAt: 6, now: 6)
+        #expect(ledger.stable == stable, "y:2 is not held by x yet")
+        ledger.observe([VersionVector([x: 9, y: 2]), VersionVector([x: 9, y: 2])], reportedAt: 7, now: 7)
+        #expect(ledger.stable.covers(VersionVector([x: 9, y: 1])))
+    }
 }
 
 /// Replicas that collect, each beside a twin that never does.
