@@ -76,18 +76,31 @@ public struct StabilityLedger: Hashable, Sendable {
     /// and when the oldest of them was made (`reportedAt`): promotes the checkpoints the current
     /// frontier has overtaken, then records the frontier if it moved (or if the reports are
     /// newer). Returns true if ``stable`` or ``stableReportedAt`` moved.
+    ///
+    /// `releaseAfter` (the callers pass ``CollectionSettings``' `holdsBackFor`): a checkpoint
+    /// whose join holds writes that no member still active reports (a member reported them in a
+    /// hello and was gone before its stream got through) would wait for them for ever, and every
+    /// later checkpoint behind it. Once every active member has reported more than this long
+    /// after the checkpoint was taken, it waits only for what today's reports hold: a member
+    /// that had met the departed one before reporting would have brought its writes, or its
+    /// newer report, with its own; one that meets it later refuses it as away. Nil: always wait.
     @discardableResult
-    public mutating func observe(_ reports: [VersionVector], reportedAt: UInt64, now: UInt64) -> Bool {
+    public mutating func observe(
+        _ reports: [VersionVector],
+        reportedAt: UInt64,
+        now: UInt64,
+        releaseAfter: UInt64? = nil
+    ) -> Bool {
         guard !reports.isEmpty else { return false }
         let frontier = Self.frontier(of: reports)
         let join = reports.reduce(VersionVector()) { $0.joined(with: $1) }
+        func overtaken(_ checkpoint: Checkpoint) -> Bool {
+            if frontier.covers(checkpoint.join) { return true }
+            guard let releaseAfter, reportedAt > checkpoint.at &+ releaseAfter else { return false }
+            return frontier.covers(Self.frontier(of: [checkpoint.join, join]))
+        }
         var promoted: Checkpoint?
-        // A checkpoint waits only for what some member still active reports: reports only grow,
-        // so an active member's part of its join is in today's join. Writes that only a member
-        // gone since (away, forgotten) reported may never arrive (it reported them in a hello and
-        // was gone before its stream got through); waiting for them would stop collection for
-        // good. Should that member come back, it rejoins from a snapshot, as any member away.
-        while let first = checkpoints.first, frontier.covers(Self.frontier(of: [first.join, join])) {
+        while let first = checkpoints.first, overtaken(first) {
             promoted = first
             checkpoints.removeFirst()
         }

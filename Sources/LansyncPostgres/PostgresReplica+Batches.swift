@@ -75,14 +75,15 @@ extension PostgresReplica {
         }
     }
 
-    /// What a session with `peer` starts from, read in one snapshot. (No writer is folded here
-    /// yet: `folded` is empty.)
+    /// What a session with `peer` starts from, read in one snapshot: the version vector and the
+    /// writers folded (its hello tells the one without the other), how far `peer`'s last stream
+    /// got, and when the replica last rejoined.
     func sessionStart(with peer: NodeID) throws(StoreError) -> SessionStart {
         try guarded {
             try database.transaction(snapshot: true) { db in
                 SessionStart(
                     vector: try Self.versionVector(db),
-                    folded: VersionVector(),
+                    folded: try Self.folded(db),
                     resume: try Self.stream(db, from: peer),
                     rejoinedAt: try Self.rejoinedAt(db)
                 )
@@ -256,10 +257,10 @@ struct PostgresBatchMerge {
         items[id] = item
         // An item the replica does not hold (or purged) comes only with a write it has not seen.
         if item.row == nil, !update.change.isNews(to: try seen(in: &tx)) { return }
-        if item.collected, let row = item.row, update.key.field != .deleted {
+        if item.collected, let row = item.row {
             // A collected item takes in only writes the replica has not seen. One made since (a
-            // late concurrent edit, a restore): the item holds more than its tombstone again,
-            // and a later round judges it afresh.
+            // late concurrent edit, a restore, another delete): the item holds more than its
+            // tombstone again, and a later round judges it afresh.
             guard update.change.isNews(to: try seen(in: &tx)) else { return }
             try tx.db.run("UPDATE item SET collected = 0 WHERE id = \(row)")
             item.collected = false

@@ -123,7 +123,8 @@ extension PostgresReplica {
                 round.frontierMoved = ledger.observe(
                     [try Self.versionVector(db)] + active.map(\.seen),
                     reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
-                    now: now
+                    now: now,
+                    releaseAfter: settings.holdsBackFor
                 )
                 try Self.setMeta("stability", Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString(), db)
                 return (settings, ledger)
@@ -173,7 +174,7 @@ extension PostgresReplica {
                     var tx = try PostgresWrite(db, origin: .local)
                     let batch = try db.run(
                         """
-                        SELECT item_id FROM item WHERE collected <> 0 AND collected < \(bigint: cutoff)
+                        SELECT item_id FROM item WHERE deleted AND collected <> 0 AND collected < \(bigint: cutoff)
                         ORDER BY collected, id LIMIT 500
                         """
                     ).map { try $0.decode(String.self) }

@@ -54,14 +54,6 @@ extension PostgresReplica {
         try guarded { try database.statements { db in try Self.rejoinedAt(db) } }
     }
 
-    /// What a hello tells, read in one snapshot: the version vector and the writers folded out
-    /// of it (none here yet: folding is still to be ported).
-    public func announcedVectors() throws(StoreError) -> (vector: VersionVector, folded: VersionVector) {
-        try guarded {
-            try database.transaction(snapshot: true) { db in (try Self.versionVector(db), VersionVector()) }
-        }
-    }
-
     /// Of the given versions of a field, the one this replica received first (by arrival order in
     /// `history`, whose numbers follow commit order under the write lock); nil if none is
     /// recorded.

@@ -86,6 +86,8 @@ enum PostgresReplicaSchema {
             PRIMARY KEY (node, counter, field)
         )
         """,
+        // The foreign key's own index: deleting a field row (collection, purge) checks it.
+        "CREATE INDEX version_by_field ON version (field)",
         // Versions a field no longer shows, and siblings in the order they arrived.
         """
         CREATE TABLE history (

@@ -56,11 +56,12 @@ struct BatchMerge {
             tx.clock.observe(version.timestamp, wallMilliseconds: wallMilliseconds)
         }
         guard let itemRow = try row(of: update, in: &tx) else { return }
-        if collectedItems.contains(itemRow), update.key.field != .deleted {
+        if collectedItems.contains(itemRow) {
             let seen = try tx.versionVector(of: Array(Set(update.change.context.nodes)))
             guard update.change.isNews(to: seen) else { return }
-            // A write made since (a late concurrent edit, a restore): the item holds more than
-            // its tombstone again, and a later round judges it afresh.
+            // A write made since (a late concurrent edit, a restore, another delete): the item
+            // holds more than its tombstone again, and a later round judges it afresh. (A restore
+            // left marked collected would be purged while live.)
             try tx.db.execute(sql: "UPDATE item SET collected = 0 WHERE id = ?", arguments: [itemRow])
             collectedItems.remove(itemRow)
         }

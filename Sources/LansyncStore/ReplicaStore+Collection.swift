@@ -256,7 +256,8 @@ extension ReplicaStore {
                 round.frontierMoved = ledger.observe(
                     [own] + active.map(\.seen),
                     reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
-                    now: now
+                    now: now,
+                    releaseAfter: settings.holdsBackFor
                 )
                 try tx.setMeta("stability", bytes: StabilityLedgerCoding.encode(ledger))
                 return .commit((settings, ledger))
@@ -313,7 +314,7 @@ extension ReplicaStore {
                     let batch = try String.fetchAll(
                         tx.db,
                         sql:
-                            "SELECT item_id FROM item WHERE collected <> 0 AND collected < ? ORDER BY collected LIMIT 500",
+                            "SELECT item_id FROM item WHERE deleted = 1 AND collected <> 0 AND collected < ? ORDER BY collected LIMIT 500",
                         arguments: [Int64(clamping: cutoff)]
                     )
                     for id in batch { try tx.purge(tx.loadItem(ItemID(unchecked: id))) }

@@ -157,36 +157,76 @@ import Testing
         #expect(ledger.stableReportedAt == 3)
     }
 
-    /// A member reported a write (its hello) and was gone before the write reached anyone: once
-    /// it no longer counts (away or forgotten), the writes only it reported no longer hold the
-    /// checkpoints back. Before, the first checkpoint waited for them for ever and the replica
-    /// never collected again.
-    @Test func writesOnlyADepartedMemberReportedHoldNothingBack() {
+    /// A member reported a write (its hello) and was gone before the write reached anyone. The
+    /// checkpoint holding it waits while a member still active might bring it; once every active
+    /// member has reported more than `releaseAfter` after the checkpoint, the writes only the
+    /// departed member reported hold nothing back (before, the checkpoint waited for ever and the
+    /// replica never collected again). What an active member reported still holds back.
+    @Test func writesOnlyADepartedMemberReportedHoldBackForABoundedTime() {
         var ledger = StabilityLedger()
         let (x, y, z) = (NodeID.node(1), NodeID.node(2), NodeID.node(3))
+        let release: UInt64 = 10
         // z reported z:5 and went; x and y never got it.
         ledger.observe(
             [VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1, z: 5])],
             reportedAt: 1,
-            now: 1
+            now: 1,
+            releaseAfter: release
         )
         // z is away: the active members hold the same, and write on.
-        for now in UInt64(2)...4 {
+        for now in UInt64(2)...11 {
             ledger.observe(
+                [VersionVector([x: now, y: 1]), VersionVector([x: now, y: 1])],
+                reportedAt: now,
+                now: now,
+                releaseAfter: release
+            )
+        }
+        #expect(ledger.stable.isEmpty, "an active member may still bring z's writes: \(ledger.stable)")
+        ledger.observe(
+            [VersionVector([x: 12, y: 1]), VersionVector([x: 12, y: 1])],
+            reportedAt: 12,
+            now: 12,
+            releaseAfter: release
+        )
+        #expect(ledger.stable.covers(VersionVector([x: 1, y: 1])), "stable: \(ledger.stable)")
+        #expect(ledger.stable[z] == 0)
+        // Without a release, the same reports wait for ever.
+        var waiting = StabilityLedger()
+        waiting.observe(
+            [VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1, z: 5])],
+            reportedAt: 1,
+            now: 1
+        )
+        for now in UInt64(2)...40 {
+            waiting.observe(
                 [VersionVector([x: now, y: 1]), VersionVector([x: now, y: 1])],
                 reportedAt: now,
                 now: now
             )
         }
-        #expect(ledger.stable.covers(VersionVector([x: 1, y: 1])), "stable: \(ledger.stable)")
-        #expect(ledger.stable[z] == 0)
-        // What an active member reported still holds a checkpoint back until everyone holds it.
-        ledger.observe([VersionVector([x: 9, y: 1]), VersionVector([x: 9, y: 2])], reportedAt: 5, now: 5)
+        #expect(waiting.stable.isEmpty)
+        // Released or not, what an active member reported holds a checkpoint back until everyone
+        // holds it.
+        ledger.observe([VersionVector([x: 30, y: 1]), VersionVector([x: 30, y: 2])], reportedAt: 30, now: 30)
         let stable = ledger.stable
-        ledger.observe([VersionVector([x: 9, y: 1]), VersionVector([x: 9, y: 2])], reportedAt: 6, now: 6)
-        #expect(ledger.stable == stable, "y:2 is not held by x yet")
-        ledger.observe([VersionVector([x: 9, y: 2]), VersionVector([x: 9, y: 2])], reportedAt: 7, now: 7)
-        #expect(ledger.stable.covers(VersionVector([x: 9, y: 1])))
+        ledger.observe(
+            [VersionVector([x: 30, y: 1]), VersionVector([x: 30, y: 2])],
+            reportedAt: 60,
+            now: 60,
+            releaseAfter: release
+        )
+        #expect(
+            !ledger.stable.covers(VersionVector([y: 2])),
+            "y:2 is not held by x yet: \(ledger.stable) from \(stable)"
+        )
+        ledger.observe(
+            [VersionVector([x: 30, y: 2]), VersionVector([x: 30, y: 2])],
+            reportedAt: 61,
+            now: 61,
+            releaseAfter: release
+        )
+        #expect(ledger.stable.covers(VersionVector([x: 30, y: 1])))
     }
 }
 
@@ -516,7 +556,8 @@ struct CollectingHistory {
         ledgers[r].observe(
             active.map { reports[r][$0] },
             reportedAt: active.map { reportedAt[r][$0] }.min()!,
-            now: walls[r]
+            now: walls[r],
+            releaseAfter: Self.awayAfter &+ Self.margin
         )
         let before = collecting[r].collected
         let n = collecting[r].collect(

@@ -139,9 +139,10 @@ import Testing
         #expect(purged > 0, "no tombstone was purged")
     }
 
-    /// A write concurrent with a delete, arriving after the item was collected, brings the item
-    /// back from its tombstone in both stores; a write both had seen, sent again to a collected
-    /// item, changes nothing; a purged item's old writes never bring it back.
+    /// A write concurrent with a delete, or a restore, arriving after the item was collected
+    /// (from a member away meanwhile) brings the item back from its tombstone in both stores and
+    /// no purge takes it; a write both had seen, sent again to a collected item, changes nothing;
+    /// a purged item's old writes never bring it back.
     @Test func aLateWriteBringsACollectedItemBackAndAnOldOneDoesNot() throws {
         let server = try TemporaryPostgres()
         defer { server.stop() }
@@ -156,8 +157,8 @@ import Testing
         defer { pg.close() }
         try sqlite.setCollectionSettings(settings)
         try pg.setCollectionSettings(settings)
-        let (x, y) = (ItemID.named("x"), ItemID.named("y"))
-        for id in [x, y] {
+        let (x, y, z) = (ItemID.named("x"), ItemID.named("y"), ItemID.named("z"))
+        for id in [x, y, z] {
             try a.apply(
                 .create(type: "task", assignments: [.set(.named("t"), .string("one"))]),
                 to: id,
@@ -183,16 +184,19 @@ import Testing
         let held = try b.versionVector()
         var stream = try a.deltaStream(for: held, maxUpdates: 10, deltaBase: nil)
         while let batch = try stream.next() { try b.apply(batch, wallMilliseconds: Self.t0) }
-        // a deletes both; b, not knowing, edits x.
-        try a.apply(.delete, to: x, wallMilliseconds: Self.t0 + 10)
-        try a.apply(.delete, to: y, wallMilliseconds: Self.t0 + 10)
+        // a deletes all three; b, not knowing, edits x; then, told, restores z (within its own
+        // trash window, which is longer than the relays').
+        for id in [x, y, z] { try a.apply(.delete, to: id, wallMilliseconds: Self.t0 + 10) }
         try b.apply(.update([.set(.named("t"), .string("late"))]), to: x, wallMilliseconds: Self.t0 + 20)
+        var deletes = try a.deltaStream(for: try b.versionVector(), maxUpdates: 10, deltaBase: nil)
+        while let batch = try deletes.next() { try b.apply(batch, wallMilliseconds: Self.t0 + 25) }
+        try b.apply(.restore, to: z, wallMilliseconds: Self.t0 + 30)
         // The relays take a's deletes; b falls silent (its edit on its way), so once it is away
         // it holds the frontier back no longer, and the relays collect.
         var now = Self.t0 + 100
         try send(a, at: now, reporting: [a])
         var rounds = 0
-        while try sqlite.collectionFigures(now: now).collectedItems < 2 {
+        while try sqlite.collectionFigures(now: now).collectedItems < 3 {
             now += 1_000
             rounds += 1
             let reports = [MemberReport(nodeID: try a.info().nodeID, seen: try a.versionVector(), at: now)]
@@ -204,14 +208,15 @@ import Testing
             #expect(inPG == round)
             try #require(rounds < 40, "the items were never collected")
         }
-        #expect(try Self.comparable(pg.collectionFigures(now: now)).collectedItems == 2)
-        // An old batch again: both items stay collected.
+        #expect(try Self.comparable(pg.collectionFigures(now: now)).collectedItems == 3)
+        // An old batch again: the items stay collected.
         for batch in old {
             #expect(try sqlite.apply(batch, wallMilliseconds: now) == 0)
             #expect(try pg.apply(batch, wallMilliseconds: now) == 0)
         }
-        #expect(try pg.collectionFigures(now: now).collectedItems == 2)
-        // b's late edit arrives: x is more than its tombstone again, in both.
+        #expect(try pg.collectionFigures(now: now).collectedItems == 3)
+        // b's late edit and restore arrive: x and z are more than their tombstone again, in both,
+        // and z is live.
         let heldByRelay = try sqlite.versionVector()
         var fromB = try b.deltaStream(for: heldByRelay, maxUpdates: 10, deltaBase: nil)
         while let batch = try fromB.next() {
@@ -225,6 +230,8 @@ import Testing
         )
         #expect(try pg.itemState(x) == sqlite.itemState(x))
         #expect(try pg.itemState(x)?.fields[.named("t")] != nil, "the late write is held")
+        #expect(try pg.itemState(z) == sqlite.itemState(z))
+        #expect(try pg.itemState(z)?.isDeleted == false, "the restore is held")
         // Past the purge: y's tombstone goes, and its old writes do not bring it back.
         now += settings.purgeAfter + 1_000
         let purge = try sqlite.collect(now: now)
@@ -232,11 +239,94 @@ import Testing
         purgeInPG.pagesFreed = purge.pagesFreed
         #expect(purgeInPG == purge)
         #expect(try pg.itemState(y) == nil && sqlite.itemState(y) == nil)
+        // The old batches again: the purged item stays gone. (The restored one, no longer
+        // collected, takes its old fields back, in both: a restore after collection is what the
+        // trash window, one setting for the whole cluster, rules out; here b's is longer.)
         for batch in old {
-            #expect(try sqlite.apply(batch, wallMilliseconds: now) == 0)
-            #expect(try pg.apply(batch, wallMilliseconds: now) == 0)
+            let changed = try sqlite.apply(batch, wallMilliseconds: now)
+            #expect(try pg.apply(batch, wallMilliseconds: now) == changed)
         }
-        #expect(try pg.itemState(y) == nil)
+        #expect(try pg.itemState(y) == nil && sqlite.itemState(y) == nil)
+        #expect(try pg.itemState(z) == sqlite.itemState(z))
+        // The restored item is live, and no purge takes it.
+        #expect(try pg.itemState(z)?.isDeleted == false && sqlite.itemState(z)?.isDeleted == false)
         #expect(try pg.counts() == sqlite.counts())
+    }
+
+    /// A revoked member's writers fold once the stable vector reaches them, as in the SQLite
+    /// store: not while their counter still moves, the hello's vectors and a session's start
+    /// tell the folds, and a peer's folds are taken only where the vector covers them.
+    @Test func retiredWritersFoldAsInTheSQLiteStore() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let dir = makeTemporaryDirectory("pg-fold")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (a, c) = (
+            try PostgresReplicaTests.sqlite(dir, "a", node: 1), try PostgresReplicaTests.sqlite(dir, "c", node: 3)
+        )
+        let sqlite = try PostgresReplicaTests.sqlite(dir, "relay", node: 2)
+        let pg = try PostgresReplicaTests.replica(server, schema: "fold", node: 2)
+        defer { pg.close() }
+        var now = Self.t0
+        func send(_ from: ReplicaStore) throws {
+            let held = try sqlite.versionVector()
+            var stream = try from.deltaStream(for: held, maxUpdates: 10, deltaBase: nil)
+            while let batch = try stream.next() {
+                try sqlite.apply(batch, wallMilliseconds: now)
+                try pg.apply(batch, wallMilliseconds: now)
+            }
+            let reports = [MemberReport(nodeID: try from.info().nodeID, seen: try from.versionVector(), at: now)]
+            try sqlite.recordReports(reports, gossiped: false)
+            try pg.recordReports(reports, gossiped: false)
+        }
+        try a.apply(
+            .create(type: "task", assignments: [.set(.named("t"), .string("a"))]),
+            to: .named("x"),
+            wallMilliseconds: now
+        )
+        try c.apply(
+            .create(type: "task", assignments: [.set(.named("t"), .string("c"))]),
+            to: .named("y"),
+            wallMilliseconds: now
+        )
+        // The members meet, so every report holds every write.
+        for (from, to) in [(a, c), (c, a)] {
+            let held = try to.versionVector()
+            var stream = try from.deltaStream(for: held, maxUpdates: 10, deltaBase: nil)
+            while let batch = try stream.next() { try to.apply(batch, wallMilliseconds: now) }
+        }
+        try send(a)
+        try send(c)
+        let writer = try #require(try c.versionVector().nodes.first { $0.isWriter(of: .node(3)) })
+        let revoked = PostgresOverruleTests.cut(of: .node(3), held: try sqlite.versionVector())
+        // Not stable yet: nothing folds.
+        #expect(try pg.foldRetiredWriters(revoked: revoked, unchangedSince: nil).folded.isEmpty)
+        for _ in 0..<4 {
+            now += 1_000
+            for member in [a, c] { try send(member) }
+            _ = try sqlite.collect(now: now)
+            _ = try pg.collect(now: now)
+        }
+        // The counter moved since the round before: it waits for a quiet round.
+        var counters = try pg.versionVector().counters
+        counters[writer] = try #require(counters[writer]) - 1
+        let moved = VersionVector(counters)
+        #expect(try pg.foldRetiredWriters(revoked: revoked, unchangedSince: moved).folded.isEmpty)
+        let fromSQLite = try sqlite.foldRetiredWriters(revoked: revoked, unchangedSince: nil).folded
+        let fromPG = try pg.foldRetiredWriters(revoked: revoked, unchangedSince: nil).folded
+        #expect(fromPG == fromSQLite)
+        #expect(fromPG[writer] > 0, "the revoked member's writer folds")
+        #expect(try pg.foldedWriters() == sqlite.foldedWriters())
+        #expect(try pg.announcedVectors().folded == fromPG)
+        #expect(try pg.sessionStart(with: .node(1)).folded == fromPG)
+        // A peer's folds: taken where the vector covers them, not beyond.
+        let member = try a.versionVector().nodes.first { $0.isWriter(of: .node(1)) }!
+        let held = try pg.versionVector()[member]
+        let beyond = VersionVector([member: held + 5])
+        #expect(try pg.adoptFolds(beyond).isEmpty && sqlite.adoptFolds(beyond).isEmpty)
+        let covered = VersionVector([member: held])
+        #expect(try pg.adoptFolds(covered) == covered)
+        #expect(try sqlite.adoptFolds(covered) == covered)
+        #expect(try pg.foldedWriters() == sqlite.foldedWriters())
     }
 }
