@@ -143,6 +143,18 @@ enum PostgresReplicaSchema {
             forgotten_at bigint
         )
         """,
+        // What a rejoin kept aside to re-issue once the snapshot is in: field states holding
+        // writes of the replica's own that the peer lacked; 'created' when the replica created
+        // the item out of the peer's sight.
+        """
+        CREATE TABLE rejoin_pending (
+            item_id text COLLATE "C" NOT NULL,
+            name    text COLLATE "C" NOT NULL,
+            state   bytea NOT NULL,
+            created boolean NOT NULL DEFAULT false,
+            PRIMARY KEY (item_id, name)
+        )
+        """,
         // Writes an overrule refused.
         """
         CREATE TABLE rejection (

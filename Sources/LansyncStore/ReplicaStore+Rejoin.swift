@@ -8,6 +8,11 @@ public struct RejoinStart: Sendable, Equatable {
     public var fields = 0
     /// The items they belong to.
     public var items = 0
+
+    public init(fields: Int = 0, items: Int = 0) {
+        self.fields = fields
+        self.items = items
+    }
 }
 
 /// What the writes kept aside became (``ReplicaStore/reissueRejoinPending(now:)``).
@@ -18,6 +23,12 @@ public struct RejoinOutcome: Sendable, Equatable {
     public var writes = 0
     /// Items the snapshot holds deleted: the writes kept aside for them were dropped.
     public var dropped = 0
+
+    public init(items: Int = 0, writes: Int = 0, dropped: Int = 0) {
+        self.items = items
+        self.writes = writes
+        self.dropped = dropped
+    }
 }
 
 // Coming back after being away (Docs/MERGE.md, "Coming back after being away"): a member whose
