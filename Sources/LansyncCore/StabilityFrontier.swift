@@ -72,32 +72,48 @@ public struct StabilityLedger: Hashable, Sendable {
         self.checkpoints = Array(checkpoints.prefix(Self.maxCheckpoints))
     }
 
+    /// A member that no longer counts for the frontier (away, forgotten): its last report, and
+    /// when it was last heard of (or forgotten, if later).
+    public struct Departed: Hashable, Sendable {
+        public let seen: VersionVector
+        public let lastHeard: UInt64
+
+        public init(seen: VersionVector, lastHeard: UInt64) {
+            self.seen = seen
+            self.lastHeard = lastHeard
+        }
+    }
+
     /// Takes in the active members' reports (this replica's own vector among them, as of `now`)
     /// and when the oldest of them was made (`reportedAt`): promotes the checkpoints the current
     /// frontier has overtaken, then records the frontier if it moved (or if the reports are
     /// newer). Returns true if ``stable`` or ``stableReportedAt`` moved.
     ///
-    /// `releaseAfter` (the callers pass ``CollectionSettings``' `holdsBackFor`): a checkpoint
-    /// whose join holds writes that no member still active reports (a member reported them in a
-    /// hello and was gone before its stream got through) would wait for them for ever, and every
-    /// later checkpoint behind it. Once every active member has reported more than this long
-    /// after the checkpoint was taken, it waits only for what today's reports hold: a member
-    /// that had met the departed one before reporting would have brought its writes, or its
-    /// newer report, with its own; one that meets it later refuses it as away. Nil: always wait.
+    /// `release` (the callers pass ``CollectionSettings``' `holdsBackFor` and the members that no
+    /// longer count): a checkpoint whose join holds writes that only such members reported (one
+    /// reported them in a hello and was gone before its stream got through) would wait for them
+    /// for ever, and every later checkpoint behind it. It stops waiting for them once every
+    /// active member has reported more than `after` past the last time any member holding them
+    /// was heard of (and past the checkpoint): an active member that met one of them before
+    /// reporting brought its writes, or its newer report (which makes it count again), with its
+    /// own; one that meets it later refuses it as away. What an active member reports is always
+    /// waited for. Nil: always wait for all of it.
     @discardableResult
     public mutating func observe(
         _ reports: [VersionVector],
         reportedAt: UInt64,
         now: UInt64,
-        releaseAfter: UInt64? = nil
+        release: (after: UInt64, departed: [Departed])? = nil
     ) -> Bool {
         guard !reports.isEmpty else { return false }
         let frontier = Self.frontier(of: reports)
         let join = reports.reduce(VersionVector()) { $0.joined(with: $1) }
         func overtaken(_ checkpoint: Checkpoint) -> Bool {
             if frontier.covers(checkpoint.join) { return true }
-            guard let releaseAfter, reportedAt > checkpoint.at &+ releaseAfter else { return false }
-            return frontier.covers(Self.frontier(of: [checkpoint.join, join]))
+            guard let release, frontier.covers(Self.frontier(of: [checkpoint.join, join])) else { return false }
+            let missing = checkpoint.join.counters.filter { $0.value > join[$0.key] }.map(\.key)
+            let heard = release.departed.filter { d in missing.contains { d.seen[$0] > join[$0] } }.map(\.lastHeard)
+            return reportedAt > max(checkpoint.at, heard.max() ?? 0) &+ release.after
         }
         var promoted: Checkpoint?
         while let first = checkpoints.first, overtaken(first) {

@@ -114,8 +114,9 @@ extension PostgresReplica {
                 _ = try PostgresWrite(db, origin: .local)
                 let settings = try Self.collectionSettings(db)
                 var ledger = try Self.ledger(db)
+                let reports = try Self.memberReports(db)
                 let active = MemberReport.active(
-                    try Self.memberReports(db),
+                    reports,
                     now: now,
                     awayAfter: settings.holdsBackFor,
                     selfAway: try Self.awaySince(db, now: now, settings: settings) != nil
@@ -124,7 +125,7 @@ extension PostgresReplica {
                     [try Self.versionVector(db)] + active.map(\.seen),
                     reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
                     now: now,
-                    releaseAfter: settings.holdsBackFor
+                    release: (settings.holdsBackFor, MemberReport.departed(reports, active: active))
                 )
                 try Self.setMeta("stability", Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString(), db)
                 return (settings, ledger)

@@ -47,6 +47,16 @@ extension MemberReport {
         reports.filter { $0.forgottenAt == nil && (selfAway || $0.at &+ awayAfter >= now) }
     }
 
+    /// The members of `reports` not in `active`, as the ledger weighs them
+    /// (``LansyncCore/StabilityLedger/Departed``): last heard of when last reported, or when
+    /// forgotten if later.
+    public static func departed(_ reports: [MemberReport], active: [MemberReport]) -> [StabilityLedger.Departed] {
+        let counted = Set(active.map(\.nodeID))
+        return reports.filter { !counted.contains($0.nodeID) }.map {
+            StabilityLedger.Departed(seen: $0.seen, lastHeard: max($0.at, $0.forgottenAt ?? 0))
+        }
+    }
+
     /// The active member that holds the frontier back (nil if none), and the departed ones
     /// (forgotten, or silent past ``CollectionSettings/holdsBackFor``), for a replica `own` whose
     /// vector is `vector`.

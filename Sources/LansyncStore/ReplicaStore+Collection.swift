@@ -246,8 +246,9 @@ extension ReplicaStore {
             try write { tx, _ in
                 let settings = try Self.collectionSettings(db: tx.db)
                 var ledger = try Self.ledger(db: tx.db)
+                let reports = try Self.memberReports(db: tx.db)
                 let active = MemberReport.active(
-                    try Self.memberReports(db: tx.db),
+                    reports,
                     now: now,
                     awayAfter: settings.holdsBackFor,
                     selfAway: try Self.awaySince(db: tx.db, now: now, settings: settings) != nil
@@ -257,7 +258,7 @@ extension ReplicaStore {
                     [own] + active.map(\.seen),
                     reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
                     now: now,
-                    releaseAfter: settings.holdsBackFor
+                    release: (settings.holdsBackFor, MemberReport.departed(reports, active: active))
                 )
                 try tx.setMeta("stability", bytes: StabilityLedgerCoding.encode(ledger))
                 return .commit((settings, ledger))

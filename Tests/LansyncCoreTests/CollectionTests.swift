@@ -158,46 +158,44 @@ import Testing
     }
 
     /// A member reported a write (its hello) and was gone before the write reached anyone. The
-    /// checkpoint holding it waits while a member still active might bring it; once every active
-    /// member has reported more than `releaseAfter` after the checkpoint, the writes only the
-    /// departed member reported hold nothing back (before, the checkpoint waited for ever and the
-    /// replica never collected again). What an active member reported still holds back.
+    /// checkpoint holding it waits while a member still active might bring it: until every active
+    /// member has reported more than `after` past the last time the departed member was heard of.
+    /// Then the writes only it reported hold nothing back (before, the checkpoint waited for ever
+    /// and the replica never collected again). What an active member reported still holds back.
     @Test func writesOnlyADepartedMemberReportedHoldBackForABoundedTime() {
         var ledger = StabilityLedger()
         let (x, y, z) = (NodeID.node(1), NodeID.node(2), NodeID.node(3))
-        let release: UInt64 = 10
+        let after: UInt64 = 10
+        let reportedByZ = VersionVector([x: 1, y: 1, z: 5])
         // z reported z:5 and went; x and y never got it.
         ledger.observe(
-            [VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1, z: 5])],
+            [VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1]), reportedByZ],
             reportedAt: 1,
             now: 1,
-            releaseAfter: release
+            release: (after, [])
         )
-        // z is away: the active members hold the same, and write on.
-        for now in UInt64(2)...11 {
+        // z said hello once more at 6 (again nothing came through), then went for good: until
+        // 16, a member that met z after its last report may still bring z:5.
+        for now in UInt64(2)...16 {
             ledger.observe(
                 [VersionVector([x: now, y: 1]), VersionVector([x: now, y: 1])],
                 reportedAt: now,
                 now: now,
-                releaseAfter: release
+                release: (after, [StabilityLedger.Departed(seen: reportedByZ, lastHeard: 6)])
             )
         }
         #expect(ledger.stable.isEmpty, "an active member may still bring z's writes: \(ledger.stable)")
         ledger.observe(
-            [VersionVector([x: 12, y: 1]), VersionVector([x: 12, y: 1])],
-            reportedAt: 12,
-            now: 12,
-            releaseAfter: release
+            [VersionVector([x: 17, y: 1]), VersionVector([x: 17, y: 1])],
+            reportedAt: 17,
+            now: 17,
+            release: (after, [StabilityLedger.Departed(seen: reportedByZ, lastHeard: 6)])
         )
         #expect(ledger.stable.covers(VersionVector([x: 1, y: 1])), "stable: \(ledger.stable)")
         #expect(ledger.stable[z] == 0)
         // Without a release, the same reports wait for ever.
         var waiting = StabilityLedger()
-        waiting.observe(
-            [VersionVector([x: 1, y: 1]), VersionVector([x: 1, y: 1, z: 5])],
-            reportedAt: 1,
-            now: 1
-        )
+        waiting.observe([VersionVector([x: 1, y: 1]), reportedByZ], reportedAt: 1, now: 1)
         for now in UInt64(2)...40 {
             waiting.observe(
                 [VersionVector([x: now, y: 1]), VersionVector([x: now, y: 1])],
@@ -209,22 +207,18 @@ import Testing
         // Released or not, what an active member reported holds a checkpoint back until everyone
         // holds it.
         ledger.observe([VersionVector([x: 30, y: 1]), VersionVector([x: 30, y: 2])], reportedAt: 30, now: 30)
-        let stable = ledger.stable
         ledger.observe(
             [VersionVector([x: 30, y: 1]), VersionVector([x: 30, y: 2])],
             reportedAt: 60,
             now: 60,
-            releaseAfter: release
+            release: (after, [StabilityLedger.Departed(seen: reportedByZ, lastHeard: 6)])
         )
-        #expect(
-            !ledger.stable.covers(VersionVector([y: 2])),
-            "y:2 is not held by x yet: \(ledger.stable) from \(stable)"
-        )
+        #expect(!ledger.stable.covers(VersionVector([y: 2])), "y:2 is not held by x yet: \(ledger.stable)")
         ledger.observe(
             [VersionVector([x: 30, y: 2]), VersionVector([x: 30, y: 2])],
             reportedAt: 61,
             now: 61,
-            releaseAfter: release
+            release: (after, [])
         )
         #expect(ledger.stable.covers(VersionVector([x: 30, y: 1])))
     }
@@ -557,7 +551,12 @@ struct CollectingHistory {
             active.map { reports[r][$0] },
             reportedAt: active.map { reportedAt[r][$0] }.min()!,
             now: walls[r],
-            releaseAfter: Self.awayAfter &+ Self.margin
+            release: (
+                Self.awayAfter &+ Self.margin,
+                reports.indices.filter { !active.contains($0) }.map {
+                    StabilityLedger.Departed(seen: reports[r][$0], lastHeard: reportedAt[r][$0])
+                }
+            )
         )
         let before = collecting[r].collected
         let n = collecting[r].collect(
