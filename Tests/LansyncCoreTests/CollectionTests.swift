@@ -193,6 +193,31 @@ import Testing
         )
         #expect(ledger.stable.covers(VersionVector([x: 1, y: 1])), "stable: \(ledger.stable)")
         #expect(ledger.stable[z] == 0)
+        // Another member departed later, its last report without z:5: it may have met z after
+        // that report and passed z:5 on to an active member, so the wait runs from its last
+        // sign of life (a review's history: a restore carried by such an intermediary).
+        var carried = StabilityLedger()
+        carried.observe([VersionVector([x: 1, y: 1]), reportedByZ], reportedAt: 1, now: 1, release: (after, []))
+        let departed = [
+            StabilityLedger.Departed(seen: reportedByZ, lastHeard: 1),
+            StabilityLedger.Departed(seen: VersionVector([x: 1, y: 1]), lastHeard: 9),
+        ]
+        for now in UInt64(2)...19 {
+            carried.observe(
+                [VersionVector([x: now, y: 1]), VersionVector([x: now, y: 1])],
+                reportedAt: now,
+                now: now,
+                release: (after, departed)
+            )
+        }
+        #expect(carried.stable.isEmpty, "the intermediary may still have passed z:5 on: \(carried.stable)")
+        carried.observe(
+            [VersionVector([x: 20, y: 1]), VersionVector([x: 20, y: 1])],
+            reportedAt: 20,
+            now: 20,
+            release: (after, departed)
+        )
+        #expect(carried.stable.covers(VersionVector([x: 1, y: 1])))
         // Without a release, the same reports wait for ever.
         var waiting = StabilityLedger()
         waiting.observe([VersionVector([x: 1, y: 1]), reportedByZ], reportedAt: 1, now: 1)
