@@ -89,15 +89,16 @@ public struct StabilityLedger: Hashable, Sendable {
     /// frontier has overtaken, then records the frontier if it moved (or if the reports are
     /// newer). Returns true if ``stable`` or ``stableReportedAt`` moved.
     ///
-    /// `release` (the callers pass ``CollectionSettings``' `holdsBackFor` and the members that no
-    /// longer count): a checkpoint whose join holds writes that only such members reported (one
+    /// `release` (``CollectionSettings``' `holdsBackFor` and the members that no longer count; the
+    /// stores do not pass it yet, Docs/MERGE.md says why): a checkpoint whose join holds writes that only such members reported (one
     /// reported them in a hello and was gone before its stream got through) would wait for them
     /// for ever, and every later checkpoint behind it. It stops waiting for them once every
     /// active member has reported more than `after` past the last time any departed member was
     /// heard of (and past the checkpoint): until then an active member may have met one of them
     /// after its last report and still bring what it took. What an active member reports is
-    /// always waited for. This narrows, but does not close, the gap Docs/MERGE.md calls gossip
-    /// lag. Nil: always wait for all of it.
+    /// always waited for. Reviews found histories this does not cover (a member's report time
+    /// refreshed by an open session, without the gossip a hello brings): the rule needs each
+    /// active member's last hello. Nil: always wait for all of it.
     @discardableResult
     public mutating func observe(
         _ reports: [VersionVector],
