@@ -125,10 +125,7 @@ extension PostgresReplica {
                     [try Self.versionVector(db)] + active.map(\.seen),
                     reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
                     now: now,
-                    // No release yet (Docs/MERGE.md, "From frontier to stable"): four reviews found
-                    // a history past every rule tried where an active member, its report kept
-                    // fresh by an open session without gossip, brought a departed member's write
-                    // after the release. A checkpoint waits for all of its join, as before.
+                    // No release: no rule tried is safe yet (Docs/MERGE.md, "From frontier to stable").
                     release: nil
                 )
                 try Self.setMeta("stability", Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString(), db)
