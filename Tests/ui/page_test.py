@@ -614,12 +614,18 @@ def main():
                 mark("garage stopped, file written")
                 cluster.cli("kitchen", "import", many, timeout=3 * LOADED_WAIT / 1000)
                 mark("imported")
+                # From here the page shows 25,000 items more: beside the other suites on 2 cores
+                # every read, render and click on it may take far past the usual 10 s (CI failed on
+                # a reload, the type filter, the first page, "Show more" and "Log out", each in its
+                # turn). Every step on it from now on is given LOADED_WAIT: a bound on a hang.
+                a.set_default_timeout(LOADED_WAIT)
+                expect.set_options(timeout=LOADED_WAIT)
                 pages = []
                 a.on("request", lambda r: pages.append(r.url) if "/v1/items?" in r.url else None)
                 # A reload on a loaded CI machine, beside the node catching up after the import,
                 # once took over the usual 10 s (CI run 77: the node's waiting writes held the
                 # threads its reads run on, fixed since). This check is about paging.
-                a.reload(timeout=LOADED_WAIT)
+                a.reload()
                 mark("reloaded")
                 expect(a.get_by_role("heading", name="Items", exact=True)).to_be_visible()
                 # The view is still sorted by title (the column choice above), a field no index
@@ -627,43 +633,43 @@ def main():
                 # build the tests run, several times that beside the other suites on CI's 2 cores). The
                 # page says so and what to do; done, pages are read from the index.
                 hint = a.locator("#sort-hint")
-                expect(hint).to_be_visible(timeout=LOADED_WAIT)
+                expect(hint).to_be_visible()
                 expect(hint).to_contain_text("lansync index title")
                 mark("hint shown")
                 cluster.cli("kitchen", "index", "title", timeout=3 * LOADED_WAIT / 1000)
                 mark("indexed")
-                a.reload(timeout=LOADED_WAIT)
+                a.reload()
                 mark("reloaded")
                 expect(a.get_by_role("heading", name="Items", exact=True)).to_be_visible()
-                expect(hint).to_be_hidden(timeout=LOADED_WAIT)
+                expect(hint).to_be_hidden()
                 # The type filter lists the types the node's summary counted: over 25,000 new
                 # items, beside the other suites on a loaded 2-core CI machine, that answer once
                 # took longer than the page's usual 10 s (CI run 72).
-                expect(a.locator('#type-filter option[value="sample"]')).to_have_count(1, timeout=LOADED_WAIT)
+                expect(a.locator('#type-filter option[value="sample"]')).to_have_count(1)
                 a.locator("#type-filter").select_option("sample")
                 mark("type chosen")
                 # The node writes the new items' search texts meanwhile (in the background, at
                 # most half a core): on a loaded 2-core CI machine the first page may take longer
                 # than Playwright's default 5 s. This check is about paging, not speed.
-                expect(a.locator("#items-count")).to_contain_text("25,000 shown", timeout=LOADED_WAIT)
+                expect(a.locator("#items-count")).to_contain_text("25,000 shown")
                 expect(a.locator("table.items tbody tr")).to_have_count(100)
                 mark("first page shown")
                 a.get_by_label("Search").fill("sample 24999")
                 # The first search may write the texts still missing first (past 2,000 of them):
                 # 8 s for these 25,000 in the debug build on an idle machine, several times that here.
-                expect(a.locator("table.items tbody tr")).to_have_count(1, timeout=LOADED_WAIT)
+                expect(a.locator("table.items tbody tr")).to_have_count(1)
                 expect(items_row(a, "Sample 24999")).to_be_visible()
                 mark("found")
                 a.get_by_label("Search").fill("")
                 # As above: a loaded CI machine (CI at be0d256) took more than 5 s for a page.
-                expect(a.locator("table.items tbody tr")).to_have_count(100, timeout=LOADED_WAIT)
+                expect(a.locator("table.items tbody tr")).to_have_count(100)
                 # The click waits for the button to be visible, enabled and still; beside the other
                 # suites a page read as the table fills moved it for more than the usual 10 s (CI
                 # on 1892b15 failed here, the button resolved and waited on). A bound on a hang.
-                a.get_by_role("button", name="Show more").click(timeout=LOADED_WAIT)
+                a.get_by_role("button", name="Show more").click()
                 # The click adds a page; the button, still in view, may add another by itself
                 # (the view reads on as it is scrolled), so at least 200, in whole pages.
-                a.wait_for_function("document.querySelectorAll('table.items tbody tr').length >= 200", timeout=LOADED_WAIT)
+                a.wait_for_function("document.querySelectorAll('table.items tbody tr').length >= 200")
                 shown = a.locator("table.items tbody tr").count()
                 if shown % 100 != 0 or shown > 1000:
                     raise CheckFailed(f"expected whole pages of 100 rows after 'Show more', got {shown}")
