@@ -282,6 +282,9 @@ let package = Package(
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The shared store suites run against the PostgreSQL replica too (StorageKind).
+                "LansyncPostgres",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -1,5 +1,5 @@
-import LansyncCore
-import LansyncStore
+public import LansyncCore
+public import LansyncStore
 import PostgresNIO
 
 // A peer's batches and streams: each batch merged in one transaction through the merge core,
@@ -36,10 +36,10 @@ extension PostgresReplica {
     /// replica's own that keeps the field's value; writes `revoked` refuses are overruled the
     /// same way, and an item such a write created is deleted (``PeerOverrule``).
     ///
-    /// Internal, as ``apply(_:wallMilliseconds:refuse:revoked:)``, while collected items and a
-    /// rollback a batch witnesses are still to be ported.
+    /// A batch whose covers hold more of this replica's writer than it does witnesses a rollback
+    /// of the replica: the writer is retired in the same transaction (``noteWitness(_:)``).
     @discardableResult
-    func receive(
+    public func receive(
         _ batch: DeltaBatch,
         from sender: NodeID,
         incarnation: NodeID,
@@ -64,7 +64,7 @@ extension PostgresReplica {
 
     /// `sender` said hello as `incarnation`: progress it made as another incarnation is dropped.
     /// Under the write lock, so that no merge of the old incarnation's writes its progress back.
-    func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
+    public func meet(_ sender: NodeID, incarnation: NodeID) throws(StoreError) {
         try guarded {
             try database.transaction(write: true) { db in
                 _ = try PostgresWrite(db, origin: .peer)
@@ -78,7 +78,7 @@ extension PostgresReplica {
     /// What a session with `peer` starts from, read in one snapshot: the version vector and the
     /// writers folded (its hello tells the one without the other), how far `peer`'s last stream
     /// got, and when the replica last rejoined.
-    func sessionStart(with peer: NodeID) throws(StoreError) -> SessionStart {
+    public func sessionStart(with peer: NodeID) throws(StoreError) -> SessionStart {
         try guarded {
             try database.transaction(snapshot: true) { db in
                 SessionStart(
@@ -93,7 +93,7 @@ extension PostgresReplica {
 
     /// `sender`'s stream is complete: what its batches covered joins the version vector, in one
     /// transaction; nothing if the replica rejoined since `rejoinedAt`.
-    func completeStream(from sender: NodeID, rejoinedAt: UInt64?) throws(StoreError) {
+    public func completeStream(from sender: NodeID, rejoinedAt: UInt64?) throws(StoreError) {
         try guarded {
             try database.transaction(write: true) { db in
                 var tx = try PostgresWrite(db, origin: .peer)
@@ -137,6 +137,7 @@ extension PostgresReplica {
                     try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0
                 }
                 if let session = stream?.rejoinedAt { try Self.requireNoRejoin(since: session, db) }
+                _ = try tx.retireWriterIfWitnessed(by: check.covers)
                 var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds, refuse: refuse, revoked: revoked)
                 if let base = batch.base, !base.isEmpty {
                     let vector = try merge.seen(in: &tx)

@@ -78,18 +78,6 @@ struct PostgresWrite {
         stamp = (meta["changes"].flatMap(Int64.init) ?? 0) + 1
     }
 
-    /// The writer local edits are issued under: its id, node row and counter.
-    mutating func writer() throws -> (id: NodeID, row: Int64, counter: UInt64) {
-        guard let text = try db.value("SELECT value FROM meta WHERE key = 'writer_id'", as: String.self),
-            let id = NodeID(text: text)
-        else {
-            throw PostgresReplica.damaged("the writer id in table meta is missing")
-        }
-        let row = try nodeRow(id)
-        let counter = try db.value("SELECT counter FROM node WHERE id = \(row)", as: Int64.self) ?? 0
-        return (id, row, UInt64(counter))
-    }
-
     mutating func nodeRow(_ id: NodeID) throws -> Int64 {
         if let row = nodeRows[id] { return row }
         // Looked up first: an insert that finds the row still uses up a number of the sequence.

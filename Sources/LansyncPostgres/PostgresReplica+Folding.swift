@@ -42,9 +42,9 @@ extension PostgresReplica {
     ) throws(StoreError) -> (folded: VersionVector, vector: VersionVector) {
         try guarded {
             try database.transaction(write: true) { db in
-                var tx = try PostgresWrite(db, origin: .local)
+                let tx = try PostgresWrite(db, origin: .local)
                 let node = try Self.info(db).nodeID
-                let current = try tx.writer().id
+                let current = try tx.currentWriter()
                 let folded = try Self.folded(db)
                 let vector = try Self.versionVector(db)
                 let now = WriterFolding.folds(

@@ -24,6 +24,81 @@ extension PostgresReplica {
         )
     }
 
+    /// What a running node learnt of its peers since its last save, in one transaction: their
+    /// records, the member reports their sessions amount to, and the names their hellos gave.
+    /// Under the write lock when there are reports (a collection round reads them).
+    public func savePeers(
+        _ records: [PeerRecord],
+        reports: [MemberReport],
+        names: [(name: String, ids: Set<NodeID>)]
+    ) throws(StoreError) {
+        try guarded {
+            try database.transaction(write: !reports.isEmpty) { db in
+                if !reports.isEmpty { _ = try PostgresWrite(db, origin: .peer) }
+                for record in records { try Self.savePeer(record, db) }
+                try Self.recordReports(reports, gossiped: false, db)
+                for (name, ids) in names {
+                    for id in ids.sorted() {
+                        try db.run(
+                            """
+                            INSERT INTO node (node_id, name) VALUES (\(id.text), \(name))
+                            ON CONFLICT (node_id) DO UPDATE SET name = excluded.name
+                            """
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// This replica's most recent live changes under any of its writers (newest writer first,
+    /// then newest change; the fields of one change by item and name), and how many of its live changes a holder of `seen` lacks, and has.
+    public func localChanges(
+        limit: Int,
+        seenBy seen: VersionVector
+    ) throws(StoreError) -> (recent: [LocalChange], above: Int, atOrBelow: Int) {
+        try guarded {
+            try database.transaction(snapshot: true) { db in
+                var recent: [LocalChange] = []
+                var above = 0
+                var below = 0
+                for writer in try Self.writerIDs(db).reversed() {
+                    guard let row = try db.value("SELECT id FROM node WHERE node_id = \(writer.text)", as: Int64.self)
+                    else { continue }
+                    let split = Int64(clamping: seen[writer])
+                    if recent.count < limit {
+                        recent += try db.run(
+                            """
+                            SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field
+                            JOIN item i ON i.id = f.item WHERE v.node = \(row) ORDER BY v.counter DESC, i.item_id, f.name
+                            LIMIT \(limit - recent.count)
+                            """
+                        ).map { row in
+                            let (counter, item, field) = try row.decode((Int64, String, String).self)
+                            return LocalChange(
+                                item: ItemID(unchecked: item),
+                                field: FieldName(unchecked: field),
+                                counter: UInt64(counter),
+                                writer: writer,
+                                seen: UInt64(counter) <= seen[writer]
+                            )
+                        }
+                    }
+                    let (over, under) =
+                        try db.run(
+                            """
+                            SELECT count(*) FILTER (WHERE counter > \(split)), count(*) FILTER (WHERE counter <= \(split))
+                            FROM version WHERE node = \(row)
+                            """
+                        ).first?.decode((Int, Int).self) ?? (0, 0)
+                    above += over
+                    below += under
+                }
+                return (recent, above, below)
+            }
+        }
+    }
+
     /// Every peer remembered, by node id.
     public func peers() throws(StoreError) -> [PeerRecord] {
         try guarded {

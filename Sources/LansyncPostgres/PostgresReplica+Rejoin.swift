@@ -190,31 +190,7 @@ extension PostgresWrite {
         }
         try db.run("UPDATE node SET counter = 0")
         try db.run("DELETE FROM meta WHERE key IN ('stability', 'folded')")
-        for key in ["change_floor", "feed_floor"] {
-            try db.run(
-                """
-                INSERT INTO meta (key, value) VALUES (\(key), \(String(highest)))
-                ON CONFLICT (key) DO UPDATE SET value = greatest(meta.value::bigint, excluded.value::bigint)::text
-                """
-            )
-        }
+        for key in ["change_floor", "feed_floor"] { try PostgresReplica.raiseMeta(key, to: highest, db) }
         noteChange()
-    }
-
-    /// Makes `id` the current writer (recorded in table `writer` with why).
-    mutating func startWriter(_ id: NodeID, name: String?, reason: WriterRecord.Reason) throws {
-        try db.run(
-            """
-            INSERT INTO node (node_id, name) VALUES (\(id.text), \(name))
-            ON CONFLICT (node_id) DO UPDATE SET name = excluded.name
-            """
-        )
-        try PostgresReplica.setMeta("writer_id", id.text, db)
-        try db.run(
-            """
-            INSERT INTO writer (writer_id, started, reason) VALUES (\(id.text), \(bigint: WallClock.milliseconds), \(reason.rawValue))
-            ON CONFLICT (writer_id) DO NOTHING
-            """
-        )
     }
 }

@@ -78,6 +78,16 @@ extension PostgresReplica {
         }
     }
 
+    /// Raises a number kept in table meta to `value` (never lowers it).
+    static func raiseMeta(_ key: String, to value: Int64, _ db: BlockingPostgres.Statements) throws {
+        try db.run(
+            """
+            INSERT INTO meta (key, value) VALUES (\(key), \(String(value)))
+            ON CONFLICT (key) DO UPDATE SET value = greatest(meta.value::bigint, excluded.value::bigint)::text
+            """
+        )
+    }
+
     static func setMeta(_ key: String, _ value: String, _ db: BlockingPostgres.Statements) throws {
         try db.run(
             "INSERT INTO meta (key, value) VALUES (\(key), \(value)) ON CONFLICT (key) DO UPDATE SET value = excluded.value"

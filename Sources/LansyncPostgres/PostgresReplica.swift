@@ -3,28 +3,27 @@ public import LansyncStore
 public import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// A replica kept in PostgreSQL, in a schema of its own (``PostgresReplicaSchema``): where a
 /// relay's replica goes when several relay processes share one (issue 34).
 ///
-/// Built a concern at a time towards ``LansyncStore/ReplicaStorage``: so far it is made and
-/// opened, takes local edits (each one transaction, through the merge core, with the version
-/// index, history and change feed kept as the SQLite store keeps them) and answers the item
-/// reads. It does not conform to the protocol yet, and no relay runs on it.
+/// It implements ``LansyncStore/ReplicaStorage`` with the SQLite store's semantics (the shared
+/// store suites run both); no relay runs on it yet.
 ///
-/// Guarantees so far:
-/// - every local edit is one transaction; writes from any number of processes take turns (an
-///   advisory lock per replica), so the feed's numbers and the change stamp grow in commit order
-///   as they do in one SQLite file;
-/// - a dot is never reused while the database is not rolled back. (Not yet: the SQLite store's
-///   proof of continuity. A database restored to an earlier point, or a standby promoted after
-///   losing acknowledged commits, would issue the same dots again; the plan is to start a new
-///   writer when the server's system identifier or timeline changes.)
+/// Guarantees:
+/// - every write is one transaction; writes from any number of processes take turns (an
+///   advisory lock per replica), so dots are issued once and the feed's numbers and the change
+///   stamp grow in commit order as they do in one SQLite file;
+/// - a dot is never reused: a writer goes on only on the server incarnation it started on
+///   (``serverIncarnation(_:)``), and is retired when a peer shows a rollback;
 /// - ids and field names compare byte by byte, as in SQLite.
 public final class PostgresReplica: Sendable {
     let database: BlockingPostgres
     /// The PostgreSQL schema holding this replica's tables.
     public let schema: String
+    /// How many times ``quickChangeMark()`` was read.
+    let polls = Atomic<Int>(0)
 
     private init(location: PostgresLocation, schema: String, logger: Logger) {
         self.schema = schema
@@ -75,6 +74,7 @@ public final class PostgresReplica: Sendable {
                     ("fingerprint", fingerprint), ("clock", "0"), ("history_limit", String(historyLimit)),
                     ("writer_id", nodeID.text), ("changes", "0"),
                     ("schema_version", String(PostgresReplicaSchema.version)),
+                    ("writer_server", try serverIncarnation(db)),
                 ] {
                     try db.run("INSERT INTO meta (key, value) VALUES (\(key), \(value))")
                 }

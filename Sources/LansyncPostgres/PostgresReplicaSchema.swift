@@ -155,6 +155,18 @@ enum PostgresReplicaSchema {
             PRIMARY KEY (item_id, name)
         )
         """,
+        // The invitations this replica's node issued: the secret a joining machine proves it
+        // holds, and when it was used and by whom (once only).
+        """
+        CREATE TABLE invite (
+            secret     bytea PRIMARY KEY,
+            name       text,
+            created_at bigint NOT NULL,
+            expires_at bigint NOT NULL,
+            used_at    bigint,
+            used_by    bytea
+        )
+        """,
         // Writes an overrule refused.
         """
         CREATE TABLE rejection (

@@ -176,10 +176,14 @@ extension Transaction {
         try setMeta("change_floor", String(floor), db: db)
     }
 
-    /// A floor no restored or rebuilt file's numbering can have reached: a thousand numbers for
-    /// every millisecond since 1970 (a replica would need a thousand changes a millisecond,
-    /// for decades, to catch up).
-    static var changeSequenceFloor: UInt64 { WallClock.milliseconds * 1000 }
+    static var changeSequenceFloor: UInt64 { ReplicaStore.changeSequenceFloor }
+}
+
+extension ReplicaStore {
+    /// A floor no restored or rebuilt replica's feed numbering can have reached: a thousand
+    /// numbers for every millisecond since 1970 (a replica would need a thousand changes a
+    /// millisecond, for decades, to catch up).
+    public static var changeSequenceFloor: UInt64 { WallClock.milliseconds * 1000 }
 }
 
 extension ReplicaStore {

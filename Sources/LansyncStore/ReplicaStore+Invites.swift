@@ -12,6 +12,22 @@ public struct InviteRecord: Sendable, Equatable {
     public var expiresAt: UInt64
     public var usedAt: UInt64?
     public var usedBy: NodeID?
+
+    public init(
+        secret: [UInt8],
+        name: String?,
+        createdAt: UInt64,
+        expiresAt: UInt64,
+        usedAt: UInt64? = nil,
+        usedBy: NodeID? = nil
+    ) {
+        self.secret = secret
+        self.name = name
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.usedAt = usedAt
+        self.usedBy = usedBy
+    }
 }
 
 /// What became of a join request checked against this machine's invites.
@@ -55,17 +71,16 @@ extension ReplicaStore {
                     sql: "SELECT secret, name, created_at, expires_at, used_at, used_by FROM invite"
                 )
                 for row in rows {
-                    var record = InviteRecord(row: row)
+                    let record = InviteRecord(row: row)
                     guard matches(record.secret) else { continue }
-                    if let usedAt = record.usedAt { return .used(at: usedAt) }
-                    if record.expiresAt <= now { return .expired(at: record.expiresAt) }
-                    record.usedAt = now
-                    record.usedBy = node
-                    try db.execute(
-                        sql: "UPDATE invite SET used_at = ?, used_by = ? WHERE secret = ?",
-                        arguments: [Int64(now), Data(node.bytes), Data(record.secret)]
-                    )
-                    return .admitted(record)
+                    let outcome = record.redeemed(by: node, at: now)
+                    if case .admitted = outcome {
+                        try db.execute(
+                            sql: "UPDATE invite SET used_at = ?, used_by = ? WHERE secret = ?",
+                            arguments: [Int64(now), Data(node.bytes), Data(record.secret)]
+                        )
+                    }
+                    return outcome
                 }
                 return .unknown
             }
@@ -85,6 +100,18 @@ extension ReplicaStore {
 }
 
 extension InviteRecord {
+    /// What redeeming this invite (its secret matched the proof) by `node` at `now` comes to:
+    /// refused if it was used or has expired, else admitted and marked used. Every store keeps
+    /// this rule; the store makes it one transaction.
+    public func redeemed(by node: NodeID, at now: UInt64) -> InviteRedemption {
+        if let usedAt { return .used(at: usedAt) }
+        if expiresAt <= now { return .expired(at: expiresAt) }
+        var used = self
+        used.usedAt = now
+        used.usedBy = node
+        return .admitted(used)
+    }
+
     init(row: Row) {
         self.init(
             secret: [UInt8](row["secret"] as Data),

@@ -196,11 +196,19 @@ public struct LocalChange: Sendable, Equatable {
     public let writer: NodeID
     /// True if the holder of the version vector given to ``ReplicaStore/localChanges(limit:seenBy:)`` has it.
     public let seen: Bool
+
+    public init(item: ItemID, field: FieldName, counter: UInt64, writer: NodeID, seen: Bool) {
+        self.item = item
+        self.field = field
+        self.counter = counter
+        self.writer = writer
+        self.seen = seen
+    }
 }
 
 extension ReplicaStore {
     /// This replica's most recent live changes under any of its writers (newest writer first,
-    /// then newest change), and how many of its live changes a holder of `seen` lacks, and has.
+    /// then newest change; the fields of one change by item and name), and how many of its live changes a holder of `seen` lacks, and has.
     public func localChanges(
         limit: Int,
         seenBy seen: VersionVector
@@ -219,7 +227,7 @@ extension ReplicaStore {
                             db,
                             sql: """
                                 SELECT v.counter, i.item_id, f.name FROM version v JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
-                                WHERE v.node = ? ORDER BY v.counter DESC LIMIT ?
+                                WHERE v.node = ? ORDER BY v.counter DESC, i.item_id, f.name LIMIT ?
                                 """,
                             arguments: [row, limit - recent.count]
                         ).map {

@@ -84,6 +84,11 @@ public struct SearchBacklog: Sendable, Equatable {
     public var latest: Int64
     /// True when every change is in the search texts.
     public var isEmpty: Bool { indexed >= latest }
+
+    public init(indexed: Int64, latest: Int64) {
+        self.indexed = indexed
+        self.latest = latest
+    }
 }
 
 /// The items a search must not take from `item_search` because their fields changed after its

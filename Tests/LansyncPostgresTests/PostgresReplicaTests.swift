@@ -247,7 +247,7 @@ import Testing
             // it for an empty replica, nothing once a whole delta went.
             #expect(try pg.lacking(VersionVector(), cap: 10_000) == sender.lacking(VersionVector(), cap: 10_000))
             #expect(try pg.lacking(VersionVector(), cap: 10_000) > 0)
-            var last = try pg.deltaStream(
+            var last: DeltaStream = try pg.deltaStream(
                 for: try fromPG.versionVector(),
                 maxUpdates: 3,
                 budgetBytes: 2 << 20,
@@ -279,7 +279,7 @@ import Testing
         }
         let sender = NodeID.node(1)
         try b.meet(sender, incarnation: sender)
-        var stream = try a.deltaStream(
+        var stream: DeltaStream = try a.deltaStream(
             for: VersionVector(),
             maxUpdates: 4,
             budgetBytes: 2 << 20,
@@ -299,7 +299,7 @@ import Testing
         // The next session resumes from what the receiver holds and what the stream got to.
         var from = start.vector
         from.join(progress.covers)
-        var resumed = try a.deltaStream(
+        var resumed: DeltaStream = try a.deltaStream(
             for: from,
             maxUpdates: 4,
             budgetBytes: 2 << 20,

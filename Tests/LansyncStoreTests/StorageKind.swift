@@ -1,33 +1,78 @@
+import Foundation
 import LansyncCore
+import LansyncPostgres
 import LansyncStore
 import LansyncTestSupport
+import Logging
 
 /// The stores the shared store suites run against: every implementation of ``ReplicaStorage``
 /// must show exactly what the merge core's model shows, through the protocol the node uses.
 ///
-/// A suite takes `StorageKind.all` as an argument and makes its replicas with ``replica(_:in:)``;
-/// a new store (issue 34's PostgreSQL replica) joins every shared suite by joining `all`.
+/// A suite takes `StorageKind.all` as an argument and makes its replicas in a ``StorageSite``;
+/// a new store joins every shared suite by joining `all`.
 enum StorageKind: String, CaseIterable, CustomStringConvertible, Sendable {
     /// ``ReplicaStore``: one SQLite file per replica.
     case sqlite
+    /// ``PostgresReplica``: one schema per replica, on a real PostgreSQL server the site starts.
+    case postgres
 
     static let all = allCases
 
     var description: String { rawValue }
+}
 
-    /// Replica `node` of cluster 99 (named `r<node>`), made in `dir`.
-    func replica(_ node: UInt64, in dir: String) throws -> any ReplicaStorage {
-        switch self {
+/// Where one test's replicas of one kind live: a temporary directory, and for PostgreSQL a server
+/// of the test's own (``TemporaryPostgres``), each replica a schema of it. ``close()`` closes the
+/// replicas, stops the server and removes the directory.
+final class StorageSite {
+    let kind: StorageKind
+    let dir: String
+    private let server: TemporaryPostgres?
+    private var made = 0
+    private var opened: [PostgresReplica] = []
+
+    init(_ kind: StorageKind, _ label: String) throws {
+        self.kind = kind
+        dir = makeTemporaryDirectory(label)
+        server = kind == .postgres ? try TemporaryPostgres() : nil
+    }
+
+    /// A new replica of node `node` in cluster 99 (named `r<node>`), apart from every other the
+    /// site made (its own file or schema, and its own writer markers).
+    func replica(_ node: UInt64) throws -> any ReplicaStorage {
+        made += 1
+        switch kind {
         case .sqlite:
-            try ReplicaStore.create(
-                path: "\(dir)/r\(node).sqlite",
+            let leases = "\(dir)/lease-\(made)"
+            try FileManager.default.createDirectory(atPath: leases, withIntermediateDirectories: true)
+            return try ReplicaStore.create(
+                path: "\(dir)/r\(node)-\(made).sqlite",
                 nodeID: .node(node),
                 clusterID: .node(99),
                 nodeName: "r\(node)",
                 fingerprint: "test",
-                lease: WriterLease(directory: dir)
+                lease: WriterLease(directory: leases)
             )
+        case .postgres:
+            guard let server else { preconditionFailure("a PostgreSQL site has a server") }
+            let replica = try PostgresReplica.create(
+                at: try PostgresLocation(parsing: server.uri),
+                schema: "r\(node)_\(made)",
+                nodeID: .node(node),
+                clusterID: .node(99),
+                nodeName: "r\(node)",
+                fingerprint: "test",
+                logger: Logger(label: "test")
+            )
+            opened.append(replica)
+            return replica
         }
+    }
+
+    func close() {
+        for replica in opened { replica.close() }
+        server?.stop()
+        try? FileManager.default.removeItem(atPath: dir)
     }
 }
 

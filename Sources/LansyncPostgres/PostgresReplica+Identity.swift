@@ -1,0 +1,148 @@
+public import LansyncCore
+public import LansyncStore
+import PostgresNIO
+import Synchronization
+
+// The writer a PostgreSQL replica issues its own writes under, and the proof that it may go on
+// (Docs/RELAY.md, "Writers"): the SQLite store proves a writer's continuity with a marker
+// outside the file; here the proof is the server itself.
+extension PostgresReplica {
+    /// Checks the writer's continuity now, as a relay process starts: a replica on a server
+    /// other than the one its writer started on (restarted, restored, a promoted standby) takes a
+    /// new writer before it says hello. Returns the writer to announce.
+    @discardableResult
+    public func renewWriterIfUnproven() throws(StoreError) -> NodeID {
+        try guarded {
+            try database.transaction(write: true) { db in
+                var tx = try PostgresWrite(db, origin: .local)
+                let writer = try tx.writer()
+                try tx.finish()
+                return writer.id
+            }
+        }
+    }
+
+    /// Takes a peer's version vector (its hello) into account: if the peer holds more of this
+    /// replica's current writer than the replica does, the replica was rolled back, and the
+    /// writer is retired (the next write of its own starts a new one). True if retired now.
+    @discardableResult
+    public func noteWitness(_ peer: VersionVector) throws(StoreError) -> Bool {
+        // Read first: a session start should not take the write lock for nothing.
+        let current = try info().writerID
+        guard peer[current] > (try versionVector())[current] else { return false }
+        return try guarded {
+            try database.transaction(write: true) { db in
+                var tx = try PostgresWrite(db, origin: .local)
+                return try tx.retireWriterIfWitnessed(by: peer)
+            }
+        }
+    }
+
+    /// A mark that differs at every call: the node's poll for changes nobody announced reads the
+    /// version vector every time (one query per poll interval). Another relay process's commits
+    /// are not announced to this one until notifications between relays are built.
+    public func quickChangeMark() -> [Int] {
+        [polls.add(1, ordering: .relaxed).newValue]
+    }
+
+    /// Always nil: the server keeps its pages sound (its write-ahead log, and checksums where
+    /// the cluster has them), and a field state that does not decode fails the call that read
+    /// it (``StoreError/corrupt(path:detail:)``) rather than marking the replica.
+    public var damage: String? { nil }
+
+    /// Which server this is, and since when it runs: its system identifier (new for every
+    /// `initdb`, kept by a physical copy) and its start time (new at every start, including the
+    /// recovery after a crash, and different on a promoted standby, which started before it was
+    /// promoted). A database rolled back to an earlier point is on another server or was
+    /// restarted, so it never shows the incarnation its writer started under.
+    static func serverIncarnation(_ db: BlockingPostgres.Statements) throws -> String {
+        let query: PostgresQuery = """
+            SELECT (SELECT system_identifier FROM pg_control_system())::text || ':'
+                || extract(epoch FROM pg_postmaster_start_time())::text
+            """
+        guard let incarnation = try db.value(query, as: String.self) else {
+            throw damaged("the server did not say which it is")
+        }
+        return incarnation
+    }
+}
+
+extension PostgresWrite {
+    /// The writer for this transaction's own writes: the current one if it started on this
+    /// server incarnation (``PostgresReplica/serverIncarnation(_:)``), no peer has witnessed a
+    /// rollback, and it names this replica's node; else a new one, started in this transaction.
+    /// A new writer moves the feed's numbering past anything a rolled-back database gave.
+    mutating func writer() throws -> (id: NodeID, row: Int64, counter: UInt64) {
+        var meta: [String: String] = [:]
+        for row in try db.run(
+            "SELECT key, value FROM meta WHERE key IN ('writer_id', 'writer_retired', 'writer_server', 'node_id', 'node_name')"
+        ) {
+            let (key, value) = try row.decode((String, String).self)
+            meta[key] = value
+        }
+        guard let current = meta["writer_id"].flatMap(NodeID.init(text:)),
+            let node = meta["node_id"].flatMap(NodeID.init(text:))
+        else {
+            throw PostgresReplica.damaged("the writer or node id in table meta is missing")
+        }
+        let server = try PostgresReplica.serverIncarnation(db)
+        let retired = meta["writer_retired"] == "1"
+        let named = current == node || current.isWriter(of: node)
+        if !retired, named, meta["writer_server"] == server {
+            let row = try nodeRow(current)
+            let counter = try db.value("SELECT counter FROM node WHERE id = \(row)", as: Int64.self) ?? 0
+            return (current, row, UInt64(counter))
+        }
+        let reason: WriterRecord.Reason = retired ? .witness : !named ? .named : .unproven
+        // A server that cannot prove its continuity may have lost commits (a standby promoted
+        // behind its primary): the feed's numbers it gave may come again, so jump past them.
+        try PostgresReplica.raiseMeta("change_floor", to: Int64(clamping: ReplicaStore.changeSequenceFloor), db)
+        let fresh = NodeID.writer(for: node)
+        try startWriter(fresh, name: meta["node_name"], reason: reason)
+        return (fresh, try nodeRow(fresh), 0)
+    }
+
+    /// The current writer's id, without a claim (for reads that only compare with it).
+    func currentWriter() throws -> NodeID {
+        guard
+            let id = try db.value("SELECT value FROM meta WHERE key = 'writer_id'", as: String.self)
+                .flatMap(NodeID.init(text:))
+        else { throw PostgresReplica.damaged("the writer id in table meta is missing") }
+        return id
+    }
+
+    /// Makes `id` the current writer (recorded in table `writer` with why), proven on this
+    /// server incarnation.
+    mutating func startWriter(_ id: NodeID, name: String?, reason: WriterRecord.Reason) throws {
+        try db.run(
+            """
+            INSERT INTO node (node_id, name) VALUES (\(id.text), \(name))
+            ON CONFLICT (node_id) DO UPDATE SET name = excluded.name
+            """
+        )
+        for (key, value) in [
+            ("writer_id", id.text), ("writer_retired", "0"),
+            ("writer_server", try PostgresReplica.serverIncarnation(db)),
+        ] {
+            try PostgresReplica.setMeta(key, value, db)
+        }
+        try db.run(
+            """
+            INSERT INTO writer (writer_id, started, reason) VALUES (\(id.text), \(bigint: WallClock.milliseconds), \(reason.rawValue))
+            ON CONFLICT (writer_id) DO NOTHING
+            """
+        )
+    }
+
+    /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of
+    /// it than this replica: only a rollback of this replica can cause that. True if retired now.
+    mutating func retireWriterIfWitnessed(by peer: VersionVector) throws -> Bool {
+        let current = try currentWriter()
+        guard peer[current] > 0 else { return false }
+        let held = try db.value("SELECT counter FROM node WHERE node_id = \(current.text)", as: Int64.self) ?? 0
+        let vector = VersionVector([current: UInt64(max(0, held))])
+        guard WriterContinuity.peerWitnessesRollback(writer: current, held: vector, peer: peer) else { return false }
+        try PostgresReplica.setMeta("writer_retired", "1", db)
+        return true
+    }
+}
