@@ -75,7 +75,8 @@ public struct DataDirectory: Sendable {
     public func open(_ connections: ReplicaStore.Connections = .pool) throws -> ReplicaStore {
         let store = try ReplicaStore.open(path: replicaPath, connections: connections)
         let info = try store.info()
-        if info.fingerprint != fingerprint {
+        // A relay's directory copied on purpose shares its identity (RelayOnPostgres.swift).
+        if info.fingerprint != fingerprint, !isSharedRelayIdentity {
             try reidentify(store, info: info)
         }
         return store

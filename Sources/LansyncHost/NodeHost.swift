@@ -62,8 +62,8 @@ extension DataDirectory {
     /// On SIGINT or SIGTERM (which also shut the service group down): interrupts the transaction
     /// under way (it rolls back) and ends the process if the node has not stopped within
     /// ``stopDeadline``.
-    private static func stopOnSignals(
-        store: ReplicaStore,
+    static func stopOnSignals(
+        store: ReplicaStore? = nil,
         logger: Logger,
         socket: String
     ) -> [any DispatchSourceSignal] {
@@ -72,7 +72,7 @@ extension DataDirectory {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 // A transaction under way (a peer's batch, an import's) stops now and rolls back.
-                store.interrupt()
+                store?.interrupt()
                 Self.stopWithin(Self.stopDeadline, logger: logger, socket: socket)
             }
             source.resume()

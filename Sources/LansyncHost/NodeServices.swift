@@ -16,10 +16,19 @@ enum NodeServices {
         alongside services: [DataDirectory.NodeService],
         logger: Logger
     ) -> ServiceGroup {
+        group(running.node, alongside: services.map { service in { try await service(running) } }, logger: logger)
+    }
+
+    /// The group of `node` and `services` (each already given what it serves).
+    static func group(
+        _ node: Node,
+        alongside services: [@Sendable () async throws -> Void],
+        logger: Logger
+    ) -> ServiceGroup {
         let listening = Listening()
         var configurations = [
             ServiceGroupConfiguration.ServiceConfiguration(
-                service: TheNode(node: running.node, listening: listening),
+                service: TheNode(node: node, listening: listening),
                 successTerminationBehavior: .gracefullyShutdownGroup,
                 failureTerminationBehavior: .cancelGroup,
                 serviceName: "node"
@@ -28,7 +37,7 @@ enum NodeServices {
         for (index, service) in services.enumerated() {
             configurations.append(
                 ServiceGroupConfiguration.ServiceConfiguration(
-                    service: BesideTheNode(running: running, listening: listening, body: service),
+                    service: BesideTheNode(listening: listening, body: service),
                     successTerminationBehavior: .ignore,
                     failureTerminationBehavior: .cancelGroup,
                     serviceName: "beside the node \(index + 1)"
@@ -63,15 +72,14 @@ enum NodeServices {
 
     /// A service beside the node, started once the node listens.
     struct BesideTheNode: Service {
-        let running: RunningNode
         let listening: Listening
-        let body: DataDirectory.NodeService
+        let body: @Sendable () async throws -> Void
 
         func run() async throws {
             try await cancelWhenGracefulShutdown {
                 await listening.wait()
                 guard !Task.isCancelled else { return }
-                try await body(running)
+                try await body()
             }
         }
     }

@@ -50,6 +50,9 @@ public struct NodeSettings: Sendable {
         /// How long the lease lasts without a renewal: a relay that dies is replaced as the one
         /// that settles within this time (plus a third of it).
         public var lease: Duration = .seconds(10)
+        /// Where the relay's replica lives when not in the data directory's SQLite file
+        /// (`--store`): a PostgreSQL database that any number of relay processes share.
+        public var store: PostgresLocation?
 
         public init(settle: SettlePolicy, limits: RelayLimits, maxSessions: Int) {
             self.settle = settle
@@ -97,6 +100,14 @@ extension DataDirectory {
         logger: Logger,
         alongside services: [NodeService] = []
     ) async throws {
+        if let store = settings.relaying?.store {
+            if !services.isEmpty {
+                logger.notice(
+                    "the local API and the web page read a SQLite replica: a relay whose replica is in PostgreSQL does not serve them"
+                )
+            }
+            return try await runRelay(onPostgres: store, options: settings.options(logger: logger), logger: logger)
+        }
         try await runNode(settings.options(logger: logger), logger: logger, alongside: services)
     }
 }

@@ -51,7 +51,9 @@ extension PostgresReplica {
 ///
 /// It starts by taking the replica's write lock (a transaction-level advisory lock): one writer
 /// at a time across every process, so the feed's numbers and the change stamp are given in
-/// commit order.
+/// commit order. Then it checks that the server is the one the writer started on
+/// (``PostgresReplica/serverIncarnation(_:)``); if not, the database may have lost commits, and
+/// the writer, the feed's numbers and the change stamp all move past anything those gave.
 struct PostgresWrite {
     let db: BlockingPostgres.Statements
     let origin: ChangeOrigin
@@ -59,7 +61,7 @@ struct PostgresWrite {
     var clock: HybridLogicalClock
     private var nodeRows: [NodeID: Int64] = [:]
     /// The change stamp this transaction commits with (meta `changes` + 1).
-    private let stamp: Int64
+    private var stamp: Int64
     /// The feed's last number, and this commit's wall-clock time, read at the first change.
     private var feed: (last: Int64, at: Int64)?
     private var changedFields = false
@@ -68,14 +70,39 @@ struct PostgresWrite {
         self.db = db
         self.origin = origin
         try db.run("SELECT pg_advisory_xact_lock(7421, hashtext(current_schema()))")
+        // Acknowledged means on disk, whatever the server's default: a crash the server recovers
+        // from in place (one backend killed) keeps its start time, so commits it lost would not
+        // show as lost (the server incarnation below).
+        try db.run("SET LOCAL synchronous_commit = on")
         var meta: [String: String] = [:]
-        for row in try db.run("SELECT key, value FROM meta WHERE key IN ('clock', 'history_limit', 'changes')") {
+        for row in try db.run(
+            """
+            SELECT key, value FROM meta
+            WHERE key IN ('clock', 'history_limit', 'changes', 'writer_server', 'node_id', 'node_name')
+            UNION ALL SELECT 'server', \(unescaped: PostgresReplica.incarnationSQL)
+            """
+        ) {
             let (key, value) = try row.decode((String, String).self)
             meta[key] = value
         }
         clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: meta["clock"].flatMap(UInt64.init) ?? 0))
         historyLimit = meta["history_limit"].flatMap(Int.init) ?? ReplicaStore.defaultHistoryLimit
         stamp = (meta["changes"].flatMap(Int64.init) ?? 0) + 1
+        if meta["writer_server"] != meta["server"] { try moveOnFromAnotherServer(meta) }
+    }
+
+    /// The server is not the one the writer started on: a restart, a restore, a standby promoted
+    /// behind its primary. What the database lost may have given dots, feed numbers and change
+    /// stamps: a new writer, and both numberings jump to a floor no lost commit reached.
+    private mutating func moveOnFromAnotherServer(_ meta: [String: String]) throws {
+        guard let node = meta["node_id"].flatMap(NodeID.init(text:)) else {
+            throw PostgresReplica.damaged("the node id in table meta is missing")
+        }
+        let floor = Int64(clamping: ReplicaStore.changeSequenceFloor)
+        try PostgresReplica.raiseMeta("change_floor", to: floor, db)
+        try PostgresReplica.raiseMeta("changes", to: floor, db)
+        stamp = max(stamp, floor + 1)
+        try startWriter(NodeID.writer(for: node), name: meta["node_name"], reason: .unproven)
     }
 
     mutating func nodeRow(_ id: NodeID) throws -> Int64 {

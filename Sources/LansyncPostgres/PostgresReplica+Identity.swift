@@ -56,26 +56,26 @@ extension PostgresReplica {
     /// promoted). A database rolled back to an earlier point is on another server or was
     /// restarted, so it never shows the incarnation its writer started under.
     static func serverIncarnation(_ db: BlockingPostgres.Statements) throws -> String {
-        let query: PostgresQuery = """
-            SELECT (SELECT system_identifier FROM pg_control_system())::text || ':'
-                || extract(epoch FROM pg_postmaster_start_time())::text
-            """
-        guard let incarnation = try db.value(query, as: String.self) else {
+        guard let incarnation = try db.value("SELECT \(unescaped: incarnationSQL)", as: String.self) else {
             throw damaged("the server did not say which it is")
         }
         return incarnation
     }
+
+    /// ``serverIncarnation(_:)``'s expression, for a query that reads it beside others.
+    static let incarnationSQL =
+        "(SELECT system_identifier FROM pg_control_system())::text || ':' || extract(epoch FROM pg_postmaster_start_time())::text"
 }
 
 extension PostgresWrite {
-    /// The writer for this transaction's own writes: the current one if it started on this
-    /// server incarnation (``PostgresReplica/serverIncarnation(_:)``), no peer has witnessed a
-    /// rollback, and it names this replica's node; else a new one, started in this transaction.
-    /// A new writer moves the feed's numbering past anything a rolled-back database gave.
+    /// The writer for this transaction's own writes: the current one if no peer has witnessed a
+    /// rollback and it names this replica's node; else a new one, started in this transaction.
+    /// (A writer that started on another server incarnation was replaced as the transaction
+    /// began.)
     mutating func writer() throws -> (id: NodeID, row: Int64, counter: UInt64) {
         var meta: [String: String] = [:]
         for row in try db.run(
-            "SELECT key, value FROM meta WHERE key IN ('writer_id', 'writer_retired', 'writer_server', 'node_id', 'node_name')"
+            "SELECT key, value FROM meta WHERE key IN ('writer_id', 'writer_retired', 'node_id', 'node_name')"
         ) {
             let (key, value) = try row.decode((String, String).self)
             meta[key] = value
@@ -85,18 +85,18 @@ extension PostgresWrite {
         else {
             throw PostgresReplica.damaged("the writer or node id in table meta is missing")
         }
-        let server = try PostgresReplica.serverIncarnation(db)
         let retired = meta["writer_retired"] == "1"
         let named = current == node || current.isWriter(of: node)
-        if !retired, named, meta["writer_server"] == server {
+        if !retired, named {
             let row = try nodeRow(current)
             let counter = try db.value("SELECT counter FROM node WHERE id = \(row)", as: Int64.self) ?? 0
             return (current, row, UInt64(counter))
         }
-        let reason: WriterRecord.Reason = retired ? .witness : !named ? .named : .unproven
-        // A server that cannot prove its continuity may have lost commits (a standby promoted
-        // behind its primary): the feed's numbers it gave may come again, so jump past them.
-        try PostgresReplica.raiseMeta("change_floor", to: Int64(clamping: ReplicaStore.changeSequenceFloor), db)
+        let reason: WriterRecord.Reason = retired ? .witness : .named
+        // A rolled-back database's feed numbers were given before: jump past them (as in SQLite).
+        if retired {
+            try PostgresReplica.raiseMeta("change_floor", to: Int64(clamping: ReplicaStore.changeSequenceFloor), db)
+        }
         let fresh = NodeID.writer(for: node)
         try startWriter(fresh, name: meta["node_name"], reason: reason)
         return (fresh, try nodeRow(fresh), 0)

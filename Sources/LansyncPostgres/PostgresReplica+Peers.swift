@@ -26,15 +26,15 @@ extension PostgresReplica {
 
     /// What a running node learnt of its peers since its last save, in one transaction: their
     /// records, the member reports their sessions amount to, and the names their hellos gave.
-    /// Under the write lock when there are reports (a collection round reads them).
+    /// Under the write lock: the names add rows to `node`, which merges add to as well.
     public func savePeers(
         _ records: [PeerRecord],
         reports: [MemberReport],
         names: [(name: String, ids: Set<NodeID>)]
     ) throws(StoreError) {
         try guarded {
-            try database.transaction(write: !reports.isEmpty) { db in
-                if !reports.isEmpty { _ = try PostgresWrite(db, origin: .peer) }
+            try database.transaction(write: true) { db in
+                _ = try PostgresWrite(db, origin: .peer)
                 for record in records { try Self.savePeer(record, db) }
                 try Self.recordReports(reports, gossiped: false, db)
                 for (name, ids) in names {

@@ -44,7 +44,9 @@ public final class PostgresReplica: Sendable {
         }
     }
 
-    /// Makes a new replica's tables in `schema` (which must not exist) with its identity.
+    /// Makes a new replica's tables in `schema` (which must not exist) with its identity; its
+    /// first writer is `writer` (the node's own id by default: a node that wrote elsewhere before
+    /// gives a new one, ``LansyncCore/NodeID/writer(for:)``).
     public static func create(
         at location: PostgresLocation,
         schema: String,
@@ -52,9 +54,11 @@ public final class PostgresReplica: Sendable {
         clusterID: NodeID,
         nodeName: String,
         fingerprint: String,
+        writer: NodeID? = nil,
         historyLimit: Int = ReplicaStore.defaultHistoryLimit,
         logger: Logger
     ) throws(StoreError) -> PostgresReplica {
+        let writer = writer ?? nodeID
         try checkName(schema)
         let replica = PostgresReplica(location: location, schema: schema, logger: logger)
         var made = false
@@ -72,15 +76,18 @@ public final class PostgresReplica: Sendable {
                 for (key, value) in [
                     ("node_id", nodeID.text), ("cluster_id", clusterID.text), ("node_name", nodeName),
                     ("fingerprint", fingerprint), ("clock", "0"), ("history_limit", String(historyLimit)),
-                    ("writer_id", nodeID.text), ("changes", "0"),
+                    ("writer_id", writer.text), ("changes", "0"),
                     ("schema_version", String(PostgresReplicaSchema.version)),
                     ("writer_server", try serverIncarnation(db)),
                 ] {
                     try db.run("INSERT INTO meta (key, value) VALUES (\(key), \(value))")
                 }
                 try db.run("INSERT INTO node (node_id, name) VALUES (\(nodeID.text), \(nodeName))")
+                if writer != nodeID {
+                    try db.run("INSERT INTO node (node_id, name) VALUES (\(writer.text), \(nodeName))")
+                }
                 try db.run(
-                    "INSERT INTO writer (writer_id, started, reason) VALUES (\(nodeID.text), \(bigint: WallClock.milliseconds), 'init')"
+                    "INSERT INTO writer (writer_id, started, reason) VALUES (\(writer.text), \(bigint: WallClock.milliseconds), 'init')"
                 )
             }
         }

@@ -42,15 +42,21 @@ import Testing
         pg = try PostgresReplica.open(at: location, schema: "w", logger: PostgresReplicaTests.logger)
         #expect(try pg.renewWriterIfUnproven() == .node(1))
         #expect(try edit(2) == Dot(node: .node(1), counter: 2))
-        // A restarted server may have lost commits (it runs without fsync here, as a crash with
-        // synchronous_commit off would): a new writer, and the feed's numbers jump past any the
-        // lost commits gave.
+        // A restarted server may have lost commits (it runs without fsync here): the first write
+        // transaction after it, even one that issues nothing of the replica's own (a node saving
+        // what it knows of its peers), starts a new writer, and the feed's numbers and the change
+        // stamp jump past any the lost commits gave.
         let floorBefore = ReplicaStore.changeSequenceFloor
         try server.stopServer()
         try server.start()
-        let second = try Self.afterRestart { try pg.renewWriterIfUnproven() }
+        try Self.afterRestart {
+            try pg.savePeers([PeerRecord(nodeID: .node(3), source: .mdns)], reports: [], names: [])
+        }
+        let second = try pg.info().writerID
         #expect(second != .node(1) && second.isWriter(of: .node(1)))
         #expect(try pg.writers().map(\.reason) == [.`init`, .unproven])
+        #expect(try pg.changeStamp() > floorBefore)
+        #expect(try pg.renewWriterIfUnproven() == second)
         #expect(try edit(3) == Dot(node: second, counter: 1))
         let seq = try #require(try server.sql("SELECT max(seq) FROM w.field").first.flatMap { UInt64($0) })
         #expect(seq > floorBefore)

@@ -69,8 +69,14 @@ final class StorageSite {
         }
     }
 
-    func close() {
+    /// Closes the PostgreSQL replicas made so far (their connections: a server takes 100).
+    func closeReplicas() {
         for replica in opened { replica.close() }
+        opened = []
+    }
+
+    func close() {
+        closeReplicas()
         server?.stop()
         try? FileManager.default.removeItem(atPath: dir)
     }

@@ -50,7 +50,10 @@ import Testing
         let site = try StorageSite(kind, "model")
         defer { site.close() }
         let seeds = propertyCases(default: 2500) / (kind == .postgres ? 200 : 100)
-        for seed in 0..<UInt64(seeds) { try Self.check(seed: seed, in: site) }
+        for seed in 0..<UInt64(seeds) {
+            try Self.check(seed: seed, in: site)
+            site.closeReplicas()
+        }
     }
 
     static func check(seed: UInt64, in site: StorageSite) throws {

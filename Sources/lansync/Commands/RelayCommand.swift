@@ -36,6 +36,13 @@ struct RelayCommand: AsyncParsableCommand {
         )
     )
     var authority: String?
+    @Option(
+        help: ArgumentHelp(
+            "Keep the relay's replica in this PostgreSQL database, shared by every relay process given it (each a copy of this data directory); no local API then (Docs/RELAY.md).",
+            valueName: "postgres://USER@HOST:PORT/DB"
+        )
+    )
+    var store: String?
     @Option(help: "With --authority: seconds the lease lasts without a renewal (another relay takes over within this).")
     var lease: Double = 10
     @Option(
@@ -72,11 +79,12 @@ struct RelayCommand: AsyncParsableCommand {
             )
         }
         guard maxSessions > 0 else { throw ValidationError("--max-sessions must be at least 1") }
-        if let authority {
+        for (option, uri) in [("--authority", authority), ("--store", store)] {
+            guard let uri else { continue }
             do {
-                _ = try PostgresLocation(parsing: authority)
+                _ = try PostgresLocation(parsing: uri)
             } catch {
-                throw ValidationError("--authority: \(error)")
+                throw ValidationError("\(option): \(error)")
             }
         }
         // Renewed every third of it, a lease under a second would keep the database busy.
@@ -92,18 +100,16 @@ struct RelayCommand: AsyncParsableCommand {
             limits: RelayLimits(maxValueBytes: maxValueBytes, maxFieldsPerItem: maxFields),
             maxSessions: maxSessions
         )
-        var credentialsWarning: String?
+        var credentialsWarnings: [String] = []
         if let authority {
-            var location = try PostgresLocation(parsing: authority)
-            do {
-                credentialsWarning = try location.readCredentials(
-                    environment: ProcessInfo.processInfo.environment,
-                    home: ProcessInfo.processInfo.environment["HOME"]
-                )
-            } catch {
-                throw CLIError("--authority: \(error)")
-            }
-            settings.relaying?.authority = location
+            settings.relaying?.authority = try Self.location(
+                authority,
+                option: "--authority",
+                warnings: &credentialsWarnings
+            )
+        }
+        if let store {
+            settings.relaying?.store = try Self.location(store, option: "--store", warnings: &credentialsWarnings)
         }
         settings.relaying?.lease = .milliseconds(Int(lease * 1000))
         settings.peers = peers
@@ -113,11 +119,28 @@ struct RelayCommand: AsyncParsableCommand {
         settings.mdns = mdns
         let directory = data.directory
         let logger = log.bootstrap()
-        if let credentialsWarning { logger.warning("\(credentialsWarning)") }
+        for warning in credentialsWarnings { logger.warning("\(warning)") }
         try await directory.runNode(
             settings,
             logger: logger,
             alongside: try api.service(for: directory, listen: listen, logger: logger).map { [$0] } ?? []
         )
+    }
+
+    /// The database at `uri`, with the password from `PGPASSWORD` or the password file when the
+    /// URI has none; a warning about the file, if any, goes to `warnings`.
+    private static func location(_ uri: String, option: String, warnings: inout [String]) throws -> PostgresLocation {
+        var location = try PostgresLocation(parsing: uri)
+        do {
+            if let warning = try location.readCredentials(
+                environment: ProcessInfo.processInfo.environment,
+                home: ProcessInfo.processInfo.environment["HOME"]
+            ) {
+                warnings.append(warning)
+            }
+        } catch {
+            throw CLIError("\(option): \(error)")
+        }
+        return location
     }
 }
