@@ -172,6 +172,7 @@ public final class Node: Sendable {
                     tasks.addTask { await gate.keep { self.settleSoon() } }
                 }
                 tasks.addTask { try await self.pollForChanges() }
+                tasks.addTask { await self.followCommitsElsewhere() }
                 tasks.addTask { try await self.antiEntropy() }
                 tasks.addTask { try await self.collectPeriodically() }
                 tasks.addTask { try await self.writeSearchTextsWhenQuiet() }
@@ -819,6 +820,13 @@ public final class Node: Sendable {
                 hub.notify(version: now)
             }
         }
+    }
+
+    /// Tells the sessions of what another process committed to a replica it shares with this
+    /// one (relay processes on one replica in PostgreSQL), as the store hears of it.
+    private func followCommitsElsewhere() async {
+        guard let commits = store.commitsElsewhere() else { return }
+        for await _ in commits { await announceChange() }
     }
 
     private func control(_ request: ControlRequest?) async -> String {

@@ -65,6 +65,8 @@ struct PostgresWrite {
     /// The feed's last number, and this commit's wall-clock time, read at the first change.
     private var feed: (last: Int64, at: Int64)?
     private var changedFields = false
+    /// Whether the version vector moved (a stream completed) without a field saved.
+    private var countersRaised = false
 
     init(_ db: BlockingPostgres.Statements, origin: ChangeOrigin) throws {
         self.db = db
@@ -210,13 +212,14 @@ struct PostgresWrite {
             let row = try nodeRow(node)
             try db.run("UPDATE node SET counter = greatest(counter, \(bigint: counter)) WHERE id = \(row)")
         }
+        if !covers.counters.isEmpty { countersRaised = true }
     }
 
-    /// The feed's next number and this commit's time.
     /// The transaction changed what the replica holds without saving a field (a collection
     /// round): the change stamp moves, so caches keyed on it read again.
     mutating func noteChange() { changedFields = true }
 
+    /// The feed's next number and this commit's time.
     private mutating func nextSeq() throws -> (number: Int64, at: Int64) {
         if feed == nil {
             let highest = try db.value("SELECT coalesce(max(seq), 0) FROM field", as: Int64.self) ?? 0
@@ -305,11 +308,16 @@ struct PostgresWrite {
         )
     }
 
-    /// Ends the transaction's bookkeeping: the clock, and the change stamp if a field changed.
+    /// Ends the transaction's bookkeeping: the clock, the change stamp if a field changed, and
+    /// (if what the replica holds changed) a notification to the other processes on the replica,
+    /// delivered at the commit (``PostgresReplica/commitsElsewhere()``).
     func finish() throws {
         try db.run("UPDATE meta SET value = \(String(clock.latest.rawValue)) WHERE key = 'clock'")
         if changedFields {
             try db.run("UPDATE meta SET value = \(String(stamp)) WHERE key = 'changes'")
+        }
+        if changedFields || countersRaised {
+            try db.run("SELECT pg_notify(current_schema(), current_setting('lansync.tag', true))")
         }
     }
 }

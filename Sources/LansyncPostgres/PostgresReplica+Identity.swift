@@ -38,11 +38,12 @@ extension PostgresReplica {
         }
     }
 
-    /// A mark that differs at every call: the node's poll for changes nobody announced reads the
-    /// version vector every time (one query per poll interval). Another relay process's commits
-    /// are not announced to this one until notifications between relays are built.
+    /// While ``commitsElsewhere()`` listens, how many other processes' commits it heard; else a
+    /// mark that differs at every call, so that the node's poll for changes nobody announced reads
+    /// the version vector every time (one query per poll interval).
     public func quickChangeMark() -> [Int] {
-        [polls.add(1, ordering: .relaxed).newValue]
+        let heard = self.heard.withLock { $0 }
+        return heard.listening ? [heard.count] : [-1, polls.add(1, ordering: .relaxed).newValue]
     }
 
     /// Always nil: the server keeps its pages sound (its write-ahead log, and checksums where

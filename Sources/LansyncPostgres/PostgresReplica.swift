@@ -24,6 +24,10 @@ public final class PostgresReplica: Sendable {
     public let schema: String
     /// How many times ``quickChangeMark()`` was read.
     let polls = Atomic<Int>(0)
+    /// This process's tag on the notifications its commits send (``commitsElsewhere()``).
+    let tag = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    /// What ``commitsElsewhere()`` heard so far.
+    let heard = Mutex(HeardCommits())
 
     private init(location: PostgresLocation, schema: String, logger: Logger) {
         self.schema = schema
@@ -33,6 +37,7 @@ public final class PostgresReplica: Sendable {
         // without closing the connection is not bounded yet: a client-side deadline is to come.)
         let settings: [PostgresQuery] = [
             "SET search_path TO \(unescaped: "\"\(schema)\"")", "SET default_transaction_isolation = 'read committed'",
+            "SET lansync.tag TO \(unescaped: "'\(tag)'")",
             "SET lock_timeout = '30s'",
             "SET statement_timeout = '60s'", "SET idle_in_transaction_session_timeout = '60s'",
         ]

@@ -37,6 +37,11 @@ public protocol ReplicaStorage: Sendable {
     /// different mark may be a false alarm). The node's poll for changes nobody announced reads
     /// the version vector only when it moves.
     func quickChangeMark() -> [Int]
+    /// Commits of other processes to this replica that changed what it holds, as they happen,
+    /// for as long as the stream is read; nil when the store has no such notice (a SQLite file:
+    /// a command on the machine nudges the node over its control socket, and the node's poll of
+    /// ``quickChangeMark()`` catches the rest).
+    func commitsElsewhere() -> AsyncStream<Void>?
     /// The writers this replica has written as, oldest first.
     func writers() throws(StoreError) -> [WriterRecord]
     /// Why the replica is marked damaged (it then refuses writes), or nil.

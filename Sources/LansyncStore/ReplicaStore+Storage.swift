@@ -6,6 +6,9 @@ extension ReplicaStore: ReplicaStorage {
     /// The file's and its write-ahead log's ``FileStamp``: a commit by any process moves it.
     public func quickChangeMark() -> [Int] { FileStamp(path: path).parts }
 
+    /// None: commands on this machine nudge the node (``ReplicaStorage/commitsElsewhere()``).
+    public func commitsElsewhere() -> AsyncStream<Void>? { nil }
+
     public func deltaStream(
         for remote: VersionVector,
         maxUpdates: Int,
