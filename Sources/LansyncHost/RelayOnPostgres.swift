@@ -17,13 +17,14 @@ import ServiceLifecycle
 /// writer's continuity is proven by the server (``PostgresReplica``). The data directory's own
 /// SQLite replica gives the identity only; it is never written by such a relay.
 extension DataDirectory {
-    /// Where the directory records that its relay's replica is in PostgreSQL: a copy of such a
-    /// directory keeps its identity (``open(_:)``), which it shares with the other relay
-    /// processes by design.
+    /// Where the directory records that its relay's replica is in PostgreSQL: from then on its
+    /// SQLite file is not the replica, and ``open(_:)`` refuses it (every command but `status`,
+    /// which asks the running relay) rather than give its stale content or take a new identity
+    /// for a copy (copies share the relay's identity by design).
     var relayStorePath: String { path + "/relay-store" }
 
     /// True when this directory's relay keeps its replica in PostgreSQL (``relayStorePath``).
-    var isSharedRelayIdentity: Bool { FileManager.default.fileExists(atPath: relayStorePath) }
+    public var keepsReplicaInPostgres: Bool { FileManager.default.fileExists(atPath: relayStorePath) }
 
     /// The PostgreSQL schema of a cluster's relay replica: `lansync_` and the cluster id (several
     /// clusters may share a database).
@@ -65,7 +66,7 @@ extension DataDirectory {
                 "schema \(schema) at \(location) holds the replica of relay \(held.nodeID.short) (\(held.nodeName)), and this directory is node \(me.nodeID.short): every relay process on one replica runs a copy of one relay's data directory (Docs/RELAY.md)"
             )
         }
-        if !isSharedRelayIdentity {
+        if !keepsReplicaInPostgres {
             try Data("\(location)\n".utf8).write(to: URL(fileURLWithPath: relayStorePath))
         }
         return replica

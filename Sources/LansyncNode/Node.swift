@@ -822,11 +822,17 @@ public final class Node: Sendable {
         }
     }
 
-    /// Tells the sessions of what another process committed to a replica it shares with this
-    /// one (relay processes on one replica in PostgreSQL), as the store hears of it.
+    /// Acts on what another process committed to a replica it shares with this one (relay
+    /// processes on one replica in PostgreSQL), as the store hears of it: its sessions are told of
+    /// a change, and a statement (a revocation) is taken in as one a peer brought.
     private func followCommitsElsewhere() async {
         guard let commits = store.commitsElsewhere() else { return }
-        for await _ in commits { await announceChange() }
+        for await commit in commits {
+            switch commit {
+            case .replica: await announceChange()
+            case .statements: await statementsLearned(await statements.reload())
+            }
+        }
     }
 
     private func control(_ request: ControlRequest?) async -> String {

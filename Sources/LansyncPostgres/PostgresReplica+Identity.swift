@@ -38,12 +38,15 @@ extension PostgresReplica {
         }
     }
 
-    /// While ``commitsElsewhere()`` listens, how many other processes' commits it heard; else a
-    /// mark that differs at every call, so that the node's poll for changes nobody announced reads
-    /// the version vector every time (one query per poll interval).
+    /// While ``commitsElsewhere()`` listens, how many other processes' commits it heard and the
+    /// wall clock's ten seconds (a listening connection gone silent, half-open behind a firewall,
+    /// is then made up for within ten seconds); else a mark that differs at every call, so that
+    /// the node's poll for changes nobody announced reads the version vector every time (one
+    /// query per poll interval).
     public func quickChangeMark() -> [Int] {
         let heard = self.heard.withLock { $0 }
-        return heard.listening ? [heard.count] : [-1, polls.add(1, ordering: .relaxed).newValue]
+        return heard.listening
+            ? [heard.count, Int(WallClock.milliseconds / 10_000)] : [-1, polls.add(1, ordering: .relaxed).newValue]
     }
 
     /// Always nil: the server keeps its pages sound (its write-ahead log, and checksums where

@@ -1,18 +1,21 @@
+public import LansyncStore
 import PostgresNIO
 import Synchronization
 
 // Telling every relay process on one replica what another committed: each write transaction
 // that changed what the replica holds sends a notification on the replica's channel (its
-// schema's name) with the tag of the process that wrote it, delivered when it commits; each
-// process listens on a connection of its own.
+// schema's name) with the tag of the process that wrote it (`TAG`, or `TAG:statements` for the
+// cluster's statements), delivered when it commits; each process listens on a connection of its
+// own.
 extension PostgresReplica {
-    /// Other processes' commits to this replica that changed what it holds, as they happen (a
-    /// few milliseconds after each commit), for as long as the stream is read; this process's own
-    /// are left out (the node knows of them). While the listening connection is lost the stream
-    /// yields once a second (the node then reads the version vector), and once again when it is
-    /// back, for what came meanwhile.
-    public func commitsElsewhere() -> AsyncStream<Void>? {
-        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    /// Other processes' commits to this replica that changed what it holds or the cluster's
+    /// statements, as they happen (a few milliseconds after each commit), for as long as the
+    /// stream is read; this process's own are left out (the node knows of them). While the
+    /// listening connection is lost the stream says the replica may have changed once a second,
+    /// and both may have once it is back, for what came meanwhile. Every notice is kept (they
+    /// are few bytes each, and no more than the commits of the other processes).
+    public func commitsElsewhere() -> AsyncStream<CommitElsewhere>? {
+        let (stream, continuation) = AsyncStream<CommitElsewhere>.makeStream()
         let task = Task { [self] in
             var failures = 0
             while !Task.isCancelled {
@@ -22,11 +25,14 @@ extension PostgresReplica {
                         try await connection.listen(on: schema) { notifications in
                             heard.withLock { $0.listening = true }
                             // What was committed before the listening began.
-                            continuation.yield()
+                            continuation.yield(.statements)
+                            continuation.yield(.replica)
                             failures = 0
-                            for try await notification in notifications where notification.payload != tag {
+                            for try await notification in notifications {
+                                let (from, kind) = Self.parse(notification.payload)
+                                guard from != tag else { continue }
                                 heard.withLock { $0.count += 1 }
-                                continuation.yield()
+                                continuation.yield(kind)
                             }
                         }
                     } catch {
@@ -44,12 +50,18 @@ extension PostgresReplica {
                     }
                     failures += 1
                 }
-                continuation.yield()
+                continuation.yield(.replica)
                 try? await Task.sleep(for: .seconds(1))
             }
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
+    }
+
+    /// A notification's payload: the tag of the process that committed, and what changed.
+    static func parse(_ payload: String) -> (tag: Substring, kind: CommitElsewhere) {
+        let parts = payload.split(separator: ":", maxSplits: 1)
+        return (parts.first ?? "", parts.count == 2 && parts[1] == "statements" ? .statements : .replica)
     }
 }
 

@@ -150,7 +150,7 @@ extension PostgresReplica {
         guard !statements.isEmpty else { return 0 }
         return try guarded {
             try database.transaction { db in
-                try statements.reduce(0) { added, statement in
+                let added = try statements.reduce(0) { added, statement in
                     let inserted = try db.run(
                         """
                         INSERT INTO statement (key, record) VALUES (\(ByteBuffer(bytes: statement.key)), \(ByteBuffer(bytes: statement.record)))
@@ -159,6 +159,14 @@ extension PostgresReplica {
                     )
                     return added + inserted.count
                 }
+                // The other relay processes on the replica take it in too (a revocation they must
+                // enforce at once), as the commit's notice tells them.
+                if added > 0 {
+                    try db.run(
+                        "SELECT pg_notify(current_schema(), current_setting('lansync.tag', true) || ':statements')"
+                    )
+                }
+                return added
             }
         }
     }

@@ -37,11 +37,11 @@ public protocol ReplicaStorage: Sendable {
     /// different mark may be a false alarm). The node's poll for changes nobody announced reads
     /// the version vector only when it moves.
     func quickChangeMark() -> [Int]
-    /// Commits of other processes to this replica that changed what it holds, as they happen,
-    /// for as long as the stream is read; nil when the store has no such notice (a SQLite file:
-    /// a command on the machine nudges the node over its control socket, and the node's poll of
-    /// ``quickChangeMark()`` catches the rest).
-    func commitsElsewhere() -> AsyncStream<Void>?
+    /// Commits of other processes to this replica that changed what it holds or the cluster's
+    /// statements, as they happen, for as long as the stream is read; nil when the store has no
+    /// such notice (a SQLite file: a command on the machine nudges the node over its control
+    /// socket, and the node's poll of ``quickChangeMark()`` catches the rest).
+    func commitsElsewhere() -> AsyncStream<CommitElsewhere>?
     /// The writers this replica has written as, oldest first.
     func writers() throws(StoreError) -> [WriterRecord]
     /// Why the replica is marked damaged (it then refuses writes), or nil.
@@ -199,6 +199,14 @@ public protocol ReplicaStorage: Sendable {
     func searchBacklog() throws(StoreError) -> SearchBacklog
     /// Writes up to `fields` fields' search texts; what remains.
     @discardableResult func catchUpSearch(fields: Int) throws(StoreError) -> SearchBacklog
+}
+
+/// What another process committed to a replica this one shares (``ReplicaStorage/commitsElsewhere()``).
+public enum CommitElsewhere: Sendable, Equatable {
+    /// What the replica holds changed (or may have: notices were lost while not listening).
+    case replica
+    /// The cluster's statements changed (revocations, admitters, settings).
+    case statements
 }
 
 /// A delta being read, a batch at a time (``ReplicaStorage/deltaStream(for:maxUpdates:budgetBytes:unclaimed:deltaBase:)``).

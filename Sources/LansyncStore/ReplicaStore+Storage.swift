@@ -7,7 +7,7 @@ extension ReplicaStore: ReplicaStorage {
     public func quickChangeMark() -> [Int] { FileStamp(path: path).parts }
 
     /// None: commands on this machine nudge the node (``ReplicaStorage/commitsElsewhere()``).
-    public func commitsElsewhere() -> AsyncStream<Void>? { nil }
+    public func commitsElsewhere() -> AsyncStream<CommitElsewhere>? { nil }
 
     public func deltaStream(
         for remote: VersionVector,

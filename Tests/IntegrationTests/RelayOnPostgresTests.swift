@@ -21,7 +21,7 @@ import Testing
         // cluster, at two addresses.
         try FileManager.default.copyItem(atPath: cli.path("r1"), toPath: cli.path("r1b"))
         let p = freePorts(4)
-        let store = ["--store", server.uri]
+        let store = ["--store", server.uri, "--authority", server.uri]
         let r1 = try await cli.relay(port: p[0], name: "r1", extra: store)
         let r1b = try await cli.relay(port: p[1], name: "r1b", extra: store)
         defer { r1b.stop() }
@@ -44,6 +44,13 @@ import Testing
             "relay-store: a's item reached b through two relay processes and PostgreSQL; converged \(took.map { "\($0)" } ?? "never")"
         )
         #expect(try await cli.ok(["get", "--dir", cli.path("b"), "t1", "--json"]).contains("through the relays"))
+        // The directory's SQLite file is not the replica: commands refuse it, in one line, and
+        // status asks the running relay.
+        let refused = try await cli.run(["invite", "--dir", cli.path("r1b")])
+        #expect(refused.status != 0 && refused.stderr.contains("replica is in PostgreSQL"), "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        let status = try await cli.status(cli.path("r1b"))
+        #expect(status["running"] == .bool(true) && status["authority"] != .null, "\(status)")
         let rows = try server.sql("SELECT count(*) FROM \(schemas.first ?? "none").item")
         #expect(rows == ["1"], "the replica in PostgreSQL holds the item: \(rows)")
 

@@ -8,15 +8,20 @@ import Testing
 @testable import LansyncPostgres
 
 /// Relay processes on one replica hear of each other's commits (LISTEN/NOTIFY), on a real server
-/// the test starts: a process hears another's commit and not its own, and hears again once the
-/// server is back after a restart.
+/// the test starts: a process hears another's commit and statement and not its own commit, and
+/// hears again once the server is back after a restart.
 @Suite struct PostgresNotificationTests {
-    /// How many times a stream yielded.
+    /// What a stream yielded, in order.
     final class Heard: Sendable {
-        private let count = Mutex(0)
-        var value: Int { count.withLock { $0 } }
-        func add() { count.withLock { $0 += 1 } }
+        private let kinds = Mutex<[CommitElsewhere]>([])
+        var all: [CommitElsewhere] { kinds.withLock { $0 } }
+        var value: Int { all.count }
+        func add(_ kind: CommitElsewhere) { kinds.withLock { $0.append(kind) } }
     }
+
+    /// Whether `replica` listens now: its mark is the count it heard, not one that moves at every
+    /// read (the first part; the second is the wall clock's ten seconds).
+    static func listens(_ replica: PostgresReplica) -> Bool { replica.quickChangeMark().first != -1 }
 
     /// Waits (a bound on a hang, not a measure) until `condition` holds; false if it never did.
     /// Generous: the listening runs on Swift's cooperative threads, which the other suites'
@@ -41,10 +46,11 @@ import Testing
         defer { b.close() }
         let stream = try #require(b.commitsElsewhere())
         let heard = Heard()
-        let listening = Task { for await _ in stream { heard.add() } }
+        let listening = Task { for await kind in stream { heard.add(kind) } }
         defer { listening.cancel() }
-        // Once as the listening begins (for what came before it).
-        #expect(try await Self.eventually { heard.value >= 1 && b.quickChangeMark() == b.quickChangeMark() })
+        // As the listening begins, both kinds (for what came before it).
+        #expect(try await Self.eventually { heard.value >= 2 && Self.listens(b) })
+        #expect(Set(heard.all.prefix(2)) == [.statements, .replica])
         let wall: UInt64 = 1_700_000_000_000
         func edit(_ replica: PostgresReplica, _ n: Int) throws {
             try replica.apply(
@@ -53,24 +59,28 @@ import Testing
                 wallMilliseconds: wall + UInt64(n)
             )
         }
-        // Its own commit: not heard. (A wait long enough for a notification to arrive here.)
-        let before = (heard.value, b.quickChangeMark())
+        // Its own commit is not heard; another process's statement, committed after it, is
+        // (notices arrive in commit order: once the statement is heard, the edit's notice was
+        // too, had it been let through), and the mark the node's poll reads moves.
+        let before = (heard.value, b.quickChangeMark().first)
         try edit(b, 1)
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(heard.value == before.0)
-        #expect(b.quickChangeMark() == before.1)
-        // Another process's: heard, and the mark the node's poll reads moves.
+        #expect(try a.addStatements([(key: [1], record: [1])]) == 1)
+        #expect(try await Self.eventually { heard.all.dropFirst(before.0).contains(.statements) })
+        #expect(Array(heard.all.dropFirst(before.0)) == [.statements])
+        #expect(b.quickChangeMark().first != before.1)
+        // Another process's edit: heard as a change of the replica.
+        let count = heard.value
         try edit(a, 2)
-        #expect(try await Self.eventually { heard.value > before.0 })
-        #expect(b.quickChangeMark() != before.1)
+        #expect(try await Self.eventually { heard.value > count })
+        #expect(Array(heard.all.dropFirst(count)) == [.replica])
         // The server restarts: meanwhile the mark moves at every read (the node reads the
         // replica every poll); once it is back, the listening resumes and a commit is heard.
         try server.stopServer()
-        #expect(try await Self.eventually { b.quickChangeMark() != b.quickChangeMark() })
+        #expect(try await Self.eventually { !Self.listens(b) })
         try server.start()
-        #expect(try await Self.eventually { b.quickChangeMark() == b.quickChangeMark() })
+        #expect(try await Self.eventually { Self.listens(b) })
         let afterRestart = heard.value
         try PostgresWriterTests.afterRestart { try edit(a, 3) }
-        #expect(try await Self.eventually { heard.value > afterRestart })
+        #expect(try await Self.eventually { heard.all.dropFirst(afterRestart).contains(.replica) })
     }
 }

@@ -87,6 +87,13 @@ struct RelayCommand: AsyncParsableCommand {
                 throw ValidationError("\(option): \(error)")
             }
         }
+        // Every process on one replica settles what its own sessions bring: without the lease two
+        // could settle one conflict two ways.
+        if store != nil, authority == nil {
+            throw ValidationError(
+                "--store needs --authority, so that one relay process settles at a time: give it the same database (--authority URI)"
+            )
+        }
         // Renewed every third of it, a lease under a second would keep the database busy.
         guard lease >= 1, lease <= 3600 else { throw ValidationError("--lease must be between 1 and 3600 seconds") }
         try validateInterval(antiEntropy, "--anti-entropy")

@@ -27,6 +27,7 @@ struct StatusCommand: ParsableCommand {
     }
 
     func run() throws {
+        if data.directory.keepsReplicaInPostgres { return try runningRelayOnPostgres() }
         let replica = try LocalReplica(data.directory)
         let status = try replica.status(waitingSeconds: wait)
         if !status.answering {
@@ -141,5 +142,18 @@ struct StatusCommand: ParsableCommand {
             Render.table(["PEER", "ADDRESS", "VIA", "STATE", "LAST SYNC", "LACKS", "RECEIVING", "LAST ERROR"], rows)
         )
         return lines.joined(separator: "\n")
+    }
+
+    /// A relay whose replica is in PostgreSQL has no replica here to read: its status is what
+    /// the running relay answers.
+    private func runningRelayOnPostgres() throws {
+        guard case .answered(let status) = data.directory.runningNodeStatus(waitingSeconds: wait) else {
+            throw CLIError(
+                "no relay answers on \(data.directory.path), and its replica is in PostgreSQL ('lansync relay --store'), not here: start the relay, or give '--wait' more seconds"
+            )
+        }
+        print(
+            json ? status.jsonText(members: []) : Self.render(status, members: "the relay's replica is in PostgreSQL")
+        )
     }
 }
