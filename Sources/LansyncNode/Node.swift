@@ -824,12 +824,16 @@ public final class Node: Sendable {
 
     /// Acts on what another process committed to a replica it shares with this one (relay
     /// processes on one replica in PostgreSQL), as the store hears of it: its sessions are told of
-    /// a change, and a statement (a revocation) is taken in as one a peer brought.
+    /// a change, and the relay settles what the change brought (a conflict that another process's
+    /// batch completed is this one's to settle when it holds the lease); a statement (a
+    /// revocation) is taken in as one a peer brought.
     private func followCommitsElsewhere() async {
         guard let commits = store.commitsElsewhere() else { return }
         for await commit in commits {
             switch commit {
-            case .replica: await announceChange()
+            case .replica:
+                await announceChange()
+                settleSoon()
             case .statements: await statementsLearned(await statements.reload())
             }
         }

@@ -39,8 +39,8 @@ import Testing
         defer { r2.stop() }
         #expect(await r2.logContains("holds the lease (epoch 1): this relay leaves conflicts to it"), "\(r2.logText)")
         // Each relay's status says where it stands: r1 settles, r2 follows r1.
-        #expect(try await standing(cli, "r1") == ["holding", "1", "", ""])
-        let following = try await standing(cli, "r2")
+        #expect(try await Self.standing(cli, "r1") == ["holding", "1", "", ""])
+        let following = try await Self.standing(cli, "r2")
         #expect(following.prefix(2) == ["following", "1"] && following[2].hasPrefix("r1 "), "\(following)")
         #expect(try await cli.ok(["status", "--dir", cli.path("r1")]).contains("settling holds the lease (epoch 1)"))
 
@@ -59,7 +59,7 @@ import Testing
             try await cli.waitForConvergence(everyone, timeout: Self.converged) != nil,
             "\(r1.logText)\n\(r2.logText)\n\(a.logText)\n\(b.logText)"
         )
-        let first = try await settledEverywhere(cli, everyone, item: "t1")
+        let first = try await Self.settledEverywhere(cli, everyone, item: "t1")
 
         // The relay settling dies; a second conflict comes in meanwhile, through the other relay.
         r1.kill9()
@@ -74,11 +74,11 @@ import Testing
             "the other relay took over within twice the lease: \(r2.logText)"
         )
         let tookOver = ContinuousClock.now - killed
-        let holding = try await standing(cli, "r2")
+        let holding = try await Self.standing(cli, "r2")
         #expect(holding[0] == "holding" && (Int(holding[1]) ?? 0) >= 2, "a new holder, a higher epoch: \(holding)")
         let survivors = ["r2", "a", "b"].map(cli.path)
         #expect(try await cli.waitForConvergence(survivors, timeout: Self.converged) != nil, "\(r2.logText)")
-        let now = try await settledEverywhere(cli, survivors, item: "t1")
+        let now = try await Self.settledEverywhere(cli, survivors, item: "t1")
         #expect(now?["title"] == first?["title"], "the first settlement stands")
         #expect(now?["note"] != nil)
         // Once per conflict in the ledger: the title by the first relay's epoch or an earlier one
@@ -116,7 +116,7 @@ import Testing
 
         try server.stopServer()
         #expect(await r1.logContains("cannot be reached", within: Double(2 * Self.lease)), "\(r1.logText)")
-        let down = try await standing(cli, "r1")
+        let down = try await Self.standing(cli, "r1")
         #expect(down[0] == "unreachable" && !down[3].isEmpty, "\(down)")
         // Syncing goes on without the database.
         try await cli.ok(["add", "--dir", cli.path("a"), "--id", "t2", "text=while the database was down"])
@@ -140,7 +140,7 @@ import Testing
             again = r1.logText.components(separatedBy: "this relay holds the lease (epoch").count > 2
         }
         #expect(again, "\(r1.logText)")
-        #expect(try await standing(cli, "r1").first == "holding")
+        #expect(try await Self.standing(cli, "r1").first == "holding")
         var settled = false
         for _ in 0..<100 where !settled {
             try await Task.sleep(for: .milliseconds(100))
@@ -149,7 +149,7 @@ import Testing
         }
         #expect(settled, "\(r1.logText)")
         #expect(try await cli.waitForConvergence(everyone, timeout: Self.converged) != nil)
-        _ = try await settledEverywhere(cli, everyone, item: "t1")
+        _ = try await Self.settledEverywhere(cli, everyone, item: "t1")
 
         // A settlement older than a silent member may stay away (90 days and a day's margin by
         // default) is forgotten by the holder's next collection round.
@@ -160,7 +160,7 @@ import Testing
     }
 
     /// A running relay's `status --json` `authority`: standing, epoch, holder, reason ("" for null).
-    private func standing(_ cli: CLI, _ relay: String) async throws -> [String] {
+    static func standing(_ cli: CLI, _ relay: String) async throws -> [String] {
         guard let authority = try await cli.status(cli.path(relay))["authority"], authority != .null else {
             return ["none"]
         }
@@ -174,7 +174,7 @@ import Testing
     }
 
     /// Every replica shows the same fields of `item` and no open conflict; returns the fields.
-    private func settledEverywhere(_ cli: CLI, _ dirs: [String], item: String) async throws -> JSON? {
+    static func settledEverywhere(_ cli: CLI, _ dirs: [String], item: String) async throws -> JSON? {
         var seen: JSON?
         for dir in dirs {
             let fields = try JSON(parsing: try await cli.ok(["get", "--dir", dir, item, "--json"]))["fields"]
