@@ -15,6 +15,7 @@ extension DataDirectory {
     /// (its cluster and node id as `node.pem` and `cluster.pem` say). Holds the node lock, so it
     /// refuses while a node runs here; keeps the replaced replica beside the new one.
     public func restoreBackup(from file: String) throws -> RestoreReport {
+        try refuseIfReplicaInPostgres()
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
         let identity = try tlsIdentity()

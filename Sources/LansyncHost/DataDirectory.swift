@@ -73,11 +73,7 @@ public struct DataDirectory: Sendable {
     /// two copies must never write under one node id. A node keeps a pool of connections; a
     /// command, which does one thing and exits, one (``ReplicaStore/Connections``).
     public func open(_ connections: ReplicaStore.Connections = .pool) throws -> ReplicaStore {
-        if keepsReplicaInPostgres {
-            throw HostError(
-                "\(path) is a relay whose replica is in PostgreSQL ('lansync relay --store'): its SQLite file is not the replica, so this command would read or write the wrong one; run it on a node of the cluster ('lansync status' asks the running relay), or remove \(relayStorePath) to run this directory on its SQLite file again"
-            )
-        }
+        try refuseIfReplicaInPostgres()
         let store = try ReplicaStore.open(path: replicaPath, connections: connections)
         let info = try store.info()
         if info.fingerprint != fingerprint {

@@ -36,6 +36,7 @@ extension DataDirectory {
     /// Rebuilds a damaged replica from what is sound in it (``ReplicaStore/repair(path:wallMilliseconds:lease:)``),
     /// holding the node lock so that no node runs meanwhile.
     public func repair() throws -> RepairReport {
+        try refuseIfReplicaInPostgres()
         let lock = try NodeLock(directory: self)
         defer { lock.release() }
         return try ReplicaStore.repair(path: replicaPath, wallMilliseconds: WallClock.milliseconds)

@@ -26,6 +26,15 @@ extension DataDirectory {
     /// True when this directory's relay keeps its replica in PostgreSQL (``relayStorePath``).
     public var keepsReplicaInPostgres: Bool { FileManager.default.fileExists(atPath: relayStorePath) }
 
+    /// Refuses a command that would read or write this directory's SQLite file as if it were the
+    /// replica (open, repair, restore) when its relay keeps the replica in PostgreSQL.
+    func refuseIfReplicaInPostgres() throws {
+        guard keepsReplicaInPostgres else { return }
+        throw HostError(
+            "\(path) is a relay whose replica is in PostgreSQL ('lansync relay --store'): its SQLite file is not the replica, so this command would read or write the wrong one; run it on a node of the cluster ('lansync status' asks the running relay), or remove \(relayStorePath) to run this directory on its SQLite file again"
+        )
+    }
+
     /// The PostgreSQL schema of a cluster's relay replica: `lansync_` and the cluster id (several
     /// clusters may share a database).
     static func relaySchema(cluster: NodeID) -> String { "lansync_" + cluster.text }
@@ -66,7 +75,14 @@ extension DataDirectory {
                 "schema \(schema) at \(location) holds the replica of relay \(held.nodeID.short) (\(held.nodeName)), and this directory is node \(me.nodeID.short): every relay process on one replica runs a copy of one relay's data directory (Docs/RELAY.md)"
             )
         }
-        if !keepsReplicaInPostgres {
+        let recorded = (try? String(contentsOfFile: relayStorePath, encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if let recorded, recorded != "\(location)" {
+            logger.warning(
+                "this relay kept its replica at \(recorded) before, and now uses \(location): a different database holds a different replica under the same node id, so the nodes take it as one that rolled back; give every relay process one database"
+            )
+        }
+        if recorded != "\(location)" {
             try Data("\(location)\n".utf8).write(to: URL(fileURLWithPath: relayStorePath))
         }
         return replica

@@ -51,7 +51,8 @@ extension PostgresReplica {
 ///
 /// It starts by taking the replica's write lock (a transaction-level advisory lock): one writer
 /// at a time across every process, so the feed's numbers and the change stamp are given in
-/// commit order. Then it checks that the server is the one the writer started on
+/// commit order (and, as every connection of the replica, commits with `synchronous_commit =
+/// on`). Then it checks that the server is the one the writer started on
 /// (``PostgresReplica/serverIncarnation(_:)``); if not, the database may have lost commits, and
 /// the writer, the feed's numbers and the change stamp all move past anything those gave.
 struct PostgresWrite {
@@ -72,10 +73,6 @@ struct PostgresWrite {
         self.db = db
         self.origin = origin
         try db.run("SELECT pg_advisory_xact_lock(7421, hashtext(current_schema()))")
-        // Acknowledged means on disk, whatever the server's default: a crash the server recovers
-        // from in place (one backend killed) keeps its start time, so commits it lost would not
-        // show as lost (the server incarnation below).
-        try db.run("SET LOCAL synchronous_commit = on")
         var meta: [String: String] = [:]
         for row in try db.run(
             """

@@ -12,10 +12,19 @@ extension PostgresReplica {
     /// statements, as they happen (a few milliseconds after each commit), for as long as the
     /// stream is read; this process's own are left out (the node knows of them). While the
     /// listening connection is lost the stream says the replica may have changed once a second,
-    /// and both may have once it is back, for what came meanwhile. Every notice is kept (they
-    /// are few bytes each, and no more than the commits of the other processes).
+    /// and both may have once it is back, for what came meanwhile. The statements are also said
+    /// to have changed every ten seconds whatever was heard: a listening connection gone
+    /// half-open (behind a firewall) hears nothing and cannot tell, and a revocation must not wait
+    /// on it. So the stream keeps only the newest 64 notices: one dropped while its reader is
+    /// behind is made up by a later one of the same kind.
     public func commitsElsewhere() -> AsyncStream<CommitElsewhere>? {
-        let (stream, continuation) = AsyncStream<CommitElsewhere>.makeStream()
+        let (stream, continuation) = AsyncStream<CommitElsewhere>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(10))
+                continuation.yield(.statements)
+            }
+        }
         let task = Task { [self] in
             var failures = 0
             while !Task.isCancelled {
@@ -54,7 +63,10 @@ extension PostgresReplica {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
-        continuation.onTermination = { _ in task.cancel() }
+        continuation.onTermination = { _ in
+            task.cancel()
+            ticker.cancel()
+        }
         return stream
     }
 

@@ -9,7 +9,7 @@ import Synchronization
 /// relay's replica goes when several relay processes share one (issue 34).
 ///
 /// It implements ``LansyncStore/ReplicaStorage`` with the SQLite store's semantics (the shared
-/// store suites run both); no relay runs on it yet.
+/// store suites run both); `lansync relay --store` runs on it.
 ///
 /// Guarantees:
 /// - every write is one transaction; writes from any number of processes take turns (an
@@ -38,6 +38,10 @@ public final class PostgresReplica: Sendable {
         let settings: [PostgresQuery] = [
             "SET search_path TO \(unescaped: "\"\(schema)\"")", "SET default_transaction_isolation = 'read committed'",
             "SET lansync.tag TO \(unescaped: "'\(tag)'")",
+            // Acknowledged means on disk, whatever the server's default: a crash the server
+            // recovers from in place (one backend killed) keeps its start time, so commits it
+            // lost would not show as lost (``serverIncarnation(_:)``).
+            "SET synchronous_commit = on",
             "SET lock_timeout = '30s'",
             "SET statement_timeout = '60s'", "SET idle_in_transaction_session_timeout = '60s'",
         ]

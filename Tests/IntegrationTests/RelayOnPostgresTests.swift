@@ -46,9 +46,11 @@ import Testing
         #expect(try await cli.ok(["get", "--dir", cli.path("b"), "t1", "--json"]).contains("through the relays"))
         // The directory's SQLite file is not the replica: commands refuse it, in one line, and
         // status asks the running relay.
-        let refused = try await cli.run(["invite", "--dir", cli.path("r1b")])
-        #expect(refused.status != 0 && refused.stderr.contains("replica is in PostgreSQL"), "\(refused.stderr)")
-        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        for command in [["invite"], ["repair"]] {
+            let refused = try await cli.run(command + ["--dir", cli.path("r1b")])
+            #expect(refused.status != 0 && refused.stderr.contains("replica is in PostgreSQL"), "\(refused.stderr)")
+            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        }
         let status = try await cli.status(cli.path("r1b"))
         #expect(status["running"] == .bool(true) && status["authority"] != .null, "\(status)")
         let rows = try server.sql("SELECT count(*) FROM \(schemas.first ?? "none").item")

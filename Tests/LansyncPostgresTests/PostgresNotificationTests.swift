@@ -66,13 +66,12 @@ import Testing
         try edit(b, 1)
         #expect(try a.addStatements([(key: [1], record: [1])]) == 1)
         #expect(try await Self.eventually { heard.all.dropFirst(before.0).contains(.statements) })
-        #expect(Array(heard.all.dropFirst(before.0)) == [.statements])
+        #expect(!heard.all.dropFirst(before.0).contains(.replica), "\(heard.all.dropFirst(before.0))")
         #expect(b.quickChangeMark().first != before.1)
         // Another process's edit: heard as a change of the replica.
         let count = heard.value
         try edit(a, 2)
-        #expect(try await Self.eventually { heard.value > count })
-        #expect(Array(heard.all.dropFirst(count)) == [.replica])
+        #expect(try await Self.eventually { heard.all.dropFirst(count).contains(.replica) })
         // The server restarts: meanwhile the mark moves at every read (the node reads the
         // replica every poll); once it is back, the listening resumes and a commit is heard.
         try server.stopServer()
