@@ -1,4 +1,6 @@
 public import LansyncStore
+import NIOConcurrencyHelpers
+import NIOCore
 import PostgresNIO
 import Synchronization
 
@@ -17,56 +19,14 @@ extension PostgresReplica {
     /// half-open (behind a firewall) hears nothing and cannot tell, and a revocation must not wait
     /// on it. So the stream keeps only the newest 64 notices: one dropped while its reader is
     /// behind is made up by a later one of the same kind.
+    ///
+    /// The listening runs on an event loop, never on Swift's cooperative threads: a process
+    /// whose cooperative threads are busy (a test process's blocking calls) still hears at once.
     public func commitsElsewhere() -> AsyncStream<CommitElsewhere>? {
         let (stream, continuation) = AsyncStream<CommitElsewhere>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(10))
-                continuation.yield(.statements)
-            }
-        }
-        let task = Task { [self] in
-            var failures = 0
-            while !Task.isCancelled {
-                do {
-                    let connection = try await database.connector.connect(id: 0).get()
-                    do {
-                        try await connection.listen(on: schema) { notifications in
-                            heard.withLock { $0.listening = true }
-                            // What was committed before the listening began.
-                            continuation.yield(.statements)
-                            continuation.yield(.replica)
-                            failures = 0
-                            for try await notification in notifications {
-                                let (from, kind) = Self.parse(notification.payload)
-                                guard from != tag else { continue }
-                                heard.withLock { $0.count += 1 }
-                                continuation.yield(kind)
-                            }
-                        }
-                    } catch {
-                        heard.withLock { $0.listening = false }
-                        try? await connection.close()
-                        throw error
-                    }
-                    heard.withLock { $0.listening = false }
-                    try? await connection.close()
-                } catch {
-                    if !Task.isCancelled, failures == 0 {
-                        database.connector.logger.warning(
-                            "stopped hearing of other relay processes' commits (\(PostgresProblem(error))): reading the replica every second until it is back"
-                        )
-                    }
-                    failures += 1
-                }
-                continuation.yield(.replica)
-                try? await Task.sleep(for: .seconds(1))
-            }
-        }
-        continuation.onTermination = { _ in
-            task.cancel()
-            ticker.cancel()
-        }
+        let watch = CommitWatch(replica: self, continuation: continuation)
+        watch.start()
+        continuation.onTermination = { _ in watch.stop() }
         return stream
     }
 
@@ -82,4 +42,106 @@ extension PostgresReplica {
 struct HeardCommits: Sendable {
     var listening = false
     var count = 0
+}
+
+/// The listening connection of ``PostgresReplica/commitsElsewhere()``: opened, kept, and opened
+/// again a second after it is lost, on one event loop, until stopped.
+final class CommitWatch: Sendable {
+    private let replica: PostgresReplica
+    private let continuation: AsyncStream<CommitElsewhere>.Continuation
+    private let loop: any EventLoop = PostgresConnection.defaultEventLoopGroup.any()
+    private let state = NIOLockedValueBox<(stopped: Bool, connection: PostgresConnection?, failures: Int)>(
+        (false, nil, 0)
+    )
+    private let ticker = NIOLockedValueBox<RepeatedTask?>(nil)
+
+    init(replica: PostgresReplica, continuation: AsyncStream<CommitElsewhere>.Continuation) {
+        self.replica = replica
+        self.continuation = continuation
+    }
+
+    func start() {
+        ticker.withLockedValue {
+            $0 = loop.scheduleRepeatedTask(initialDelay: .seconds(10), delay: .seconds(10)) { [continuation] _ in
+                continuation.yield(.statements)
+            }
+        }
+        loop.execute { self.connect() }
+    }
+
+    func stop() {
+        ticker.withLockedValue { $0?.cancel() }
+        let connection = state.withLockedValue { state in
+            state.stopped = true
+            defer { state.connection = nil }
+            return state.connection
+        }
+        connection?.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    private func connect() {
+        guard !state.withLockedValue({ $0.stopped }) else { return }
+        let (replica, continuation) = (self.replica, self.continuation)
+        let listening = replica.database.connector.connect(id: 0, on: loop).flatMap { connection in
+            connection.addListener(channel: replica.schema) { _, notification in
+                let (from, kind) = PostgresReplica.parse(notification.payload)
+                guard from != replica.tag else { return }
+                replica.heard.withLock { $0.count += 1 }
+                continuation.yield(kind)
+            }
+            return connection.query(
+                PostgresQuery(unsafeSQL: "LISTEN \"\(replica.schema)\""),
+                logger: replica.database.connector.logger
+            )
+            .map { _ in connection }
+            .flatMapErrorThrowing { error in
+                connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+                throw error
+            }
+        }
+        listening.whenComplete { result in
+            switch result {
+            case .success(let connection): self.listen(on: connection)
+            case .failure(let error): self.lost(error)
+            }
+        }
+    }
+
+    private func listen(on connection: PostgresConnection) {
+        let stopped = state.withLockedValue { state in
+            if !state.stopped {
+                state.connection = connection
+                state.failures = 0
+            }
+            return state.stopped
+        }
+        guard !stopped else {
+            connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+            return
+        }
+        replica.heard.withLock { $0.listening = true }
+        // What was committed before the listening began.
+        continuation.yield(.statements)
+        continuation.yield(.replica)
+        connection.closeFuture.whenComplete { _ in
+            self.lost(PostgresProblem("the server closed the connection"))
+        }
+    }
+
+    private func lost(_ error: any Error) {
+        replica.heard.withLock { $0.listening = false }
+        let (stopped, first) = state.withLockedValue { state in
+            state.connection = nil
+            state.failures += 1
+            return (state.stopped, state.failures == 1)
+        }
+        guard !stopped else { return }
+        if first {
+            replica.database.connector.logger.warning(
+                "stopped hearing of other relay processes' commits (\(PostgresProblem(error))): reading the replica every second until it is back"
+            )
+        }
+        continuation.yield(.replica)
+        loop.scheduleTask(in: .seconds(1)) { self.connect() }
+    }
 }
