@@ -45,6 +45,18 @@ import Testing
             #expect(active.count <= 8 && active.allSatisfy { $0["reason"] != nil }, "\(status.text)")
         }
         #expect(bounded >= names.count / 2, "\(bounded) of \(names.count) nodes keep a bounded view")
+        // A node's sessions can pass its view's bound by one for a moment: a peer dials it while
+        // it prunes another (CI on b215bc7 saw 9 once). The bound must hold once that settles.
+        for _ in 0..<30 where !counts.allSatisfy({ $0 >= 1 && $0 <= 8 }) {
+            try await Task.sleep(for: .seconds(1))
+            var again: [Int] = []
+            for dir in dirs {
+                guard case .array(let peers)? = try await cli.status(dir)["peers"] else { continue }
+                again.append(peers.filter { $0["connected"] == .bool(true) }.count)
+            }
+            print("sessions per node, again: \(again)")
+            counts = again
+        }
         print("sessions per node: \(counts); \(bounded) bounded views")
         #expect(counts.allSatisfy { $0 >= 1 && $0 <= 8 }, "sessions per node \(counts)\n\(nodes.map(\.logText))")
     }
