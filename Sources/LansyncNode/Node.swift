@@ -805,16 +805,34 @@ public final class Node: Sendable {
     /// Notices replica changes nobody announced (an edit while the control socket was down). It
     /// looks at the store's quick change mark first (for a SQLite file, two `stat` calls): only
     /// when it moved does it read the version vector, so an idle node costs next to nothing.
+    ///
+    /// A read that fails is tried again at the next interval, and the node goes on: a replica in
+    /// PostgreSQL is out of reach while its server restarts, and the sessions and the relay's
+    /// other work come back by themselves once it answers.
     private func pollForChanges() async throws {
         let store = self.store
         var last = try await io.run { try store.versionVector() }
         var lastMark = store.quickChangeMark()
+        var failing = false
         while !Task.isCancelled {
             try await Task.sleep(for: options.pollInterval)
             let mark = store.quickChangeMark()
             guard mark != lastMark else { continue }
+            let now: VersionVector
+            do {
+                now = try await io.run { try store.versionVector() }
+            } catch {
+                if !failing {
+                    logger.warning(
+                        "could not read the replica's version vector (trying again every \(options.pollInterval)): \(error)"
+                    )
+                }
+                failing = true
+                continue
+            }
+            if failing { logger.notice("the replica answers again") }
+            failing = false
             lastMark = mark
-            let now = try await io.run { try store.versionVector() }
             if now != last {
                 last = now
                 hub.notify(version: now)

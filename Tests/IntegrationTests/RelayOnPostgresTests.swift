@@ -128,6 +128,172 @@ import Testing
         #expect(ledger == ["note", "title"], "one ledger row per conflict: \(ledger)")
     }
 
+    /// Four nodes that meet only through two relay processes on one replica, sharing the
+    /// authority. The process holding the lease is killed (kill -9) while a node streams it
+    /// thousands of items, and later the other, then holding it, while it settles twenty
+    /// conflicts. Every node converges, each conflict is settled once (one ledger row, the same
+    /// value everywhere, none open), and each time the survivor took the lease within twice its
+    /// length.
+    @Test func fourNodesAndTheLeaseHolderKilledMidStreamAndMidSettlement() async throws {
+        let lease = SharedAuthorityTests.lease
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let cli = CLI("relay-store-four")
+        defer { cli.cleanUp() }
+        let names = ["a", "b", "c", "d"]
+        try await cli.cluster(["r1"] + names)
+        try FileManager.default.copyItem(atPath: cli.path("r1"), toPath: cli.path("r1b"))
+        let p = freePorts(6)
+        let shared = ["--store", server.uri, "--authority", server.uri, "--lease", "\(lease)"]
+        var r1 = try await cli.relay(port: p[0], settle: "first-seen", name: "r1", extra: shared)
+        #expect(await r1.logContains("this relay holds the lease (epoch 1"), "\(r1.logText)\n\(server.log)")
+        let r1b = try await cli.relay(port: p[1], settle: "first-seen", name: "r1b", extra: shared)
+        defer { r1b.stop() }
+        // a and b go to r1 first, c and d to r1b: every change crosses the shared replica.
+        var nodes: [String: NodeProcess] = [:]
+        func start(_ name: String) async throws {
+            let first = ["a", "b"].contains(name)
+            nodes[name] = try await cli.node(
+                name,
+                port: p[2 + names.firstIndex(of: name)!],
+                relays: first ? [p[0], p[1]] : [p[1], p[0]]
+            )
+        }
+        for name in names { try await start(name) }
+        defer { for node in nodes.values { node.stop() } }
+        func logs() -> String { ([r1, r1b] + nodes.values).map(\.logText).joined(separator: "\n") }
+        let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
+
+        // 1. a streams 5,000 items to r1, which dies mid-stream.
+        let count = 5_000
+        let lines = (0..<count).map {
+            #"{"id":"i\#($0)","type":"t","fields":{"n":\#($0),"t":"the text of item \#($0)"}}"#
+        }
+        try lines.joined(separator: "\n").write(toFile: cli.path("items.jsonl"), atomically: true, encoding: .utf8)
+        try await cli.ok(["import", "--dir", cli.path("a"), cli.path("items.jsonl")])
+        var held = 0
+        for _ in 0..<3_000 {
+            held = Int(try server.sql("SELECT count(*) FROM \(schema).item").first ?? "0") ?? 0
+            if held > 0 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        r1.kill9()
+        print("relay-store-four: r1 killed with \(held) of \(count) items in the shared replica")
+        #expect(
+            await r1b.logContains("this relay holds the lease (epoch", within: Double(2 * lease)),
+            "r1b took the lease within twice its length: \(r1b.logText)"
+        )
+        let survivors = (["r1b"] + names).map(cli.path)
+        #expect(try await cli.waitForConvergence(survivors, timeout: Self.converged) != nil, "\(logs())")
+        let stored = try server.sql("SELECT count(*) FROM \(schema).item")
+        #expect(stored == ["\(count)"], "every item is in the shared replica: \(stored)")
+        for name in names {
+            let last = try await cli.ok(["get", "--dir", cli.path(name), "i\(count - 1)", "--json"])
+            #expect(last.contains("the text of item \(count - 1)"), "\(name) holds the last item: \(last)")
+        }
+
+        // 2. r1 comes back without the lease; b and d make twenty conflicts apart, and r1b,
+        // holding the lease, dies once it has begun settling them.
+        r1 = try await cli.relay(port: p[0], settle: "first-seen", name: "r1", extra: shared)
+        defer { r1.stop() }
+        let conflicts = (0..<20).map { "i\($0)" }
+        for name in ["b", "d"] {
+            #expect(nodes[name]?.stop() == 0)
+            for item in conflicts { try await cli.ok(["set", "--dir", cli.path(name), item, "t=from \(name)"]) }
+        }
+        try await start("b")
+        try await start("d")
+        var settled = 0
+        for _ in 0..<6_000 {
+            settled = Int(try server.sql("SELECT count(*) FROM lansync_settlement").first ?? "0") ?? 0
+            if settled > 0 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        r1b.kill9()
+        print("relay-store-four: r1b killed with \(settled) of \(conflicts.count) conflicts settled")
+        #expect(
+            await r1.logContains("this relay holds the lease (epoch", within: Double(2 * lease)),
+            "r1 took the lease within twice its length: \(r1.logText)"
+        )
+        let last = (["r1"] + names).map(cli.path)
+        #expect(try await cli.waitForConvergence(last, timeout: Self.converged) != nil, "\(logs())")
+        let dirs = names.map(cli.path)
+        #expect(try await Self.settled(cli, dirs, item: "i0"), "\(logs())")
+        #expect(try await cli.waitForConvergence(last, timeout: Self.converged) != nil, "\(logs())")
+        for item in conflicts {
+            let fields = try await SharedAuthorityTests.settledEverywhere(cli, dirs, item: item)
+            #expect(
+                fields?["t"] == .string("from b") || fields?["t"] == .string("from d"),
+                "\(item): \(String(describing: fields))"
+            )
+        }
+        let ledger = try server.sql(
+            "SELECT item, field, count(*) FROM lansync_settlement GROUP BY item, field ORDER BY item"
+        )
+        #expect(
+            ledger.count == conflicts.count && ledger.allSatisfy { $0.hasSuffix("|t|1") },
+            "one ledger row per conflict: \(ledger)"
+        )
+    }
+
+    /// PostgreSQL restarts (an immediate stop, as a crash, then a start) while both nodes edit
+    /// through two relay processes: the relays stay up, reconnect by themselves, and the nodes'
+    /// sessions resume; every edit made before, during and after reaches the other node.
+    @Test func postgresRestartsUnderLoadAndTheRelaysGoOn() async throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let cli = CLI("relay-store-restart")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r1", "a", "b"])
+        try FileManager.default.copyItem(atPath: cli.path("r1"), toPath: cli.path("r1b"))
+        let p = freePorts(4)
+        let store = ["--store", server.uri, "--authority", server.uri]
+        let r1 = try await cli.relay(port: p[0], name: "r1", extra: store)
+        defer { r1.stop() }
+        let r1b = try await cli.relay(port: p[1], name: "r1b", extra: store)
+        defer { r1b.stop() }
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "ta", "n=0"])
+        try await cli.ok(["add", "--dir", cli.path("b"), "--id", "tb", "n=0"])
+        let a = try await cli.node("a", port: p[2], relays: [p[0]])
+        defer { a.stop() }
+        let b = try await cli.node("b", port: p[3], relays: [p[1]])
+        defer { b.stop() }
+        func logs() -> String { [r1, r1b, a, b].map(\.logText).joined(separator: "\n") + "\n" + server.log }
+
+        // Each node edits its own item, one edit after another, before, during and after the
+        // restart: the load.
+        let editing = Task {
+            var made = 0
+            while !Task.isCancelled {
+                made += 1
+                _ = try? await cli.run(["set", "--dir", cli.path("a"), "--", "ta", "n=\(made)"])
+                _ = try? await cli.run(["set", "--dir", cli.path("b"), "--", "tb", "n=\(made)"])
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            return made
+        }
+        try await Task.sleep(for: .seconds(2))
+        try server.stopServer()
+        try await Task.sleep(for: .seconds(3))
+        try server.start()
+        try await Task.sleep(for: .seconds(3))
+        editing.cancel()
+        let made = await editing.value
+        #expect(made > 20, "the nodes kept editing: \(made)")
+        try await cli.ok(["set", "--dir", cli.path("a"), "ta", "n=last"])
+        try await cli.ok(["set", "--dir", cli.path("b"), "tb", "n=last"])
+        #expect(r1.isRunning && r1b.isRunning, "the relays stayed up: \(logs())")
+        let everyone = ["r1", "r1b", "a", "b"].map(cli.path)
+        #expect(try await cli.waitForConvergence(everyone, timeout: Self.converged) != nil, "\(logs())")
+        for (dir, item) in [("a", "tb"), ("b", "ta")] {
+            let text = try await cli.ok(["get", "--dir", cli.path(dir), item, "--json"])
+            #expect(text.contains("\"last\""), "\(dir) holds the other's last edit: \(text)")
+        }
+        let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
+        let rows = try server.sql("SELECT item_id FROM \(schema).item ORDER BY item_id")
+        #expect(rows == ["ta", "tb"], "the replica in PostgreSQL holds both items: \(rows)")
+    }
+
     /// Waits until no node shows a conflict open (a settlement reaches them after convergence
     /// may have been seen); false if one stays open.
     static func settled(_ cli: CLI, _ dirs: [String], item: String) async throws -> Bool {

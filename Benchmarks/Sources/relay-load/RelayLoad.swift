@@ -25,8 +25,16 @@ struct RelayLoad: AsyncParsableCommand {
     @Option(help: "Simulated members.") var members = 1000
     @Option(help: "Seconds between two edits of one member.") var interval = 5.0
     @Option(help: "Seconds of edits.") var duration = 60.0
-    @Option(help: "Relay processes (1, or 2 peering with each other, each serving half the members).")
+    @Option(
+        help:
+            "Relay processes (1, or 2 each serving half the members: with --store sqlite two relays peering with each other, with --store postgres two processes on one replica)."
+    )
     var relays = 1
+    @Option(
+        help:
+            "Where the relay keeps its replica: sqlite (its data directory), or postgres (a PostgreSQL server of the run's own, `lansync relay --store`, issue 34)."
+    )
+    var store = "sqlite"
     @Option(help: "Event-loop threads of the members' side.") var threads = 1
     @Option(help: "Scratch directory (emptied first).") var work = "/tmp/relay-load"
     @Option(help: "The first relay's loopback port.") var port = 27_420
@@ -38,6 +46,7 @@ struct RelayLoad: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...2).contains(relays) else { throw ValidationError("--relays is 1 or 2") }
+        guard ["sqlite", "postgres"].contains(store) else { throw ValidationError("--store is sqlite or postgres") }
         guard members >= 2 else { throw ValidationError("--members must be at least 2") }
         guard interval > 0, duration > 0 else { throw ValidationError("--interval and --duration must be positive") }
     }
@@ -47,9 +56,14 @@ struct RelayLoad: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         let clusterFile = work + "/cluster.pem"
         try RelayProcess.run([lansync, "cluster", "create", clusterFile])
+        let server = store == "postgres" ? try PostgresServer(work: work, port: port + 10) : nil
+        defer { server?.stop() }
         var started: [RelayProcess] = []
         defer { for relay in started { relay.stop() } }
         for r in 0..<relays {
+            // On PostgreSQL the second process is a copy of the first's directory on the same
+            // replica (one relay to the cluster); on SQLite a relay of its own that peers.
+            let shared = server.map { ["--store", $0.uri, "--authority", $0.uri] } ?? []
             started.append(
                 try RelayProcess(
                     lansync: lansync,
@@ -57,8 +71,10 @@ struct RelayLoad: AsyncParsableCommand {
                     cluster: clusterFile,
                     name: "relay\(r + 1)",
                     port: port + r,
-                    peers: r == 0 ? [] : [port],
-                    maxSessions: members + 16
+                    peers: r == 0 || server != nil ? [] : [port],
+                    maxSessions: members + 16,
+                    copyOf: server != nil ? started.first : nil,
+                    extra: shared
                 )
             )
         }
@@ -96,16 +112,25 @@ struct RelayLoad: AsyncParsableCommand {
             }
             let held = try await waitForSessions(counters, since: connecting)
             let cpuBefore = started.map(\.cpuSeconds)
+            let serverBefore = server?.cpuSeconds
             let selfBefore = ProcessFigures.cpuSeconds(getpid())
             let begun = ContinuousClock.now
             schedule.begin(at: begun, editsFor: .milliseconds(Int(duration * 1000)), drain: .seconds(15))
             say("editing for \(duration) s, every member every \(interval) s ...")
             try await Task.sleep(until: schedule.editsEnd)
             let cpu = zip(started.map(\.cpuSeconds), cpuBefore).map { $0 - $1 }
+            let serverCPU = server.flatMap { s in serverBefore.map { s.cpuSeconds - $0 } }
             let selfCPU = ProcessFigures.cpuSeconds(getpid()) - selfBefore
             let rss = started.map(\.rss)
             try await tasks.waitForAll()
-            return Figures(held: held, relayCPU: cpu, memberCPU: selfCPU, relayRSS: rss, seconds: duration)
+            return Figures(
+                held: held,
+                relayCPU: cpu,
+                serverCPU: serverCPU,
+                memberCPU: selfCPU,
+                relayRSS: rss,
+                seconds: duration
+            )
         }
         report(figures, deliveries.summary, counters.now, relays: started)
         try await group.shutdownGracefully()
@@ -131,6 +156,8 @@ struct RelayLoad: AsyncParsableCommand {
     struct Figures {
         var held: (Int, Duration)
         var relayCPU: [Double]
+        /// PostgreSQL's processes, with `--store postgres`.
+        var serverCPU: Double?
         var memberCPU: Double
         var relayRSS: [(now: Int, peak: Int)]
         var seconds: Double
@@ -143,7 +170,7 @@ struct RelayLoad: AsyncParsableCommand {
         print(
             """
 
-            W10 \(members) members, \(relays.count) relay process\(relays.count == 1 ? "" : "es"), \
+            W10 \(members) members, \(relays.count) relay process\(relays.count == 1 ? "" : "es") on \(store), \
             an edit per member every \(interval) s for \(duration) s
             | figure | value |
             |---|---:|
@@ -162,6 +189,7 @@ struct RelayLoad: AsyncParsableCommand {
             | relay CPU per 100 members (ms per s) | \(f.relayCPU.map { String(format: "%.1f", $0 / f.seconds * 1000 / perHundred) }.joined(separator: " + ")) |
             | relay RSS now / peak (MiB) | \(f.relayRSS.map { "\(mib($0.now)) / \(mib($0.peak))" }.joined(separator: ", ")) |
             | relay RSS per 100 members (MiB) | \(f.relayRSS.map { String(format: "%.1f", Double($0.now) / 1_048_576 / perHundred) }.joined(separator: " + ")) |
+            | PostgreSQL's CPU (s per s of edits) | \(f.serverCPU.map { String(format: "%.2f", $0 / f.seconds) } ?? "-") |
             | members' process CPU (s per s) | \(String(format: "%.2f", f.memberCPU / f.seconds)) |
             | refused batches / edits, connection errors | \(c.refusedBatches) / \(c.refusedEdits), \(c.connectionErrors) |
             """

@@ -10,22 +10,46 @@ final class RelayProcess {
     let process: Process
     let log: String
 
-    /// Makes the relay's replica (`lansync init`) and starts it; returns once its log says it
-    /// listens.
-    init(lansync: String, work: String, cluster: String, name: String, port: Int, peers: [Int], maxSessions: Int) throws
-    {
+    /// Makes the relay's replica (`lansync init`, or a copy of another relay's directory for a
+    /// second process on one replica in PostgreSQL) and starts it with `extra` arguments; returns
+    /// once its log says it listens.
+    init(
+        lansync: String,
+        work: String,
+        cluster: String,
+        name: String,
+        port: Int,
+        peers: [Int],
+        maxSessions: Int,
+        copyOf: RelayProcess? = nil,
+        extra: [String] = []
+    ) throws {
         self.name = name
         self.port = port
         directory = work + "/" + name
         log = directory + ".log"
-        try Self.run([lansync, "init", "--dir", directory, "--cluster", cluster, "--name", name])
+        if let copyOf {
+            // Its identity and settings; not its control socket (the relay runs). With --store
+            // its SQLite file is idle.
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            for file in try FileManager.default.contentsOfDirectory(atPath: copyOf.directory) {
+                let from = copyOf.directory + "/" + file
+                guard
+                    (try FileManager.default.attributesOfItem(atPath: from)[.type] as? FileAttributeType)
+                        == .typeRegular
+                else { continue }
+                try FileManager.default.copyItem(atPath: from, toPath: directory + "/" + file)
+            }
+        } else {
+            try Self.run([lansync, "init", "--dir", directory, "--cluster", cluster, "--name", name])
+        }
         process = Process()
         process.executableURL = URL(fileURLWithPath: lansync)
         process.arguments =
             [
                 "relay", "--dir", directory, "--listen", "127.0.0.1:\(port)", "--no-api",
                 "--max-sessions", String(maxSessions),
-            ] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
+            ] + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] } + extra
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardError = handle
