@@ -211,6 +211,14 @@ public struct DeltaPlanner: Sendable {
     /// True once every batch has been planned.
     public var isFinished: Bool { pending.isEmpty && unclaimed.isEmpty }
 
+    /// The first `count` nodes ``nextBatch(limit:versions:)`` will ask for, in its order, each
+    /// with the counter its rows start after: a store whose every read is a round trip reads them
+    /// ahead in one (the planner asks the same questions whether or not it did).
+    public func upcoming(_ count: Int) -> [(node: NodeID, after: UInt64)] {
+        let first = unclaimed.prefix(count).map { (node: $0, after: unclaimedPosition[$0] ?? 0) }
+        return first + pending.prefix(count - first.count).map { (node: $0, after: position[$0]) }
+    }
+
     /// Plans the next batch: the keys to send and what the batch covers; nil when finished.
     ///
     /// - Parameter versions: the version index lookup, `(node, afterCounter, limit)` → up to `limit`

@@ -3,9 +3,14 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
-/// One PostgreSQL connection used by blocking calls: each call waits for its answer on the
-/// calling thread, one call at a time, and a connection found closed is opened again at the
-/// next call.
+/// A few PostgreSQL connections used by blocking calls: each call takes a connection of its own
+/// for its whole length and waits for its answers on the calling thread, and a connection found
+/// closed is opened again at the next call that takes it.
+///
+/// Several connections, because a call is mostly waiting for round trips: with one, every
+/// session's delta read of a relay queued behind every other call (W10 on PostgreSQL, issue 34:
+/// a quarter of the deliveries asked for, with neither the relay nor the server busy). A call takes
+/// a free connection, or waits for one in turn; calls never nest, so none waits on itself.
 ///
 /// The replica's requirements are blocking (``LansyncStore/ReplicaStorage``: the node calls them
 /// on its blocking-I/O threads), and postgres-nio answers on its event loops: waiting for a
@@ -15,26 +20,43 @@ final class BlockingPostgres: Sendable {
     let connector: PostgresConnector
     /// Run on every connection when it opens (the schema's search path).
     let prepare: @Sendable (PostgresConnection) -> EventLoopFuture<Void>
-    private let connection = Mutex<PostgresConnection?>(nil)
-    /// Held for a whole call, so that a transaction's statements are never interleaved with
-    /// another caller's.
-    private let turn = Mutex<Void>(())
+    private let slots: [Slot]
+    /// Where a call that finds no connection free waits (in turn).
+    private let nextSlot = Atomic<Int>(0)
     private let opened = Atomic<Int>(0)
 
-    init(connector: PostgresConnector, prepare: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<Void>) {
-        self.connector = connector
-        self.prepare = prepare
+    /// How many connections at most: the node runs its replica calls on four threads (two for
+    /// reads, one for writes, one for upkeep), and more would only wait on the server's write
+    /// lock or on the node's threads.
+    static let connections = 4
+
+    /// One connection and the turn a call holds for its whole length, so that a transaction's
+    /// statements are never interleaved with another caller's.
+    private final class Slot: Sendable {
+        let connection = Mutex<PostgresConnection?>(nil)
+        let turn = Mutex<Void>(())
     }
 
-    /// Statements run in one transaction, in turn with every other call: committed if `body`
-    /// returns, rolled back if it throws (and the error passed on). A `snapshot` is read-only and
-    /// sees one committed state throughout (`REPEATABLE READ`), as a read in SQLite's WAL does; a
-    /// `write` is `READ COMMITTED` whatever the server's default, so that what it reads after
-    /// taking the write lock is what the last writer committed. A connection whose COMMIT or
-    /// ROLLBACK failed is closed (it could be left inside the transaction).
+    init(
+        connector: PostgresConnector,
+        connections: Int = BlockingPostgres.connections,
+        prepare: @escaping @Sendable (PostgresConnection) -> EventLoopFuture<Void>
+    ) {
+        self.connector = connector
+        self.prepare = prepare
+        slots = (0..<max(1, connections)).map { _ in Slot() }
+    }
+
+    /// Statements run in one transaction, on a connection no other call uses meanwhile:
+    /// committed if `body` returns, rolled back if it throws (and the error passed on). A
+    /// `snapshot` is read-only and sees one committed state throughout (`REPEATABLE READ`), as a
+    /// read in SQLite's WAL does; a `write` is `READ COMMITTED` whatever the server's default, so
+    /// that what it reads after taking the write lock is what the last writer committed. A
+    /// connection whose COMMIT or ROLLBACK failed is closed (it could be left inside the
+    /// transaction).
     func transaction<T>(snapshot: Bool = false, write: Bool = false, _ body: (Statements) throws -> T) throws -> T {
-        try turn.withLock { _ in
-            let statements = Statements(connection: try connected(), logger: connector.logger)
+        try withSlot { slot in
+            let statements = Statements(connection: try connected(slot), logger: connector.logger)
             try statements.run(
                 snapshot
                     ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -44,38 +66,48 @@ final class BlockingPostgres: Sendable {
             do {
                 result = try body(statements)
             } catch {
-                do { try statements.run("ROLLBACK") } catch { dropConnection() }
+                do { try statements.run("ROLLBACK") } catch { dropConnection(slot) }
                 throw error
             }
             do {
                 try statements.run("COMMIT")
             } catch {
-                dropConnection()
+                dropConnection(slot)
                 throw error
             }
             return result
         }
     }
 
-    /// Statements run outside any transaction (each its own), in turn with every other call.
+    /// Statements run outside any transaction (each its own), on a connection no other call
+    /// uses meanwhile.
     func statements<T>(_ body: (Statements) throws -> T) throws -> T {
-        try turn.withLock { _ in try body(Statements(connection: try connected(), logger: connector.logger)) }
+        try withSlot { slot in try body(Statements(connection: try connected(slot), logger: connector.logger)) }
     }
 
-    /// A connection still open is closed (postgres-nio's debug build stops the process on one
+    /// `body` with a connection's turn held: a free one if there is one, else the next in turn.
+    private func withSlot<T>(_ body: (Slot) throws -> T) throws -> T {
+        for slot in slots {
+            if let result = try slot.turn.withLockIfAvailable({ _ in try body(slot) }) { return result }
+        }
+        let slot = slots[nextSlot.add(1, ordering: .relaxed).oldValue % slots.count]
+        return try slot.turn.withLock { _ in try body(slot) }
+    }
+
+    /// Connections still open are closed (postgres-nio's debug build stops the process on one
     /// dropped open, and a release build would leak it): waited for, unless this is an event
     /// loop's thread (which may not wait).
     deinit {
         if MultiThreadedEventLoopGroup.currentEventLoop == nil {
             close()
         } else {
-            connection.withLock { $0 }.map(Self.closeLater)
+            for slot in slots { slot.connection.withLock { $0 }.map(Self.closeLater) }
         }
     }
 
-    /// Closes the connection without waiting, and forgets it: the next call opens another.
-    private func dropConnection() {
-        let current = connection.withLock { current in
+    /// Closes a slot's connection without waiting, and forgets it: the next call opens another.
+    private func dropConnection(_ slot: Slot) {
+        let current = slot.connection.withLock { current in
             defer { current = nil }
             return current
         }
@@ -88,20 +120,22 @@ final class BlockingPostgres: Sendable {
         connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
-    /// Closes the connection; a later call opens another.
+    /// Closes the connections; a later call opens another.
     func close() {
-        let current = connection.withLock { current in
-            defer { current = nil }
-            return current
+        for slot in slots {
+            let current = slot.connection.withLock { current in
+                defer { current = nil }
+                return current
+            }
+            try? current?.close().wait()
         }
-        try? current?.close().wait()
     }
 
-    private func connected() throws -> PostgresConnection {
-        if let current = connection.withLock({ $0 }), !current.isClosed { return current }
+    private func connected(_ slot: Slot) throws -> PostgresConnection {
+        if let current = slot.connection.withLock({ $0 }), !current.isClosed { return current }
         let id = opened.add(1, ordering: .relaxed).newValue
         let fresh = try connector.connect(id: id, prepare: prepare).wait()
-        connection.withLock { $0 = fresh }
+        slot.connection.withLock { $0 = fresh }
         return fresh
     }
 

@@ -90,11 +90,62 @@ extension PostgresReplica: DeltaReading {
 }
 
 /// A delta batch's reads in one snapshot of a PostgreSQL replica.
-struct PostgresDeltaReads: DeltaReads {
+///
+/// Every statement is a round trip, so what the walk will ask of several writers is read in one
+/// (``prefetchVersionRows(_:)``), and what a receiver lacks is counted in one.
+final class PostgresDeltaReads: DeltaReads {
     let db: BlockingPostgres.Statements
+    /// The rows read ahead, per node and the counter they start after: at most
+    /// ``prefetchedRows`` each, and whether that was all there were.
+    private var ahead: [NodeID: (after: UInt64, rows: [DeltaPlanner.IndexRow], complete: Bool)] = [:]
+
+    /// Rows read ahead per writer: a live delta lacks one or two of each; a writer with more is
+    /// asked again for as many as the walk wants.
+    static let prefetchedRows = 8
+
+    init(db: BlockingPostgres.Statements) { self.db = db }
+
+    func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)]) {
+        guard upcoming.count > 1 else { return }
+        let rows: [PostgresRow]
+        do {
+            rows = try db.run(
+                """
+                SELECT w.n, r.counter, r.item_id, r.name
+                FROM unnest(\(upcoming.map(\.node.text))::text[], \(upcoming.map { Int64(clamping: $0.after) })::bigint[])
+                    WITH ORDINALITY AS w (node_id, after, n)
+                CROSS JOIN LATERAL (
+                    SELECT v.counter, i.item_id, f.name FROM version v
+                    JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                    WHERE v.node = (SELECT id FROM node WHERE node_id = w.node_id) AND v.counter > w.after
+                    ORDER BY v.counter LIMIT \(Self.prefetchedRows)
+                ) r
+                ORDER BY w.n, r.counter
+                """
+            )
+        } catch {
+            // The walk asks each writer in turn, as without the read ahead.
+            return
+        }
+        var found = [[DeltaPlanner.IndexRow]](repeating: [], count: upcoming.count)
+        for row in rows {
+            guard let (n, counter, item, name) = try? row.decode((Int64, Int64, String, String).self) else { return }
+            found[Int(n) - 1].append(
+                (UInt64(counter), FieldKey(item: ItemID(unchecked: item), field: FieldName(unchecked: name)))
+            )
+        }
+        for (i, ask) in upcoming.enumerated() {
+            ahead[ask.node] = (ask.after, found[i], found[i].count < Self.prefetchedRows)
+        }
+    }
 
     func versionRows(node: NodeID, after counter: UInt64, limit: Int) throws -> [DeltaPlanner.IndexRow] {
-        try db.run(
+        if let read = ahead.removeValue(forKey: node), read.after == counter,
+            read.complete || limit <= read.rows.count
+        {
+            return Array(read.rows.prefix(limit))
+        }
+        return try db.run(
             """
             SELECT v.counter, i.item_id, f.name FROM version v
             JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
@@ -153,18 +204,23 @@ struct PostgresDeltaReads: DeltaReads {
     }
 
     func lacking(local: VersionVector, remote: VersionVector, cap: Int) throws -> Int {
-        var total = 0
-        for (node, counter) in local.counters where counter > remote[node] && total < cap {
-            total +=
-                try db.value(
-                    """
-                    SELECT count(*) FROM (
-                        SELECT 1 FROM version WHERE node = (SELECT id FROM node WHERE node_id = \(node.text))
-                            AND counter > \(bigint: remote[node]) LIMIT \(cap - total)) AS lacking
-                    """,
-                    as: Int.self
-                ) ?? 0
-        }
-        return total
+        let behind = local.counters.filter { $0.value > remote[$0.key] }
+        guard !behind.isEmpty else { return 0 }
+        // Each writer counted up to the cap, in one statement; the sum capped as a whole.
+        let total =
+            try db.value(
+                """
+                SELECT coalesce(sum(l.c), 0)::bigint
+                FROM unnest(\(behind.map(\.key.text))::text[], \(behind.map { Int64(clamping: remote[$0.key]) })::bigint[])
+                    AS w (node_id, after)
+                CROSS JOIN LATERAL (
+                    SELECT count(*) AS c FROM (
+                        SELECT 1 FROM version WHERE node = (SELECT id FROM node WHERE node_id = w.node_id)
+                            AND counter > w.after LIMIT \(cap)) AS lacking
+                ) l
+                """,
+                as: Int64.self
+            ) ?? 0
+        return min(Int(total), cap)
     }
 }

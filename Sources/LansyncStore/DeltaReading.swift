@@ -37,4 +37,13 @@ public protocol DeltaReads {
     /// How many field states a replica holding `remote` lacks of `local`, counted up to `cap`
     /// in the version index.
     func lacking(local: VersionVector, remote: VersionVector, cap: Int) throws -> Int
+    /// The walk's next questions to ``versionRows(node:after:limit:)``, told before they are
+    /// asked (``LansyncCore/DeltaPlanner/upcoming(_:)``): a store may read them ahead in one
+    /// round trip. The answers must be the same either way.
+    func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)])
+}
+
+extension DeltaReads {
+    /// Nothing read ahead: SQLite's reads are calls in the process.
+    public func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)]) {}
 }

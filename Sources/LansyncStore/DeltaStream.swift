@@ -40,6 +40,10 @@ public struct DeltaStream: Sendable {
     /// Where the look for fields whose versions left the index stands: it starts at the change
     /// stamp read before the stream's vector.
     var superseded: SupersededCursor
+    /// How many of the walk's next nodes a read tells the store before it asks
+    /// (``DeltaReads/prefetchVersionRows(_:)``): a live delta of a relay lacks a few rows of each
+    /// of some dozens of writers.
+    static let prefetchedNodes = 64
 
     /// The next batch, or nil when the peer has everything.
     ///
@@ -91,6 +95,7 @@ public struct DeltaStream: Sendable {
     private func read(_ trial: inout DeltaPlanner, walkLimit: Int) throws(StoreError) -> Read {
         let (store, cursor, limit) = (self.store, superseded, self.limit)
         return try store.readDelta { db -> Read in
+            db.prefetchVersionRows(trial.upcoming(Self.prefetchedNodes))
             let plan = try trial.nextBatch(limit: walkLimit) { node, after, limit in
                 try db.versionRows(node: node, after: after, limit: limit)
             }

@@ -40,7 +40,8 @@ final class PostgresServer {
         // daemon holding the descriptors Foundation watches to see a child end).
         let arguments = [
             "\(bin)/postgres", "-D", "\(directory)/data", "-p", "\(port)", "-k", directory, "-c",
-            "listen_addresses=127.0.0.1", "-c", "max_connections=200",
+            "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c",
+            "shared_preload_libraries=pg_stat_statements",
         ]
         let command = Self.asNobody(arguments)
         server.executableURL = URL(fileURLWithPath: command[0])
