@@ -806,9 +806,10 @@ public final class Node: Sendable {
     /// looks at the store's quick change mark first (for a SQLite file, two `stat` calls): only
     /// when it moved does it read the version vector, so an idle node costs next to nothing.
     ///
-    /// A read that fails is tried again at the next interval, and the node goes on: a replica in
-    /// PostgreSQL is out of reach while its server restarts, and the sessions and the relay's
-    /// other work come back by themselves once it answers.
+    /// A read that fails for want of the storage (``LansyncStore/StoreError/io(_:)``) is tried
+    /// again at the next interval, and the node goes on: a replica in PostgreSQL is out of reach
+    /// while its server restarts, and the sessions and the relay's other work come back by
+    /// themselves once it answers. Any other failure (a damaged file) stops the node, as before.
     private func pollForChanges() async throws {
         let store = self.store
         var last = try await io.run { try store.versionVector() }
@@ -821,10 +822,11 @@ public final class Node: Sendable {
             let now: VersionVector
             do {
                 now = try await io.run { try store.versionVector() }
-            } catch {
+            } catch StoreError.io(let problem) {
+                // Out of reach (a server restarting, a lost connection): said once, tried again.
                 if !failing {
                     logger.warning(
-                        "could not read the replica's version vector (trying again every \(options.pollInterval)): \(error)"
+                        "could not read the replica's version vector (trying again every \(options.pollInterval)): \(problem)"
                     )
                 }
                 failing = true

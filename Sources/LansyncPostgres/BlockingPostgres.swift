@@ -10,7 +10,8 @@ import Synchronization
 /// Several connections, because a call is mostly waiting for round trips: with one, every
 /// session's delta read of a relay queued behind every other call (W10 on PostgreSQL, issue 34:
 /// a quarter of the deliveries asked for, with neither the relay nor the server busy). A call takes
-/// a free connection, or waits for one in turn; calls never nest, so none waits on itself.
+/// a free connection, or waits for one in turn; calls never nest, so none waits on itself. Write
+/// transactions have a connection of their own and go one at a time, as before.
 ///
 /// The replica's requirements are blocking (``LansyncStore/ReplicaStorage``: the node calls them
 /// on its blocking-I/O threads), and postgres-nio answers on its event loops: waiting for a
@@ -25,10 +26,13 @@ final class BlockingPostgres: Sendable {
     private let nextSlot = Atomic<Int>(0)
     private let opened = Atomic<Int>(0)
 
-    /// How many connections at most: the node runs its replica calls on four threads (two for
-    /// reads, one for writes, one for upkeep), and more would only wait on the server's write
-    /// lock or on the node's threads.
-    static let connections = 4
+    /// How many connections at most: the node runs its replica calls on five threads (two for
+    /// reads and one for writes, one of each for upkeep). The first connection is for write
+    /// transactions alone, taken in turn, so this process's writes go one at a time as they did on
+    /// one connection: on the server's write lock they would wait at most `lock_timeout`, and a
+    /// long collection round must not fail the next batch. The others serve every other call,
+    /// so none waits for a connection.
+    static let connections = 5
 
     /// One connection and the turn a call holds for its whole length, so that a transaction's
     /// statements are never interleaved with another caller's.
@@ -55,7 +59,7 @@ final class BlockingPostgres: Sendable {
     /// connection whose COMMIT or ROLLBACK failed is closed (it could be left inside the
     /// transaction).
     func transaction<T>(snapshot: Bool = false, write: Bool = false, _ body: (Statements) throws -> T) throws -> T {
-        try withSlot { slot in
+        try withSlot(writing: write) { slot in
             let statements = Statements(connection: try connected(slot), logger: connector.logger)
             try statements.run(
                 snapshot
@@ -82,15 +86,21 @@ final class BlockingPostgres: Sendable {
     /// Statements run outside any transaction (each its own), on a connection no other call
     /// uses meanwhile.
     func statements<T>(_ body: (Statements) throws -> T) throws -> T {
-        try withSlot { slot in try body(Statements(connection: try connected(slot), logger: connector.logger)) }
+        try withSlot(writing: false) { slot in
+            try body(Statements(connection: try connected(slot), logger: connector.logger))
+        }
     }
 
-    /// `body` with a connection's turn held: a free one if there is one, else the next in turn.
-    private func withSlot<T>(_ body: (Slot) throws -> T) throws -> T {
-        for slot in slots {
+    /// `body` with a connection's turn held: for a write transaction the writes' connection, in
+    /// turn; else a free one of the others if there is one, else the next of them in turn.
+    private func withSlot<T>(writing: Bool, _ body: (Slot) throws -> T) throws -> T {
+        let writer = slots[0]
+        guard !writing, slots.count > 1 else { return try writer.turn.withLock { _ in try body(writer) } }
+        let others = slots.dropFirst()
+        for slot in others {
             if let result = try slot.turn.withLockIfAvailable({ _ in try body(slot) }) { return result }
         }
-        let slot = slots[nextSlot.add(1, ordering: .relaxed).oldValue % slots.count]
+        let slot = others[others.startIndex + nextSlot.add(1, ordering: .relaxed).oldValue % others.count]
         return try slot.turn.withLock { _ in try body(slot) }
     }
 

@@ -105,31 +105,25 @@ final class PostgresDeltaReads: DeltaReads {
 
     init(db: BlockingPostgres.Statements) { self.db = db }
 
-    func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)]) {
+    func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)]) throws {
         guard upcoming.count > 1 else { return }
-        let rows: [PostgresRow]
-        do {
-            rows = try db.run(
-                """
-                SELECT w.n, r.counter, r.item_id, r.name
-                FROM unnest(\(upcoming.map(\.node.text))::text[], \(upcoming.map { Int64(clamping: $0.after) })::bigint[])
-                    WITH ORDINALITY AS w (node_id, after, n)
-                CROSS JOIN LATERAL (
-                    SELECT v.counter, i.item_id, f.name FROM version v
-                    JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
-                    WHERE v.node = (SELECT id FROM node WHERE node_id = w.node_id) AND v.counter > w.after
-                    ORDER BY v.counter LIMIT \(Self.prefetchedRows)
-                ) r
-                ORDER BY w.n, r.counter
-                """
-            )
-        } catch {
-            // The walk asks each writer in turn, as without the read ahead.
-            return
-        }
+        let rows = try db.run(
+            """
+            SELECT w.n, r.counter, r.item_id, r.name
+            FROM unnest(\(upcoming.map(\.node.text))::text[], \(upcoming.map { Int64(clamping: $0.after) })::bigint[])
+                WITH ORDINALITY AS w (node_id, after, n)
+            CROSS JOIN LATERAL (
+                SELECT v.counter, i.item_id, f.name FROM version v
+                JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                WHERE v.node = (SELECT id FROM node WHERE node_id = w.node_id) AND v.counter > w.after
+                ORDER BY v.counter LIMIT \(Self.prefetchedRows)
+            ) r
+            ORDER BY w.n, r.counter
+            """
+        )
         var found = [[DeltaPlanner.IndexRow]](repeating: [], count: upcoming.count)
         for row in rows {
-            guard let (n, counter, item, name) = try? row.decode((Int64, Int64, String, String).self) else { return }
+            let (n, counter, item, name) = try row.decode((Int64, Int64, String, String).self)
             found[Int(n) - 1].append(
                 (UInt64(counter), FieldKey(item: ItemID(unchecked: item), field: FieldName(unchecked: name)))
             )
@@ -206,18 +200,20 @@ final class PostgresDeltaReads: DeltaReads {
     func lacking(local: VersionVector, remote: VersionVector, cap: Int) throws -> Int {
         let behind = local.counters.filter { $0.value > remote[$0.key] }
         guard !behind.isEmpty else { return 0 }
-        // Each writer counted up to the cap, in one statement; the sum capped as a whole.
+        // Every writer's rows in one statement, counted up to the cap as a whole.
         let total =
             try db.value(
                 """
-                SELECT coalesce(sum(l.c), 0)::bigint
-                FROM unnest(\(behind.map(\.key.text))::text[], \(behind.map { Int64(clamping: remote[$0.key]) })::bigint[])
-                    AS w (node_id, after)
-                CROSS JOIN LATERAL (
-                    SELECT count(*) AS c FROM (
+                SELECT count(*) FROM (
+                    SELECT 1
+                    FROM unnest(\(behind.map(\.key.text))::text[], \(behind.map { Int64(clamping: remote[$0.key]) })::bigint[])
+                        AS w (node_id, after)
+                    CROSS JOIN LATERAL (
                         SELECT 1 FROM version WHERE node = (SELECT id FROM node WHERE node_id = w.node_id)
-                            AND counter > w.after LIMIT \(cap)) AS lacking
-                ) l
+                            AND counter > w.after
+                    ) v
+                    LIMIT \(cap)
+                ) AS lacking
                 """,
                 as: Int64.self
             ) ?? 0

@@ -39,8 +39,9 @@ public protocol DeltaReads {
     func lacking(local: VersionVector, remote: VersionVector, cap: Int) throws -> Int
     /// The walk's next questions to ``versionRows(node:after:limit:)``, told before they are
     /// asked (``LansyncCore/DeltaPlanner/upcoming(_:)``): a store may read them ahead in one
-    /// round trip. The answers must be the same either way.
-    func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)])
+    /// round trip. The answers must be the same either way; a failure fails the read (in
+    /// PostgreSQL the transaction is then aborted).
+    func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)]) throws
 }
 
 extension DeltaReads {

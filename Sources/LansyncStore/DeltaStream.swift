@@ -95,7 +95,7 @@ public struct DeltaStream: Sendable {
     private func read(_ trial: inout DeltaPlanner, walkLimit: Int) throws(StoreError) -> Read {
         let (store, cursor, limit) = (self.store, superseded, self.limit)
         return try store.readDelta { db -> Read in
-            db.prefetchVersionRows(trial.upcoming(Self.prefetchedNodes))
+            try db.prefetchVersionRows(trial.upcoming(Self.prefetchedNodes))
             let plan = try trial.nextBatch(limit: walkLimit) { node, after, limit in
                 try db.versionRows(node: node, after: after, limit: limit)
             }

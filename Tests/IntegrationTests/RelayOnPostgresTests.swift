@@ -1,6 +1,7 @@
 import Foundation
 import LansyncJSON
 import LansyncTestSupport
+import Synchronization
 import Testing
 
 /// Two relay processes on one replica in a real PostgreSQL server (`lansync relay --store`,
@@ -8,8 +9,9 @@ import Testing
 /// that meets only the other, and when the first is killed (kill -9) the node fails over to the
 /// second and goes on syncing.
 @Suite(.serialized) struct RelayOnPostgresTests {
-    /// How long the test waits for the replicas to agree (beside the heaviest suites on CI).
-    static let converged = Duration.seconds(120)
+    /// How long the test waits for the replicas to agree: a bound on a hang, beside the heaviest
+    /// suites on CI (where one of these tests took 351 s in all).
+    static let converged = Duration.seconds(300)
 
     @Test func twoRelayProcessesShareOneReplicaAndANodeFailsOverBetweenThem() async throws {
         let server = try TemporaryPostgres()
@@ -130,7 +132,7 @@ import Testing
 
     /// Four nodes that meet only through two relay processes on one replica, sharing the
     /// authority. The process holding the lease is killed (kill -9) while a node streams it
-    /// thousands of items, and later the other, then holding it, while it settles twenty
+    /// hundreds of items, and later the other, then holding it, while it settles twenty
     /// conflicts. Every node converges, each conflict is settled once (one ledger row, the same
     /// value everywhere, none open), and each time the survivor took the lease within twice its
     /// length.
@@ -164,21 +166,19 @@ import Testing
         func logs() -> String { ([r1, r1b] + nodes.values).map(\.logText).joined(separator: "\n") }
         let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
 
-        // 1. a streams 5,000 items to r1, which dies mid-stream.
-        let count = 5_000
+        // 1. a streams 600 items to r1, which dies mid-stream. (A relay on PostgreSQL built for
+        // debugging applies some tens of field states a second beside CI's other suites: 5,000
+        // items took CI past its wait.)
+        let count = 600
         let lines = (0..<count).map {
             #"{"id":"i\#($0)","type":"t","fields":{"n":\#($0),"t":"the text of item \#($0)"}}"#
         }
         try lines.joined(separator: "\n").write(toFile: cli.path("items.jsonl"), atomically: true, encoding: .utf8)
         try await cli.ok(["import", "--dir", cli.path("a"), cli.path("items.jsonl")])
-        var held = 0
-        for _ in 0..<3_000 {
-            held = Int(try server.sql("SELECT count(*) FROM \(schema).item").first ?? "0") ?? 0
-            if held > 0 { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let held = try await Self.firstCount(server, "SELECT count(*) FROM \(schema).item", within: .seconds(30))
         r1.kill9()
         print("relay-store-four: r1 killed with \(held) of \(count) items in the shared replica")
+        #expect(held > 0 && held < count, "r1 died mid-stream: \(held) of \(count) items in the shared replica")
         #expect(
             await r1b.logContains("this relay holds the lease (epoch", within: Double(2 * lease)),
             "r1b took the lease within twice its length: \(r1b.logText)"
@@ -203,14 +203,12 @@ import Testing
         }
         try await start("b")
         try await start("d")
-        var settled = 0
-        for _ in 0..<6_000 {
-            settled = Int(try server.sql("SELECT count(*) FROM lansync_settlement").first ?? "0") ?? 0
-            if settled > 0 { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let settled = try await Self.firstCount(server, "SELECT count(*) FROM lansync_settlement", within: .seconds(60))
         r1b.kill9()
+        // (Whether it died before the last settlement is up to timing: said, not checked. The
+        // checks below hold either way, and the first run here saw 5 of 20.)
         print("relay-store-four: r1b killed with \(settled) of \(conflicts.count) conflicts settled")
+        #expect(settled > 0, "r1b had begun settling: \(r1b.logText)")
         #expect(
             await r1.logContains("this relay holds the lease (epoch", within: Double(2 * lease)),
             "r1 took the lease within twice its length: \(r1.logText)"
@@ -262,24 +260,30 @@ import Testing
 
         // Each node edits its own item, one edit after another, before, during and after the
         // restart: the load.
+        let made = EditCount()
         let editing = Task {
-            var made = 0
             while !Task.isCancelled {
-                made += 1
-                _ = try? await cli.run(["set", "--dir", cli.path("a"), "--", "ta", "n=\(made)"])
-                _ = try? await cli.run(["set", "--dir", cli.path("b"), "--", "tb", "n=\(made)"])
+                let n = made.next()
+                _ = try? await cli.run(["set", "--dir", cli.path("a"), "--", "ta", "n=\(n)"])
+                _ = try? await cli.run(["set", "--dir", cli.path("b"), "--", "tb", "n=\(n)"])
                 try? await Task.sleep(for: .milliseconds(50))
             }
-            return made
         }
         try await Task.sleep(for: .seconds(2))
         try server.stopServer()
+        let atStop = made.now
         try await Task.sleep(for: .seconds(3))
+        let atStart = made.now
         try server.start()
         try await Task.sleep(for: .seconds(3))
         editing.cancel()
-        let made = await editing.value
-        #expect(made > 20, "the nodes kept editing: \(made)")
+        await editing.value
+        #expect(atStart > atStop, "the nodes edited while the server was down: \(atStop) then \(atStart)")
+        // The relays met the failure (their change poll could not read the replica) and went on.
+        let failed = "could not read the replica's version vector"
+        let r1Failed = await r1.logContains(failed, within: 1)
+        let r1bFailed = await r1b.logContains(failed, within: 1)
+        #expect(r1Failed || r1bFailed, "\(logs())")
         try await cli.ok(["set", "--dir", cli.path("a"), "ta", "n=last"])
         try await cli.ok(["set", "--dir", cli.path("b"), "tb", "n=last"])
         #expect(r1.isRunning && r1b.isRunning, "the relays stayed up: \(logs())")
@@ -292,6 +296,17 @@ import Testing
         let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
         let rows = try server.sql("SELECT item_id FROM \(schema).item ORDER BY item_id")
         #expect(rows == ["ta", "tb"], "the replica in PostgreSQL holds both items: \(rows)")
+    }
+
+    /// `query`'s count, asked again until it is above zero or `limit` passed: the moment to kill a
+    /// relay that has begun something.
+    static func firstCount(_ server: TemporaryPostgres, _ query: String, within limit: Duration) async throws -> Int {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let count = Int(try server.sql(query).first ?? "0") ?? 0
+            if count > 0 || ContinuousClock.now >= deadline { return count }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     /// Waits until no node shows a conflict open (a settlement reaches them after convergence
@@ -308,4 +323,19 @@ import Testing
         }
         return false
     }
+}
+
+/// How many edits a test's editing task has begun, read by the test as it goes.
+final class EditCount: Sendable {
+    private let count = Mutex(0)
+
+    /// The next edit's number.
+    func next() -> Int {
+        count.withLock { n in
+            n += 1
+            return n
+        }
+    }
+
+    var now: Int { count.withLock { $0 } }
 }
