@@ -29,15 +29,13 @@ final class BlockingPostgres: Sendable {
     /// reads and one for writes, one of each for upkeep), so none waits for a connection. Write
     /// transactions of one process take turns on the server's write lock, like those of
     /// different processes, where a wait is bounded by `lock_timeout` (30 s: a batch that meets a
-    /// longer collection round fails, and its session is dialled again). A connection kept for
-    /// writes alone, tried after review, left both relay processes of a test stuck for good after
-    /// their server restarted under load (`RelayOnPostgresTests`, beside other suites): not kept.
+    /// longer collection round fails, and its session is dialled again).
     static let connections = 5
 
     /// One connection and the turn a call holds for its whole length, so that a transaction's
     /// statements are never interleaved with another caller's.
     private final class Slot: Sendable {
-        let connection = Mutex<PostgresConnection?>(nil)
+        let connection = Mutex<WatchedConnection?>(nil)
         let turn = Mutex<Void>(())
     }
 
@@ -60,7 +58,7 @@ final class BlockingPostgres: Sendable {
     /// transaction).
     func transaction<T>(snapshot: Bool = false, write: Bool = false, _ body: (Statements) throws -> T) throws -> T {
         try withSlot { slot in
-            let statements = Statements(connection: try connected(slot), logger: connector.logger)
+            let statements = Statements(watched: try connected(slot), logger: connector.logger)
             try statements.run(
                 snapshot
                     ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -87,7 +85,7 @@ final class BlockingPostgres: Sendable {
     /// uses meanwhile.
     func statements<T>(_ body: (Statements) throws -> T) throws -> T {
         try withSlot { slot in
-            try body(Statements(connection: try connected(slot), logger: connector.logger))
+            try body(Statements(watched: try connected(slot), logger: connector.logger))
         }
     }
 
@@ -107,7 +105,7 @@ final class BlockingPostgres: Sendable {
         if MultiThreadedEventLoopGroup.currentEventLoop == nil {
             close()
         } else {
-            for slot in slots { slot.connection.withLock { $0 }.map(Self.closeLater) }
+            for slot in slots { slot.connection.withLock { $0 }.map { Self.closeLater($0.connection) } }
         }
     }
 
@@ -117,7 +115,7 @@ final class BlockingPostgres: Sendable {
             defer { current = nil }
             return current
         }
-        current.map(Self.closeLater)
+        current.map { Self.closeLater($0.connection) }
     }
 
     /// Closes `connection` without waiting, keeping it alive until it is closed (postgres-nio
@@ -133,11 +131,11 @@ final class BlockingPostgres: Sendable {
                 defer { current = nil }
                 return current
             }
-            try? current?.close().wait()
+            try? current?.connection.close().wait()
         }
     }
 
-    private func connected(_ slot: Slot) throws -> PostgresConnection {
+    private func connected(_ slot: Slot) throws -> WatchedConnection {
         if let current = slot.connection.withLock({ $0 }), !current.isClosed { return current }
         let id = opened.add(1, ordering: .relaxed).newValue
         let opening = connector.connect(id: id, prepare: prepare)
@@ -149,33 +147,31 @@ final class BlockingPostgres: Sendable {
             opening.whenSuccess { Self.closeLater($0) }
         }
         defer { deadline.cancel() }
-        let fresh = try bounded.futureResult.wait()
+        let fresh = WatchedConnection(try bounded.futureResult.wait())
         slot.connection.withLock { $0 = fresh }
         return fresh
     }
 
     /// How long a blocking call waits for one answer (a connection, a statement's rows) before
     /// it gives up and closes the connection: past the server's own bounds (`statement_timeout`
-    /// 60 s, `lock_timeout` 30 s), so only a connection gone silent meets it. Without it, a relay
-    /// under load once waited for good on a connection opened as its server restarted, and every
-    /// later call queued behind it.
+    /// 60 s, `lock_timeout` 30 s), so only a server that neither answers nor closes meets it. A
+    /// connection that closes fails its wait at once (``WatchedConnection``).
     static let deadline = TimeAmount.seconds(90)
 
     /// The statements of one call, on its connection.
     struct Statements {
-        let connection: PostgresConnection
+        let watched: WatchedConnection
         let logger: Logger
+
+        var connection: PostgresConnection { watched.connection }
 
         /// Runs one statement; its rows.
         @discardableResult
         func run(_ query: PostgresQuery) throws -> [PostgresRow] {
-            let answer = connection.query(query, logger: logger)
-            // Closing the connection fails the statement, and the call with it.
-            let deadline = answer.eventLoop.scheduleTask(in: BlockingPostgres.deadline) { [connection] in
-                BlockingPostgres.closeLater(connection)
-            }
-            defer { deadline.cancel() }
-            return try answer.wait().rows
+            let (connection, logger) = (self.connection, self.logger)
+            return try watched.answer(within: BlockingPostgres.deadline) { answered in
+                connection.query(query, logger: logger).cascade(to: answered)
+            }.wait().rows
         }
 
         /// The first column of the first row, if there is one.

@@ -57,8 +57,8 @@ public actor PostgresAuthority {
     public let holder: String
     let lease: Duration
     let logger: Logger
-    private var leaseConnection: PostgresConnection?
-    private var decisionConnection: PostgresConnection?
+    private var leaseConnection: WatchedConnection?
+    private var decisionConnection: WatchedConnection?
     public private(set) var standing = Standing.starting
     /// Until when this relay may count on holding the lease, by its own clock: a renewal's start
     /// plus four fifths of the lease, well before PostgreSQL's expiry.
@@ -102,47 +102,78 @@ public actor PostgresAuthority {
         // BEGIN, the queries, COMMIT with nothing to keep another's statements out between them.
         await takeDecisionTurn()
         defer { passDecisionTurn() }
+        let (name, holder, logger) = (self.name, self.holder, self.logger)
         do {
-            let connection = try await connected(.decision)
-            return try await connection.withTransaction(logger: logger) { c in
-                let fenced = try await c.query(
-                    """
-                    SELECT epoch FROM lansync_lease
-                    WHERE name = \(name) AND holder = \(holder) AND epoch = \(epoch) AND expires_at > clock_timestamp()
-                    FOR SHARE
-                    """,
-                    logger: logger
-                )
-                var held = false
-                for try await _ in fenced { held = true }
-                guard held else { throw PostgresProblem("the lease lapsed (epoch \(epoch))") }
-                let proposed = conflict.proposed.map { Self.encoded($0) }
-                try await c.query(
-                    """
-                    INSERT INTO lansync_settlement (item, field, siblings, value, epoch, holder, lease)
-                    VALUES (
-                        \(conflict.item), \(conflict.field), \(conflict.siblings), \(proposed), \(epoch), \(holder), \(name)
+            let watched = try await connected(.decision)
+            // Bounded: a decision that never ends would hold the turn, and every later one, for good.
+            return try await watched.answer(within: Self.answerBound) { (answered: EventLoopPromise<Value?>) in
+                answered.completeWithTask {
+                    try await Self.record(
+                        conflict,
+                        epoch: epoch,
+                        on: watched.connection,
+                        name: name,
+                        holder: holder,
+                        logger: logger
                     )
-                    ON CONFLICT (item, field, siblings) DO NOTHING
-                    """,
-                    logger: logger
-                )
-                let recorded = try await c.query(
-                    """
-                    SELECT value FROM lansync_settlement
-                    WHERE item = \(conflict.item) AND field = \(conflict.field) AND siblings = \(conflict.siblings)
-                    """,
-                    logger: logger
-                )
-                for try await (value) in recorded.decode((ByteBuffer?).self) {
-                    return try value.map(Self.decoded)
                 }
-                throw PostgresProblem("the settlement was not recorded")
-            }
+            }.get()
         } catch {
             // A broken connection is opened again next time.
             if decisionConnection?.isClosed == true { await drop(.decision) }
             throw PostgresProblem(error)
+        }
+    }
+
+    /// How long a decision, or a clearing of old ones, waits for PostgreSQL before it gives up
+    /// (and closes its connection): past the server's `statement_timeout`, so only a server that
+    /// neither answers nor closes meets it. (A look at the lease waits at most the lease.)
+    static let answerBound = TimeAmount.seconds(90)
+
+    /// Records `conflict`'s settlement under the lease at `epoch`, unless one is recorded; the
+    /// recorded value.
+    private static func record(
+        _ conflict: Conflict,
+        epoch: Int64,
+        on connection: PostgresConnection,
+        name: String,
+        holder: String,
+        logger: Logger
+    ) async throws -> Value? {
+        try await connection.withTransaction(logger: logger) { c in
+            let fenced = try await c.query(
+                """
+                SELECT epoch FROM lansync_lease
+                WHERE name = \(name) AND holder = \(holder) AND epoch = \(epoch) AND expires_at > clock_timestamp()
+                FOR SHARE
+                """,
+                logger: logger
+            )
+            var held = false
+            for try await _ in fenced { held = true }
+            guard held else { throw PostgresProblem("the lease lapsed (epoch \(epoch))") }
+            let proposed = conflict.proposed.map { Self.encoded($0) }
+            try await c.query(
+                """
+                INSERT INTO lansync_settlement (item, field, siblings, value, epoch, holder, lease)
+                VALUES (
+                    \(conflict.item), \(conflict.field), \(conflict.siblings), \(proposed), \(epoch), \(holder), \(name)
+                )
+                ON CONFLICT (item, field, siblings) DO NOTHING
+                """,
+                logger: logger
+            )
+            let recorded = try await c.query(
+                """
+                SELECT value FROM lansync_settlement
+                WHERE item = \(conflict.item) AND field = \(conflict.field) AND siblings = \(conflict.siblings)
+                """,
+                logger: logger
+            )
+            for try await (value) in recorded.decode((ByteBuffer?).self) {
+                return try value.map(Self.decoded)
+            }
+            throw PostgresProblem("the settlement was not recorded")
         }
     }
 
@@ -156,26 +187,35 @@ public actor PostgresAuthority {
         let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18
         // A connection of its own, for this one statement: on the lease's, a long delete would
         // hold a renewal back; on the decisions', it could fall inside a decision's transaction.
-        let connection: PostgresConnection
-        do { connection = try await open() } catch { throw PostgresProblem(error) }
+        let watched: WatchedConnection
+        do { watched = WatchedConnection(try await open()) } catch { throw PostgresProblem(error) }
+        let (name, logger) = (self.name, self.logger)
         var forgotten: Result<Int, PostgresProblem> = .success(0)
         do {
-            let rows = try await connection.query(
-                """
-                WITH gone AS (
-                    DELETE FROM lansync_settlement
-                    WHERE (lease = \(name) OR (lease IS NULL AND (SELECT count(*) FROM lansync_lease) = 1))
-                        AND settled_at < clock_timestamp() - make_interval(secs => \(seconds))
-                    RETURNING 1
-                )
-                SELECT count(*) FROM gone
-                """,
-                logger: logger
-            )
-            for try await count in rows.decode(Int.self) { forgotten = .success(count) }
+            let count = try await watched.answer(within: Self.answerBound) { (answered: EventLoopPromise<Int>) in
+                answered.completeWithTask {
+                    let rows = try await watched.connection.query(
+                        """
+                        WITH gone AS (
+                            DELETE FROM lansync_settlement
+                            WHERE (lease = \(name) OR (lease IS NULL AND (SELECT count(*) FROM lansync_lease) = 1))
+                                AND settled_at < clock_timestamp() - make_interval(secs => \(seconds))
+                            RETURNING 1
+                        )
+                        SELECT count(*) FROM gone
+                        """,
+                        logger: logger
+                    )
+                    var count = 0
+                    for try await found in rows.decode(Int.self) { count = found }
+                    return count
+                }
+            }.get()
+            forgotten = .success(count)
         } catch {
             forgotten = .failure(PostgresProblem(error))
         }
+        let connection = watched.connection
         try? await connection.close()
         return try forgotten.get()
     }
@@ -201,54 +241,79 @@ public actor PostgresAuthority {
     /// One renewal, or one attempt to take the lease.
     private func look() async {
         let started = ContinuousClock.now
+        let (name, holder, lease, logger) = (self.name, self.holder, self.lease, self.logger)
+        // Bounded by the lease: an answer later than that comes too late to hold it anyway.
+        let bound = TimeAmount.nanoseconds(max(Int64(lease.components.seconds), 5) * 1_000_000_000)
         do {
-            let connection = try await connected(.lease)
-            let milliseconds = Int64(
-                lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000
-            )
-            let taken = try await connection.query(
-                """
-                INSERT INTO lansync_lease AS l (name, holder, epoch, expires_at)
-                VALUES (\(name), \(holder), 1, clock_timestamp() + \(milliseconds)::float8 * interval '1 millisecond')
-                ON CONFLICT (name) DO UPDATE SET
-                    holder = excluded.holder,
-                    epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
-                        THEN l.epoch ELSE l.epoch + 1 END,
-                    expires_at = excluded.expires_at
-                WHERE (l.holder = excluded.holder AND l.expires_at > clock_timestamp())
-                    OR l.expires_at <= clock_timestamp()
-                RETURNING l.epoch
-                """,
-                logger: logger
-            )
-            for try await (epoch) in taken.decode(Int64.self) {
-                standing = .holding(epoch: epoch)
-                heldUntil = started + lease * 4 / 5
-                return
-            }
-            heldUntil = nil
-            let current = try await connection.query(
-                "SELECT holder, epoch FROM lansync_lease WHERE name = \(name)",
-                logger: logger
-            )
-            for try await (other, epoch) in current.decode((String, Int64).self) {
-                standing = .following(holder: other, epoch: epoch)
-                return
-            }
-            standing = .following(holder: "?", epoch: 0)
+            let watched = try await connected(.lease)
+            let seen = try await watched.answer(within: bound) { (answered: EventLoopPromise<Standing>) in
+                answered.completeWithTask {
+                    try await Self.take(
+                        name: name,
+                        holder: holder,
+                        lease: lease,
+                        on: watched.connection,
+                        logger: logger
+                    )
+                }
+            }.get()
+            standing = seen
+            heldUntil = if case .holding = seen { started + lease * 4 / 5 } else { nil }
         } catch {
             await drop(.lease)
             standing = .unreachable(PostgresProblem(error).description)
         }
     }
 
+    /// Renews the lease for `holder`, or takes it if it ran out; where this relay stands then.
+    private static func take(
+        name: String,
+        holder: String,
+        lease: Duration,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> Standing {
+        let milliseconds = Int64(
+            lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000
+        )
+        let taken = try await connection.query(
+            """
+            INSERT INTO lansync_lease AS l (name, holder, epoch, expires_at)
+            VALUES (\(name), \(holder), 1, clock_timestamp() + \(milliseconds)::float8 * interval '1 millisecond')
+            ON CONFLICT (name) DO UPDATE SET
+                holder = excluded.holder,
+                epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp()
+                    THEN l.epoch ELSE l.epoch + 1 END,
+                expires_at = excluded.expires_at
+            WHERE (l.holder = excluded.holder AND l.expires_at > clock_timestamp())
+                OR l.expires_at <= clock_timestamp()
+            RETURNING l.epoch
+            """,
+            logger: logger
+        )
+        for try await (epoch) in taken.decode(Int64.self) { return .holding(epoch: epoch) }
+        let current = try await connection.query(
+            "SELECT holder, epoch FROM lansync_lease WHERE name = \(name)",
+            logger: logger
+        )
+        for try await (other, epoch) in current.decode((String, Int64).self) {
+            return .following(holder: other, epoch: epoch)
+        }
+        return .following(holder: "?", epoch: 0)
+    }
+
     /// Gives the lease up if held, and closes both connections.
     public func release() async {
-        if case .holding = standing, let connection = leaseConnection {
-            _ = try? await connection.query(
-                "UPDATE lansync_lease SET expires_at = clock_timestamp() WHERE name = \(name) AND holder = \(holder)",
-                logger: logger
-            )
+        if case .holding = standing, let watched = leaseConnection {
+            let (name, holder, logger) = (self.name, self.holder, self.logger)
+            _ = try? await watched.answer(within: .seconds(10)) { (answered: EventLoopPromise<Void>) in
+                answered.completeWithTask {
+                    try await watched.connection.query(
+                        "UPDATE lansync_lease SET expires_at = clock_timestamp() WHERE name = \(name) AND holder = \(holder)",
+                        logger: logger
+                    )
+                }
+            }.get()
             logger.notice("this relay gave up the lease: another relay settles conflicts from now")
         }
         standing = .starting
@@ -289,28 +354,28 @@ public actor PostgresAuthority {
     /// transaction must never take a renewal in.
     private enum Slot { case lease, decision }
 
-    private func connected(_ slot: Slot) async throws -> PostgresConnection {
+    private func connected(_ slot: Slot) async throws -> WatchedConnection {
         if let connection = self.connection(slot), !connection.isClosed { return connection }
-        let connection = try await open()
+        let connection = WatchedConnection(try await open())
         // The actor is reentrant while `open` waits: another call may have opened this slot's
         // connection meanwhile. Keep that one and close this (postgres-nio asserts on a
         // connection dropped open, and in a release build it would stay open for ever).
         if let other = self.connection(slot), !other.isClosed {
-            try? await connection.close()
+            try? await connection.connection.close()
             return other
         }
         set(slot, connection)
         return connection
     }
 
-    private func connection(_ slot: Slot) -> PostgresConnection? {
+    private func connection(_ slot: Slot) -> WatchedConnection? {
         switch slot {
         case .lease: leaseConnection
         case .decision: decisionConnection
         }
     }
 
-    private func set(_ slot: Slot, _ connection: PostgresConnection?) {
+    private func set(_ slot: Slot, _ connection: WatchedConnection?) {
         switch slot {
         case .lease: leaseConnection = connection
         case .decision: decisionConnection = connection
@@ -320,7 +385,7 @@ public actor PostgresAuthority {
     private func drop(_ slot: Slot) async {
         let connection = self.connection(slot)
         set(slot, nil)
-        try? await connection?.close()
+        try? await connection?.connection.close()
     }
 
     /// A connection to the first host that answers (and, with `target_session_attrs=read-write`,

@@ -33,8 +33,8 @@ public final class PostgresReplica: Sendable {
         self.schema = schema
         // The schema, the isolation every statement outside a snapshot assumes, and bounds on
         // waits the server enforces: a relay stuck on the write lock, or a transaction left open,
-        // fails a call rather than holding every call of the process. (A server gone silent
-        // without closing the connection is not bounded yet: a client-side deadline is to come.)
+        // fails a call rather than holding every call of the process (a server that neither
+        // answers nor closes meets the client's own bound, ``BlockingPostgres/deadline``).
         let settings: [PostgresQuery] = [
             "SET search_path TO \(unescaped: "\"\(schema)\"")", "SET default_transaction_isolation = 'read committed'",
             "SET lansync.tag TO \(unescaped: "'\(tag)'")",

@@ -21,7 +21,18 @@ import Testing
         let ports = freePorts(2)
         let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], peers: [ports[1]])
         let x = try await NodeProcess(dir: cli.path("x"), port: ports[1], peers: [ports[0]])
-        try await Task.sleep(for: .seconds(3))
+        // Each side's first dial may come before the other listens ('connection refused', CI on
+        // bbab927): wait, within a bound, until both have met the other once.
+        let met = try await ObservabilityTests.eventually(60) {
+            for dir in ["a", "x"] {
+                let status = try await cli.status(cli.path(dir))
+                guard case .array(let peers)? = status["peers"], case .string(let error)? = peers.first?["last_error"],
+                    error.hasPrefix("wrong-cluster: ")
+                else { return false }
+            }
+            return true
+        }
+        #expect(met, "both sides met the other within 60 s")
         let after = try await cli.status(cli.path("a"))
         #expect(after["digest"] == before["digest"] && after["version_vector"] == before["version_vector"])
         let strangerItems = try await cli.ok(["list", "--dir", cli.path("x"), "--json"])
