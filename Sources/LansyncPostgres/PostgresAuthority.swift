@@ -393,12 +393,23 @@ public actor PostgresAuthority {
     private func open() async throws -> PostgresConnection {
         connectionIDs += 1
         let logger = self.logger
+        let idle = max(lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000, 1000)
         // A host where the tables cannot be made (a user that may not create them) is left for
         // the next, its connection closed.
         return try await PostgresConnector(location: location, logger: logger).connect(id: connectionIDs) {
             connection in
             let made = connection.eventLoop.makePromise(of: Void.self)
-            made.completeWithTask { try await Self.createSchema(connection, logger: logger) }
+            made.completeWithTask {
+                try await Self.createSchema(connection, logger: logger)
+                // A transaction left open (a decision whose client went silent) holds the lease
+                // row's share lock, so no relay could renew or take the lease: the server ends it
+                // within one lease. A statement runs at most a minute.
+                try await connection.query(
+                    "SET idle_in_transaction_session_timeout = \(unescaped: "'\(idle)ms'")",
+                    logger: logger
+                )
+                try await connection.query("SET statement_timeout = '60s'", logger: logger)
+            }
             return made.futureResult
         }.get()
     }

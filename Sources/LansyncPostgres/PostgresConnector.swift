@@ -74,16 +74,28 @@ struct PostgresConnector: Sendable {
         }
         let (logger, readWrite) = (self.logger, location.readWrite)
         return opened.flatMap { connection in
-            let writable: EventLoopFuture<Void> =
-                readWrite
-                ? connection.query("SHOW transaction_read_only", logger: logger).flatMapThrowing { result in
-                    guard let row = result.rows.first, try row.decode(String.self) == "off" else { throw ReadOnly() }
-                } : eventLoop.makeSucceededVoidFuture()
-            return writable.flatMap { prepare?(connection) ?? eventLoop.makeSucceededVoidFuture() }
-                .map { connection }
-                .flatMapError { error in connection.close().flatMapThrowing { throw error } }
+            // Watched: a set-up query dropped as the server closes would leave the caller waiting
+            // for good (``WatchedConnection``), holding whatever it holds (the authority's turn to
+            // decide), where the next host should be tried.
+            WatchedConnection(connection).answer(within: Self.settingUp) { (ready: EventLoopPromise<Void>) in
+                let writable: EventLoopFuture<Void> =
+                    readWrite
+                    ? connection.query("SHOW transaction_read_only", logger: logger).flatMapThrowing { result in
+                        guard let row = result.rows.first, try row.decode(String.self) == "off" else {
+                            throw ReadOnly()
+                        }
+                    } : eventLoop.makeSucceededVoidFuture()
+                writable.flatMap { prepare?(connection) ?? eventLoop.makeSucceededVoidFuture() }.cascade(to: ready)
+            }
+            .map { connection }
+            .flatMapError { error in connection.close().flatMapThrowing { throw error } }
         }
     }
+
+    /// How long a new connection's set-up (the read-only check, the preparation: settings, the
+    /// authority's tables, which wait for another relay making them) may take before the host
+    /// counts as one that does not answer.
+    static let settingUp = TimeAmount.seconds(60)
 
     private func configuration(for host: PostgresLocation.Host) throws -> PostgresConnection.Configuration {
         // No password known is given as an empty one: a server that asks for one then refuses it

@@ -59,10 +59,11 @@ final class WatchedConnection: Sendable {
             return promise.futureResult
         }
         let deadline = connection.eventLoop.scheduleTask(in: limit) { [connection] in
-            promise.fail(
-                PostgresProblem("no answer within \(limit.nanoseconds / 1_000_000_000) s: the connection is closed")
-            )
+            // Closed first, so that the caller woken by the failure finds it closed.
             BlockingPostgres.closeLater(connection)
+            promise.fail(
+                PostgresProblem("no answer within \(limit.nanoseconds / 1_000_000) ms: the connection is closed")
+            )
         }
         start(promise)
         promise.futureResult.whenComplete { [self] _ in
