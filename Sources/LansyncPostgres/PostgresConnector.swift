@@ -94,8 +94,10 @@ struct PostgresConnector: Sendable {
 
     /// How long a new connection's set-up (the read-only check, the preparation: settings, the
     /// authority's tables, which wait for another relay making them) may take before the host
-    /// counts as one that does not answer.
-    static let settingUp = TimeAmount.seconds(60)
+    /// counts as one that does not answer: long, as the authority's preparation runs in a task,
+    /// which may wait for a thread (``PostgresAuthority/answerBound``); a connection that closes
+    /// fails its set-up at once.
+    static let settingUp = TimeAmount.minutes(5)
 
     private func configuration(for host: PostgresLocation.Host) throws -> PostgresConnection.Configuration {
         // No password known is given as an empty one: a server that asks for one then refuses it

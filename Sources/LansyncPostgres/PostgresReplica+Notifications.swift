@@ -89,10 +89,15 @@ final class CommitWatch: Sendable {
                 replica.heard.withLock { $0.count += 1 }
                 continuation.yield(kind)
             }
-            return connection.query(
-                PostgresQuery(unsafeSQL: "LISTEN \"\(replica.schema)\""),
-                logger: replica.database.connector.logger
-            )
+            // Watched: a LISTEN dropped as the server closes would leave this process neither
+            // listening nor trying again (``WatchedConnection``).
+            return WatchedConnection(connection).answer(within: PostgresConnector.settingUp) {
+                (listened: EventLoopPromise<PostgresQueryResult>) in
+                connection.query(
+                    PostgresQuery(unsafeSQL: "LISTEN \"\(replica.schema)\""),
+                    logger: replica.database.connector.logger
+                ).cascade(to: listened)
+            }
             .map { _ in connection }
             .flatMapErrorThrowing { error in
                 connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
