@@ -105,7 +105,7 @@ final class BlockingPostgres: Sendable {
         if MultiThreadedEventLoopGroup.currentEventLoop == nil {
             close()
         } else {
-            for slot in slots { slot.connection.withLock { $0 }.map { Self.closeLater($0.connection) } }
+            for slot in slots { slot.connection.withLock { $0 }?.connection.closeLater() }
         }
     }
 
@@ -115,13 +115,7 @@ final class BlockingPostgres: Sendable {
             defer { current = nil }
             return current
         }
-        current.map { Self.closeLater($0.connection) }
-    }
-
-    /// Closes `connection` without waiting, keeping it alive until it is closed (postgres-nio
-    /// asserts on one released while still open).
-    static func closeLater(_ connection: PostgresConnection) {
-        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+        current?.connection.closeLater()
     }
 
     /// Closes the connections; a later call opens another.
@@ -138,16 +132,9 @@ final class BlockingPostgres: Sendable {
     private func connected(_ slot: Slot) throws -> WatchedConnection {
         if let current = slot.connection.withLock({ $0 }), !current.isClosed { return current }
         let id = opened.add(1, ordering: .relaxed).newValue
-        let opening = connector.connect(id: id, prepare: prepare)
-        let bounded = opening.eventLoop.makePromise(of: PostgresConnection.self)
-        opening.cascade(to: bounded)
-        let deadline = opening.eventLoop.scheduleTask(in: Self.deadline) {
-            bounded.fail(PostgresProblem("no answer within \(Self.deadline) while connecting"))
-            // A connection that opens after all is closed, not leaked.
-            opening.whenSuccess { Self.closeLater($0) }
-        }
-        defer { deadline.cancel() }
-        let fresh = WatchedConnection(try bounded.futureResult.wait())
+        // The connection's own timeout bounds reaching the server, and `settingUp` the settings.
+        let opening = connector.connect(id: id, settingUp: Self.deadline, prepare: prepare)
+        let fresh = WatchedConnection(try opening.wait())
         slot.connection.withLock { $0 = fresh }
         return fresh
     }

@@ -18,13 +18,15 @@ struct PostgresConnector: Sendable {
     typealias Preparation = @Sendable (PostgresConnection) -> EventLoopFuture<Void>
 
     /// A connection to the first host of use, prepared; a ``PostgresProblem`` naming each host's
-    /// failure when none is.
+    /// failure when none is. Each host has the location's connect timeout to answer and
+    /// `settingUp` to be checked and prepared.
     func connect(
         id: Int,
         on eventLoop: any EventLoop = PostgresConnection.defaultEventLoopGroup.any(),
+        settingUp: TimeAmount = PostgresConnector.settingUp,
         prepare: Preparation? = nil
     ) -> EventLoopFuture<PostgresConnection> {
-        attempt(hosts: location.hosts[...], failures: [], id: id, on: eventLoop, prepare: prepare)
+        attempt(hosts: location.hosts[...], failures: [], id: id, on: eventLoop, settingUp: settingUp, prepare: prepare)
     }
 
     private func attempt(
@@ -32,12 +34,13 @@ struct PostgresConnector: Sendable {
         failures: [String],
         id: Int,
         on eventLoop: any EventLoop,
+        settingUp: TimeAmount,
         prepare: Preparation?
     ) -> EventLoopFuture<PostgresConnection> {
         guard let host = hosts.first else {
             return eventLoop.makeFailedFuture(PostgresProblem(failures.joined(separator: "; ")))
         }
-        return open(host, id: id, on: eventLoop, prepare: prepare).flatMapError { error in
+        return open(host, id: id, on: eventLoop, settingUp: settingUp, prepare: prepare).flatMapError { error in
             attempt(
                 hosts: hosts.dropFirst(),
                 failures: failures + [
@@ -45,6 +48,7 @@ struct PostgresConnector: Sendable {
                 ],
                 id: id,
                 on: eventLoop,
+                settingUp: settingUp,
                 prepare: prepare
             )
         }
@@ -59,6 +63,7 @@ struct PostgresConnector: Sendable {
         _ host: PostgresLocation.Host,
         id: Int,
         on eventLoop: any EventLoop,
+        settingUp: TimeAmount,
         prepare: Preparation?
     ) -> EventLoopFuture<PostgresConnection> {
         let opened: EventLoopFuture<PostgresConnection>
@@ -77,7 +82,7 @@ struct PostgresConnector: Sendable {
             // Watched: a set-up query dropped as the server closes would leave the caller waiting
             // for good (``WatchedConnection``), holding whatever it holds (the authority's turn to
             // decide), where the next host should be tried.
-            WatchedConnection(connection).answer(within: Self.settingUp) { (ready: EventLoopPromise<Void>) in
+            WatchedConnection(connection).answer(within: settingUp) { (ready: EventLoopPromise<Void>) in
                 let writable: EventLoopFuture<Void> =
                     readWrite
                     ? connection.query("SHOW transaction_read_only", logger: logger).flatMapThrowing { result in

@@ -76,7 +76,7 @@ final class CommitWatch: Sendable {
             defer { state.connection = nil }
             return state.connection
         }
-        connection?.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+        connection?.closeLater()
     }
 
     private func connect() {
@@ -100,7 +100,7 @@ final class CommitWatch: Sendable {
             }
             .map { _ in connection }
             .flatMapErrorThrowing { error in
-                connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+                connection.closeLater()
                 throw error
             }
         }
@@ -121,7 +121,7 @@ final class CommitWatch: Sendable {
             return state.stopped
         }
         guard !stopped else {
-            connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+            connection.closeLater()
             return
         }
         replica.heard.withLock { $0.listening = true }

@@ -43,33 +43,46 @@ final class WatchedConnection: Sendable {
     /// The answer `start` completes `promise` with, or a failure once the connection closes or
     /// `limit` passes (the connection is then closed: a server that neither answers nor closes).
     /// A body cut off so may go on waiting for its own answer; it holds nothing but its task.
+    ///
+    /// All of it (the registration, the deadline, `start`, the clean-up) runs in one turn of the
+    /// connection's event loop: from a blocking thread, each of those steps would be a hop of
+    /// its own to the loop, several per statement on the relay's write path.
     func answer<T: Sendable>(
         within limit: TimeAmount,
-        _ start: (_ promise: EventLoopPromise<T>) -> Void
+        _ start: @escaping @Sendable (_ promise: EventLoopPromise<T>) -> Void
     ) -> EventLoopFuture<T> {
-        let promise = connection.eventLoop.makePromise(of: T.self)
-        let id = waits.withLock { waits -> Int? in
-            guard !waits.closed else { return nil }
-            waits.next += 1
-            waits.failing[waits.next] = { promise.fail($0) }
-            return waits.next
+        let loop = connection.eventLoop
+        let promise = loop.makePromise(of: T.self)
+        let watch = { @Sendable [self] in
+            let id = waits.withLock { waits -> Int? in
+                guard !waits.closed else { return nil }
+                waits.next += 1
+                waits.failing[waits.next] = { promise.fail($0) }
+                return waits.next
+            }
+            guard let id else { return promise.fail(Self.closedFirst) }
+            let deadline = loop.scheduleTask(in: limit) { [connection] in
+                // Closed first, so that the caller woken by the failure finds it closed.
+                connection.closeLater()
+                promise.fail(
+                    PostgresProblem("no answer within \(limit.nanoseconds / 1_000_000) ms: the connection is closed")
+                )
+            }
+            promise.futureResult.whenComplete { [self] _ in
+                deadline.cancel()
+                waits.withLock { _ = $0.failing.removeValue(forKey: id) }
+            }
+            start(promise)
         }
-        guard let id else {
-            promise.fail(Self.closedFirst)
-            return promise.futureResult
-        }
-        let deadline = connection.eventLoop.scheduleTask(in: limit) { [connection] in
-            // Closed first, so that the caller woken by the failure finds it closed.
-            BlockingPostgres.closeLater(connection)
-            promise.fail(
-                PostgresProblem("no answer within \(limit.nanoseconds / 1_000_000) ms: the connection is closed")
-            )
-        }
-        start(promise)
-        promise.futureResult.whenComplete { [self] _ in
-            deadline.cancel()
-            waits.withLock { _ = $0.failing.removeValue(forKey: id) }
-        }
+        if loop.inEventLoop { watch() } else { loop.execute(watch) }
         return promise.futureResult
+    }
+}
+
+extension PostgresConnection {
+    /// Closes the connection without waiting, keeping it alive until it is closed (postgres-nio
+    /// asserts on one released while still open).
+    func closeLater() {
+        close().whenComplete { _ in withExtendedLifetime(self) {} }
     }
 }
