@@ -7,7 +7,7 @@ import LansyncCore
 /// item's derived columns brought up to date once, at the end, without reading the item again.
 ///
 /// A batch carries an item's fields together, so each item is looked up once, and the fields of
-/// an item this transaction created are never read (they cannot exist yet).
+/// the item it has just created are not read (they cannot exist yet).
 struct BatchMerge {
     let refuse: ReplicaStore.Refusal?
     let revoked: RevokedWriters
@@ -20,7 +20,9 @@ struct BatchMerge {
     /// How many fields (and items deleted) the batch changed.
     private(set) var changed = 0
     private var itemRows: [ItemID: Int64] = [:]
-    private var createdItems = Set<Int64>()
+    /// The item of the last change merged: a batch carries an item's fields together, so most
+    /// changes find their item here, with no id hashed.
+    private var lastItem: (id: ItemID, row: Int64)?
     /// Items of this batch reduced to their minimal tombstone (Docs/MERGE.md, "Causal stability
     /// and collection"): they take in only writes this replica has not seen.
     private var collectedItems = Set<Int64>()
@@ -30,9 +32,10 @@ struct BatchMerge {
     /// Each item's user fields, counted once per batch when a limit asks (a new item has none):
     /// the field-count limit costs no query per field.
     private var userFields: [Int64: Int] = [:]
-    /// The fields saved so far in items this batch created (by item row: comparing and hashing a
-    /// row is cheaper than an item id).
-    private var savedInCreatedItems = Set<SavedField>()
+    /// The item this batch created last, and the fields saved in it so far: a field of it not
+    /// among them cannot exist yet, and is not read. (A field of an item created earlier in the
+    /// batch is read: a batch carries an item's fields together, so that is rare.)
+    private var lastCreated: (row: Int64, saved: [FieldName])?
     private var derived: [Int64: Transaction.DerivedChange] = [:]
     private var createdByRevoked: [(row: Int64, id: ItemID)] = []
 
@@ -65,9 +68,9 @@ struct BatchMerge {
             try tx.db.execute(sql: "UPDATE item SET collected = 0 WHERE id = ?", arguments: [itemRow])
             collectedItems.remove(itemRow)
         }
-        let created = createdItems.contains(itemRow)
+        let inLastCreated = lastCreated?.row == itemRow
         let old =
-            created && !savedInCreatedItems.contains(SavedField(item: itemRow, name: update.key.field))
+            inLastCreated && lastCreated?.saved.contains(update.key.field) == false
             ? nil : try tx.loadField(item: itemRow, name: update.key.field)
         var merged = (old?.state ?? FieldState()).merged(with: update.change)
         guard merged != old?.state else { return }
@@ -81,7 +84,7 @@ struct BatchMerge {
             new: merged,
             overruled: overruled
         )
-        if created { savedInCreatedItems.insert(SavedField(item: itemRow, name: update.key.field)) }
+        if inLastCreated, old == nil { lastCreated?.saved.append(update.key.field) }
         if old == nil, !update.key.field.isReserved, let count = userFields[itemRow] {
             userFields[itemRow] = count + 1
         }
@@ -94,7 +97,11 @@ struct BatchMerge {
     /// stability and collection"), which must not bring the item back.
     private mutating func row(of update: FieldUpdate, in tx: inout Transaction) throws -> Int64? {
         let item = update.key.item
-        if let known = itemRows[item] { return known }
+        if let lastItem, lastItem.id == item { return lastItem.row }
+        if let known = itemRows[item] {
+            lastItem = (item, known)
+            return known
+        }
         let row: Int64
         if let stored = try tx.itemRowAndCollection(item) {
             row = stored.row
@@ -103,10 +110,11 @@ struct BatchMerge {
             if seen == nil { seen = try ReplicaStore.versionVector(db: tx.db) }
             guard let seen, update.change.isNews(to: seen) else { return nil }
             row = try tx.insertItem(item)
-            createdItems.insert(row)
+            lastCreated = (row, [])
             userFields[row] = 0
         }
         itemRows[item] = row
+        lastItem = (item, row)
         return row
     }
 
@@ -176,10 +184,4 @@ struct BatchMerge {
         )
         if let writer { try tx.setCounter(of: writer.row, to: writer.counter) }
     }
-}
-
-/// A field by its item's row, as ``BatchMerge`` remembers those it saved in items it created.
-private struct SavedField: Hashable {
-    let item: Int64
-    let name: FieldName
 }

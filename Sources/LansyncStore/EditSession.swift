@@ -57,6 +57,9 @@ public struct EditSession {
         } else {
             itemRow = try tx.insertItem(id, from: item.state)
             item.row = itemRow
+            // Room for every field at once (an import's line sets them all; growing the table
+            // one field at a time rehashed it three or four times per item).
+            item.fieldRows.reserveCapacity(changed.count)
         }
         // In name order (a new item's fields take rows in that order). The names alone are
         // sorted: sorting (name, state) pairs moved each field state, retained and released, and

@@ -38,10 +38,11 @@ struct Transaction {
     var commitTime: Int64?
     /// The feed's last sequence number, read at the first change and counted on from there.
     var lastSeq: Int64?
-    /// The row the next new field of an item takes, for the item this transaction last gave one
-    /// after its last row (``FieldRows``): an import or a batch adds an item's fields one after
-    /// another, and each would otherwise look up the item's last row (a fifth of an import's
-    /// time). Only this transaction writes, and rows it removes leave the places above free.
+    /// The row the next new field of an item takes, for the item this transaction last created
+    /// or last gave a row after its last one (``FieldRows``): an import or a batch adds an item's
+    /// fields one after another, and each would otherwise look up the item's last row (a fifth
+    /// of an import's time). Only this transaction writes, and rows it removes leave the places
+    /// above free.
     var nextFieldRow: (item: Int64, row: Int64)?
     /// The writer's marker to record once this transaction commits (``WriterLease``): set by a
     /// transaction that changed what the replica holds, so that a file restored to before it is
@@ -305,14 +306,24 @@ struct Transaction {
             bind.bool(3, state.isDeleted)
             bind.int(4, state.conflictCount)
         }
-        return db.lastInsertedRowID
+        return fieldsStartFresh(item: db.lastInsertedRowID)
     }
 
-    func insertItem(_ id: ItemID) throws -> Int64 {
-        try db.cachedStatement(sql: "INSERT INTO item(item_id, type) VALUES (?, ?)").execute(arguments: [
-            id.rawValue, ItemState.defaultType,
-        ])
-        return db.lastInsertedRowID
+    /// Inserts a new item of the default type, whose fields are about to arrive (a peer's batch).
+    mutating func insertItem(_ id: ItemID) throws -> Int64 {
+        try statement(.insertBareItem).run { bind in
+            bind.text(1, id.rawValue)
+            bind.text(2, ItemState.defaultType)
+        }
+        return fieldsStartFresh(item: db.lastInsertedRowID)
+    }
+
+    /// A new item's first field takes the first row of its range with no look-up: the range is
+    /// empty (an item's field rows go with it when it is purged, so a row id used again finds
+    /// none). Returns `item`.
+    private mutating func fieldsStartFresh(item: Int64) -> Int64 {
+        nextFieldRow = (item, FieldRows.range(item: item).lowerBound)
+        return item
     }
 
     mutating func loadItem(_ id: ItemID) throws -> LoadedItem {
@@ -596,7 +607,8 @@ extension FieldVersion.Write {
 
 /// The statements a ``Transaction`` runs for every item and field it writes.
 enum HotStatement: Int, CaseIterable {
-    case findItem, findItemAndCollection, insertItem, updateItem, insertField, updateField, insertVersion, deleteVersion
+    case findItem, findItemAndCollection, insertItem, insertBareItem, updateItem, insertField, updateField
+    case insertVersion, deleteVersion
     case loadField, insertHistory, trimHistory, clearHistory
 
     var sql: String {
@@ -604,6 +616,7 @@ enum HotStatement: Int, CaseIterable {
         case .findItem: "SELECT id FROM item WHERE item_id = ?"
         case .findItemAndCollection: "SELECT id, collected FROM item WHERE item_id = ?"
         case .insertItem: "INSERT INTO item(item_id, type, deleted, conflicts) VALUES (?, ?, ?, ?)"
+        case .insertBareItem: "INSERT INTO item(item_id, type) VALUES (?, ?)"
         case .updateItem: "UPDATE item SET type = ?, deleted = ?, conflicts = ? WHERE id = ?"
         case .insertField:
             "INSERT INTO field(id, name, conflict, state, seq, changed_at, change_kind) VALUES (?, ?, ?, ?, ?, ?, ?)"

@@ -52,30 +52,39 @@ public struct RelayLimits: Sendable, Equatable {
     ) rethrows -> String? {
         // A field holds a version or a few: no set to build for each field that arrives.
         for version in incoming.versions where held?.versions.contains(where: { $0.dot == version.dot }) != true {
-            var values: [Value] = []
+            // The values judged where they are: no array gathered for each field that arrives.
             switch version.write {
-            case .assign(let value): values = [value]
-            case .list(let change): values = change.added + change.removed
+            case .assign(let value):
+                if let reason = refusal(of: value) { return reason }
+            case .list(let change):
+                for value in change.added { if let reason = refusal(of: value) { return reason } }
+                for value in change.removed { if let reason = refusal(of: value) { return reason } }
             case .overrule, .unset: continue
-            }
-            if let big = values.first(where: { $0.encodedSize > maxValueBytes }) {
-                return "a value of \(big.encodedSize) bytes is over \(whose) of \(maxValueBytes)"
-            }
-            if let deep = values.first(where: { $0.nesting > Limits.maxValueNesting }) {
-                return "a value nests lists \(deep.nesting) deep, over the limit of \(Limits.maxValueNesting)"
             }
             if let reason = Self.reservedRefusal(key.field, version.write) { return reason }
         }
-        if let list = incoming.listValue.isEmpty ? nil : Value.list(incoming.listValue),
-            list.encodedSize > maxValueBytes
-        {
-            return "a list of \(list.encodedSize) bytes is over \(whose) of \(maxValueBytes)"
+        // A field that holds no list entries has no list to judge (``FieldState/listValue`` is
+        // made of them).
+        if !incoming.entries.isEmpty {
+            let size = Value.list(incoming.listValue).encodedSize
+            if size > maxValueBytes { return "a list of \(size) bytes is over \(whose) of \(maxValueBytes)" }
         }
         if !key.field.isReserved, held == nil {
             let count = try userFields()
             if count >= maxFieldsPerItem {
                 return "item \(key.item) would have more than \(maxFieldsPerItem) fields, \(whose)"
             }
+        }
+        return nil
+    }
+
+    /// Why one value a version writes is refused (too large, or nested too deep), or nil.
+    private func refusal(of value: Value) -> String? {
+        let size = value.encodedSize
+        if size > maxValueBytes { return "a value of \(size) bytes is over \(whose) of \(maxValueBytes)" }
+        let nesting = value.nesting
+        if nesting > Limits.maxValueNesting {
+            return "a value nests lists \(nesting) deep, over the limit of \(Limits.maxValueNesting)"
         }
         return nil
     }
