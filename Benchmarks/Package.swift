@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "store-bench", targets: ["store-bench"]),
         .executable(name: "sim-bench", targets: ["sim-bench"]),
         .executable(name: "relay-load", targets: ["relay-load"]),
+        .executable(name: "cli-floor", targets: ["cli-floor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -63,6 +64,16 @@ let package = Package(
                 .product(name: "LansyncSimulation", package: "lansync"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
+        ),
+        // The start of a static Swift binary with Foundation and the argument parser, and
+        // nothing of lansync's: the floor under the CLI's figures.
+        .executableTarget(
+            name: "cli-floor",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),
                 .enableUpcomingFeature("MemberImportVisibility"),
