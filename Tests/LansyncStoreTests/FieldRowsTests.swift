@@ -140,6 +140,60 @@ import Testing
         #expect(try store.storedItem(.named("x"))?.value(of: .named("b")) == nil)
     }
 
+    /// A peer's batch that creates items takes each new item's first field without a look-up and
+    /// reads no field of the item it has just created: fields of new items that come apart
+    /// (x, y, then x again) or twice (a state and a later one of the same field) still land one
+    /// row per field, holding the merged state, in the places of their item's range.
+    @Test func aBatchOfNewItemsPlacesEachFieldOnceWhateverItsOrder() throws {
+        let store = try create()
+        let sender = NodeID.node(2)
+        var counter: UInt64 = 0
+        // `by`: another writer, whose first write this is (concurrent with all of the sender's).
+        func state(_ value: String, after earlier: FieldState = FieldState(), by other: NodeID? = nil) -> FieldState {
+            counter += 1
+            var state = earlier
+            state.assign(
+                .string(value),
+                dot: other.map { Dot(node: $0, counter: 1) } ?? Dot(node: sender, counter: counter),
+                timestamp: HLCTimestamp(rawValue: counter)
+            )
+            return state
+        }
+        let xa = state("x.a 1")
+        let updates = [
+            FieldUpdate(key: FieldKey(item: .named("x"), field: .named("a")), state: xa),
+            FieldUpdate(key: FieldKey(item: .named("x"), field: .named("b")), state: state("x.b")),
+            FieldUpdate(key: FieldKey(item: .named("y"), field: .named("a")), state: state("y.a")),
+            FieldUpdate(key: FieldKey(item: .named("x"), field: .named("c")), state: state("x.c")),
+            FieldUpdate(key: FieldKey(item: .named("x"), field: .named("a")), state: state("x.a 2", after: xa)),
+            FieldUpdate(key: FieldKey(item: .named("y"), field: .named("b")), state: state("y.b 1")),
+            FieldUpdate(key: FieldKey(item: .named("y"), field: .named("b")), state: state("y.b 2", by: .node(3))),
+        ]
+        let received = try store.receive(
+            DeltaBatch(updates: updates, covers: VersionVector([sender: counter - 1, .node(3): 1])),
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: t0
+        )
+        #expect(received.changed == 7)
+        let placed = try store.read { db in
+            try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT i.item_id, f.name, f.id - (i.id << 12) FROM field f JOIN item i ON i.id = f.id >> 12 ORDER BY f.id"
+            ).map { "\($0[0] as String).\($0[1] as String)@\($0[2] as Int64)" }
+        }
+        #expect(placed == ["x.a@0", "x.b@1", "x.c@2", "y.a@0", "y.b@1"])
+        let x = try #require(try store.itemState(.named("x")))
+        let y = try #require(try store.itemState(.named("y")))
+        // The later state of x.a superseded the first; y.b's two states (by two writers) were
+        // concurrent, and both stay.
+        #expect(x.fields[.named("a")]?.shownValue == .string("x.a 2"))
+        #expect(x.fields[.named("a")]?.versions.count == 1)
+        #expect(y.fields[.named("b")]?.versions.count == 2)
+        #expect(try store.fullCheck().isSound)
+    }
+
     /// The reads that start from an item (get, history, a list's page, a field by name) search a
     /// range of the field table's key, and those that start from a field find its item by key:
     /// none scans the table or builds an index for itself.
