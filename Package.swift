@@ -173,7 +173,7 @@ let package = Package(
             name: "lansync-debug",
             dependencies: [
                 "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire",
-                "LansyncHost",
+                "LansyncHost", "LansyncFuzzing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -210,6 +210,19 @@ let package = Package(
             name: "LansyncTestSupport",
             dependencies: ["LansyncCore"],
             path: "Tests/LansyncTestSupport",
+            swiftSettings: strict
+        ),
+        // The fuzzer of the receive path (issue 62, Fuzz/README.md): recorded sessions of a real
+        // member, mutated and played into a real node in process. A short run is a test
+        // (ReceivePathFuzzTests); `lansync-debug fuzz-sessions` runs it for hours.
+        .target(
+            name: "LansyncFuzzing",
+            dependencies: [
+                "LansyncCore", "LansyncWire", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
+                "LansyncTestSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/LansyncFuzzing",
             swiftSettings: strict
         ),
         .testTarget(
@@ -260,6 +273,7 @@ let package = Package(
             name: "LansyncNodeTests",
             dependencies: [
                 "LansyncCore", "LansyncWire", "LansyncNode", "LansyncStore", "LansyncTransport", "LansyncTestSupport",
+                "LansyncFuzzing", "LansyncIdentity",
                 // The nudge socket's test serves it on an event loop of its own.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -70,8 +70,9 @@ public struct APIServer: Sendable {
         // Outermost, so that it counts each request with the status its problem answered.
         router.add(middleware: RequestCounter())
         router.add(middleware: ProblemMiddleware())
-        router.add(middleware: TokenCheck(token: token, directory: directory))
-        Routes(node: node).register(on: router.group("v1"))
+        let credentials = Credentials(token: token, directory: directory)
+        router.add(middleware: TokenCheck(credentials: credentials))
+        Routes(node: node, credentials: credentials).register(on: router.group("v1"))
         WebPage(
             directory: directory,
             assetsFolder: ProcessInfo.processInfo.environment["LANSYNC_UI_ASSETS"]

@@ -13,8 +13,13 @@ import NIOCore
 /// stream also carries a `sync` event (no id, data `{}`) each time peers' acknowledgements are
 /// recorded: an item edited here that is not yet SYNCED may have moved, so a page that shows sync
 /// states reads those items again instead of polling.
+///
+/// A stream ends (its connection closed) within ``Credentials/recheck`` of its credential being
+/// rotated away or logged out: `stillAllowed` is asked on every wake and between them.
 struct ChangeFeed: Sendable {
     let node: RunningNode
+    /// Whether the request's credential is still accepted (``Credentials/stillAccepts(_:)``).
+    let stillAllowed: @Sendable () -> Bool
 
     static let heartbeat: Duration = .seconds(15)
 
@@ -90,6 +95,7 @@ struct ChangeFeed: Sendable {
 
     func events(after since: UInt64, _ filter: Filter) async throws -> Response {
         let node = self.node
+        let stillAllowed = self.stillAllowed
         return Response(
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
@@ -106,10 +112,19 @@ struct ChangeFeed: Sendable {
                     guard let acks else { return }
                     for await _ in acks.changes { continuation.yield(.sync) }
                 }
+                // Between wakes, the credential is looked at every `recheck`; once it is gone the
+                // stream of wakes ends, and with it the answer (the loop below checks again
+                // before sending anything still buffered).
                 let beat = Task {
+                    var sinceBeat: Duration = .zero
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: Self.heartbeat)
-                        continuation.yield(.beat)
+                        try? await Task.sleep(for: Credentials.recheck)
+                        guard stillAllowed() else { return continuation.finish() }
+                        sinceBeat += Credentials.recheck
+                        if sinceBeat >= Self.heartbeat {
+                            sinceBeat = .zero
+                            continuation.yield(.beat)
+                        }
                     }
                 }
                 defer {
@@ -122,7 +137,7 @@ struct ChangeFeed: Sendable {
                 var last = since
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
                 func drain(_ writer: inout any ResponseBodyWriter) async throws {
-                    while true {
+                    while stillAllowed() {
                         // `last` moves to the page's end even past changes the filter left out,
                         // so a filtered client does not read them again on every wake.
                         let since = last
@@ -148,6 +163,8 @@ struct ChangeFeed: Sendable {
                 }
                 try await drain(&writer)
                 for await wake in events {
+                    // Rotated away or logged out: the stream ends here, with nothing more sent.
+                    guard stillAllowed() else { break }
                     switch wake {
                     case .change: try await drain(&writer)
                     case .sync: try await writer.write(ByteBuffer(string: "event: sync\ndata: {}\n\n"))

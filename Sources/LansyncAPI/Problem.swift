@@ -98,8 +98,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 /// else, for every path but the web page's own files and its login (which hold no data, and are
 /// served to anyone who can connect).
 struct TokenCheck<Context: RequestContext>: RouterMiddleware {
-    let token: APITokenFile
-    let directory: DataDirectory
+    let credentials: Credentials
 
     func handle(
         _ request: Request,
@@ -109,10 +108,7 @@ struct TokenCheck<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         guard Self.needsToken(request.uri.path) else { return try await next(request, context) }
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-            Self.equal(Array(header.utf8.dropFirst(7)), token.current)
-                || directory.isUISession(Array(header.utf8.dropFirst(7)))
-        else {
+        guard credentials.accept(request) else {
             throw Problem(
                 .unauthorized,
                 "a bearer token is needed: send 'Authorization: Bearer TOKEN', where 'lansync api-token' prints TOKEN",
@@ -133,13 +129,6 @@ struct TokenCheck<Context: RequestContext>: RouterMiddleware {
             || !name.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }
     }
 
-    /// Compares in time that does not depend on where the first difference is.
-    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for (x, y) in zip(a, b) { difference |= x ^ y }
-        return difference == 0
-    }
 }
 
 extension UInt8 {

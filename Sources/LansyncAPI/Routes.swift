@@ -12,6 +12,8 @@ import NIOCore
 /// the node's thread pool: a handler never blocks the threads that serve requests.
 struct Routes: Sendable {
     let node: RunningNode
+    /// What the change feed's streams check again while they last.
+    let credentials: Credentials
 
     var replica: LocalReplica { node.replica }
 
@@ -118,7 +120,9 @@ struct Routes: Sendable {
         }
         v1.get("changes") { request, _ in
             try takes(request, "since", "limit", "type", "item", "field", "sync")
-            return try await ChangeFeed(node: node).respond(to: request)
+            let bearer = credentials.bearer(of: request) ?? []
+            return try await ChangeFeed(node: node) { [credentials] in credentials.stillAccepts(bearer) }
+                .respond(to: request)
         }
         v1.get("openapi.json") { request, _ in
             try takes(request)

@@ -7,11 +7,12 @@
 /// member can choose its name and its values, so every human surface passes peer-supplied text
 /// through here (DESIGN invariant 11: checked before it is printed).
 public enum TerminalText {
-    /// Whether `scalar` is written as an escape: the C0 controls, DEL, the C1 controls, and the
-    /// bidirectional embeddings, overrides and isolates.
+    /// Whether `scalar` is written as an escape: the C0 controls, DEL, the C1 controls, the line
+    /// and paragraph separators (a line break to many viewers and to JavaScript), and the
+    /// bidirectional marks, embeddings, overrides and isolates.
     public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x00..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+        case 0x00..<0x20, 0x7F...0x9F, 0x061C, 0x200E...0x200F, 0x2028...0x202E, 0x2066...0x2069: true
         default: false
         }
     }
@@ -22,7 +23,9 @@ public enum TerminalText {
     /// escaped too (for one line of a log, a table cell, an error).
     public static func escaped(_ text: String, keepingLineBreaks: Bool = false) -> String {
         // The common case: nothing to escape (one pass over the bytes, no allocation).
-        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) else { return text }
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xD8 || $0 == 0xE2 }) else {
+            return text
+        }
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             if needsEscape(scalar), !(keepingLineBreaks && (scalar == "\n" || scalar == "\t")) {

@@ -57,9 +57,12 @@ extension ByteReader {
         case 4: return .double(Double(bitPattern: try fixed64()))
         case 5: return .string(try string())
         case 6:
+            // A list longer than a whole value may be is a lie; and what is reserved before the
+            // elements are read is bounded, so a count alone allocates little (issue 62).
             let n = try count()
+            guard n <= Limits.maxValueBytes else { throw fail("a list of more elements than a value may hold") }
             var elements: [Value] = []
-            elements.reserveCapacity(n)
+            elements.reserveCapacity(Swift.min(n, 1024))
             for _ in 0..<n { elements.append(try value(depth: depth + 1)) }
             return .list(elements)
         case 7:

@@ -343,7 +343,7 @@ extension DataDirectory {
             case .revocation(let revocation):
                 if revoked[revocation.node] == nil { revoked[revocation.node] = revocation }
             case .admitters(let set):
-                if set.at > admitters?.at ?? 0 { admitters = set }
+                if set.supersedes(admitters) { admitters = set }
             case .admission(let admission):
                 if admissions[admission.node] == nil { admissions[admission.node] = admission }
             case .settings:
@@ -413,6 +413,11 @@ extension DataDirectory {
         let member = try self.member(named: target, store: store)
         guard !member.isThisNode else {
             throw HostError("'\(target)' is this machine: revoke it from another admitting machine, or stop its node")
+        }
+        guard TerminalText.isPlain(reason) else {
+            throw HostError(
+                "a reason may not hold control characters (line breaks, tabs, escape sequences): give it on one line"
+            )
         }
         if let done = member.revocation { return done }
         // The point the revocation names: what this replica holds of each of the node's writers.
@@ -485,7 +490,13 @@ extension DataDirectory {
         guard nodes.count <= AdmitterSet.maxNodes else {
             throw HostError("at most \(AdmitterSet.maxNodes) admitting machines")
         }
-        let set = try AdmitterSet.make(nodes: nodes, at: WallClock.milliseconds, by: info.nodeID, authority: authority)
+        let latest = try statements(store: store).admitters
+        let set = try AdmitterSet.make(
+            nodes: nodes,
+            at: ClusterStatement.stamp(now: WallClock.milliseconds, after: latest?.at),
+            by: info.nodeID,
+            authority: authority
+        )
         let statement = ClusterStatement.admitters(set)
         try store.addStatements([(statement.key, statement.encoded)])
         ControlClient.statementsChanged(path: controlSocketPath)
@@ -505,7 +516,7 @@ extension DataDirectory {
             try ClusterSettings.make(
                 trashWindow: settings.trashWindow,
                 awayAfter: settings.awayAfter,
-                at: WallClock.milliseconds,
+                at: ClusterStatement.stamp(now: WallClock.milliseconds, after: try latestSettings(store: store)?.at),
                 by: try store.info().nodeID,
                 authority: authority
             )
@@ -513,6 +524,19 @@ extension DataDirectory {
         try store.addStatements([(statement.key, statement.encoded)])
         try store.setCollectionSettings(settings)
         ControlClient.statementsChanged(path: controlSocketPath)
+    }
+
+    /// The latest collection settings this replica holds that its authority signed.
+    func latestSettings(store: ReplicaStore) throws -> ClusterSettings? {
+        let trust = try clusterCertificate()
+        var latest: ClusterSettings?
+        for record in try store.statementRecords() {
+            guard case .settings(let settings)? = ClusterStatement(encoded: record), settings.isSigned(by: trust),
+                settings.supersedes(latest)
+            else { continue }
+            latest = settings
+        }
+        return latest
     }
 
     /// Rewrites the cluster file with the authority's certificate alone (the node calls it when

@@ -195,10 +195,11 @@ extension DamageReport {
 }
 
 extension Value {
-    /// The value for people: a string as it is (unless it holds control characters: then quoted,
-    /// as JSON escapes them), a link as `@ID` (as it is typed), anything else in its JSON form.
+    /// The value for people: a string as it is (unless it holds anything ``TerminalText``
+    /// escapes: control characters, line separators, direction overrides; then quoted, as JSON
+    /// escapes them), a link as `@ID` (as it is typed), anything else in its JSON form.
     public var displayText: String {
-        if case .string(let s) = self, !s.unicodeScalars.contains(where: { $0.value < 0x20 }) { return s }
+        if case .string(let s) = self, TerminalText.isPlain(s) { return s }
         if case .ref(let id) = self { return "@" + id.rawValue }
         return jsonText
     }

@@ -78,6 +78,25 @@ public enum ClusterStatement: Sendable, Hashable {
         }
     }
 
+    /// The stamp (``ClusterSettings/at``, ``AdmitterSet/at``) for a statement made now that
+    /// supersedes `latest`: the wall clock, but past `latest` whatever the clock says. The
+    /// stamps of settings and admitter sets are Lamport clocks: the signer holds the one it
+    /// replaces, so a newer statement orders after it even when the signer's clock is behind
+    /// (issue 62: an admitting machine ten minutes slow made settings that every member,
+    /// itself included after a restart, took as older than the ones they replaced).
+    public static func stamp(now: UInt64, after latest: UInt64?) -> UInt64 {
+        guard let latest else { return now }
+        return Swift.max(now, latest == .max ? .max : latest + 1)
+    }
+
+    /// Whether a statement stamped `at` and signed `signature` supersedes one stamped `otherAt`
+    /// and signed `otherSignature`: the later stamp, and between equal stamps (two admitting
+    /// machines at once) the larger signature, so every member keeps the same one whatever the
+    /// order it heard them in.
+    static func supersedes(_ at: UInt64, _ signature: [UInt8], _ otherAt: UInt64, _ otherSignature: [UInt8]) -> Bool {
+        at != otherAt ? at > otherAt : otherSignature.lexicographicallyPrecedes(signature)
+    }
+
     /// Signs `message` with the authority's key (DER ECDSA).
     static func sign(_ message: [UInt8], with authority: ClusterSecret) throws -> [UInt8] {
         Array(try authority.privateKey.signature(for: message).derRepresentation)
@@ -102,6 +121,12 @@ public struct AdmitterSet: SignedStatement, Hashable {
     public let at: UInt64
     public let by: NodeID
     public let signature: [UInt8]
+
+    /// Whether this set counts instead of `other` (``ClusterStatement/supersedes(_:_:_:_:)``).
+    public func supersedes(_ other: AdmitterSet?) -> Bool {
+        guard let other else { return true }
+        return ClusterStatement.supersedes(at, signature, other.at, other.signature)
+    }
 
     /// At most this many admitting machines (the set must fit one hello statement).
     public static let maxNodes = 128

@@ -140,10 +140,12 @@ extension JSON {
         out += "\""
         // Most strings need no escaping: append them whole (the per-scalar loop below is the
         // largest cost of writing a synced field's shown value and history).
-        // (0xC2 and 0xE2 start the C1 controls and the direction overrides, written as escapes
-        // too so that JSON shown on a terminal cannot drive it: TerminalText.)
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c || $0 == 0x7f || $0 == 0xC2 || $0 == 0xE2 })
-        {
+        // (0xC2, 0xD8 and 0xE2 start the C1 controls, the Arabic letter mark, the line
+        // separators and the direction overrides, written as escapes too so that JSON shown on
+        // a terminal cannot drive it: TerminalText.)
+        if !s.utf8.contains(where: {
+            $0 < 0x20 || $0 == 0x22 || $0 == 0x5c || $0 == 0x7f || $0 == 0xC2 || $0 == 0xD8 || $0 == 0xE2
+        }) {
             out += s
             out += "\""
             return

@@ -381,33 +381,58 @@ public final class Node: Sendable {
         closeWhenUpToDate: Bool,
         outsideView: Bool
     ) async -> SessionOutcome {
-        let peerID = connection.peerNodeID
-        if let revoked = statements.revocation(of: peerID) {
+        if let revoked = statements.revocation(of: connection.peerNodeID) {
             return await refuseRevoked(connection, revoked, address: address)
         }
+        let channel = connection.channel.channel
+        let link = SessionLink(peerID: connection.peerNodeID, outbound: connection.outbound) {
+            channel.close(promise: nil)
+        }
+        return await runSession(
+            link,
+            address: address,
+            source: source,
+            closeWhenUpToDate: closeWhenUpToDate,
+            outsideView: outsideView
+        ) { runner in await runner.run(connection) }
+    }
+
+    /// Runs a session with `link`'s peer through `run` (on a connection, or from memory:
+    /// ``session(inMemoryFrom:payloads:address:send:)``) and records what happened: the node's part
+    /// of every session, whatever carries its frames.
+    func runSession(
+        _ link: SessionLink,
+        address: String,
+        source: PeerSource,
+        closeWhenUpToDate: Bool,
+        outsideView: Bool,
+        over run: (SessionRunner) async -> SessionOutcome
+    ) async -> SessionOutcome {
+        let peerID = link.peerID
         let log = SessionLog(
             logger: logger,
             metrics: metrics,
             lines: sessionLines,
             peerID: peerID,
             address: address,
-            outbound: connection.outbound
+            outbound: link.outbound
         )
-        let token = TokenBox()
-        let epoch = rejoins.withLockedValue { $0 }
+        let (token, epoch) = (TokenBox(), rejoins.withLockedValue { $0 })
+        let config = await sessionConfig(for: peerID, outsideView: outsideView)
         let runner = SessionRunner(
             store: store,
             io: io,
             hub: hub,
-            config: await sessionConfig(for: peerID, outsideView: outsideView),
+            config: config,
             observer: observer(
-                of: connection,
+                of: link,
                 log: log,
                 token: token,
                 source: source,
                 epoch: epoch,
                 closeWhenUpToDate: closeWhenUpToDate,
-                outsideView: outsideView
+                outsideView: outsideView,
+                told: config.statements
             ),
             // Every node refuses what breaks ``Limits`` on arrival (overruled, never stored); a
             // relay may enforce lower limits for the whole cluster.
@@ -415,16 +440,15 @@ public final class Node: Sendable {
             revoked: { [statements] in statements.revokedWriters },
             writers: options.writerBounds
         )
-        let outcome = await runner.run(connection)
-        let refusedByAFullView = connection.outbound && outcome.peerError?.code == .busy
+        let outcome = await run(runner)
+        let refusedByAFullView = link.outbound && outcome.peerError?.code == .busy
         await view.ended(peerID, session: token.value, counted: token.inView, refused: refusedByAFullView)
         if outcome.peerError?.code == .away, let peer = outcome.peer { await rejoinIfTold(by: peer) }
         if outcome.peer != nil, token.value == nil {
             // A second connection to a peer we were already connected to: closed on purpose.
             return outcome
         }
-        var failure = outcome.failure
-        if outcome.peer?.role == .oneShot, outcome.reachedUpToDate { failure = nil }
+        let failure = outcome.peer?.role == .oneShot && outcome.reachedUpToDate ? nil : outcome.failure
         let kept = await registry.ended(
             node: outcome.peer == nil ? nil : peerID,
             token: token.value,
@@ -514,43 +538,41 @@ public final class Node: Sendable {
     /// How a session reports to the node: its hello (statements learnt, the registry's claim),
     /// up-to-date points, batches applied (the relay settles conflicts) and progress.
     private func observer(
-        of connection: PeerConnection,
+        of link: SessionLink,
         log: SessionLog,
         token: TokenBox,
         source: PeerSource,
         epoch: Int,
         closeWhenUpToDate: Bool,
-        outsideView: Bool
+        outsideView: Bool,
+        told: [[UInt8]]
     ) -> SessionObserver {
-        let (registry, peerID, channel) = (self.registry, connection.peerNodeID, connection.channel.channel)
+        let (registry, peerID) = (self.registry, link.peerID)
         var observer = SessionObserver()
         observer.peerReady = { [self] hello in
-            await statementsLearned(await statements.learn(hello.statements))
-            guard statements.revocation(of: peerID) == nil else {
-                channel.close(promise: nil)
+            guard await takeStatements(of: hello) else {
+                link.close()
                 return nil
             }
             if let refusal = await judgeAway(hello) { return refusal }
             if let refusal = await rejoinIfStale(hello) { return refusal }
-            await learnReports(from: hello)
-            await adoptFolds(from: hello)
-            if hello.role != .oneShot, options.followGossip { await gossiped.learn(hello, me: info.nodeID, view: view) }
-            let (counted, refusal) = await viewAdmission(hello, outbound: connection.outbound, outsideView: outsideView)
+            await learn(from: hello)
+            let (counted, refusal) = await viewAdmission(hello, outbound: link.outbound, outsideView: outsideView)
             if let refusal { return refusal }
             let claimed = await registry.claim(
                 peer: hello,
                 address: log.address,
                 source: source,
-                outbound: connection.outbound
-            ) {
-                channel.close(promise: nil)
-            }
+                outbound: link.outbound,
+                close: link.close
+            )
             guard let claimed else {
-                channel.close(promise: nil)
+                link.close()
                 return nil
             }
             token.set(claimed)
-            if counted { await enterView(hello, outbound: connection.outbound, token: token) }
+            if await reopenIfStatementsMissed(told: told, hello) { return nil }
+            if counted { await enterView(hello, outbound: link.outbound, token: token) }
             return await began(with: hello, log: log, epoch: epoch)
         }
         observer.upToDate = { [self] vv in
@@ -558,7 +580,7 @@ public final class Node: Sendable {
             await reissueAfterRejoin(peerHolds: vv)
             // A round outside the views ends here; the relay as courier, while a peer is direct.
             let done = outsideView ? true : closeWhenUpToDate ? await registry.directPeersConnected() : false
-            if done { channel.close(promise: nil) }
+            if done { link.close() }
         }
         observer.applied = { [self] changed in
             log.applied(changed)
@@ -570,6 +592,29 @@ public final class Node: Sendable {
             await registry.progress(peerID, progress)
         }
         return observer
+    }
+
+    /// Takes in the statements `hello` carries; false if its sender is revoked (the session
+    /// then closes).
+    private func takeStatements(of hello: Hello) async -> Bool {
+        await statementsLearned(await statements.learn(hello.statements))
+        return statements.revocation(of: hello.nodeID) == nil
+    }
+
+    /// What a member's hello teaches beyond its statements: its reports, folds and gossip.
+    private func learn(from hello: Hello) async {
+        await learnReports(from: hello)
+        await adoptFolds(from: hello)
+        if hello.role != .oneShot, options.followGossip { await gossiped.learn(hello, me: info.nodeID, view: view) }
+    }
+
+    /// A statement learned after this session's hello was made and before the session was
+    /// registered met no session to reopen (``PeerRegistry/reopenAll()``): if the peer lacks
+    /// one, this session ends at once (true) and the next one's hello carries it (issue 62).
+    private func reopenIfStatementsMissed(told: [[UInt8]], _ hello: Hello) async -> Bool {
+        guard statements.lacks(told: told, peerHolds: hello.statements) else { return false }
+        await registry.reopen(hello.nodeID)
+        return true
     }
 
     /// Whether a member's session counts in the view (``ViewKeeper``), and for one that dialled

@@ -40,18 +40,30 @@ extension ReplicaStore {
     /// while the node and other processes go on reading and writing: the copy is the replica as
     /// one transaction saw it. It is written beside `destination` first and renamed into place,
     /// so `destination` is either the whole backup or untouched. Refuses an existing
-    /// `destination` unless `replacing`.
+    /// `destination` unless `replacing`, and always a directory, anything not a regular file, and
+    /// anything in the replica's data directory (``SafeFile``).
     public func backup(
         to destination: String,
         replacing: Bool = false,
         wallMilliseconds: UInt64
     ) throws(StoreError) -> BackupSummary {
-        let fm = FileManager.default
-        if fm.fileExists(atPath: destination), !replacing {
-            throw .io("\(destination) already exists: choose another file, or pass --force to replace it")
+        let dataDirectory = SafeFile.parent(of: path)
+        if let problem = SafeFile.writeProblem(
+            destination,
+            replacing: replacing,
+            protectedDirectory: dataDirectory,
+            protectedFiles: Self.databaseFiles(of: path)
+        ) {
+            throw .io(problem)
         }
-        let partial = destination + ".partial"
-        Self.removeDatabase(at: partial)
+        let partial: String
+        do {
+            partial = try SafeFile.makeSibling(of: destination)
+        } catch {
+            throw .io(
+                "cannot write the backup to \(destination): \(Self.describing(error)); check the folder exists and you may write to it"
+            )
+        }
         do {
             let copy = try DatabaseQueue(path: partial)
             try database.backup(to: copy, pagesPerStep: Self.backupPagesPerStep)
@@ -64,8 +76,8 @@ extension ReplicaStore {
             // One self-contained file: the copy's log goes into it and away.
             try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
             try copy.close()
-            if replacing { try? fm.removeItem(atPath: destination) }
-            try fm.moveItem(atPath: partial, toPath: destination)
+            Self.removeDatabase(at: partial, keepingMain: true)
+            try SafeFile.commit(partial, to: destination)
         } catch {
             Self.removeDatabase(at: partial)
             throw .io("cannot write the backup to \(destination): \(Self.describing(error))")
@@ -90,6 +102,7 @@ extension ReplicaStore {
         guard FileManager.default.fileExists(atPath: backup) else {
             throw .io("\(backup) does not exist: give the file 'lansync backup' wrote")
         }
+        if let problem = SafeFile.readProblem(backup, protectedFiles: databaseFiles(of: path)) { throw .io(problem) }
         let fresh = path + ".restoring"
         removeDatabase(at: fresh)
         do {
@@ -210,12 +223,21 @@ extension ReplicaStore {
                 "cannot put the restored replica in place of \(path) (\(error.localizedDescription)): the restored copy is \(fresh)"
             )
         }
-        try? fm.removeItem(atPath: damageMarkPath(path))
+        SafeFile.removeFile(damageMarkPath(path))
         return kept
     }
 
-    private static func removeDatabase(at path: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    /// Removes a database file and its companions, files only (``SafeFile/removeFile(_:)``):
+    /// a directory a user happened to give such a name stays.
+    private static func removeDatabase(at path: String, keepingMain: Bool = false) {
+        for suffix in ["", "-wal", "-shm", "-journal"] where !(keepingMain && suffix.isEmpty) {
+            SafeFile.removeFile(path + suffix)
+        }
+    }
+
+    /// The replica at `path` and the files SQLite keeps beside it.
+    static func databaseFiles(of path: String) -> [String] {
+        ["", "-wal", "-shm", "-journal"].map { path + $0 }
     }
 
     private static func describing(_ error: any Error) -> String {

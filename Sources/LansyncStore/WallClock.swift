@@ -14,10 +14,16 @@ public enum WallClock {
         ProcessInfo.processInfo.environment["LANSYNC_TEST_CLOCK_SKEW_MS"].flatMap(Double.init) ?? 0
 
     /// How lansync shows a moment: ISO 8601 in UTC with milliseconds (`2026-11-22T20:10:03.120Z`).
+    /// Times past the year 9999 (a signed statement's stamp can say anything) show as its last
+    /// millisecond: a formatter asked for a date far beyond may fail, and fail by trapping.
     public static func iso8601(milliseconds: UInt64) -> String {
         // A formatter per call: ISO8601DateFormatter is not Sendable, and this is never hot.
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        let shown = min(milliseconds, lastShown)
+        return formatter.string(from: Date(timeIntervalSince1970: Double(shown) / 1000))
     }
+
+    /// 9999-12-31T23:59:59.999Z.
+    static let lastShown: UInt64 = 253_402_300_799_999
 }

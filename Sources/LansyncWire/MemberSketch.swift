@@ -41,15 +41,22 @@ public struct MemberSketch: Hashable, Sendable {
         for i in registers.indices { registers[i] = max(registers[i], other.registers[i]) }
     }
 
-    /// About how many distinct members were counted.
+    /// The largest estimate given: far past any cluster lansync serves (Docs/SCALE.md), and a
+    /// bound on what made-up registers can claim. All 64 registers at ``maxRank`` would
+    /// otherwise estimate about 2.6e19, past `Int` (a remote crash before issue 62).
+    public static let maxEstimate = 1 << 24
+
+    /// About how many distinct members were counted, at most ``maxEstimate``.
     public var estimate: Int {
         let m = Double(Self.registerCount)
         let zeros = registers.filter { $0 == 0 }.count
         let sum = registers.reduce(0.0) { $0 + 1 / Double(UInt64(1) << UInt64($1)) }
         let raw = 0.709 * m * m / sum
         // Few members: count the empty registers instead (linear counting), as the paper does.
-        if raw <= 2.5 * m, zeros > 0 { return Int((m * Self.log(m / Double(zeros))).rounded()) }
-        return Int(raw.rounded())
+        if raw <= 2.5 * m, zeros > 0 {
+            return min(Self.maxEstimate, Int(saturating: (m * Self.log(m / Double(zeros))).rounded()))
+        }
+        return min(Self.maxEstimate, Int(saturating: raw.rounded()))
     }
 
     /// SplitMix64's finalizer: spreads node ids (often small numbers in tests) over 64 bits.

@@ -158,10 +158,7 @@ public enum MessageCoder {
                 let node = try r.nodeID()
                 let cluster = try r.nodeID()
                 guard let role = Hello.Role(rawValue: try r.byte()) else { throw WireError.malformed("unknown role") }
-                let name = try r.string()
-                guard name.utf8.count <= WireLimits.maxNameBytes else {
-                    throw WireError.malformed("node name too long")
-                }
+                let name = try Self.name(try r.string())
                 let vv = try r.versionVector()
                 let version = ProtocolVersion(major: UInt32(major), minor: UInt32(minor))
                 var hello = Hello(
@@ -263,7 +260,13 @@ public enum MessageCoder {
             case .summary:
                 message = .summary(versionVector: try r.versionVector())
             case .expect:
-                message = .expect(fieldStates: try r.varint())
+                let count = try r.varint()
+                guard count <= WireLimits.maxAnnouncedFieldStates else {
+                    throw WireError.malformed(
+                        "an expect of more than \(WireLimits.maxAnnouncedFieldStates) field states"
+                    )
+                }
+                message = .expect(fieldStates: count)
             case .have:
                 message = .have(versionVector: try r.versionVector())
             case .prune:
@@ -284,10 +287,7 @@ public enum MessageCoder {
                 guard Array(try r.raw(4)) == magic else {
                     throw WireError.malformed("join request without the LNSY magic")
                 }
-                let name = try r.string()
-                guard name.utf8.count <= WireLimits.maxNameBytes else {
-                    throw WireError.malformed("node name too long")
-                }
+                let name = try Self.name(try r.string())
                 let key = try r.data()
                 let proof = try r.data()
                 guard key.count <= WireLimits.maxJoinBlobBytes, proof.count == 32 else {
@@ -302,10 +302,7 @@ public enum MessageCoder {
                     throw WireError.malformed("join answer with an oversize certificate")
                 }
                 // What the inviter knows the machine by (an older inviter sends none).
-                let name = r.isAtEnd ? "" : try r.string()
-                guard name.utf8.count <= WireLimits.maxNameBytes else {
-                    throw WireError.malformed("node name too long")
-                }
+                let name = r.isAtEnd ? "" : try Self.name(try r.string())
                 message = .joinAccepted(
                     JoinAccepted(certificate: Array(certificate), authority: Array(authority), name: name)
                 )
@@ -313,13 +310,30 @@ public enum MessageCoder {
                 let raw = try r.varint()
                 let text = try r.string()
                 let code = UInt16(exactly: raw).flatMap(ProtocolError.Code.init(rawValue:)) ?? .unexpectedMessage
-                message = .error(ProtocolError(code, String(text.prefix(512))))
+                // Shown in `status`, stored with the peer: escaped here, so no terminal, log or
+                // store (PostgreSQL refuses a NUL) ever meets a control character from it.
+                message = .error(
+                    ProtocolError(code, TerminalText.escaped(String(decoding: text.utf8.prefix(512), as: UTF8.self)))
+                )
             }
             guard r.isAtEnd else { throw WireError.malformed("trailing bytes after a message") }
             return message
         } catch {
             throw WireError(decoding: error)
         }
+    }
+
+    /// A machine's name from a peer (a hello, a join): at most ``WireLimits/maxNameBytes``, and no
+    /// control characters, NUL or direction overrides (``TerminalText/isPlain(_:)``), refused
+    /// here so that no store, terminal or log ever sees them (issue 62: a NUL failed every save
+    /// of the peer on PostgreSQL; a line break forged rows in `status`). Empty is an older
+    /// node's "no name".
+    static func name(_ text: String) throws(WireError) -> String {
+        guard text.utf8.count <= WireLimits.maxNameBytes else { throw WireError.malformed("node name too long") }
+        guard TerminalText.isPlain(text) else {
+            throw WireError.malformed("a node name with control characters, a NUL or a direction override")
+        }
+        return text
     }
 
     /// Field names from a peer: a user name, or one of the reserved names lansync writes.
@@ -342,6 +356,9 @@ extension MessageCoder {
             let text = try r.string()
             guard text.utf8.count <= WireLimits.maxAddressBytes else {
                 throw WireError.malformed("a peer address too long")
+            }
+            guard TerminalText.isPlain(text) else {
+                throw WireError.malformed("a peer address with control characters")
             }
             addresses.append(Hello.Address(nodeID: node, address: text, at: try r.varint()))
         }

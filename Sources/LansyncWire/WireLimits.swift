@@ -28,6 +28,10 @@ public enum WireLimits {
     public static let maxAddresses = 64
     public static let maxAddressBytes = 300
     public static let maxReportEntries = 65_536
+    /// The most field states an `expect` may announce (about 10^12: more than any replica
+    /// holds). It only feeds `status`'s progress and time left, but a larger one is a lie, and
+    /// 2^64-1 made that arithmetic trap before issue 62: the session is refused as malformed.
+    public static let maxAnnouncedFieldStates: UInt64 = 1 << 40
     /// The largest key or certificate in a join (DER): a P-256 key is 91 bytes, a certificate
     /// about 500.
     public static let maxJoinBlobBytes = 4096

@@ -217,6 +217,62 @@ import Testing
         #expect(followed.output.contains("sync events") && !followed.output.contains(" 0 sync events"))
     }
 
+    /// Issue 62, defect 8: an event stream opened with a credential that is then revoked (the
+    /// token rotated, a page session logged out) ends, and carries nothing written after the
+    /// revocation; the old credential is refused for new requests too. Failed before the fix: the
+    /// stream went on delivering every later change.
+    @Test func revokedCredentialsEndTheirStreams() async throws {
+        let cli = CLI("api-revoked")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a"])
+        let (a, base, token) = try await nodeWithAPI(cli)
+        defer { a.stop() }
+        let link = try await cli.ok(["ui", "--dir", cli.path("a")]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let loggedIn = await client(["login", base, link])
+        #expect(loggedIn.status == 0, "\(loggedIn.output)")
+        let session = loggedIn.output.trimmingCharacters(in: .whitespacesAndNewlines)
+
+        /// Follows the feed with `credential`, revokes it with `revoke`, then writes an item.
+        func follow(_ credential: String, _ name: String, revoke: () async throws -> Void) async throws -> JSON {
+            let ready = cli.path("ready-\(name)")
+            let follower = Task.detached { [self] in await client(["revoked", base, credential, ready, "30"]) }
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(30)
+            while !FileManager.default.fileExists(atPath: ready), clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await cli.ok(["add", "--dir", cli.path("a"), "--id", "before-\(name)", "n=1"])
+            try await Task.sleep(for: .seconds(1))
+            let revoked = Date().timeIntervalSince1970
+            try await revoke()
+            try await cli.ok(["add", "--dir", cli.path("a"), "--id", "after-\(name)", "n=2"])
+            let followed = await follower.value
+            let result = try JSON(parsing: followed.output)
+            if case .double(let ended)? = result["ended"] {
+                print("revoked (\(name)): the stream ended \(ended - revoked) s after the revocation")
+            }
+            #expect(
+                result["ended"] != nil && result["ended"] != .null,
+                "the stream ended (\(name)): \(followed.output)"
+            )
+            let ids = result["changes"]?.text ?? ""
+            #expect(ids.contains("before-\(name)"), "the stream worked before the revocation: \(followed.output)")
+            #expect(!ids.contains("after-\(name)"), "nothing written after the revocation came: \(followed.output)")
+            return result
+        }
+
+        _ = try await follow(session, "logout") {
+            let out = await client(["logout", base, session])
+            #expect(out.status == 0, "\(out.output)")
+        }
+        _ = try await follow(token, "rotate") {
+            try await cli.ok(["api-token", "--rotate", "--dir", cli.path("a")])
+        }
+        let old = await client(["revoked", base, token, cli.path("ready-old"), "5"])
+        #expect(old.output.contains("401"), "the old token is refused: \(old.output)")
+        #expect(a.isRunning, "the node is still up")
+    }
+
     /// The issue's script: items added over HTTP on A, B's feed followed meanwhile, B restarted
     /// in the middle; every create arrives once, in order, and the follower resumes with
     /// Last-Event-ID.

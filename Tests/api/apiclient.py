@@ -12,6 +12,13 @@ the real binary (standard library only).
                                               came and ITEM reads SYNCED after it; exit 1 if not
   apiclient.py locked BASE TOKEN REPLICA      reads answer while writes wait for the lock another
                                               process holds on the REPLICA file
+  apiclient.py revoked BASE TOKEN READY SECS  follows the feed from now on; writes READY once it
+                                              is open, then prints one JSON line: the change
+                                              events read, and whether (and when) the node ended
+                                              the stream before SECS passed
+  apiclient.py login BASE LINK                trades the code in 'lansync ui''s LINK for a page
+                                              session token, and prints it
+  apiclient.py logout BASE TOKEN              ends the page session TOKEN (DELETE /v1/session)
 """
 import http.client, json, os, socket, sqlite3, sys, threading, time, urllib.parse
 
@@ -390,6 +397,54 @@ def locked(base, token, replica):
     expect(sorted(results.values()) == [201] * 4, "the four edits are made once the lock is free", f"{results}")
     return 0 if failures == 0 else 1
 
+def revoked(base, token, ready, secs):
+    """Opens the event stream with TOKEN and reads it until the node ends it or SECS pass. Each
+    change event's item id is recorded with the time it came; so is the end. The test revokes the
+    token meanwhile and checks that the stream ended and carried nothing written after."""
+    u = urllib.parse.urlparse(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=float(secs))
+    conn.request("GET", "/v1/changes", headers={"Authorization": "Bearer " + token, "Accept": "text/event-stream"})
+    r = conn.getresponse()
+    if r.status != 200:
+        print(json.dumps({"error": f"the feed answered {r.status}"}))
+        return 1
+    r.readline()  # "retry: 1000": the stream is open
+    r.readline()
+    open(ready, "w").close()
+    changes, ended, data = [], None, None
+    try:
+        while True:
+            line = r.readline()
+            if not line:
+                ended = time.time()
+                break
+            line = line.decode().rstrip("\n")
+            if line.startswith("data: "):
+                data = json.loads(line[6:])
+            elif line == "" and data is not None:
+                changes.append({"id": data.get("id"), "at": time.time()})
+                data = None
+    except (socket.timeout, TimeoutError):
+        pass
+    conn.close()
+    print(json.dumps({"changes": changes, "ended": ended}))
+    return 0
+
+def login(base, link):
+    code = link.split("#login=", 1)[1]
+    status, _, payload = request(base, None, "POST", "/v1/login", body={"code": code})
+    if status != 200:
+        print(f"FAILED: login answered {status}: {payload}")
+        return 1
+    print(payload["token"])
+    return 0
+
+def logout(base, token):
+    status, _, payload = request(base, token, "DELETE", "/v1/session")
+    print(status)
+    return 0 if status in (200, 204) else 1
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    sys.exit({"check": check, "add": add, "follow": follow, "slow": slow, "acks": acks, "locked": locked}[cmd](*args))
+    sys.exit({"check": check, "add": add, "follow": follow, "slow": slow, "acks": acks, "locked": locked,
+              "revoked": revoked, "login": login, "logout": logout}[cmd](*args))

@@ -1,3 +1,4 @@
+import LansyncCore
 public import LansyncStore
 
 /// What `lansync status` shows: this node, its replica and every peer, as one value.
@@ -272,7 +273,7 @@ public struct NodeStatus: Sendable, Equatable {
 
             /// "41,210 of ~100,000 (41%, 12 s left)".
             public var summary: String {
-                let percent = expected > 0 ? min(100, received * 100 / expected) : 0
+                let percent = expected > 0 ? min(100, Int(saturating: Double(received) * 100 / Double(expected))) : 0
                 let left = etaSeconds.map { ", \(Self.duration($0)) left" } ?? ""
                 return "\(Self.grouped(received)) of ~\(Self.grouped(expected)) (\(percent)%\(left))"
             }

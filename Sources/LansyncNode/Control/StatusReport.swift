@@ -121,12 +121,16 @@ public enum StatusReport {
         peer.roundTripsWaited = p.waitedRoundTrips
         peer.clockOffsetMs = p.clockOffset.map { Int(clamping: $0) }
         if let r = p.receiving {
-            let elapsed = Double(WallClock.milliseconds &- r.since) / 1000
+            // A clock stepped back while the delta runs gives no rate (it wrapped before).
+            let now = WallClock.milliseconds
+            let elapsed = now > r.since ? Double(now - r.since) / 1000 : 0
             let rate = elapsed > 0.5 && r.received > 0 ? Double(r.received) / elapsed : nil
             peer.receiving = NodeStatus.Peer.Receiving(
                 received: r.received,
                 expected: r.expected,
-                etaSeconds: rate.map { Int((Double(max(0, r.expected - r.received)) / $0).rounded(.up)) }
+                etaSeconds: rate.map {
+                    Swift.max(0, Int(saturating: ((Double(r.expected) - Double(r.received)) / $0).rounded(.up)))
+                }
             )
         }
         return peer

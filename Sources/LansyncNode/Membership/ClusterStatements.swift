@@ -87,6 +87,15 @@ final class ClusterStatements: Sendable {
         _ = try? await io.write { try store.addStatements([(statement.key, statement.encoded)]) }
     }
 
+    /// Whether this node holds a statement that neither its hello (`told`) nor the peer's
+    /// (`peerHolds`) carried: one learned while the session started, which the peer may lack.
+    func lacks(told: [[UInt8]], peerHolds: [[UInt8]]) -> Bool {
+        let now = records
+        guard now.count > 0, now != told else { return false }
+        let known = Set(told).union(peerHolds)
+        return now.contains { !known.contains($0) }
+    }
+
     /// Reads what the replica holds (at start, and after `lansync revoke` or `cluster admitters`
     /// nudged the node); returns what is new to this node.
     func reload() async -> News {
@@ -147,7 +156,7 @@ final class ClusterStatements: Sendable {
                         news.cutsChanged = news.cutsChanged || held.cutParts[revocation.cutID]?.count == cut.parts
                     }
                 case .admitters(let set):
-                    guard set.at > held.admitters?.at ?? 0 else { continue }
+                    guard set.supersedes(held.admitters) else { continue }
                     held.admitters = set
                     news.admitters = set
                 case .admission(let admission):
@@ -156,7 +165,7 @@ final class ClusterStatements: Sendable {
                     held.admissions[admission.node] = statement.encoded
                     news.admissions.append(admission)
                 case .settings(let settings):
-                    guard settings.at > held.settings?.at ?? 0 else { continue }
+                    guard settings.supersedes(held.settings) else { continue }
                     held.settings = settings
                     news.settings = settings
                 }
@@ -200,7 +209,13 @@ final class ClusterStatements: Sendable {
     }
 
     /// The words a refused write's overrule carries (storage finds them by their start).
+    /// The reason an overruled write shows. The revocation's name and reason are signed by an
+    /// admitting machine but were typed (or chosen by the revoked member, for its name): escaped
+    /// before they become part of a write that every replica stores and shows.
     static func reason(_ revocation: Revocation) -> String {
-        "written by revoked node \(revocation.node.short)\(revocation.name.isEmpty ? "" : " (\(revocation.name))") after its revocation at \(WallClock.iso8601(milliseconds: revocation.at))\(revocation.reason.isEmpty ? "" : ": \(revocation.reason)")"
+        let name = TerminalText.escaped(revocation.name)
+        let reason = TerminalText.escaped(revocation.reason)
+        return
+            "written by revoked node \(revocation.node.short)\(name.isEmpty ? "" : " (\(name))") after its revocation at \(WallClock.iso8601(milliseconds: revocation.at))\(reason.isEmpty ? "" : ": \(reason)")"
     }
 }

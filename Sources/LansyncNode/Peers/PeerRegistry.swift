@@ -175,6 +175,9 @@ public actor PeerRegistry {
         for node in Array(active.keys) { closeSession(of: node) }
     }
 
+    /// Closes `node`'s session so that a new one starts (its hello lacked a statement).
+    public func reopen(_ node: NodeID) { closeSession(of: node) }
+
     /// Closes `node`'s session because the view keeps it no longer (it may dial again, and is
     /// then admitted by the view's rules); its end records nothing.
     public func closeForView(_ node: NodeID) { closeSession(of: node) }

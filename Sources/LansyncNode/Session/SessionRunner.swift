@@ -112,6 +112,32 @@ public struct SessionRunner: Sendable {
     /// interval (``ChangeHub/wakeLagging()``) wakes only sessions whose peer lacks something.
     static let tickInterval: Duration = .seconds(5)
 
+    /// Runs the session over `payloads`, the peer's frames as the wire carries them, decoded as a
+    /// connection's are (a frame that does not decode is the same protocol error), until they
+    /// end (the peer's close); what this side sends goes to `send`. Everything but the socket is
+    /// as in ``run(_:)``: the fuzzer of the receive path drives sessions this way.
+    public func run(
+        payloads: AsyncStream<[UInt8]>,
+        send: @escaping @Sendable (Message) async throws -> Void = { _ in }
+    ) async -> SessionOutcome {
+        let (subscription, _) = hub.subscribe()
+        defer { hub.unsubscribe(subscription) }
+        var driver = SessionDriver(runner: self, subscription: subscription, wire: WireCounters(), send: send)
+        let messages = payloads.map { payload -> SessionDriver.Input in
+            do throws(WireError) {
+                return .event(.received(try MessageCoder.decode(payload), now: .now))
+            } catch {
+                return .event(.receivedInvalid(error, now: .now))
+            }
+        }
+        do { try await driver.run(chain(messages, [SessionDriver.Input.peerClosed].async)) } catch {
+            var outcome = driver.result
+            if outcome.error == nil, outcome.peerError == nil { outcome.connectionError = "\(error)" }
+            return outcome
+        }
+        return driver.result
+    }
+
     /// Runs the session on `connection` until it ends; says how it ended.
     public func run(_ connection: PeerConnection) async -> SessionOutcome {
         let (subscription, changes) = hub.subscribe()

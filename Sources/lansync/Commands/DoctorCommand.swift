@@ -35,9 +35,11 @@ struct DoctorCommand: AsyncParsableCommand {
                 let pad = { (text: String, width: Int) in
                     text + String(repeating: " ", count: max(0, width - text.count))
                 }
-                print("\(pad(verdict, 8))\(pad(finding.topic, width))  \(finding.says)")
+                // Each finding is one line, and its fix another: a peer's name or error inside
+                // either is escaped whole, so it cannot print a line of its own (issue 62).
+                print(Render.line("\(pad(verdict, 8))\(pad(Render.line(finding.topic), width))  \(finding.says)"))
                 if let fix = finding.fix, finding.verdict != .ok {
-                    print(String(repeating: " ", count: 8 + width + 2) + "fix: \(fix)")
+                    print(String(repeating: " ", count: 8 + width + 2) + Render.line("fix: \(fix)"))
                 }
             }
         }

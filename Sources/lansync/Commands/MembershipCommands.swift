@@ -109,7 +109,9 @@ struct JoinCommand: AsyncParsableCommand {
         let directory = data.directory
         let made = try await directory.join(code: invite, name: node.name, address: address, historyLimit: node.history)
         print(
-            "joined cluster \(made.clusterID.text) as node \(made.nodeID.text) (\(made.nodeName)) in \(directory.path); start it with 'lansync node'"
+            Render.line(
+                "joined cluster \(made.clusterID.text) as node \(made.nodeID.text) (\(made.nodeName)) in \(directory.path); start it with 'lansync node'"
+            )
         )
     }
 }
@@ -137,7 +139,9 @@ struct RevokeCommand: ParsableCommand {
     func run() throws {
         let revocation = try LocalReplica(data.directory).revoke(member, reason: reason)
         print(
-            "revoked node \(revocation.node.text) (\(revocation.name.isEmpty ? "unnamed" : revocation.name)) at \(WallClock.iso8601(milliseconds: revocation.at)); members refuse it once the revocation reaches them"
+            Render.line(
+                "revoked node \(revocation.node.text) (\(revocation.name.isEmpty ? "unnamed" : revocation.name)) at \(WallClock.iso8601(milliseconds: revocation.at)); members refuse it once the revocation reaches them"
+            )
         )
     }
 }
@@ -173,7 +177,9 @@ struct MembersForget: ParsableCommand {
     func run() throws {
         let member = try LocalReplica(data.directory).forget(node)
         print(
-            "forgot \(member.name ?? "unnamed") (\(member.nodeID.text)): it no longer counts for SYNCED or holds collection back"
+            Render.line(
+                "forgot \(member.name ?? "unnamed") (\(member.nodeID.text)): it no longer counts for SYNCED or holds collection back"
+            )
         )
     }
 }
@@ -220,6 +226,7 @@ struct MembersList: ParsableCommand {
                 String((time(m.lastSync) ?? "-").prefix(19)),
             ])
         }
+        rows = rows.map { $0.map(Render.line) }
         let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max() ?? 0 }
         for row in rows {
             print(

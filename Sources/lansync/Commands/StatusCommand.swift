@@ -127,7 +127,7 @@ struct StatusCommand: ParsableCommand {
         }
         guard !status.peers.isEmpty else {
             lines.append("peers    none yet (run 'lansync node --peer HOST:PORT')")
-            return lines.joined(separator: "\n")
+            return Self.joined(lines)
         }
         let rows = status.peers.map { p -> [String] in
             let who = (p.name ?? "?") + (p.nodeID.map { " (\($0.prefix(7)))" } ?? "")
@@ -138,11 +138,16 @@ struct StatusCommand: ParsableCommand {
             ]
         }
         lines.append("")
-        lines.append(
-            Render.table(["PEER", "ADDRESS", "VIA", "STATE", "LAST SYNC", "LACKS", "RECEIVING", "LAST ERROR"], rows)
+        lines += Render.tableLines(
+            ["PEER", "ADDRESS", "VIA", "STATE", "LAST SYNC", "LACKS", "RECEIVING", "LAST ERROR"],
+            rows
         )
-        return lines.joined(separator: "\n")
+        return Self.joined(lines)
     }
+
+    /// Every line of the status is one line: names, reasons and errors peers chose are in them,
+    /// so each is escaped whole (``Render/line(_:)``), line breaks included.
+    static func joined(_ lines: [String]) -> String { lines.map(Render.line).joined(separator: "\n") }
 
     /// A relay whose replica is in PostgreSQL has no replica here to read: its status is what
     /// the running relay answers.

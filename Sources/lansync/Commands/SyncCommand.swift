@@ -54,7 +54,9 @@ struct SyncCommand: AsyncParsableCommand {
         } else {
             for result in results where result.succeeded {
                 print(
-                    "synced with \(result.name ?? "") (\(result.nodeID?.short ?? "?")) at \(result.peer): sent \(result.counters.sentUpdates), received \(result.counters.receivedUpdates) field states"
+                    Render.line(
+                        "synced with \(result.name ?? "") (\(result.nodeID?.short ?? "?")) at \(result.peer): sent \(result.counters.sentUpdates), received \(result.counters.receivedUpdates) field states"
+                    )
                 )
             }
         }

@@ -10,11 +10,22 @@ enum Render {
         return String(text.prefix(max(1, width - 1))) + "…"
     }
 
+    /// Text that is meant to be one line (a name, a reason, a peer's error, a table cell) with
+    /// every control character escaped, line breaks and tabs included (``TerminalText``): a
+    /// line break a peer put in its name must not print as a row of its own (issue 62).
+    static func line(_ text: String) -> String { TerminalText.escaped(text) }
+
     /// Left-aligned columns separated by two spaces. Within `width` (the terminal's, by default)
     /// a column other than the last takes at most 40, and the last what is left; with no width
-    /// (output to a pipe, or `--wide`), nothing is cut.
+    /// (output to a pipe, or `--wide`), nothing is cut. Each cell is one line (``line(_:)``).
     static func table(_ header: [String], _ rows: [[String]], width: Int? = Terminal.width) -> String {
-        guard !header.isEmpty else { return "" }
+        tableLines(header, rows, width: width).joined(separator: "\n")
+    }
+
+    /// ``table(_:_:width:)`` as its lines.
+    static func tableLines(_ header: [String], _ rows: [[String]], width: Int? = Terminal.width) -> [String] {
+        guard !header.isEmpty else { return [] }
+        let rows = rows.map { $0.map(Self.line) }
         var widths = header.map(\.count)
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count - 1 {
@@ -23,19 +34,19 @@ enum Render {
         }
         let fixed = widths.dropLast().reduce(0) { $0 + $1 + 2 }
         let last = width.map { max(10, $0 - fixed) } ?? .max
-        func line(_ cells: [String]) -> String {
+        func row(_ cells: [String]) -> String {
             cells.enumerated().map { i, cell in
                 if i == cells.count - 1 { return last == .max ? cell : truncate(cell, to: last) }
                 let c = truncate(cell, to: widths[i])
                 return c + String(repeating: " ", count: widths[i] - c.count)
             }.joined(separator: "  ")
         }
-        return ([line(header)] + rows.map(line)).joined(separator: "\n")
+        return [row(header)] + rows.map(row)
     }
 
     /// `SYNCED (on kitchen, relay)`: the state, and the peers known to hold the edit.
     static func sync(_ sync: ItemSync) -> String {
-        let names = sync.holders.map { $0.name ?? $0.nodeID.short }
+        let names = sync.holders.map { $0.name.map(line) ?? $0.nodeID.short }
         return sync.state.rawValue
             + (names.isEmpty ? " (no other machine is known to have it)" : " (on \(names.joined(separator: ", ")))")
     }
@@ -51,7 +62,7 @@ enum Render {
     }
 
     static func writer(_ dot: Dot, name: String?) -> String {
-        if let name, !name.isEmpty { return "\(name) (\(dot.node.short))" }
+        if let name, !name.isEmpty { return "\(line(name)) (\(dot.node.short))" }
         return dot.node.short
     }
 
@@ -63,7 +74,7 @@ enum Render {
         case let .overrule(kept, _, reason):
             // The relay overrules a change over its limits; any member overrules a revoked
             // node's writes: the reason says which.
-            return "refused, kept " + human(kept, width: 60) + " (" + reason + ")"
+            return "refused, kept " + human(kept, width: 60) + " (" + line(reason) + ")"
         case .list(let change):
             var parts: [String] = []
             if change.replaced { parts.append("= [list]") }

@@ -18,7 +18,7 @@ struct DebugCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lansync-debug",
         abstract: "Tools for lansync's own tests.",
-        subcommands: [EditLoop.self, Integrity.self, Raw.self, RogueMember.self]
+        subcommands: [EditLoop.self, Integrity.self, Raw.self, RogueMember.self, FuzzSessions.self]
     )
 
     /// The `--dir` option every tool takes.

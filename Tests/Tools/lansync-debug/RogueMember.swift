@@ -33,6 +33,13 @@ extension DebugCommand {
         @Option var valueBytes = 0
         /// The name the hello gives (escapes such as \e and \a are read as their bytes).
         @Option var name = "rogue"
+        /// A hello whose member count has every register at its largest (59): about 2.6e19
+        /// members, past `Int` (issue 62).
+        @Flag var sketchMax = false
+        /// After the hello, an `expect` announcing this many field states, then one batch.
+        @Option var expect: UInt64?
+        /// After the hello, an error whose text is this (escapes read as their bytes).
+        @Option var errorText: String?
         @Option var seconds: Double = 10
 
         func run() async throws {
@@ -40,13 +47,18 @@ extension DebugCommand {
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             let transport = try Transport(identity: identity, group: group)
             let started = ContinuousClock.now
-            let hello = Hello(
+            var hello = Hello(
                 nodeID: identity.nodeID,
                 clusterID: identity.trust.clusterID,
                 role: .peer,
                 name: Self.unescaped(name),
                 versionVector: VersionVector()
             )
+            if sketchMax {
+                hello.members = MemberSketch(
+                    registers: Array(repeating: MemberSketch.maxRank, count: MemberSketch.registerCount)
+                )
+            }
             if junkStatements > 0 {
                 for _ in 0..<hellos {
                     var rogue = hello
@@ -62,6 +74,38 @@ extension DebugCommand {
             } else {
                 var messages: [Message] = [.hello(hello)]
                 var sequence: UInt64 = 0
+                if let errorText {
+                    messages.append(.error(ProtocolError(.storage, Self.unescaped(errorText))))
+                }
+                if let expect {
+                    messages.append(.expect(fieldStates: expect))
+                    var state = FieldState()
+                    state.assign(
+                        .string("one"),
+                        dot: Dot(node: identity.nodeID, counter: 1),
+                        timestamp: HLCTimestamp(rawValue: WallClock.milliseconds << 16)
+                    )
+                    var type = FieldState()
+                    type.assign(
+                        .string("note"),
+                        dot: Dot(node: identity.nodeID, counter: 1),
+                        timestamp: HLCTimestamp(rawValue: WallClock.milliseconds << 16)
+                    )
+                    let key = FieldKey(item: try ItemID("rogue-expect"), field: try FieldName("n"))
+                    sequence += 1
+                    messages.append(
+                        .batch(
+                            sequence: sequence,
+                            DeltaBatch(
+                                updates: [
+                                    FieldUpdate(key: key, state: state),
+                                    FieldUpdate(key: FieldKey(item: key.item, field: .type), state: type),
+                                ],
+                                covers: VersionVector([identity.nodeID: 1])
+                            )
+                        )
+                    )
+                }
                 var left = fakeWriters
                 while left > 0 {
                     let count = min(left, writersPerBatch)
@@ -100,7 +144,8 @@ extension DebugCommand {
                         )
                     )
                 }
-                if sequence > 0 { messages.append(.done(versionVector: VersionVector())) }
+                // An announced delta stays open (its `done` would end it): status reads it then.
+                if sequence > 0, expect == nil { messages.append(.done(versionVector: VersionVector())) }
                 try await exchange(transport, messages)
             }
             let elapsed = ContinuousClock.now - started
