@@ -4,14 +4,19 @@
 # WORK/crashes/ and the run goes on; the figures of every part are printed, and a summary last.
 #
 #   Fuzz/run-receive-path.sh [SECONDS] [WORK]
+#   LANSYNC_FUZZ_BINARY=PATH ...   that lansync-debug, not a build of this checkout
 set -uo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-7200}
 work=${2:-/tmp/lansync-fuzz}
 mkdir -p "$work/corpus" "$work/crashes"
 source scripts/lib/release.sh
-"${LANSYNC_RELEASE_DEBUG_BUILD[@]}" >/dev/null || { echo "run-receive-path: the build failed" >&2; exit 1; }
-bin=$LANSYNC_RELEASE_DEBUG_BINARY
+if [ -n "${LANSYNC_FUZZ_BINARY:-}" ]; then
+    bin=$LANSYNC_FUZZ_BINARY
+else
+    "${LANSYNC_RELEASE_DEBUG_BUILD[@]}" >/dev/null || { echo "run-receive-path: the build failed" >&2; exit 1; }
+    bin=$LANSYNC_RELEASE_DEBUG_BINARY
+fi
 start=$(date +%s)
 crashes=0
 runs=0
