@@ -15,16 +15,6 @@ import Testing
         #expect(Int(saturating: -12.9) == -12)
         #expect(Int(saturating: 9.2e18) == 9_200_000_000_000_000_000)
     }
-
-    @Test func sumsAndProductsSaturate() {
-        #expect(Int.max.addingSaturated(1) == .max)
-        #expect(Int.min.addingSaturated(-1) == .min)
-        #expect(40.addingSaturated(2) == 42)
-        #expect(Int.max.multipliedSaturated(by: 100) == .max)
-        #expect(Int.max.multipliedSaturated(by: -2) == .min)
-        #expect(Int.min.multipliedSaturated(by: -1) == .max)
-        #expect(6.multipliedSaturated(by: 7) == 42)
-    }
 }
 
 /// Text from peers on a terminal (issue 62): every control character escaped, line breaks too
