@@ -1,5 +1,5 @@
-public import Foundation
-public import LansyncIdentity
+import Foundation
+import LansyncIdentity
 import LansyncNode
 import LansyncTestSupport
 
@@ -85,7 +85,7 @@ public struct ReceivePathFuzzer {
             } else {
                 input = mutator.mutate(rng.pick(corpus), splicing: rng.pick(corpus))
             }
-            if let current { FileManager.default.createFile(atPath: current, contents: Data(input)) }
+            if let current { _ = FileManager.default.createFile(atPath: current, contents: Data(input)) }
             let outcome = await target.run(input)
             report.executions += 1
             if outcome.counters.receivedUpdates > 0 { report.applied += 1 }

@@ -1,6 +1,6 @@
-public import LansyncCore
+import LansyncCore
 import LansyncTestSupport
-public import LansyncWire
+import LansyncWire
 
 /// Changes a recorded session into another that a modified or buggy member could send: bytes of
 /// its frames flipped, replaced by edge values, cut, repeated or spliced (what the decoder must

@@ -1,5 +1,5 @@
 import Foundation
-public import LansyncCore
+import LansyncCore
 public import LansyncIdentity
 import LansyncNode
 import LansyncStore

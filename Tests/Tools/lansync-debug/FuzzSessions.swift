@@ -32,7 +32,7 @@ extension DebugCommand {
             if let corpus {
                 try FileManager.default.createDirectory(atPath: corpus, withIntermediateDirectories: true)
                 for (i, input) in grown.enumerated() {
-                    FileManager.default.createFile(atPath: corpus + "/\(String(i, radix: 10))", contents: Data(input))
+                    _ = FileManager.default.createFile(atPath: corpus + "/\(i)", contents: Data(input))
                 }
             }
             try? FileManager.default.removeItem(atPath: work + "/nodes")
