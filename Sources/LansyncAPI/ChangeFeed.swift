@@ -151,6 +151,8 @@ struct ChangeFeed: Sendable {
                             )
                         }
                         last = page.last
+                        // Revoked while the page was read: none of it goes out.
+                        guard stillAllowed() else { return }
                         if !page.entries.isEmpty {
                             var text = ""
                             for entry in page.entries {

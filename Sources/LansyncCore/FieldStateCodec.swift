@@ -286,6 +286,10 @@ public enum FieldStateCodec {
                 rejected.append(Dot(node: node, counter: counter))
             }
             let reason = String(try r.string().prefix(maxReasonLength))
+            // No lansync ever wrote a NUL in a reason (it comes from a machine's name and a
+            // command-line argument), and a store may not hold one (PostgreSQL's text refuses it,
+            // SQLite's cuts it): refused, as a name is (issue 62).
+            guard !reason.utf8.contains(0) else { throw r.fail("an overrule's reason with a NUL") }
             return .overrule(kept: kept, rejected: rejected, reason: reason)
         case let tag where tag == listTag || tag == listReplacedTag:
             var added: [Value] = []

@@ -7,15 +7,29 @@
 /// member can choose its name and its values, so every human surface passes peer-supplied text
 /// through here (DESIGN invariant 11: checked before it is printed).
 public enum TerminalText {
-    /// Whether `scalar` is written as an escape: the C0 controls, DEL, the C1 controls, the line
-    /// and paragraph separators (a line break to many viewers and to JavaScript), and the
-    /// bidirectional marks, embeddings, overrides and isolates.
-    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    /// Whether `scalar` is a control: the C0 controls (NUL included), DEL, the C1 controls, and the
+    /// bidirectional embeddings, overrides and isolates. A machine's name may hold none (checked
+    /// at `init`, `join` and on the wire), and JSON writes them as escapes.
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x00..<0x20, 0x7F...0x9F, 0x061C, 0x200E...0x200F, 0x2028...0x202E, 0x2066...0x2069: true
+        case 0x00..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
         default: false
         }
     }
+
+    /// Whether `scalar` is written as an escape on a terminal: the controls (``isControl(_:)``),
+    /// and also the line and paragraph separators (a line break to many viewers) and the
+    /// direction marks. The marks are common in right-to-left names, so a name may hold them:
+    /// they are escaped where shown, not refused.
+    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x061C, 0x200E...0x200F, 0x2028...0x2029: true
+        default: isControl(scalar)
+        }
+    }
+
+    /// True if `text` holds a control (``isControl(_:)``).
+    public static func hasControls(_ text: String) -> Bool { text.unicodeScalars.contains(where: isControl) }
 
     /// `text` with every scalar that ``needsEscape(_:)`` written as `\u001b` (the JSON spelling,
     /// so that inside a JSON string the escape reads back as the same character). Line breaks and
@@ -53,7 +67,7 @@ public enum MachineName {
     /// What is wrong with `name`, or nil if it is a valid name.
     public static func problem(with name: String) -> String? {
         if name.isEmpty || name.utf8.count > maxBytes { return "a name must be 1 to \(maxBytes) bytes" }
-        if !TerminalText.isPlain(name) {
+        if TerminalText.hasControls(name) {
             return "a name may not hold control characters (escape sequences, line breaks, tabs) or direction overrides"
         }
         return nil

@@ -69,7 +69,7 @@ extension DataDirectory {
                 historyLimit: historyLimit
             )
         } catch {
-            try? FileManager.default.removeItem(atPath: replicaPath)
+            SafeFile.removeFile(replicaPath)
             throw error
         }
         return Initialised(nodeID: identity.nodeID, nodeName: identity.name, clusterID: clusterID)

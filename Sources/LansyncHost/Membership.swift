@@ -493,7 +493,7 @@ extension DataDirectory {
         let latest = try statements(store: store).admitters
         let set = try AdmitterSet.make(
             nodes: nodes,
-            at: ClusterStatement.stamp(now: WallClock.milliseconds, after: latest?.at),
+            at: try Self.stamp(after: latest?.at, what: "set of admitting machines"),
             by: info.nodeID,
             authority: authority
         )
@@ -516,7 +516,7 @@ extension DataDirectory {
             try ClusterSettings.make(
                 trashWindow: settings.trashWindow,
                 awayAfter: settings.awayAfter,
-                at: ClusterStatement.stamp(now: WallClock.milliseconds, after: try latestSettings(store: store)?.at),
+                at: try Self.stamp(after: try latestSettings(store: store)?.at, what: "settings"),
                 by: try store.info().nodeID,
                 authority: authority
             )
@@ -524,6 +524,16 @@ extension DataDirectory {
         try store.addStatements([(statement.key, statement.encoded)])
         try store.setCollectionSettings(settings)
         ControlClient.statementsChanged(path: controlSocketPath)
+    }
+
+    /// The stamp for a statement that replaces one stamped `latest` (``ClusterStatement/stamp(now:after:)``).
+    static func stamp(after latest: UInt64?, what: String) throws(HostError) -> UInt64 {
+        guard let stamp = ClusterStatement.stamp(now: WallClock.milliseconds, after: latest) else {
+            throw HostError(
+                "the cluster's latest \(what) carry the largest time there is (a machine's clock was set to the end of time when it made them): no newer ones can be ordered after them; make a new cluster, or keep these"
+            )
+        }
+        return stamp
     }
 
     /// The latest collection settings this replica holds that its authority signed.

@@ -84,9 +84,11 @@ public enum ClusterStatement: Sendable, Hashable {
     /// replaces, so a newer statement orders after it even when the signer's clock is behind
     /// (issue 62: an admitting machine ten minutes slow made settings that every member,
     /// itself included after a restart, took as older than the ones they replaced).
-    public static func stamp(now: UInt64, after latest: UInt64?) -> UInt64 {
+    /// Nil if `latest` carries the largest stamp there is: nothing made after can order past it.
+    public static func stamp(now: UInt64, after latest: UInt64?) -> UInt64? {
         guard let latest else { return now }
-        return Swift.max(now, latest == .max ? .max : latest + 1)
+        guard latest < .max else { return nil }
+        return Swift.max(now, latest + 1)
     }
 
     /// Whether a statement stamped `at` and signed `signature` supersedes one stamped `otherAt`

@@ -140,12 +140,11 @@ extension JSON {
         out += "\""
         // Most strings need no escaping: append them whole (the per-scalar loop below is the
         // largest cost of writing a synced field's shown value and history).
-        // (0xC2, 0xD8 and 0xE2 start the C1 controls, the Arabic letter mark, the line
-        // separators and the direction overrides, written as escapes too so that JSON shown on
-        // a terminal cannot drive it: TerminalText.)
-        if !s.utf8.contains(where: {
-            $0 < 0x20 || $0 == 0x22 || $0 == 0x5c || $0 == 0x7f || $0 == 0xC2 || $0 == 0xD8 || $0 == 0xE2
-        }) {
+        // (0xC2 and 0xE2 start the C1 controls and the direction overrides, written as escapes
+        // too so that JSON shown on a terminal cannot drive it: TerminalText.isControl. The
+        // same bytes as ever for every other character: a replica's digest hashes this text.)
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c || $0 == 0x7f || $0 == 0xC2 || $0 == 0xE2 })
+        {
             out += s
             out += "\""
             return
@@ -157,7 +156,7 @@ extension JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where TerminalText.needsEscape(scalar):
+            case _ where TerminalText.isControl(scalar):
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

@@ -28,4 +28,12 @@ extension Node {
             outsideView: false
         ) { runner in await runner.run(payloads: payloads, send: send) }
     }
+
+    /// Stops the node's threads for the store (its blocking pools) when it never ran
+    /// (``run(ready:)`` stops them as it ends): a node made only for sessions from memory, as
+    /// the fuzzer makes one after another, would otherwise keep them for the process's life.
+    public func shutdownPools() async {
+        await io.shutdown()
+        await upkeep.shutdown()
+    }
 }

@@ -133,8 +133,8 @@ public final class Node: Sendable {
         try store.renewWriterIfUnproven()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer {
-            try? FileManager.default.removeItem(atPath: options.controlSocketPath)
-            try? FileManager.default.removeItem(atPath: NudgeServer.path(control: options.controlSocketPath))
+            SafeFile.removeFile(options.controlSocketPath)
+            SafeFile.removeFile(NudgeServer.path(control: options.controlSocketPath))
         }
         do {
             let transport = try Transport(identity: identity, group: group)
@@ -571,9 +571,10 @@ public final class Node: Sendable {
                 return nil
             }
             token.set(claimed)
-            if await reopenIfStatementsMissed(told: told, hello) { return nil }
             if counted { await enterView(hello, outbound: link.outbound, token: token) }
-            return await began(with: hello, log: log, epoch: epoch)
+            let verdict = await began(with: hello, log: log, epoch: epoch)
+            if verdict == nil { await reopenIfStatementsMissed(told: told, hello) }
+            return verdict
         }
         observer.upToDate = { [self] vv in
             await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
@@ -610,11 +611,11 @@ public final class Node: Sendable {
 
     /// A statement learned after this session's hello was made and before the session was
     /// registered met no session to reopen (``PeerRegistry/reopenAll()``): if the peer lacks
-    /// one, this session ends at once (true) and the next one's hello carries it (issue 62).
-    private func reopenIfStatementsMissed(told: [[UInt8]], _ hello: Hello) async -> Bool {
-        guard statements.lacks(told: told, peerHolds: hello.statements) else { return false }
+    /// one, this session, begun and registered, is closed as `reopenAll` closes the others, and
+    /// the next one's hello carries it (issue 62). A one-shot sync is no session of the registry's.
+    private func reopenIfStatementsMissed(told: [[UInt8]], _ hello: Hello) async {
+        guard hello.role != .oneShot, statements.lacks(told: told, peerHolds: hello.statements) else { return }
         await registry.reopen(hello.nodeID)
-        return true
     }
 
     /// Whether a member's session counts in the view (``ViewKeeper``), and for one that dialled

@@ -85,7 +85,7 @@ extension ReplicaStore {
         if let first = report.problems.first {
             markDamaged(first)
         } else {
-            try? FileManager.default.removeItem(atPath: Self.damageMarkPath(path))
+            SafeFile.removeFile(Self.damageMarkPath(path))
         }
         return report
     }

@@ -34,7 +34,7 @@ extension ReplicaStore {
         report.lost = salvage.lostRows.count
         let claims = old.claims(losing: salvage)
         let fresh = path + ".repairing"
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fresh + suffix) }
+        for suffix in ["", "-wal", "-shm"] { SafeFile.removeFile(fresh + suffix) }
         try old.rebuild(at: fresh, from: salvage.sound, claiming: claims, wallMilliseconds: wallMilliseconds)
         report.damagedCopy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
         do {
@@ -51,7 +51,7 @@ extension ReplicaStore {
                 "cannot put the rebuilt replica in place of \(path) (\(error.localizedDescription)): the rebuilt one is \(fresh)"
             )
         }
-        try? FileManager.default.removeItem(atPath: damageMarkPath(path))
+        SafeFile.removeFile(damageMarkPath(path))
         return report
     }
 

@@ -324,13 +324,13 @@ public enum MessageCoder {
     }
 
     /// A machine's name from a peer (a hello, a join): at most ``WireLimits/maxNameBytes``, and no
-    /// control characters, NUL or direction overrides (``TerminalText/isPlain(_:)``), refused
-    /// here so that no store, terminal or log ever sees them (issue 62: a NUL failed every save
-    /// of the peer on PostgreSQL; a line break forged rows in `status`). Empty is an older
-    /// node's "no name".
+    /// control characters, NUL or direction overrides (``TerminalText/isControl(_:)``: what
+    /// `init` and `join` never let a name hold), refused here so that no store, terminal or log
+    /// ever sees them (issue 62: a NUL failed every save of the peer on PostgreSQL; a line break
+    /// forged rows in `status`). Empty is an older node's "no name".
     static func name(_ text: String) throws(WireError) -> String {
         guard text.utf8.count <= WireLimits.maxNameBytes else { throw WireError.malformed("node name too long") }
-        guard TerminalText.isPlain(text) else {
+        guard !TerminalText.hasControls(text) else {
             throw WireError.malformed("a node name with control characters, a NUL or a direction override")
         }
         return text

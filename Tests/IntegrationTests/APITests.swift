@@ -242,7 +242,10 @@ import Testing
                 try await Task.sleep(for: .milliseconds(50))
             }
             try await cli.ok(["add", "--dir", cli.path("a"), "--id", "before-\(name)", "n=1"])
-            try await Task.sleep(for: .seconds(1))
+            // Revoked once the stream carried that change (a bound on a hang, not a timing).
+            while !FileManager.default.fileExists(atPath: ready + ".got"), clock.now < deadline + .seconds(30) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let revoked = Date().timeIntervalSince1970
             try await revoke()
             try await cli.ok(["add", "--dir", cli.path("a"), "--id", "after-\(name)", "n=2"])

@@ -118,7 +118,9 @@ import Testing
         #expect(a.isRunning, "a member count past Int killed the node: \(sketch.stdout)\n\(a.logText)")
         #expect(try await cli.ok(["status", "--dir", cli.path("a")]).contains("listening"))
 
-        // The expect stays open while status reads the progress (the rogue holds the session).
+        // Status is read while the rogue holds its connection: before the fix the session stayed
+        // open with the expect and status trapped; now the expect is refused where it is decoded
+        // (StatusFiguresTests checks the figures themselves at their extremes).
         let expecting = Task { [self] in
             try await rogue(cli, a, ["--expect", "18446744073709551615", "--seconds", "4"])
         }

@@ -35,9 +35,13 @@ import Testing
     }
 
     @Test func machineNamesRefuseEveryControl() {
-        for bad in ["a\nb", "x\u{0}", "\u{2028}", "r\u{202E}", "m\u{200F}"] {
+        for bad in ["a\nb", "x\u{0}", "\u{1B}[2K", "r\u{202E}", "i\u{2067}", "c1\u{85}"] {
             #expect(MachineName.problem(with: bad) != nil, "\(bad.unicodeScalars.map(\.value))")
         }
-        #expect(MachineName.problem(with: "kitchen-2") == nil)
+        // Direction marks are common in right-to-left names: allowed, and escaped where shown.
+        for good in ["kitchen-2", "\u{200F}מטבח", "line\u{2028}sep"] {
+            #expect(MachineName.problem(with: good) == nil, "\(good.unicodeScalars.map(\.value))")
+            #expect(TerminalText.isPlain(TerminalText.escaped(good)))
+        }
     }
 }

@@ -56,19 +56,21 @@ public struct ReceivePathFuzzer {
         self.current = current
     }
 
-    /// Records the seed sessions, then fuzzes until `duration` passed or `executions` sessions
-    /// were played, whichever comes first. `extra` are sessions to add to the corpus (a kept
-    /// corpus, crash inputs to replay first).
+    /// Records the seed sessions, then fuzzes for `duration` (counted from then), and past it
+    /// until at least `minimum` sessions were played (at most five times `duration` in all: a
+    /// test process whose threads other tests hold plays slowly); never more than `executions`.
+    /// `extra` are sessions to add to the corpus (a kept corpus, crash inputs to replay first).
     public mutating func run(
         for duration: Duration,
+        minimum: Int = 0,
         executions limit: Int = .max,
         extra: [[UInt8]] = [],
         progress: (Report) -> Void = { _ in }
     ) async throws -> (report: Report, corpus: [[UInt8]]) {
         let clock = ContinuousClock()
-        let started = clock.now
         let member = try InProcessNode(directory: directory + "/member", cluster: cluster, name: "member")
         var corpus = try await SessionRecorder.record(in: directory + "/recorded", cluster: cluster, member: member)
+        let started = clock.now
         var report = Report()
         report.seeds = corpus.count
         corpus += extra
@@ -78,7 +80,12 @@ public struct ReceivePathFuzzer {
         // The recorded and given sessions first, as they are.
         var queue = corpus
         var lastProgress = clock.now
-        while clock.now - started < duration, report.executions < limit {
+        func goOn() -> Bool {
+            let spent = clock.now - started
+            guard report.executions < limit, spent < duration * 5 else { return false }
+            return spent < duration || report.executions < minimum
+        }
+        while goOn() {
             let input: [UInt8]
             if let next = queue.popLast() {
                 input = next
@@ -92,6 +99,7 @@ public struct ReceivePathFuzzer {
             let ending = Self.ending(outcome)
             if endings.insert(ending).inserted, corpus.count < 4096 { corpus.append(input) }
             if report.executions % sessionsPerTarget == 0 {
+                await target.node.shutdownPools()
                 try? FileManager.default.removeItem(atPath: directory + "/target-\(report.targets - 1)")
                 target = try FuzzTarget(
                     directory: directory + "/target-\(report.targets)",
@@ -108,6 +116,8 @@ public struct ReceivePathFuzzer {
                 progress(report)
             }
         }
+        await target.node.shutdownPools()
+        await member.node.shutdownPools()
         report.corpus = corpus.count
         report.endings = endings.count
         report.seconds = Self.seconds(clock.now - started)

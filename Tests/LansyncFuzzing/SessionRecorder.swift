@@ -32,6 +32,7 @@ public enum SessionRecorder {
                 name: "target"
             )
             seeds.append(try await converse(member, with: target))
+            await target.node.shutdownPools()
         }
         return seeds
     }
@@ -55,11 +56,15 @@ public enum SessionRecorder {
             recorded.withLockedValue { $0.last = .now }
             intoMember.yield(Array(Frame.encode(message).dropFirst(4)))
         }
-        // Quiet for half a second (both up to date), or 30 s at most: the session is recorded.
+        // Recorded once both went quiet: for 300 ms with the target holding every item the
+        // member holds, or for 3 s whatever it holds (a loaded test process can pause a session
+        // for longer than a short quiet); 120 s at most.
         let start = ContinuousClock.now
-        while ContinuousClock.now - recorded.withLockedValue({ $0.last }) < .milliseconds(500),
-            ContinuousClock.now - start < .seconds(30)
-        {
+        let goal = try member.store.counts().items
+        while ContinuousClock.now - start < .seconds(120) {
+            let quiet = ContinuousClock.now - recorded.withLockedValue({ $0.last })
+            if quiet >= .seconds(3) { break }
+            if quiet >= .milliseconds(300), (try? target.store.counts().items) == goal { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         intoMember.finish()

@@ -35,13 +35,15 @@ import Testing
 
     /// A hello's name with a control character, a NUL, a line separator or a direction override
     /// is refused whole; a plain one (and an older node's empty one) is taken.
-    @Test(arguments: ["a\nb", "x\u{0}y", "tab\there", "esc\u{1B}[2K", "line\u{2028}sep", "rtl\u{202E}x", "del\u{7F}"])
+    @Test(arguments: [
+        "a\nb", "x\u{0}y", "tab\there", "esc\u{1B}[2K", "iso\u{2067}x", "rtl\u{202E}x", "del\u{7F}", "c1\u{85}",
+    ])
     func namesWithControlsAreRefused(_ name: String) {
         let bytes = MessageCoder.encode(.hello(hello(name: name)))
         #expect(throws: WireError.self) { try MessageCoder.decode(bytes) }
     }
 
-    @Test(arguments: ["kitchen", "", "Küche 2", "实验室"])
+    @Test(arguments: ["kitchen", "", "Küche 2", "实验室", "\u{200F}מטבח"])
     func plainNamesAreTaken(_ name: String) throws {
         guard case .hello(let read) = try MessageCoder.decode(MessageCoder.encode(.hello(hello(name: name)))) else {
             Issue.record("not a hello")

@@ -13,7 +13,8 @@ the real binary (standard library only).
   apiclient.py locked BASE TOKEN REPLICA      reads answer while writes wait for the lock another
                                               process holds on the REPLICA file
   apiclient.py revoked BASE TOKEN READY SECS  follows the feed from now on; writes READY once it
-                                              is open, then prints one JSON line: the change
+                                              is open (READY.got once a change came), then
+                                              prints one JSON line: the change
                                               events read, and whether (and when) the node ended
                                               the stream before SECS passed
   apiclient.py login BASE LINK                trades the code in 'lansync ui''s LINK for a page
@@ -429,6 +430,8 @@ def revoked(base, token, ready, secs):
                 elif line == "" and data is not None:
                     changes.append({"id": data.get("id"), "at": time.time()})
                     data = None
+                    if len(changes) == 1:
+                        open(ready + ".got", "w").close()
         except OSError:
             ended.append(time.time())
 

@@ -271,6 +271,18 @@ public struct NodeStatus: Sendable, Equatable {
                 self.etaSeconds = etaSeconds
             }
 
+            /// The time left at the rate so far, in seconds, from `received` of about `expected`
+            /// field states since `since` (wall milliseconds); nil without a rate (under half a
+            /// second, nothing received yet, or a clock stepped back). `expected` is what the
+            /// peer announced: bounded where it is decoded, and the result saturates whatever
+            /// the rate (2^64-1 at under one field state a second trapped before issue 62).
+            public static func secondsLeft(received: Int, expected: Int, since: UInt64, now: UInt64) -> Int? {
+                let elapsed = now > since ? Double(now - since) / 1000 : 0
+                guard elapsed > 0.5, received > 0 else { return nil }
+                let rate = Double(received) / elapsed
+                return max(0, Int(saturating: ((Double(expected) - Double(received)) / rate).rounded(.up)))
+            }
+
             /// "41,210 of ~100,000 (41%, 12 s left)".
             public var summary: String {
                 let percent = expected > 0 ? min(100, Int(saturating: Double(received) * 100 / Double(expected))) : 0

@@ -121,16 +121,15 @@ public enum StatusReport {
         peer.roundTripsWaited = p.waitedRoundTrips
         peer.clockOffsetMs = p.clockOffset.map { Int(clamping: $0) }
         if let r = p.receiving {
-            // A clock stepped back while the delta runs gives no rate (it wrapped before).
-            let now = WallClock.milliseconds
-            let elapsed = now > r.since ? Double(now - r.since) / 1000 : 0
-            let rate = elapsed > 0.5 && r.received > 0 ? Double(r.received) / elapsed : nil
             peer.receiving = NodeStatus.Peer.Receiving(
                 received: r.received,
                 expected: r.expected,
-                etaSeconds: rate.map {
-                    Swift.max(0, Int(saturating: ((Double(r.expected) - Double(r.received)) / $0).rounded(.up)))
-                }
+                etaSeconds: NodeStatus.Peer.Receiving.secondsLeft(
+                    received: r.received,
+                    expected: r.expected,
+                    since: r.since,
+                    now: WallClock.milliseconds
+                )
             )
         }
         return peer

@@ -87,14 +87,19 @@ final class ClusterStatements: Sendable {
         _ = try? await io.write { try store.addStatements([(statement.key, statement.encoded)]) }
     }
 
-    /// Whether this node holds a statement that neither its hello (`told`) nor the peer's
-    /// (`peerHolds`) carried: one learned while the session started, which the peer may lack.
+    /// Whether this node holds an urgent statement (a revocation, an admitter set, settings:
+    /// what ``Node/statementsLearned(_:)`` reopens sessions for; admissions wait for the next
+    /// session) that neither its hello (`told`) nor the peer's (`peerHolds`) carried: one
+    /// learned while the session started, which the peer may lack.
     func lacks(told: [[UInt8]], peerHolds: [[UInt8]]) -> Bool {
         let now = records
-        guard now.count > 0, now != told else { return false }
+        guard now != told else { return false }
         let known = Set(told).union(peerHolds)
-        return now.contains { !known.contains($0) }
+        return now.contains { $0.first != Self.admissionKind && !known.contains($0) }
     }
+
+    /// The kind byte of an admission (``ClusterStatement/encoded``).
+    static let admissionKind: UInt8 = 4
 
     /// Reads what the replica holds (at start, and after `lansync revoke` or `cluster admitters`
     /// nudged the node); returns what is new to this node.
