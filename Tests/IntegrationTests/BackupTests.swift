@@ -87,6 +87,23 @@ import Testing
         #expect(try await value(cli, a, "x") == .integer(1))
     }
 
+    /// `lansync ARGS` is refused: exit 1 and one line on stderr that mentions `needle`.
+    func refused(
+        _ cli: CLI,
+        _ arguments: [String],
+        mentions needle: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let result = try await cli.run(arguments)
+        #expect(
+            result.status == 1,
+            "lansync \(arguments.joined(separator: " ")) must fail: \(result.stdout)",
+            sourceLocation: sourceLocation
+        )
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && result.stderr.contains(needle), "\(result.stderr)", sourceLocation: sourceLocation)
+    }
+
     /// What `backup` and `backup restore` refuse, each with one line that says what to do and
     /// the replica unchanged: a restore while the node runs, a backup over an existing file, a
     /// file that is not a backup, another node's backup.
@@ -103,22 +120,16 @@ import Testing
         try await cli.ok(["set", "--dir", a, "x", "n=2"])
         let digest = try await cli.status(a)["digest"]
 
-        func refused(_ arguments: [String], mentions needle: String) async throws {
-            let result = try await cli.run(arguments)
-            #expect(result.status == 1, "lansync \(arguments.joined(separator: " ")) must fail")
-            let lines = result.stderr.split(separator: "\n")
-            #expect(lines.count == 1 && result.stderr.contains(needle), "\(result.stderr)")
-        }
         let port = freePorts(1)[0]
         let node = try await NodeProcess(dir: a, port: port)
-        try await refused(["backup", "restore", "--dir", a, fileA], mentions: "a node is already running")
+        try await refused(cli, ["backup", "restore", "--dir", a, fileA], mentions: "a node is already running")
         #expect(node.stop() == 0)
         let sizeBefore = try FileManager.default.attributesOfItem(atPath: fileA)[.size] as? Int
-        try await refused(["backup", "--dir", a, fileA], mentions: "already exists")
+        try await refused(cli, ["backup", "--dir", a, fileA], mentions: "already exists")
         #expect(try FileManager.default.attributesOfItem(atPath: fileA)[.size] as? Int == sizeBefore)
-        try await refused(["backup", "restore", "--dir", a, cli.path("junk")], mentions: "not a lansync backup")
-        try await refused(["backup", "restore", "--dir", a, fileB], mentions: "backup of another node")
-        try await refused(["backup", "restore", "--dir", a, cli.path("none")], mentions: "does not exist")
+        try await refused(cli, ["backup", "restore", "--dir", a, cli.path("junk")], mentions: "not a lansync backup")
+        try await refused(cli, ["backup", "restore", "--dir", a, fileB], mentions: "backup of another node")
+        try await refused(cli, ["backup", "restore", "--dir", a, cli.path("none")], mentions: "does not exist")
         #expect(try await cli.status(a)["digest"] == digest, "the replica is as it was")
         #expect(try await value(cli, a, "x") == .integer(2))
         // And the one that is accepted puts the backup's value back.
@@ -153,19 +164,14 @@ import Testing
         }
         let before = inode(replica)
 
-        func refused(_ arguments: [String], mentions needle: String) async throws {
-            let result = try await cli.run(arguments)
-            #expect(result.status == 1, "lansync \(arguments.joined(separator: " ")) must fail: \(result.stdout)")
-            let lines = result.stderr.split(separator: "\n")
-            #expect(lines.count == 1 && result.stderr.contains(needle), "\(result.stderr)")
-        }
-        try await refused(["backup", "--dir", a, "--force", folder], mentions: "is a directory")
-        try await refused(["backup", "--dir", a, "--force", folder + "/"], mentions: "names a directory")
-        try await refused(["backup", "--dir", a, "--force", replica], mentions: "replica")
-        try await refused(["backup", "--dir", a, "--force", replica + "-wal"], mentions: "replica")
-        try await refused(["backup", "--dir", a, "--force", a + "/api-token"], mentions: "data directory")
-        try await refused(["backup", "--dir", a, a + "/copy.sqlite"], mentions: "data directory")
+        try await refused(cli, ["backup", "--dir", a, "--force", folder], mentions: "is a directory")
+        try await refused(cli, ["backup", "--dir", a, "--force", folder + "/"], mentions: "names a directory")
+        try await refused(cli, ["backup", "--dir", a, "--force", replica], mentions: "replica")
+        try await refused(cli, ["backup", "--dir", a, "--force", replica + "-wal"], mentions: "replica")
+        try await refused(cli, ["backup", "--dir", a, "--force", a + "/api-token"], mentions: "data directory")
+        try await refused(cli, ["backup", "--dir", a, a + "/copy.sqlite"], mentions: "data directory")
         try await refused(
+            cli,
             ["backup", "--dir", a, "--force", cli.path("no-such-folder/x.sqlite")],
             mentions: "does not exist"
         )
@@ -196,8 +202,8 @@ import Testing
         #expect(try await value(cli, b, "x") == .integer(2), "the edit reached b")
 
         #expect(nodeA.stop() == 0)
-        try await refused(["backup", "restore", "--dir", a, folder], mentions: "is a directory")
-        try await refused(["backup", "restore", "--dir", a, replica], mentions: "live replica")
+        try await refused(cli, ["backup", "restore", "--dir", a, folder], mentions: "is a directory")
+        try await refused(cli, ["backup", "restore", "--dir", a, replica], mentions: "live replica")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).count == 3)
         try await cli.ok(["backup", "restore", "--dir", a, file])
         #expect(try await value(cli, a, "x") == .integer(1))
