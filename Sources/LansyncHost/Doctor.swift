@@ -64,6 +64,7 @@ public enum Doctor {
     ) -> [DoctorFinding] {
         var findings = [nodeFinding(status), daemonFinding(status, survey)]
         findings += advertFindings(status, survey)
+        if let relay = relayFinding(status) { findings.append(relay) }
         findings += memberFindings(status: status, members: members, survey: survey, probes: probes)
         return findings
     }
@@ -203,6 +204,34 @@ public enum Doctor {
         return findings
     }
 
+    /// Whether a node given relays (`--relay`) has a session with one now: it keeps one at all
+    /// times the relay can be reached (Docs/RELAY.md), so none is a problem, with the reason the
+    /// node last saw. Nil for a node given no relay, or none running.
+    static func relayFinding(_ status: NodeStatus) -> DoctorFinding? {
+        guard status.running, status.answering, let relays = status.relays else { return nil }
+        if relays.connected { return DoctorFinding("relay", .ok, "connected to \(relays.summary)") }
+        let reason = relays.problem?.reason ?? "no answer yet"
+        let since = relays.problem.map { " since \($0.since)" } ?? ""
+        let fix: String
+        if reason.contains("busy") {
+            fix =
+                "the relay serves as many sessions as its --max-sessions allows: raise it there (it needs one per member)"
+        } else if reason.contains("cannot connect") {
+            fix =
+                "check that 'lansync relay' runs at \(relays.current) and that this machine can reach that address (a firewall, a VPN that is down)"
+        } else {
+            let after =
+                reason.hasPrefix("\(relays.current): ") ? String(reason.dropFirst(relays.current.count + 2)) : reason
+            fix = Self.fix(refusal: after) ?? "look at this node's log and the relay's for the session's end"
+        }
+        return DoctorFinding(
+            "relay",
+            .problem,
+            "not connected to its relay \(relays.current)\(since): \(reason); the node dials again by itself",
+            fix: fix
+        )
+    }
+
     /// Every member but this node: revoked ones said so, the others with each address tried.
     static func memberFindings(
         status: NodeStatus,
@@ -212,12 +241,7 @@ public enum Doctor {
     ) -> [DoctorFinding] {
         var findings: [DoctorFinding] = []
         let advertised = adverts(of: status, in: survey)
-        var ids = members.filter { !$0.isThisNode }.map(\.nodeID.text)
-        for id in status.peers.compactMap(\.nodeID) + advertised.map(\.node)
-        where !ids.contains(id) && id != status.nodeID {
-            ids.append(id)
-        }
-        for id in ids {
+        for id in judged(status: status, members: members, advertised: advertised) {
             let member = members.first { $0.nodeID.text == id }
             let peer = status.peers.first { $0.nodeID == id }
             let name = member?.name ?? peer?.name ?? String(id.prefix(7))
@@ -262,6 +286,27 @@ public enum Doctor {
             )
         }
         return findings
+    }
+
+    /// The node ids doctor judges: every member but this node, then any other node the status
+    /// or an advert names. A member's later writer (after a restore or a rollback) is that
+    /// member, not another (an older node's status may list it apart).
+    static func judged(
+        status: NodeStatus,
+        members: [DataDirectory.Member],
+        advertised: [(node: String, address: String)]
+    ) -> [String] {
+        var ids = members.filter { !$0.isThisNode }.map(\.nodeID.text)
+        let memberIDs = members.map(\.nodeID)
+        func anotherWriterOfAMember(_ id: String) -> Bool {
+            guard let writer = NodeID(text: id) else { return false }
+            return memberIDs.contains { writer != $0 && writer.isWriter(of: $0) }
+        }
+        for id in status.peers.compactMap(\.nodeID) + advertised.map(\.node)
+        where !ids.contains(id) && id != status.nodeID && !anotherWriterOfAMember(id) {
+            ids.append(id)
+        }
+        return ids
     }
 
     /// What an address that answers but has no session is said to be waiting for: the node's

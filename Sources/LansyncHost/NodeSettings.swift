@@ -14,8 +14,6 @@ public struct NodeSettings: Sendable {
     public var peers: [PeerAddress] = []
     /// The cluster's relay addresses (none without a relay), tried in this order.
     public var relays: [PeerAddress] = []
-    /// While direct peers are connected, how often changes are handed to the relay.
-    public var relayInterval: Duration = .seconds(30)
     /// Whether to advertise and browse with mDNS.
     public var mdns = true
     /// The interfaces whose mDNS adverts are used: if not empty, only these (globs).
@@ -73,7 +71,6 @@ public struct NodeSettings: Sendable {
         options.collectInterval = collectInterval
         options.writerBounds = writerBounds
         options.relays = relays
-        options.relayInterval = relayInterval
         options.followGossip = followGossip
         if mdns {
             options.discovery = AvahiDiscovery(

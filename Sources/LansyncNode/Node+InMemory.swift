@@ -24,7 +24,6 @@ extension Node {
             link,
             address: address,
             source: .inbound,
-            closeWhenUpToDate: false,
             outsideView: false
         ) { runner in await runner.run(payloads: payloads, send: send) }
     }

@@ -35,7 +35,7 @@ public final class Node: Sendable {
     let rejoining = NIOLockedValueBox(false)
     /// How many times a rejoin emptied the replica under running sessions. A session that said
     /// hello before the last one told its peer a version vector the replica no longer holds, so
-    /// it must not take the stream the peer computes from it (``observer(of:log:token:source:epoch:closeWhenUpToDate:)``).
+    /// it must not take the stream the peer computes from it (``observer(of:log:token:source:epoch:outsideView:told:)``).
     let rejoins = NIOLockedValueBox(0)
     /// Retired writers fold (``foldRetiredWriters()``): the vector the last collection round read
     /// (a writer that moved since waits), and whether folds were taken since that the peers
@@ -343,14 +343,13 @@ public final class Node: Sendable {
         )
     }
 
-    /// Runs one session and records what happened.
-    /// With `closeWhenUpToDate` (the relay as courier), the session ends once both sides are up to
-    /// date while a direct peer is connected.
+    /// Runs one session and records what happened. A session outside the views (a round of
+    /// anti-entropy) ends once both sides are up to date; every other one, the relay's included,
+    /// lasts until a side closes it.
     func session(
         _ connection: PeerConnection,
         address: String,
         source: PeerSource,
-        closeWhenUpToDate: Bool = false,
         outsideView: Bool = false
     ) async -> SessionOutcome {
         let admitted = sessions.withLockedValue { count -> Bool in
@@ -369,7 +368,6 @@ public final class Node: Sendable {
             connection,
             address: address,
             source: source,
-            closeWhenUpToDate: closeWhenUpToDate,
             outsideView: outsideView
         )
     }
@@ -378,7 +376,6 @@ public final class Node: Sendable {
         _ connection: PeerConnection,
         address: String,
         source: PeerSource,
-        closeWhenUpToDate: Bool,
         outsideView: Bool
     ) async -> SessionOutcome {
         if let revoked = statements.revocation(of: connection.peerNodeID) {
@@ -392,7 +389,6 @@ public final class Node: Sendable {
             link,
             address: address,
             source: source,
-            closeWhenUpToDate: closeWhenUpToDate,
             outsideView: outsideView
         ) { runner in await runner.run(connection) }
     }
@@ -404,7 +400,6 @@ public final class Node: Sendable {
         _ link: SessionLink,
         address: String,
         source: PeerSource,
-        closeWhenUpToDate: Bool,
         outsideView: Bool,
         over run: (SessionRunner) async -> SessionOutcome
     ) async -> SessionOutcome {
@@ -430,7 +425,6 @@ public final class Node: Sendable {
                 token: token,
                 source: source,
                 epoch: epoch,
-                closeWhenUpToDate: closeWhenUpToDate,
                 outsideView: outsideView,
                 told: config.statements
             ),
@@ -543,7 +537,6 @@ public final class Node: Sendable {
         token: TokenBox,
         source: PeerSource,
         epoch: Int,
-        closeWhenUpToDate: Bool,
         outsideView: Bool,
         told: [[UInt8]]
     ) -> SessionObserver {
@@ -579,9 +572,9 @@ public final class Node: Sendable {
         observer.upToDate = { [self] vv in
             await registry.upToDate(peerID, peerVersionVector: vv, at: WallClock.milliseconds)
             await reissueAfterRejoin(peerHolds: vv)
-            // A round outside the views ends here; the relay as courier, while a peer is direct.
-            let done = outsideView ? true : closeWhenUpToDate ? await registry.directPeersConnected() : false
-            if done { link.close() }
+            if source == .relay { relayAnswered() }
+            // A round outside the views ends here.
+            if outsideView { link.close() }
         }
         observer.applied = { [self] changed in
             log.applied(changed)
@@ -792,7 +785,8 @@ public final class Node: Sendable {
         }
         status.api = apiAddress.withLockedValue { $0 }
         status.view = viewNow
-        status.relays = relays.withLockedValue { $0.map { NodeStatus.Relays($0) } }
+        let relayConnected = await relayConnected()
+        status.relays = relays.withLockedValue { $0.map { NodeStatus.Relays($0, connected: relayConnected) } }
         if let gate = authority?.gate { status.authority = await gate.standing() }
         return status
     }

@@ -48,8 +48,6 @@ public struct NodeOptions: Sendable {
     /// The relays this node hands its changes to, and falls back to when no direct peer is
     /// reachable: one at a time, the next when it cannot be reached (``RelayRoster``).
     public var relays: [PeerAddress] = []
-    /// While direct peers are connected, how often the node still hands its changes to the relay.
-    public var relayInterval: Duration = .seconds(30)
     /// The cluster authority, on a machine that admits others (it issues certificates to
     /// machines that join with one of its invites); nil on every other machine.
     public var admitting: ClusterSecret?

@@ -1,5 +1,5 @@
 /// The multi-node tests' cluster on loopback: a relay on this CLI's directory `r`, and nodes
-/// that hand their changes to it every second (and keep connected to the peers they are given).
+/// that keep a session with it (and with the peers they are given).
 /// Directories come from ``CLI/cluster(_:)``.
 extension CLI {
     /// `lansync relay` on directory `name` (`r` unless told), listening on `port`.
@@ -32,7 +32,7 @@ extension CLI {
             peers: peers,
             // A star: the nodes meet only the relay (on loopback they could reach each other at
             // the addresses the relay passes on).
-            extra: relays.flatMap { ["--relay", "127.0.0.1:\($0)"] } + ["--relay-interval", "1", "--no-gossip"]
+            extra: relays.flatMap { ["--relay", "127.0.0.1:\($0)"] } + ["--no-gossip"]
         )
     }
 }

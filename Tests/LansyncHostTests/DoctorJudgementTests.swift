@@ -96,6 +96,38 @@ import Testing
         #expect(Doctor.fix(refusal: "timeout (temporary): peer silent for 60 s") == nil)
     }
 
+    /// Issue 63: a node given a relay says whether it has a session with it; without one, a
+    /// problem with the node's reason and the fix for it. A node given no relay says nothing.
+    @Test func aNodeWithoutASessionWithItsRelayIsAProblemWithItsReason() {
+        var withRelay = status()
+        #expect(Doctor.relayFinding(withRelay) == nil, "no relay given, nothing to say")
+        withRelay.relays = NodeStatus.Relays(
+            current: "10.0.0.9:7420",
+            addresses: ["10.0.0.9:7420"],
+            failovers: 0,
+            lastFailover: nil
+        )
+        #expect(Doctor.relayFinding(withRelay)?.verdict == .ok)
+        let cases = [
+            ("10.0.0.9:7420: cannot connect: connection refused", "that this machine can reach"),
+            ("10.0.0.9:7420: busy (temporary): this node serves 128 sessions already", "--max-sessions"),
+            ("10.0.0.9:7420: revoked (permanent): this node's certificate was revoked", "revoked one of the two"),
+        ]
+        for (reason, fix) in cases {
+            withRelay.relays?.connected = false
+            withRelay.relays?.problem = .init(reason: reason, since: "2026-12-06T10:00:00.000Z")
+            let finding = Doctor.relayFinding(withRelay)
+            #expect(finding?.verdict == .problem, "\(reason)")
+            #expect(
+                finding?.says.contains("since 2026-12-06T10:00:00.000Z: \(reason)") == true,
+                "\(String(describing: finding))"
+            )
+            #expect(finding?.fix?.contains(fix) == true, "\(String(describing: finding))")
+        }
+        let findings = Doctor.findings(status: withRelay, members: [], survey: Survey(sightings: []), probes: [:])
+        #expect(findings.contains { $0.topic == "relay" && $0.verdict == .problem })
+    }
+
     /// The address an inbound session came from is a client's port, never tried; a link-local
     /// advert is tried through the interface it was seen on; every address the node was given
     /// for a peer (`advertised`) is tried.

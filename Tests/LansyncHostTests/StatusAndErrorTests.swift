@@ -118,6 +118,12 @@ import Testing
             at: "2026-11-27T22:00:00.000Z"
         )
         #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
+        status.relays?.connected = false
+        status.relays?.problem = .init(
+            reason: "10.0.0.2:7420: cannot connect: refused",
+            since: "2026-11-27T22:00:01.000Z"
+        )
+        #expect(try NodeStatus(json: Array(status.json.utf8)) == status)
         // Every standing of a relay that shares the authority.
         for standing: SettlingStanding in [
             .starting, .holding(epoch: 3), .lapsed(epoch: 3), .following(holder: "r2 abc pid 7 ff", epoch: 4),

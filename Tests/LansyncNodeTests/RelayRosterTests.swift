@@ -55,12 +55,31 @@ import Testing
     @Test func statusSaysWhichRelayAndWhy() throws {
         var roster = try #require(RelayRoster([first, second]))
         roster.failed(because: "cannot connect: refused", at: 0)
-        let shown = NodeStatus.Relays(roster)
+        let shown = NodeStatus.Relays(roster, connected: true)
         #expect(shown.current == "10.0.0.2:7420")
         #expect(shown.addresses == ["10.0.0.1:7420", "10.0.0.2:7420"])
+        #expect(shown.problem == nil, "connected: nothing to explain")
         #expect(
             shown.summary
-                == "10.0.0.2:7420 (2 of 2); failed over 1 time(s), last from 10.0.0.1:7420 at 1970-01-01T00:00:00.000Z: cannot connect: refused"
+                == "10.0.0.2:7420 (2 of 2), connected; failed over 1 time(s), last from 10.0.0.1:7420 at 1970-01-01T00:00:00.000Z: cannot connect: refused"
         )
+    }
+
+    /// Issue 63: a node with no session with its relay says so, why, and since when (the first
+    /// failure of a run of them, kept until the relay answers again).
+    @Test func statusSaysWhenAndWhyTheRelayIsNotConnected() throws {
+        var roster = try #require(RelayRoster([first]))
+        #expect(roster.problem == nil)
+        roster.lost(because: "its session ended: the peer closed the connection", at: 1_000)
+        roster.failed(because: "cannot connect: connection refused", at: 2_000)
+        #expect(roster.problem?.since == 1_000, "since the session ended, not since the last try")
+        let shown = NodeStatus.Relays(roster, connected: false)
+        #expect(
+            shown.summary
+                == "10.0.0.1:7420 (1 of 1), NOT CONNECTED since 1970-01-01T00:00:01.000Z: 10.0.0.1:7420: cannot connect: connection refused"
+        )
+        roster.answered()
+        #expect(roster.problem == nil)
+        #expect(NodeStatus.Relays(roster, connected: true).summary == "10.0.0.1:7420 (1 of 1), connected")
     }
 }

@@ -109,8 +109,8 @@ extension SettlingStanding {
 extension NodeStatus.Relays {
     var jsonValue: JSON {
         .object([
-            ("addresses", .array(addresses.map(JSON.string))), ("current", .string(current)),
-            ("failovers", .int(failovers)),
+            ("addresses", .array(addresses.map(JSON.string))), ("connected", .bool(connected)),
+            ("current", .string(current)), ("failovers", .int(failovers)),
             (
                 "last_failover",
                 lastFailover.map {
@@ -119,6 +119,10 @@ extension NodeStatus.Relays {
                         ("to", .string($0.to)),
                     ])
                 } ?? .null
+            ),
+            (
+                "problem",
+                problem.map { .object([("reason", .string($0.reason)), ("since", .string($0.since))]) } ?? .null
             ),
         ])
     }
@@ -140,6 +144,12 @@ extension NodeStatus.Relays {
                     reason: try f.string("reason"),
                     at: try f.string("at")
                 )
+            },
+            // A node from before issue 63 does not say; it kept no session with its relay to say.
+            connected: try j.optional("connected").map { _ in try j.bool("connected") } ?? false,
+            problem: try j.optional("problem").map { problem in
+                let p = JSONFields(problem, "the status's relay problem")
+                return Problem(reason: try p.string("reason"), since: try p.string("since"))
             }
         )
     }

@@ -53,41 +53,6 @@ public struct NodeStatus: Sendable, Equatable {
     /// conflicts now, and if not who does or why it cannot tell; nil on any other node.
     public var authority: SettlingStanding?
 
-    /// The relays a running node was given, the one in use, and its last failover.
-    public struct Relays: Sendable, Equatable {
-        /// The relay in use (`host:port`).
-        public var current: String
-        /// Every relay given, in order.
-        public var addresses: [String]
-        /// How many times the node moved to another relay since it started.
-        public var failovers: Int
-        /// The last move, nil before any.
-        public var lastFailover: Failover?
-
-        /// One move from a relay to the next, as `status` shows it.
-        public struct Failover: Sendable, Equatable {
-            public var from: String
-            public var to: String
-            public var reason: String
-            /// ISO 8601, UTC.
-            public var at: String
-
-            public init(from: String, to: String, reason: String, at: String) {
-                self.from = from
-                self.to = to
-                self.reason = reason
-                self.at = at
-            }
-        }
-
-        public init(current: String, addresses: [String], failovers: Int, lastFailover: Failover?) {
-            self.current = current
-            self.addresses = addresses
-            self.failovers = failovers
-            self.lastFailover = lastFailover
-        }
-    }
-
     /// The running node's view of the cluster: a full mesh while it is small, else a bounded
     /// active view chosen from a passive one.
     public struct View: Sendable, Equatable {

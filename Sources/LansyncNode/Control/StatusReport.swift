@@ -34,6 +34,7 @@ public enum StatusReport {
             of: vv,
             known: peers,
             ownWriters: ownWriters,
+            me: info.nodeID,
             viaRelay: relayEntry != nil,
             store: store
         )
@@ -135,25 +136,36 @@ public enum StatusReport {
         return peer
     }
 
-    /// The nodes known only through others: writers in the version vector that are neither this
-    /// node's nor a peer's it meets.
+    /// The nodes known only through others: the nodes of the writers in the version vector that
+    /// are neither this node's nor a peer's it meets, each once. A writer id names its node
+    /// (``LansyncCore/NodeID/isWriter(of:)``): a node that took a new writer (a restored
+    /// backup, a rollback, a reboot) is still one node, shown under its node id when a peer or
+    /// a member's report names it, never as a member of its own (issue 63).
     private static func indirectPeers(
         of vv: VersionVector,
         known peers: [PeerRegistry.Entry],
         ownWriters: Set<NodeID>,
+        me: NodeID,
         viaRelay: Bool,
         store: any ReplicaStorage
     ) throws(StoreError) -> [NodeStatus.Peer] {
         let names = try store.nodeNames()
-        let directIDs = Set(peers.compactMap(\.nodeID))
-        return vv.nodes.filter { !ownWriters.contains($0) && !directIDs.contains($0) }.map { node in
-            NodeStatus.Peer(
+        let direct = Set(peers.compactMap(\.nodeID))
+        let nodes = direct.union(try store.memberReports().map(\.nodeID))
+        var groups: [UInt64: [NodeID]] = [:]
+        for writer in vv.nodes where !ownWriters.contains(writer) && !writer.isWriter(of: me) {
+            guard !direct.contains(where: { writer.isWriter(of: $0) }) else { continue }
+            groups[writer.high, default: []].append(writer)
+        }
+        return groups.values.map { writers in
+            let node = writers.first { nodes.contains($0) } ?? writers.min { $0.text < $1.text } ?? writers[0]
+            return NodeStatus.Peer(
                 nodeID: node.text,
-                name: names[node],
+                name: names[node] ?? writers.lazy.compactMap { names[$0] }.first,
                 path: viaRelay ? .viaRelay : .viaOtherPeers,
                 connected: false
             )
-        }
+        }.sorted { $0.nodeID ?? "" < $1.nodeID ?? "" }
     }
 
     /// This node's own changes, against the relay when there is one, else against every peer it

@@ -35,11 +35,12 @@ extension Node {
     /// - A discovered peer is given up once it is no longer advertised and a connection to it fails
     ///   (it is found again when it comes back); a passed-on address at its first failure, or
     ///   when the peer is connected some other way.
-    /// - The relay is kept as a live session while no direct peer is connected (the fallback path);
-    ///   otherwise a session every ``NodeOptions/relayInterval`` hands over what it lacks and
-    ///   collects what it holds, then closes. A relay that cannot be reached, or whose session
-    ///   breaks before it is up to date, is left for the next one given, at once; the loop backs
-    ///   off only once every relay has failed in a row.
+    /// - The relay is kept as a live session at all times, whatever direct sessions and view the
+    ///   node has (issue 63): an edit reaches it as it reaches any connected peer, so a machine
+    ///   that goes away right after an edit has left it on the relay. A session that ends is
+    ///   dialled again at once (after the first, jittered backoff step). A relay that cannot be
+    ///   reached, or whose session breaks before it is up to date, is left for the next one
+    ///   given, at once; the loop backs off only once every relay has failed in a row.
     func keepConnected(_ target: DialTarget, transport: Transport) async {
         var backoff = Backoff()
         var rng = SystemRandomNumberGenerator()
@@ -61,7 +62,6 @@ extension Node {
                     connection,
                     address: address.description,
                     source: target.source,
-                    closeWhenUpToDate: target.isRelay,
                     outsideView: target.isAntiEntropy
                 )
                 if target.isOneSession {
@@ -71,8 +71,11 @@ extension Node {
                 if outcome.reachedUpToDate { backoff.reset() }
                 if outcome.isPermanent { backoff.giveUpForNow() }
                 if target.isRelay {
+                    let why = outcome.failure ?? "the relay closed the session"
                     if outcome.reachedUpToDate {
-                        relays.withLockedValue { $0?.answered() }
+                        relays.withLockedValue {
+                            $0?.lost(because: "its session ended: \(why)", at: WallClock.milliseconds)
+                        }
                     } else if relayFailed(because: outcome.failure ?? "its session ended before it was up to date") {
                         continue
                     }
@@ -81,11 +84,7 @@ extension Node {
                 if await failedToConnect(target, candidates: candidates, error: error) { break }
                 if target.isRelay, relayFailed(because: "cannot connect: \(error)") { continue }
             }
-            if target.isRelay, await registry.directPeersConnected() {
-                try? await Task.sleep(for: options.relayInterval)
-            } else {
-                try? await Task.sleep(for: backoff.next(using: &rng))
-            }
+            try? await Task.sleep(for: backoff.next(using: &rng))
         }
         if case .discovered(let node, let seen) = target { await seen.stoppedDialing(node) }
         if case .gossiped(let node, let seen) = target { await seen.forget(node) }
@@ -101,6 +100,12 @@ extension Node {
         }
         return !roundFailed
     }
+
+    /// A session with the relay reached up to date: the relay answers (``RelayRoster/answered()``).
+    func relayAnswered() { relays.withLockedValue { $0?.answered() } }
+
+    /// Whether the relay in use is connected now, whichever side dialled.
+    func relayConnected() async -> Bool { await isConnected(.relay) }
 
     /// What a loop does instead of dialling now.
     private enum Hold { case dial, wait, stop }

@@ -198,9 +198,6 @@ public actor PeerRegistry {
         session.close()
     }
 
-    /// True if some peer other than the relay is connected: the relay is then only a courier.
-    public func directPeersConnected() -> Bool { active.values.contains { $0.source != .relay } }
-
     /// A session reached its peer. Returns a token, or nil if a session with that peer already
     /// exists and wins the tie-break (the caller then closes its own).
     public func claim(

@@ -18,6 +18,9 @@ public struct RelayRoster: Sendable, Equatable {
     public private(set) var failovers = 0
     /// Why the node last moved to another relay, and from where; nil before any failover.
     public private(set) var lastFailover: Failover?
+    /// Why the node has no session with a relay now, and since when; nil while the relay in use
+    /// answers (its session reached up to date and has not ended since).
+    public private(set) var problem: Problem?
     /// Failures in a row since a relay last answered: a round has failed when it reaches the
     /// number of addresses.
     private var failedInARow = 0
@@ -31,6 +34,15 @@ public struct RelayRoster: Sendable, Equatable {
         public var at: UInt64
     }
 
+    /// Why a node has no session with its relay: the last failure to reach one, or how the
+    /// last session ended.
+    public struct Problem: Sendable, Equatable {
+        public var reason: String
+        /// Wall-clock milliseconds since 1970: when the node last had a session with a relay, or
+        /// when the first attempt failed (the problem's start, kept while it lasts).
+        public var since: UInt64
+    }
+
     /// Nil when `addresses` is empty (no relay configured).
     public init?(_ addresses: [PeerAddress]) {
         guard !addresses.isEmpty else { return nil }
@@ -41,7 +53,16 @@ public struct RelayRoster: Sendable, Equatable {
     public var current: PeerAddress { addresses[index] }
 
     /// The relay in use answered and its session reached up to date.
-    public mutating func answered() { failedInARow = 0 }
+    public mutating func answered() {
+        failedInARow = 0
+        problem = nil
+    }
+
+    /// The session with the relay in use ended after it was up to date (the relay stopped, the
+    /// network dropped): no move yet, the node dials the same relay again at once.
+    public mutating func lost(because reason: String, at milliseconds: UInt64) {
+        problem = Problem(reason: reason, since: problem?.since ?? milliseconds)
+    }
 
     /// The relay in use could not be reached, or its session broke before it was up to date.
     /// Moves to the next relay (when there is another) and says whether every relay has now
@@ -52,6 +73,7 @@ public struct RelayRoster: Sendable, Equatable {
         at milliseconds: UInt64
     ) -> (moved: Failover?, roundFailed: Bool) {
         failedInARow += 1
+        problem = Problem(reason: "\(current): \(reason)", since: problem?.since ?? milliseconds)
         let roundFailed = failedInARow >= addresses.count
         if roundFailed { failedInARow = 0 }
         guard addresses.count > 1 else { return (nil, roundFailed) }

@@ -38,8 +38,10 @@ struct NodeCommand: AsyncParsableCommand {
         )
     )
     var relay: [PeerAddress] = []
-    @Option(help: "While direct peers are connected, seconds between hand-overs to the relay.")
-    var relayInterval: Double = 30
+    /// Accepted so that service files written before issue 63 still start; a node now keeps its
+    /// relay session open at all times, so there is no interval left to set.
+    @Option(help: .hidden)
+    var relayInterval: Double?
     @Flag(help: "Do not advertise or browse with mDNS (use only --peer and the relay).")
     var noMdns = false
     @Option(
@@ -87,7 +89,7 @@ struct NodeCommand: AsyncParsableCommand {
     var fullMeshUpTo: Int?
 
     func validate() throws {
-        try validateInterval(relayInterval, "--relay-interval")
+        if let relayInterval { try validateInterval(relayInterval, "--relay-interval") }
         try validateInterval(antiEntropy, "--anti-entropy")
         try validateInterval(collectInterval, "--collect-interval")
         if let graftDelay { try validateInterval(graftDelay, "--graft-delay") }
@@ -111,9 +113,11 @@ struct NodeCommand: AsyncParsableCommand {
         settings.ignoredInterfaces = ignoredInterfaces
         settings.followGossip = !noGossip
         settings.relays = relay
-        settings.relayInterval = .milliseconds(Int(relayInterval * 1000))
         let directory = data.directory
         let logger = log.bootstrap()
+        if relayInterval != nil {
+            logger.warning("--relay-interval has no effect: a node keeps its session with the relay open at all times")
+        }
         try await directory.runNode(
             settings,
             logger: logger,
