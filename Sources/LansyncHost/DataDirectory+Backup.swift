@@ -11,6 +11,24 @@ extension DataDirectory {
         try open().backup(to: file, replacing: replacing, wallMilliseconds: WallClock.milliseconds)
     }
 
+    /// Says this directory's replica, put back from a copy older than the away window, is
+    /// current: for when every member's replica is such a copy and each waits for a current one
+    /// (Docs/MERGE.md, "Stale or away"). Since when it was stale, or nil if it was not (then
+    /// nothing changes).
+    public func acceptCopy() throws -> UInt64? {
+        try open().acceptAsCurrent(now: WallClock.milliseconds)
+    }
+
+    /// Names the member this directory's stale replica may rejoin from even though that member
+    /// is away itself (the relay waits for a current member and none comes): the member and
+    /// since when the replica was stale, or nil if it is not (then nothing changes).
+    public func acceptRejoin(from name: String) throws -> (DataDirectory.Member, UInt64)? {
+        let store = try open()
+        let member = try self.member(named: name, store: store)
+        guard !member.isThisNode else { throw HostError("'\(name)' is this machine: name another member") }
+        return try store.acceptRejoin(from: member.nodeID, now: WallClock.milliseconds).map { (member, $0) }
+    }
+
     /// Puts the replica back to the backup in `file`, which must be one of this node's replica
     /// (its cluster and node id as `node.pem` and `cluster.pem` say). Holds the node lock, so it
     /// refuses while a node runs here; keeps the replaced replica beside the new one.

@@ -85,24 +85,54 @@ extension Node {
     /// If this replica's own state is older than the away window (``ReplicaStorage/staleSince(now:)``:
     /// a copy put back), what it holds may be what the others purged: it merges with no one, and
     /// rejoins from the relay once it meets it current (its hello says it is neither away nor
-    /// stale), or, without a relay, from the first peer that is current. The relay itself rejoins
-    /// from the first member it meets: the members' hellos cannot tell whether they are stale or
-    /// only have not heard of the relay, which is away while it waits. Returns the refusal of
-    /// this session (`busy`), nil to go on.
+    /// stale), or, without a relay, from the first peer that is current. The relay itself
+    /// rejoins from the first member that is current too: not a copy put back or rejoining
+    /// (``Hello/staleSince``, protocol 1.12), whose state may lack what the relay purged since
+    /// its own copy was taken, and not away itself, whose state may lack what the relay's side
+    /// collected without it (issue 63: before, a stale relay rejoined from the first member it
+    /// met, and a delete it had purged came back from another copy put back). When no such
+    /// member comes (every member that is no copy stopped hearing of the relay meanwhile), an
+    /// operator names one (`lansync backup accept --from NAME`).
+    /// Two copies put back and no current member left wait for each other for good: an
+    /// operator says which copy is current (`lansync backup accept`, Docs/MERGE.md, "Stale or
+    /// away"). Returns the refusal of this session (`busy`), nil to go on.
     func rejoinIfStale(_ hello: Hello) async -> ProtocolError? {
         guard options.role != .oneShot, hello.role != .oneShot else { return nil }
         let store = self.store
         let now = WallClock.milliseconds
         guard
-            let (stale, pending, relay) = try? await io.run({
-                (try store.staleSince(now: now), try store.hasRejoinPending(), try store.relayID())
+            let (stale, pending, relay, named) = try? await io.run({
+                (
+                    try store.staleSince(now: now), try store.hasRejoinPending(), try store.relayID(),
+                    try store.acceptedRejoinSource()
+                )
             }),
             let stale, !pending
         else { return nil }
+        // `awaySince` is nonzero for a peer away itself, stale or rejoining; `staleSince` (1.12)
+        // says which, for the words.
+        // An operator may name a member that is away itself (`lansync backup accept --from`),
+        // never one that is a copy put back or rejoining.
+        let isNamed = named == hello.nodeID && hello.version >= ProtocolVersion.staleness && hello.staleSince == 0
         let source =
-            options.role == .relay
-            || (hello.awaySince == 0 && (relay == nil || hello.role == .relay || relay == hello.nodeID))
+            (hello.awaySince == 0 || isNamed)
+            && (options.role == .relay || relay == nil || hello.role == .relay || relay == hello.nodeID)
         let when = WallClock.iso8601(milliseconds: stale)
+        guard source || options.role != .relay else {
+            let what =
+                hello.staleSince != 0
+                ? "is a copy put back too (or rejoining)"
+                : hello.version < ProtocolVersion.staleness
+                    ? "is away itself or a copy put back (its version cannot say which)"
+                    : "is away itself (it has not heard of the relay for the away window), so it may lack what the relay's side collected without it"
+            logger.notice(
+                "this relay's replica was last up to date at \(when) and has been put back from a copy since; \(hello.name) (\(hello.nodeID.short)) \(what): the relay waits to rejoin from a current member, and merges with no one meanwhile"
+            )
+            return ProtocolError(
+                .busy,
+                "this relay was put back from a copy older than the away window and waits to rejoin from a current member; yours \(what), so neither takes the other's state"
+            )
+        }
         guard source else {
             logger.notice(
                 "this replica was last up to date at \(when) and has been put back from a copy since: it merges with no one until it rejoins from a snapshot of \(relay == nil ? "a current peer" : "the relay")"

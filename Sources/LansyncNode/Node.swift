@@ -483,16 +483,15 @@ public final class Node: Sendable {
         }
         config.statements = statements.records
         config.maxWriters = options.writerBounds.total
-        if let (rejoined, away) = try? await io.run({
-            (
-                try store.rejoinedAt(),
-                try store.hasRejoinPending()
-                    ? try store.rejoinedAt()
-                    : try store.awaySince(now: WallClock.milliseconds) ?? store.staleSince(now: WallClock.milliseconds)
-            )
+        if let (rejoined, away, stale) = try? await io.run({
+            let now = WallClock.milliseconds
+            let rejoined = try store.rejoinedAt()
+            let stale = try store.hasRejoinPending() ? rejoined : try store.staleSince(now: now)
+            return (rejoined, try store.hasRejoinPending() ? rejoined : try store.awaySince(now: now) ?? stale, stale)
         }) {
             config.rejoinedAt = rejoined
             config.awaySince = away ?? 0
+            config.staleSince = stale ?? 0
         }
         // A one-shot sync is no member's session: its hello carries no reports.
         if options.role != .oneShot {

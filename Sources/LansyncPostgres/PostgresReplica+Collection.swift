@@ -119,7 +119,7 @@ extension PostgresReplica {
                     reports,
                     now: now,
                     awayAfter: settings.holdsBackFor,
-                    selfAway: try Self.awaySince(db, now: now, settings: settings) != nil
+                    selfAway: try Self.judgesNoOneAway(db, now: now, settings: settings)
                 )
                 round.frontierMoved = ledger.observe(
                     [try Self.versionVector(db)] + active.map(\.seen),
@@ -231,9 +231,8 @@ extension PostgresReplica {
                 let rejoined = try Self.rejoinedAt(db)
                 figures.rejoinedAt = rejoined > 0 ? rejoined : nil
                 let settings = try Self.collectionSettings(db)
-                figures.awaySince =
-                    try Self.awaySince(db, now: now, settings: settings)
-                    ?? Self.staleSince(db, now: now, settings: settings)
+                figures.staleSince = try Self.staleSince(db, now: now, settings: settings)
+                figures.awaySince = try Self.awaySince(db, now: now, settings: settings) ?? figures.staleSince
                 return figures
             }
         }
@@ -258,7 +257,7 @@ extension PostgresReplica {
             try memberReports(db),
             now: now,
             settings: settings,
-            selfAway: try awaySince(db, now: now, settings: settings) != nil,
+            selfAway: try judgesNoOneAway(db, now: now, settings: settings),
             own: own,
             vector: try versionVector(db)
         )
@@ -302,6 +301,16 @@ extension PostgresReplica {
         return settings.awaySince(heard: UInt64(clamping: heard), rejoinedAt: try rejoinedAt(db), now: now)
     }
 
+    /// Whether this replica judges no member away in collection: away itself, or stale
+    /// (``LansyncStore/ReplicaStore`` has the same rule, and why).
+    static func judgesNoOneAway(
+        _ db: BlockingPostgres.Statements,
+        now: UInt64,
+        settings: CollectionSettings
+    ) throws -> Bool {
+        try awaySince(db, now: now, settings: settings) != nil || staleSince(db, now: now, settings: settings) != nil
+    }
+
     /// Since when this replica's own state is older than the away window
     /// (``LansyncStore/ReplicaStore/staleSince(now:)``).
     public func staleSince(now: UInt64) throws(StoreError) -> UInt64? {
@@ -318,12 +327,15 @@ extension PostgresReplica {
         settings: CollectionSettings
     ) throws -> UInt64? {
         let synced = try db.value("SELECT max(last_sync) FROM peer", as: Int64?.self).flatMap { $0 } ?? 0
+        // As on SQLite: an operator's word that this copy is current (meta `accepted_at`).
+        let accepted =
+            try db.value("SELECT value FROM meta WHERE key = 'accepted_at'", as: String.self).flatMap(UInt64.init) ?? 0
         let restarted = try db.value(
             "SELECT max(started) FROM writer WHERE reason <> \(WriterRecord.Reason.rejoin.rawValue)",
             as: Int64?.self
         ).flatMap { $0 }
         return settings.staleSince(
-            synced: UInt64(clamping: synced),
+            synced: max(UInt64(clamping: synced), accepted),
             rejoinedAt: try rejoinedAt(db),
             restarted: restarted.map { UInt64(clamping: $0) },
             now: now

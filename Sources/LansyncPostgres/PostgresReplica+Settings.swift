@@ -34,6 +34,18 @@ extension PostgresReplica {
     }
 
     /// The cluster's relay as this replica learnt it, nil if it never met one.
+    /// The member an operator named for this stale replica to rejoin from (meta `rejoin_from`;
+    /// ``LansyncStore/ReplicaStore/acceptRejoin(from:now:)``).
+    public func acceptedRejoinSource() throws(StoreError) -> NodeID? {
+        try guarded {
+            try database.statements { db in
+                try db.value("SELECT value FROM meta WHERE key = 'rejoin_from'", as: String.self).flatMap(
+                    NodeID.init(text:)
+                )
+            }
+        }
+    }
+
     public func relayID() throws(StoreError) -> NodeID? {
         try guarded {
             try database.statements { db in

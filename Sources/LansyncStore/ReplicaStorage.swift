@@ -165,6 +165,8 @@ public protocol ReplicaStorage: Sendable {
     func awaySince(now: UInt64) throws(StoreError) -> UInt64?
     func staleSince(now: UInt64) throws(StoreError) -> UInt64?
     func relayID() throws(StoreError) -> NodeID?
+    /// The member an operator named for a stale replica to rejoin from (meta `rejoin_from`).
+    func acceptedRejoinSource() throws(StoreError) -> NodeID?
     func noteRelay(_ relay: NodeID) throws(StoreError)
     func memberAwaySince(_ node: NodeID, now: UInt64) throws(StoreError) -> UInt64?
     func rejoinedAt() throws(StoreError) -> UInt64

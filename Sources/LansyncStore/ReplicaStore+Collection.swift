@@ -251,7 +251,7 @@ extension ReplicaStore {
                     reports,
                     now: now,
                     awayAfter: settings.holdsBackFor,
-                    selfAway: try Self.awaySince(db: tx.db, now: now, settings: settings) != nil
+                    selfAway: try Self.judgesNoOneAway(db: tx.db, now: now, settings: settings)
                 )
                 let own = try Self.versionVector(db: tx.db)
                 round.frontierMoved = ledger.observe(
@@ -298,6 +298,16 @@ extension ReplicaStore {
         round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
         if round.collected > 0 || round.purged > 0 { round.pagesFreed = try returnFreePages() }
         return round
+    }
+
+    /// Whether this replica judges no member away in collection: it is away itself, or stale (a
+    /// copy put back, ``staleSince(now:)``). Either is the one out of date: what it collected
+    /// without the others, they would not hold once it rejoins from one of them (issue 63: a
+    /// relay put back from a copy purged its own delete, judging every member away, then
+    /// rejoined from a member that held the item live).
+    static func judgesNoOneAway(db: Database, now: UInt64, settings: CollectionSettings) throws -> Bool {
+        try awaySince(db: db, now: now, settings: settings) != nil
+            || staleSince(db: db, now: now, settings: settings) != nil
     }
 
     /// Forgets the minimal tombstones collected before `cutoff` (``CollectionSettings/purgeAfter``
@@ -527,6 +537,9 @@ public struct CollectionFigures: Sendable, Equatable {
     /// Since when this replica is away itself (``ReplicaStore/awaySince(now:)``) or older than the
     /// away window (``ReplicaStore/staleSince(now:)``), nil if neither.
     public var awaySince: UInt64?
+    /// Since when this replica, put back from a copy older than the away window, waits to rejoin
+    /// from a current member (``ReplicaStore/staleSince(now:)``), nil if it does not.
+    public var staleSince: UInt64?
 
     public init() {}
 }
@@ -562,9 +575,8 @@ extension ReplicaStore {
             let rejoined = try Self.rejoinedAt(db: db)
             figures.rejoinedAt = rejoined > 0 ? rejoined : nil
             let settings = try Self.collectionSettings(db: db)
-            figures.awaySince =
-                try Self.awaySince(db: db, now: now, settings: settings)
-                ?? Self.staleSince(db: db, now: now, settings: settings)
+            figures.staleSince = try Self.staleSince(db: db, now: now, settings: settings)
+            figures.awaySince = try Self.awaySince(db: db, now: now, settings: settings) ?? figures.staleSince
             return figures
         }
     }
@@ -580,7 +592,7 @@ extension ReplicaStore {
             try Self.memberReports(db: db),
             now: now,
             settings: settings,
-            selfAway: try Self.awaySince(db: db, now: now, settings: settings) != nil,
+            selfAway: try Self.judgesNoOneAway(db: db, now: now, settings: settings),
             own: try Transaction.nodeID(db: db),
             vector: try Self.versionVector(db: db)
         )

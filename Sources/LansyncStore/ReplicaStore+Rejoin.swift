@@ -76,12 +76,58 @@ extension ReplicaStore {
             sql: "SELECT max(started) FROM writer WHERE reason <> ?",
             arguments: [WriterRecord.Reason.rejoin.rawValue]
         )
+        let synced = UInt64(clamping: try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0)
         return settings.staleSince(
-            synced: UInt64(clamping: try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0),
+            synced: max(synced, try acceptedAt(db: db)),
             rejoinedAt: try Self.rejoinedAt(db: db),
             restarted: restarted.map { UInt64(clamping: $0) },
             now: now
         )
+    }
+
+    /// meta `accepted_at`: when an operator last said this replica, put back from a copy, is
+    /// current (`lansync backup accept`; 0 if never). It counts as a moment the replica was up
+    /// to date (``staleSince(now:)``).
+    static func acceptedAt(db: Database) throws -> UInt64 {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'accepted_at'").flatMap(UInt64.init) ?? 0
+    }
+
+    /// Says this replica, put back from a copy, is current as of `now`: it stops waiting to
+    /// rejoin from a current member, and the others take it as one (`lansync backup accept`).
+    /// For when every replica of the cluster is a copy put back, which otherwise wait for each
+    /// other for good (Docs/MERGE.md, "Stale or away"). Returns since when it was stale, nil if
+    /// it was not (nothing is written then).
+    public func acceptAsCurrent(now: UInt64) throws(StoreError) -> UInt64? {
+        try guarded {
+            try database.write { db in
+                guard let stale = try Self.staleSince(db: db, now: now, settings: try Self.collectionSettings(db: db))
+                else { return nil }
+                try Transaction.setMeta("accepted_at", String(now), db: db)
+                return stale
+            }
+        }
+    }
+
+    /// Names the member a stale replica (a copy put back) may rejoin from even though it is away
+    /// itself (meta `rejoin_from`, `lansync backup accept --from NAME`): for a relay that waits
+    /// for a current member while every member that is no copy stopped hearing of it. Returns
+    /// since when the replica was stale, nil if it is not (nothing is written then).
+    public func acceptRejoin(from member: NodeID, now: UInt64) throws(StoreError) -> UInt64? {
+        try guarded {
+            try database.write { db in
+                guard let stale = try Self.staleSince(db: db, now: now, settings: try Self.collectionSettings(db: db))
+                else { return nil }
+                try Transaction.setMeta("rejoin_from", member.text, db: db)
+                return stale
+            }
+        }
+    }
+
+    /// The member an operator named to rejoin from (``acceptRejoin(from:now:)``), nil if none.
+    public func acceptedRejoinSource() throws(StoreError) -> NodeID? {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'rejoin_from'").flatMap(NodeID.init(text:))
+        }
     }
 
     /// The cluster's relay as this replica learnt it (meta `relay_id`), nil if it never met one.

@@ -167,6 +167,13 @@ public struct Hello: Hashable, Sendable {
     /// About how many members the sender has heard of, with those its peers had (protocol
     /// 1.11, ``MemberSketch``); nil from an older node.
     public var members: MemberSketch?
+    /// Since when the sender's replica is stale (protocol 1.12; Unix ms, 0 if it is not): put back
+    /// from a copy older than the away window, or rejoining and its snapshot not in yet. Such a
+    /// replica may lack what the others purged, so no replica rejoins from it; ``awaySince``
+    /// cannot tell it from a member that merely has not heard of the relay (Docs/MERGE.md,
+    /// "Stale or away"). A hello older than 1.12 reads as 0, and a receiver then goes by
+    /// ``awaySince`` alone.
+    public var staleSince: UInt64 = 0
 
     /// A member's address as a hello passes it on.
     public struct Address: Hashable, Sendable {
@@ -274,8 +281,13 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// older nodes skip them), and messages `have`, `prune` and `graft`, sent only to peers that
     /// announced 1.10; 1.11 the sender's count of members at the end of the hello
     /// (``Hello/members``, 64 bytes; older nodes skip it) and hop counts before a batch (type 15,
-    /// ``Message/reached(hops:_:)``), sent only to peers that announced 1.11.
-    public static let current = ProtocolVersion(major: 1, minor: 11)
+    /// ``Message/reached(hops:_:)``), sent only to peers that announced 1.11; 1.12 since when
+    /// the sender's replica is stale, at the end of the hello (``Hello/staleSince``; older nodes
+    /// skip it).
+    public static let current = ProtocolVersion(major: 1, minor: 12)
+
+    /// The first version whose hello tells a stale replica from one away itself.
+    public static let staleness = ProtocolVersion(major: 1, minor: 12)
 
     /// The first version that takes hop counts (``Message/reached(hops:_:)``).
     public static let hops = ProtocolVersion(major: 1, minor: 11)

@@ -91,6 +91,9 @@ public enum MessageCoder {
             if hello.version.minor >= 11 || hello.version.major > 1 {
                 w.raw((hello.members ?? MemberSketch()).registers)
             }
+            if hello.version.minor >= 12 || hello.version.major > 1 {
+                w.varint(hello.staleSince)
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -239,6 +242,10 @@ public enum MessageCoder {
                     }
                     // Nothing counted reads as an older node's hello: no count.
                     hello.members = sketch == MemberSketch() ? nil : sketch
+                }
+                if minor >= 12 || major > 1 {
+                    // Only compared with 0 and shown: no bound needed beyond the varint's.
+                    hello.staleSince = try r.varint()
                 }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {

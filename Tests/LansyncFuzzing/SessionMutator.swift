@@ -151,7 +151,9 @@ public struct SessionMutator {
                 }
             )
         case 1: hello.rejoinedAt = edge()
-        case 2: hello.awaySince = edge()
+        case 2:
+            hello.awaySince = edge()
+            if rng.chance(50) { hello.staleSince = edge() }
         case 3: hello.clock = edge()
         case 4: hello.listenPort = edge() % 65_536
         case 5: hello.viewSessions = edge()

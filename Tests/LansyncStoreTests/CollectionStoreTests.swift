@@ -601,4 +601,40 @@ import Testing
         try a.rejoin(keepingUnseenBy: VersionVector(), now: now)
         #expect(try a.staleSince(now: now) == nil)
     }
+
+    /// Issue 63: a stale replica (a copy put back) judges no member away, so it collects nothing
+    /// without them: once it rejoins from one of them, they would not hold what it collected. An
+    /// operator's word that the copy is current (`lansync backup accept`) ends the staleness, and
+    /// the replica judges as any current one again.
+    @Test func aStaleReplicaCollectsNothingWithoutTheOthersUntilAccepted() throws {
+        let a = try create(1)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: [.set(title, .string("one"))]), to: x, wallMilliseconds: t0)
+        try a.apply(.delete, to: x, wallMilliseconds: t0 + 1)
+        let day = CollectionSettings.day
+        let now = WallClock.milliseconds
+        #expect(try a.acceptAsCurrent(now: now) == nil, "not stale: nothing to accept")
+        // Last up to date three days ago; b last heard of then too, and a writer started since.
+        try a.savePeer(
+            PeerRecord(nodeID: .node(2), name: "b", address: nil, source: .configured, lastSync: now - 3 * day)
+        )
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: VersionVector(), at: now - 3 * day)])
+        let elsewhere = makeTemporaryDirectory("collect-stale-elsewhere")
+        let putBack = try ReplicaStore.open(path: "\(dir)/r1.sqlite", lease: WriterLease(directory: elsewhere))
+        _ = try putBack.renewWriterIfUnproven()
+        #expect(try a.staleSince(now: now) == now - 3 * day)
+        for step in UInt64(0)..<3 { #expect(try a.collect(now: now + step).collected == 0, "b still holds it back") }
+        #expect(try a.collectionFigures(now: now).heldBackBy == .node(2))
+        #expect(try a.collectionFigures(now: now).staleSince == now - 3 * day)
+        #expect(try a.acceptAsCurrent(now: now + 3) == now - 3 * day)
+        #expect(try a.collectionFigures(now: now + 4).staleSince == nil)
+        #expect(try a.staleSince(now: now + 4) == nil)
+        // Not stale, yet alone for three days: away itself until it meets a member (here c).
+        #expect(try a.collect(now: now + 4).collected == 0)
+        try a.savePeer(PeerRecord(nodeID: .node(3), name: "c", address: nil, source: .configured, lastSync: now + 4))
+        try a.recordReports([MemberReport(nodeID: .node(3), seen: try a.versionVector(), at: now + 4)])
+        #expect(try a.collectionFigures(now: now + 4).departed == [.node(2)])
+        _ = try a.collect(now: now + 4)
+        #expect(try a.collect(now: now + 5).collected == 1, "current again: b, away, is refused until it rejoins")
+    }
 }

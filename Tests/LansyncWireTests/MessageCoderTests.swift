@@ -127,12 +127,12 @@ import Testing
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         #expect(
-            Array(bytes.dropLast(MemberSketch.registerCount).suffix(9)) == [
+            Array(bytes.dropLast(MemberSketch.registerCount + 1).suffix(9)) == [
                 0xAC, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
             ],
-            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8), then no view session and not outside the view (1.10), then no count of members (1.11)"
+            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8), then no view session and not outside the view (1.10), then no count of members (1.11), then not stale (1.12)"
         )
-        #expect(bytes.suffix(MemberSketch.registerCount).allSatisfy { $0 == 0 })
+        #expect(bytes.suffix(MemberSketch.registerCount + 1).allSatisfy { $0 == 0 })
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
@@ -141,6 +141,25 @@ import Testing
         }
         #expect(decoded.rejoinedAt == 0 && decoded.awaySince == 0 && decoded.reports == hello.reports)
         #expect(ProtocolError.Code.away.rawValue == 15 && !ProtocolError.Code.away.isPermanent)
+    }
+
+    /// 1.12 appends since when the sender's replica is stale (a varint at the very end); a 1.11
+    /// hello has none and reads as 0, and a 1.11 node reads a 1.12 hello, skipping it.
+    @Test func hello112SaysWhetherTheReplicaIsStale() throws {
+        var hello = Hello(nodeID: Self.a, clusterID: Self.c, role: .relay, name: "r", versionVector: VersionVector())
+        hello.awaySince = 1_700_000_000_000
+        hello.staleSince = 1_700_000_000_000
+        let bytes = MessageCoder.encode(.hello(hello))
+        #expect(try MessageCoder.decode(bytes) == .hello(hello))
+        #expect(Array(bytes.suffix(6)) == [0x80, 0xD0, 0x95, 0xFF, 0xBC, 0x31], "the varint of the time, last")
+        var old = hello
+        old.version = ProtocolVersion(major: 1, minor: 11)
+        guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
+            Issue.record("not a hello")
+            return
+        }
+        #expect(decoded.staleSince == 0 && decoded.awaySince == hello.awaySince)
+        #expect(MessageCoder.encode(.hello(old)).count == bytes.count - 6)
     }
 
     /// 1.8 appends the writers the sender folded, and which reports were told without them; the
@@ -175,10 +194,14 @@ import Testing
         marked.listenPort = 0
         marked.addresses = []
         var lying = MessageCoder.encode(.hello(marked))
-        // No mark, port 0, no address, no view session, inside the view, no count of members.
-        lying.removeLast(5 + MemberSketch.registerCount)
+        // No mark, port 0, no address, no view session, inside the view, no count of members,
+        // not stale.
+        lying.removeLast(6 + MemberSketch.registerCount)
         // One mark, on report 0, of none.
-        lying += [1, 0, 0, 0, 0, 0] + Array(repeating: 0, count: MemberSketch.registerCount)
+        lying += [1, 0, 0, 0, 0, 0] + Array(repeating: 0, count: MemberSketch.registerCount) + [0]
+        #expect(throws: WireError.malformed("more reports marked folded than reports")) {
+            try MessageCoder.decode(lying)
+        }
         #expect(throws: WireError.self) { try MessageCoder.decode(lying) }
         var badPort = hello
         badPort.listenPort = 70_000
@@ -202,9 +225,10 @@ import Testing
         hello.outsideView = true
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
-        #expect(Array(bytes.dropLast(MemberSketch.registerCount).suffix(3)) == [0xAC, 0x02, 0x01])
+        // Then the count of members (1.11) and whether the replica is stale (1.12, one byte here).
+        #expect(Array(bytes.dropLast(MemberSketch.registerCount + 1).suffix(3)) == [0xAC, 0x02, 0x01])
         var bad = bytes
-        bad[bad.count - 1 - MemberSketch.registerCount] = 2
+        bad[bad.count - 2 - MemberSketch.registerCount] = 2
         #expect(throws: WireError.self) { try MessageCoder.decode(bad) }
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 9)

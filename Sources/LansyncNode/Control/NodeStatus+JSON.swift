@@ -190,6 +190,7 @@ extension NodeStatus.Collection {
             ("file_bytes", .int(fileBytes)), ("free_bytes", .int(freeBytes)), ("frontier_at", .optional(frontierAt)),
             ("held_back_by", .optional(heldBackBy)), ("live_fields", .int(liveFields)),
             ("rejoined_at", .optional(rejoinedAt)), ("away_since", .optional(awaySince)),
+            ("stale_since", .optional(staleSince)),
         ])
     }
 
@@ -210,7 +211,8 @@ extension NodeStatus.Collection {
                 return text
             },
             rejoinedAt: try j.optionalString("rejoined_at"),
-            awaySince: try j.optionalString("away_since")
+            awaySince: try j.optionalString("away_since"),
+            staleSince: try j.optionalString("stale_since")
         )
     }
 }

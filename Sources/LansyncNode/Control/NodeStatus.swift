@@ -123,6 +123,9 @@ public struct NodeStatus: Sendable, Equatable {
         /// older than the away window (ISO 8601): it refuses no one's state and collects nothing
         /// without the others. Nil if neither.
         public var awaySince: String?
+        /// Since when its replica, put back from a copy older than the away window, waits to
+        /// rejoin from a current member (ISO 8601); nil if it does not.
+        public var staleSince: String?
 
         public init(
             liveFields: Int,
@@ -136,7 +139,8 @@ public struct NodeStatus: Sendable, Equatable {
             heldBackBy: String?,
             departed: [String],
             rejoinedAt: String? = nil,
-            awaySince: String? = nil
+            awaySince: String? = nil,
+            staleSince: String? = nil
         ) {
             self.liveFields = liveFields
             self.collectableItems = collectableItems
@@ -150,6 +154,7 @@ public struct NodeStatus: Sendable, Equatable {
             self.departed = departed
             self.rejoinedAt = rejoinedAt
             self.awaySince = awaySince
+            self.staleSince = staleSince
         }
     }
 

@@ -77,7 +77,8 @@ public enum StatusReport {
             heldBackBy: f.heldBackBy?.text,
             departed: f.departed.map(\.text),
             rejoinedAt: f.rejoinedAt.map { WallClock.iso8601(milliseconds: $0) },
-            awaySince: f.awaySince.map { WallClock.iso8601(milliseconds: $0) }
+            awaySince: f.awaySince.map { WallClock.iso8601(milliseconds: $0) },
+            staleSince: f.staleSince.map { WallClock.iso8601(milliseconds: $0) }
         )
     }
 

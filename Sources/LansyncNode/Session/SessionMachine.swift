@@ -42,6 +42,8 @@ public struct SessionMachine: Sendable {
         public var rejoinedAt: UInt64 = 0
         /// ``Hello/awaySince``: nonzero while this node refuses no one's state.
         public var awaySince: UInt64 = 0
+        /// ``Hello/staleSince``: nonzero while no replica may rejoin from this one.
+        public var staleSince: UInt64 = 0
         /// ``Hello/clock``: this node's wall clock as the session starts (Unix ms).
         public var clock: UInt64 = 0
         /// ``Hello/listenPort``: where this node accepts peers (0 for a one-shot sync).
@@ -378,6 +380,7 @@ public struct SessionMachine: Sendable {
         }
         hello.rejoinedAt = config.rejoinedAt
         hello.awaySince = config.awaySince
+        hello.staleSince = config.staleSince
         hello.clock = config.clock
         hello.listenPort = config.listenPort
         hello.addresses = config.addresses

@@ -14,7 +14,7 @@ struct BackupCommand: ParsableCommand {
             node stopped: its next edit writes as a new writer, and peers send back what the backup \
             lacks (Docs/OPERATIONS.md, "Backups").
             """,
-        subcommands: [Create.self, Restore.self],
+        subcommands: [Create.self, Restore.self, Accept.self],
         defaultSubcommand: Create.self
     )
 
@@ -78,6 +78,55 @@ struct BackupCommand: ParsableCommand {
                     ". The backup is older than the cluster's away window (\(SettingDuration.text(report.awayAfter))): the node first takes a snapshot from a current peer, keeping its own edits that no one else has"
             }
             print(line)
+        }
+    }
+
+    struct Accept: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "accept",
+            abstract: "Say this replica, put back from an old copy, is current (when no member is).",
+            discussion: """
+                A replica put back from a copy older than the cluster's away window waits to rejoin \
+                from a current member, and merges with no one meanwhile; the relay waits the same way \
+                for a member that is current: neither such a copy nor away itself. When every machine \
+                was put back from such a copy, they wait for each other for good ('status' shows \
+                'stale since' on each). Run this on one of them, the relay if it is one: it counts as \
+                current from now, and the others rejoin from it. What only the other copies held that \
+                this one lacks comes back as their own edits; deletes that only a lost replica held may \
+                come back. When the members that are no copy have stopped hearing of the waiting relay \
+                (away itself), name the one that heard of it last with --from NAME on the relay: it \
+                rejoins from that member at their next session (Docs/MERGE.md, "Stale or away").
+                """
+        )
+
+        @OptionGroup var data: DataDirectoryOptions
+        @Option(
+            help: ArgumentHelp(
+                "Rejoin from this member at the next session, though it is away itself.",
+                valueName: "NAME"
+            )
+        )
+        var from: String?
+
+        func run() throws {
+            if let from {
+                guard let (member, stale) = try data.directory.acceptRejoin(from: from) else {
+                    throw HostError(
+                        "this replica is not a copy put back that waits to rejoin, so there is nothing to accept (nothing changed); 'lansync status' shows 'stale since' on one that is"
+                    )
+                }
+                return print(
+                    "this replica (stale since \(WallClock.iso8601(milliseconds: stale))) rejoins from \(member.name ?? member.nodeID.short) (\(member.nodeID.short)) at their next session, unless that member is a copy put back too"
+                )
+            }
+            guard let stale = try data.directory.acceptCopy() else {
+                throw HostError(
+                    "this replica is not a copy put back that waits to rejoin, so there is nothing to accept (nothing changed); 'lansync status' shows 'stale since' on one that is"
+                )
+            }
+            print(
+                "this replica (stale since \(WallClock.iso8601(milliseconds: stale))) now counts as current: the other members rejoin from it when they meet it"
+            )
         }
     }
 }

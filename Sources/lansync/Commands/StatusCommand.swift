@@ -87,7 +87,10 @@ struct StatusCommand: ParsableCommand {
             }
             if !c.departed.isEmpty { line += "; \(c.departed.count) member(s) away or forgotten" }
             if let rejoined = c.rejoinedAt { line += "; rejoined from a snapshot \(rejoined)" }
-            if let away = c.awaySince {
+            if let stale = c.staleSince {
+                line +=
+                    "; this replica was put back from a copy and is stale since \(stale): it merges with no one and waits to rejoin from a current member (if every member is such a copy, 'lansync backup accept' on one, the relay if there is one)"
+            } else if let away = c.awaySince {
                 line +=
                     "; this node is away itself since \(away) (it refuses only members away before then, collects nothing without the others)"
             }
