@@ -300,6 +300,75 @@ import Testing
         #expect(after["collection"]?["departed"] != .array([]), "\(after)")
     }
 
+    /// Issue 63: the relay and a member both put back from copies older than the away window
+    /// (1 minute), with no other member running. Neither takes the other's state: the relay
+    /// waits for a current member and says why ("a copy put back too"), both show `stale since`.
+    /// `lansync backup accept` on the relay ends the wait: the member rejoins from the relay, and
+    /// the third member, current, then merges with both. An item deleted after the copies were
+    /// taken is lost by neither (the third member still holds its delete).
+    @Test func twoCopiesPutBackWaitUntilAnOperatorAcceptsOne() async throws {
+        let cli = CLI("two-copies")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b"])
+        try await cli.ok(["cluster", "set", "--dir", cli.path("r"), "away-after", "1m"])
+        let p = freePorts(3)
+        var r = try await cli.relay(port: p[0])
+        var a = try await cli.node("a", port: p[1], relay: p[0])
+        var b = try await cli.node("b", port: p[2], relay: p[0])
+        defer {
+            r.stop()
+            a.stop()
+            b.stop()
+        }
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "kept", "n=1"])
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "doomed", "n=1"])
+        let all = ["r", "a", "b"].map(cli.path)
+        #expect(try await cli.waitForConvergence(all) != nil)
+        #expect(
+            try await ObservabilityTests.eventually(30) {
+                try await cli.ok(["cluster", "set", "--dir", cli.path("b")]).contains("away-after 1m")
+            }
+        )
+        for name in ["r", "b"] { try await cli.ok(["backup", "--dir", cli.path(name), cli.path("\(name).copy")]) }
+        try await cli.ok(["rm", "--dir", cli.path("a"), "doomed"])
+        #expect(try await cli.waitForConvergence(all) != nil)
+        // The copies grow older than the window; then r and b are put back, and a is away.
+        try await Task.sleep(for: .seconds(65))
+        for node in [r, a, b] { #expect(node.stop() == 0) }
+        for name in ["r", "b"] {
+            try await cli.ok(["backup", "restore", "--dir", cli.path(name), cli.path("\(name).copy")])
+        }
+        r = try await cli.relay(port: p[0])
+        b = try await cli.node("b", port: p[2], relay: p[0])
+        #expect(
+            await r.logContains("is a copy put back too", within: 30),
+            "the relay waits for a current member: \(r.logText)"
+        )
+        for name in ["r", "b"] {
+            let status = try await cli.status(cli.path(name))
+            #expect(status["collection"]?["stale_since"] != .null, "\(name): \(status.text)")
+            let text = try await cli.ok(["status", "--dir", cli.path(name)])
+            #expect(text.contains("stale since"), "\(name): \(text)")
+        }
+        // Nothing merged meanwhile: the relay's copy still holds the item live, as it was.
+        let waiting = try JSON(parsing: try await cli.ok(["get", "--dir", cli.path("r"), "doomed", "--json"]))
+        #expect(waiting["deleted"] == .bool(false), "\(waiting)")
+        let accepted = try await cli.ok(["backup", "accept", "--dir", cli.path("r")])
+        #expect(accepted.contains("now counts as current"), "\(accepted)")
+        #expect(
+            await b.logContains("rejoining from a snapshot", within: 30),
+            "b rejoins from the relay once it is current: \(b.logText)\n\(r.logText)"
+        )
+        a = try await cli.node("a", port: p[1], relay: p[0])
+        #expect(try await cli.waitForConvergence(all) != nil)
+        for dir in all {
+            #expect(try await cli.run(["get", "--dir", dir, "kept", "--json"]).status == 0, "\(dir)")
+            let doomed = try JSON(parsing: try await cli.ok(["get", "--dir", dir, "doomed", "--json"]))
+            #expect(doomed["deleted"] == .bool(true), "\(dir): \(doomed)")
+            #expect(try await cli.status(dir)["collection"]?["stale_since"] == .null, "\(dir)")
+        }
+    }
+
     /// A member the others forgot (as they would once it is away) comes back: they refuse its
     /// old state, it rejoins from a snapshot, and re-issues its offline edits; the items deleted
     /// and collected while it was away stay deleted everywhere.
