@@ -16,7 +16,18 @@ extension DataDirectory {
     /// (Docs/MERGE.md, "Stale or away"). Since when it was stale, or nil if it was not (then
     /// nothing changes).
     public func acceptCopy() throws -> UInt64? {
-        try open().acceptAsCurrent(now: WallClock.milliseconds)
+        let store = try open()
+        try refuseUnlessRelayOrNone(store)
+        return try store.acceptAsCurrent(now: WallClock.milliseconds)
+    }
+
+    /// In a cluster with a relay, only the relay speaks for a copy: a member's copy accepted as
+    /// current would merge into a current relay the deletes it purged since.
+    private func refuseUnlessRelayOrNone(_ store: ReplicaStore) throws {
+        guard let relay = try store.relayID(), relay != (try store.info().nodeID) else { return }
+        throw HostError(
+            "this cluster has a relay (\(relay.short)): run 'lansync backup accept' on the relay, never on a member; a member put back from a copy rejoins from the relay once the relay is current"
+        )
     }
 
     /// Names the member this directory's stale replica may rejoin from even though that member
@@ -24,6 +35,7 @@ extension DataDirectory {
     /// since when the replica was stale, or nil if it is not (then nothing changes).
     public func acceptRejoin(from name: String) throws -> (DataDirectory.Member, UInt64)? {
         let store = try open()
+        try refuseUnlessRelayOrNone(store)
         let member = try self.member(named: name, store: store)
         guard !member.isThisNode else { throw HostError("'\(name)' is this machine: name another member") }
         return try store.acceptRejoin(from: member.nodeID, now: WallClock.milliseconds).map { (member, $0) }

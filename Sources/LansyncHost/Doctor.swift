@@ -209,13 +209,18 @@ public enum Doctor {
     /// node last saw. Nil for a node given no relay, or none running.
     static func relayFinding(_ status: NodeStatus) -> DoctorFinding? {
         guard status.running, status.answering, let relays = status.relays else { return nil }
-        if relays.connected { return DoctorFinding("relay", .ok, "connected to \(relays.summary)") }
+        // A node from before issue 63 does not say.
+        guard let connected = relays.connected else { return nil }
+        if connected { return DoctorFinding("relay", .ok, "connected to \(relays.current)") }
         let reason = relays.problem?.reason ?? "no answer yet"
-        let since = relays.problem.map { " since \($0.since)" } ?? ""
+        let since = relays.problem?.since.map { " since \($0)" } ?? ""
         let fix: String
-        if reason.contains("busy") {
+        if reason.contains("sessions already") {
             fix =
                 "the relay serves as many sessions as its --max-sessions allows: raise it there (it needs one per member)"
+        } else if reason.contains("put back from a copy") {
+            fix =
+                "the relay's replica, or this one, was put back from a copy older than the away window and waits for a current member: 'lansync status' on each says 'stale since'; if no member is current, see 'lansync backup accept --help' (Docs/MERGE.md, \"Stale or away\")"
         } else if reason.contains("cannot connect") {
             fix =
                 "check that 'lansync relay' runs at \(relays.current) and that this machine can reach that address (a firewall, a VPN that is down)"

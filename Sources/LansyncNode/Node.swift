@@ -563,6 +563,7 @@ public final class Node: Sendable {
                 return nil
             }
             token.set(claimed)
+            if source == .relay { relays.withLockedValue { $0?.claimed(hello.nodeID) } }
             if counted { await enterView(hello, outbound: link.outbound, token: token) }
             let verdict = await began(with: hello, log: log, epoch: epoch)
             if verdict == nil { await reopenIfStatementsMissed(told: told, hello) }

@@ -298,7 +298,17 @@ extension PostgresReplica {
         } else {
             heard = try db.value("SELECT max(last_sync) FROM peer", as: Int64?.self).flatMap { $0 } ?? 0
         }
-        return settings.awaySince(heard: UInt64(clamping: heard), rejoinedAt: try rejoinedAt(db), now: now)
+        return settings.awaySince(
+            heard: max(UInt64(clamping: heard), try acceptedAt(db)),
+            rejoinedAt: try rejoinedAt(db),
+            now: now
+        )
+    }
+
+    /// As on SQLite: when an operator last said this copy is current (meta `accepted_at`, 0 if
+    /// never; ``LansyncStore/ReplicaStore/acceptAsCurrent(now:)``).
+    static func acceptedAt(_ db: BlockingPostgres.Statements) throws -> UInt64 {
+        try db.value("SELECT value FROM meta WHERE key = 'accepted_at'", as: String.self).flatMap(UInt64.init) ?? 0
     }
 
     /// Whether this replica judges no member away in collection: away itself, or stale
@@ -327,9 +337,7 @@ extension PostgresReplica {
         settings: CollectionSettings
     ) throws -> UInt64? {
         let synced = try db.value("SELECT max(last_sync) FROM peer", as: Int64?.self).flatMap { $0 } ?? 0
-        // As on SQLite: an operator's word that this copy is current (meta `accepted_at`).
-        let accepted =
-            try db.value("SELECT value FROM meta WHERE key = 'accepted_at'", as: String.self).flatMap(UInt64.init) ?? 0
+        let accepted = try acceptedAt(db)
         let restarted = try db.value(
             "SELECT max(started) FROM writer WHERE reason <> \(WriterRecord.Reason.rejoin.rawValue)",
             as: Int64?.self

@@ -59,6 +59,8 @@ extension PostgresReplica {
                 try tx.emptyReplica()
                 try tx.startWriter(NodeID.writer(for: info.nodeID), name: info.nodeName, reason: .rejoin)
                 try Self.setMeta("rejoined_at", String(now), db)
+                // An operator's name was for this wait; a later copy put back waits anew.
+                try db.run("DELETE FROM meta WHERE key = 'rejoin_from'")
                 try db.run("DELETE FROM member WHERE forgotten_at IS NULL")
                 try Self.recordReports(reports, gossiped: true, db)
                 try tx.finish()

@@ -33,7 +33,6 @@ extension PostgresReplica {
         }
     }
 
-    /// The cluster's relay as this replica learnt it, nil if it never met one.
     /// The member an operator named for this stale replica to rejoin from (meta `rejoin_from`;
     /// ``LansyncStore/ReplicaStore/acceptRejoin(from:now:)``).
     public func acceptedRejoinSource() throws(StoreError) -> NodeID? {
@@ -46,6 +45,7 @@ extension PostgresReplica {
         }
     }
 
+    /// The cluster's relay as this replica learnt it, nil if it never met one.
     public func relayID() throws(StoreError) -> NodeID? {
         try guarded {
             try database.statements { db in

@@ -54,7 +54,13 @@ extension ReplicaStore {
         } else {
             heard = try Int64.fetchOne(db, sql: "SELECT max(last_sync) FROM peer") ?? 0
         }
-        return settings.awaySince(heard: UInt64(clamping: heard), rejoinedAt: try Self.rejoinedAt(db: db), now: now)
+        // An operator's word that this copy is current counts as news (`lansync backup accept`).
+        let accepted = try acceptedAt(db: db)
+        return settings.awaySince(
+            heard: max(UInt64(clamping: heard), accepted),
+            rejoinedAt: try Self.rejoinedAt(db: db),
+            now: now
+        )
     }
 
     /// Since when this replica's own state is older than the cluster's away window, if it is:
@@ -225,6 +231,8 @@ extension ReplicaStore {
                 try Transaction.startWriter(writer, name: me.nodeName, reason: .rejoin, db: tx.db)
                 tx.writerMarker = (writer, stamp)
                 try tx.setMeta("rejoined_at", String(now))
+                // An operator's name was for this wait; a later copy put back waits anew.
+                try tx.db.execute(sql: "DELETE FROM meta WHERE key = 'rejoin_from'")
                 try tx.db.execute(sql: "DELETE FROM member WHERE forgotten_at IS NULL")
                 try Self.recordReports(reports, gossiped: true, own: me.nodeID, db: tx.db)
                 return .commit(start)

@@ -1,3 +1,4 @@
+import LansyncCore
 import Testing
 
 @testable import LansyncNode
@@ -78,8 +79,20 @@ import Testing
             shown.summary
                 == "10.0.0.1:7420 (1 of 1), NOT CONNECTED since 1970-01-01T00:00:01.000Z: 10.0.0.1:7420: cannot connect: connection refused"
         )
+        roster.claimed(NodeID(high: 7, low: 7))
+        #expect(roster.node == NodeID(high: 7, low: 7), "asked by id from now on")
         roster.answered()
         #expect(roster.problem == nil)
+        let never = try #require(RelayRoster([first, second]))
+        #expect(
+            NodeStatus.Relays(never, connected: false).summary
+                == "10.0.0.1:7420 (1 of 2), NOT CONNECTED: connecting (no answer yet)",
+            "no made-up time before the first attempt"
+        )
+        var moving = never
+        moving.claimed(NodeID(high: 7, low: 7))
+        moving.failed(because: "reset", at: 5)
+        #expect(moving.node == nil, "another relay: its id is not known yet")
         #expect(NodeStatus.Relays(roster, connected: true).summary == "10.0.0.1:7420 (1 of 1), connected")
     }
 }

@@ -629,10 +629,8 @@ import Testing
         #expect(try a.acceptAsCurrent(now: now + 3) == now - 3 * day)
         #expect(try a.collectionFigures(now: now + 4).staleSince == nil)
         #expect(try a.staleSince(now: now + 4) == nil)
-        // Not stale, yet alone for three days: away itself until it meets a member (here c).
-        #expect(try a.collect(now: now + 4).collected == 0)
-        try a.savePeer(PeerRecord(nodeID: .node(3), name: "c", address: nil, source: .configured, lastSync: now + 4))
-        try a.recordReports([MemberReport(nodeID: .node(3), seen: try a.versionVector(), at: now + 4)])
+        // The operator's word counts as news: not away itself either, so it judges b away.
+        #expect(try a.awaySince(now: now + 4) == nil)
         #expect(try a.collectionFigures(now: now + 4).departed == [.node(2)])
         _ = try a.collect(now: now + 4)
         #expect(try a.collect(now: now + 5).collected == 1, "current again: b, away, is refused until it rejoins")

@@ -109,7 +109,7 @@ extension SettlingStanding {
 extension NodeStatus.Relays {
     var jsonValue: JSON {
         .object([
-            ("addresses", .array(addresses.map(JSON.string))), ("connected", .bool(connected)),
+            ("addresses", .array(addresses.map(JSON.string))), ("connected", connected.map(JSON.bool) ?? .null),
             ("current", .string(current)), ("failovers", .int(failovers)),
             (
                 "last_failover",
@@ -122,7 +122,7 @@ extension NodeStatus.Relays {
             ),
             (
                 "problem",
-                problem.map { .object([("reason", .string($0.reason)), ("since", .string($0.since))]) } ?? .null
+                problem.map { .object([("reason", .string($0.reason)), ("since", .optional($0.since))]) } ?? .null
             ),
         ])
     }
@@ -145,11 +145,11 @@ extension NodeStatus.Relays {
                     at: try f.string("at")
                 )
             },
-            // A node from before issue 63 does not say; it kept no session with its relay to say.
-            connected: try j.optional("connected").map { _ in try j.bool("connected") } ?? false,
+            // A node from before issue 63 does not say.
+            connected: try j.optional("connected").map { _ in try j.bool("connected") },
             problem: try j.optional("problem").map { problem in
                 let p = JSONFields(problem, "the status's relay problem")
-                return Problem(reason: try p.string("reason"), since: try p.string("since"))
+                return Problem(reason: try p.string("reason"), since: try p.optionalString("since"))
             }
         )
     }

@@ -11,18 +11,20 @@ extension NodeStatus {
         public var failovers: Int
         /// The last move, nil before any.
         public var lastFailover: Failover?
-        /// Whether the node has a session with the relay in use now.
-        public var connected: Bool
+        /// Whether the node has a session with the relay in use now; nil from a node that does
+        /// not say (before issue 63).
+        public var connected: Bool?
         /// Why it has none, and since when; nil while connected (or before the first attempt).
         public var problem: Problem?
 
         /// Why a node is not connected to its relay, as `status` and `doctor` say it.
         public struct Problem: Sendable, Equatable {
             public var reason: String
-            /// ISO 8601, UTC: since when the node has had no session with a relay.
-            public var since: String
+            /// ISO 8601, UTC: since when the node has had no session with a relay; nil when it
+            /// has not had one since it started.
+            public var since: String?
 
-            public init(reason: String, since: String) {
+            public init(reason: String, since: String?) {
                 self.reason = reason
                 self.since = since
             }
@@ -49,7 +51,7 @@ extension NodeStatus {
             addresses: [String],
             failovers: Int,
             lastFailover: Failover?,
-            connected: Bool = true,
+            connected: Bool? = true,
             problem: Problem? = nil
         ) {
             self.current = current
@@ -82,7 +84,7 @@ extension NodeStatus.Relays {
                 ? nil
                 : Problem(
                     reason: roster.problem?.reason ?? "connecting (no answer yet)",
-                    since: WallClock.iso8601(milliseconds: roster.problem?.since ?? WallClock.milliseconds)
+                    since: roster.problem.map { WallClock.iso8601(milliseconds: $0.since) }
                 )
         )
     }
@@ -92,11 +94,12 @@ extension NodeStatus.Relays {
     public var summary: String {
         let place = (addresses.firstIndex(of: current) ?? 0) + 1
         var text = "\(current) (\(place) of \(addresses.count))"
-        if connected {
-            text += ", connected"
-        } else {
+        switch connected {
+        case true?: text += ", connected"
+        case false?:
             text += ", NOT CONNECTED"
-            if let problem { text += " since \(problem.since): \(problem.reason)" }
+            if let problem { text += "\(problem.since.map { " since \($0)" } ?? ""): \(problem.reason)" }
+        case nil: break
         }
         if let last = lastFailover {
             text += "; failed over \(failovers) time(s), last from \(last.from) at \(last.at): \(last.reason)"

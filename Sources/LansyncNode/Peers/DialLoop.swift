@@ -58,17 +58,21 @@ extension Node {
                 let connection = try await transport.connect(toFirstOf: candidates.map { ($0.host, $0.port) })
                 let address = Self.answered(connection, among: candidates)
                 if let node = target.node { await target.peers?.reached(node, at: address) }
+                let began = ContinuousClock.now
                 let outcome = await session(
                     connection,
                     address: address.description,
                     source: target.source,
                     outsideView: target.isAntiEntropy
                 )
+                // A relay session that ends soon after it was up to date, again and again (a relay
+                // that closes it on purpose), must not be redialled four times a second.
+                let lasted = ContinuousClock.now - began >= .seconds(10)
                 if target.isOneSession {
                     if let node = target.node { await view.finishedDial(node) }
                     break
                 }
-                if outcome.reachedUpToDate { backoff.reset() }
+                if outcome.reachedUpToDate, lasted || !target.isRelay { backoff.reset() }
                 if outcome.isPermanent { backoff.giveUpForNow() }
                 if target.isRelay {
                     let why = outcome.failure ?? "the relay closed the session"
@@ -160,6 +164,7 @@ extension Node {
         case .relay:
             // The relay in use may be connected some other way (it dialled us, or a member
             // passed its address on): no second session, and no failover for the refused one.
+            if let node = relays.withLockedValue({ $0?.node }) { return await registry.isConnected(node) }
             let current = relays.withLockedValue { $0?.current.description }
             guard let current, let known = await registry.node(at: current) else { return false }
             return await registry.isConnected(known)

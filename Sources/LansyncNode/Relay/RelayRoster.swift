@@ -1,3 +1,5 @@
+public import LansyncCore
+
 /// The relays a node was given (`--relay`, in the order given) and the one it uses now.
 ///
 /// A node keeps one relay at a time: the first listed, until it cannot be reached. Then it fails
@@ -18,6 +20,9 @@ public struct RelayRoster: Sendable, Equatable {
     public private(set) var failovers = 0
     /// Why the node last moved to another relay, and from where; nil before any failover.
     public private(set) var lastFailover: Failover?
+    /// The node id of the relay in use, once a session with it was claimed: whether it is
+    /// connected is asked by id, whatever address the session came by.
+    public private(set) var node: NodeID?
     /// Why the node has no session with a relay now, and since when; nil while the relay in use
     /// answers (its session reached up to date and has not ended since).
     public private(set) var problem: Problem?
@@ -52,6 +57,9 @@ public struct RelayRoster: Sendable, Equatable {
     /// The relay in use.
     public var current: PeerAddress { addresses[index] }
 
+    /// A session with the relay in use was claimed: it is `node`.
+    public mutating func claimed(_ node: NodeID) { self.node = node }
+
     /// The relay in use answered and its session reached up to date.
     public mutating func answered() {
         failedInARow = 0
@@ -79,6 +87,7 @@ public struct RelayRoster: Sendable, Equatable {
         guard addresses.count > 1 else { return (nil, roundFailed) }
         let from = current
         index = (index + 1) % addresses.count
+        node = nil
         failovers += 1
         let move = Failover(from: from, to: current, reason: reason, at: milliseconds)
         lastFailover = move
