@@ -28,50 +28,12 @@ import os
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
-def cli(binary, *args):
-    return subprocess.run([binary, *args], check=True, capture_output=True, text=True).stdout
-
-
-def status(binary, d):
-    return json.loads(cli(binary, "status", "--dir", d, "--json"))
-
-
-def committed_at(d, item):
-    try:
-        db = sqlite3.connect(f"file:{os.path.join(d, 'replica.sqlite')}?mode=ro", uri=True, timeout=1)
-        try:
-            row = db.execute(
-                "SELECT max(f.changed_at) FROM item i JOIN field f ON f.item = i.id WHERE i.item_id = ?", (item,)
-            ).fetchone()
-        finally:
-            db.close()
-        return row[0] if row else None
-    except sqlite3.Error:
-        return None
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
+from loopback_nodes import cli, close_connections, committed_at, free_ports, percentile, replica, status
 
 
 class Cluster:
@@ -157,11 +119,11 @@ def run(binary, runs, relays):
             item = f"reach-{k}"
             cli(binary, "add", "--dir", cluster.dir("a"), "--id", item, f"n={k}")
             edited = time.monotonic()
-            origin = committed_at(cluster.dir("a"), item)
+            origin = committed_at(replica(cluster.dir("a")), item)
             live = [r for r in cluster.relays if r in cluster.procs]
             landed = None
             while time.monotonic() < edited + 2.0:
-                ats = [committed_at(cluster.dir(r), item) for r in live]
+                ats = [committed_at(replica(cluster.dir(r)), item) for r in live]
                 ats = [x for x in ats if x is not None]
                 if ats:
                     landed = min(ats)
@@ -177,7 +139,7 @@ def run(binary, runs, relays):
             deadline = time.monotonic() + 60
             got = False
             while time.monotonic() < deadline:
-                if committed_at(cluster.dir("c"), item) is not None:
+                if committed_at(replica(cluster.dir("c")), item) is not None:
                     got = True
                     break
                 time.sleep(0.1)
@@ -187,6 +149,7 @@ def run(binary, runs, relays):
             cluster.start("a")
             print(f"run {k}: reach {reach[-1] * 1000:.0f} ms, c has it: {got}", file=sys.stderr)
     finally:
+        close_connections()
         cluster.stop_all()
     finite = [x for x in reach if x != float("inf")]
     print(json.dumps({

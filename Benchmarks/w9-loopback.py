@@ -38,35 +38,15 @@ import json
 import os
 import shutil
 import signal
-import socket
-import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from loopback_nodes import cli, close_connections, committed_at, free_ports, percentile, replica, status
+
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
-def cli(binary, *args):
-    return subprocess.run([binary, *args], check=True, capture_output=True, text=True).stdout
-
-
-def status(binary, d):
-    return json.loads(cli(binary, "status", "--dir", d, "--json"))
 
 
 def cpu_seconds(pid):
@@ -82,37 +62,6 @@ def rss_mb(pid):
                 return int(line.split()[1]) / 1024
     return 0.0
 
-
-# One read-only connection per replica, kept open: opening a file costs far more than a query,
-# and with 200 replicas a poller that reopens them takes a core from the nodes it measures.
-CONNECTIONS = {}
-
-
-def connection(path):
-    db = CONNECTIONS.get(path)
-    if db is None:
-        db = CONNECTIONS[path] = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
-    return db
-
-
-def committed_at(path, item):
-    """When this replica committed `item`'s field (ms since 1970), or None if it has not."""
-    try:
-        row = connection(path).execute(
-            "SELECT max(f.changed_at) FROM item i JOIN field f ON f.item = i.id WHERE i.item_id = ?", (item,)
-        ).fetchone()
-        return row[0] if row else None
-    except sqlite3.Error:
-        return None
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
-
-
-def replica(d):
-    return os.path.join(d, "replica.sqlite")
 
 
 NODE_ARGS = []
@@ -258,9 +207,7 @@ def run_size(binary, n, edits, work):
         idle_total_s = sum(idle) / 1000
         # Every node restarted at once, then one edit: when does every replica hold it?
         stop_all(procs)
-        for db in CONNECTIONS.values():
-            db.close()
-        CONNECTIONS.clear()
+        close_connections()
         t_restart = time.monotonic()
         procs = [start_node(binary, d, ports[i], peer_args(i, ports), i) for i, d in enumerate(dirs)]
         deadline = time.monotonic() + 30
@@ -299,9 +246,7 @@ def run_size(binary, n, edits, work):
             report["avahi_idle_cpu_ms_per_s_mean"] = round(statistics.mean(avahi_idle), 2)
         return report
     finally:
-        for db in CONNECTIONS.values():
-            db.close()
-        CONNECTIONS.clear()
+        close_connections()
         stop_all(procs)
 
 

@@ -104,14 +104,7 @@ extension ReplicaStore {
     /// other for good (Docs/MERGE.md, "Stale or away"). Returns since when it was stale, nil if
     /// it was not (nothing is written then).
     public func acceptAsCurrent(now: UInt64) throws(StoreError) -> UInt64? {
-        try guarded {
-            try database.write { db in
-                guard let stale = try Self.staleSince(db: db, now: now, settings: try Self.collectionSettings(db: db))
-                else { return nil }
-                try Transaction.setMeta("accepted_at", String(now), db: db)
-                return stale
-            }
-        }
+        try setMetaIfStale("accepted_at", String(now), now: now)
     }
 
     /// Names the member a stale replica (a copy put back) may rejoin from even though it is away
@@ -119,11 +112,17 @@ extension ReplicaStore {
     /// for a current member while every member that is no copy stopped hearing of it. Returns
     /// since when the replica was stale, nil if it is not (nothing is written then).
     public func acceptRejoin(from member: NodeID, now: UInt64) throws(StoreError) -> UInt64? {
+        try setMetaIfStale("rejoin_from", member.text, now: now)
+    }
+
+    /// An operator's word on a stale replica, in one transaction with the judgement that it is
+    /// stale: since when it was, or nil (and nothing written) if it is not.
+    private func setMetaIfStale(_ key: String, _ value: String, now: UInt64) throws(StoreError) -> UInt64? {
         try guarded {
             try database.write { db in
                 guard let stale = try Self.staleSince(db: db, now: now, settings: try Self.collectionSettings(db: db))
                 else { return nil }
-                try Transaction.setMeta("rejoin_from", member.text, db: db)
+                try Transaction.setMeta(key, value, db: db)
                 return stale
             }
         }

@@ -70,6 +70,7 @@ public struct ReceivePathFuzzer {
         let clock = ContinuousClock()
         let member = try InProcessNode(directory: directory + "/member", cluster: cluster, name: "member")
         var corpus = try await SessionRecorder.record(in: directory + "/recorded", cluster: cluster, member: member)
+        corpus += corpus.prefix(1).compactMap(SessionMutator.withExtremeHello)
         let started = clock.now
         var report = Report()
         report.seeds = corpus.count

@@ -39,6 +39,20 @@ public struct SessionMutator {
         return out
     }
 
+    /// `session` with its hello's times at their extreme (every time a peer says of itself:
+    /// rejoined, away, stale since, its clock), the rest as recorded: a seed that reaches the
+    /// rejoin and staleness rules with the largest numbers a peer can send (issue 63).
+    public static func withExtremeHello(_ session: [UInt8]) -> [UInt8]? {
+        var frames = FuzzTarget.frames(session)
+        guard let first = frames.first, case .hello(var hello)? = try? MessageCoder.decode(first) else { return nil }
+        hello.rejoinedAt = .max
+        hello.awaySince = .max
+        hello.staleSince = .max
+        hello.clock = .max
+        frames[0] = MessageCoder.encode(.hello(hello))
+        return frames.flatMap(frame)
+    }
+
     static func frame(_ payload: [UInt8]) -> [UInt8] {
         let n = UInt32(payload.count)
         return [

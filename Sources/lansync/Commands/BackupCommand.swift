@@ -99,6 +99,10 @@ struct BackupCommand: ParsableCommand {
                 """
         )
 
+        static let notStale = HostError(
+            "this replica is not a copy put back that waits to rejoin, so there is nothing to accept (nothing changed); 'lansync status' shows 'stale since' on one that is"
+        )
+
         @OptionGroup var data: DataDirectoryOptions
         @Option(
             help: ArgumentHelp(
@@ -111,18 +115,14 @@ struct BackupCommand: ParsableCommand {
         func run() throws {
             if let from {
                 guard let (member, stale) = try data.directory.acceptRejoin(from: from) else {
-                    throw HostError(
-                        "this replica is not a copy put back that waits to rejoin, so there is nothing to accept (nothing changed); 'lansync status' shows 'stale since' on one that is"
-                    )
+                    throw Self.notStale
                 }
                 return print(
                     "this replica (stale since \(WallClock.iso8601(milliseconds: stale))) rejoins from \(member.name ?? member.nodeID.short) (\(member.nodeID.short)) at their next session, unless that member is a copy put back too"
                 )
             }
             guard let stale = try data.directory.acceptCopy() else {
-                throw HostError(
-                    "this replica is not a copy put back that waits to rejoin, so there is nothing to accept (nothing changed); 'lansync status' shows 'stale since' on one that is"
-                )
+                throw Self.notStale
             }
             print(
                 "this replica (stale since \(WallClock.iso8601(milliseconds: stale))) now counts as current: the other members rejoin from it when they meet it"
