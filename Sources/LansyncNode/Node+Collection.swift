@@ -1,5 +1,6 @@
 import LansyncCore
 import LansyncStore
+import LansyncTransport
 import LansyncWire
 import Logging
 import NIOConcurrencyHelpers
@@ -9,15 +10,32 @@ import NIOConcurrencyHelpers
 extension Node {
     /// Records what a hello teaches of the members' progress: the peer's own vector as of now,
     /// and the reports it gossips (a one-shot sync is no member's session, and teaches nothing).
+    ///
+    /// Only reports their members signed are taken second-hand (protocol 1.13, issue 64: one
+    /// hello carrying a report in another member's name made a replica collect an item that
+    /// member had restored); an older peer's unsigned reports teach nothing.
     func learnReports(from hello: Hello) async {
         guard hello.role != .oneShot else { return }
-        await view.heard(of: hello.reports.map(\.nodeID), from: hello.nodeID)
-        hub.setClusterSize(await view.heard(sketch: hello.members, from: hello.nodeID))
         let now = WallClock.milliseconds
-        let own = MemberReport(nodeID: hello.nodeID, seen: hello.versionVector, at: now)
-        let gossip = hello.reports.filter { $0.at <= now }.map {
-            MemberReport(told: $0, by: hello)
+        if hello.version < .signedReports, !hello.reports.isEmpty,
+            signedReports.withLockedValue({ $0.toldUnsigned.insert(hello.nodeID).inserted })
+        {
+            logger.notice(
+                "\(hello.name) speaks protocol \(hello.version): its reports of other members are unsigned and not taken (this node takes reports passed on only with their member's signature, 1.13); upgrade it"
+            )
         }
+        let vouched = newSignedReports(of: hello, now: now)
+        await view.heard(of: vouched.map(\.nodeID), from: hello.nodeID)
+        hub.setClusterSize(await view.heard(sketch: hello.members, from: hello.nodeID))
+        let signed = vouched.first { $0.nodeID == hello.nodeID }
+        let own = MemberReport(
+            nodeID: hello.nodeID,
+            seen: hello.versionVector,
+            at: now,
+            signed: signed?.encoded,
+            signedAt: signed?.at ?? 0
+        )
+        let gossip = vouched.filter { $0.nodeID != hello.nodeID }.map { $0.recorded(now: now) }
         let store = self.store
         do {
             try await io.write {
@@ -27,6 +45,61 @@ extension Node {
             }
         } catch {
             logger.warning("could not record what \(hello.name) reports of the members' progress: \(error)")
+        }
+    }
+
+    /// The signed reports of `hello` newer than what this node took in of their members, each
+    /// signed by the member it is about, for this cluster, and at most a day ahead of this
+    /// machine's clock. A report already taken in is not checked again: a hello of a large
+    /// cluster carries hundreds, and each check costs a signature's verification.
+    func newSignedReports(of hello: Hello, now: UInt64) -> [Hello.SignedReport] {
+        let taken = signedReports.withLockedValue { $0.taken }
+        let fresh = hello.signedReports.filter {
+            $0.at > taken[$0.nodeID] ?? 0 && $0.at <= now &+ Hello.SignedReport.maxAhead
+                && $0.isSigned(in: info.clusterID)
+        }
+        guard !fresh.isEmpty else { return [] }
+        signedReports.withLockedValue { held in
+            // Bounded: a member can sign reports for as many keys as it makes up.
+            if held.taken.count > 8192 { held.taken = [:] }
+            for report in fresh { held.taken[report.nodeID] = max(held.taken[report.nodeID] ?? 0, report.at) }
+        }
+        return fresh
+    }
+
+    /// This node's own report, signed: the one last signed while the replica's vector is the
+    /// same and that one is under a minute old, else a new one as of now. Nil if the vector
+    /// cannot be read or signing fails.
+    func ownReport() async -> Hello.SignedReport? {
+        let store = self.store
+        var known = hub.knownVersion
+        if known == nil { known = try? await io.run { try store.versionVector() } }
+        guard let vector = known else { return nil }
+        let now = WallClock.milliseconds
+        if let held = signedReports.withLockedValue({ $0.own }), held.seen == vector, held.at <= now,
+            now - held.at < 60_000
+        {
+            return held
+        }
+        guard
+            let report = Hello.SignedReport.signed(by: identity.signer, cluster: info.clusterID, at: now, seen: vector)
+        else { return nil }
+        signedReports.withLockedValue { $0.own = report }
+        return report
+    }
+
+    /// A peer's own signed report, sent after a delta (``Message/report(_:)``): kept as a hello's
+    /// is, to pass on. Only the peer's report of itself counts here; its signature is checked
+    /// by whoever gets it second-hand (the session is the peer's, as TLS proved).
+    func learnOwnReport(_ report: Hello.SignedReport, of peer: NodeID) async {
+        let now = WallClock.milliseconds
+        guard report.nodeID == peer, report.at <= now &+ Hello.SignedReport.maxAhead else { return }
+        let store = self.store
+        let own = MemberReport(nodeID: peer, seen: report.seen, at: now, signed: report.encoded, signedAt: report.at)
+        do {
+            try await io.write { try store.recordReports([own], gossiped: false) }
+        } catch {
+            logger.warning("could not record the report \(peer.short) signed of its progress: \(error)")
         }
     }
 
@@ -146,18 +219,5 @@ extension Node {
         } catch {
             logger.warning("could not fold the writers \(hello.name) folded: \(error)")
         }
-    }
-}
-
-extension MemberReport {
-    /// A report as `hello` gossips it: with the teller's folds to join back if it was told
-    /// without them (``Hello/Report/toldFolded``).
-    init(told report: Hello.Report, by hello: Hello) {
-        self.init(
-            nodeID: report.nodeID,
-            seen: report.seen,
-            at: report.at,
-            folds: report.toldFolded ? hello.folded : VersionVector()
-        )
     }
 }

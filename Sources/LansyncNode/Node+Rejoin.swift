@@ -76,8 +76,10 @@ extension Node {
         let store = self.store
         let rejoined = (try? await io.run { try store.rejoinedAt() }) ?? 0
         let now = WallClock.milliseconds
+        // The peer passes back the latest report this node signed that it holds (protocol
+        // 1.13): a report in this node's name without its signature says nothing.
         return hello.awaySince == 0
-            && (hello.reports.first { $0.nodeID == info.nodeID }.map {
+            && (hello.signedReports.first { $0.nodeID == info.nodeID && $0.isSigned(in: info.clusterID) }.map {
                 $0.at &+ settings.awayAfter < now && rejoined <= $0.at
             } ?? false)
     }
@@ -190,7 +192,11 @@ extension Node {
             // half that the peer counts as away must rejoin too before its state is taken.
             let reports =
                 [MemberReport(nodeID: peer.nodeID, seen: peer.versionVector, at: now)]
-                + peer.reports.filter { $0.at <= now }.map { MemberReport(told: $0, by: peer) }
+                + peer.signedReports.filter {
+                    $0.nodeID != peer.nodeID && $0.at <= now &+ Hello.SignedReport.maxAhead
+                        && $0.isSigned(in: info.clusterID)
+                }
+                .map { $0.recorded(now: now) }
             let start = try await io.write {
                 try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
             }

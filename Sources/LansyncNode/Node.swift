@@ -50,6 +50,14 @@ public final class Node: Sendable {
     let listenPort = NIOLockedValueBox<Int>(0)
     /// When a session last moved field states either way: the search texts wait for quiet.
     let lastTraffic = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+    /// This node's own report as last signed (``ownReport()``), the time of the latest signed
+    /// report of each member already taken in (older ones teach nothing and are not checked
+    /// again), and the older peers already told that their unsigned reports are not taken.
+    let signedReports = NIOLockedValueBox<
+        (own: Hello.SignedReport?, taken: [NodeID: UInt64], toldUnsigned: Set<NodeID>)
+    >(
+        (nil, [:], [])
+    )
     let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry
     /// The relay's authority (nil on ordinary nodes).
@@ -432,7 +440,8 @@ public final class Node: Sendable {
             // relay may enforce lower limits for the whole cluster.
             refuse: (options.role == .relay ? options.relayLimits : RelayLimits.standard).refusal,
             revoked: { [statements] in statements.revokedWriters },
-            writers: options.writerBounds
+            writers: options.writerBounds,
+            vouch: { [self] in await ownReport() }
         )
         let outcome = await run(runner)
         let refusedByAFullView = link.outbound && outcome.peerError?.code == .busy
@@ -495,9 +504,16 @@ public final class Node: Sendable {
         }
         // A one-shot sync is no member's session: its hello carries no reports.
         if options.role != .oneShot {
-            config.reports =
-                (try? await io.run { try store.memberReports() })?.filter { $0.forgottenAt == nil }
-                .prefix(WireLimits.maxReports).map { Hello.Report(nodeID: $0.nodeID, at: $0.at, seen: $0.seen) } ?? []
+            // Signed reports only (protocol 1.13): this node's own, then each member's latest.
+            // An older peer reads none (`reports` stays empty): it believes reports passed on
+            // without a signature, which no member should be able to send in another's name.
+            let me = info.nodeID
+            let held =
+                (try? await io.run { try store.memberReports() })?.lazy.filter {
+                    $0.forgottenAt == nil && $0.nodeID != me
+                }
+                .compactMap { $0.signed.flatMap(Hello.SignedReport.init(encoded:)) } ?? []
+            config.signedReports = ((await ownReport()).map { [$0] } ?? []) + held.prefix(WireLimits.maxReports - 1)
             config.members = await view.sketch
         }
         return config
@@ -580,6 +596,7 @@ public final class Node: Sendable {
             log.applied(changed)
             await settleAfterBatch()
         }
+        observer.reported = { [self] report in await learnOwnReport(report, of: peerID) }
         observer.progress = { [self] progress in
             lastTraffic.withLockedValue { $0 = .now }
             log.moved(progress.counters)

@@ -30,18 +30,28 @@ extension PostgresReplica {
             ) : nil
         for report in reports.prefix(ReplicaStore.maxGossipedReports) where report.nodeID.text != own {
             let held = try memberReports(db, node: report.nodeID).first
-            guard let kept = report.recorded(over: held, gossiped: gossiped, known: known) else { continue }
-            var writer = ByteWriter()
-            writer.versionVector(kept.seen)
-            try db.run(
-                """
-                INSERT INTO member (node_id, seen, seen_at, forgotten_at)
-                VALUES (\(kept.nodeID.text), \(ByteBuffer(bytes: writer.bytes)), \(bigint: kept.at),
-                    \(kept.forgottenAt.map { Int64(clamping: $0) }))
-                ON CONFLICT (node_id) DO UPDATE SET seen = excluded.seen, seen_at = excluded.seen_at,
-                    forgotten_at = excluded.forgotten_at
-                """
-            )
+            if let kept = report.recorded(over: held, gossiped: gossiped, known: known) {
+                var writer = ByteWriter()
+                writer.versionVector(kept.seen)
+                try db.run(
+                    """
+                    INSERT INTO member (node_id, seen, seen_at, forgotten_at)
+                    VALUES (\(kept.nodeID.text), \(ByteBuffer(bytes: writer.bytes)), \(bigint: kept.at),
+                        \(kept.forgottenAt.map { Int64(clamping: $0) }))
+                    ON CONFLICT (node_id) DO UPDATE SET seen = excluded.seen, seen_at = excluded.seen_at,
+                        forgotten_at = excluded.forgotten_at
+                    """
+                )
+            }
+            // The member's own signed report, to pass on, as the SQLite store keeps it.
+            if let signed = report.signed, report.signedAt > held?.signedAt ?? 0 {
+                try db.run(
+                    """
+                    UPDATE member SET signed = \(ByteBuffer(bytes: signed)), signed_at = \(bigint: report.signedAt)
+                    WHERE node_id = \(report.nodeID.text)
+                    """
+                )
+            }
         }
     }
 
@@ -53,18 +63,22 @@ extension PostgresReplica {
     static func memberReports(_ db: BlockingPostgres.Statements, node: NodeID? = nil) throws -> [MemberReport] {
         try db.run(
             """
-            SELECT node_id, seen, seen_at, forgotten_at FROM member
+            SELECT node_id, seen, seen_at, forgotten_at, signed, signed_at FROM member
             WHERE \(node?.text)::text IS NULL OR node_id = \(node?.text) ORDER BY seen_at DESC, node_id
             """
         ).compactMap { row in
-            let (text, seen, at, forgotten) = try row.decode((String, ByteBuffer, Int64, Int64?).self)
+            let (text, seen, at, forgotten, signed, signedAt) = try row.decode(
+                (String, ByteBuffer, Int64, Int64?, ByteBuffer?, Int64?).self
+            )
             guard let id = NodeID(text: text) else { return nil }
             var reader = ByteReader(Array(seen.readableBytesView))
             return MemberReport(
                 nodeID: id,
                 seen: (try? reader.versionVector()) ?? VersionVector(),
                 at: UInt64(clamping: at),
-                forgottenAt: forgotten.map { UInt64(clamping: $0) }
+                forgottenAt: forgotten.map { UInt64(clamping: $0) },
+                signed: signed.map { Array($0.readableBytesView) },
+                signedAt: signedAt.map { UInt64(clamping: $0) } ?? 0
             )
         }
     }

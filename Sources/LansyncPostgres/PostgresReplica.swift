@@ -131,6 +131,22 @@ public final class PostgresReplica: Sendable {
                     throw StoreError.newerSchema(path: "PostgreSQL schema \(schema)")
                 }
             }
+            // Columns a newer lansync added, asked for first: a replica that has them takes no
+            // lock for them.
+            let missing = try replica.database.statements { db in
+                try db.value(
+                    """
+                    SELECT count(*) FROM information_schema.columns
+                    WHERE table_schema = \(schema) AND table_name = 'member' AND column_name IN ('signed', 'signed_at')
+                    """,
+                    as: Int.self
+                ) != 2
+            }
+            if missing {
+                try replica.database.transaction(write: true) { db in
+                    for statement in PostgresReplicaSchema.additions { try db.run(statement) }
+                }
+            }
         }
         opened = true
         return replica

@@ -10,6 +10,14 @@ enum PostgresReplicaSchema {
     /// The version of these tables; a replica made by a newer lansync is refused.
     static let version = 1
 
+    /// What a replica made before a column was added gains at open, in order: each statement
+    /// adds what is missing and leaves a replica that has it as it is, and an older lansync
+    /// reads the tables as before (it names the columns it reads), so the version stays.
+    static let additions: [PostgresQuery] = [
+        "ALTER TABLE member ADD COLUMN IF NOT EXISTS signed bytea",
+        "ALTER TABLE member ADD COLUMN IF NOT EXISTS signed_at bigint",
+    ]
+
     /// Statements that make the tables, in order, inside the replica's schema.
     static let tables: [PostgresQuery] = [
         // Identity and settings: node_id, cluster_id, node_name, fingerprint, history_limit,
@@ -134,13 +142,16 @@ enum PostgresReplicaSchema {
         """,
         // What the replica knows of each member's progress: its version vector (the core's
         // encoding) as of its last session anywhere in the cluster, when that was, and when it
-        // was forgotten (null if it is not).
+        // was forgotten (null if it is not); the latest report the member signed of itself and
+        // its time in it (protocol 1.13), to pass on.
         """
         CREATE TABLE member (
             node_id      text COLLATE "C" PRIMARY KEY,
             seen         bytea NOT NULL,
             seen_at      bigint NOT NULL,
-            forgotten_at bigint
+            forgotten_at bigint,
+            signed       bytea,
+            signed_at    bigint
         )
         """,
         // What a rejoin kept aside to re-issue once the snapshot is in: field states holding

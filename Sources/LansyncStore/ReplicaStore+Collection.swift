@@ -17,18 +17,29 @@ public struct MemberReport: Sendable, Equatable {
     /// the writers this replica knows.
     public var folds = VersionVector()
 
+    /// The latest report the member signed of its own progress (the wire form of a 1.13 signed
+    /// report; nil if none is held) and the member's time in it: kept only to be passed on, and
+    /// replaced only by a later one (``signedAt``). The node checks the signature before it
+    /// records one; storage keeps the bytes as they are.
+    public var signed: [UInt8]?
+    public var signedAt: UInt64 = 0
+
     public init(
         nodeID: NodeID,
         seen: VersionVector,
         at: UInt64,
         forgottenAt: UInt64? = nil,
-        folds: VersionVector = VersionVector()
+        folds: VersionVector = VersionVector(),
+        signed: [UInt8]? = nil,
+        signedAt: UInt64 = 0
     ) {
         self.nodeID = nodeID
         self.seen = seen
         self.at = at
         self.forgottenAt = forgottenAt
         self.folds = folds
+        self.signed = signed
+        self.signedAt = signedAt
     }
 }
 
@@ -123,7 +134,7 @@ extension ReplicaStore {
         for report in reports.prefix(Self.maxGossipedReports) where report.nodeID != own {
             let held = try Row.fetchOne(
                 db,
-                sql: "SELECT seen, seen_at, forgotten_at FROM member WHERE node_id = ?",
+                sql: "SELECT seen, seen_at, forgotten_at, signed_at FROM member WHERE node_id = ?",
                 arguments: [report.nodeID.text]
             ).map { row in
                 var r = ByteReader(Array(row[0] as Data))
@@ -131,23 +142,33 @@ extension ReplicaStore {
                     nodeID: report.nodeID,
                     seen: (try? r.versionVector()) ?? VersionVector(),
                     at: UInt64(clamping: row[1] as Int64),
-                    forgottenAt: (row[2] as Int64?).map { UInt64(clamping: $0) }
+                    forgottenAt: (row[2] as Int64?).map { UInt64(clamping: $0) },
+                    signedAt: (row[3] as Int64?).map { UInt64(clamping: $0) } ?? 0
                 )
             }
-            guard let kept = report.recorded(over: held, gossiped: gossiped, known: known) else { continue }
-            var w = ByteWriter()
-            w.versionVector(kept.seen)
-            try db.execute(
-                sql: """
-                    INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(node_id) DO UPDATE SET seen = excluded.seen, seen_at = excluded.seen_at,
-                        forgotten_at = excluded.forgotten_at
-                    """,
-                arguments: [
-                    report.nodeID.text, Data(w.bytes), Int64(clamping: kept.at),
-                    kept.forgottenAt.map { Int64(clamping: $0) },
-                ]
-            )
+            if let kept = report.recorded(over: held, gossiped: gossiped, known: known) {
+                var w = ByteWriter()
+                w.versionVector(kept.seen)
+                try db.execute(
+                    sql: """
+                        INSERT INTO member(node_id, seen, seen_at, forgotten_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(node_id) DO UPDATE SET seen = excluded.seen, seen_at = excluded.seen_at,
+                            forgotten_at = excluded.forgotten_at
+                        """,
+                    arguments: [
+                        report.nodeID.text, Data(w.bytes), Int64(clamping: kept.at),
+                        kept.forgottenAt.map { Int64(clamping: $0) },
+                    ]
+                )
+            }
+            // The member's own signed report, to pass on: a later one replaces it (a row exists
+            // by now for any member the replica keeps a report of).
+            if let signed = report.signed, report.signedAt > held?.signedAt ?? 0 {
+                try db.execute(
+                    sql: "UPDATE member SET signed = ?, signed_at = ? WHERE node_id = ?",
+                    arguments: [Data(signed), Int64(clamping: report.signedAt), report.nodeID.text]
+                )
+            }
         }
     }
 
@@ -157,17 +178,22 @@ extension ReplicaStore {
     }
 
     static func memberReports(db: Database) throws -> [MemberReport] {
-        try Row.fetchAll(db, sql: "SELECT node_id, seen, seen_at, forgotten_at FROM member ORDER BY seen_at DESC")
-            .compactMap { row in
-                guard let id = NodeID(text: row[0]) else { return nil }
-                var r = ByteReader(Array(row[1] as Data))
-                return MemberReport(
-                    nodeID: id,
-                    seen: (try? r.versionVector()) ?? VersionVector(),
-                    at: UInt64(clamping: row[2] as Int64),
-                    forgottenAt: (row[3] as Int64?).map { UInt64(clamping: $0) }
-                )
-            }
+        try Row.fetchAll(
+            db,
+            sql: "SELECT node_id, seen, seen_at, forgotten_at, signed, signed_at FROM member ORDER BY seen_at DESC"
+        )
+        .compactMap { row in
+            guard let id = NodeID(text: row[0]) else { return nil }
+            var r = ByteReader(Array(row[1] as Data))
+            return MemberReport(
+                nodeID: id,
+                seen: (try? r.versionVector()) ?? VersionVector(),
+                at: UInt64(clamping: row[2] as Int64),
+                forgottenAt: (row[3] as Int64?).map { UInt64(clamping: $0) },
+                signed: (row[4] as Data?).map { Array($0) },
+                signedAt: (row[5] as Int64?).map { UInt64(clamping: $0) } ?? 0
+            )
+        }
     }
 
     /// Marks `node` gone for good (`lansync members forget`, a revocation): it no longer holds

@@ -33,6 +33,7 @@ enum Schema {
         migrator.registerMigration("v18-search", migrate: v18Search)
         migrator.registerMigration("v19-search-seq", migrate: v19SearchSeq)
         migrator.registerMigration(fieldRowsByItem, migrate: v20FieldRowsByItem)
+        migrator.registerMigration("v21-signed-reports", migrate: v21SignedReports)
         return migrator
     }
 
@@ -484,6 +485,19 @@ enum Schema {
                 CREATE INDEX field_by_superseded ON field(superseded_at, id) WHERE superseded_at > 0;
                 CREATE INDEX field_by_seq ON field(seq);
                 DROP TABLE field_renumbered;
+                """
+        )
+    }
+
+    private static func v21SignedReports(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- The latest report each member signed of its own progress (protocol 1.13, the
+                -- wire form of a signed report) and the member's time in it: what this replica
+                -- passes on, since a replica believes a report passed on only with its member's
+                -- signature (Docs/SECURITY.md). Null until one is held.
+                ALTER TABLE member ADD COLUMN signed BLOB;
+                ALTER TABLE member ADD COLUMN signed_at INTEGER;
                 """
         )
     }

@@ -24,6 +24,9 @@ public struct TLSIdentity: Sendable {
     /// The authority's certificate, which judges every peer's (``PeerVerdict``) and every
     /// revocation.
     public let trust: ClusterCertificate
+    /// The node's key as a signer of its own claims (its progress reports), which members
+    /// believe second-hand only with this signature.
+    public let signer: MemberSigner
 
     /// - Parameters:
     ///   - nodePEM: the node's certificate and key (`DIR/node.pem`).
@@ -33,6 +36,7 @@ public struct TLSIdentity: Sendable {
         let cluster = try ClusterCertificate(pem: clusterPEM)
         trust = cluster
         nodeID = node.nodeID
+        signer = MemberSigner(node)
         certificate = try NIOSSLCertificate(bytes: Array(try node.certificatePEM().utf8), format: .pem)
         privateKey = try NIOSSLPrivateKey(bytes: Array(node.privateKeyPEM.utf8), format: .pem)
         authority = try NIOSSLCertificate(bytes: Array(try cluster.pem().utf8), format: .pem)

@@ -49,6 +49,11 @@ public enum Message: Hashable, Sendable {
     /// (0: the sender made them) (protocol 1.11, sent only to peers that announced it): what
     /// lets a change go over every session near its origin (Docs/SCALE.md, "Spread").
     indirect case reached(hops: UInt8, Message)
+    /// The sender's own progress, signed by its key (protocol 1.13, sent only to peers that
+    /// announced it): sent after each delta the sender's own writes moved, so that the receiver
+    /// holds a signed report covering every write of the sender it received, to pass on and to
+    /// prove a rollback to the sender itself (``Hello/SignedReport``).
+    case report(Hello.SignedReport)
 }
 
 extension Message {
@@ -64,6 +69,14 @@ extension Message {
 
     /// Whether the message carries field states (a batch or a final batch, with hops or not).
     public var isBatch: Bool { batchCovers != nil }
+
+    /// Whether the message ends a delta the sender sent (a `done`, a final batch).
+    public var endsDelta: Bool {
+        switch withoutHops {
+        case .done, .finalBatch: true
+        default: false
+        }
+    }
 
     /// What a batch or final batch covers (``DeltaBatch/covers``), with hops or not; nil for
     /// any other message.
@@ -174,6 +187,12 @@ public struct Hello: Hashable, Sendable {
     /// "Stale or away"). A hello older than 1.12 reads as 0, and a receiver then goes by
     /// ``awaySince`` alone.
     public var staleSince: UInt64 = 0
+    /// Members' progress, each report signed by the member it is about (protocol 1.13): the
+    /// sender's own, as of this hello, and the latest it holds of others. A receiver uses a
+    /// report passed on only with its member's signature, so no member speaks for another
+    /// (Docs/SECURITY.md); ``reports`` is what an older node reads, and a 1.13 node leaves it
+    /// empty.
+    public var signedReports: [SignedReport] = []
 
     /// A member's address as a hello passes it on.
     public struct Address: Hashable, Sendable {
@@ -206,6 +225,61 @@ public struct Hello: Hashable, Sendable {
             self.at = at
             self.seen = seen
             self.toldFolded = toldFolded
+        }
+    }
+
+    /// A member's report of its own progress, signed with its key: what lets a third machine
+    /// believe it second-hand. ``at`` is the member's own clock when it signed (a receiver takes a
+    /// time ahead of its own as its own now); ``seen`` its whole version vector, folds joined
+    /// back. ``key`` is the member's P-256 public key (33 bytes, compressed), which names the
+    /// member: its node id is the key's fingerprint. ``signature``: ECDSA P-256 over
+    /// ``signedBytes(cluster:)`` (64 bytes, r then s).
+    public struct SignedReport: Hashable, Sendable {
+        public var nodeID: NodeID
+        public var at: UInt64
+        public var seen: VersionVector
+        public var key: [UInt8]
+        public var signature: [UInt8]
+
+        public static let keyBytes = 33
+        public static let signatureBytes = 64
+
+        public init(nodeID: NodeID, at: UInt64, seen: VersionVector, key: [UInt8], signature: [UInt8]) {
+            self.nodeID = nodeID
+            self.at = at
+            self.seen = seen
+            self.key = key
+            self.signature = signature
+        }
+
+        /// What the member signs: a domain tag, the cluster (a report is not believed in
+        /// another cluster), then its id, time and vector in their wire forms.
+        public static func signedBytes(cluster: NodeID, nodeID: NodeID, at: UInt64, seen: VersionVector) -> [UInt8] {
+            var w = ByteWriter()
+            w.raw(Array("lansync member report 1".utf8))
+            w.nodeID(cluster)
+            w.nodeID(nodeID)
+            w.varint(at)
+            w.versionVector(seen)
+            return w.bytes
+        }
+
+        public func signedBytes(cluster: NodeID) -> [UInt8] {
+            Self.signedBytes(cluster: cluster, nodeID: nodeID, at: at, seen: seen)
+        }
+
+        /// The report as stored beside a member's record, to pass on: its wire form.
+        public var encoded: [UInt8] {
+            var w = ByteWriter()
+            MessageCoder.encode(self, into: &w)
+            return w.bytes
+        }
+
+        /// A stored report read back; nil if the bytes are not one.
+        public init?(encoded: [UInt8]) {
+            var r = ByteReader(encoded)
+            guard let report = try? MessageCoder.decodeSignedReport(&r), r.isAtEnd else { return nil }
+            self = report
         }
     }
 
@@ -283,8 +357,13 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// (``Hello/members``, 64 bytes; older nodes skip it) and hop counts before a batch (type 15,
     /// ``Message/reached(hops:_:)``), sent only to peers that announced 1.11; 1.12 since when
     /// the sender's replica is stale, at the end of the hello (``Hello/staleSince``; older nodes
-    /// skip it).
-    public static let current = ProtocolVersion(major: 1, minor: 12)
+    /// skip it); 1.13 members' reports signed by their members at the end of the hello
+    /// (``Hello/signedReports``; older nodes skip them) and the sender's own signed report as a
+    /// message of its own (type 16, ``Message/report(_:)``), sent only to peers that announced 1.13.
+    public static let current = ProtocolVersion(major: 1, minor: 13)
+
+    /// The first version that carries signed reports (``Hello/SignedReport``).
+    public static let signedReports = ProtocolVersion(major: 1, minor: 13)
 
     /// The first version whose hello tells a stale replica from one away itself.
     public static let staleness = ProtocolVersion(major: 1, minor: 12)

@@ -21,6 +21,8 @@ public enum MessageCoder {
         /// How many sessions the changes of the batch that follows crossed (protocol 1.11): a
         /// byte, then that batch as a message of its own.
         case reached = 15
+        /// The sender's own signed report (protocol 1.13).
+        case report = 16
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -94,6 +96,11 @@ public enum MessageCoder {
             if hello.version.minor >= 12 || hello.version.major > 1 {
                 w.varint(hello.staleSince)
             }
+            if hello.version.minor >= 13 || hello.version.major > 1 {
+                let reports = Self.signedReportsToSend(hello.signedReports)
+                w.varint(UInt64(reports.count))
+                for report in reports { encode(report, into: &w) }
+            }
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -125,6 +132,9 @@ public enum MessageCoder {
             w.byte(Tag.reached.rawValue)
             w.byte(hops)
             w.raw(encode(inner))
+        case .report(let report):
+            w.byte(Tag.report.rawValue)
+            encode(report, into: &w)
         case .joinRequest(let request):
             w.byte(Tag.joinRequest.rawValue)
             w.raw(magic)
@@ -247,6 +257,9 @@ public enum MessageCoder {
                     // Only compared with 0 and shown: no bound needed beyond the varint's.
                     hello.staleSince = try r.varint()
                 }
+                if minor >= 13 || major > 1 {
+                    hello.signedReports = try Self.decodeSignedReports(&r)
+                }
                 // A newer minor version may append what this one does not know: skip it.
                 if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {
                     _ = try r.raw(r.remaining)
@@ -290,6 +303,12 @@ public enum MessageCoder {
                     [.batch, .loggedBatch, .finalBatch].contains(inner)
                 else { throw WireError.malformed("a hop count before a message that is not a batch") }
                 message = .reached(hops: hops, try decode(rest))
+            case .report:
+                let report = try decodeSignedReport(&r)
+                guard report.seen.counters.count <= WireLimits.maxReportEntries else {
+                    throw WireError.malformed("a member report of more than \(WireLimits.maxReportEntries) entries")
+                }
+                message = .report(report)
             case .joinRequest:
                 guard Array(try r.raw(4)) == magic else {
                     throw WireError.malformed("join request without the LNSY magic")
@@ -398,6 +417,60 @@ extension MessageCoder {
             entries += report.seen.counters.count
             guard entries <= WireLimits.maxReportEntries else {
                 throw WireError.malformed("member reports of more than \(WireLimits.maxReportEntries) entries")
+            }
+            reports.append(report)
+        }
+        return reports
+    }
+
+    /// The signed reports a hello carries: the longest prefix within the limits that bound the
+    /// unsigned ones (``reportsToSend(_:)``), which ``decodeSignedReports(_:)`` holds a peer to.
+    static func signedReportsToSend(_ reports: [Hello.SignedReport]) -> ArraySlice<Hello.SignedReport> {
+        var entries = 0
+        var end = reports.startIndex
+        while end < min(reports.endIndex, WireLimits.maxReports) {
+            entries += reports[end].seen.counters.count
+            guard entries <= WireLimits.maxReportEntries else { break }
+            end += 1
+        }
+        return reports[..<end]
+    }
+
+    static func encode(_ report: Hello.SignedReport, into w: inout ByteWriter) {
+        w.nodeID(report.nodeID)
+        w.varint(report.at)
+        w.versionVector(report.seen)
+        // Fixed sizes: a key or signature of another size is refused on decoding, and one made
+        // here always has them.
+        w.raw(report.key.count == Hello.SignedReport.keyBytes ? report.key : [UInt8](repeating: 0, count: 33))
+        w.raw(
+            report.signature.count == Hello.SignedReport.signatureBytes
+                ? report.signature : [UInt8](repeating: 0, count: 64)
+        )
+    }
+
+    static func decodeSignedReport(_ r: inout ByteReader) throws(DecodingError) -> Hello.SignedReport {
+        Hello.SignedReport(
+            nodeID: try r.nodeID(),
+            at: try r.varint(),
+            seen: try r.versionVector(),
+            key: Array(try r.raw(Hello.SignedReport.keyBytes)),
+            signature: Array(try r.raw(Hello.SignedReport.signatureBytes))
+        )
+    }
+
+    static func decodeSignedReports(_ r: inout ByteReader) throws -> [Hello.SignedReport] {
+        let count = try r.varint()
+        guard count <= UInt64(WireLimits.maxReports) else {
+            throw WireError.malformed("too many signed member reports")
+        }
+        var reports: [Hello.SignedReport] = []
+        var entries = 0
+        for _ in 0..<count {
+            let report = try decodeSignedReport(&r)
+            entries += report.seen.counters.count
+            guard entries <= WireLimits.maxReportEntries else {
+                throw WireError.malformed("signed member reports of more than \(WireLimits.maxReportEntries) entries")
             }
             reports.append(report)
         }

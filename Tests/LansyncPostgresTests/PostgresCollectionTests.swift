@@ -80,8 +80,16 @@ import Testing
                         #expect(try pg.apply(batch, wallMilliseconds: now) == changed, "seed \(seed) step \(step)")
                         sent += 1
                     }
+                    // With the member's signed report to pass on (protocol 1.13; the stores keep
+                    // the bytes as they are, the latest by the member's own time).
                     let report = [
-                        MemberReport(nodeID: try member.info().nodeID, seen: try member.versionVector(), at: now)
+                        MemberReport(
+                            nodeID: try member.info().nodeID,
+                            seen: try member.versionVector(),
+                            at: now,
+                            signed: [UInt8(truncatingIfNeeded: step), 1, 2],
+                            signedAt: now &- UInt64(rng.next() % 3)
+                        )
                     ]
                     try sqlite.recordReports(report, gossiped: false)
                     try pg.recordReports(report, gossiped: false)
@@ -90,7 +98,13 @@ import Testing
                         var seen = try members[1 - who].versionVector()
                         seen.join(VersionVector([.node(77): 3]))
                         let gossip = [
-                            MemberReport(nodeID: try members[1 - who].info().nodeID, seen: seen, at: now - 10)
+                            MemberReport(
+                                nodeID: try members[1 - who].info().nodeID,
+                                seen: seen,
+                                at: now - 10,
+                                signed: [UInt8(truncatingIfNeeded: step), 3],
+                                signedAt: now - 10
+                            )
                         ]
                         try sqlite.recordReports(gossip, gossiped: true)
                         try pg.recordReports(gossip, gossiped: true)

@@ -189,6 +189,29 @@ import Testing
         #expect(try a.memberReports().map(\.seen) == [VersionVector([.node(1): 1])])
     }
 
+    /// The member's own signed report (protocol 1.13) is kept to pass on, and replaced only by
+    /// one the member signed later: a replayed older one, passed on by anyone, changes nothing.
+    @Test func theLatestSignedReportIsKeptToPassOn() throws {
+        let a = try create(1)
+        let now = WallClock.milliseconds
+        func report(_ signed: [UInt8], at: UInt64, gossiped: Bool) throws {
+            try a.recordReports(
+                [MemberReport(nodeID: .node(2), seen: VersionVector(), at: now, signed: signed, signedAt: at)],
+                gossiped: gossiped
+            )
+        }
+        try report([1], at: now - 100, gossiped: false)
+        #expect(try a.memberReports().map(\.signed) == [[1]])
+        try report([2], at: now - 200, gossiped: true)
+        #expect(try a.memberReports().map(\.signed) == [[1]], "an older one replaced the newer")
+        try report([3], at: now - 50, gossiped: true)
+        #expect(try a.memberReports().map(\.signed) == [[3]])
+        #expect(try a.memberReports().map(\.signedAt) == [now - 50])
+        // The periodic save of a peer's progress carries no signature and keeps the one held.
+        try a.recordReports([MemberReport(nodeID: .node(2), seen: VersionVector(), at: now + 10)])
+        #expect(try a.memberReports().map(\.signed) == [[3]])
+    }
+
     /// A member silent past the away window is away: refused, and no longer counted for SYNCED.
     /// It holds the frontier back for the clock margin more, so that a member whose clock runs
     /// behind this one's refuses it before this replica collects without it (a property history

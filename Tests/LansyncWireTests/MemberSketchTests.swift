@@ -43,8 +43,9 @@ import Testing
         }
         #expect(decoded.members == sketch)
         var bytes = MessageCoder.encode(.hello(hello))
-        // The last register (the staleness varint of 1.12 follows it).
-        bytes[bytes.count - 2] = 60
+        // The last register (the staleness varint of 1.12 and the signed reports' count of 1.13
+        // follow it).
+        bytes[bytes.count - 3] = 60
         #expect(throws: WireError.self) { try MessageCoder.decode(bytes) }
     }
 }

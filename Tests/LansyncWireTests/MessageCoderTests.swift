@@ -127,12 +127,12 @@ import Testing
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
         #expect(
-            Array(bytes.dropLast(MemberSketch.registerCount + 1).suffix(9)) == [
+            Array(bytes.dropLast(MemberSketch.registerCount + 2).suffix(9)) == [
                 0xAC, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
             ],
-            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8), then no view session and not outside the view (1.10), then no count of members (1.11), then not stale (1.12)"
+            "awaySince 300, then the clock (1.7, 0 here), then no folded writers, no report told folded, no port and no address (1.8), then no view session and not outside the view (1.10), then no count of members (1.11), then not stale (1.12), then no signed report (1.13)"
         )
-        #expect(bytes.suffix(MemberSketch.registerCount + 1).allSatisfy { $0 == 0 })
+        #expect(bytes.suffix(MemberSketch.registerCount + 2).allSatisfy { $0 == 0 })
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 4)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
@@ -151,7 +151,10 @@ import Testing
         hello.staleSince = 1_700_000_000_000
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
-        #expect(Array(bytes.suffix(6)) == [0x80, 0xD0, 0x95, 0xFF, 0xBC, 0x31], "the varint of the time, last")
+        #expect(
+            Array(bytes.dropLast().suffix(6)) == [0x80, 0xD0, 0x95, 0xFF, 0xBC, 0x31],
+            "the varint of the time, then (1.13) no signed report"
+        )
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 11)
         guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
@@ -159,7 +162,42 @@ import Testing
             return
         }
         #expect(decoded.staleSince == 0 && decoded.awaySince == hello.awaySince)
-        #expect(MessageCoder.encode(.hello(old)).count == bytes.count - 6)
+        #expect(MessageCoder.encode(.hello(old)).count == bytes.count - 7)
+    }
+
+    /// 1.13 appends the members' signed reports (each its id, time, vector, a 33-byte key and a
+    /// 64-byte signature); a 1.12 node reads the hello, skipping them, and a 1.12 hello has none.
+    /// The sender's own report also travels as a message of its own (type 16).
+    @Test func hello113CarriesSignedReports() throws {
+        var hello = Hello(nodeID: Self.a, clusterID: Self.c, role: .peer, name: "a", versionVector: VersionVector())
+        let report = Hello.SignedReport(
+            nodeID: Self.a,
+            at: 1_700_000_000_000,
+            seen: VersionVector([Self.a: 3, Self.c: 9]),
+            key: [2] + [UInt8](repeating: 7, count: 32),
+            signature: [UInt8](repeating: 9, count: 64)
+        )
+        hello.signedReports = [report, report]
+        let bytes = MessageCoder.encode(.hello(hello))
+        #expect(try MessageCoder.decode(bytes) == .hello(hello))
+        #expect(Array(bytes.suffix(64)) == report.signature, "the last report's signature, last")
+        var old = hello
+        old.version = ProtocolVersion(major: 1, minor: 12)
+        guard case .hello(let decoded) = try MessageCoder.decode(MessageCoder.encode(.hello(old))) else {
+            Issue.record("not a hello")
+            return
+        }
+        #expect(decoded.signedReports.isEmpty)
+        #expect(try MessageCoder.decode(MessageCoder.encode(.report(report))) == .report(report))
+        #expect(Hello.SignedReport(encoded: report.encoded) == report)
+        #expect(Hello.SignedReport(encoded: report.encoded + [0]) == nil)
+        #expect(Hello.SignedReport(encoded: Array(report.encoded.dropLast())) == nil)
+        // A key or signature cut short is refused, not read into the next field.
+        var short = MessageCoder.encode(.report(report))
+        short.removeLast(10)
+        #expect(throws: WireError.self) { try MessageCoder.decode(short) }
+        // What is signed names the cluster: the same report in another cluster signs other bytes.
+        #expect(report.signedBytes(cluster: Self.c) != report.signedBytes(cluster: Self.a))
     }
 
     /// 1.8 appends the writers the sender folded, and which reports were told without them; the
@@ -195,10 +233,10 @@ import Testing
         marked.addresses = []
         var lying = MessageCoder.encode(.hello(marked))
         // No mark, port 0, no address, no view session, inside the view, no count of members,
-        // not stale.
-        lying.removeLast(6 + MemberSketch.registerCount)
+        // not stale, no signed report.
+        lying.removeLast(7 + MemberSketch.registerCount)
         // One mark, on report 0, of none.
-        lying += [1, 0, 0, 0, 0, 0] + Array(repeating: 0, count: MemberSketch.registerCount) + [0]
+        lying += [1, 0, 0, 0, 0, 0] + Array(repeating: 0, count: MemberSketch.registerCount) + [0, 0]
         #expect(throws: WireError.malformed("more reports marked folded than reports")) {
             try MessageCoder.decode(lying)
         }
@@ -225,10 +263,11 @@ import Testing
         hello.outsideView = true
         let bytes = MessageCoder.encode(.hello(hello))
         #expect(try MessageCoder.decode(bytes) == .hello(hello))
-        // Then the count of members (1.11) and whether the replica is stale (1.12, one byte here).
-        #expect(Array(bytes.dropLast(MemberSketch.registerCount + 1).suffix(3)) == [0xAC, 0x02, 0x01])
+        // Then the count of members (1.11), whether the replica is stale (1.12, one byte here)
+        // and the signed reports (1.13, none: one byte).
+        #expect(Array(bytes.dropLast(MemberSketch.registerCount + 2).suffix(3)) == [0xAC, 0x02, 0x01])
         var bad = bytes
-        bad[bad.count - 2 - MemberSketch.registerCount] = 2
+        bad[bad.count - 3 - MemberSketch.registerCount] = 2
         #expect(throws: WireError.self) { try MessageCoder.decode(bad) }
         var old = hello
         old.version = ProtocolVersion(major: 1, minor: 9)

@@ -40,6 +40,12 @@ struct SessionDriver {
     private var rejoinedAt: UInt64?
     /// The hops the peer's last batch said its changes took (``Message/reached(hops:_:)``).
     private var receivedHops: UInt8?
+    /// How far this replica's own signature vouches for what the peer claims of its writers:
+    /// a claim beyond it witnesses no rollback.
+    private var witness: OwnWitness
+    /// This node's own writes as of the last signed report sent on this session (the sum of its
+    /// writers' entries): a report goes again only once they moved.
+    private var vouchedOwn: UInt64 = 0
 
     init(
         runner: SessionRunner,
@@ -55,6 +61,7 @@ struct SessionDriver {
         self.wake = wake
         self.machine = SessionMachine(config: runner.config)
         self.recordedResets = runner.hub.resets
+        self.witness = OwnWitness(node: runner.config.nodeID, writer: runner.config.writer)
     }
 
     /// How the session went so far, with what it moved (the machine's field states, the
@@ -106,6 +113,9 @@ struct SessionDriver {
                     // spreads from here as if made here.
                     receivedHops = machine.peerCatchingUp ? HopRecord.caughtUp : message.hops
                 }
+                if case .received(.report(let report), _) = event, machine.phase == .open {
+                    await runner.observer.reported(report)
+                }
                 if try await perform(machine.handle(event)) {
                     guard outcome.error?.code == .away else { return }
                     lingerUntil = .now + Self.linger
@@ -146,6 +156,7 @@ struct SessionDriver {
             switch action {
             case .send(let message):
                 try await send(stamped(message))
+                if message.endsDelta { try await vouchIfMoved() }
             case let .apply(sequence, batch):
                 queue += await apply(batch, sequence: sequence)
             case let .applyFinal(sequence, batch):
@@ -183,6 +194,21 @@ struct SessionDriver {
         return false
     }
 
+    /// After a delta this side sent: this node's own signed report, if its own writes moved since
+    /// the last one this session sent, to a peer that takes it. The peer then holds a report
+    /// signed by this node covering every write of its own it received, which it passes on and
+    /// which proves a rollback of this replica to this replica (``OwnWitness``).
+    private mutating func vouchIfMoved() async throws {
+        guard let peer = machine.peer, peer.version >= .signedReports, let report = await runner.vouch() else { return }
+        let node = runner.config.nodeID
+        let own = report.seen.counters.reduce(UInt64(0)) { sum, entry in
+            entry.key.isWriter(of: node) || entry.key == runner.config.writer ? sum &+ entry.value : sum
+        }
+        guard own != vouchedOwn else { return }
+        vouchedOwn = own
+        try await send(.report(report))
+    }
+
     /// A batch with the hops its changes took to reach this node, to a peer that reads them
     /// (protocol 1.11); any other message, or to an older peer, as it is.
     private func stamped(_ message: Message) -> Message {
@@ -203,6 +229,7 @@ struct SessionDriver {
         let incarnation = machine.peer?.writer ?? peer
         let allowance = runner.writers.perSession - outcome.newWriters
         let rejoinedAt = self.rejoinedAt
+        let batch = vouched(batch)
         do {
             let (received, version) = try await io.write {
                 let received = try store.receive(
@@ -246,6 +273,15 @@ struct SessionDriver {
         } catch {
             return machine.handle(.storageFailed("applying a batch: \(error)"))
         }
+    }
+
+    /// `batch` with what its covers claim of this replica's own writers cut to what its own
+    /// signature or the batch's states vouch for: a made-up claim retires no writer
+    /// (``OwnWitness``). The states are looked at only when the covers claim more than is vouched.
+    private func vouched(_ batch: DeltaBatch) -> DeltaBatch {
+        guard witness.vouchedPart(of: batch.covers) != batch.covers else { return batch }
+        let covers = witness.vouchedPart(of: batch.covers, shown: witness.shown(in: batch))
+        return covers == batch.covers ? batch : DeltaBatch(updates: batch.updates, covers: covers, base: batch.base)
     }
 
     /// Records the peer's complete stream: what its batches covered joins the version vector.
@@ -396,8 +432,10 @@ struct SessionDriver {
     private mutating func peerReady(_ hello: Hello) async -> [SessionMachine.Action] {
         outcome.peer = hello
         let store = self.store
+        witness.learn(hello, cluster: runner.config.clusterID)
+        let claim = witness.vouchedPart(of: hello.versionVector)
         do {
-            outcome.witnessedRollback = try await io.write { try store.noteWitness(hello.versionVector) }
+            outcome.witnessedRollback = try await io.write { try store.noteWitness(claim) }
             try await io.write { try store.meet(hello.nodeID, incarnation: hello.writer) }
         } catch {
             return machine.handle(.storageFailed("recording the peer's hello: \(error)"))

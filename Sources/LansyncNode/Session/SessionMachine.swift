@@ -38,6 +38,8 @@ public struct SessionMachine: Sendable {
         public var statements: [[UInt8]] = []
         /// What this node knows of other members' progress, gossiped in its hello (protocol 1.4).
         public var reports: [Hello.Report] = []
+        /// Members' own signed reports, this node's first (protocol 1.13, ``Hello/signedReports``).
+        public var signedReports: [Hello.SignedReport] = []
         /// When this node last rejoined from a snapshot (protocol 1.5; 0 if never).
         public var rejoinedAt: UInt64 = 0
         /// ``Hello/awaySince``: nonzero while this node refuses no one's state.
@@ -378,6 +380,7 @@ public struct SessionMachine: Sendable {
                 toldFolded: true
             )
         }
+        hello.signedReports = config.signedReports
         hello.rejoinedAt = config.rejoinedAt
         hello.awaySince = config.awaySince
         hello.staleSince = config.staleSince
@@ -491,6 +494,10 @@ public struct SessionMachine: Sendable {
             // Send what the peer lacks; a delta that finds nothing sends nothing.
             let actions = open.outgoing != nil ? [] : beginDelta(initial: false, &open)
             return settle(open, actions)
+
+        case (.open(let open), .report):
+            // The peer's own signed report: the driver passes it to the node, which keeps it.
+            return settle(open, [])
 
         case (.open(var open), .have), (.open(var open), .prune), (.open(var open), .graft):
             let actions = receiveLazyPush(message, now: now, &open)
@@ -860,6 +867,7 @@ extension Message {
         case .have: "have"
         case .prune: "prune"
         case .graft: "graft"
+        case .report: "report"
         case .reached(_, let inner): inner.kind
         }
     }

@@ -54,6 +54,8 @@ public struct SessionObserver: Sendable {
     public var progress: @Sendable (Progress) async -> Void = { _ in }
     /// A batch from the peer changed the replica: how many field states it changed.
     public var applied: @Sendable (_ changed: Int) async -> Void = { _ in }
+    /// The peer sent its own signed report (protocol 1.13, ``Message/report(_:)``).
+    public var reported: @Sendable (Hello.SignedReport) async -> Void = { _ in }
 
     /// Counters of a session so far.
     public struct Progress: Sendable, Equatable {
@@ -86,6 +88,9 @@ public struct SessionRunner: Sendable {
     let revoked: @Sendable () -> RevokedWriters
     /// What the peer's batches may add to the replica's writers.
     let writers: WriterBounds
+    /// This node's own report, signed as of now (nil: none to send): sent after each delta that
+    /// moved this replica's own writers, to a peer that takes it (protocol 1.13).
+    let vouch: @Sendable () async -> Hello.SignedReport?
 
     public init(
         store: any ReplicaStorage,
@@ -95,9 +100,11 @@ public struct SessionRunner: Sendable {
         observer: SessionObserver = SessionObserver(),
         refuse: FieldRefusal? = nil,
         revoked: @escaping @Sendable () -> RevokedWriters = { RevokedWriters() },
-        writers: WriterBounds = .standard
+        writers: WriterBounds = .standard,
+        vouch: @escaping @Sendable () async -> Hello.SignedReport? = { nil }
     ) {
         self.writers = writers
+        self.vouch = vouch
         self.refuse = refuse
         self.revoked = revoked
         self.store = store

@@ -41,6 +41,15 @@ extension DebugCommand {
         /// After the hello, an error whose text is this (escapes read as their bytes).
         @Option var errorText: String?
         @Option var seconds: Double = 10
+        /// A report in this member's name (a node id) gossiped in the hello, saying it has seen
+        /// `--forge-seen`: unsigned as a 1.12 hello carries one, and signed with this member's
+        /// own key (issue 64).
+        @Option var forgeReport: String?
+        /// `ID:COUNTER,ID:COUNTER...`: what the forged report says was seen.
+        @Option var forgeSeen = ""
+        /// `ID:COUNTER,...`: the hello's version vector; with `--hellos N`, hello i claims every
+        /// entry plus i (a made-up witness of the node's own writer, issue 64).
+        @Option var helloVector: String?
 
         func run() async throws {
             let identity = try data.directory.tlsIdentity()
@@ -59,7 +68,33 @@ extension DebugCommand {
                     registers: Array(repeating: MemberSketch.maxRank, count: MemberSketch.registerCount)
                 )
             }
-            if junkStatements > 0 {
+            if let forgeReport {
+                guard let node = NodeID(text: forgeReport) else {
+                    throw ValidationError("--forge-report takes a node id")
+                }
+                let seen = try Self.vector(forgeSeen)
+                let now = WallClock.milliseconds
+                hello.reports = [Hello.Report(nodeID: node, at: now, seen: seen)]
+                let signer = identity.signer
+                let bytes = Hello.SignedReport.signedBytes(cluster: hello.clusterID, nodeID: node, at: now, seen: seen)
+                hello.signedReports = [
+                    Hello.SignedReport(
+                        nodeID: node,
+                        at: now,
+                        seen: seen,
+                        key: signer.publicKey,
+                        signature: signer.sign(bytes) ?? []
+                    )
+                ]
+            }
+            if let helloVector {
+                let claim = try Self.vector(helloVector)
+                for step in 0..<UInt64(hellos) {
+                    var rogue = hello
+                    rogue.versionVector = VersionVector(claim.counters.mapValues { $0 + step })
+                    try await exchange(transport, [.hello(rogue)])
+                }
+            } else if junkStatements > 0 {
                 for _ in 0..<hellos {
                     var rogue = hello
                     // Each different (a random start), none signed.
@@ -166,6 +201,19 @@ extension DebugCommand {
                 sending: messages.map(Frame.encode),
                 seconds: seconds
             )
+        }
+
+        /// `ID:COUNTER,...` as a version vector.
+        static func vector(_ text: String) throws -> VersionVector {
+            var counters: [NodeID: UInt64] = [:]
+            for entry in text.split(separator: ",") {
+                let parts = entry.split(separator: ":")
+                guard parts.count == 2, let id = NodeID(text: String(parts[0])), let counter = UInt64(parts[1]) else {
+                    throw ValidationError("not ID:COUNTER: \(entry)")
+                }
+                counters[id] = counter
+            }
+            return VersionVector(counters)
         }
 
         /// `\e`, `\a`, `\r`, `\n`, `\t` and `\xHH` as the bytes they name.
