@@ -291,3 +291,13 @@ public struct DeltaPlanner: Sendable {
         return (keys, covers)
     }
 }
+
+extension DeltaBatch {
+    /// The highest counter of `writer` the batch's field states have seen (their contexts): a
+    /// replica whose own current writer a state names beyond what it holds was rolled back, and
+    /// must take a new writer before it writes again, whoever sent the state and whatever the
+    /// covers say (a local write's dot must lie past every context it meets).
+    public func highestSeen(of writer: NodeID) -> UInt64 {
+        updates.reduce(0) { max($0, $1.change.context[writer]) }
+    }
+}

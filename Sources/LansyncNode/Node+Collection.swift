@@ -88,16 +88,26 @@ extension Node {
         return report
     }
 
-    /// A peer's own signed report, sent after a delta (``Message/report(_:)``): kept as a hello's
-    /// is, to pass on. Only the peer's report of itself counts here; its signature is checked
-    /// by whoever gets it second-hand (the session is the peer's, as TLS proved).
+    /// A peer's own signed report, sent after a delta (``Message/report(_:)``): kept to pass on
+    /// as a hello's is, under the rules reports passed on meet (its signature checked, newer than
+    /// the last taken of the peer, no further ahead than a day, only the writers this replica
+    /// knows), so a member sending many cannot grow a row or hold back its own later reports.
+    /// Only the peer's report of itself counts here.
     func learnOwnReport(_ report: Hello.SignedReport, of peer: NodeID) async {
         let now = WallClock.milliseconds
-        guard report.nodeID == peer, report.at <= now &+ Hello.SignedReport.maxAhead else { return }
+        guard report.nodeID == peer else { return }
+        var hello = Hello(
+            nodeID: peer,
+            clusterID: info.clusterID,
+            role: .peer,
+            name: "",
+            versionVector: VersionVector()
+        )
+        hello.signedReports = [report]
+        guard let taken = newSignedReports(of: hello, now: now).first else { return }
         let store = self.store
-        let own = MemberReport(nodeID: peer, seen: report.seen, at: now, signed: report.encoded, signedAt: report.at)
         do {
-            try await io.write { try store.recordReports([own], gossiped: false) }
+            try await io.write { try store.recordReports([taken.recorded(now: now)], gossiped: true) }
         } catch {
             logger.warning("could not record the report \(peer.short) signed of its progress: \(error)")
         }

@@ -79,9 +79,9 @@ extension Node {
         // The peer passes back the latest report this node signed that it holds (protocol
         // 1.13): a report in this node's name without its signature says nothing.
         return hello.awaySince == 0
-            && (hello.signedReports.first { $0.nodeID == info.nodeID && $0.isSigned(in: info.clusterID) }.map {
-                $0.at &+ settings.awayAfter < now && rejoined <= $0.at
-            } ?? false)
+            && (hello.signedReports.filter { $0.nodeID == info.nodeID && $0.isSigned(in: info.clusterID) }
+                .max { $0.at < $1.at }
+                .map { $0.at &+ settings.awayAfter < now && rejoined <= $0.at } ?? false)
     }
 
     /// If this replica's own state is older than the away window (``ReplicaStorage/staleSince(now:)``:
@@ -190,13 +190,21 @@ extension Node {
             if try await io.run({ try store.hasRejoinPending() && store.rejoinedAt() &+ 60_000 > now }) { return }
             // The peer's view of who is away becomes this node's: a member of this node's old
             // half that the peer counts as away must rejoin too before its state is taken.
+            let signed = peer.signedReports.filter {
+                $0.at <= now &+ Hello.SignedReport.maxAhead && $0.isSigned(in: info.clusterID)
+            }
+            let own = signed.first { $0.nodeID == peer.nodeID }
             let reports =
-                [MemberReport(nodeID: peer.nodeID, seen: peer.versionVector, at: now)]
-                + peer.signedReports.filter {
-                    $0.nodeID != peer.nodeID && $0.at <= now &+ Hello.SignedReport.maxAhead
-                        && $0.isSigned(in: info.clusterID)
-                }
-                .map { $0.recorded(now: now) }
+                [
+                    MemberReport(
+                        nodeID: peer.nodeID,
+                        seen: peer.versionVector,
+                        at: now,
+                        signed: own?.encoded,
+                        signedAt: own?.at ?? 0
+                    )
+                ]
+                + signed.filter { $0.nodeID != peer.nodeID }.map { $0.recorded(now: now) }
             let start = try await io.write {
                 try store.rejoin(keepingUnseenBy: peer.versionVector, adopting: reports, now: now)
             }

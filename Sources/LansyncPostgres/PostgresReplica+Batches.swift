@@ -137,7 +137,7 @@ extension PostgresReplica {
                     try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0
                 }
                 if let session = stream?.rejoinedAt { try Self.requireNoRejoin(since: session, db) }
-                _ = try tx.retireWriterIfWitnessed(by: check.covers)
+                _ = try tx.retireWriterIfWitnessed(by: check.covers, batch: batch)
                 var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds, refuse: refuse, revoked: revoked)
                 if let base = batch.base, !base.isEmpty {
                     let vector = try merge.seen(in: &tx)

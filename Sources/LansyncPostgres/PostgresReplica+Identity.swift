@@ -139,13 +139,21 @@ extension PostgresWrite {
     }
 
     /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of
-    /// it than this replica: only a rollback of this replica can cause that. True if retired now.
-    mutating func retireWriterIfWitnessed(by peer: VersionVector) throws -> Bool {
+    /// it than this replica, or a field state of `batch` has seen more of it: only a rollback of
+    /// this replica can cause that. True if retired now.
+    mutating func retireWriterIfWitnessed(by peer: VersionVector, batch: DeltaBatch? = nil) throws -> Bool {
         let current = try currentWriter()
-        guard peer[current] > 0 else { return false }
+        let claimed = max(peer[current], batch?.highestSeen(of: current) ?? 0)
+        guard claimed > 0 else { return false }
         let held = try db.value("SELECT counter FROM node WHERE node_id = \(current.text)", as: Int64.self) ?? 0
         let vector = VersionVector([current: UInt64(max(0, held))])
-        guard WriterContinuity.peerWitnessesRollback(writer: current, held: vector, peer: peer) else { return false }
+        guard
+            WriterContinuity.peerWitnessesRollback(
+                writer: current,
+                held: vector,
+                peer: VersionVector([current: claimed])
+            )
+        else { return false }
         try PostgresReplica.setMeta("writer_retired", "1", db)
         return true
     }

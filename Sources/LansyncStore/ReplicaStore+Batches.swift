@@ -123,7 +123,7 @@ extension ReplicaStore {
                     let held = try tx.versionVector(of: base.nodes)
                     guard batch.isApplicable(to: held) else { throw StoreError.staleDelta(base: base, held: held) }
                 }
-                _ = try tx.retireWriterIfWitnessed(by: check.covers)
+                _ = try tx.retireWriterIfWitnessed(by: check.covers, batch: batch)
                 var merge = BatchMerge(
                     refuse: refuse,
                     revoked: revoked,

@@ -237,12 +237,19 @@ struct Transaction {
     }
 
     /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of it
-    /// than this replica: only a rollback of this replica can cause that. True if retired now.
-    mutating func retireWriterIfWitnessed(by peer: VersionVector) throws -> Bool {
+    /// than this replica, or a field state of `batch` has seen more of it: only a rollback of
+    /// this replica can cause that. True if retired now.
+    mutating func retireWriterIfWitnessed(by peer: VersionVector, batch: DeltaBatch? = nil) throws -> Bool {
         let current = try Self.currentWriter(db: db)
-        guard peer[current] > 0 else { return false }
+        let claimed = max(peer[current], batch?.highestSeen(of: current) ?? 0)
+        guard claimed > 0 else { return false }
         let held = try counter(of: try nodeRow(current))
-        guard WriterContinuity.peerWitnessesRollback(writer: current, held: VersionVector([current: held]), peer: peer)
+        guard
+            WriterContinuity.peerWitnessesRollback(
+                writer: current,
+                held: VersionVector([current: held]),
+                peer: VersionVector([current: claimed])
+            )
         else { return false }
         try db.execute(
             sql:

@@ -421,6 +421,44 @@ import Testing
         #expect(try wiped.writers().last?.reason == .witness)
     }
 
+    /// A lost write of ours that another member's write superseded comes back only as a field's
+    /// context, perhaps in a batch whose covers name another writer (issue 64's review: once the
+    /// hello's claims counted only as far as signed reports vouch, nothing retired the writer,
+    /// and the next edit of the field would have reused a dot the state had seen, a trap). The
+    /// batch's states retire it whatever the covers say.
+    @Test func aStateThatSawMoreOfOurWriterRetiresIt() throws {
+        let a = try create(dir + "/a.sqlite", node: 1)
+        let b = try create(dir + "/b.sqlite", node: 2)
+        try a.apply(
+            .create(type: "t", assignments: [.set(.named("k"), .integer(1))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
+        let writer = try a.info().writerID
+        try sync(a, b)
+        // b's copy of the field, as if a had written twice more (lost since) and b then wrote.
+        let held = try a.versionVector()[writer]
+        var state = FieldState()
+        state.assign(
+            .integer(5),
+            dot: Dot(node: writer, counter: held + 2),
+            timestamp: HLCTimestamp(rawValue: t0 << 16)
+        )
+        state.assign(
+            .integer(6),
+            dot: Dot(node: .node(2), counter: 9),
+            timestamp: HLCTimestamp(rawValue: (t0 + 1) << 16)
+        )
+        let batch = DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: .named("x"), field: .named("k")), state: state)],
+            covers: VersionVector([.node(2): 9])
+        )
+        try a.apply(batch, wallMilliseconds: t0 + 2)
+        let next = try a.apply(.update([.set(.named("k"), .integer(7))]), to: .named("x"), wallMilliseconds: t0 + 3)
+        #expect(next.node != writer)
+        #expect(try a.writers().last?.reason == .witness)
+    }
+
     /// A state that does not decode is never sent and never claimed, and the rest of the delta
     /// still goes (issue 12: ten such rows used to stop a node sending anything).
     @Test func aBrokenStateIsSkippedAndNeverClaimed() throws {
