@@ -25,7 +25,9 @@ extension Node {
             )
         }
         let vouched = newSignedReports(of: hello, now: now)
-        await view.heard(of: vouched.map(\.nodeID), from: hello.nodeID)
+        // How many members the hello names is a hint for the view's size, as before: every
+        // report counts, checked or not (the reports already taken are not checked again).
+        await view.heard(of: hello.signedReports.map(\.nodeID) + hello.reports.map(\.nodeID), from: hello.nodeID)
         hub.setClusterSize(await view.heard(sketch: hello.members, from: hello.nodeID))
         let signed = vouched.first { $0.nodeID == hello.nodeID }
         let own = MemberReport(

@@ -40,7 +40,7 @@ public struct SessionMutator {
     }
 
     /// `session` with its hello's times at their extreme (every time a peer says of itself:
-    /// rejoined, away, stale since, its clock), the rest as recorded: a seed that reaches the
+    /// rejoined, away, stale since, its clock, its signed reports' times), the rest as recorded: a seed that reaches the
     /// rejoin and staleness rules with the largest numbers a peer can send (issue 63).
     public static func withExtremeHello(_ session: [UInt8]) -> [UInt8]? {
         var frames = FuzzTarget.frames(session)
@@ -49,6 +49,8 @@ public struct SessionMutator {
         hello.awaySince = .max
         hello.staleSince = .max
         hello.clock = .max
+        // And the time of every signed report it passes on (issue 64), its own included.
+        for index in hello.signedReports.indices { hello.signedReports[index].at = .max }
         frames[0] = MessageCoder.encode(.hello(hello))
         return frames.flatMap(frame)
     }
