@@ -397,11 +397,17 @@ extension MessageCoder {
     /// with more entries than that, 512 reports of a thousand writers each in W10, and every
     /// node refused them as malformed.)
     static func reportsToSend(_ reports: [Hello.Report]) -> ArraySlice<Hello.Report> {
-        var entries = 0
+        withinReportLimits(reports) { $0.seen.counters.count }
+    }
+
+    /// The longest prefix of `reports` within ``WireLimits/maxReports`` reports and
+    /// ``WireLimits/maxReportEntries`` vector entries (each report's `entries`).
+    static func withinReportLimits<Report>(_ reports: [Report], entries: (Report) -> Int) -> ArraySlice<Report> {
+        var total = 0
         var end = reports.startIndex
         while end < min(reports.endIndex, WireLimits.maxReports) {
-            entries += reports[end].seen.counters.count
-            guard entries <= WireLimits.maxReportEntries else { break }
+            total += entries(reports[end])
+            guard total <= WireLimits.maxReportEntries else { break }
             end += 1
         }
         return reports[..<end]
@@ -426,14 +432,7 @@ extension MessageCoder {
     /// The signed reports a hello carries: the longest prefix within the limits that bound the
     /// unsigned ones (``reportsToSend(_:)``), which ``decodeSignedReports(_:)`` holds a peer to.
     static func signedReportsToSend(_ reports: [Hello.SignedReport]) -> ArraySlice<Hello.SignedReport> {
-        var entries = 0
-        var end = reports.startIndex
-        while end < min(reports.endIndex, WireLimits.maxReports) {
-            entries += reports[end].seen.counters.count
-            guard entries <= WireLimits.maxReportEntries else { break }
-            end += 1
-        }
-        return reports[..<end]
+        withinReportLimits(reports) { $0.seen.counters.count }
     }
 
     static func encode(_ report: Hello.SignedReport, into w: inout ByteWriter) {
