@@ -46,6 +46,14 @@ struct SessionDriver {
     /// This node's own writes as of the last signed report sent on this session (the sum of its
     /// writers' entries): a report goes again only once they moved.
     private var vouchedOwn: UInt64 = 0
+    /// The last signed report sent on this session and when: what this node has seen of others'
+    /// writes travels too, at most every ``progressVouchInterval``.
+    private var vouched: (report: Hello.SignedReport, at: ContinuousClock.Instant)?
+    /// How often a session passes on this node's progress when only others' writes moved it: a
+    /// member's signed report is the only one the others take of it second-hand, so without it
+    /// a member that receives but rarely writes would look behind to every replica it does not
+    /// meet (collection waits for it) until its next hello.
+    static let progressVouchInterval: Duration = .seconds(10)
 
     init(
         runner: SessionRunner,
@@ -62,6 +70,10 @@ struct SessionDriver {
         self.machine = SessionMachine(config: runner.config)
         self.recordedResets = runner.hub.resets
         self.witness = OwnWitness(node: runner.config.nodeID, writer: runner.config.writer)
+        // The hello carries this node's own report: the next one goes once the vector moves.
+        if let own = runner.config.signedReports.first(where: { $0.nodeID == runner.config.nodeID }) {
+            vouched = (own, .now)
+        }
     }
 
     /// How the session went so far, with what it moved (the machine's field states, the
@@ -180,6 +192,7 @@ struct SessionDriver {
                 // A refusal goes before the delta the queue already asks for.
                 queue.insert(contentsOf: await peerReady(hello), at: queue.startIndex)
             case .upToDate:
+                try await vouchIfMoved(progress: true)
                 outcome.reachedUpToDate = true
                 outcome.peerHolds = machine.peerVersionVector
                 await runner.observer.upToDate(machine.peerVersionVector)
@@ -198,14 +211,25 @@ struct SessionDriver {
     /// the last one this session sent, to a peer that takes it. The peer then holds a report
     /// signed by this node covering every write of its own it received, which it passes on and
     /// which proves a rollback of this replica to this replica (``OwnWitness``).
-    private mutating func vouchIfMoved() async throws {
+    ///
+    /// `progress`: at an up-to-date point, when only others' writes moved this replica: sent if
+    /// the vector moved since the last report sent here, at most every ``progressVouchInterval``.
+    private mutating func vouchIfMoved(progress: Bool = false) async throws {
+        let now = ContinuousClock.now
+        // (Checked before anything is signed: an up-to-date point comes after every exchange.)
+        if progress, let vouched, now - vouched.at < Self.progressVouchInterval { return }
         guard let peer = machine.peer, peer.version >= .signedReports, let report = await runner.vouch() else { return }
         let node = runner.config.nodeID
         let own = report.seen.counters.reduce(UInt64(0)) { sum, entry in
             entry.key.isWriter(of: node) || entry.key == runner.config.writer ? sum &+ entry.value : sum
         }
-        guard own != vouchedOwn else { return }
+        if progress {
+            guard report.seen != vouched?.report.seen else { return }
+        } else {
+            guard own != vouchedOwn else { return }
+        }
         vouchedOwn = own
+        vouched = (report, now)
         try await send(.report(report))
     }
 
