@@ -176,7 +176,13 @@ extension PostgresReplica {
             after = next
             if done { break }
         }
-        round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
+        // As the SQLite store: a replica away itself or stale purges nothing.
+        let judgesNoOneAway = try guarded {
+            try database.statements { db in try Self.judgesNoOneAway(db, now: now, settings: settings) }
+        }
+        if !judgesNoOneAway {
+            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
+        }
         return round
     }
 

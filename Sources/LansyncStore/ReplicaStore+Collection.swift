@@ -321,7 +321,13 @@ extension ReplicaStore {
             after = next
             if done { break }
         }
-        round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
+        // A replica away itself or stale purges nothing: it may yet rejoin from a member that
+        // never saw a delete it collected (an operator's `backup accept --from`), and re-issues
+        // the delete only while it holds the tombstone (a property history: a relay put back
+        // from a copy purged its own delete, rejoined from such a member, and the item came back).
+        if !(try read { db in try Self.judgesNoOneAway(db: db, now: now, settings: settings) }) {
+            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
+        }
         if round.collected > 0 || round.purged > 0 { round.pagesFreed = try returnFreePages() }
         return round
     }

@@ -44,13 +44,16 @@ import Testing
     /// The seventh was the history the property once left out (issue 63): the relay and a member
     /// both put back from copies, the relay rejoining from the member's, which brought back an
     /// item r0 had purged after its copy was put back (a stale relay now waits for a current
-    /// member, and two copies with no current member left wait for an operator's word).
+    /// member, and two copies with no current member left wait for an operator's word). The
+    /// tenth: a relay put back from a copy purged its own collected delete while stale, was told
+    /// to rejoin from a member that never saw the delete, and the item came back everywhere (a
+    /// replica away itself or stale now purges nothing).
     @Test(arguments: [
         (UInt64(14_573_994_419_884_815_494), 4, 118), (14_342_299_421_293_294_782, 3, 77),
         (12_443_940_016_724_783_897, 3, 93), (11_704_461_395_857_666_851, 5, 109),
         (2_932_189_484_971_993_490, 4, 111), (15_374_860_280_803_993_032, 4, 113),
         (15_407_888_986_376_511_187, 3, 89), (16_599_036_232_575_138_737, 3, 95),
-        (7_012_505_182_753_706_978, 4, 71),
+        (7_012_505_182_753_706_978, 4, 71), (9_442_214_490_871_035_207, 4, 100),
     ])
     func collectingRegressions(seed: UInt64, replicas: Int, steps: Int) {
         var history = CollectingHistory(seed: seed, replicaCount: replicas)
@@ -607,7 +610,10 @@ struct CollectingHistory {
             log.append("r\(r) collects \(n) below \(ledgers[r].stable)")
         }
         let held = collecting[r].collected
-        if collecting[r].purge(collectedBefore: walls[r] &- Self.awayAfter &- Self.margin) > 0 {
+        // A replica away itself or stale purges nothing (``ReplicaStore.collect(now:)``): it may
+        // rejoin from a member that never saw a delete it collected, and re-issues the delete
+        // only while it still holds the tombstone.
+        if !selfAway, collecting[r].purge(collectedBefore: walls[r] &- Self.awayAfter &- Self.margin) > 0 {
             let gone = held.subtracting(collecting[r].collected)
             everPurged.formUnion(gone)
             purgedHere[r].formUnion(gone)
