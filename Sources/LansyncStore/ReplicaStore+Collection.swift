@@ -293,7 +293,32 @@ extension ReplicaStore {
         }
         let stable = ledger.stable
         guard !stable.isEmpty else { return round }
-        let cutoff = settings.collectCutoff(ledger, now: now)
+        round.collected = try collectDeleted(
+            below: stable,
+            deletedBefore: settings.collectCutoff(ledger, now: now),
+            now: now
+        )
+        // A replica away itself or stale purges nothing: it may yet rejoin from a member that
+        // never saw a delete it collected (an operator's `backup accept --from`), and re-issues
+        // the delete only while it holds the tombstone (a property history: a relay put back
+        // from a copy purged its own delete, rejoined from such a member, and the item came back).
+        if !(try read { db in try Self.judgesNoOneAway(db: db, now: now, settings: settings) }) {
+            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
+        }
+        if round.collected > 0 || round.purged > 0 { round.pagesFreed = try returnFreePages() }
+        return round
+    }
+
+    /// Reduces every collectable deleted item to its minimal tombstone, a few hundred items
+    /// per transaction so a large round never holds the write lock for long.
+    private func collectDeleted(
+        below stable: VersionVector,
+        deletedBefore cutoff: UInt64,
+        now: UInt64
+    )
+        throws(StoreError) -> Int
+    {
+        var collected = 0
         var after: Int64 = 0
         while true {
             let (done, next, count) = try guarded {
@@ -317,19 +342,10 @@ extension ReplicaStore {
                     return .commit((batch.count < 200, (batch.last?[0] as Int64?) ?? after, count))
                 }
             }
-            round.collected += count
+            collected += count
             after = next
-            if done { break }
+            if done { return collected }
         }
-        // A replica away itself or stale purges nothing: it may yet rejoin from a member that
-        // never saw a delete it collected (an operator's `backup accept --from`), and re-issues
-        // the delete only while it holds the tombstone (a property history: a relay put back
-        // from a copy purged its own delete, rejoined from such a member, and the item came back).
-        if !(try read { db in try Self.judgesNoOneAway(db: db, now: now, settings: settings) }) {
-            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
-        }
-        if round.collected > 0 || round.purged > 0 { round.pagesFreed = try returnFreePages() }
-        return round
     }
 
     /// Whether this replica judges no member away in collection: it is away itself, or stale (a
