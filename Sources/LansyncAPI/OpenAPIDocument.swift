@@ -797,7 +797,8 @@ enum OpenAPIDocument {
                             "items",
                             "deleted",
                             "types",
-                            "indexed"
+                            "indexed",
+                            "read_only"
                           ],
                           "properties": {
                             "items": {
@@ -839,6 +840,13 @@ enum OpenAPIDocument {
                               "items": {
                                 "type": "string"
                               }
+                            },
+                            "read_only": {
+                              "type": [
+                                "string",
+                                "null"
+                              ],
+                              "description": "Why this machine may only read (a reader in the cluster, Docs/SECURITY.md \"Roles\"): every edit is then refused with 403. Null when it may write."
                             }
                           }
                         }

@@ -61,6 +61,7 @@ struct Problem: HTTPResponseError {
         case .notFound: .notFound
         case .conflict: .conflict
         case .gone: .gone
+        case .readOnly: .forbidden
         case .damaged, .unavailable: .serviceUnavailable
         default: .internalServerError
         }

@@ -94,7 +94,10 @@ struct Routes: Sendable {
         }
         v1.get("summary") { request, _ in
             try takes(request)
-            let (types, indexed) = try await blocking { try $0.summary() }
+            let (types, indexed, readOnly) = try await blocking { replica in
+                let (types, indexed) = try replica.summary()
+                return (types, indexed, try replica.readOnlyReason())
+            }
             let typesJSON = types.map { entry in
                 JSON.object([
                     ("type", .string(entry.type)), ("items", .integer(Int64(entry.live))),
@@ -106,6 +109,7 @@ struct Routes: Sendable {
                     ("items", .integer(Int64(types.reduce(0) { $0 + $1.live }))),
                     ("deleted", .integer(Int64(types.reduce(0) { $0 + $1.deleted }))),
                     ("types", .array(typesJSON)), ("indexed", .array(indexed.map { .string($0.rawValue) })),
+                    ("read_only", readOnly.map(JSON.string) ?? .null),
                 ]).text
             )
         }

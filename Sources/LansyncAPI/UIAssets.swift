@@ -342,6 +342,7 @@ enum UIAssets {
               missing: new Set(),              // ids the node answered 404 for (a link to an item not here)
               fetching: new Set(),
               summary: null,                   // GET /v1/summary: counts by type, the indexed fields
+              readOnly: null,                  // why this machine may only read (a reader, Docs/SECURITY.md), or null
               viewing: new Set(),              // ids the items view shows: it reads them again itself
               conflicts: [],
               conflictsReady: false,
@@ -397,6 +398,24 @@ enum UIAssets {
               }).finally(() => store.fetching.delete(id));
             }
 
+            /**
+             * A reader's node (Docs/SECURITY.md, "Roles"): every member would refuse its edits, so the page
+             * offers none and says why; the API refuses them too (403).
+             */
+            function showReadOnly(why) {
+              const changed = store.readOnly !== why;
+              store.readOnly = why;
+              document.body.classList.toggle('read-only', !!why);
+              const bar = document.getElementById('read-only');
+              if (bar) {
+                bar.hidden = !why;
+                bar.textContent = why
+                  ? `Read only: this machine is a reader in the cluster (${why}); the other members would refuse its edits. An admitting machine can make it a writer again.`
+                  : '';
+              }
+              if (changed) emit('items', null);
+            }
+
             /** The item counts by type and the indexed fields, read again a little after changes. */
             async function loadSummary() {
               const mine = session;
@@ -404,6 +423,7 @@ enum UIAssets {
                 const summary = await api('GET', '/v1/summary');
                 if (mine !== session) return;
                 store.summary = summary;
+                showReadOnly(summary.read_only || null);
               } catch (e) {
                 if (mine !== session) return;
               }
@@ -710,6 +730,7 @@ enum UIAssets {
               if (currentView && currentView.destroy) currentView.destroy();
               currentView = null;
               currentRoute = null;
+              showReadOnly(null);
               Object.assign(store, {
                 items: new Map(), itemsReady: false, itemsError: null, truncated: false, loading: false,
                 conflicts: [], conflictsReady: false, conflictsError: null, status: null, statusError: null, shortIds: null,
@@ -952,7 +973,7 @@ enum UIAssets {
                 const mark = inConflict
                   ? h('a', { class: 'conflict-mark', href: '#/conflicts', 'data-key': `c:${this.field}` }, '⚠ conflict')
                   : null;
-                if (item.deleted) {
+                if (item.deleted || store.readOnly) {
                   fill(this.el, h('span', { class: 'static' }, shown), mark);
                   return;
                 }
@@ -978,7 +999,7 @@ enum UIAssets {
 
               open() {
                 const item = this.item;
-                if (!item || item.deleted) return;
+                if (!item || item.deleted || store.readOnly) return;
                 this.mode = Array.isArray(item.fields[this.field]) ? 'list' : 'scalar';
                 this.addInput = null;
                 this.error = null;
@@ -2561,6 +2582,7 @@ enum UIAssets {
               <span class="live" id="live" role="status" aria-live="polite"></span>
               <button type="button" class="quiet" id="logout">Log out</button>
             </header>
+            <p class="read-only-bar" id="read-only" role="status" hidden></p>
             <main id="main" tabindex="-1">
               <p class="loading">Loading…</p>
             </main>
@@ -3047,6 +3069,22 @@ enum UIAssets {
               border-left: 3px solid var(--warn);
               margin: .75rem 0 0;
             }
+
+            /* a reader's node: nothing to edit (app.js, showReadOnly) */
+            .read-only-bar {
+              margin: 0;
+              padding: .5rem 1rem;
+              background: var(--warn-soft);
+              border-bottom: 1px solid var(--warn);
+            }
+            body.read-only button.primary,
+            body.read-only button.danger,
+            body.read-only [data-key="restore"],
+            body.read-only [data-key="delete"],
+            body.read-only #new-item,
+            body.read-only [data-key="bulk"],
+            body.read-only #bulk-edit,
+            body.read-only .add-field { display: none; }
 
             .notice-bar {
               padding: .6rem .9rem;

@@ -25,6 +25,9 @@ public struct ErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let unavailable = ErrorCode("unavailable")
     /// The system refused access (file permissions).
     public static let permission = ErrorCode("permission")
+    /// This machine may only read (a reader in the cluster, Docs/SECURITY.md "Roles"): its edits
+    /// would be refused by every member.
+    public static let readOnly = ErrorCode("read-only")
     /// A peer refused this node (another cluster's, revoked): trying again will not help.
     public static let refused = ErrorCode("refused")
     /// What the input asks for was collected (a change-feed position behind a collection):

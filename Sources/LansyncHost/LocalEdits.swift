@@ -28,7 +28,7 @@ extension DataDirectory {
             note(
                 "a peer holds more of this replica's writes than it does (restored from a backup or snapshot?): it now writes as \(dot.node.short), and peers will send back what it lost"
             )
-        case .`init`, .unproven, .copied, .repair, .named, .rejoin:
+        case .`init`, .unproven, .copied, .repair, .named, .rejoin, .role:
             break
         }
     }

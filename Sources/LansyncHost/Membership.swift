@@ -315,6 +315,10 @@ extension DataDirectory {
         public var seenAt: UInt64? = nil
         /// Set once `lansync members forget` said it is gone for good (Unix ms).
         public var forgottenAt: UInt64? = nil
+        /// Its latest role statement, if one was ever made (a member without one is a writer).
+        public var roleStatement: RoleStatement? = nil
+        /// What it may do (Docs/SECURITY.md, "Roles").
+        public var role: MemberRole { roleStatement?.role ?? .writer }
         /// Silent for longer than the cluster's away window: it no longer holds the stable
         /// frontier back (Docs/MERGE.md, "Causal stability and collection").
         public var isAway = false
@@ -331,12 +335,14 @@ extension DataDirectory {
     func statements(
         store: ReplicaStore
     ) throws -> (
-        revoked: [NodeID: Revocation], admitters: AdmitterSet?, admissions: [NodeID: Admission]
+        revoked: [NodeID: Revocation], admitters: AdmitterSet?, admissions: [NodeID: Admission],
+        roles: [NodeID: RoleStatement]
     ) {
         let trust = try clusterCertificate()
         var revoked: [NodeID: Revocation] = [:]
         var admitters: AdmitterSet?
         var admissions: [NodeID: Admission] = [:]
+        var roles: [NodeID: RoleStatement] = [:]
         for record in try store.statementRecords() {
             guard let statement = ClusterStatement(encoded: record), statement.isSigned(by: trust) else { continue }
             switch statement {
@@ -349,16 +355,19 @@ extension DataDirectory {
             case .settings:
                 // The replica's settings (meta) follow the latest; `cluster set` shows them.
                 continue
+            case .role(let role):
+                // Every part of a statement names its role: the latest part-0 is the latest role.
+                if role.cut.part == 0, role.supersedes(roles[role.node]) { roles[role.node] = role }
             }
         }
-        return (revoked, admitters, admissions)
+        return (revoked, admitters, admissions, roles)
     }
 
     /// Every member this replica knows of: itself, the peers it met, the machines it admitted,
     /// those whose admission reached it, and the revoked, with the revoked ones' reasons.
     public func members(store: ReplicaStore) throws -> [Member] {
         let info = try store.info()
-        let (revoked, admitters, admissions) = try statements(store: store)
+        let (revoked, admitters, admissions, roles) = try statements(store: store)
         var peers: [NodeID: PeerRecord] = [:]
         for peer in try store.peers() where peers[peer.nodeID] == nil { peers[peer.nodeID] = peer }
         var admitted: [NodeID: (name: String?, at: UInt64)] = [:]
@@ -386,6 +395,7 @@ extension DataDirectory {
                 lastSync: peers[id]?.lastSync,
                 admits: admitters.map { $0.nodes.contains(id) }
             )
+            member.roleStatement = roles[id]
             if let report = reports[id] {
                 member.seenAt = report.at
                 member.forgottenAt = report.forgottenAt

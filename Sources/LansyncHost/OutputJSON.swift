@@ -138,6 +138,9 @@ extension DataDirectory.Member {
             ("last_sync", time(lastSync)),
             ("last_seen", time(seenAt)),
             ("forgotten_at", time(forgottenAt)),
+            ("role", revocation == nil ? .string(role.description) : .null),
+            ("role_since", time(roleStatement?.at)),
+            ("role_by", roleStatement.map { .string($0.by.text) } ?? .null),
         ])
     }
 }

@@ -8,7 +8,7 @@ import X509
 ///
 /// Kinds: 1, a revocation without a write cut (made by protocol 1.3 nodes); 2, a set of
 /// admitting machines; 3, a revocation with its write cut (one part of it); 4, an admission; 5,
-/// the collection settings.
+/// the collection settings; 6, a member's role (one part of it).
 ///
 /// A node keeps only statements its own authority signed; a peer's forged or damaged ones are
 /// dropped. Revocations accumulate; of the admitter sets, the latest counts.
@@ -17,6 +17,7 @@ public enum ClusterStatement: Sendable, Hashable {
     case admitters(AdmitterSet)
     case admission(Admission)
     case settings(ClusterSettings)
+    case role(RoleStatement)
 
     /// The binary form: a kind byte, then the statement's own.
     public var encoded: [UInt8] {
@@ -25,6 +26,7 @@ public enum ClusterStatement: Sendable, Hashable {
         case .admitters(let set): [2] + set.encoded
         case .admission(let admission): [4] + admission.encoded
         case .settings(let settings): [5] + settings.encoded
+        case .role(let role): [6] + role.encoded
         }
     }
 
@@ -46,6 +48,9 @@ public enum ClusterStatement: Sendable, Hashable {
         case 5:
             guard let s = ClusterSettings(encoded: body) else { return nil }
             self = .settings(s)
+        case 6:
+            guard let r = RoleStatement(encoded: body) else { return nil }
+            self = .role(r)
         default: return nil
         }
     }
@@ -56,6 +61,7 @@ public enum ClusterStatement: Sendable, Hashable {
         case .admitters(let set): set.isSigned(by: trust)
         case .admission(let admission): admission.isSigned(by: trust)
         case .settings(let settings): settings.isSigned(by: trust)
+        case .role(let role): role.isSigned(by: trust)
         }
     }
 
@@ -75,6 +81,10 @@ public enum ClusterStatement: Sendable, Hashable {
         case .admitters(let set): [2] + Array(SHA256.hash(data: set.signature).prefix(16))
         case .admission(let admission): [4] + admission.node.bytes
         case .settings(let settings): [5] + Array(SHA256.hash(data: settings.signature).prefix(16))
+        case .role(let role):
+            [6] + role.statementID + [
+                UInt8(truncatingIfNeeded: role.cut.part >> 8), UInt8(truncatingIfNeeded: role.cut.part),
+            ]
         }
     }
 

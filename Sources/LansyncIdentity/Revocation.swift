@@ -65,16 +65,8 @@ public struct Revocation: SignedStatement, Hashable {
     ) throws -> [Revocation] {
         let reason = cut(reason, to: maxReasonBytes)
         let name = cut(name, to: 64)
-        let writers = counters.filter { $0.key.isWriter(of: node) && $0.value > 0 }.sorted { $0.key < $1.key }
-        let chunks = stride(from: 0, to: max(writers.count, 1), by: writersPerPart).map {
-            Dictionary(
-                uniqueKeysWithValues: writers[$0..<min($0 + writersPerPart, writers.count)].map { ($0.key, $0.value) }
-            )
-        }
-        guard chunks.count <= maxParts else { throw RevocationTooLarge(writers: writers.count) }
-        return try chunks.enumerated().map { index, counters in
-            let cut = Cut(part: index, parts: chunks.count, counters: counters)
-            return try Revocation(node: node, name: name, reason: reason, at: at, by: by, cut: cut, signature: [])
+        return try Cut.parts(of: counters, node: node).map { cut in
+            try Revocation(node: node, name: name, reason: reason, at: at, by: by, cut: cut, signature: [])
                 .signed(with: authority)
         }
     }
@@ -132,7 +124,7 @@ public struct Revocation: SignedStatement, Hashable {
         w.string(reason)
         w.fixed64(at)
         w.raw(by.bytes)
-        if let cut { Self.write(cut, to: &w) }
+        if let cut { cut.write(to: &w) }
     }
 
     public func replacingSignature(_ signature: [UInt8]) -> Revocation {
@@ -141,16 +133,6 @@ public struct Revocation: SignedStatement, Hashable {
 
     // MARK: - Binary form (inside a ``ClusterStatement``: kind 1 without a cut, kind 3 with one;
     // ``SignedStatement/encoded``)
-
-    private static func write(_ cut: Cut, to w: inout ByteWriter) {
-        w.varint(UInt64(cut.part))
-        w.varint(UInt64(cut.parts))
-        w.varint(UInt64(cut.counters.count))
-        for (writer, counter) in cut.counters.sorted(by: { $0.key < $1.key }) {
-            w.fixed64(writer.low)
-            w.varint(counter)
-        }
-    }
 
     /// Reads the binary form; nil for anything else (a peer's junk is dropped, not fatal).
     init?(encoded bytes: [UInt8], withCut: Bool) {
@@ -162,16 +144,8 @@ public struct Revocation: SignedStatement, Hashable {
         let node = NodeID(bytes: nodeBytes)
         var cut: Cut?
         if withCut {
-            guard let part = try? r.varint(), let parts = try? r.varint(), let count = try? r.varint(),
-                parts >= 1, parts <= UInt64(Self.maxParts), part < parts, count <= UInt64(Self.writersPerPart)
-            else { return nil }
-            var counters: [NodeID: UInt64] = [:]
-            for _ in 0..<count {
-                guard let low = try? r.fixed64(), let counter = try? r.varint() else { return nil }
-                counters[NodeID(high: node.high, low: low)] = counter
-            }
-            guard counters.count == Int(count) else { return nil }
-            cut = Cut(part: Int(part), parts: Int(parts), counters: counters)
+            guard let read = Cut(reading: &r, node: node) else { return nil }
+            cut = read
         }
         guard let signature = try? r.data(), r.isAtEnd, signature.count <= 128 else { return nil }
         self.init(
@@ -183,5 +157,52 @@ public struct Revocation: SignedStatement, Hashable {
             cut: cut,
             signature: Array(signature)
         )
+    }
+}
+
+extension Revocation.Cut {
+    /// The cut's binary form, as revocations (kind 3) and roles (kind 6) carry it: its part, how
+    /// many parts, then each writer's low 64 bits and counter (the high ones are the node's).
+    func write(to w: inout ByteWriter) {
+        w.varint(UInt64(part))
+        w.varint(UInt64(parts))
+        w.varint(UInt64(counters.count))
+        for (writer, counter) in counters.sorted(by: { $0.key < $1.key }) {
+            w.fixed64(writer.low)
+            w.varint(counter)
+        }
+    }
+
+    /// Reads the binary form of a cut of `node`'s writers; nil past its bounds (at most
+    /// ``Revocation/maxParts`` parts of ``Revocation/writersPerPart`` writers, each named once).
+    init?(reading r: inout ByteReader, node: NodeID) {
+        guard let part = try? r.varint(), let parts = try? r.varint(), let count = try? r.varint(),
+            parts >= 1, parts <= UInt64(Revocation.maxParts), part < parts,
+            count <= UInt64(Revocation.writersPerPart)
+        else { return nil }
+        var counters: [NodeID: UInt64] = [:]
+        for _ in 0..<count {
+            guard let low = try? r.fixed64(), let counter = try? r.varint() else { return nil }
+            counters[NodeID(high: node.high, low: low)] = counter
+        }
+        guard counters.count == Int(count) else { return nil }
+        self.init(part: Int(part), parts: Int(parts), counters: counters)
+    }
+
+    /// `counters` (each of `node`'s writers and the counter kept), in parts of at most
+    /// ``Revocation/writersPerPart`` writers: at least one part, even with no writer.
+    static func parts(
+        of counters: [NodeID: UInt64],
+        node: NodeID
+    ) throws(Revocation.RevocationTooLarge)
+        -> [Revocation.Cut]
+    {
+        let writers = counters.filter { $0.key.isWriter(of: node) && $0.value > 0 }.sorted { $0.key < $1.key }
+        let per = Revocation.writersPerPart
+        let chunks = stride(from: 0, to: max(writers.count, 1), by: per).map {
+            Dictionary(uniqueKeysWithValues: writers[$0..<min($0 + per, writers.count)].map { ($0.key, $0.value) })
+        }
+        guard chunks.count <= Revocation.maxParts else { throw Revocation.RevocationTooLarge(writers: writers.count) }
+        return chunks.enumerated().map { Revocation.Cut(part: $0.offset, parts: chunks.count, counters: $0.element) }
     }
 }

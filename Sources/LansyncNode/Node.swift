@@ -121,7 +121,7 @@ public final class Node: Sendable {
                 gate: options.settlingGate?(info),
                 logger: logger
             ) : nil
-        statements = ClusterStatements(store: store, io: io, trust: identity.trust)
+        statements = ClusterStatements(store: store, io: io, trust: identity.trust, own: info.nodeID)
         relays = NIOLockedValueBox(RelayRoster(options.relays))
         view = ViewKeeper(me: info.nodeID, limits: options.view)
         joinDesk = JoinDesk(
@@ -702,7 +702,7 @@ public final class Node: Sendable {
         if overruled > 0 {
             await announceChange()
             logger.notice(
-                "overruled \(overruled) writes of revoked nodes made after their revocation (they show in history and status)"
+                "overruled \(overruled) writes of revoked nodes or readers made after their cut (they show in history and status)"
             )
         }
         for revocation in news.revocations {
@@ -719,13 +719,26 @@ public final class Node: Sendable {
                 try store.forgetMember(revocation.node, at: WallClock.milliseconds, dropPeer: false)
             }
         }
+        for role in news.roles {
+            let itself =
+                role.node != info.nodeID
+                ? ""
+                : role.role == .reader
+                    ? "; that is this node: it refuses local edits from now on" : "; that is this node"
+            logger.notice(
+                "node \(role.node.short) (\(TerminalText.escaped(role.name))) is \(role.role.withArticle) since \(WallClock.iso8601(milliseconds: role.at)) (made so by \(role.by.short))\(itself)"
+            )
+        }
         if let settings = news.settings {
             logger.notice(
                 "cluster settings of \(WallClock.iso8601(milliseconds: settings.at)): deleted items restorable for \(settings.trashWindow / 1000) s, members away after \(settings.awayAfter / 1000) s of silence"
             )
         }
         // Admissions alone are not urgent: they travel with the next sessions.
-        guard !news.revocations.isEmpty || news.admitters != nil || news.cutsChanged || news.settings != nil else {
+        guard
+            !news.revocations.isEmpty || news.admitters != nil || news.cutsChanged || news.settings != nil
+                || !news.roles.isEmpty
+        else {
             return
         }
         await registry.reopenAll()

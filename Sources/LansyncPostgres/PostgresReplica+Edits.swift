@@ -10,6 +10,7 @@ extension PostgresReplica {
     public func apply(_ edit: ItemEdit, to id: ItemID, wallMilliseconds: UInt64) throws(StoreError) -> Dot {
         try guarded {
             try database.transaction(write: true) { db in
+                if let why = try Self.readOnlyReason(db) { throw StoreError.readOnly(why: why) }
                 var tx = try PostgresWrite(db, origin: .local)
                 let writer = try tx.writer()
                 let dot = Dot(node: writer.id, counter: writer.counter + 1)

@@ -89,16 +89,17 @@ extension PostgresWrite {
         else {
             throw PostgresReplica.damaged("the writer or node id in table meta is missing")
         }
-        let retired = meta["writer_retired"] == "1"
+        let retired = meta["writer_retired"] == "1" || meta["writer_retired"] == PostgresReplica.retiredForRole
         let named = current == node || current.isWriter(of: node)
         if !retired, named {
             let row = try nodeRow(current)
             let counter = try db.value("SELECT counter FROM node WHERE id = \(row)", as: Int64.self) ?? 0
             return (current, row, UInt64(counter))
         }
-        let reason: WriterRecord.Reason = retired ? .witness : .named
+        let forRole = meta["writer_retired"] == PostgresReplica.retiredForRole
+        let reason: WriterRecord.Reason = forRole ? .role : retired ? .witness : .named
         // A rolled-back database's feed numbers were given before: jump past them (as in SQLite).
-        if retired {
+        if retired, !forRole {
             try PostgresReplica.raiseMeta("change_floor", to: Int64(clamping: ReplicaStore.changeSequenceFloor), db)
         }
         let fresh = NodeID.writer(for: node)

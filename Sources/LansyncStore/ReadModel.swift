@@ -140,5 +140,8 @@ public struct WriterRecord: Sendable, Equatable {
         /// The replica came back after being away and rejoined from a snapshot: its writes no
         /// one else held are re-issued under the new writer.
         case rejoin
+        /// The member was a reader and may write again (Docs/SECURITY.md, "Roles"): the reader's
+        /// cut refuses the previous writer's later writes for good.
+        case role
     }
 }

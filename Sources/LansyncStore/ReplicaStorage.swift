@@ -152,6 +152,14 @@ public protocol ReplicaStorage: Sendable {
     func forgetMember(_ node: NodeID, at now: UInt64, dropPeer: Bool) throws(StoreError)
     func collectionSettings() throws(StoreError) -> CollectionSettings
     func setCollectionSettings(_ settings: CollectionSettings) throws(StoreError)
+    /// Marks the replica as its member's role says (Docs/SECURITY.md, "Roles"): `why` when the
+    /// member is a reader (every local edit is then refused with it), nil when it may write.
+    /// A replica that may write again, or whose current writer is among `retiring` (the writers
+    /// its member's reader cuts name), writes under a new writer: a reader cut refuses the
+    /// writers it names past their counters for good.
+    func setReadOnly(_ why: String?, retiring: Set<NodeID>) throws(StoreError)
+    /// Why the replica may only read, or nil if it may write.
+    func readOnlyReason() throws(StoreError) -> String?
     /// One collection round (deleted items, retired writers, history), in one transaction.
     @discardableResult func collect(now: UInt64) throws(StoreError) -> CollectionRound
     func collectionFigures(now: UInt64) throws(StoreError) -> CollectionFigures

@@ -45,6 +45,7 @@ extension ReplicaStore {
         _ body: (inout EditSession) throws -> Void
     ) throws {
         try write { tx, me in
+            if let why = try Self.readOnlyReason(db: tx.db) { throw StoreError.readOnly(why: why) }
             let writer = try tx.claimWriter(lease: lease, name: me.nodeName)
             var session = EditSession(tx: tx, writer: writer, wallMilliseconds: wallMilliseconds)
             try body(&session)

@@ -171,7 +171,7 @@ extension ReplicaStore {
                 db,
                 sql: """
                     SELECT item_id, field, counter, reason FROM rejection
-                    WHERE reason LIKE 'written by revoked node %' ORDER BY counter DESC LIMIT ?
+                    WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %') ORDER BY counter DESC LIMIT ?
                     """,
                 arguments: [limit]
             ).map {

@@ -33,6 +33,10 @@ public enum StoreError: CodedError, Equatable, Sendable {
     /// vector the replica held before, so nothing of it is recorded; the next session starts
     /// from the snapshot.
     case rejoinedSince(session: UInt64, replica: UInt64)
+    /// This replica's member is a reader (Docs/SECURITY.md, "Roles"), `why` says since when and
+    /// who made it one: a local edit is refused before it is written, since every member would
+    /// refuse it.
+    case readOnly(why: String)
 
     public var description: String {
         switch self {
@@ -57,6 +61,8 @@ public enum StoreError: CodedError, Equatable, Sendable {
             "a batch names \(new) writer(s) new to this replica, past the \(perSession) one session may bring (--max-new-writers); nothing was merged, and the next session carries on"
         case let .feedCollected(since, floor):
             "changes after \(since) are no longer all kept (collection removed deleted items' changes up to \(floor)): read the items again as a snapshot, then follow the feed from its latest number"
+        case .readOnly(let why):
+            "this machine may only read (\(why)): every member would refuse its edits"
         case .rejoinedSince:
             "this node rejoined from a snapshot while the session ran: nothing of it was recorded, and the next session starts from the snapshot"
         }
@@ -76,6 +82,7 @@ extension StoreError {
         case .staleDelta, .tooManyNewWriters, .rejoinedSince: .unavailable
         case .tooManyWriters: .refused
         case .feedCollected: .gone
+        case .readOnly: .readOnly
         }
     }
 

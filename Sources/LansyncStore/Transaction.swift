@@ -197,8 +197,10 @@ struct Transaction {
     mutating func claimWriter(lease: WriterLease, name: String) throws -> ClaimedWriter {
         let current = try Self.currentWriter(db: db)
         let node = try Self.nodeID(db: db)
-        let retired =
-            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'writer_retired'")) == "1"
+        let retiredBy = try String.fetchOne(
+            db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'writer_retired'")
+        )
+        let retired = retiredBy == "1" || retiredBy == Self.retiredForRole
         let row = try nodeRow(current)
         let held = try changeStamp()
         let marker = lease.marker(for: current)
@@ -207,10 +209,12 @@ struct Transaction {
             return ClaimedWriter(id: current, row: row, counter: try counter(of: row))
         }
         let reason: WriterRecord.Reason =
-            retired
-            ? .witness
-            : marker != nil && !WriterContinuity.isProven(marker: marker, held: held)
-                ? .restored : !named ? .named : .unproven
+            retiredBy == Self.retiredForRole
+            ? .role
+            : retired
+                ? .witness
+                : marker != nil && !WriterContinuity.isProven(marker: marker, held: held)
+                    ? .restored : !named ? .named : .unproven
         // A rolled-back file's feed numbers were given before: jump past them.
         if reason == .witness || reason == .restored {
             try Self.raiseChangeSequence(to: Self.changeSequenceFloor, db: db)
@@ -220,6 +224,10 @@ struct Transaction {
         try Self.startWriter(fresh, name: name, reason: reason, db: db)
         return ClaimedWriter(id: fresh, row: try nodeRow(fresh), counter: 0)
     }
+
+    /// Meta `writer_retired`'s value when the member was a reader and may write again
+    /// (``ReplicaStore/setReadOnly(_:retiring:)``); "1" is a peer's witness of a rollback.
+    static let retiredForRole = "role"
 
     /// Makes `id` the current writer (recorded in table `writer` with why).
     static func startWriter(_ id: NodeID, name: String?, reason: WriterRecord.Reason, db: Database) throws {

@@ -212,3 +212,106 @@ import Testing
         #expect(x.supersedes(nil))
     }
 }
+
+/// Roles (statement kind 6): only the authority's count, no byte changes unnoticed, a reader's
+/// statement carries its cut and nothing else does, and the latest one is the same everywhere.
+@Suite struct RoleStatementTests {
+    let authority = try! ClusterSecret.generate()
+    let other = try! ClusterSecret.generate()
+
+    @Test func onlyTheAuthoritysRolesCountAndOnlyAReaderIsCut() throws {
+        let node = NodeKey().nodeID
+        let by = NodeKey().nodeID
+        let counters: [NodeID: UInt64] = [node: 7, .writer(for: node): 3, by: 9]
+        let reader = try #require(
+            try RoleStatement.make(
+                node: node,
+                name: "shed",
+                role: .reader,
+                at: 5,
+                by: by,
+                keeping: counters,
+                authority: authority
+            )
+            .first
+        )
+        #expect(reader.isSigned(by: authority.trust) && !reader.isSigned(by: other.trust))
+        #expect(reader.cut.counters.count == 2 && reader.cut.counters[node] == 7, "only the member's writers")
+        ClusterStatementTests().expectTamperEvident(.role(reader))
+        let writer = try #require(
+            try RoleStatement.make(
+                node: node,
+                name: "shed",
+                role: .writer,
+                at: 6,
+                by: by,
+                keeping: counters,
+                authority: authority
+            )
+            .first
+        )
+        #expect(writer.cut.counters.isEmpty, "a writer's statement cuts nothing")
+        #expect(writer.supersedes(reader) && !reader.supersedes(writer))
+        #expect(ClusterStatement.role(writer).key != ClusterStatement.role(reader).key, "both are kept")
+        // A writer's statement that names counters is malformed: a cut belongs to readers.
+        let malformed = try RoleStatement(
+            node: node,
+            name: "shed",
+            role: .writer,
+            at: 6,
+            by: by,
+            cut: reader.cut,
+            signature: []
+        ).signed(with: authority)
+        #expect(ClusterStatement(encoded: ClusterStatement.role(malformed).encoded) == nil)
+        // An unknown role byte is not read.
+        var bytes = ClusterStatement.role(writer).encoded
+        let roleAt = 1 + 16 + 1 + "shed".utf8.count
+        #expect(bytes[roleAt] == MemberRole.writer.rawValue)
+        bytes[roleAt] = 9
+        #expect(ClusterStatement(encoded: bytes) == nil)
+    }
+
+    @Test func aReaderWithManyWritersIsCutInParts() throws {
+        let node = NodeKey().nodeID
+        var counters: [NodeID: UInt64] = [:]
+        for _ in 0..<(Revocation.writersPerPart + 5) { counters[.writer(for: node)] = 4 }
+        let parts = try RoleStatement.make(
+            node: node,
+            name: "",
+            role: .reader,
+            at: 1,
+            by: node,
+            keeping: counters,
+            authority: authority
+        )
+        #expect(parts.count == 2 && parts.allSatisfy { $0.cut.parts == 2 })
+        #expect(Set(parts.map(\.statementID)).count == 1, "the parts are one statement")
+        #expect(parts.reduce(0) { $0 + $1.cut.counters.count } == counters.count)
+        #expect(MemberRole(name: "reader") == .reader && MemberRole(name: "owner") == nil)
+    }
+
+    @Test func equalStampsAreOrderedTheSameEverywhere() throws {
+        let node = NodeKey().nodeID
+        let x = try RoleStatement.make(
+            node: node,
+            name: "",
+            role: .reader,
+            at: 9,
+            by: NodeKey().nodeID,
+            keeping: [:],
+            authority: authority
+        )[0]
+        let y = try RoleStatement.make(
+            node: node,
+            name: "",
+            role: .writer,
+            at: 9,
+            by: NodeKey().nodeID,
+            keeping: [:],
+            authority: authority
+        )[0]
+        #expect(x.supersedes(y) != y.supersedes(x), "exactly one of two statements made at once counts")
+        #expect(!x.supersedes(x) && x.supersedes(nil))
+    }
+}

@@ -10,7 +10,8 @@ page showing up on the other's without a reload, editing a list field as chips, 
 made with the CLI on both nodes and settled on the page, a CLI edit on one node showing up on
 the other's page, a peer going down and coming back on the cluster view, kitchen's view of the
 cluster (started with a bounded view, as past eight machines: --full-mesh-up-to 1) with why garage
-is in it, and no JavaScript error in any page during the whole run. Screenshots of every view go to DIR.
+is in it, garage made a reader (its page offers no edit and says why, its API refuses one) and a
+writer again, and no JavaScript error in any page during the whole run. Screenshots of every view go to DIR.
 
 Exit status 0 only if every check passed. The nodes and the temporary directory are removed
 whatever happens; every wait has a timeout, and the whole run is bounded (RUN_LIMIT).
@@ -602,6 +603,40 @@ def main():
                 a.get_by_role("link", name="Items", exact=True).click()
                 cluster.wait_cli("garage to have the edit made while it was down", lambda: (
                     (lambda t: (t == "Climb the north face, with ropes", t))(cluster.cli_json("garage", "get", ids["climb"])["fields"].get("title"))))
+                done()
+
+                done = check("garage made a reader: its page says why and offers no edit, its API refuses one; a writer again, it offers them")
+                cluster.cli("kitchen", "members", "role", "garage", "reader")
+                def own_role():
+                    me = [m for m in cluster.cli_json("garage", "members") if m["this_node"]]
+                    return me[0]["role"] if me else None
+                cluster.wait_cli("garage to learn it is a reader", lambda: (own_role() == "reader", own_role()))
+                edit = subprocess.run([cluster.binary, "--dir", cluster.nodes["garage"]["dir"], "set", ids["paint"], "priority=9"],
+                                      capture_output=True, text=True, timeout=30)
+                if edit.returncode == 0 or "may only read" not in edit.stderr:
+                    raise CheckFailed(f"expected the reader's 'set' to be refused saying why, got {edit.returncode}: {edit.stderr}")
+                g = new_page("garage's page, a reader", allowed=[r"status of 403"])
+                g.goto(cluster.cli("garage", "ui"))
+                expect(g.get_by_role("heading", name="Items", exact=True)).to_be_visible()
+                expect(g.locator("#read-only")).to_contain_text("Read only: this machine is a reader")
+                expect(g.get_by_role("button", name="New item")).to_be_hidden()
+                expect(items_row(g, "Buy paint")).to_be_visible()
+                expect(items_row(g, "Buy paint").get_by_role("button", name=re.compile("^Delete"))).to_be_hidden()
+                screenshot(g, "reader")
+                refused = g.evaluate("""async () => {
+                    const t = localStorage.getItem('lansync.token');
+                    const r = await fetch('/v1/items', { method: 'POST', headers: { Authorization: 'Bearer ' + t, 'Content-Type': 'application/json' }, body: '{"fields":{"n":1}}' });
+                    return [r.status, (await r.json()).detail];
+                }""")
+                if refused[0] != 403 or "may only read" not in refused[1]:
+                    raise CheckFailed(f"expected the reader's API to refuse a new item with 403 saying why, got {refused}")
+                cluster.cli("kitchen", "members", "role", "garage", "writer")
+                cluster.wait_cli("garage to learn it may write again", lambda: (own_role() == "writer", own_role()))
+                cluster.cli("garage", "set", ids["paint"], "priority=1")
+                g.reload()
+                expect(g.get_by_role("button", name="New item")).to_be_visible()
+                expect(g.locator("#read-only")).to_be_hidden()
+                g.context.close()
                 done()
 
                 done = check("25,000 items more: the sort's hint to index, then the items view reads a page at a time, finds the last one, shows more")

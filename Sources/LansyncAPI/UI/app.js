@@ -333,6 +333,7 @@ const store = {
   missing: new Set(),              // ids the node answered 404 for (a link to an item not here)
   fetching: new Set(),
   summary: null,                   // GET /v1/summary: counts by type, the indexed fields
+  readOnly: null,                  // why this machine may only read (a reader, Docs/SECURITY.md), or null
   viewing: new Set(),              // ids the items view shows: it reads them again itself
   conflicts: [],
   conflictsReady: false,
@@ -388,6 +389,24 @@ function wantItem(id) {
   }).finally(() => store.fetching.delete(id));
 }
 
+/**
+ * A reader's node (Docs/SECURITY.md, "Roles"): every member would refuse its edits, so the page
+ * offers none and says why; the API refuses them too (403).
+ */
+function showReadOnly(why) {
+  const changed = store.readOnly !== why;
+  store.readOnly = why;
+  document.body.classList.toggle('read-only', !!why);
+  const bar = document.getElementById('read-only');
+  if (bar) {
+    bar.hidden = !why;
+    bar.textContent = why
+      ? `Read only: this machine is a reader in the cluster (${why}); the other members would refuse its edits. An admitting machine can make it a writer again.`
+      : '';
+  }
+  if (changed) emit('items', null);
+}
+
 /** The item counts by type and the indexed fields, read again a little after changes. */
 async function loadSummary() {
   const mine = session;
@@ -395,6 +414,7 @@ async function loadSummary() {
     const summary = await api('GET', '/v1/summary');
     if (mine !== session) return;
     store.summary = summary;
+    showReadOnly(summary.read_only || null);
   } catch (e) {
     if (mine !== session) return;
   }
@@ -701,6 +721,7 @@ function stopSession() {
   if (currentView && currentView.destroy) currentView.destroy();
   currentView = null;
   currentRoute = null;
+  showReadOnly(null);
   Object.assign(store, {
     items: new Map(), itemsReady: false, itemsError: null, truncated: false, loading: false,
     conflicts: [], conflictsReady: false, conflictsError: null, status: null, statusError: null, shortIds: null,
@@ -943,7 +964,7 @@ class FieldCell {
     const mark = inConflict
       ? h('a', { class: 'conflict-mark', href: '#/conflicts', 'data-key': `c:${this.field}` }, '⚠ conflict')
       : null;
-    if (item.deleted) {
+    if (item.deleted || store.readOnly) {
       fill(this.el, h('span', { class: 'static' }, shown), mark);
       return;
     }
@@ -969,7 +990,7 @@ class FieldCell {
 
   open() {
     const item = this.item;
-    if (!item || item.deleted) return;
+    if (!item || item.deleted || store.readOnly) return;
     this.mode = Array.isArray(item.fields[this.field]) ? 'list' : 'scalar';
     this.addInput = null;
     this.error = null;

@@ -4,8 +4,8 @@ import LansyncIdentity
 import LansyncStore
 import NIOConcurrencyHelpers
 
-/// The cluster statements a node holds (revocations with their write cuts, and the latest set of
-/// admitting machines), in memory for the checks every session makes and in the replica (table
+/// The cluster statements a node holds (revocations with their write cuts, the latest set of
+/// admitting machines, the members' roles), in memory for the checks every session makes and in the replica (table
 /// `statement`) across restarts. Only statements the cluster's authority signed are ever kept: a
 /// peer's forged or damaged ones are dropped.
 final class ClusterStatements: Sendable {
@@ -21,8 +21,12 @@ final class ClusterStatements: Sendable {
         var admissions: [Admission] = []
         /// Collection settings newer than the ones held.
         var settings: ClusterSettings?
+        /// Role statements complete now that were the latest of their member when taken (a
+        /// batch may hold several of one member: ``ClusterStatements/role(of:)`` is the latest).
+        var roles: [RoleStatement] = []
         var isEmpty: Bool {
             revocations.isEmpty && admitters == nil && !cutsChanged && admissions.isEmpty && settings == nil
+                && roles.isEmpty
         }
     }
 
@@ -37,12 +41,21 @@ final class ClusterStatements: Sendable {
         /// Each admitted machine's first admission, in its binary form.
         var admissions: [NodeID: [UInt8]] = [:]
         var settings: ClusterSettings?
+        /// Every role statement (each part), by its key: what hellos carry on.
+        var roleRecords: [[UInt8]: [UInt8]] = [:]
+        /// The parts of each role statement held so far, by ``RoleStatement/statementID``.
+        var roleParts: [[UInt8]: [Int: RoleStatement]] = [:]
+        /// Each member's latest complete role statement.
+        var roles: [NodeID: RoleStatement] = [:]
         var writers = RevokedWriters()
     }
 
     let store: any ReplicaStorage
     let io: BlockingIO
     let trust: ClusterCertificate
+    /// This node: its own reader cut is not applied to its own replica (the overrule would be a
+    /// write of its own past the cut, refused in turn); the other members' overrules reach it.
+    let own: NodeID
     private let held = NIOLockedValueBox(Held())
     /// The digests of the binary forms already judged (held, or refused), so that a record is
     /// verified once: every hello and every nudge brings them all again. Digests, not the records
@@ -52,10 +65,11 @@ final class ClusterStatements: Sendable {
     private let seen = NIOLockedValueBox<Set<SHA256Digest>>([])
     static let maxSeen = 65_536
 
-    init(store: any ReplicaStorage, io: BlockingIO, trust: ClusterCertificate) {
+    init(store: any ReplicaStorage, io: BlockingIO, trust: ClusterCertificate, own: NodeID) {
         self.store = store
         self.io = io
         self.trust = trust
+        self.own = own
     }
 
     /// The revocation of `node`, if it was revoked.
@@ -64,18 +78,22 @@ final class ClusterStatements: Sendable {
     /// The latest set of admitting machines, if one was ever made.
     var admitters: AdmitterSet? { held.withLockedValue { $0.admitters } }
 
-    /// The writes the revocations held refuse: each revoked node's, after its cut (once every
-    /// part of the cut is held).
+    /// `node`'s latest role statement, if one was ever made (a member without one is a writer).
+    func role(of node: NodeID) -> RoleStatement? { held.withLockedValue { $0.roles[node] } }
+
+    /// The writes the revocations and reader roles held refuse: each revoked node's, and each
+    /// reader's, after its cut (once every part of the cut is held).
     var revokedWriters: RevokedWriters { held.withLockedValue { $0.writers } }
 
     /// What a hello carries: every revocation (each part of each cut), the latest admitter set,
-    /// and every admission.
+    /// every admission, the settings, and every role statement (each part).
     var records: [[UInt8]] {
         held.withLockedValue { held in
             held.revocationRecords.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
                 + (held.admitters.map { [ClusterStatement.admitters($0).encoded] } ?? [])
                 + held.admissions.sorted { $0.key < $1.key }.map(\.value)
                 + (held.settings.map { [ClusterStatement.settings($0).encoded] } ?? [])
+                + held.roleRecords.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
         }
     }
 
@@ -108,7 +126,25 @@ final class ClusterStatements: Sendable {
         guard let records = try? await io.run({ try store.statementRecords() }) else { return News() }
         let news = adopt(valid(records))
         await keepSettings(news)
+        await keepOwnRole(news)
         return news
+    }
+
+    /// This node's latest role becomes its replica's (``ReplicaStorage/setReadOnly(_:retiring:)``):
+    /// a reader's refuses local edits, saying why; otherwise the replica may write, under a
+    /// writer no reader cut of this node names (a node offline for the whole time it was a
+    /// reader never refused an edit, and must not go on with the writer the cut ends).
+    private func keepOwnRole(_ news: News) async {
+        guard news.roles.contains(where: { $0.node == own }) || news.cutsChanged else { return }
+        let (role, cut) = held.withLockedValue { held in
+            (held.roles[own], Self.readerCuts(held.roleParts)[own].map { Set($0.keys) } ?? [])
+        }
+        guard let role else { return }
+        let why: String? =
+            role.role == .reader
+            ? "made a reader at \(WallClock.iso8601(milliseconds: role.at)) by \(role.by.short)" : nil
+        let store = self.store
+        _ = try? await io.write { try store.setReadOnly(why, retiring: cut) }
     }
 
     /// Newer collection settings become the replica's (meta `trash_window`, `away_after`), which
@@ -131,6 +167,7 @@ final class ClusterStatements: Sendable {
         let store = self.store
         _ = try? await io.write { try store.addStatements(statements.map { ($0.key, $0.encoded) }) }
         await keepSettings(news)
+        await keepOwnRole(news)
         return news
     }
 
@@ -173,17 +210,78 @@ final class ClusterStatements: Sendable {
                     guard settings.supersedes(held.settings) else { continue }
                     held.settings = settings
                     news.settings = settings
+                case .role(let role):
+                    guard held.roleRecords[statement.key] == nil else { continue }
+                    held.roleRecords[statement.key] = statement.encoded
+                    held.roleParts[role.statementID, default: [:]][role.cut.part] = role
+                    guard let parts = held.roleParts[role.statementID], parts.count == role.cut.parts,
+                        (0..<role.cut.parts).allSatisfy({ parts[$0] != nil })
+                    else { continue }
+                    // Complete now: its reader cut counts whether or not it is the latest.
+                    news.cutsChanged = news.cutsChanged || role.role == .reader
+                    guard role.supersedes(held.roles[role.node]) else { continue }
+                    let was = held.roles[role.node]?.role ?? .writer
+                    held.roles[role.node] = role
+                    news.roles.append(role)
+                    news.cutsChanged = news.cutsChanged || (was == .reader) != (role.role == .reader)
                 }
             }
-            if news.cutsChanged { held.writers = Self.writers(held.cutParts, revoked: held.revoked) }
+            if news.cutsChanged { held.writers = Self.writers(held, own: own) }
             return news
         }
     }
 
     /// The complete cuts, as ``RevokedWriters``: a cut counts once every part is held. Two
     /// admitting machines may each have revoked a node: their cuts join (a write either kept
-    /// stays), so every member refuses the same writes whichever it heard first.
-    private static func writers(_ cuts: [[UInt8]: [Int: Revocation]], revoked: [NodeID: Revocation]) -> RevokedWriters {
+    /// stays), so every member refuses the same writes whichever it heard first; so do the cuts
+    /// of the reader statements of one member. A write counts only if both its node's
+    /// revocation and its reader statements keep it; a writer no reader cut names keeps its
+    /// writes once the member may write again (it writes under a new writer then).
+    private static func writers(_ held: Held, own: NodeID) -> RevokedWriters {
+        let revoked = revocationCuts(held.cutParts, revoked: held.revoked)
+        var readers = readerCuts(held.roleParts)
+        readers[own] = nil
+        var cuts: [RevokedWriters.Cut] = []
+        for node in Set(revoked.keys).union(readers.keys) {
+            let revocation = revoked[node]
+            let reader = readers[node]
+            let isReader = node != own && held.roles[node]?.role == .reader
+            var counters: [NodeID: UInt64] = [:]
+            var named = Set<NodeID>()
+            if let revocation { named.formUnion(revocation.keys) }
+            if let reader { named.formUnion(reader.keys) }
+            for writer in named {
+                counters[writer] = min(
+                    revocation.map { $0[writer] ?? 0 } ?? .max,
+                    reader?[writer] ?? (isReader ? 0 : .max)
+                )
+            }
+            let why =
+                if revocation != nil, let statement = held.revoked[node] { Self.reason(statement) } else {
+                    held.roles[node].map(Self.reason) ?? ""
+                }
+            cuts.append(
+                RevokedWriters.Cut(
+                    node: node,
+                    counters: counters,
+                    keepsUnnamed: revocation == nil && !isReader,
+                    reason: why
+                )
+            )
+        }
+        return RevokedWriters(cuts)
+    }
+
+    /// Each member's complete reader statements' cuts, joined (``RoleStatement/readerCuts(_:)``).
+    static func readerCuts(_ roleParts: [[UInt8]: [Int: RoleStatement]]) -> [NodeID: [NodeID: UInt64]] {
+        RoleStatement.readerCuts(roleParts.values.lazy.flatMap(\.values))
+    }
+
+    /// Each revoked node's complete cuts, joined.
+    private static func revocationCuts(
+        _ cuts: [[UInt8]: [Int: Revocation]],
+        revoked: [NodeID: Revocation]
+    ) -> [NodeID: [NodeID: UInt64]] {
         var counters: [NodeID: [NodeID: UInt64]] = [:]
         for parts in cuts.values {
             guard let first = parts.values.first, let count = first.cut?.parts, parts.count == count,
@@ -193,12 +291,7 @@ final class ClusterStatements: Sendable {
                 counters[first.node, default: [:]].merge(part.cut?.counters ?? [:]) { max($0, $1) }
             }
         }
-        return RevokedWriters(
-            counters.compactMap { node, counters in
-                guard let revocation = revoked[node] else { return nil }
-                return RevokedWriters.Cut(node: node, counters: counters, reason: Self.reason(revocation))
-            }
-        )
+        return counters.filter { revoked[$0.key] != nil }
     }
 
     /// When a cut is new (`news`), overrules what the replica already holds of the writes it
@@ -222,5 +315,18 @@ final class ClusterStatements: Sendable {
         let reason = TerminalText.escaped(revocation.reason)
         return
             "written by revoked node \(revocation.node.short)\(name.isEmpty ? "" : " (\(name))") after its revocation at \(WallClock.iso8601(milliseconds: revocation.at))\(reason.isEmpty ? "" : ": \(reason)")"
+    }
+
+    /// The reason a write refused by a reader cut shows: who was a reader since when. (A
+    /// member made a writer again keeps its earlier cuts: its latest statement then names the
+    /// time it may write again.)
+    static func reason(_ role: RoleStatement) -> String {
+        let name = TerminalText.escaped(role.name)
+        let when = WallClock.iso8601(milliseconds: role.at)
+        let what =
+            role.role == .reader
+            ? "after it was made a reader at \(when) by \(role.by.short)"
+            : "while it was a reader (may write again since \(when))"
+        return "written by reader node \(role.node.short)\(name.isEmpty ? "" : " (\(name))") \(what)"
     }
 }

@@ -33,7 +33,7 @@ public enum OneShotSync {
         let transport = try Transport(identity: identity, group: group)
         // Revocations count here as in a node: a revoked peer gets nothing, and the statements
         // travel both ways in the hellos.
-        let statements = ClusterStatements(store: store, io: io, trust: identity.trust)
+        let statements = ClusterStatements(store: store, io: io, trust: identity.trust, own: info.nodeID)
         await statements.overruleRevokedWrites(news: await statements.reload())
         var results: [Result] = []
         for peer in peers {

@@ -150,8 +150,8 @@ struct RevokeCommand: ParsableCommand {
 struct MembersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "members",
-        abstract: "List the members this machine knows, or forget one that is gone for good.",
-        subcommands: [MembersList.self, MembersForget.self],
+        abstract: "List the members this machine knows, set what one may do, or forget one that is gone for good.",
+        subcommands: [MembersList.self, MembersRole.self, MembersForget.self],
         defaultSubcommand: MembersList.self
     )
 }
@@ -184,6 +184,53 @@ struct MembersForget: ParsableCommand {
     }
 }
 
+/// `lansync members role NODE reader|writer|admitter`: what a member may do.
+struct MembersRole: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "role",
+        abstract: "Set what a member may do: reader (receives everything, writes nothing), writer, or admitter.",
+        discussion: """
+            Run it on a machine that admits others. It signs the role with the cluster's \
+            authority key; the running node passes it on in every session, like a revocation. A \
+            reader's writes after this point (what this machine holds of it) are refused by every \
+            member, wherever they arrive, and its own node refuses local edits, its page and API \
+            are read-only; made a writer again, it writes under a new writer id (what it wrote \
+            while a reader stays refused). An admitter is a writer the set of admitting machines \
+            names (give it the cluster file to hold the key); making an admitting machine a \
+            reader or a writer takes it out of the set, and it removes the key. Docs/SECURITY.md, \
+            "Roles".
+            """
+    )
+
+    @OptionGroup var data: DataDirectoryOptions
+    @Argument(help: "The member: its name, its node id, or a unique start of it (see 'lansync members').")
+    var member: String
+    @Argument(help: "reader, writer or admitter.") var role: MemberRole
+
+    func run() throws {
+        let change = try LocalReplica(data.directory).setRole(member, role: role)
+        let name = change.member.name ?? change.member.nodeID.short
+        guard let statement = change.statement else {
+            print(Render.line("\(name) (\(change.member.nodeID.text)) is \(role.withArticle) already; nothing changed"))
+            return
+        }
+        let what =
+            switch role {
+            case .reader: "its later writes are refused and its node refuses edits"
+            case .writer: "it may write again"
+            case .admitter: "it may write and hold the authority's key"
+            }
+        print(
+            Render.line(
+                "\(name) (\(change.member.nodeID.text)) is \(role.withArticle) since \(WallClock.iso8601(milliseconds: statement.at)): \(what) once the statement reaches it and the others"
+                    + (change.admitters.map {
+                        "; the admitting machines are now \($0.nodes.map(\.short).joined(separator: ", "))"
+                    } ?? "")
+            )
+        )
+    }
+}
+
 /// `lansync members` (`members list`): the members, with their state.
 struct MembersList: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -196,7 +243,7 @@ struct MembersList: ParsableCommand {
     @OptionGroup var data: DataDirectoryOptions
     @Flag(
         help:
-            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, admitted_at, admitted_by, admits, last_sync, last_seen, forgotten_at (state: active, away, forgotten, revoked)."
+            "Print a JSON array: node_id, name, this_node, state, revoked_at, revoked_by, reason, admitted_here_at, admitted_at, admitted_by, admits, last_sync, last_seen, forgotten_at, role, role_since, role_by (state: active, away, forgotten, revoked; role: reader, writer, admitter)."
     )
     var json = false
 
@@ -207,7 +254,7 @@ struct MembersList: ParsableCommand {
             print(members.jsonText)
             return
         }
-        var rows = [["NODE", "NAME", "STATE", "ADMITS", "SINCE", "ADMITTED", "LAST SYNC"]]
+        var rows = [["NODE", "NAME", "STATE", "ROLE", "ADMITS", "SINCE", "ADMITTED", "LAST SYNC"]]
         let names = Dictionary(members.map { ($0.nodeID, $0.name ?? $0.nodeID.short) }) { a, _ in a }
         for m in members {
             let admitted = m.admission.map { a in
@@ -220,7 +267,8 @@ struct MembersList: ParsableCommand {
                     : m.forgottenAt.map { "forgotten " + String((time($0) ?? "").prefix(10)) }
                         ?? (m.isAway ? "away since " + String((time(m.seenAt) ?? "?").prefix(10)) : "active"))
             rows.append([
-                m.nodeID.short, m.name ?? "?", state, m.admits.map { $0 ? "yes" : "no" } ?? "-",
+                m.nodeID.short, m.name ?? "?", state, m.revocation == nil ? m.role.description : "-",
+                m.admits.map { $0 ? "yes" : "no" } ?? "-",
                 String((time(m.revocation?.at) ?? "-").prefix(19)),
                 admitted ?? String((time(m.admittedHere) ?? "-").prefix(16)),
                 String((time(m.lastSync) ?? "-").prefix(19)),

@@ -48,6 +48,9 @@ struct StatusCommand: ParsableCommand {
                     ", \(revoked.count) revoked (\(revoked.map { $0.name ?? $0.nodeID.short }.joined(separator: ", ")))"
             }
             line += "; this machine admits others: \(replica.admitsOthers ? "yes" : "no") ('lansync members')"
+            if let why = try? replica.readOnlyReason() {
+                line += "; this machine may only read (\(why)): its edits are refused"
+            }
             var text = Self.render(status, members: line)
             if !sessions.isEmpty {
                 let since = sessions.map { String(WallClock.iso8601(milliseconds: $0.started).prefix(16)) }

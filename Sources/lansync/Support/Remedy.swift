@@ -11,6 +11,10 @@ enum Remedy {
         case let edit as EditError: return advised(edit)
         case let store as StoreError:
             if case .edit(let edit, _) = store { return advised(edit) }
+            if case .readOnly = store {
+                return store.description
+                    + ": an admitting machine can make it a writer again ('lansync members role NAME writer')"
+            }
             return store.description
         case let host as HostError:
             guard let cause = host.cause, let advice = advice(for: cause) else { return host.description }
