@@ -13,31 +13,7 @@ import Testing
     let t0: UInt64 = 1_700_000_000_000
 
     func receive(_ from: any ReplicaStorage, into to: any ReplicaStorage, revoked: RevokedWriters) throws {
-        let sender = try from.info()
-        let held = try to.sessionStart(with: sender.nodeID).vector
-        try to.meet(sender.nodeID, incarnation: sender.writerID)
-        var stream = try from.deltaStream(
-            for: held,
-            maxUpdates: 100,
-            budgetBytes: 2 << 20,
-            unclaimed: true,
-            deltaBase: nil
-        )
-        while let batch = try stream.next(peerHolds: VersionVector()) {
-            try to.receive(
-                batch,
-                from: sender.nodeID,
-                incarnation: sender.writerID,
-                wallMilliseconds: t0 + 10,
-                refuse: nil,
-                revoked: revoked,
-                writers: .standard,
-                allowance: nil,
-                rejoinedAt: nil,
-                completingStream: false
-            )
-        }
-        try to.completeStream(from: sender.nodeID, rejoinedAt: nil)
+        try syncAsASession(from, to, batchSize: 100, deltas: false, wallMilliseconds: t0 + 10, revoked: revoked)
     }
 
     @Test(arguments: StorageKind.all)

@@ -90,7 +90,8 @@ func syncAsASession(
     _ to: any ReplicaStorage,
     batchSize: Int,
     deltas: Bool,
-    wallMilliseconds: UInt64
+    wallMilliseconds: UInt64,
+    revoked: RevokedWriters = RevokedWriters()
 ) throws {
     let sender = try from.info()
     let held = try to.sessionStart(with: sender.nodeID).vector
@@ -109,7 +110,7 @@ func syncAsASession(
             incarnation: sender.writerID,
             wallMilliseconds: wallMilliseconds,
             refuse: nil,
-            revoked: RevokedWriters(),
+            revoked: revoked,
             writers: .standard,
             allowance: nil,
             rejoinedAt: nil,
