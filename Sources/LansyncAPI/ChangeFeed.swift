@@ -136,39 +136,13 @@ struct ChangeFeed: Sendable {
                 }
                 var last = since
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                func drain(_ writer: inout any ResponseBodyWriter) async throws {
-                    while stillAllowed() {
-                        // `last` moves to the page's end even past changes the filter left out,
-                        // so a filtered client does not read them again on every wake.
-                        let since = last
-                        let page = try await node.blocking {
-                            try node.replica.changes(
-                                since: since,
-                                limit: 1000,
-                                type: filter.type,
-                                item: filter.item,
-                                field: filter.field
-                            )
-                        }
-                        last = page.last
-                        // Revoked while the page was read: none of it goes out.
-                        guard stillAllowed() else { return }
-                        if !page.entries.isEmpty {
-                            var text = ""
-                            for entry in page.entries {
-                                text += "id: \(entry.seq)\nevent: change\ndata: \(entry.jsonText)\n\n"
-                            }
-                            try await writer.write(ByteBuffer(string: text))
-                        }
-                        if page.entries.count < 1000 { return }
-                    }
-                }
-                try await drain(&writer)
+                try await Self.drain(after: &last, node: node, filter, stillAllowed: stillAllowed, to: &writer)
                 for await wake in events {
                     // Rotated away or logged out: the stream ends here, with nothing more sent.
                     guard stillAllowed() else { break }
                     switch wake {
-                    case .change: try await drain(&writer)
+                    case .change:
+                        try await Self.drain(after: &last, node: node, filter, stillAllowed: stillAllowed, to: &writer)
                     case .sync: try await writer.write(ByteBuffer(string: "event: sync\ndata: {}\n\n"))
                     case .beat: try await writer.write(ByteBuffer(string: ": still here\n\n"))
                     }
@@ -176,5 +150,41 @@ struct ChangeFeed: Sendable {
                 try await writer.finish(nil)
             }
         )
+    }
+
+    /// Writes the changes after `last` that `filter` lets through, a page of 1,000 at a time,
+    /// until none is left or the credential is gone. `last` moves to the end of each page read,
+    /// even past changes the filter left out, so a filtered client does not read them again on
+    /// every wake.
+    private static func drain(
+        after last: inout UInt64,
+        node: RunningNode,
+        _ filter: Filter,
+        stillAllowed: @Sendable () -> Bool,
+        to writer: inout any ResponseBodyWriter
+    ) async throws {
+        while stillAllowed() {
+            let since = last
+            let page = try await node.blocking {
+                try node.replica.changes(
+                    since: since,
+                    limit: 1000,
+                    type: filter.type,
+                    item: filter.item,
+                    field: filter.field
+                )
+            }
+            last = page.last
+            // Revoked while the page was read: none of it goes out.
+            guard stillAllowed() else { return }
+            if !page.entries.isEmpty {
+                var text = ""
+                for entry in page.entries {
+                    text += "id: \(entry.seq)\nevent: change\ndata: \(entry.jsonText)\n\n"
+                }
+                try await writer.write(ByteBuffer(string: text))
+            }
+            if page.entries.count < 1000 { return }
+        }
     }
 }

@@ -40,6 +40,12 @@ struct Routes: Sendable {
             try takes(request)
             return json((try await node.status().jsonValue["peers"] ?? .array([])).text)
         }
+        registerItems(on: v1)
+        registerViews(on: v1)
+    }
+
+    /// The items: reading, creating, editing, deleting and restoring them, and their history.
+    private func registerItems(on v1: RouterGroup<BasicRequestContext>) {
         v1.get("items") { request, _ in
             try takes(request, "limit", "deleted", "type", "where", "sort", "after", "links_to", "q")
             return try await listItems(request)
@@ -92,6 +98,11 @@ struct Routes: Sendable {
             try takes(request, "field", "all")
             return try await history(request, context)
         }
+    }
+
+    /// What the page and clients read beside the items: counts, broken links, conflicts, the
+    /// change feed and this API's own document.
+    private func registerViews(on v1: RouterGroup<BasicRequestContext>) {
         v1.get("summary") { request, _ in
             try takes(request)
             let (types, indexed, readOnly) = try await blocking { replica in
@@ -219,8 +230,8 @@ struct Routes: Sendable {
         return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":null}"#)
     }
 
-    func listItems(_ request: Request) async throws -> Response {
-        let query = try QueryString(request.uri.query)
+    /// A page's size (`limit`, 1 to 1000, 100 unless given) and whether it lists deleted items.
+    static func pageOptions(_ query: QueryString) throws -> (limit: Int, deleted: Bool) {
         let limit =
             try query["limit"].map { text -> Int in
                 guard let n = Int(text), (1...1000).contains(n) else {
@@ -235,6 +246,12 @@ struct Routes: Sendable {
                 }
                 return text == "true"
             } ?? false
+        return (limit, deleted)
+    }
+
+    func listItems(_ request: Request) async throws -> Response {
+        let query = try QueryString(request.uri.query)
+        let (limit, deleted) = try Self.pageOptions(query)
         let type = try query["type"].map(Self.type)
         if let target = query["links_to"] {
             guard query.all("where").isEmpty, query["sort"] == nil, query["after"] == nil, query["q"] == nil else {
@@ -325,15 +342,7 @@ struct Routes: Sendable {
                     continue
                 }
                 if key == "unset" {
-                    guard case .array(let names) = value else {
-                        throw Problem(.badRequest, "\"unset\" in the patch is a list of field names to remove")
-                    }
-                    for name in names {
-                        guard case .string(let text) = name else {
-                            throw Problem(.badRequest, "\"unset\" in the patch is a list of field names to remove")
-                        }
-                        assignments.append(.unset(try FieldName(text)))
-                    }
+                    assignments += try Self.unsets(value)
                     continue
                 }
                 guard key == "set" || key == "add" || key == "remove", case .object(let fields) = value else {
@@ -365,6 +374,19 @@ struct Routes: Sendable {
             throw Problem(.badRequest, "the patch must be a list of assignments or {\"set\", \"add\", \"remove\"}")
         }
         return (assignments, type)
+    }
+
+    /// A patch's `unset`: a list of the names of the fields to remove.
+    static func unsets(_ value: JSON) throws -> [Assignment] {
+        guard case .array(let names) = value else {
+            throw Problem(.badRequest, "\"unset\" in the patch is a list of field names to remove")
+        }
+        return try names.map { name in
+            guard case .string(let text) = name else {
+                throw Problem(.badRequest, "\"unset\" in the patch is a list of field names to remove")
+            }
+            return .unset(try FieldName(text))
+        }
     }
 
     /// `POST /v1/items/batch`: `{"ids": [...], "patch": PATCH}` (or `"delete": true`, or

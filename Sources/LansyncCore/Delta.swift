@@ -256,17 +256,8 @@ public struct DeltaPlanner: Sendable {
             let fetched = try versions(node, start, limit)
             let rows = fetched.filter { $0.counter <= end }
             let exhausted = fetched.count < limit || rows.count < fetched.count
-            var cut = min(room, rows.count)
-            if cut < rows.count {
-                // Never split the rows of one write across batches.
-                let boundary = rows[cut].counter
-                while cut > 0, rows[cut - 1].counter == boundary { cut -= 1 }
-                if cut == 0 {
-                    guard keys.isEmpty else { break }
-                    // One write touching more fields than a batch holds travels whole.
-                    while cut < rows.count, rows[cut].counter == boundary { cut += 1 }
-                }
-            }
+            let cut = Self.fit(rows, room: room, batchIsEmpty: keys.isEmpty)
+            if cut == 0, !rows.isEmpty { break }
             take(rows.prefix(cut))
             if cut == rows.count && exhausted {
                 if claimed {
@@ -289,6 +280,20 @@ public struct DeltaPlanner: Sendable {
         }
         if keys.isEmpty, covers.isEmpty, isFinished { return nil }
         return (keys, covers)
+    }
+
+    /// How many of `rows` (one node's, by counter) go in a batch with `room` left: never the
+    /// rows of one write split across batches, so 0 when the next write does not fit, except in
+    /// an empty batch, where one write touching more fields than a batch holds travels whole.
+    static func fit(_ rows: [IndexRow], room: Int, batchIsEmpty: Bool) -> Int {
+        var cut = min(room, rows.count)
+        guard cut < rows.count else { return cut }
+        let boundary = rows[cut].counter
+        while cut > 0, rows[cut - 1].counter == boundary { cut -= 1 }
+        if cut == 0, batchIsEmpty {
+            while cut < rows.count, rows[cut].counter == boundary { cut += 1 }
+        }
+        return cut
     }
 }
 

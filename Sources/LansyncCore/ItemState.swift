@@ -109,36 +109,53 @@ public struct ItemState: Hashable, Sendable {
             changed[.deleted] = tombstone
 
         case .restore:
-            guard exists else { throw .unknownItem(id) }
-            guard isDeleted else { throw .itemNotDeleted(id) }
-            if let trashWindow, let delete = deletingVersion,
-                delete.timestamp.milliseconds &+ trashWindow < timestamp.milliseconds
-            {
-                throw .pastTrashWindow(id, deletedAt: delete.timestamp.milliseconds)
-            }
-            var tombstone = state(.deleted)
-            tombstone.assign(.bool(false), dot: dot, timestamp: timestamp)
-            changed[.deleted] = tombstone
+            changed[.deleted] = try restoring(dot: dot, timestamp: timestamp, trashWindow: trashWindow)
 
         case let .resolve(name, value):
-            guard exists else { throw .unknownItem(id) }
-            guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
-            var resolved = state(name)
-            if let value {
-                try Self.validate(value, of: name)
-                if name == .type {
-                    guard case .string(let type) = value else { throw .invalidType("(\(value.kindName), not text)") }
-                    try Self.validate(type: type)
-                }
-                resolved.assign(value, dot: dot, timestamp: timestamp)
-            } else {
-                // An item always has a type: its conflict is settled with one.
-                guard name != .type else { throw .invalidType("(none)") }
-                resolved.unset(dot: dot, timestamp: timestamp)
-            }
-            changed[name] = resolved
+            changed[name] = try resolving(name, to: value, dot: dot, timestamp: timestamp)
         }
         return changed
+    }
+
+    /// The `_deleted` field's state after a restore (``ItemEdit/restore``), refused past the
+    /// trash window.
+    private func restoring(dot: Dot, timestamp: HLCTimestamp, trashWindow: UInt64?) throws(EditError) -> FieldState {
+        guard exists else { throw .unknownItem(id) }
+        guard isDeleted else { throw .itemNotDeleted(id) }
+        if let trashWindow, let delete = deletingVersion,
+            delete.timestamp.milliseconds &+ trashWindow < timestamp.milliseconds
+        {
+            throw .pastTrashWindow(id, deletedAt: delete.timestamp.milliseconds)
+        }
+        var tombstone = fields[.deleted] ?? FieldState()
+        tombstone.assign(.bool(false), dot: dot, timestamp: timestamp)
+        return tombstone
+    }
+
+    /// A conflicted field's state once settled with `value` (nil: removed), as
+    /// ``ItemEdit/resolve(_:_:)`` asks.
+    private func resolving(
+        _ name: FieldName,
+        to value: Value?,
+        dot: Dot,
+        timestamp: HLCTimestamp
+    ) throws(EditError) -> FieldState {
+        guard exists else { throw .unknownItem(id) }
+        guard name != .deleted, fields[name]?.hasConflict == true else { throw .noConflict(id, name) }
+        var resolved = fields[name] ?? FieldState()
+        if let value {
+            try Self.validate(value, of: name)
+            if name == .type {
+                guard case .string(let type) = value else { throw .invalidType("(\(value.kindName), not text)") }
+                try Self.validate(type: type)
+            }
+            resolved.assign(value, dot: dot, timestamp: timestamp)
+        } else {
+            // An item always has a type: its conflict is settled with one.
+            guard name != .type else { throw .invalidType("(none)") }
+            resolved.unset(dot: dot, timestamp: timestamp)
+        }
+        return resolved
     }
 
     /// Applies a local edit (validated as in ``applying(_:dot:timestamp:)``) and returns the changed

@@ -144,85 +144,98 @@ public final class Node: Sendable {
             SafeFile.removeFile(options.controlSocketPath)
             SafeFile.removeFile(NudgeServer.path(control: options.controlSocketPath))
         }
+        var failure: (any Error)?
         do {
             let transport = try Transport(identity: identity, group: group)
             let listener = try await transport.listen(host: options.listen.host, port: options.listen.port)
-            await registry.load()
-            let listenAddress = PeerAddress(host: listener.host, port: listener.port).description
-            listenPort.withLockedValue { $0 = listener.port }
-            await registry.setListenAddress(listenAddress)
-            for peer in options.staticPeers { await registry.configure(address: peer.description, source: .configured) }
-            logger.notice(
-                "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
-            )
-            if let authority { _ = await authority.settleAll() }
-            // What the replica holds is old news, except an admitter set this machine is not in,
-            // and writes a cut refuses that came in before the node stopped.
-            let held = await statements.reload()
-            if let admitters = held.admitters { await admittersChanged(admitters) }
-            await statements.overruleRevokedWrites(news: held)
-            // Also gives the hub its first reading of the version vector.
-            await announceChange()
+            await open(listener)
             ready(listener.port)
             try await withThrowingDiscardingTaskGroup { tasks in
-                tasks.addTask { try await self.accept(listener) }
-                for peer in self.options.staticPeers {
-                    tasks.addTask { await self.keepConnected(.configured(peer), transport: transport) }
-                }
-                if !self.options.relays.isEmpty {
-                    for relay in self.options.relays {
-                        await self.registry.configure(address: relay.description, source: .relay)
-                    }
-                    tasks.addTask { await self.keepConnected(.relay, transport: transport) }
-                }
-                if let authority = self.authority, let gate = authority.gate {
-                    // Settling apart from the lease's loop, which must keep renewing meanwhile.
-                    tasks.addTask { await gate.keep { self.settleSoon() } }
-                }
-                tasks.addTask { try await self.pollForChanges() }
-                tasks.addTask { await self.followCommitsElsewhere() }
-                tasks.addTask { try await self.antiEntropy() }
-                tasks.addTask { try await self.collectPeriodically() }
-                tasks.addTask { try await self.writeSearchTextsWhenQuiet() }
-                tasks.addTask { await self.registry.runPersistence() }
-                tasks.addTask { await self.followGossip(transport: transport) }
-                if self.options.role == .peer { tasks.addTask { await self.keepTheView(transport: transport) } }
-                if let discovery = self.options.discovery {
-                    tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
-                } else {
-                    await self.registry.setDiscoveryState("off (--no-mdns)")
-                }
-                tasks.addTask {
-                    try await ControlServer.serve(
-                        path: self.options.controlSocketPath,
-                        group: group,
-                        handle: { await self.control($0) }
-                    )
-                }
-                let (nudges, nudged) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-                tasks.addTask {
-                    try await NudgeServer.serve(
-                        path: NudgeServer.path(control: self.options.controlSocketPath),
-                        group: group
-                    ) { [hub = self.hub] in
-                        hub.notifyUnread()
-                        nudged.yield()
-                    }
-                }
-                // The vector for the hub after nudges, one read for any number of them.
-                tasks.addTask { for await _ in nudges { await self.learnVersion() } }
+                await self.addTasks(to: &tasks, listener: listener, transport: transport, group: group)
             }
         } catch is CancellationError {
         } catch {
-            try? await group.shutdownGracefully()
-            await io.shutdown()
-            await upkeep.shutdown()
-            throw error
+            failure = error
         }
         try? await group.shutdownGracefully()
         await io.shutdown()
         await upkeep.shutdown()
+        if let failure { throw failure }
         logger.notice("node stopped")
+    }
+
+    /// What the node does once it listens, before its tasks start: the peers it knows and is
+    /// told of, what the replica holds settled (on a relay) and its statements acted on.
+    private func open(_ listener: Transport.Listener) async {
+        await registry.load()
+        let listenAddress = PeerAddress(host: listener.host, port: listener.port).description
+        listenPort.withLockedValue { $0 = listener.port }
+        await registry.setListenAddress(listenAddress)
+        for peer in options.staticPeers { await registry.configure(address: peer.description, source: .configured) }
+        logger.notice(
+            "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
+        )
+        if let authority { _ = await authority.settleAll() }
+        // What the replica holds is old news, except an admitter set this machine is not in,
+        // and writes a cut refuses that came in before the node stopped.
+        let held = await statements.reload()
+        if let admitters = held.admitters { await admittersChanged(admitters) }
+        await statements.overruleRevokedWrites(news: held)
+        // Also gives the hub its first reading of the version vector.
+        await announceChange()
+    }
+
+    /// The node's tasks, which run until it stops: accepting, keeping its peers and relays
+    /// connected, its rounds (changes, anti-entropy, collection, search texts), gossip, the
+    /// view, discovery, and its control and nudge sockets.
+    private func addTasks(
+        to tasks: inout ThrowingDiscardingTaskGroup<any Error>,
+        listener: Transport.Listener,
+        transport: Transport,
+        group: MultiThreadedEventLoopGroup
+    ) async {
+        tasks.addTask { try await self.accept(listener) }
+        for peer in options.staticPeers {
+            tasks.addTask { await self.keepConnected(.configured(peer), transport: transport) }
+        }
+        if !options.relays.isEmpty {
+            for relay in options.relays { await registry.configure(address: relay.description, source: .relay) }
+            tasks.addTask { await self.keepConnected(.relay, transport: transport) }
+        }
+        if let authority, let gate = authority.gate {
+            // Settling apart from the lease's loop, which must keep renewing meanwhile.
+            tasks.addTask { await gate.keep { self.settleSoon() } }
+        }
+        tasks.addTask { try await self.pollForChanges() }
+        tasks.addTask { await self.followCommitsElsewhere() }
+        tasks.addTask { try await self.antiEntropy() }
+        tasks.addTask { try await self.collectPeriodically() }
+        tasks.addTask { try await self.writeSearchTextsWhenQuiet() }
+        tasks.addTask { await self.registry.runPersistence() }
+        tasks.addTask { await self.followGossip(transport: transport) }
+        if options.role == .peer { tasks.addTask { await self.keepTheView(transport: transport) } }
+        if let discovery = options.discovery {
+            tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
+        } else {
+            await registry.setDiscoveryState("off (--no-mdns)")
+        }
+        tasks.addTask {
+            try await ControlServer.serve(
+                path: self.options.controlSocketPath,
+                group: group,
+                handle: { await self.control($0) }
+            )
+        }
+        let (nudges, nudged) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        tasks.addTask {
+            try await NudgeServer.serve(path: NudgeServer.path(control: self.options.controlSocketPath), group: group) {
+                [hub = self.hub] in
+                hub.notifyUnread()
+                nudged.yield()
+            }
+        }
+        // The vector for the hub after nudges, one read for any number of them.
+        tasks.addTask { for await _ in nudges { await self.learnVersion() } }
     }
 
     private func accept(_ listener: Transport.Listener) async throws {

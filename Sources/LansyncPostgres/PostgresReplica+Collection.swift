@@ -148,7 +148,31 @@ extension PostgresReplica {
         }
         let stable = ledger.stable
         guard !stable.isEmpty else { return round }
-        let cutoff = settings.collectCutoff(ledger, now: now)
+        round.collected = try collectDeleted(
+            below: stable,
+            deletedBefore: settings.collectCutoff(ledger, now: now),
+            now: now
+        )
+        // As the SQLite store: a replica away itself or stale purges nothing.
+        let judgesNoOneAway = try guarded {
+            try database.statements { db in try Self.judgesNoOneAway(db, now: now, settings: settings) }
+        }
+        if !judgesNoOneAway {
+            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
+        }
+        return round
+    }
+
+    /// Reduces every collectable deleted item to its minimal tombstone, 200 items per
+    /// transaction (as the SQLite store's round).
+    private func collectDeleted(
+        below stable: VersionVector,
+        deletedBefore cutoff: UInt64,
+        now: UInt64
+    )
+        throws(StoreError) -> Int
+    {
+        var collected = 0
         var after: Int64 = 0
         while true {
             let (done, next, count) = try guarded {
@@ -172,18 +196,10 @@ extension PostgresReplica {
                     return (batch.count < 200, batch.last?.0 ?? after, count)
                 }
             }
-            round.collected += count
+            collected += count
             after = next
-            if done { break }
+            if done { return collected }
         }
-        // As the SQLite store: a replica away itself or stale purges nothing.
-        let judgesNoOneAway = try guarded {
-            try database.statements { db in try Self.judgesNoOneAway(db, now: now, settings: settings) }
-        }
-        if !judgesNoOneAway {
-            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
-        }
-        return round
     }
 
     /// Forgets the minimal tombstones collected before `cutoff`, 500 per transaction; how many.

@@ -29,38 +29,14 @@ public enum JoinDialer {
         let refusal = NIOLockedValueBox<String?>(nil)
         let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         do {
-            var config = TLSConfiguration.makeClientConfiguration()
-            config.certificateVerification = .noHostnameVerification
-            config.minimumTLSVersion = .tlsv13
-            let context = try NIOSSLContext(configuration: config)
-            let future = try await ClientBootstrap(group: group)
-                .connectTimeout(timeout)
-                .connect(host: host, port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let promise = channel.eventLoop.makePromise(of: NodeID?.self)
-                        let sync = channel.pipeline.syncOperations
-                        try sync.addHandler(
-                            try NIOSSLClientHandler(context: context, serverHostname: nil) { chain, verdict in
-                                if let why = Self.check(chain, pins: pins) {
-                                    refusal.withLockedValue { $0 = why }
-                                    verdict.succeed(.failed)
-                                } else {
-                                    verdict.succeed(.certificateVerified)
-                                }
-                            }
-                        )
-                        try sync.addHandler(
-                            HandshakeWatcher(promise: promise, timeout: timeout, firstByte: nil, counters: nil)
-                        )
-                        return promise.futureResult.flatMapThrowing { _ in
-                            let sync = channel.pipeline.syncOperations
-                            try sync.addHandler(ByteToMessageHandler(FrameDecoder()))
-                            try sync.addHandler(MessageToByteHandler(FrameEncoder()))
-                            return try NIOAsyncChannel<Incoming, Message>(wrappingChannelSynchronously: channel)
-                        }
-                    }
-                }
-            let channel = try await future.get()
+            let channel = try await connect(
+                host: host,
+                port: port,
+                pins: pins,
+                refusal: refusal,
+                group: group,
+                timeout: timeout
+            )
             // However the inviter behaves, the exchange ends within the timeout.
             let deadline = channel.channel.eventLoop.scheduleTask(in: timeout) { channel.channel.close(promise: nil) }
             defer { deadline.cancel() }
@@ -82,6 +58,50 @@ public enum JoinDialer {
             }
             throw TransportError(connecting: error, timeout: timeout)
         }
+    }
+
+    /// A TLS connection to the inviter, without a client certificate, whose chain the invite
+    /// pins (a refused chain leaves why in `refusal`), framed for messages.
+    private static func connect(
+        host: String,
+        port: Int,
+        pins: @escaping @Sendable (NodeID) -> Bool,
+        refusal: NIOLockedValueBox<String?>,
+        group: any EventLoopGroup,
+        timeout: TimeAmount
+    ) async throws -> NIOAsyncChannel<Incoming, Message> {
+        var config = TLSConfiguration.makeClientConfiguration()
+        config.certificateVerification = .noHostnameVerification
+        config.minimumTLSVersion = .tlsv13
+        let context = try NIOSSLContext(configuration: config)
+        let future = try await ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let promise = channel.eventLoop.makePromise(of: NodeID?.self)
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(
+                        try NIOSSLClientHandler(context: context, serverHostname: nil) { chain, verdict in
+                            if let why = Self.check(chain, pins: pins) {
+                                refusal.withLockedValue { $0 = why }
+                                verdict.succeed(.failed)
+                            } else {
+                                verdict.succeed(.certificateVerified)
+                            }
+                        }
+                    )
+                    try sync.addHandler(
+                        HandshakeWatcher(promise: promise, timeout: timeout, firstByte: nil, counters: nil)
+                    )
+                    return promise.futureResult.flatMapThrowing { _ in
+                        let sync = channel.pipeline.syncOperations
+                        try sync.addHandler(ByteToMessageHandler(FrameDecoder()))
+                        try sync.addHandler(MessageToByteHandler(FrameEncoder()))
+                        return try NIOAsyncChannel<Incoming, Message>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            }
+        return try await future.get()
     }
 
     /// Why the inviter's certificate chain is not acceptable, or nil if it is: the leaf must be

@@ -32,75 +32,7 @@ public enum MessageCoder {
         var w = ByteWriter()
         switch message {
         case .hello(let hello):
-            w.byte(Tag.hello.rawValue)
-            w.raw(magic)
-            w.varint(UInt64(hello.version.major))
-            w.varint(UInt64(hello.version.minor))
-            w.nodeID(hello.nodeID)
-            w.nodeID(hello.clusterID)
-            w.byte(hello.role.rawValue)
-            w.string(hello.name)
-            w.versionVector(hello.versionVector)
-            if hello.version.minor >= 1 || hello.version.major > 1 {
-                w.nodeID(hello.writer)
-                w.versionVector(hello.resume)
-                if let resumeFor = hello.resumeFor {
-                    w.byte(1)
-                    w.nodeID(resumeFor)
-                } else {
-                    w.byte(0)
-                }
-            }
-            if hello.version.minor >= 3 || hello.version.major > 1 {
-                w.varint(UInt64(hello.statements.count))
-                for statement in hello.statements { w.data(statement) }
-            }
-            if hello.version.minor >= 4 || hello.version.major > 1 {
-                let reports = Self.reportsToSend(hello.reports)
-                w.varint(UInt64(reports.count))
-                for report in reports {
-                    w.nodeID(report.nodeID)
-                    w.varint(report.at)
-                    w.versionVector(report.seen)
-                }
-            }
-            if hello.version.minor >= 5 || hello.version.major > 1 {
-                w.varint(hello.rejoinedAt)
-                w.varint(hello.awaySince)
-            }
-            if hello.version.minor >= 7 || hello.version.major > 1 {
-                w.varint(hello.clock)
-            }
-            if hello.version.minor >= 8 || hello.version.major > 1 {
-                w.versionVector(hello.folded)
-                // Which reports (by position) were told without the folded writers.
-                let marked = Self.reportsToSend(hello.reports).indices.filter { hello.reports[$0].toldFolded }
-                w.varint(UInt64(marked.count))
-                for index in marked { w.varint(UInt64(index)) }
-                w.varint(hello.listenPort)
-                let addresses = hello.addresses.prefix(WireLimits.maxAddresses)
-                w.varint(UInt64(addresses.count))
-                for address in addresses {
-                    w.nodeID(address.nodeID)
-                    w.string(String(address.address.utf8.prefix(WireLimits.maxAddressBytes)) ?? "")
-                    w.varint(address.at)
-                }
-            }
-            if hello.version.minor >= 10 || hello.version.major > 1 {
-                w.varint(hello.viewSessions)
-                w.byte(hello.outsideView ? 1 : 0)
-            }
-            if hello.version.minor >= 11 || hello.version.major > 1 {
-                w.raw((hello.members ?? MemberSketch()).registers)
-            }
-            if hello.version.minor >= 12 || hello.version.major > 1 {
-                w.varint(hello.staleSince)
-            }
-            if hello.version.minor >= 13 || hello.version.major > 1 {
-                let reports = Self.signedReportsToSend(hello.signedReports)
-                w.varint(UInt64(reports.count))
-                for report in reports { encode(report, into: &w) }
-            }
+            encode(hello, into: &w)
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -162,109 +94,7 @@ public enum MessageCoder {
             let message: Message
             switch tag {
             case .hello:
-                guard Array(try r.raw(4)) == magic else { throw WireError.malformed("hello without the LNSY magic") }
-                let major = try r.varint()
-                let minor = try r.varint()
-                guard major <= UInt32.max, minor <= UInt32.max else {
-                    throw WireError.malformed("protocol version out of range")
-                }
-                let node = try r.nodeID()
-                let cluster = try r.nodeID()
-                guard let role = Hello.Role(rawValue: try r.byte()) else { throw WireError.malformed("unknown role") }
-                let name = try Self.name(try r.string())
-                let vv = try r.versionVector()
-                let version = ProtocolVersion(major: UInt32(major), minor: UInt32(minor))
-                var hello = Hello(
-                    version: version,
-                    nodeID: node,
-                    clusterID: cluster,
-                    role: role,
-                    name: name,
-                    versionVector: vv
-                )
-                if minor >= 1 || major > 1 {
-                    hello.writer = try r.nodeID()
-                    hello.resume = try r.versionVector()
-                    switch try r.byte() {
-                    case 0: hello.resumeFor = nil
-                    case 1: hello.resumeFor = try r.nodeID()
-                    default: throw WireError.malformed("bad resume flag")
-                    }
-                }
-                if minor >= 3 || major > 1 {
-                    let count = try r.varint()
-                    guard count <= UInt64(WireLimits.maxStatements) else {
-                        throw WireError.malformed("too many cluster statements")
-                    }
-                    var total = 0
-                    for _ in 0..<count {
-                        let statement = try r.data()
-                        guard statement.count <= WireLimits.maxStatementBytes else {
-                            throw WireError.malformed("cluster statement too large")
-                        }
-                        total += statement.count
-                        guard total <= WireLimits.maxStatementsBytes else {
-                            throw WireError.malformed(
-                                "cluster statements of more than \(WireLimits.maxStatementsBytes) bytes"
-                            )
-                        }
-                        hello.statements.append(Array(statement))
-                    }
-                }
-                if minor >= 4 || major > 1 {
-                    hello.reports = try Self.decodeReports(&r)
-                }
-                if minor >= 5 || major > 1 {
-                    hello.rejoinedAt = try r.varint()
-                    hello.awaySince = try r.varint()
-                }
-                if minor >= 7 || major > 1 {
-                    hello.clock = try r.varint()
-                }
-                if minor >= 8 || major > 1 {
-                    hello.folded = try r.versionVector()
-                    let marked = try r.varint()
-                    guard marked <= UInt64(hello.reports.count) else {
-                        throw WireError.malformed("more reports marked folded than reports")
-                    }
-                    for _ in 0..<marked {
-                        let index = try r.varint()
-                        guard index < UInt64(hello.reports.count) else {
-                            throw WireError.malformed("a report marked folded that is not there")
-                        }
-                        hello.reports[Int(index)].toldFolded = true
-                    }
-                    hello.listenPort = try r.varint()
-                    guard hello.listenPort <= 65_535 else { throw WireError.malformed("a listening port past 65535") }
-                    hello.addresses = try Self.decodeAddresses(&r)
-                }
-                if minor >= 10 || major > 1 {
-                    hello.viewSessions = try r.varint()
-                    switch try r.byte() {
-                    case 0: hello.outsideView = false
-                    case 1: hello.outsideView = true
-                    default: throw WireError.malformed("a hello's outside-view flag that is neither 0 nor 1")
-                    }
-                }
-                if minor >= 11 || major > 1 {
-                    guard let sketch = MemberSketch(registers: Array(try r.raw(MemberSketch.registerCount))) else {
-                        throw WireError.malformed("a hello's member count with a register past 59")
-                    }
-                    // Nothing counted reads as an older node's hello: no count.
-                    hello.members = sketch == MemberSketch() ? nil : sketch
-                }
-                if minor >= 12 || major > 1 {
-                    // Only compared with 0 and shown: no bound needed beyond the varint's.
-                    hello.staleSince = try r.varint()
-                }
-                if minor >= 13 || major > 1 {
-                    hello.signedReports = try Self.decodeSignedReports(&r)
-                }
-                // A newer minor version may append what this one does not know: skip it.
-                if version > ProtocolVersion.current, version.major == ProtocolVersion.current.major {
-                    _ = try r.raw(r.remaining)
-                }
-                message = .hello(hello)
+                message = .hello(try decodeHello(&r))
             case .batch, .loggedBatch:
                 let (sequence, batch) = try BatchCoding.decode(&r, logged: tag == .loggedBatch)
                 message = .batch(sequence: sequence, batch)
@@ -294,58 +124,72 @@ public enum MessageCoder {
             case .graft:
                 message = .graft
             case .reached:
-                let hops = try r.byte()
-                guard hops < .max else { throw WireError.malformed("a hop count of 255: at most 254 are told") }
-                let rest = Array(try r.raw(r.remaining))
-                // Checked before decoding it: hop counts nested in hop counts would recurse as
-                // deep as a frame is long.
-                guard let inner = rest.first.flatMap(Tag.init(rawValue:)),
-                    [.batch, .loggedBatch, .finalBatch].contains(inner)
-                else { throw WireError.malformed("a hop count before a message that is not a batch") }
-                message = .reached(hops: hops, try decode(rest))
+                message = try decodeReached(&r)
             case .report:
                 let report = try decodeSignedReport(&r)
                 guard report.seen.counters.count <= WireLimits.maxReportEntries else {
                     throw WireError.malformed("a member report of more than \(WireLimits.maxReportEntries) entries")
                 }
                 message = .report(report)
-            case .joinRequest:
-                guard Array(try r.raw(4)) == magic else {
-                    throw WireError.malformed("join request without the LNSY magic")
-                }
-                let name = try Self.name(try r.string())
-                let key = try r.data()
-                let proof = try r.data()
-                guard key.count <= WireLimits.maxJoinBlobBytes, proof.count == 32 else {
-                    throw WireError.malformed("join request with a bad key or proof")
-                }
-                message = .joinRequest(JoinRequest(name: name, publicKey: Array(key), proof: Array(proof)))
-            case .joinAccepted:
-                let certificate = try r.data()
-                let authority = try r.data()
-                guard certificate.count <= WireLimits.maxJoinBlobBytes, authority.count <= WireLimits.maxJoinBlobBytes
-                else {
-                    throw WireError.malformed("join answer with an oversize certificate")
-                }
-                // What the inviter knows the machine by (an older inviter sends none).
-                let name = r.isAtEnd ? "" : try Self.name(try r.string())
-                message = .joinAccepted(
-                    JoinAccepted(certificate: Array(certificate), authority: Array(authority), name: name)
-                )
-            case .error:
-                let raw = try r.varint()
-                let text = try r.string()
-                let code = UInt16(exactly: raw).flatMap(ProtocolError.Code.init(rawValue:)) ?? .unexpectedMessage
-                // Shown in `status`, stored with the peer: escaped here, so no terminal, log or
-                // store (PostgreSQL refuses a NUL) ever meets a control character from it.
-                message = .error(
-                    ProtocolError(code, TerminalText.escaped(String(decoding: text.utf8.prefix(512), as: UTF8.self)))
-                )
+            case .joinRequest, .joinAccepted, .error:
+                message = try decodeAdmission(tag, &r)
             }
             guard r.isAtEnd else { throw WireError.malformed("trailing bytes after a message") }
             return message
         } catch {
             throw WireError(decoding: error)
+        }
+    }
+
+    /// A hop count, then the batch it tells of (protocol 1.11).
+    private static func decodeReached(_ r: inout ByteReader) throws -> Message {
+        let hops = try r.byte()
+        guard hops < .max else { throw WireError.malformed("a hop count of 255: at most 254 are told") }
+        let rest = Array(try r.raw(r.remaining))
+        // Checked before decoding it: hop counts nested in hop counts would recurse as deep as
+        // a frame is long.
+        guard let inner = rest.first.flatMap(Tag.init(rawValue:)), [.batch, .loggedBatch, .finalBatch].contains(inner)
+        else { throw WireError.malformed("a hop count before a message that is not a batch") }
+        return .reached(hops: hops, try decode(rest))
+    }
+
+    /// The messages of joining and of refusal: a join request and its answer, and an error.
+    private static func decodeAdmission(_ tag: Tag, _ r: inout ByteReader) throws -> Message {
+        switch tag {
+        case .joinRequest:
+            guard Array(try r.raw(4)) == magic else {
+                throw WireError.malformed("join request without the LNSY magic")
+            }
+            let name = try Self.name(try r.string())
+            let key = try r.data()
+            let proof = try r.data()
+            guard key.count <= WireLimits.maxJoinBlobBytes, proof.count == 32 else {
+                throw WireError.malformed("join request with a bad key or proof")
+            }
+            return .joinRequest(JoinRequest(name: name, publicKey: Array(key), proof: Array(proof)))
+        case .joinAccepted:
+            let certificate = try r.data()
+            let authority = try r.data()
+            guard certificate.count <= WireLimits.maxJoinBlobBytes, authority.count <= WireLimits.maxJoinBlobBytes
+            else {
+                throw WireError.malformed("join answer with an oversize certificate")
+            }
+            // What the inviter knows the machine by (an older inviter sends none).
+            let name = r.isAtEnd ? "" : try Self.name(try r.string())
+            return .joinAccepted(
+                JoinAccepted(certificate: Array(certificate), authority: Array(authority), name: name)
+            )
+        case .error:
+            let raw = try r.varint()
+            let text = try r.string()
+            let code = UInt16(exactly: raw).flatMap(ProtocolError.Code.init(rawValue:)) ?? .unexpectedMessage
+            // Shown in `status`, stored with the peer: escaped here, so no terminal, log or
+            // store (PostgreSQL refuses a NUL) ever meets a control character from it.
+            return .error(
+                ProtocolError(code, TerminalText.escaped(String(decoding: text.utf8.prefix(512), as: UTF8.self)))
+            )
+        default:
+            throw WireError.malformed("not a join or error message")
         }
     }
 

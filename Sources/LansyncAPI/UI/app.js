@@ -2513,7 +2513,7 @@ function clusterView() {
         h('div', { class: 'muted' }, `${r.count} time${r.count === 1 ? '' : 's'}, last `, timeEl(r.last)),
       ], 'None since the node started.'),
       s.revoked_writes && s.revoked_writes.length
-        ? listSection('Refused writes of revoked machines', s.revoked_writes, (r) => [
+        ? listSection('Refused writes of revoked machines and readers', s.revoked_writes, (r) => [
           h('strong', null, r.field), ' of ', itemLabel(r.id), r.reason ? `: ${r.reason}` : '',
         ], '')
         : null,

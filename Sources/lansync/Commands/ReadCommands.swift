@@ -148,22 +148,7 @@ struct ListCommand: ParsableCommand {
             print(try replica.plan(of: query))
             return
         }
-        var selected: [Item]?
-        if let linksTo {
-            let target = try replica.resolve(linksTo)
-            let ids = Set(try replica.itemsLinking(to: target).map(\.item.id))
-            selected = try replica.items(query, type: type, includeDeleted: deleted, search: words, limit: .max)
-                .filter { ids.contains($0.id) }
-            if let limit { selected = Array(selected!.prefix(limit)) }
-        } else if !conditions.isEmpty || sort != nil || limit != nil || words != nil {
-            selected = try replica.items(
-                query,
-                type: type,
-                includeDeleted: deleted,
-                search: words,
-                limit: limit ?? .max
-            )
-        }
+        let selected = try selection(replica, query, words: words)
         func forEachItem(_ body: (Item) throws -> Void) throws {
             if let selected {
                 try selected.forEach(body)
@@ -192,6 +177,34 @@ struct ListCommand: ParsableCommand {
         let shortIDs = width == nil ? [:] : Self.shortestUniqueStarts(try replica.itemIDs())
         var items: [Item] = []
         try forEachItem { if listed($0) { items.append($0) } }
+        let (header, rows) = table(items, chosen: chosen, shortIDs: shortIDs)
+        out.line(Render.table(header, rows, width: width))
+        out.line(
+            "\(rows.count) item(s)"
+                + (items.contains { !$0.conflicts.isEmpty } ? "; '!' marks a field with an open conflict" : "")
+        )
+        out.flush()
+    }
+}
+
+extension ListCommand {
+    /// The items a query, a search, a limit or `--links-to` select, in their order; nil when
+    /// none is given (every item is listed, by id, as it streams).
+    func selection(_ replica: LocalReplica, _ query: ItemQuery, words: ItemSearch?) throws -> [Item]? {
+        if let linksTo {
+            let target = try replica.resolve(linksTo)
+            let ids = Set(try replica.itemsLinking(to: target).map(\.item.id))
+            let linking = try replica.items(query, type: type, includeDeleted: deleted, search: words, limit: .max)
+                .filter { ids.contains($0.id) }
+            return limit.map { Array(linking.prefix($0)) } ?? linking
+        }
+        guard !conditions.isEmpty || sort != nil || limit != nil || words != nil else { return nil }
+        return try replica.items(query, type: type, includeDeleted: deleted, search: words, limit: limit ?? .max)
+    }
+
+    /// The table's header and rows: the fields asked for (`--fields`), else a title column when
+    /// any item has one and the other fields after it, by name.
+    func table(_ items: [Item], chosen: [String]?, shortIDs: [String: String]) -> (header: [String], rows: [[String]]) {
         func value(_ item: Item, _ name: String) -> Value? { item.value(of: FieldName(unchecked: name)) }
         func shown(_ item: Item, _ name: String) -> String {
             guard let value = value(item, name) else { return "" }
@@ -199,34 +212,26 @@ struct ListCommand: ParsableCommand {
                 + (item.conflicts.contains(FieldName(unchecked: name)) ? " !" : "")
         }
         func typeColumn(_ item: Item) -> String { item.type + (item.deleted ? " (deleted)" : "") }
-        let header: [String]
-        let rows: [[String]]
         if let chosen {
-            header = ["ID", "TYPE"] + chosen.map { $0.uppercased() }
-            rows = items.map { item in
-                [shortIDs[item.id.rawValue] ?? item.id.rawValue, typeColumn(item)] + chosen.map { shown(item, $0) }
-            }
-        } else {
-            // A title column when any item has one; the other fields after it, by name.
-            let titled = items.contains { item in Self.titleFields.contains { value(item, $0) != nil } }
-            header = ["ID", "TYPE"] + (titled ? ["TITLE"] : []) + ["FIELDS"]
-            rows = items.map { item in
-                let title = Self.titleFields.first { value(item, $0) != nil }
-                let rest = item.fields.filter { $0.name.rawValue != title }.map { field in
-                    field.name.rawValue + (item.conflicts.contains(field.name) ? "!" : "") + "="
-                        + Render.human(field.value, width: wide ? .max : 24)
+            return (
+                ["ID", "TYPE"] + chosen.map { $0.uppercased() },
+                items.map { item in
+                    [shortIDs[item.id.rawValue] ?? item.id.rawValue, typeColumn(item)] + chosen.map { shown(item, $0) }
                 }
-                return [shortIDs[item.id.rawValue] ?? item.id.rawValue, typeColumn(item)]
-                    + (titled ? [title.map { shown(item, $0) } ?? ""] : [])
-                    + [rest.joined(separator: " ")]
-            }
+            )
         }
-        out.line(Render.table(header, rows, width: width))
-        out.line(
-            "\(rows.count) item(s)"
-                + (items.contains { !$0.conflicts.isEmpty } ? "; '!' marks a field with an open conflict" : "")
-        )
-        out.flush()
+        let titled = items.contains { item in Self.titleFields.contains { value(item, $0) != nil } }
+        let rows = items.map { item in
+            let title = Self.titleFields.first { value(item, $0) != nil }
+            let rest = item.fields.filter { $0.name.rawValue != title }.map { field in
+                field.name.rawValue + (item.conflicts.contains(field.name) ? "!" : "") + "="
+                    + Render.human(field.value, width: wide ? .max : 24)
+            }
+            return [shortIDs[item.id.rawValue] ?? item.id.rawValue, typeColumn(item)]
+                + (titled ? [title.map { shown(item, $0) } ?? ""] : [])
+                + [rest.joined(separator: " ")]
+        }
+        return (["ID", "TYPE"] + (titled ? ["TITLE"] : []) + ["FIELDS"], rows)
     }
 }
 

@@ -79,58 +79,13 @@ struct StatusCommand: ParsableCommand {
         lines.append(
             "replica  \(status.items) items, \(status.deleted) deleted, \(status.conflicts) conflicts; digest \(status.digest)"
         )
-        if let c = status.collection {
-            let mb = { (bytes: Int) in Render.megabytes(UInt64(clamping: bytes)) }
-            var line =
-                "past     \(c.collectableItems) deleted item(s) to collect (\(c.collectableFields) field rows, beside \(c.liveFields) live), \(c.collectedItems) collected, \(c.purgedItems) purged; file \(mb(c.fileBytes)), \(mb(c.freeBytes)) free"
-            line += "; frontier " + (c.frontierAt.map { "moved \($0)" } ?? "never moved")
-            if let held = c.heldBackBy {
-                let name = status.peers.first { $0.nodeID == held }?.name
-                line += ", held back by \(name ?? String(held.prefix(8)))"
-            }
-            if !c.departed.isEmpty { line += "; \(c.departed.count) member(s) away or forgotten" }
-            if let rejoined = c.rejoinedAt { line += "; rejoined from a snapshot \(rejoined)" }
-            if let stale = c.staleSince {
-                line +=
-                    "; this replica was put back from a copy and is stale since \(stale): it merges with no one and waits to rejoin from a current member (if every member is such a copy, 'lansync backup accept' on one, the relay if there is one)"
-            } else if let away = c.awaySince {
-                line +=
-                    "; this node is away itself since \(away) (it refuses only members away before then, collects nothing without the others)"
-            }
-            lines.append(line)
-        }
+        if let c = status.collection { lines.append(Self.past(c, status)) }
         if let changes = status.changes {
             let pending = changes.syncing.map { "\($0) syncing" } ?? "\(changes.dirty ?? 0) waiting (DIRTY)"
             let whereTo = changes.relay == nil ? "on every known peer" : "on the relay"
             lines.append("changes  \(changes.synced) of this node's changes are \(whereTo) (SYNCED), \(pending)")
         }
-        if !status.rejected.isEmpty {
-            lines.append(
-                "REJECTED \(status.rejected.count) of this node's changes were refused by the relay (permanent; the relay kept the earlier value):"
-            )
-            for r in status.rejected.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
-        }
-        if !status.revokedWrites.isEmpty {
-            lines.append(
-                "REVOKED  \(status.revokedWrites.count) writes of revoked machines, made after their revocation, were refused (the fields keep their earlier values; 'lansync history' shows both):"
-            )
-            for r in status.revokedWrites.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
-        }
-        // A clock a day or more off orders edits wrongly and judges the windows wrong: said here
-        // too, not only by `lansync doctor`.
-        for p in status.peers {
-            guard let offset = p.clockOffsetMs, offset.magnitude >= 86_400_000 else { continue }
-            let tenths = (offset.magnitude + 4_320_000) / 8_640_000
-            lines.append(
-                "CLOCK    \(p.name ?? p.nodeID.map { String($0.prefix(7)) } ?? "a peer")'s clock is \(tenths / 10).\(tenths % 10) day(s) \(offset > 0 ? "ahead of" : "behind") this machine's: set both right ('lansync doctor' says more)"
-            )
-        }
-        if !status.refused.isEmpty {
-            lines.append("REFUSED  connections refused for their certificate:")
-            for r in status.refused.prefix(5) {
-                lines.append("         \(r.address): \(r.reason) (\(r.count)x, last \(r.last.prefix(19)))")
-            }
-        }
+        lines += Self.problems(status)
         guard !status.peers.isEmpty else {
             lines.append("peers    none yet (run 'lansync node --peer HOST:PORT')")
             return Self.joined(lines)
@@ -149,6 +104,63 @@ struct StatusCommand: ParsableCommand {
             rows
         )
         return Self.joined(lines)
+    }
+
+    /// The `past` line: what collection has to do and has done, and why this replica holds
+    /// back (away itself, or put back from a copy).
+    static func past(_ c: NodeStatus.Collection, _ status: NodeStatus) -> String {
+        let mb = { (bytes: Int) in Render.megabytes(UInt64(clamping: bytes)) }
+        var line =
+            "past     \(c.collectableItems) deleted item(s) to collect (\(c.collectableFields) field rows, beside \(c.liveFields) live), \(c.collectedItems) collected, \(c.purgedItems) purged; file \(mb(c.fileBytes)), \(mb(c.freeBytes)) free"
+        line += "; frontier " + (c.frontierAt.map { "moved \($0)" } ?? "never moved")
+        if let held = c.heldBackBy {
+            let name = status.peers.first { $0.nodeID == held }?.name
+            line += ", held back by \(name ?? String(held.prefix(8)))"
+        }
+        if !c.departed.isEmpty { line += "; \(c.departed.count) member(s) away or forgotten" }
+        if let rejoined = c.rejoinedAt { line += "; rejoined from a snapshot \(rejoined)" }
+        if let stale = c.staleSince {
+            line +=
+                "; this replica was put back from a copy and is stale since \(stale): it merges with no one and waits to rejoin from a current member (if every member is such a copy, 'lansync backup accept' on one, the relay if there is one)"
+        } else if let away = c.awaySince {
+            line +=
+                "; this node is away itself since \(away) (it refuses only members away before then, collects nothing without the others)"
+        }
+        return line
+    }
+
+    /// What needs a person: refused changes and writes, clocks a day or more off, refused
+    /// connections.
+    static func problems(_ status: NodeStatus) -> [String] {
+        var lines: [String] = []
+        if !status.rejected.isEmpty {
+            lines.append(
+                "REJECTED \(status.rejected.count) of this node's changes were refused by the relay (permanent; the relay kept the earlier value):"
+            )
+            for r in status.rejected.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
+        }
+        if !status.revokedWrites.isEmpty {
+            lines.append(
+                "REVOKED  \(status.revokedWrites.count) writes of revoked machines or readers, made after their cut, were refused (the fields keep their earlier values; 'lansync history' shows both):"
+            )
+            for r in status.revokedWrites.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
+        }
+        // A clock a day or more off orders edits wrongly and judges the windows wrong: said here
+        // too, not only by `lansync doctor`.
+        for p in status.peers {
+            guard let offset = p.clockOffsetMs, offset.magnitude >= 86_400_000 else { continue }
+            let tenths = (offset.magnitude + 4_320_000) / 8_640_000
+            lines.append(
+                "CLOCK    \(p.name ?? p.nodeID.map { String($0.prefix(7)) } ?? "a peer")'s clock is \(tenths / 10).\(tenths % 10) day(s) \(offset > 0 ? "ahead of" : "behind") this machine's: set both right ('lansync doctor' says more)"
+            )
+        }
+        if !status.refused.isEmpty {
+            lines.append("REFUSED  connections refused for their certificate:")
+            for r in status.refused.prefix(5) {
+                lines.append("         \(r.address): \(r.reason) (\(r.count)x, last \(r.last.prefix(19)))")
+            }
+        }
+        return lines
     }
 
     /// Every line of the status is one line: names, reasons and errors peers chose are in them,
