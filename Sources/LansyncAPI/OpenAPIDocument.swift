@@ -160,7 +160,7 @@ enum OpenAPIDocument {
                       "type": "string",
                       "pattern": "^[A-Za-z0-9._:-]{1,128}$"
                     },
-                    "description": "Only the live items with a field that links to this item (a unique start of its id will do), in one page: `lansync list --links-to`. Takes no where, sort, q or after."
+                    "description": "Only the live items with a field that links to this item (a unique start of its id will do) among those the other parameters select, in their order and in one page: `lansync list --links-to`. Every one unless `limit` is given; takes no after."
                   }
                 ],
                 "responses": {

@@ -222,10 +222,23 @@ struct Routes: Sendable {
     }
 
     /// `GET /v1/items?links_to=ID`: the live items with a field that links to ID (a unique start
-    /// will do), in one page: `lansync list --links-to`.
-    func linking(to typed: String) async throws -> Response {
+    /// will do) among those the query selects, in one page: `lansync list --links-to`, through
+    /// the same host function.
+    func linking(
+        to typed: String,
+        _ query: ItemQuery,
+        type: String?,
+        search: ItemSearch?,
+        limit: Int
+    ) async throws -> Response {
         let items = try await blocking { replica in
-            try replica.itemsLinking(to: try replica.resolve(typed)).map(\.item.jsonText)
+            try replica.items(
+                linkingTo: try replica.resolve(typed),
+                try replica.resolvingLinks(query),
+                type: type,
+                search: search,
+                limit: limit
+            ).map(\.jsonText)
         }
         return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":null}"#)
     }
@@ -253,15 +266,6 @@ struct Routes: Sendable {
         let query = try QueryString(request.uri.query)
         let (limit, deleted) = try Self.pageOptions(query)
         let type = try query["type"].map(Self.type)
-        if let target = query["links_to"] {
-            guard query.all("where").isEmpty, query["sort"] == nil, query["after"] == nil, query["q"] == nil else {
-                throw Problem(
-                    .badRequest,
-                    "links_to lists every item that links to one: it takes no where, sort, q or after"
-                )
-            }
-            return try await linking(to: target)
-        }
         let conditions = query.all("where")
         let sort = query["sort"]
         // An empty search (or only spaces) is no search: the page's box sends what it holds.
@@ -269,6 +273,18 @@ struct Routes: Sendable {
             throw Problem(.badRequest, "q (the words to search for) is at most 256 characters: search for fewer words")
         }
         let search = query["q"].flatMap(ItemSearch.init)
+        if let target = query["links_to"] {
+            guard query["after"] == nil else {
+                throw Problem(.badRequest, "links_to answers in one page: it takes no after")
+            }
+            let itemQuery = ItemQuery(
+                filters: try Self.inQuery { try conditions.map(QueryParser.filter) },
+                sort: try Self.inQuery { try sort.map(QueryParser.sort) }
+            )
+            // Every linking item unless a limit is given (as before queries combined with it).
+            let most = query["limit"] == nil ? Int.max : limit
+            return try await linking(to: target, itemQuery, type: type, search: search, limit: most)
+        }
         let page: [Item]
         let next: String?
         if conditions.isEmpty, sort == nil, search == nil {

@@ -99,6 +99,22 @@ extension LocalReplica {
         }
     }
 
+    /// The live items with a field that links to `target`, among those `query` selects (of
+    /// `type`, those `search` matches), in the query's order, at most `limit`: what `list
+    /// --links-to` and the API's `links_to` answer alike, with a query or without.
+    public func items(
+        linkingTo target: ItemID,
+        _ query: ItemQuery,
+        type: String? = nil,
+        search: ItemSearch? = nil,
+        limit: Int = .max
+    ) throws -> [Item] {
+        let ids = Set(try itemsLinking(to: target).map(\.item.id))
+        let linking = try items(query, type: type, includeDeleted: false, search: search, limit: .max)
+            .filter { ids.contains($0.id) }
+        return Array(linking.prefix(limit))
+    }
+
     /// How many live items link to `target`.
     public func linkCount(to target: ItemID) throws -> Int { try store.itemsLinking(to: target).count }
 

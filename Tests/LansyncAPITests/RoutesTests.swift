@@ -150,6 +150,21 @@ import Testing
         )
         let linking = try JSON(parsing: try await api.send(.get, "/v1/items?links_to=box-1").body)
         #expect(Self.first(linking["items"])?["id"] == .string("s1"), "\(linking)")
+        // Combined with a query, as `list --links-to` is (the same host function answers both).
+        _ = try await api.send(
+            .post,
+            "/v1/items",
+            body: #"{"id":"s2","fields":{"title":"Other","in":{"ref":"box-1"}}}"#
+        )
+        let both = try JSON(parsing: try await api.send(.get, "/v1/items?links_to=box-1").body)
+        #expect(both["items"].map { if case .array(let items) = $0 { items.count } else { 0 } } == 2, "\(both)")
+        let queried = try await api.send(.get, "/v1/items?links_to=box-1&where=title%3DOther&sort=-title")
+        #expect(queried.status == .ok, "\(queried.body)")
+        let only = try JSON(parsing: queried.body)
+        #expect(Self.first(only["items"])?["id"] == .string("s2") && only["next"] == .null, "\(only)")
+        let paged = try await api.send(.get, "/v1/items?links_to=box-1&after=s1")
+        #expect(paged.status == .badRequest && paged.body.contains("one page"), "\(paged.body)")
+        _ = try await api.send(.delete, "/v1/items/s2")
         #expect(try await api.send(.get, "/v1/links/broken").body == "[]")
         _ = try await api.send(.delete, "/v1/items/box-1")
         let broken = try JSON(parsing: try await api.send(.get, "/v1/links/broken").body)

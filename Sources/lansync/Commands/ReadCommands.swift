@@ -192,11 +192,13 @@ extension ListCommand {
     /// none is given (every item is listed, by id, as it streams).
     func selection(_ replica: LocalReplica, _ query: ItemQuery, words: ItemSearch?) throws -> [Item]? {
         if let linksTo {
-            let target = try replica.resolve(linksTo)
-            let ids = Set(try replica.itemsLinking(to: target).map(\.item.id))
-            let linking = try replica.items(query, type: type, includeDeleted: deleted, search: words, limit: .max)
-                .filter { ids.contains($0.id) }
-            return limit.map { Array(linking.prefix($0)) } ?? linking
+            return try replica.items(
+                linkingTo: try replica.resolve(linksTo),
+                query,
+                type: type,
+                search: words,
+                limit: limit ?? .max
+            )
         }
         guard !conditions.isEmpty || sort != nil || limit != nil || words != nil else { return nil }
         return try replica.items(query, type: type, includeDeleted: deleted, search: words, limit: limit ?? .max)
