@@ -124,7 +124,11 @@ public enum Doctor {
                     "restart it without --listen (the default, [::]:7420, takes peers on every interface), or with this machine's LAN address"
             )
         }
-        return DoctorFinding("node", .ok, "running, listening on \(listen); its mDNS: \(status.mdns ?? "?")")
+        return DoctorFinding(
+            "node",
+            .ok,
+            "running, listening on \(listen); its mDNS: \(status.mdns?.description ?? "?")"
+        )
     }
 
     static func daemonFinding(_ status: NodeStatus, _ survey: Survey) -> DoctorFinding {
@@ -151,7 +155,7 @@ public enum Doctor {
         }
         let count = survey.sightings.count
         var says = "the Avahi daemon answers; \(count) lansync advert(s) seen in \(listening.components.seconds) s"
-        if status.mdns?.hasPrefix("off") == true {
+        if status.mdns == .off {
             says += "; this node runs with --no-mdns, so it neither advertises nor browses"
         }
         return DoctorFinding("mdns", .ok, says)
@@ -163,7 +167,7 @@ public enum Doctor {
         guard survey.unavailable == nil else { return [] }
         var findings: [DoctorFinding] = []
         let own = survey.sightings.filter { $0.node?.text == status.nodeID }
-        if status.running, status.mdns == "running" {
+        if status.running, status.mdns == .running {
             if own.isEmpty {
                 findings.append(
                     DoctorFinding(

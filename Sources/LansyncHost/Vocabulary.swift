@@ -8,6 +8,7 @@
 
 @_exported public import struct LansyncIdentity.InviteCode
 @_exported public import enum LansyncIdentity.MemberRole
+@_exported public import enum LansyncNode.DiscoveryState
 @_exported public import struct LansyncNode.NodeStatus
 @_exported public import struct LansyncNode.PeerAddress
 @_exported public import struct LansyncNode.RelayLimits

@@ -217,7 +217,7 @@ public final class Node: Sendable {
         if let discovery = options.discovery {
             tasks.addTask { await self.discover(with: discovery, port: listener.port, transport: transport) }
         } else {
-            await registry.setDiscoveryState("off (--no-mdns)")
+            await registry.setDiscoveryState(.off)
         }
         tasks.addTask {
             try await ControlServer.serve(
@@ -341,11 +341,11 @@ public final class Node: Sendable {
                     case .available:
                         metrics.discovery("available")
                         logger.info("mDNS: advertising and browsing \(Advertisement.serviceType) through avahi-daemon")
-                        await registry.setDiscoveryState("running")
+                        await registry.setDiscoveryState(.running)
                     case .unavailable(let why):
                         metrics.discovery("unavailable")
                         logger.warning("mDNS unavailable: \(why)")
-                        await registry.setDiscoveryState("unavailable: \(why)")
+                        await registry.setDiscoveryState(.unavailable(why))
                     }
                 }
             }

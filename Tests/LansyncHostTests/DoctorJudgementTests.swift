@@ -12,7 +12,7 @@ import Testing
     let cluster = NodeID(high: 9, low: 9)
     let other = NodeID(high: 2, low: 2)
 
-    func status(mdns: String = "running", peers: [NodeStatus.Peer] = []) -> NodeStatus {
+    func status(mdns: DiscoveryState = .running, peers: [NodeStatus.Peer] = []) -> NodeStatus {
         NodeStatus(
             nodeID: me.text,
             name: "me",
@@ -43,6 +43,19 @@ import Testing
             cluster: cluster,
             protocolMajor: 1
         )
+    }
+
+    /// The discovery state travels in the status JSON as the text it always had, and reads back
+    /// as the same state: `doctor` judges the state, not a string.
+    @Test func theDiscoveryStateReadsBackFromItsText() throws {
+        for state: DiscoveryState in [.starting, .running, .unavailable("the system D-Bus does not answer"), .off] {
+            #expect(DiscoveryState(text: state.description) == state)
+            var node = status(mdns: state)
+            node.running = true
+            let read = try NodeStatus(json: Array(node.json.utf8))
+            #expect(read.mdns == state, "\(state)")
+        }
+        #expect(DiscoveryState.off.description == "off (--no-mdns)" && DiscoveryState.running.description == "running")
     }
 
     @Test func ownAdvertMissingIsAProblemAndAMembersAdvertIsTried() {

@@ -19,8 +19,8 @@ public struct NodeStatus: Sendable, Equatable {
     public var listen: String?
     /// Where the local API listens (`http://ADDR/v1`), nil without one.
     public var api: String?
-    /// The discovery state: "running", "unavailable: why", "off (--no-mdns)" (nil without a node).
-    public var mdns: String?
+    /// Where mDNS discovery stands (nil without a node).
+    public var mdns: DiscoveryState?
     public var items: Int
     public var deleted: Int
     public var conflicts: Int
@@ -164,7 +164,7 @@ public struct NodeStatus: Sendable, Equatable {
         clusterID: String,
         running: Bool,
         listen: String?,
-        mdns: String?,
+        mdns: DiscoveryState?,
         items: Int,
         deleted: Int,
         conflicts: Int,

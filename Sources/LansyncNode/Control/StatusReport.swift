@@ -13,7 +13,7 @@ public enum StatusReport {
         running: Bool,
         listen: String?,
         peers live: [PeerRegistry.Entry]?,
-        discovery: String? = nil,
+        discovery: DiscoveryState? = nil,
         digest known: String? = nil,
         refused: [NodeStatus.Refusal] = []
     ) throws(StoreError) -> NodeStatus {

@@ -54,8 +54,8 @@ public actor PeerRegistry {
     private var superseded: Set<Int> = []
     private var nextToken = 0
     public private(set) var listenAddress: String?
-    /// mDNS: "running", "unavailable: why", or "off".
-    public private(set) var discoveryState = "starting"
+    /// Where mDNS discovery stands.
+    public private(set) var discoveryState = DiscoveryState.starting
     /// Peers whose record changed since it was last saved, and peer names to record.
     private var unsaved: Set<NodeID> = []
     private var unsavedNames: [(name: String, ids: Set<NodeID>)] = []
@@ -112,7 +112,7 @@ public actor PeerRegistry {
     }
 
     public func setListenAddress(_ address: String) { listenAddress = address }
-    public func setDiscoveryState(_ state: String) { discoveryState = state }
+    public func setDiscoveryState(_ state: DiscoveryState) { discoveryState = state }
 
     /// Discovery saw `node` at `addresses` (in dialling order).
     public func discovered(_ node: NodeID, addresses: [String]) {

@@ -69,7 +69,9 @@ struct StatusCommand: ParsableCommand {
         if status.running, !status.answering {
             lines.append("state    running, not answering (busy or stuck): what follows is read from the replica file")
         } else if status.running {
-            lines.append("state    running, listening on \(status.listen ?? "-"); mDNS \(status.mdns ?? "-")")
+            lines.append(
+                "state    running, listening on \(status.listen ?? "-"); mDNS \(status.mdns?.description ?? "-")"
+            )
             if let view = status.view, view.mode != "full mesh" { lines.append("view     \(view.summary)") }
             if let relays = status.relays { lines.append("relay    \(relays.summary)") }
             if let authority = status.authority { lines.append("settling \(authority.summary)") }
