@@ -23,7 +23,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources")
 DECL = re.compile(
     r"^\s*(?:@[\w().:, ]+\s+)*(?:(?:public|internal|private|fileprivate|package|open|static|class|final|"
     r"override|mutating|nonmutating|nonisolated|convenience|required|dynamic|@discardableResult|@inlinable)\s+)*"
-    r"(func\s+[^\s(<]+|init[?!]?|deinit|subscript|var\s+\w+)"
+    r"(func\s+(?:[A-Za-z_`][\w`]*|[^\s\w(`]+)|init[?!]?(?=\s*[(<])|deinit(?=\s*\{)|subscript(?=\s*[(<])|var\s+\w+)"
 )
 GENERATED = re.compile(r"generated", re.IGNORECASE)
 # Declarative lists that read best as one piece (named in Docs/CONTRIBUTING.md): the schema's
@@ -113,10 +113,11 @@ def functions(path):
         # protocol requirement or a stored property has none before the next declaration).
         # Braces inside the parameter list (a default closure argument, `= { _ in }`) belong to
         # the signature: the body is the first `{` outside every parenthesis.
-        depth, start, end, parens = 0, None, None, 0
+        depth, start, start_col, end, parens = 0, None, 0, None, 0
         for k in range(number, min(len(lines), number + 40 if start is None else len(lines))):
-            segment = lines[k] if k > number else lines[k][m.end():]
-            for ch in segment:
+            offset = 0 if k > number else m.end()
+            segment = lines[k][offset:]
+            for col, ch in enumerate(segment):
                 if start is None and ch in "()":
                     parens += 1 if ch == "(" else -1
                     continue
@@ -124,7 +125,7 @@ def functions(path):
                     continue
                 if ch == "{":
                     if start is None:
-                        start = k
+                        start, start_col = k, offset + col
                     depth += 1
                 elif ch == "}":
                     depth -= 1
@@ -140,10 +141,13 @@ def functions(path):
                 break
         if start is None or end is None:
             # The 40-line look-ahead ran out before the body closed: follow it to its end.
+            # From the body's own brace: a signature's closure that closes on the same line
+            # (`}) async {`) is not part of the count.
             if start is not None:
                 depth = 0
                 for k in range(start, len(lines)):
-                    depth += lines[k].count("{") - lines[k].count("}")
+                    body = lines[k][start_col:] if k == start else lines[k]
+                    depth += body.count("{") - body.count("}")
                     if depth == 0:
                         end = k
                         break

@@ -109,10 +109,21 @@ extension LocalReplica {
         search: ItemSearch? = nil,
         limit: Int = .max
     ) throws -> [Item] {
-        let ids = Set(try itemsLinking(to: target).map(\.item.id))
-        let linking = try items(query, type: type, includeDeleted: false, search: search, limit: .max)
-            .filter { ids.contains($0.id) }
-        return Array(linking.prefix(limit))
+        let ids = Set(try store.itemsLinking(to: target).map(\.item))
+        guard query.filters.isEmpty, query.sort == nil, search == nil else {
+            let linking = try items(query, type: type, includeDeleted: false, search: search, limit: .max)
+                .filter { ids.contains($0.id) }
+            return Array(linking.prefix(limit))
+        }
+        // No query: the link index alone answers, by id, without reading every item.
+        let peers = try store.peers()
+        var linking: [Item] = []
+        for id in ids.sorted() where linking.count < limit {
+            guard let stored = try store.storedItem(id, withLocalEdits: true) else { continue }
+            let item = Item(stored, sync: stored.localEdit.map { ItemSync(edit: $0, peers: peers) })
+            if type == nil || item.type == type { linking.append(item) }
+        }
+        return linking
     }
 
     /// How many live items link to `target`.
