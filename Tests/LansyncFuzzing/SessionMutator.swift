@@ -190,12 +190,43 @@ public struct SessionMutator {
         case 10: hello.folded = vector()
         case 11: hello.resume = vector()
         case 12:
-            hello.statements.append(
-                (0..<Int.random(in: 0..<200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            )
+            if rng.chance(50) {
+                hello.statements.append(roleStatement())
+            } else {
+                hello.statements.append(
+                    (0..<Int.random(in: 0..<200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                )
+            }
         case 13: hello.writer = rng.chance(50) ? hello.nodeID : NodeID(high: rng.next(), low: rng.next())
         case 14: hello.role = rng.pick([.peer, .relay, .oneShot])
         default: hello.version = ProtocolVersion(major: 1, minor: UInt32.random(in: 0...14, using: &rng))
         }
+    }
+}
+
+extension SessionMutator {
+    /// A role statement (cluster statement kind 6) laid out as a node reads it, at its extreme
+    /// values: the largest stamp, the last of 256 parts, 180 writers each kept to 2^64-1, an
+    /// unknown role byte now and then, and a signature of nothing the authority signed, so
+    /// every bound of its decoding is met and the signature check drops it.
+    mutating func roleStatement() -> [UInt8] {
+        var w = ByteWriter()
+        let node = NodeID(high: rng.next(), low: rng.next())
+        w.byte(6)
+        w.raw(node.bytes)
+        w.string(String(repeating: "r", count: Int.random(in: 0...64, using: &rng)))
+        w.byte(rng.pick([1, 2, 3, 0, 255]))
+        w.fixed64(rng.chance(50) ? .max : rng.next())
+        w.raw(NodeID(high: rng.next(), low: rng.next()).bytes)
+        w.varint(255)
+        w.varint(256)
+        let writers = rng.chance(50) ? 180 : 181
+        w.varint(UInt64(writers))
+        for _ in 0..<writers {
+            w.fixed64(rng.next())
+            w.varint(.max)
+        }
+        w.data((0..<64).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        return w.bytes
     }
 }

@@ -291,6 +291,34 @@ import Testing
         #expect(MemberRole(name: "reader") == .reader && MemberRole(name: "owner") == nil)
     }
 
+    /// A peer's role statement at the bounds' edges: read (and then dropped, unsigned), one
+    /// writer past them refused as malformed, never a trap (the fuzzer's seed is the same).
+    @Test func aRoleStatementAtItsBoundsIsReadAndPastThemRefused() {
+        func bytes(writers: Int, part: UInt64 = 255, parts: UInt64 = 256) -> [UInt8] {
+            var w = ByteWriter()
+            w.byte(6)
+            w.raw(NodeKey().nodeID.bytes)
+            w.string(String(repeating: "r", count: 64))
+            w.byte(MemberRole.reader.rawValue)
+            w.fixed64(.max)
+            w.raw(NodeKey().nodeID.bytes)
+            w.varint(part)
+            w.varint(parts)
+            w.varint(UInt64(writers))
+            for i in 0..<writers {
+                w.fixed64(UInt64(i))
+                w.varint(.max)
+            }
+            w.data([UInt8](repeating: 7, count: 64))
+            return w.bytes
+        }
+        let read = ClusterStatement(encoded: bytes(writers: Revocation.writersPerPart))
+        #expect(read != nil && read?.isSigned(by: authority.trust) == false)
+        #expect(ClusterStatement(encoded: bytes(writers: Revocation.writersPerPart + 1)) == nil)
+        #expect(ClusterStatement(encoded: bytes(writers: 1, part: 256, parts: 256)) == nil, "a part past the parts")
+        #expect(ClusterStatement(encoded: bytes(writers: 1, parts: 257)) == nil, "more than 256 parts")
+    }
+
     @Test func equalStampsAreOrderedTheSameEverywhere() throws {
         let node = NodeKey().nodeID
         let x = try RoleStatement.make(
