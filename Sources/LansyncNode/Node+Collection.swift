@@ -1,3 +1,4 @@
+import Crypto
 import LansyncCore
 import LansyncStore
 import LansyncTransport
@@ -24,9 +25,9 @@ extension Node {
                 "\(hello.name) speaks protocol \(hello.version): its reports of other members are unsigned and not taken (this node takes reports passed on only with their member's signature, 1.13); upgrade it"
             )
         }
-        let vouched = newSignedReports(of: hello, now: now)
+        let vouched = validSignedReports(of: hello, now: now)
         // How many members the hello names is a hint for the view's size, as before: every
-        // report counts, checked or not (the reports already taken are not checked again).
+        // report counts, checked or not.
         await view.heard(of: hello.signedReports.map(\.nodeID) + hello.reports.map(\.nodeID), from: hello.nodeID)
         hub.setClusterSize(await view.heard(sketch: hello.members, from: hello.nodeID))
         let signed = vouched.first { $0.nodeID == hello.nodeID }
@@ -50,23 +51,29 @@ extension Node {
         }
     }
 
-    /// The signed reports of `hello` newer than what this node took in of their members, each
-    /// signed by the member it is about, for this cluster, and at most a day ahead of this
-    /// machine's clock. A report already taken in is not checked again: a hello of a large
-    /// cluster carries hundreds, and each check costs a signature's verification.
-    func newSignedReports(of hello: Hello, now: UInt64) -> [Hello.SignedReport] {
-        let taken = signedReports.withLockedValue { $0.taken }
-        let fresh = hello.signedReports.filter {
-            $0.at > taken[$0.nodeID] ?? 0 && $0.at <= now &+ Hello.SignedReport.maxAhead
-                && $0.isSigned(in: info.clusterID)
+    /// The signed reports of `hello` at least as new as the latest this node verified of their
+    /// members, each signed by the member it is about, for this cluster, and at most a day ahead
+    /// of this machine's clock. A report verified before is not verified again (a hello of a
+    /// large cluster carries hundreds, and each costs a signature's verification), but it is
+    /// returned again: the store keeps what it did not keep before (``CheckedReports``).
+    func validSignedReports(of hello: Hello, now: UInt64) -> [Hello.SignedReport] {
+        let checked = signedReports.withLockedValue { $0.checked }
+        var valid: [Hello.SignedReport] = []
+        var verified: [(Hello.SignedReport, SHA256Digest)] = []
+        for report in hello.signedReports where report.at <= now &+ Hello.SignedReport.maxAhead {
+            guard let (verify, digest) = checked.triage(report) else { continue }
+            if verify {
+                guard report.isSigned(in: info.clusterID) else { continue }
+                verified.append((report, digest))
+            }
+            valid.append(report)
         }
-        guard !fresh.isEmpty else { return [] }
-        signedReports.withLockedValue { held in
-            // Bounded: a member can sign reports for as many keys as it makes up.
-            if held.taken.count > 8192 { held.taken = [:] }
-            for report in fresh { held.taken[report.nodeID] = max(held.taken[report.nodeID] ?? 0, report.at) }
+        if !verified.isEmpty {
+            signedReports.withLockedValue { held in
+                for (report, digest) in verified { held.checked.verified(report, digest: digest) }
+            }
         }
-        return fresh
+        return valid
     }
 
     /// This node's own report, signed: the one last signed while the replica's vector is the
@@ -91,9 +98,10 @@ extension Node {
     }
 
     /// A peer's own signed report, sent after a delta (``Message/report(_:)``): kept to pass on
-    /// as a hello's is, under the rules reports passed on meet (its signature checked, newer than
-    /// the last taken of the peer, no further ahead than a day, only the writers this replica
-    /// knows), so a member sending many cannot grow a row or hold back its own later reports.
+    /// as a hello's is, under the rules reports passed on meet (its signature checked, not older
+    /// than the latest verified of the peer, no further ahead than a day, only the writers this
+    /// replica knows), so a member sending many cannot grow a row or hold back its own later
+    /// reports.
     /// Only the peer's report of itself counts here.
     func learnOwnReport(_ report: Hello.SignedReport, of peer: NodeID) async {
         let now = WallClock.milliseconds
@@ -106,7 +114,7 @@ extension Node {
             versionVector: VersionVector()
         )
         hello.signedReports = [report]
-        guard let taken = newSignedReports(of: hello, now: now).first else { return }
+        guard let taken = validSignedReports(of: hello, now: now).first else { return }
         let store = self.store
         do {
             try await io.write { try store.recordReports([taken.recorded(now: now)], gossiped: true) }

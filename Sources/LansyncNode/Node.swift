@@ -50,13 +50,13 @@ public final class Node: Sendable {
     let listenPort = NIOLockedValueBox<Int>(0)
     /// When a session last moved field states either way: the search texts wait for quiet.
     let lastTraffic = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
-    /// This node's own report as last signed (``ownReport()``), the time of the latest signed
-    /// report of each member already taken in (older ones teach nothing and are not checked
-    /// again), and the older peers already told that their unsigned reports are not taken.
+    /// This node's own report as last signed (``ownReport()``), the members' reports whose
+    /// signatures were verified (``CheckedReports``), and the older peers already told that their
+    /// unsigned reports are not taken.
     let signedReports = NIOLockedValueBox<
-        (own: Hello.SignedReport?, taken: [NodeID: UInt64], toldUnsigned: Set<NodeID>)
+        (own: Hello.SignedReport?, checked: CheckedReports, toldUnsigned: Set<NodeID>)
     >(
-        (nil, [:], [])
+        (nil, CheckedReports(), [])
     )
     let digests = ReplicaDigest.Cache()
     public let registry: PeerRegistry

@@ -216,4 +216,51 @@ import Testing
         #expect(retired != "1", "the relay on PostgreSQL retired its writer on a made-up claim")
         #expect(a.isRunning && r.isRunning && r1.isRunning)
     }
+
+    /// A member that only receives passes its progress on, signed, once its session is quiet: b
+    /// never writes, and the relay (the only member b meets) comes to hold b's own report
+    /// covering a's write, to pass on (a member's own signature is the only report of it taken
+    /// second-hand; without these reports b looked behind and collection waited for it).
+    @Test func aMemberThatOnlyReceivesPassesItsProgressOn() async throws {
+        let cli = CLI("progress-report")
+        defer { cli.cleanUp() }
+        try await cli.cluster(["r", "a", "b"])
+        let p = freePorts(3)
+        let relay = try await cli.relay(port: p[0])
+        let quick = ["--relay", "127.0.0.1:\(p[0])", "--no-gossip", "--anti-entropy", "1"]
+        let a = try await NodeProcess(dir: cli.path("a"), port: p[1], extra: quick)
+        let b = try await NodeProcess(dir: cli.path("b"), port: p[2], extra: quick)
+        defer {
+            b.stop()
+            a.stop()
+            relay.stop()
+        }
+        let all = ["r", "a", "b"].map(cli.path)
+        #expect(try await cli.waitForConvergence(all) != nil)
+        let bID = try await identity(cli, "b").node
+        let written = WallClock.milliseconds
+        try await cli.ok(["add", "--dir", cli.path("a"), "--id", "x", "n=1"])
+        #expect(try await cli.waitForConvergence(all) != nil)
+        let row = "SELECT coalesce(signed_at, 0) FROM member WHERE node_id = '\(bID)'"
+        var signedAt: UInt64 = 0
+        let reported = try await ObservabilityTests.eventually(40) {
+            signedAt = UInt64(try Self.sqlite(cli.path("r") + "/replica.sqlite", row)) ?? 0
+            return signedAt >= written
+        }
+        #expect(reported, "the relay holds b's signed report as of \(signedAt), the write was at \(written)")
+        #expect(try await identity(cli, "b").vector.split(separator: ",").count == 1, "b wrote nothing")
+    }
+
+    /// One value from a replica in use, read with the sqlite3 shell (WAL: a reader beside the node).
+    static func sqlite(_ file: String, _ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [file, sql]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }
