@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "LansyncCore", targets: ["LansyncCore"]),
         .library(name: "LansyncWire", targets: ["LansyncWire"]),
         // For the store microbenchmark in Benchmarks/.
+        .library(name: "LansyncReplica", targets: ["LansyncReplica"]),
         .library(name: "LansyncStore", targets: ["LansyncStore"]),
         // For the relay's load generator in Benchmarks/ (relay-load: simulated members over real TLS).
         .library(name: "LansyncNode", targets: ["LansyncNode"]),
@@ -61,11 +62,19 @@ let package = Package(
         .target(name: "LansyncJSON", dependencies: ["LansyncCore"], swiftSettings: strict),
         // Pure: protocol messages, frames and their binary encoding; a total decoder. No NIO.
         .target(name: "LansyncWire", dependencies: ["LansyncCore"], swiftSettings: strict),
+        // The seam between the replica's logic and where it is kept: the storage protocol and
+        // every type it speaks in, the delta reading, the peer overrule, the collection rules,
+        // the read model, store errors and the replica's files. No database in it.
+        .target(
+            name: "LansyncReplica",
+            dependencies: ["LansyncCore", "LansyncJSON"],
+            swiftSettings: strict
+        ),
         // The replica in one SQLite file: schema, migrations, the version index, history.
         .target(
             name: "LansyncStore",
             dependencies: [
-                "LansyncCore", "LansyncJSON", .product(name: "GRDB", package: "GRDB.swift"),
+                "LansyncCore", "LansyncJSON", "LansyncReplica", .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the few statements bound without GRDB's arguments (BoundStatement.swift).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
@@ -107,7 +116,7 @@ let package = Package(
         .target(
             name: "LansyncPostgres",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncStore",
+                "LansyncCore", "LansyncJSON", "LansyncReplica",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -120,7 +129,7 @@ let package = Package(
         .target(
             name: "LansyncNode",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
+                "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncReplica", "LansyncTransport", "LansyncIdentity",
                 "LansyncDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -138,8 +147,8 @@ let package = Package(
         .target(
             name: "LansyncHost",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
-                "LansyncWire", "LansyncDiscovery", "LansyncPostgres",
+                "LansyncCore", "LansyncJSON", "LansyncReplica", "LansyncStore", "LansyncIdentity", "LansyncTransport",
+                "LansyncNode", "LansyncWire", "LansyncDiscovery", "LansyncPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -172,7 +181,8 @@ let package = Package(
         .executableTarget(
             name: "lansync-debug",
             dependencies: [
-                "LansyncCore", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode", "LansyncWire",
+                "LansyncCore", "LansyncReplica", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
+                "LansyncWire",
                 "LansyncHost", "LansyncFuzzing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -218,7 +228,8 @@ let package = Package(
         .target(
             name: "LansyncFuzzing",
             dependencies: [
-                "LansyncCore", "LansyncWire", "LansyncStore", "LansyncIdentity", "LansyncTransport", "LansyncNode",
+                "LansyncCore", "LansyncWire", "LansyncReplica", "LansyncStore", "LansyncIdentity", "LansyncTransport",
+                "LansyncNode",
                 "LansyncTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
@@ -272,7 +283,8 @@ let package = Package(
         .testTarget(
             name: "LansyncNodeTests",
             dependencies: [
-                "LansyncCore", "LansyncWire", "LansyncNode", "LansyncStore", "LansyncTransport", "LansyncTestSupport",
+                "LansyncCore", "LansyncWire", "LansyncNode", "LansyncReplica", "LansyncStore", "LansyncTransport",
+                "LansyncTestSupport",
                 "LansyncFuzzing", "LansyncIdentity",
                 // The nudge socket's test serves it on an event loop of its own.
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -284,7 +296,7 @@ let package = Package(
         .testTarget(
             name: "LansyncPostgresTests",
             dependencies: [
-                "LansyncCore", "LansyncPostgres", "LansyncStore", "LansyncTestSupport",
+                "LansyncCore", "LansyncPostgres", "LansyncReplica", "LansyncStore", "LansyncTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -294,7 +306,7 @@ let package = Package(
             name: "LansyncStoreTests",
             // GRDB: the damage tests break a file's rows on purpose.
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncStore", "LansyncTestSupport",
+                "LansyncCore", "LansyncJSON", "LansyncReplica", "LansyncStore", "LansyncTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The shared store suites run against the PostgreSQL replica too (StorageKind).
                 "LansyncPostgres",
@@ -305,7 +317,8 @@ let package = Package(
         .testTarget(
             name: "LansyncHostTests",
             dependencies: [
-                "LansyncCore", "LansyncDiscovery", "LansyncHost", "LansyncJSON", "LansyncNode", "LansyncStore",
+                "LansyncCore", "LansyncDiscovery", "LansyncHost", "LansyncJSON", "LansyncNode", "LansyncReplica",
+                "LansyncStore",
                 "LansyncTransport", "LansyncTestSupport", .product(name: "NIOCore", package: "swift-nio"),
             ],
             // Replica files of earlier releases, for the migration tests (read through #filePath).
@@ -328,7 +341,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncNode", "LansyncStore", "LansyncTestSupport",
+                "LansyncCore", "LansyncJSON", "LansyncNode", "LansyncReplica", "LansyncStore", "LansyncTestSupport",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -50,6 +50,7 @@ let package = Package(
             dependencies: [
                 "BenchSQLite",
                 .product(name: "LansyncCore", package: "lansync"),
+                .product(name: "LansyncReplica", package: "lansync"),
                 .product(name: "LansyncStore", package: "lansync"),
             ],
             swiftSettings: [

@@ -22,20 +22,25 @@ ALLOWED = {
     "LansyncCore": set(),
     "LansyncJSON": {"LansyncCore"},
     "LansyncWire": {"LansyncCore"},
-    "LansyncStore": {"LansyncCore", "LansyncJSON", "GRDB", "GRDBSQLite"},
+    # The seam between the replica's logic and its backends (issue 65): no database in it.
+    "LansyncReplica": {"LansyncCore", "LansyncJSON"},
+    # The backends: each imports the seam, never the other (SQLite here, PostgreSQL below).
+    "LansyncStore": {"LansyncCore", "LansyncJSON", "LansyncReplica", "GRDB", "GRDBSQLite"},
     "LansyncIdentity": {"LansyncCore", "Crypto", "X509", "SwiftASN1"},
     "LansyncTransport": {"LansyncCore", "LansyncWire", "LansyncIdentity", "X509", "SwiftASN1"} | NIO,
     "CAvahi": set(),
     "LansyncDiscovery": {"LansyncCore", "CAvahi"},
-    # The relays' shared authority, and a replica kept in PostgreSQL: the store protocol and
-    # its types, the PostgreSQL client.
-    "LansyncPostgres": {"LansyncCore", "LansyncJSON", "LansyncStore", "PostgresNIO", "Logging", "Synchronization"} | NIO,
+    # The relays' shared authority, and a replica kept in PostgreSQL: the seam (the store protocol
+    # and its types), the PostgreSQL client.
+    "LansyncPostgres": {"LansyncCore", "LansyncJSON", "LansyncReplica", "PostgresNIO", "Logging", "Synchronization"} | NIO,
+    # The sync engine works on the seam's protocol: it never knows which backend keeps the replica.
     "LansyncNode": {
-        "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
+        "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncReplica", "LansyncTransport", "LansyncIdentity",
         "LansyncDiscovery", "AsyncAlgorithms", "Crypto", "Logging", "CoreMetrics",
     } | NIO,
     "LansyncHost": {
-        "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncStore", "LansyncTransport", "LansyncIdentity",
+        "LansyncCore", "LansyncJSON", "LansyncWire", "LansyncReplica", "LansyncStore", "LansyncTransport",
+        "LansyncIdentity",
         "LansyncDiscovery", "LansyncNode", "LansyncPostgres", "Crypto", "Logging", "ServiceLifecycle", "UnixSignals",
     } | NIO,
     # The local API: the host, and its HTTP server.

@@ -1,4 +1,5 @@
 import Foundation
+import LansyncReplica
 import LansyncStore
 import Synchronization
 

@@ -1,5 +1,6 @@
 public import LansyncCore
 import LansyncJSON
+import LansyncReplica
 public import LansyncStore
 
 /// Parses assignments, as the CLI and the API take them: `FIELD=VALUE`, `FIELD+=ELEM`, `FIELD-=ELEM`.

@@ -1,4 +1,5 @@
 import LansyncIdentity
+import LansyncReplica
 public import LansyncStore
 import LansyncTransport
 

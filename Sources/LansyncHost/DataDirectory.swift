@@ -1,6 +1,7 @@
 import Foundation
 import LansyncIdentity
 public import LansyncNode
+import LansyncReplica
 public import LansyncStore
 public import LansyncTransport
 
@@ -38,7 +39,7 @@ public struct DataDirectory: Sendable {
 
     public var replicaPath: String { path + "/" + ReplicaStore.fileName }
     /// Versions kept per field in `history` unless `init --history` says otherwise.
-    public static let defaultHistoryLimit = ReplicaStore.defaultHistoryLimit
+    public static let defaultHistoryLimit = ReplicaConstants.defaultHistoryLimit
     public var clusterPath: String { path + "/cluster.pem" }
     public var nodePath: String { path + "/node.pem" }
     public var controlSocketPath: String { path + "/control.sock" }

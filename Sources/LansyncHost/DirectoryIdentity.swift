@@ -1,6 +1,7 @@
 import Foundation
 public import LansyncCore
 import LansyncIdentity
+import LansyncReplica
 import LansyncStore
 
 /// Creating a data directory, and the identity rule for copies: a directory remembers where it was

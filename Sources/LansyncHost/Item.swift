@@ -1,4 +1,5 @@
 import LansyncJSON
+import LansyncReplica
 import LansyncStore
 
 /// An item as every front end shows it: its id, type, fields with their shown values, open

@@ -2,6 +2,7 @@ import Crypto
 public import Foundation
 public import LansyncCore
 import LansyncJSON
+import LansyncReplica
 public import LansyncStore
 
 /// An import of JSON Lines (as `export` writes them) as local edits, streamed: each line is

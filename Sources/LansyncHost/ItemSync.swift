@@ -1,5 +1,6 @@
 public import LansyncCore
 public import LansyncJSON
+public import LansyncReplica
 public import LansyncStore
 
 /// Whether this machine's latest edit of an item has left it: what `get`, `list --json` and

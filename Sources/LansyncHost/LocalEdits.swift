@@ -1,4 +1,5 @@
 public import LansyncCore
+import LansyncReplica
 public import LansyncStore
 
 /// Local edits through the host: each is one transaction, then a running node is nudged to push

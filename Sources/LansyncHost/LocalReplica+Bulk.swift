@@ -1,4 +1,5 @@
 import LansyncJSON
+import LansyncReplica
 import LansyncStore
 
 /// Edits of many items at once (`set`, `rm` and `restore` with `--where`, the API's query-scoped

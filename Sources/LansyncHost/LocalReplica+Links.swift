@@ -1,4 +1,5 @@
 import LansyncJSON
+import LansyncReplica
 import LansyncStore
 
 /// Links between items (``Value/ref(_:)``): written as `@ID` (a unique start will do), read with

@@ -1,6 +1,7 @@
 public import Foundation
 public import LansyncIdentity
-public import LansyncStore
+public import LansyncReplica
+import LansyncStore
 
 // Membership, imports and repair through the replica a front end holds open.
 extension LocalReplica {

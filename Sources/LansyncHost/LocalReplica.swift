@@ -1,3 +1,4 @@
+public import LansyncReplica
 public import LansyncStore
 
 /// A machine's replica as its front ends use it: every edit, read, query and maintenance task of

@@ -3,6 +3,7 @@ public import LansyncCore
 import LansyncDiscovery
 public import LansyncIdentity
 public import LansyncNode
+public import LansyncReplica
 public import LansyncStore
 import LansyncTransport
 import LansyncWire

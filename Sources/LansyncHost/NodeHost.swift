@@ -1,5 +1,6 @@
 import Foundation
 public import LansyncNode
+import LansyncReplica
 import LansyncStore
 import LansyncTransport
 import LansyncWire

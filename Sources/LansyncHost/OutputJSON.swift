@@ -2,6 +2,7 @@ public import LansyncCore
 import LansyncIdentity
 public import LansyncJSON
 public import LansyncNode
+public import LansyncReplica
 public import LansyncStore
 
 /// The JSON forms of what read commands print with `--json` (Docs/CLI.md is their contract), kept

@@ -1,5 +1,6 @@
 public import LansyncIdentity
 import LansyncNode
+import LansyncReplica
 public import LansyncStore
 
 /// Setting what a member may do (`lansync members role`, Docs/SECURITY.md "Roles"): signed with

@@ -1,4 +1,5 @@
 public import LansyncNode
+import LansyncReplica
 import LansyncStore
 
 /// A node running in this process, as the services beside it (the local API) use it: its replica

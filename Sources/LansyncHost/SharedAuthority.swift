@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncNode
 import LansyncPostgres
+import LansyncReplica
 import LansyncStore
 import Logging
 

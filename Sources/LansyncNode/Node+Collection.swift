@@ -1,6 +1,6 @@
 import Crypto
 import LansyncCore
-import LansyncStore
+import LansyncReplica
 import LansyncTransport
 import LansyncWire
 import Logging

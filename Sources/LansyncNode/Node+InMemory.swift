@@ -1,5 +1,5 @@
 public import LansyncCore
-import LansyncStore
+import LansyncReplica
 public import LansyncWire
 
 extension Node {

@@ -1,5 +1,5 @@
 import LansyncCore
-import LansyncStore
+import LansyncReplica
 import LansyncWire
 import Logging
 import NIOConcurrencyHelpers

@@ -1,4 +1,4 @@
-import LansyncStore
+import LansyncReplica
 import Logging
 import NIOConcurrencyHelpers
 

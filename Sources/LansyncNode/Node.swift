@@ -4,7 +4,7 @@ import LansyncCore
 import LansyncDiscovery
 import LansyncIdentity
 import LansyncJSON
-public import LansyncStore
+public import LansyncReplica
 public import LansyncTransport
 import LansyncWire
 public import Logging

@@ -1,6 +1,6 @@
 public import LansyncDiscovery
 public import LansyncIdentity
-public import LansyncStore
+public import LansyncReplica
 public import LansyncWire
 
 /// What a node is told at start.

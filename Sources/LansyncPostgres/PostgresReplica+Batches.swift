@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // A peer's batches and streams: each batch merged in one transaction through the merge core,

@@ -1,6 +1,6 @@
 import Foundation
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Causal stability, the members' reports and the collection of deleted items, as the SQLite
@@ -28,7 +28,7 @@ extension PostgresReplica {
                 try db.run("SELECT node_id FROM node UNION SELECT node_id FROM peer UNION SELECT node_id FROM member")
                     .map { try $0.decode(String.self) }
             ) : nil
-        for report in reports.prefix(ReplicaStore.maxGossipedReports) where report.nodeID.text != own {
+        for report in reports.prefix(ReplicaConstants.maxGossipedReports) where report.nodeID.text != own {
             let held = try memberReports(db, node: report.nodeID).first
             if let kept = report.recorded(over: held, gossiped: gossiped, known: known) {
                 var writer = ByteWriter()

@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Deltas: the version index, replaced fields and field states a DeltaStream reads, each batch

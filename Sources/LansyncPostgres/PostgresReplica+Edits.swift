@@ -1,6 +1,6 @@
 public import LansyncCore
 import LansyncJSON
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Local edits: each one transaction, with its own dot, the merge core deciding every state.
@@ -86,7 +86,7 @@ struct PostgresWrite {
             meta[key] = value
         }
         clock = HybridLogicalClock(latest: HLCTimestamp(rawValue: meta["clock"].flatMap(UInt64.init) ?? 0))
-        historyLimit = meta["history_limit"].flatMap(Int.init) ?? ReplicaStore.defaultHistoryLimit
+        historyLimit = meta["history_limit"].flatMap(Int.init) ?? ReplicaConstants.defaultHistoryLimit
         stamp = (meta["changes"].flatMap(Int64.init) ?? 0) + 1
         if meta["writer_server"] != meta["server"] { try moveOnFromAnotherServer(meta) }
     }
@@ -98,7 +98,7 @@ struct PostgresWrite {
         guard let node = meta["node_id"].flatMap(NodeID.init(text:)) else {
             throw PostgresReplica.damaged("the node id in table meta is missing")
         }
-        let floor = Int64(clamping: ReplicaStore.changeSequenceFloor)
+        let floor = Int64(clamping: ReplicaConstants.changeSequenceFloor)
         try PostgresReplica.raiseMeta("change_floor", to: floor, db)
         try PostgresReplica.raiseMeta("changes", to: floor, db)
         stamp = max(stamp, floor + 1)

@@ -1,6 +1,6 @@
 import Foundation
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Retired writers fold (Docs/MERGE.md, "Retired writers fold"), as in the SQLite store: the
@@ -22,7 +22,7 @@ extension PostgresReplica {
     }
 
     static func setFolded(_ folded: VersionVector, _ db: BlockingPostgres.Statements) throws {
-        try setMeta("folded", Data(ReplicaStore.encoded(folded)).base64EncodedString(), db)
+        try setMeta("folded", Data(ReplicaConstants.encoded(folded)).base64EncodedString(), db)
     }
 
     /// What a hello tells, read in one snapshot so the folded set is covered by the vector.

@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 import Synchronization
 
@@ -100,7 +100,7 @@ extension PostgresWrite {
         let reason: WriterRecord.Reason = forRole ? .role : retired ? .witness : .named
         // A rolled-back database's feed numbers were given before: jump past them (as in SQLite).
         if retired, !forRole {
-            try PostgresReplica.raiseMeta("change_floor", to: Int64(clamping: ReplicaStore.changeSequenceFloor), db)
+            try PostgresReplica.raiseMeta("change_floor", to: Int64(clamping: ReplicaConstants.changeSequenceFloor), db)
         }
         let fresh = NodeID.writer(for: node)
         try startWriter(fresh, name: meta["node_name"], reason: reason)

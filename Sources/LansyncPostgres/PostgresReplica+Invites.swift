@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Invitations this replica's node issued, redeemed once each, as the SQLite store keeps them.

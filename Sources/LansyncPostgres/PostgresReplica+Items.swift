@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Reads: the replica's identity, its version vector and its items, as ReplicaStorage asks.
@@ -26,7 +26,7 @@ extension PostgresReplica {
             clusterID: cluster,
             nodeName: meta["node_name"] ?? "",
             fingerprint: meta["fingerprint"] ?? "",
-            historyLimit: meta["history_limit"].flatMap(Int.init) ?? ReplicaStore.defaultHistoryLimit,
+            historyLimit: meta["history_limit"].flatMap(Int.init) ?? ReplicaConstants.defaultHistoryLimit,
             writerID: writer
         )
     }

@@ -1,4 +1,4 @@
-public import LansyncStore
+public import LansyncReplica
 import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO

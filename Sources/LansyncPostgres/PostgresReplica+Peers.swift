@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Peers, the names nodes gave themselves, the cluster's statements, and the refusals of this

@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Coming back after being away (Docs/MERGE.md, "Coming back after being away"), as the SQLite

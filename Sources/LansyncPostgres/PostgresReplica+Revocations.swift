@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // A revoked node's writes after its cut, overruled by the replica as the SQLite store overrules

@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // The member's role (Docs/SECURITY.md, "Roles"), kept in `meta` as the SQLite store keeps it: a

@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 import PostgresNIO
 
 // Settings and marks kept in `meta`, as the SQLite store keeps them: the collection windows, the

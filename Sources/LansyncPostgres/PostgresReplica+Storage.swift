@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 
 /// A PostgreSQL replica is what the node runs against, as a SQLite file is: every requirement
 /// with the SQLite store's semantics (the shared store suites run both).

@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 public import Logging
 import NIOCore
 import PostgresNIO
@@ -64,7 +64,7 @@ public final class PostgresReplica: Sendable {
         nodeName: String,
         fingerprint: String,
         writer: NodeID? = nil,
-        historyLimit: Int = ReplicaStore.defaultHistoryLimit,
+        historyLimit: Int = ReplicaConstants.defaultHistoryLimit,
         logger: Logger
     ) throws(StoreError) -> PostgresReplica {
         let writer = writer ?? nodeID

@@ -1,5 +1,6 @@
 import GRDB
 import LansyncCore
+import LansyncReplica
 
 /// One peer batch merged into one write transaction (``ReplicaStore/receive(_:from:incarnation:wallMilliseconds:refuse:revoked:writers:allowance:)``):
 /// each field state merged with what the replica holds; refused (a limit's reason) or overruled

@@ -1,6 +1,7 @@
 import GRDB
 import GRDBSQLite
 import LansyncCore
+import LansyncReplica
 
 /// Values bound by position (SQLite counts from 1) to a statement run with
 /// ``GRDB/Statement/run(_:)``.

@@ -1,4 +1,5 @@
 public import LansyncCore
+import LansyncReplica
 
 /// Local edits inside one open transaction (``ReplicaStore/applyEdits(wallMilliseconds:_:)``):
 /// each ``apply(_:to:)`` issues the next dot, asks the merge core to apply the edit, and writes

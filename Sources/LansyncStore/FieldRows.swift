@@ -1,4 +1,5 @@
 import GRDB
+import LansyncReplica
 
 /// How the rows of table `field` are numbered (since v20): a field's row id is its item's row id
 /// times ``perItem`` plus the field's place among its item's fields. An item's fields are then one

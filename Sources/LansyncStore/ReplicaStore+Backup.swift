@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 /// What a backup file holds, as `lansync backup` and `lansync backup restore` report it.
 public struct BackupSummary: Sendable, Equatable {

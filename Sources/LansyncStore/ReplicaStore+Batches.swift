@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // A peer's batches: merged in one transaction each, their covers checked first; a peer's
 // stream and its progress (Docs/PROTOCOL.md, "Streams").
@@ -238,25 +239,5 @@ extension Transaction {
             let row = try nodeRow(node)
             try raiseCounter(of: row, to: counter)
         }
-    }
-}
-
-/// What a session starts from (``ReplicaStore/sessionStart(with:)``), read at one moment.
-public struct SessionStart: Sendable {
-    public var vector: VersionVector
-    public var folded: VersionVector
-    public var resume: (covers: VersionVector, incarnation: NodeID)?
-    public var rejoinedAt: UInt64
-
-    public init(
-        vector: VersionVector,
-        folded: VersionVector,
-        resume: (covers: VersionVector, incarnation: NodeID)?,
-        rejoinedAt: UInt64
-    ) {
-        self.vector = vector
-        self.folded = folded
-        self.resume = resume
-        self.rejoinedAt = rejoinedAt
     }
 }

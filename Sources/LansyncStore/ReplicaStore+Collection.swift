@@ -1,110 +1,11 @@
 import Foundation
 import GRDB
 public import LansyncCore
-
-/// What a replica knows of one member's progress (table `member`): its version vector as of
-/// its last session anywhere in the cluster, and when that was.
-public struct MemberReport: Sendable, Equatable {
-    public var nodeID: NodeID
-    public var seen: VersionVector
-    /// Unix milliseconds of the session the report comes from.
-    public var at: UInt64
-    /// When `lansync members forget` said the member is gone for good; nil if it is not.
-    public var forgottenAt: UInt64?
-
-    /// The writers the report was told without (its teller's folds, for a report a 1.8 hello
-    /// marks folded; Docs/MERGE.md, "Retired writers fold"): joined back as it is recorded, for
-    /// the writers this replica knows.
-    public var folds = VersionVector()
-
-    /// The latest report the member signed of its own progress (the wire form of a 1.13 signed
-    /// report; nil if none is held) and the member's time in it: kept only to be passed on, and
-    /// replaced only by a later one (``signedAt``). The node checks the signature before it
-    /// records one; storage keeps the bytes as they are.
-    public var signed: [UInt8]?
-    public var signedAt: UInt64 = 0
-
-    public init(
-        nodeID: NodeID,
-        seen: VersionVector,
-        at: UInt64,
-        forgottenAt: UInt64? = nil,
-        folds: VersionVector = VersionVector(),
-        signed: [UInt8]? = nil,
-        signedAt: UInt64 = 0
-    ) {
-        self.nodeID = nodeID
-        self.seen = seen
-        self.at = at
-        self.forgottenAt = forgottenAt
-        self.folds = folds
-        self.signed = signed
-        self.signedAt = signedAt
-    }
-}
-
-/// The cluster's collection settings as this replica holds them (meta `trash_window`,
-/// `away_after`), in milliseconds.
-public struct CollectionSettings: Sendable, Equatable {
-    /// How long a deleted item stays restorable (default 30 days).
-    public var trashWindow: UInt64
-    /// How long a member may stay silent before it is marked away (default 90 days).
-    public var awayAfter: UInt64
-
-    public static let day: UInt64 = 86_400_000
-    public static let standard = CollectionSettings(trashWindow: 30 * day, awayAfter: 90 * day)
-    /// Collection waits this long past the trash window, so that a machine whose clock runs up to
-    /// a day behind (the hybrid clock's own bound) refuses a restore before anyone collects.
-    public static let clockMargin = HybridLogicalClock.maxForwardDrift
-
-    /// How long after a delete its item may be collected: the trash window, plus the clock
-    /// margin or the window again, whichever is shorter (a restore is judged by the restorer's
-    /// hybrid clock, which is past the delete's own timestamp once it has seen the delete: a
-    /// window of 0 refuses every restore of a delete seen, whatever the clocks).
-    public var collectAfter: UInt64 { Self.withMargin(trashWindow) }
-
-    /// How long after its collection a minimal tombstone is purged: the away window, plus the
-    /// clock margin or the window again, whichever is shorter (a replica put back from a copy
-    /// judges the copy's age by its own clock, which may run behind the collector's).
-    public var purgeAfter: UInt64 { Self.withMargin(awayAfter) }
-
-    /// How long a silent member still holds the stable frontier back: the away window, plus the
-    /// clock margin or the window again, whichever is shorter. Every member refuses it once it has
-    /// been silent for the away window by that member's own clock; one whose clock runs behind
-    /// the collector's (within the margin) would otherwise still merge with it after the
-    /// collector stopped waiting, and let in a write made without the collected delete. This
-    /// covers clocks, not gossip: a member that met the silent one after it last reported to
-    /// the collector still judges by that later meeting (Docs/MERGE.md, "What stays open").
-    public var holdsBackFor: UInt64 { Self.withMargin(awayAfter) }
-
-    /// `window` and the clock margin after it, or the window again if that is shorter.
-    static func withMargin(_ window: UInt64) -> UInt64 { window &+ min(clockMargin, window) }
-
-    public init(trashWindow: UInt64, awayAfter: UInt64) {
-        self.trashWindow = trashWindow
-        self.awayAfter = awayAfter
-    }
-}
-
-/// What one collection round did (``ReplicaStore/collect(now:)``).
-public struct CollectionRound: Sendable, Equatable {
-    /// Items reduced to their minimal tombstone.
-    public var collected = 0
-    /// Whether the stable frontier moved.
-    public var frontierMoved = false
-    /// Minimal tombstones purged: collected longer ago than the away window.
-    public var purged = 0
-    /// Pages handed back to the file system.
-    public var pagesFreed = 0
-
-    public init() {}
-}
+public import LansyncReplica
 
 // Causal stability, the members' reports and the collection of deleted items (Docs/MERGE.md,
 // "Causal stability and collection"; Docs/STORAGE.md, "Collection").
 extension ReplicaStore {
-    /// At most this many reports travel in one hello, and are taken from one.
-    public static let maxGossipedReports = 512
 
     /// Joins `reports` into table `member`: vectors joined, the later time kept. This replica's
     /// own node is never recorded (its report is its own vector).
@@ -131,7 +32,7 @@ extension ReplicaStore {
                     sql: "SELECT node_id FROM node UNION SELECT node_id FROM peer UNION SELECT node_id FROM member"
                 )
             ) : nil
-        for report in reports.prefix(Self.maxGossipedReports) where report.nodeID != own {
+        for report in reports.prefix(ReplicaConstants.maxGossipedReports) where report.nodeID != own {
             let held = try Row.fetchOne(
                 db,
                 sql: "SELECT seen, seen_at, forgotten_at, signed_at FROM member WHERE node_id = ?",
@@ -505,91 +406,6 @@ extension Transaction {
         try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [row])
         noteSearchChange(item: row)
     }
-}
-
-/// The stability ledger's binary form in meta `stability` (the same bytes in every store).
-public enum StabilityLedgerCoding {
-    public static func encode(_ ledger: StabilityLedger) -> [UInt8] {
-        var w = ByteWriter()
-        w.varint(1)
-        w.versionVector(ledger.stable)
-        w.varint(ledger.stableAt)
-        w.varint(ledger.stableReportedAt)
-        w.varint(UInt64(ledger.checkpoints.count))
-        for checkpoint in ledger.checkpoints {
-            w.versionVector(checkpoint.frontier)
-            w.versionVector(checkpoint.join)
-            w.varint(checkpoint.at)
-            w.varint(checkpoint.reportedAt)
-        }
-        return w.bytes
-    }
-
-    public static func decode(_ bytes: [UInt8]) -> StabilityLedger? {
-        var r = ByteReader(bytes)
-        do {
-            guard try r.varint() == 1 else { return nil }
-            let stable = try r.versionVector()
-            let stableAt = try r.varint()
-            let stableReportedAt = try r.varint()
-            let count = try r.varint()
-            guard count <= UInt64(StabilityLedger.maxCheckpoints) else { return nil }
-            var checkpoints: [StabilityLedger.Checkpoint] = []
-            for _ in 0..<count {
-                checkpoints.append(
-                    .init(
-                        frontier: try r.versionVector(),
-                        join: try r.versionVector(),
-                        at: try r.varint(),
-                        reportedAt: try r.varint()
-                    )
-                )
-            }
-            return StabilityLedger(
-                stable: stable,
-                stableAt: stableAt,
-                stableReportedAt: stableReportedAt,
-                checkpoints: checkpoints
-            )
-        } catch {
-            return nil
-        }
-    }
-}
-
-/// How much of a replica is the past, for `status` (``ReplicaStore/collectionFigures(now:)``).
-public struct CollectionFigures: Sendable, Equatable {
-    /// Field rows of live items.
-    public var liveFields = 0
-    /// Deleted items not collected yet, and their field rows: what collection may take once the
-    /// trash window has passed and every active member has seen the deletes.
-    public var collectableItems = 0
-    public var collectableFields = 0
-    /// Items reduced to their minimal tombstone.
-    public var collectedItems = 0
-    /// Minimal tombstones purged since the replica began (an away window after collection).
-    public var purgedItems = 0
-    /// The replica file's size, and how much of it is free pages.
-    public var fileBytes = 0
-    public var freeBytes = 0
-    /// When the stable frontier last moved (Unix ms), nil if it never has.
-    public var frontierAt: UInt64?
-    /// The active member furthest behind the others, which holds the frontier back; nil when
-    /// none is behind.
-    public var heldBackBy: NodeID?
-    /// Members forgotten, or silent past the away window and the clock margin
-    /// (``CollectionSettings/holdsBackFor``): they hold nothing back.
-    public var departed: [NodeID] = []
-    /// When this replica last rejoined from a snapshot (Unix ms), nil if never.
-    public var rejoinedAt: UInt64?
-    /// Since when this replica is away itself (``ReplicaStore/awaySince(now:)``) or older than the
-    /// away window (``ReplicaStore/staleSince(now:)``), nil if neither.
-    public var awaySince: UInt64?
-    /// Since when this replica, put back from a copy older than the away window, waits to rejoin
-    /// from a current member (``ReplicaStore/staleSince(now:)``), nil if it does not.
-    public var staleSince: UInt64?
-
-    public init() {}
 }
 
 extension ReplicaStore {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 public import LansyncCore
 import LansyncJSON
+public import LansyncReplica
 
 /// What a check of the replica file found: nothing (sound), or one line per problem.
 public struct DamageReport: Sendable, Equatable {

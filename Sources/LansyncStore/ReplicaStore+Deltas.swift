@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // What a delta is read from: the version vector, the version index, field states by key, and
 // the fields whose versions newer writes superseded (DeltaStream drives these).
@@ -174,5 +175,25 @@ extension ReplicaStore {
                 SELECT n.node_id FROM node n WHERE EXISTS (SELECT 1 FROM version v WHERE v.node = n.id AND v.counter > n.counter)
                 """
         ).compactMap(NodeID.init(text:))
+    }
+}
+
+extension ReplicaStore {
+    /// Starts the delta for a peer that announced `remote` (``DeltaStream/start(from:for:maxUpdates:budgetBytes:unclaimed:deltaBase:)``).
+    public func deltaStream(
+        for remote: VersionVector,
+        maxUpdates: Int = 512,
+        budgetBytes: Int = 2 << 20,
+        unclaimed: Bool = true,
+        deltaBase: VersionVector? = nil
+    ) throws(StoreError) -> DeltaStream {
+        try DeltaStream.start(
+            from: self,
+            for: remote,
+            maxUpdates: maxUpdates,
+            budgetBytes: budgetBytes,
+            unclaimed: unclaimed,
+            deltaBase: deltaBase
+        )
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // Local edits: each one transaction, with its own dot.
 extension ReplicaStore {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // Retired writers fold (Docs/MERGE.md, "Retired writers fold"): the writers this replica leaves
 // out of the vectors it tells, in meta 'folded' (a binary version vector, base64). The `node`
@@ -58,7 +59,7 @@ extension ReplicaStore {
                     )
                 )
                 guard !now.isEmpty else { return .rollback((now, vector)) }
-                try tx.setMeta("folded", bytes: Self.encoded(folded.joined(with: now)))
+                try tx.setMeta("folded", bytes: ReplicaConstants.encoded(folded.joined(with: now)))
                 return .commit((now, vector))
             }
         }
@@ -83,37 +84,9 @@ extension ReplicaStore {
                     folded: folded
                 )
                 guard !taken.isEmpty else { return .rollback(taken) }
-                try tx.setMeta("folded", bytes: Self.encoded(folded.joined(with: taken)))
+                try tx.setMeta("folded", bytes: ReplicaConstants.encoded(folded.joined(with: taken)))
                 return .commit(taken)
             }
-        }
-    }
-
-    public static func encoded(_ vector: VersionVector) -> [UInt8] {
-        var w = ByteWriter()
-        w.versionVector(vector)
-        return w.bytes
-    }
-}
-
-extension WriterFolding {
-    /// Which writers a replica knows are retired, for ``WriterFolding/folds(vector:stable:folded:isRetired:)``,
-    /// in every store: every writer of its own node (`node`; `own`, the writers it started) but
-    /// the `current` one, and every writer of a revoked member. A writer whose counter moved
-    /// since `previous` (the vector as the last round read it; `vector`, now) waits for a quiet
-    /// round. A forgotten member's writers do not fold: forgetting is this machine's judgement,
-    /// and the member may still be writing elsewhere.
-    public static func retirement(
-        node: NodeID,
-        current: NodeID,
-        own: Set<NodeID>,
-        revoked: RevokedWriters,
-        vector: VersionVector,
-        unchangedSince previous: VersionVector?
-    ) -> (NodeID) -> Bool {
-        { writer in
-            guard writer != current, previous.map({ $0[writer] == vector[writer] }) ?? true else { return false }
-            return own.contains(writer) || writer.isWriter(of: node) || revoked.names(writer)
         }
     }
 }

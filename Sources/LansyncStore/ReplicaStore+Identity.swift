@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // This replica's identity and its writers: who it is, under which writer id it writes, and
 // when a new writer starts (Docs/STORAGE.md, "Writers").
@@ -31,7 +32,7 @@ extension ReplicaStore {
             clusterID: cluster,
             nodeName: meta["node_name"] ?? "",
             fingerprint: meta["fingerprint"] ?? "",
-            historyLimit: Int(meta["history_limit"] ?? "") ?? Self.defaultHistoryLimit,
+            historyLimit: Int(meta["history_limit"] ?? "") ?? ReplicaConstants.defaultHistoryLimit,
             writerID: meta["writer_id"].flatMap(NodeID.init(text:)) ?? node
         )
     }

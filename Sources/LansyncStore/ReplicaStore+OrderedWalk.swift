@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+import LansyncReplica
 
 // A page of a query with no filter (the web page's pages: a type, deleted ones or not, a
 // search) read in its order from an index and stopped once full, instead of reading every

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 public import LansyncCore
 import LansyncJSON
+public import LansyncReplica
 
 // Queries over shown values (``ItemQuery``). A field is either indexed (`lansync index FIELD`:
 // table `query_index` holds its typed shown value, a row per list element, kept in step by the

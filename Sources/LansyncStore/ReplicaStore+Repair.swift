@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+public import LansyncReplica
 
 /// What `repair` did.
 public struct RepairReport: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // Refusing a revoked node's writes (``RevokedWriters``): a field that shows one is overruled by
 // this replica, with a write of its own that has seen it and keeps the value the field had

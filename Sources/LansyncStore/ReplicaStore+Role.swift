@@ -1,5 +1,6 @@
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // The member's role (Docs/SECURITY.md, "Roles"): a reader's replica refuses local edits.
 extension ReplicaStore {

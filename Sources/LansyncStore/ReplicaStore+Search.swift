@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+public import LansyncReplica
 
 // Searches (``ItemSearch``): every item's text (its id, type, field names and shown values, case
 // folded) is a row of `item_search`, an FTS5 table with the trigram tokenizer, whose row id is
@@ -74,20 +75,6 @@ extension Transaction {
         guard old != text else { return }
         try db.cachedStatement(sql: "REPLACE INTO item_search(rowid, text) VALUES (?, ?)")
             .execute(arguments: [item, text])
-    }
-}
-
-/// How far the search texts are behind the replica: the change-feed number `item_search`
-/// reflects, and the latest the feed gave.
-public struct SearchBacklog: Sendable, Equatable {
-    public var indexed: Int64
-    public var latest: Int64
-    /// True when every change is in the search texts.
-    public var isEmpty: Bool { indexed >= latest }
-
-    public init(indexed: Int64, latest: Int64) {
-        self.indexed = indexed
-        self.latest = latest
     }
 }
 

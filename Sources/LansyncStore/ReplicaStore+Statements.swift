@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+public import LansyncReplica
 
 extension ReplicaStore {
     /// Keeps the cluster statements whose keys are not held yet (each already checked against the

@@ -1,5 +1,6 @@
 import GRDB
 public import LansyncCore
+public import LansyncReplica
 
 // The SQLite replica as the node sees it: most requirements are the members of the same name.
 extension ReplicaStore: ReplicaStorage {
@@ -25,8 +26,6 @@ extension ReplicaStore: ReplicaStorage {
         ) as DeltaStream
     }
 }
-
-extension DeltaStream: DeltaSource {}
 
 extension ReplicaStore: DeltaReading {
     public func readDelta<T>(_ body: (any DeltaReads) throws -> T) throws(StoreError) -> T {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 public import LansyncCore
 import LansyncJSON
+public import LansyncReplica
 
 /// A replica kept in one SQLite file (WAL mode, `synchronous = FULL`): the durable home of
 /// everything a node knows.
@@ -35,8 +36,6 @@ public final class ReplicaStore: Sendable {
 
     /// The replica file's name inside a data directory.
     public static let fileName = "replica.sqlite"
-    /// Versions kept per field in `history` unless `init --history` says otherwise.
-    public static let defaultHistoryLimit = 1000
 
     private init(path: String, database: any DatabaseWriter, lease: WriterLease, readOnly: Bool = false) {
         self.path = path
@@ -54,7 +53,7 @@ public final class ReplicaStore: Sendable {
         clusterID: NodeID,
         nodeName: String,
         fingerprint: String,
-        historyLimit: Int = defaultHistoryLimit,
+        historyLimit: Int = ReplicaConstants.defaultHistoryLimit,
         lease: WriterLease = .standard()
     ) throws(StoreError) -> ReplicaStore {
         let directory = (path as NSString).deletingLastPathComponent

@@ -1,4 +1,5 @@
 import GRDB
+import LansyncReplica
 
 /// The replica file's schema, created and upgraded by versioned migrations (GRDB's migrator
 /// records applied ones in `grdb_migrations`). Docs/STORAGE.md describes every table.

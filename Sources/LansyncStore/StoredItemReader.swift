@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+import LansyncReplica
 
 /// Assembles ``StoredItem``s from the rows of an item-and-fields statement, sorted by item id:
 /// one row per field (or one with no field for an item that has none). An item is complete when

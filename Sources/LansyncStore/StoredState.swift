@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+import LansyncReplica
 import Synchronization
 
 /// How the replica file stores a field state (the `field.state` column): a format byte, then

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LansyncCore
 import LansyncJSON
+import LansyncReplica
 
 /// An item as loaded inside a transaction: its row (nil if new), state and field rows.
 struct LoadedItem {

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncJSON
+import LansyncReplica
 import LansyncStore
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncJSON
 import LansyncNode
+import LansyncReplica
 import LansyncStore
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import CoreFoundation
 import Foundation
 import LansyncCore
 import LansyncJSON
+import LansyncReplica
 import LansyncStore
 import Testing
 

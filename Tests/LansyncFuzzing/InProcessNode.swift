@@ -2,6 +2,7 @@ import Foundation
 public import LansyncCore
 public import LansyncIdentity
 public import LansyncNode
+import LansyncReplica
 public import LansyncStore
 import LansyncTransport
 

@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 public import LansyncIdentity
 import LansyncNode
+import LansyncReplica
 import LansyncStore
 import LansyncWire
 import NIOConcurrencyHelpers

@@ -1,6 +1,7 @@
 import Foundation
 import LansyncCore
 import LansyncHost
+import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncHost
 import LansyncJSON
+import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import LansyncJSON
 import LansyncNode
+import LansyncReplica
 import LansyncStore
 import LansyncTransport
 import NIOCore

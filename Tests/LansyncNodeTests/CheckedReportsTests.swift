@@ -2,6 +2,7 @@ import Crypto
 import LansyncCore
 import LansyncFuzzing
 import LansyncIdentity
+import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import LansyncWire

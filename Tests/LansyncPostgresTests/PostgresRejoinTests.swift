@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import LansyncCore
+import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import Synchronization
@@ -46,7 +47,7 @@ import Testing
         // transaction after it, even one that issues nothing of the replica's own (a node saving
         // what it knows of its peers), starts a new writer, and the feed's numbers and the change
         // stamp jump past any the lost commits gave.
-        let floorBefore = ReplicaStore.changeSequenceFloor
+        let floorBefore = ReplicaConstants.changeSequenceFloor
         try server.stopServer()
         try server.start()
         try Self.afterRestart {

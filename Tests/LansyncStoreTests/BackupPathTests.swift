@@ -3,6 +3,7 @@ import LansyncCore
 import LansyncTestSupport
 import Testing
 
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// Issue 62: where `backup` may write, over random paths a user could type. A sandbox holds the

@@ -5,6 +5,7 @@ import LansyncJSON
 import LansyncTestSupport
 import Testing
 
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// The change feed: every field change a replica commits, local or merged, in commit order, with

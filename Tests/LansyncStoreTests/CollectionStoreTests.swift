@@ -4,6 +4,7 @@ import LansyncCore
 import LansyncTestSupport
 import Testing
 
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// Collection in the SQLite store (Docs/STORAGE.md, "Collection"): what a round removes, what a

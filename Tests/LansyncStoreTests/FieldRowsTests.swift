@@ -5,6 +5,7 @@ import LansyncTestSupport
 import Testing
 
 // @testable: the row numbering (FieldRows) and the store's reads are checked from inside.
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// Field rows numbered by item (v20, ``FieldRows``): where new fields go, that the reads of an

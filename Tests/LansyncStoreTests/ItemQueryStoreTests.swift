@@ -4,6 +4,7 @@ import LansyncJSON
 import LansyncTestSupport
 import Testing
 
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// Queries on a real replica file: the same answers with and without an index, an index kept in

@@ -4,6 +4,7 @@ import LansyncCore
 import LansyncTestSupport
 import Testing
 
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// Searches and ordered walks on a real replica file: what the search index finds is what

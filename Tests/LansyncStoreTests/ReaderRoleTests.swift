@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import LansyncCore
 import LansyncTestSupport
 
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// What the store's multi-replica suites share: replicas of one cluster made in the suite's own

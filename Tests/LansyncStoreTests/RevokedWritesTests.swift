@@ -4,6 +4,7 @@ import LansyncCore
 import LansyncTestSupport
 import Testing
 
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// A revoked node's writes after its revocation's cut (``RevokedWriters``) are overruled wherever

@@ -1,6 +1,7 @@
 import Foundation
 import LansyncCore
 import LansyncPostgres
+import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import Logging

@@ -6,6 +6,7 @@ import LansyncTestSupport
 import Testing
 
 // @testable: the conflict-count plan test checks the store's own statement, not a copy of it.
+@testable import LansyncReplica
 @testable import LansyncStore
 
 /// The replica file itself: persistence, refusal of foreign or damaged files, the version index,

@@ -1,6 +1,7 @@
 import BenchSQLite
 import Foundation
 import LansyncCore
+import LansyncReplica
 import LansyncStore
 
 /// The store alone, without processes or network: how fast `LansyncStore` takes local edits,

@@ -1,5 +1,5 @@
 public import LansyncJSON
-import LansyncStore
+import LansyncReplica
 
 // The JSON form of the status, with LansyncJSON like every other JSON lansync writes: the
 // contract of `status --json` and of the control socket's answer (Docs/CLI.md). Keys are

@@ -1,4 +1,4 @@
-import LansyncStore
+import LansyncReplica
 
 extension NodeStatus {
     /// The relays a running node was given, the one in use, and its last failover.

@@ -1,5 +1,5 @@
 import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 
 /// What `lansync status` shows: this node, its replica and every peer, as one value.
 ///

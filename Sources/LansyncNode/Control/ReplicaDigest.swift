@@ -1,7 +1,7 @@
 import Crypto
 import LansyncCore
 import LansyncJSON
-public import LansyncStore
+public import LansyncReplica
 import Synchronization
 
 /// A digest of what a replica shows: every live item with its type, shown values and open

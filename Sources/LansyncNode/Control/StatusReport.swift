@@ -1,6 +1,6 @@
 import Foundation
 import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 
 /// Builds ``NodeStatus`` from the replica, and from the running node's registry when one runs.
 public enum StatusReport {
@@ -209,7 +209,7 @@ public enum StatusReport {
 
 extension NodeStatus.Rejection {
     /// A write the replica refused, as status shows it.
-    init(_ rejection: LansyncStore.Rejection) {
+    init(_ rejection: LansyncReplica.Rejection) {
         self.init(
             id: rejection.item.rawValue,
             field: rejection.field.rawValue,

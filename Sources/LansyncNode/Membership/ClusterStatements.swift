@@ -1,7 +1,7 @@
 import Crypto
 import LansyncCore
 import LansyncIdentity
-import LansyncStore
+import LansyncReplica
 import NIOConcurrencyHelpers
 
 /// The cluster statements a node holds (revocations with their write cuts, the latest set of

@@ -1,7 +1,7 @@
 import Foundation
 import LansyncCore
 import LansyncIdentity
-import LansyncStore
+import LansyncReplica
 import LansyncTransport
 import LansyncWire
 import Logging

@@ -1,7 +1,7 @@
 import Crypto
 import LansyncCore
 import LansyncIdentity
-import LansyncStore
+import LansyncReplica
 import LansyncWire
 
 // Members' reports of their own progress, signed (protocol 1.13; Docs/SECURITY.md, "What a

@@ -1,6 +1,6 @@
 import LansyncCore
 import LansyncDiscovery
-import LansyncStore
+import LansyncReplica
 import LansyncTransport
 import LansyncWire
 import NIOConcurrencyHelpers

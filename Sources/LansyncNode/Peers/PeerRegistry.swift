@@ -1,6 +1,6 @@
 public import LansyncCore
 import LansyncDiscovery
-public import LansyncStore
+public import LansyncReplica
 public import LansyncWire
 public import Logging
 

@@ -1,5 +1,5 @@
 import Foundation
-import LansyncStore
+import LansyncReplica
 import NIOConcurrencyHelpers
 
 /// The connections this node refused for their certificate (a node of another cluster, or one

@@ -1,5 +1,5 @@
 import LansyncCore
-import LansyncStore
+import LansyncReplica
 import LansyncWire
 
 /// The running node's ``PeerView``, with the last addresses of the members in it: what the dial

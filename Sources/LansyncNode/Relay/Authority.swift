@@ -1,5 +1,5 @@
 import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 public import Logging
 
 /// How the relay, the cluster's authority, settles a conflict.

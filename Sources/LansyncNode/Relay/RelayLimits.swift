@@ -1,5 +1,5 @@
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 
 /// The limits a node enforces on what peers send it, checked on every field state that arrives
 /// before it is stored: ``Limits`` on every node, exactly as on writing, and on the relay the

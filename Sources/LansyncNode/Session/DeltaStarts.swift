@@ -1,6 +1,6 @@
 import CoreMetrics
 import LansyncCore
-import LansyncStore
+import LansyncReplica
 import NIOConcurrencyHelpers
 
 /// The opening read of a delta (its plan, its first batches, the size it announces), shared by

@@ -1,5 +1,5 @@
 public import LansyncCore
-import LansyncStore
+import LansyncReplica
 
 /// How many sessions each writer's newest change crossed to reach this node: what lets a change
 /// go to every peer while it is near where it was made, and down the spread tree after

@@ -1,6 +1,6 @@
 import LansyncCore
 import LansyncIdentity
-public import LansyncStore
+public import LansyncReplica
 public import LansyncTransport
 import LansyncWire
 import NIOCore

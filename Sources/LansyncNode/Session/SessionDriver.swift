@@ -1,5 +1,5 @@
 import LansyncCore
-import LansyncStore
+import LansyncReplica
 import LansyncTransport
 import LansyncWire
 

@@ -1,7 +1,7 @@
 import CoreMetrics
 import Foundation
 import LansyncCore
-import LansyncStore
+import LansyncReplica
 import LansyncWire
 import Logging
 

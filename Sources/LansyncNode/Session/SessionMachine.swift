@@ -1,5 +1,5 @@
 public import LansyncCore
-import LansyncStore
+import LansyncReplica
 public import LansyncWire
 
 /// The logic of one sync session, as a pure state machine: events in, actions out. It owns no

@@ -1,7 +1,7 @@
 import AsyncAlgorithms
 import Foundation
 public import LansyncCore
-public import LansyncStore
+public import LansyncReplica
 public import LansyncTransport
 public import LansyncWire
 import NIOCore

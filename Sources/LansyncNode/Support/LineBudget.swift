@@ -1,4 +1,4 @@
-import LansyncStore
+import LansyncReplica
 import NIOConcurrencyHelpers
 
 /// A budget of log lines of one kind per minute, for lines that others can cause at will

@@ -1,4 +1,4 @@
-import LansyncStore
+import LansyncReplica
 import NIOConcurrencyHelpers
 
 /// Which log lines that others can cause at will get written: at most `perSource` a minute from

@@ -3,6 +3,7 @@ import Foundation
 import LansyncCore
 import LansyncHost
 public import LansyncNode
+import LansyncReplica
 import LansyncStore
 import LansyncTransport
 import LansyncWire

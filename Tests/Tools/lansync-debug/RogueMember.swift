@@ -4,6 +4,7 @@ import LansyncCore
 import LansyncHost
 import LansyncIdentity
 import LansyncNode
+import LansyncReplica
 import LansyncStore
 import LansyncTransport
 import LansyncWire

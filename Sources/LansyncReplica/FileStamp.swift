@@ -7,10 +7,10 @@ import Musl
 /// The size, modification time and inode of a replica file and of its write-ahead log: two
 /// `stat` calls, and different after any commit (in WAL mode a commit appends to the log, and a
 /// checkpoint that rewinds it changes its time).
-struct FileStamp: Equatable {
-    private(set) var parts: [Int] = []
+package struct FileStamp: Equatable {
+    package private(set) var parts: [Int] = []
 
-    init(path: String) {
+    package init(path: String) {
         for file in [path, path + "-wal"] {
             var info = stat()
             if stat(file, &info) == 0 {

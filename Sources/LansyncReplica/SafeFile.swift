@@ -122,7 +122,7 @@ public enum SafeFile {
         return x.st_dev == y.st_dev && x.st_ino == y.st_ino
     }
 
-    static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         let folder = (path as NSString).deletingLastPathComponent
         return folder.isEmpty ? "." : folder
     }

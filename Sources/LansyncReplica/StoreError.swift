@@ -88,7 +88,7 @@ extension StoreError {
 
     /// `text` on one line and at most 200 characters: SQLite's reports can span many lines, and an
     /// error is one line.
-    static func oneLine(_ text: String) -> String {
+    package static func oneLine(_ text: String) -> String {
         let flat = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
         }.joined(separator: "; ")

@@ -12,10 +12,31 @@ public struct HistoryEntry: Sendable, Equatable {
     /// True if this version is one the field shows or keeps as a sibling right now.
     public let isLive: Bool
 
+    package init(
+        field: FieldName,
+        dot: Dot,
+        writerName: String?,
+        timestamp: HLCTimestamp,
+        write: FieldVersion.Write,
+        isLive: Bool
+    ) {
+        self.field = field
+        self.dot = dot
+        self.writerName = writerName
+        self.timestamp = timestamp
+        self.write = write
+        self.isLive = isLive
+    }
+
     /// A version of a field: what names an entry.
-    struct Key: Hashable {
-        let field: FieldName
-        let dot: Dot
+    package struct Key: Hashable {
+        package let field: FieldName
+        package let dot: Dot
+
+        package init(field: FieldName, dot: Dot) {
+            self.field = field
+            self.dot = dot
+        }
     }
 }
 

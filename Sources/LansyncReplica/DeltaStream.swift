@@ -219,26 +219,6 @@ extension DeltaStream {
     }
 }
 
-extension ReplicaStore {
-    /// Starts the delta for a peer that announced `remote` (``DeltaStream/start(from:for:maxUpdates:budgetBytes:unclaimed:deltaBase:)``).
-    public func deltaStream(
-        for remote: VersionVector,
-        maxUpdates: Int = 512,
-        budgetBytes: Int = 2 << 20,
-        unclaimed: Bool = true,
-        deltaBase: VersionVector? = nil
-    ) throws(StoreError) -> DeltaStream {
-        try DeltaStream.start(
-            from: self,
-            for: remote,
-            maxUpdates: maxUpdates,
-            budgetBytes: budgetBytes,
-            unclaimed: unclaimed,
-            deltaBase: deltaBase
-        )
-    }
-}
-
 extension DeltaStream {
     /// How many field states the receiver lacks, as ``ReplicaStorage/lacking(_:cap:)`` counts them,
     /// against the vector the stream was planned with (no second read of it): the size a delta
@@ -248,3 +228,5 @@ extension DeltaStream {
         return try store.readDelta { db in try db.lacking(local: local, remote: remote, cap: cap) }
     }
 }
+
+extension DeltaStream: DeltaSource {}
