@@ -53,7 +53,12 @@ extension PostgresReplica {
     ) throws(StoreError) -> ReceivedBatch {
         try merge(
             batch,
-            stream: (sender, incarnation, rejoinedAt, completingStream),
+            stream: BatchReceipt.Stream(
+                sender: sender,
+                incarnation: incarnation,
+                rejoinedAt: rejoinedAt,
+                completes: completingStream
+            ),
             wallMilliseconds: wallMilliseconds,
             refuse: refuse,
             revoked: revoked,
@@ -106,7 +111,7 @@ extension PostgresReplica {
 
     private func merge(
         _ batch: DeltaBatch,
-        stream: (sender: NodeID, incarnation: NodeID, rejoinedAt: UInt64?, completes: Bool)?,
+        stream: BatchReceipt.Stream?,
         wallMilliseconds: UInt64,
         refuse: FieldRefusal?,
         revoked: RevokedWriters,
@@ -128,37 +133,26 @@ extension PostgresReplica {
                 return check
             }
         }
+        let receipt = BatchReceipt(
+            batch: batch,
+            stream: stream,
+            check: check,
+            writers: writers,
+            allowance: allowance ?? writers.perSession
+        )
         return try guarded {
             try database.transaction(write: true) { db in
-                var tx = try PostgresWrite(db, origin: .peer)
-                // Checked again under the write lock: another session, or another relay process,
-                // may have brought writers since the read.
-                try check.check(writers, allowance: allowance ?? writers.perSession) {
-                    try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0
-                }
-                if let session = stream?.rejoinedAt { try Self.requireNoRejoin(since: session, db) }
-                _ = try tx.retireWriterIfWitnessed(by: check.covers, batch: batch)
-                var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds, refuse: refuse, revoked: revoked)
-                if let base = batch.base, !base.isEmpty {
-                    let vector = try merge.seen(in: &tx)
-                    let held = VersionVector(Dictionary(uniqueKeysWithValues: base.nodes.map { ($0, vector[$0]) }))
-                    guard batch.isApplicable(to: held) else { throw StoreError.staleDelta(base: base, held: held) }
-                }
-                for update in batch.updates { try merge.merge(update, in: &tx) }
-                try merge.finish(&tx)
-                if let stream {
-                    try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: check.covers)
-                    if stream.completes { try tx.completeStream(from: stream.sender) }
-                } else {
-                    try tx.raiseCounters(to: check.covers)
-                }
-                try tx.finish()
-                let told = merge.changed > 0 || stream?.completes == true
+                var receiving = PostgresBatchWrite(
+                    tx: try PostgresWrite(db, origin: .peer),
+                    merge: PostgresBatchMerge(wallMilliseconds: wallMilliseconds, refuse: refuse, revoked: revoked)
+                )
+                let (changed, version) = try receipt.apply(in: &receiving)
+                try receiving.tx.finish()
                 return ReceivedBatch(
-                    changed: merge.changed,
+                    changed: changed,
                     newWriters: check.newWriters.count,
                     unverifiedCovers: check.unverifiedCovers,
-                    version: told ? try Self.versionVector(db) : nil
+                    version: version
                 )
             }
         }
@@ -405,4 +399,42 @@ struct PostgresBatchMerge {
         item.state.merge(.deleted, state)
         _ = try tx.saveItem(item.state.id, row: row, state: item.state)
     }
+}
+
+/// A peer's batch in PostgreSQL's write transaction: the steps of ``BatchReceipt`` in its SQL.
+struct PostgresBatchWrite: BatchReceiving {
+    var tx: PostgresWrite
+    var merge: PostgresBatchMerge
+
+    func currentWriterID() throws -> NodeID { try tx.currentWriterID() }
+
+    func heldCounter(of writer: NodeID) throws -> UInt64 { try tx.heldCounter(of: writer) }
+
+    func retireCurrentWriter() throws { try tx.retireCurrentWriter() }
+
+    func writerCount() throws -> Int { try tx.db.value("SELECT count(*) FROM node", as: Int.self) ?? 0 }
+
+    func requireNoRejoin(since session: UInt64) throws { try PostgresReplica.requireNoRejoin(since: session, tx.db) }
+
+    mutating func held(of nodes: [NodeID]) throws -> VersionVector {
+        let vector = try merge.seen(in: &tx)
+        return VersionVector(Dictionary(uniqueKeysWithValues: nodes.map { ($0, vector[$0]) }))
+    }
+
+    mutating func merge(_ updates: [FieldUpdate]) throws -> Int {
+        for update in updates { try merge.merge(update, in: &tx) }
+        try merge.finish(&tx)
+        return merge.changed
+    }
+
+    mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws {
+        if let stream {
+            try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: covers)
+            if stream.completes { try tx.completeStream(from: stream.sender) }
+        } else {
+            try tx.raiseCounters(to: covers)
+        }
+    }
+
+    func versionVector() throws -> VersionVector { try PostgresReplica.versionVector(tx.db) }
 }

@@ -139,23 +139,17 @@ extension PostgresWrite {
         )
     }
 
-    /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of
-    /// it than this replica, or a field state of `batch` has seen more of it: only a rollback of
-    /// this replica can cause that. True if retired now.
-    mutating func retireWriterIfWitnessed(by peer: VersionVector, batch: DeltaBatch? = nil) throws -> Bool {
-        let current = try currentWriter()
-        let claimed = max(peer[current], batch?.highestSeen(of: current) ?? 0)
-        guard claimed > 0 else { return false }
-        let held = try db.value("SELECT counter FROM node WHERE node_id = \(current.text)", as: Int64.self) ?? 0
-        let vector = VersionVector([current: UInt64(max(0, held))])
-        guard
-            WriterContinuity.peerWitnessesRollback(
-                writer: current,
-                held: vector,
-                peer: VersionVector([current: claimed])
-            )
-        else { return false }
-        try PostgresReplica.setMeta("writer_retired", "1", db)
-        return true
+}
+
+// The witness rule (``WriterWitnessing/retireWriterIfWitnessed(by:batch:)``) is written once, in
+// LansyncReplica; these are its steps in PostgreSQL.
+extension PostgresWrite: WriterWitnessing {
+    func currentWriterID() throws -> NodeID { try currentWriter() }
+
+    func heldCounter(of writer: NodeID) throws -> UInt64 {
+        let held = try db.value("SELECT counter FROM node WHERE node_id = \(writer.text)", as: Int64.self) ?? 0
+        return UInt64(max(0, held))
     }
+
+    func retireCurrentWriter() throws { try PostgresReplica.setMeta("writer_retired", "1", db) }
 }

@@ -46,6 +46,12 @@ extension PostgresReplica {
         return vector
     }
 
+    /// How many writers (rows of table `node`) this replica knows: what ``WriterBounds/total``
+    /// bounds.
+    public func writerCount() throws(StoreError) -> Int {
+        try guarded { try database.statements { db in try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0 } }
+    }
+
     /// The writers this replica has written as, oldest first.
     public func writers() throws(StoreError) -> [WriterRecord] {
         try guarded {

@@ -44,6 +44,8 @@ public protocol ReplicaStorage: Sendable {
     func commitsElsewhere() -> AsyncStream<CommitElsewhere>?
     /// The writers this replica has written as, oldest first.
     func writers() throws(StoreError) -> [WriterRecord]
+    /// How many writers, of every member, this replica knows: what ``WriterBounds/total`` bounds.
+    func writerCount() throws(StoreError) -> Int
     /// Why the replica is marked damaged (it then refuses writes), or nil.
     var damage: String? { get }
 

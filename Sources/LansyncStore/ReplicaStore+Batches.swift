@@ -85,7 +85,12 @@ extension ReplicaStore {
     ) throws(StoreError) -> ReceivedBatch {
         try apply(
             batch,
-            stream: (sender, incarnation, rejoinedAt, completingStream),
+            stream: BatchReceipt.Stream(
+                sender: sender,
+                incarnation: incarnation,
+                rejoinedAt: rejoinedAt,
+                completes: completingStream
+            ),
             wallMilliseconds: wallMilliseconds,
             refuse: refuse,
             revoked: revoked,
@@ -96,7 +101,7 @@ extension ReplicaStore {
 
     private func apply(
         _ batch: DeltaBatch,
-        stream: (sender: NodeID, incarnation: NodeID, rejoinedAt: UInt64?, completes: Bool)?,
+        stream: BatchReceipt.Stream?,
         wallMilliseconds: UInt64,
         refuse: Refusal?,
         revoked: RevokedWriters,
@@ -111,39 +116,30 @@ extension ReplicaStore {
             }
             return check
         }
+        let receipt = BatchReceipt(
+            batch: batch,
+            stream: stream,
+            check: check,
+            writers: writers,
+            allowance: allowance
+        )
         // A peer's batch may skip the fsync of its commit (Docs/STORAGE.md, "Durability"): the
         // sender keeps everything, and the stream's progress commits with the data.
         let (changed, version) = try guarded {
             try write(stream == nil ? .full : .resent) { tx, me in
-                // Checked again under the write lock: another session may have brought writers
-                // since the read (a look-up only, when none are new).
-                try check.check(writers, allowance: allowance, db: tx.db)
-                if let session = stream?.rejoinedAt { try Self.requireNoRejoin(since: session, db: tx.db) }
                 tx.origin = .peer
-                if let base = batch.base, !base.isEmpty {
-                    let held = try tx.versionVector(of: base.nodes)
-                    guard batch.isApplicable(to: held) else { throw StoreError.staleDelta(base: base, held: held) }
-                }
-                _ = try tx.retireWriterIfWitnessed(by: check.covers, batch: batch)
-                var merge = BatchMerge(
+                let merge = BatchMerge(
                     refuse: refuse,
                     revoked: revoked,
                     lease: lease,
                     nodeName: me.nodeName,
                     wallMilliseconds: wallMilliseconds
                 )
-                for update in batch.updates { try merge.merge(update, in: &tx) }
-                try merge.finish(&tx)
-                // The writer's marker follows received changes too: a restore that loses them is
-                // a rollback as much as one that loses local edits.
-                if merge.changed > 0 {
-                    tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
-                }
-                try tx.record(covers: check.covers, of: stream.map { ($0.sender, $0.incarnation) })
-                if let stream, stream.completes { try tx.completeStream(from: stream.sender) }
+                var receiving = SQLiteBatchWrite(tx: tx, merge: merge)
+                let applied = try receipt.apply(in: &receiving)
+                tx = receiving.tx
                 try tx.saveClock()
-                let told = merge.changed > 0 || stream?.completes == true
-                return .commit((merge.changed, told ? try Self.versionVector(db: tx.db) : nil))
+                return .commit(applied)
             }
         }
         return ReceivedBatch(
@@ -240,4 +236,43 @@ extension Transaction {
             try raiseCounter(of: row, to: counter)
         }
     }
+}
+
+/// A peer's batch in this store's write transaction: the steps of ``BatchReceipt`` in its SQL.
+struct SQLiteBatchWrite: BatchReceiving {
+    var tx: Transaction
+    var merge: BatchMerge
+
+    func currentWriterID() throws -> NodeID { try tx.currentWriterID() }
+
+    mutating func heldCounter(of writer: NodeID) throws -> UInt64 { try tx.heldCounter(of: writer) }
+
+    func retireCurrentWriter() throws { try tx.retireCurrentWriter() }
+
+    func writerCount() throws -> Int {
+        // Rows are only ever added, so the largest row id counts them without a scan.
+        try Int.fetchOne(tx.db, sql: "SELECT coalesce(max(id), 0) FROM node") ?? 0
+    }
+
+    func requireNoRejoin(since session: UInt64) throws { try ReplicaStore.requireNoRejoin(since: session, db: tx.db) }
+
+    func held(of nodes: [NodeID]) throws -> VersionVector { try tx.versionVector(of: nodes) }
+
+    mutating func merge(_ updates: [FieldUpdate]) throws -> Int {
+        for update in updates { try merge.merge(update, in: &tx) }
+        try merge.finish(&tx)
+        // The writer's marker follows received changes too: a restore that loses them is a
+        // rollback as much as one that loses local edits.
+        if merge.changed > 0 {
+            tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
+        }
+        return merge.changed
+    }
+
+    mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws {
+        try tx.record(covers: covers, of: stream.map { ($0.sender, $0.incarnation) })
+        if let stream, stream.completes { try tx.completeStream(from: stream.sender) }
+    }
+
+    func versionVector() throws -> VersionVector { try ReplicaStore.versionVector(db: tx.db) }
 }

@@ -245,28 +245,6 @@ struct Transaction {
             )
     }
 
-    /// Retires the current writer if `peer` (a hello's vector, a batch's covers) holds more of it
-    /// than this replica, or a field state of `batch` has seen more of it: only a rollback of
-    /// this replica can cause that. True if retired now.
-    mutating func retireWriterIfWitnessed(by peer: VersionVector, batch: DeltaBatch? = nil) throws -> Bool {
-        let current = try Self.currentWriter(db: db)
-        let claimed = max(peer[current], batch?.highestSeen(of: current) ?? 0)
-        guard claimed > 0 else { return false }
-        let held = try counter(of: try nodeRow(current))
-        guard
-            WriterContinuity.peerWitnessesRollback(
-                writer: current,
-                held: VersionVector([current: held]),
-                peer: VersionVector([current: claimed])
-            )
-        else { return false }
-        try db.execute(
-            sql:
-                "INSERT INTO meta(key, value) VALUES ('writer_retired', '1') ON CONFLICT(key) DO UPDATE SET value = '1'"
-        )
-        return true
-    }
-
     // MARK: Streams (``StreamResume``)
 
     static func stream(db: Database, from peer: NodeID) throws -> (covers: VersionVector, incarnation: NodeID)? {
@@ -647,5 +625,20 @@ enum HotStatement: Int, CaseIterable {
             "DELETE FROM history WHERE field = ?1 AND seq < (SELECT seq FROM history WHERE field = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)"
         case .clearHistory: "DELETE FROM history WHERE field = ?"
         }
+    }
+}
+
+// The witness rule (``WriterWitnessing/retireWriterIfWitnessed(by:batch:)``) is written once, in
+// LansyncReplica; these are its steps in this store's SQL.
+extension Transaction: WriterWitnessing {
+    func currentWriterID() throws -> NodeID { try Self.currentWriter(db: db) }
+
+    mutating func heldCounter(of writer: NodeID) throws -> UInt64 { try counter(of: try nodeRow(writer)) }
+
+    func retireCurrentWriter() throws {
+        try db.execute(
+            sql:
+                "INSERT INTO meta(key, value) VALUES ('writer_retired', '1') ON CONFLICT(key) DO UPDATE SET value = '1'"
+        )
     }
 }

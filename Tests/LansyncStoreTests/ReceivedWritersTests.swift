@@ -5,24 +5,13 @@ import LansyncStore
 import LansyncTestSupport
 import Testing
 
-/// Writers a peer's batch brings into a real replica file: covers naming writers nobody can
-/// vouch for are left out, and states naming more new writers than the bounds allow are refused
-/// whole, with nothing merged.
+/// Writers a peer's batch brings into a real replica, in a SQLite file and in PostgreSQL alike
+/// (both receive through ``BatchReceipt``): covers naming writers nobody can vouch for are left
+/// out, and states naming more new writers than the bounds allow are refused whole, with nothing
+/// merged.
 @Suite struct ReceivedWritersTests {
     let t0: UInt64 = 1_700_000_000_000
     let sender = NodeID.node(2)
-
-    func replica(_ label: String) throws -> ReplicaStore {
-        let dir = makeTemporaryDirectory(label)
-        return try ReplicaStore.create(
-            path: "\(dir)/r.sqlite",
-            nodeID: .node(1),
-            clusterID: .node(99),
-            nodeName: "r",
-            fingerprint: "test",
-            lease: WriterLease(directory: dir)
-        )
-    }
 
     func fake(_ n: Int, from start: UInt64 = 10_000) -> [NodeID: UInt64] {
         Dictionary(uniqueKeysWithValues: (0..<UInt64(n)).map { (NodeID.node(start + $0), UInt64(1)) })
@@ -38,16 +27,42 @@ import Testing
         return FieldUpdate(key: FieldKey(item: .named(item), field: .named("f")), state: state)
     }
 
-    func writerRows(_ store: ReplicaStore) throws -> Int { try store.writerCount() }
+    func writerRows(_ store: any ReplicaStorage) throws -> Int { try store.writerCount() }
 
-    @Test func coversNamingUnknownWritersAreLeftOut() throws {
-        let store = try replica("covers")
+    /// `batch` from the sender, within `writers` and `allowance`, not completing a stream.
+    @discardableResult
+    func receive(
+        _ batch: DeltaBatch,
+        into store: any ReplicaStorage,
+        refuse: FieldRefusal? = nil,
+        writers: WriterBounds = .standard,
+        allowance: Int? = nil
+    ) throws(StoreError) -> ReceivedBatch {
+        try store.receive(
+            batch,
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: t0,
+            refuse: refuse,
+            revoked: RevokedWriters(),
+            writers: writers,
+            allowance: allowance,
+            rejoinedAt: nil,
+            completingStream: false
+        )
+    }
+
+    @Test(arguments: StorageKind.all)
+    func coversNamingUnknownWritersAreLeftOut(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "covers")
+        defer { site.close() }
+        let store = try site.replica(1)
         let rowsBefore = try writerRows(store)
         var covers = fake(10_000)
         covers[sender] = 1
         let batch = DeltaBatch(updates: [update("x", by: sender)], covers: VersionVector(covers))
-        let received = try store.receive(batch, from: sender, incarnation: sender, wallMilliseconds: t0)
-        try store.completeStream(from: sender)
+        let received = try receive(batch, into: store)
+        try store.completeStream(from: sender, rejoinedAt: nil)
         #expect(received.unverifiedCovers == 10_000)
         #expect(received.changed == 1 && received.newWriters == 1)
         // The sender's own entry, named by its state, is kept; none of the made-up ones is.
@@ -58,53 +73,35 @@ import Testing
     /// A writer the replica knows already (from an earlier state) is vouched for in covers even
     /// when the batch carries nothing of it; among a thousand made-up ones too (looked up by one
     /// read of every writer's id, not one look-up each).
-    @Test(arguments: [0, 1_000])
-    func coversOfAKnownWriterAreKept(madeUp: Int) throws {
-        let store = try replica("known")
+    @Test(arguments: StorageKind.all, [0, 1_000])
+    func coversOfAKnownWriterAreKept(kind: StorageKind, madeUp: Int) throws {
+        let site = try StorageSite(kind, "known")
+        defer { site.close() }
+        let store = try site.replica(1)
         let other = NodeID.node(3)
-        try store.receive(
-            DeltaBatch(updates: [update("x", by: other)], covers: VersionVector()),
-            from: sender,
-            incarnation: sender,
-            wallMilliseconds: t0
-        )
+        try receive(DeltaBatch(updates: [update("x", by: other)], covers: VersionVector()), into: store)
         var covers = fake(madeUp)
         covers[other] = 5
-        let received = try store.receive(
-            DeltaBatch(updates: [], covers: VersionVector(covers)),
-            from: sender,
-            incarnation: sender,
-            wallMilliseconds: t0
-        )
-        try store.completeStream(from: sender)
+        let received = try receive(DeltaBatch(updates: [], covers: VersionVector(covers)), into: store)
+        try store.completeStream(from: sender, rejoinedAt: nil)
         #expect(received.unverifiedCovers == madeUp)
         #expect(try store.versionVector()[other] == 5)
     }
 
-    @Test func tooManyNewWritersInASessionAreRefusedWhole() throws {
-        let store = try replica("session")
+    @Test(arguments: StorageKind.all)
+    func tooManyNewWritersInASessionAreRefusedWhole(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "session")
+        defer { site.close() }
+        let store = try site.replica(1)
         let rowsBefore = try writerRows(store)
         let batch = DeltaBatch(updates: [update("x", by: sender, seeing: fake(20))], covers: VersionVector())
         #expect(throws: StoreError.tooManyNewWriters(new: 21, perSession: 100)) {
-            try store.receive(
-                batch,
-                from: sender,
-                incarnation: sender,
-                wallMilliseconds: t0,
-                writers: WriterBounds(total: 1000, perSession: 100),
-                allowance: 10
-            )
+            try receive(batch, into: store, writers: WriterBounds(total: 1000, perSession: 100), allowance: 10)
         }
         #expect(try store.itemState(.named("x")) == nil)
         #expect(try writerRows(store) == rowsBefore)
         // With the allowance of a new session it goes in.
-        let received = try store.receive(
-            batch,
-            from: sender,
-            incarnation: sender,
-            wallMilliseconds: t0,
-            writers: WriterBounds(total: 1000, perSession: 100)
-        )
+        let received = try receive(batch, into: store, writers: WriterBounds(total: 1000, perSession: 100))
         #expect(received.newWriters == 21)
         #expect(try store.itemState(.named("x")) != nil)
     }
@@ -112,9 +109,12 @@ import Testing
     /// A limit on an item's fields counts the fields the same batch added before (a new item
     /// starts at none) and, in a later batch, those stored: what passes it is merged, what
     /// does not is overruled (kept as it was: null for a new field), never stored.
-    @Test func aFieldCountLimitCountsWhatTheBatchAdded() throws {
-        let store = try replica("fields")
-        let refuse: ReplicaStore.Refusal = { key, _, held, userFields in
+    @Test(arguments: StorageKind.all)
+    func aFieldCountLimitCountsWhatTheBatchAdded(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "fields")
+        defer { site.close() }
+        let store = try site.replica(1)
+        let refuse: FieldRefusal = { key, _, held, userFields in
             guard !key.field.isReserved, held == nil else { return nil }
             return try userFields() >= 3 ? "more than 3 fields" : nil
         }
@@ -128,32 +128,23 @@ import Testing
             return FieldUpdate(key: FieldKey(item: .named("wide"), field: .named(name)), state: state)
         }
         let first = DeltaBatch(updates: (1...5).map { field("f\($0)", UInt64($0)) }, covers: VersionVector())
-        try store.apply(first, from: sender, incarnation: sender, wallMilliseconds: t0, refuse: refuse)
+        try receive(first, into: store, refuse: refuse)
         let item = try #require(try store.itemState(.named("wide")))
         #expect((1...3).allSatisfy { item.fields[.named("f\($0)")]?.shownValue == .string("f\($0)") })
         #expect((4...5).allSatisfy { item.fields[.named("f\($0)")]?.shownValue == .null })
-        try store.apply(
-            DeltaBatch(updates: [field("f6", 6)], covers: VersionVector()),
-            from: sender,
-            incarnation: sender,
-            wallMilliseconds: t0,
-            refuse: refuse
-        )
+        try receive(DeltaBatch(updates: [field("f6", 6)], covers: VersionVector()), into: store, refuse: refuse)
         #expect(try store.itemState(.named("wide"))?.fields[.named("f6")]?.shownValue == .null)
     }
 
-    @Test func aBatchPastTheTotalIsRefusedWhole() throws {
-        let store = try replica("total")
+    @Test(arguments: StorageKind.all)
+    func aBatchPastTheTotalIsRefusedWhole(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "total")
+        defer { site.close() }
+        let store = try site.replica(1)
         let rowsBefore = try writerRows(store)
         let batch = DeltaBatch(updates: [update("x", by: sender, seeing: fake(20))], covers: VersionVector())
         #expect(throws: StoreError.tooManyWriters(held: rowsBefore, new: 21, limit: rowsBefore + 20)) {
-            try store.receive(
-                batch,
-                from: sender,
-                incarnation: sender,
-                wallMilliseconds: t0,
-                writers: WriterBounds(total: rowsBefore + 20, perSession: 1000)
-            )
+            try receive(batch, into: store, writers: WriterBounds(total: rowsBefore + 20, perSession: 1000))
         }
         #expect(try store.itemState(.named("x")) == nil)
         #expect(try writerRows(store) == rowsBefore)
