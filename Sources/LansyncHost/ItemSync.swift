@@ -1,7 +1,6 @@
 public import LansyncCore
 public import LansyncJSON
 public import LansyncReplica
-public import LansyncStore
 
 /// Whether this machine's latest edit of an item has left it: what `get`, `list --json` and
 /// `list --dirty` show, judged from what each peer was last known to hold (its version vector as
@@ -67,7 +66,7 @@ extension StoredItem {
 extension ItemSync {
     /// The sync state of `item`'s latest edit made here, or nil if it has none: `item` read
     /// with `withLocalEdits` (its ``StoredItem/localEdit``).
-    public static func of(_ item: StoredItem, in store: ReplicaStore) throws -> ItemSync? {
+    public static func of(_ item: StoredItem, in store: any ReplicaStorage) throws -> ItemSync? {
         guard let edit = item.localEdit else { return nil }
         // A member forgotten or away no longer decides whether an edit has left.
         let departed = try store.departedMembers(now: WallClock.milliseconds)

@@ -8,7 +8,7 @@ public import LansyncStore
 extension DataDirectory {
     /// Performs one edit on the replica; returns its dot.
     @discardableResult
-    public func edit(_ edit: ItemEdit, on id: ItemID, in store: ReplicaStore) throws -> Dot {
+    public func edit(_ edit: ItemEdit, on id: ItemID, in store: any ReplicaStorage) throws -> Dot {
         let dot = try store.apply(edit, to: id, wallMilliseconds: WallClock.milliseconds)
         noteNewWriter(store, issued: dot)
         nudgeNode()
@@ -18,7 +18,7 @@ extension DataDirectory {
     /// Says so when a write had to start a new writer because this replica was found rolled back
     /// (a restored backup or snapshot): the user should know that peers will send back what the
     /// restore lost. A new writer after a reboot is routine and goes unsaid.
-    func noteNewWriter(_ store: ReplicaStore, issued dot: Dot) {
+    func noteNewWriter(_ store: any ReplicaStorage, issued dot: Dot) {
         guard dot.counter == 1, let writer = try? store.writers().last, writer.id == dot.node else { return }
         switch writer.reason {
         case .restored:

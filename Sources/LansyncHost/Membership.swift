@@ -4,7 +4,6 @@ import LansyncDiscovery
 public import LansyncIdentity
 public import LansyncNode
 public import LansyncReplica
-public import LansyncStore
 import LansyncTransport
 import LansyncWire
 import NIOCore
@@ -39,7 +38,7 @@ extension DataDirectory {
     /// will reach this one; without it, the running node's listening address (a wildcard one read
     /// as this machine's first non-loopback IPv4 address).
     public func invite(
-        store: ReplicaStore,
+        store: any ReplicaStorage,
         name: String?,
         expiresIn seconds: Int,
         address: PeerAddress?
@@ -334,7 +333,7 @@ extension DataDirectory {
 
     /// The cluster statements this replica holds that its authority signed.
     func statements(
-        store: ReplicaStore
+        store: any ReplicaStorage
     ) throws -> (
         revoked: [NodeID: Revocation], admitters: AdmitterSet?, admissions: [NodeID: Admission],
         roles: [NodeID: RoleStatement]
@@ -366,7 +365,7 @@ extension DataDirectory {
 
     /// Every member this replica knows of: itself, the peers it met, the machines it admitted,
     /// those whose admission reached it, and the revoked, with the revoked ones' reasons.
-    public func members(store: ReplicaStore) throws -> [Member] {
+    public func members(store: any ReplicaStorage) throws -> [Member] {
         let info = try store.info()
         let (revoked, admitters, admissions, roles) = try statements(store: store)
         var peers: [NodeID: PeerRecord] = [:]
@@ -415,7 +414,7 @@ extension DataDirectory {
     /// Revokes the member named by `target` (its node id, a unique start of it, or its name):
     /// signs the revocation with the authority's key, keeps it in the replica, and nudges the
     /// running node, which refuses the member and passes the revocation to every peer.
-    public func revoke(store: ReplicaStore, target: String, reason: String) throws -> Revocation {
+    public func revoke(store: any ReplicaStorage, target: String, reason: String) throws -> Revocation {
         guard let authority = try admittingAuthority() else {
             throw HostError(
                 "this machine cannot revoke members: it does not hold the cluster's authority key; run 'lansync revoke' on a machine that does (the one that created the cluster)"
@@ -450,7 +449,7 @@ extension DataDirectory {
     }
 
     /// The one member `target` names: its name, its node id, or a unique start of the id.
-    func member(named target: String, store: ReplicaStore) throws -> Member {
+    func member(named target: String, store: any ReplicaStorage) throws -> Member {
         let members = try self.members(store: store)
         let wanted = target.lowercased()
         var matches = members.filter { $0.name == target || $0.nodeID.text == wanted }
@@ -485,7 +484,7 @@ extension DataDirectory {
     /// unique start of it; this machine among them): signs the set, keeps it and nudges the
     /// node, which passes it on; every other member that holds the key removes it from its data
     /// directory when the set reaches it. How a cluster made before invites moves to them.
-    public func setAdmitters(store: ReplicaStore, targets: [String]) throws -> AdmitterSet {
+    public func setAdmitters(store: any ReplicaStorage, targets: [String]) throws -> AdmitterSet {
         guard let authority = try admittingAuthority() else {
             throw HostError(
                 "this machine cannot name the admitting machines: it does not hold the cluster's authority key; run it on one that does"
@@ -517,7 +516,7 @@ extension DataDirectory {
     /// Signs new collection settings with the authority's key (`lansync cluster set`), keeps them
     /// (the statement, and the replica's settings) and nudges the running node, which passes them
     /// to every member.
-    public func setCollectionSettings(store: ReplicaStore, _ settings: CollectionSettings) throws {
+    public func setCollectionSettings(store: any ReplicaStorage, _ settings: CollectionSettings) throws {
         guard let authority = try admittingAuthority() else {
             throw HostError(
                 "this machine cannot change the cluster's settings: it does not hold the cluster's authority key; run 'lansync cluster set' on a machine that does (the one that created the cluster)"
@@ -548,7 +547,7 @@ extension DataDirectory {
     }
 
     /// The latest collection settings this replica holds that its authority signed.
-    func latestSettings(store: ReplicaStore) throws -> ClusterSettings? {
+    func latestSettings(store: any ReplicaStorage) throws -> ClusterSettings? {
         let trust = try clusterCertificate()
         var latest: ClusterSettings?
         for record in try store.statementRecords() {

@@ -1,7 +1,6 @@
 public import LansyncIdentity
 import LansyncNode
 import LansyncReplica
-public import LansyncStore
 
 /// Setting what a member may do (`lansync members role`, Docs/SECURITY.md "Roles"): signed with
 /// the authority's key on an admitting machine, and passed on like a revocation.
@@ -20,7 +19,7 @@ extension DataDirectory {
     /// its writers), and a new set of admitting machines when the member enters or leaves it
     /// (a reader or a writer holding the authority's key could sign itself another role), keeps
     /// them and nudges the running node, which passes them on.
-    public func setRole(store: ReplicaStore, target: String, role: MemberRole) throws -> RoleChange {
+    public func setRole(store: any ReplicaStorage, target: String, role: MemberRole) throws -> RoleChange {
         guard let authority = try admittingAuthority() else {
             throw HostError(
                 "this machine cannot set roles: it does not hold the cluster's authority key; run 'lansync members role' on an admitting machine"
@@ -81,7 +80,7 @@ extension DataDirectory {
     /// writers, but never past an earlier reader cut of it. The version vector counts the
     /// refused writes too (they were merged, then overruled), and cuts join by their largest
     /// counter: a later cut from the vector would keep what an earlier one refused.
-    func readerCut(of node: NodeID, store: ReplicaStore) throws -> [NodeID: UInt64] {
+    func readerCut(of node: NodeID, store: any ReplicaStorage) throws -> [NodeID: UInt64] {
         let held = try store.versionVector()
         var cut = Dictionary(uniqueKeysWithValues: held.nodes.filter { $0.isWriter(of: node) }.map { ($0, held[$0]) })
         let trust = try clusterCertificate()

@@ -202,6 +202,11 @@ public protocol ReplicaStorage: Sendable {
     /// Stores signed statements not held yet; how many were new.
     @discardableResult func addStatements(_ statements: [(key: [UInt8], record: [UInt8])]) throws(StoreError) -> Int
     func statementRecords() throws(StoreError) -> [[UInt8]]
+    /// Keeps an invitation an admitting machine issued: its secret, the name it admits, and
+    /// when it expires.
+    func addInvite(secret: [UInt8], name: String?, now: UInt64, expiresAt: UInt64) throws(StoreError)
+    /// Every invitation this replica issued, used or not.
+    func invites() throws(StoreError) -> [InviteRecord]
     /// Redeems the invitation whose secret `matches` for `node`, once.
     func redeemInvite(now: UInt64, by node: NodeID, matches: ([UInt8]) -> Bool) throws(StoreError) -> InviteRedemption
 

@@ -203,10 +203,12 @@ import Testing
         func logs() -> String { ([r1, r1b] + nodes.values).map(\.logText).joined(separator: "\n") }
         let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
 
-        // 1. a streams 600 items to r1, which dies mid-stream. (A relay on PostgreSQL built for
-        // debugging applies some tens of field states a second beside CI's other suites: 5,000
-        // items took CI past its wait.)
-        let count = 600
+        // 1. a streams 2,000 items to r1, which dies mid-stream. (A relay on PostgreSQL built for
+        // debugging once applied some tens of field states a second beside CI's other suites, and
+        // 5,000 items took CI past its wait; it now takes batches of 170 items faster than the
+        // count's poll, a psql process each, can see them: 600 items were all in at its first
+        // answer once in five runs.)
+        let count = 2000
         let lines = (0..<count).map {
             #"{"id":"i\#($0)","type":"t","fields":{"n":\#($0),"t":"the text of item \#($0)"}}"#
         }

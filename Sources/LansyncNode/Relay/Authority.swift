@@ -26,8 +26,12 @@ public actor Authority {
     public let gate: SettlingGate?
     public private(set) var settled = 0
     let logger: Logger
-    private var settling = false
-    private var again = false
+    /// Where the rounds stand: none running, or one running, asked to look once more or not.
+    private enum Rounds: Equatable {
+        case idle
+        case running(again: Bool)
+    }
+    private var rounds = Rounds.idle
 
     public init(
         store: any ReplicaStorage,
@@ -47,17 +51,16 @@ public actor Authority {
     /// calls keep coming while it runs: for a task of its own, never a session's.
     @discardableResult
     public func settleAll() async -> Int {
-        guard !settling else {
-            again = true
+        guard rounds == .idle else {
+            rounds = .running(again: true)
             return 0
         }
-        settling = true
-        defer { settling = false }
         var count = 0
         repeat {
-            again = false
+            rounds = .running(again: false)
             count += await round()
-        } while again
+        } while rounds == .running(again: true)
+        rounds = .idle
         settled += count
         return count
     }
@@ -68,16 +71,16 @@ public actor Authority {
     /// its own. (A session that started a round used to run every round after it while other
     /// sessions' batches kept coming: under load its peer got nothing for seconds, W10.)
     public func settleOnce() async -> (settled: Int, more: Bool) {
-        guard !settling else {
-            again = true
+        guard rounds == .idle else {
+            rounds = .running(again: true)
             return (0, false)
         }
-        settling = true
-        again = false
+        rounds = .running(again: false)
         let count = await round()
-        settling = false
+        let more = rounds == .running(again: true)
+        rounds = .idle
         settled += count
-        return (count, again)
+        return (count, more)
     }
 
     private func round() async -> Int {
