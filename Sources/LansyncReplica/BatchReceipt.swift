@@ -1,4 +1,4 @@
-public import LansyncCore
+package import LansyncCore
 
 /// One peer batch received into a replica: the steps every backend takes, in one order, written
 /// once (issue 65: the SQLite store and PostgreSQL each had their own copy, and the two had
