@@ -5,7 +5,8 @@ import LansyncStore
 import LansyncTestSupport
 import Testing
 
-/// Streams between real replica files while the replicas keep changing: writes land between the
+/// Streams between real replicas, in SQLite files and in PostgreSQL alike (the delta reading and
+/// the receipt of a batch are written once for both), while the replicas keep changing: writes land between the
 /// batches of a stream, streams run side by side and relay what they received, some are cut off
 /// and resumed. Once everything has been exchanged, the replicas must be equal, and a replica
 /// whose version vector claims a write must show it. Field deltas are taken against the claims,
@@ -16,46 +17,54 @@ import Testing
 @Suite struct StreamTests {
     let t0: UInt64 = 1_700_000_000_000
 
+    /// `batch` of `sender`'s stream, as a session receives it.
+    func receive(
+        _ batch: DeltaBatch,
+        into store: any ReplicaStorage,
+        from sender: NodeID,
+        at wall: UInt64,
+        completing: Bool
+    ) throws {
+        try store.receive(
+            batch,
+            from: sender,
+            incarnation: sender,
+            wallMilliseconds: wall,
+            refuse: nil,
+            revoked: RevokedWriters(),
+            writers: .standard,
+            allowance: nil,
+            rejoinedAt: nil,
+            completingStream: completing
+        )
+    }
+
     /// A stream under way: who sends, who receives, and where it stands.
     struct Running {
         let sender: Int
         let receiver: Int
-        var stream: DeltaStream
+        var stream: any DeltaSource
         /// A batch read ahead (as a node reads past a small batch to know whether it is the last).
         var ahead: DeltaBatch?
     }
 
-    @Test(arguments: 0..<UInt64(propertyCases(default: 2500) / 50))
-    func streamsUnderWritesConverge(seed: UInt64) throws {
+    @Test(arguments: StorageKind.all, 0..<UInt64(propertyCases(default: 2500) / 50))
+    func streamsUnderWritesConverge(kind: StorageKind, seed: UInt64) throws {
         var rng = SplitMix64(seed: seed &+ 0x5EED)
-        let dir = makeTemporaryDirectory("streams")
-        let stores = try (1...3).map { n in
-            try ReplicaStore.create(
-                path: "\(dir)/r\(n).sqlite",
-                nodeID: .node(UInt64(n)),
-                clusterID: .node(99),
-                nodeName: "r\(n)",
-                fingerprint: "test",
-                lease: WriterLease(directory: dir)
-            )
-        }
+        let site = try StorageSite(kind, "streams")
+        defer { site.close() }
+        let stores = try (1...3).map { n in try site.replica(UInt64(n)) }
         let items = [ItemID.named("a"), .named("b")]
         // Lists long enough that a delta saves bytes over the whole state.
-        try stores[0].apply(
-            items.map { id in
-                (
-                    id,
-                    ItemEdit.create(
-                        type: "t",
-                        assignments: [
-                            .set(.named("tags"), .list((0..<12).map { .string("s\($0)") })),
-                            .set(.named("n"), .integer(0)),
-                        ]
-                    )
-                )
-            },
-            wallMilliseconds: t0
-        )
+        for id in items {
+            let edit = ItemEdit.create(
+                type: "t",
+                assignments: [
+                    .set(.named("tags"), .list((0..<12).map { .string("s\($0)") })), .set(.named("n"), .integer(0)),
+                ]
+            )
+            try stores[0].apply(edit, to: id, wallMilliseconds: t0)
+        }
         var running: [Running] = []
         var wall = t0
         func start(_ sender: Int, _ receiver: Int, first: Bool = true) throws -> Running {
@@ -63,8 +72,16 @@ import Testing
             // it has seen whole.
             let held = try stores[receiver].versionVector()
             var start = held
-            if let resume = try stores[receiver].resume(from: .node(UInt64(sender + 1))) { start.join(resume.covers) }
-            let stream = try stores[sender].deltaStream(for: start, maxUpdates: 2, unclaimed: first, deltaBase: held)
+            if let resume = try stores[receiver].sessionStart(with: .node(UInt64(sender + 1))).resume {
+                start.join(resume.covers)
+            }
+            let stream = try stores[sender].deltaStream(
+                for: start,
+                maxUpdates: 2,
+                budgetBytes: 2 << 20,
+                unclaimed: first,
+                deltaBase: held
+            )
             return Running(sender: sender, receiver: receiver, stream: stream)
         }
         func advance(_ index: Int) throws -> Bool {
@@ -75,25 +92,19 @@ import Testing
             let next = r.ahead != nil ? r.ahead : try stream.next(peerHolds: held)
             running[index].ahead = nil
             guard let batch = next else {
-                try stores[r.receiver].completeStream(from: sender)
+                try stores[r.receiver].completeStream(from: sender, rejoinedAt: nil)
                 return false
             }
             if rng.chance(50) {
                 let after = try stream.next(peerHolds: held)
                 running[index].stream = stream
                 guard let after else {
-                    try stores[r.receiver].receive(
-                        batch,
-                        from: sender,
-                        incarnation: sender,
-                        wallMilliseconds: wall,
-                        completingStream: true
-                    )
+                    try receive(batch, into: stores[r.receiver], from: sender, at: wall, completing: true)
                     return false
                 }
                 running[index].ahead = after
             }
-            try stores[r.receiver].apply(batch, from: sender, incarnation: sender, wallMilliseconds: wall)
+            try receive(batch, into: stores[r.receiver], from: sender, at: wall, completing: false)
             running[index].stream = stream
             return true
         }
@@ -143,11 +154,11 @@ import Testing
             }
         }
         let vectors = try stores.map { try $0.versionVector() }
-        #expect(vectors[1] == vectors[0] && vectors[2] == vectors[0], "seed \(seed): vectors differ")
+        #expect(vectors[1] == vectors[0] && vectors[2] == vectors[0], "\(kind) seed \(seed): vectors differ")
         let shown = try stores.map { try StoreModelTests.visible($0) }
         for n in 1..<3 where shown[n] != shown[0] {
             Issue.record(
-                "seed \(seed): r\(n + 1) shows \(shown[n].filter { !shown[0].contains($0) }), r1 \(shown[0].filter { !shown[n].contains($0) })"
+                "\(kind) seed \(seed): r\(n + 1) shows \(shown[n].filter { !shown[0].contains($0) }), r1 \(shown[0].filter { !shown[n].contains($0) })"
             )
         }
     }
