@@ -222,6 +222,13 @@ let package = Package(
             path: "Tests/LansyncTestSupport",
             swiftSettings: strict
         ),
+        // The compute lane: threads of their own for tests that compute or block for long, off
+        // Swift's cooperative pool (a trait, so test targets only: it imports Testing).
+        .target(
+            name: "LansyncTestLane",
+            path: "Tests/LansyncTestLane",
+            swiftSettings: strict
+        ),
         // The fuzzer of the receive path (issue 62, Fuzz/README.md): recorded sessions of a real
         // member, mutated and played into a real node in process. A short run is a test
         // (ReceivePathFuzzTests); `lansync-debug fuzz-sessions` runs it for hours.
@@ -239,7 +246,7 @@ let package = Package(
         .testTarget(
             name: "LansyncCoreTests",
             dependencies: [
-                "LansyncCore", "LansyncJSON", "LansyncTestSupport",
+                "LansyncCore", "LansyncJSON", "LansyncTestSupport", "LansyncTestLane",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strict
@@ -277,7 +284,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LansyncSimulationTests",
-            dependencies: ["LansyncCore", "LansyncNode", "LansyncSimulation", "LansyncTestSupport"],
+            dependencies: ["LansyncCore", "LansyncNode", "LansyncSimulation", "LansyncTestSupport", "LansyncTestLane"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -297,6 +304,7 @@ let package = Package(
             name: "LansyncPostgresTests",
             dependencies: [
                 "LansyncCore", "LansyncPostgres", "LansyncReplica", "LansyncStore", "LansyncTestSupport",
+                "LansyncTestLane",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -307,6 +315,7 @@ let package = Package(
             // GRDB: the damage tests break a file's rows on purpose.
             dependencies: [
                 "LansyncCore", "LansyncJSON", "LansyncReplica", "LansyncStore", "LansyncTestSupport",
+                "LansyncTestLane",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The shared store suites run against the PostgreSQL replica too (StorageKind).
                 "LansyncPostgres",

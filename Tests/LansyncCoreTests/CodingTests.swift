@@ -1,11 +1,12 @@
 import LansyncCore
 import LansyncJSON
+import LansyncTestLane
 import LansyncTestSupport
 import PropertyBased
 import Testing
 
 /// The binary and JSON encodings round-trip exactly, and their decoders are total.
-@Suite struct CodingTests {
+@Suite(.computeBound) struct CodingTests {
     /// Every field state of a random history survives encode → decode unchanged, and every
     /// truncation or single-byte corruption of its encoding is either refused or decodes to a
     /// well-formed state (never a crash).

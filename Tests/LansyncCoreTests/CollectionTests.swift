@@ -1,4 +1,5 @@
 import LansyncCore
+import LansyncTestLane
 import LansyncTestSupport
 import PropertyBased
 import Testing
@@ -13,7 +14,7 @@ import Testing
 /// runs in lockstep with a twin that never collects (same edits, same exchanges); at the end
 /// each must show what its twin shows, all must agree, and no item collected anywhere may be
 /// live anywhere.
-@Suite struct CollectionTests {
+@Suite(.computeBound) struct CollectionTests {
     @Test func collectingNeverChangesWhatReplicasShow() async {
         await propertyCheck(
             count: propertyCases(default: 2000),

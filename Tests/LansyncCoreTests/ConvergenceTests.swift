@@ -1,5 +1,6 @@
 import LansyncCore
 import LansyncJSON
+import LansyncTestLane
 import LansyncTestSupport
 import PropertyBased
 import Testing
@@ -10,7 +11,7 @@ import Testing
 /// Each case is `(seed, replicas, steps)`; a failure prints them and PropertyBased's fixed seed,
 /// and shrinks towards fewer replicas and steps. Replay one with
 /// `LANSYNC_REPLAY=seed,replicas,steps swift test --filter replay`.
-@Suite struct ConvergenceTests {
+@Suite(.computeBound) struct ConvergenceTests {
     static let histories = Gen.uint64(in: 0 ... .max)
     static let replicaCounts = Gen.int(in: 2...7)
     static let stepCounts = Gen.int(in: 1...70)

@@ -1,5 +1,6 @@
 import LansyncCore
 import LansyncJSON
+import LansyncTestLane
 import LansyncTestSupport
 import PropertyBased
 import Testing
@@ -7,7 +8,7 @@ import Testing
 /// Merge is a join: commutative, associative, idempotent, with the unwritten field as identity.
 /// The states come from random histories cut short (before the final exchange), so they are
 /// states replicas really reach, with siblings, list tags, tombstones and partial knowledge.
-@Suite struct MergeLawTests {
+@Suite(.computeBound) struct MergeLawTests {
     @Test func fieldMergeIsAJoin() async {
         await propertyCheck(
             count: propertyCases(default: 600),

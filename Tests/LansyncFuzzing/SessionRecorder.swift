@@ -58,13 +58,14 @@ public enum SessionRecorder {
             intoMember.yield(Array(Frame.encode(message).dropFirst(4)))
         }
         // Recorded once both went quiet: for 300 ms with the target holding every item the
-        // member holds, or for 3 s whatever it holds (a loaded test process can pause a session
-        // for longer than a short quiet); 120 s at most.
+        // member holds, or for 30 s whatever it holds; 120 s at most. Not a short quiet alone: a
+        // loaded test process can pause a session for seconds (a CI run's recording ended after
+        // the hello, and the fuzzer then had no batch to mutate).
         let start = ContinuousClock.now
         let goal = try member.store.counts().items
         while ContinuousClock.now - start < .seconds(120) {
             let quiet = ContinuousClock.now - recorded.withLockedValue({ $0.last })
-            if quiet >= .seconds(3) { break }
+            if quiet >= .seconds(30) { break }
             if quiet >= .milliseconds(300), (try? target.store.counts().items) == goal { break }
             try await Task.sleep(for: .milliseconds(50))
         }

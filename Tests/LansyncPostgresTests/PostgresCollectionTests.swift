@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 /// run the same collection rounds, and must show the same rounds, items, counts, figures,
 /// members and frontier at every step: deleted items reduced to their tombstone and later purged,
 /// a late concurrent write bringing a collected item back, a write seen before never doing so.
-@Suite(.serialized) struct PostgresCollectionTests {
+@Suite(.serialized, .computeBound) struct PostgresCollectionTests {
     static let t0: UInt64 = 1_700_000_000_000
 
     /// The figures both stores count alike (the file's size is each store's own).

@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Synchronization
 import Testing
@@ -12,7 +13,7 @@ import Testing
 /// store: a change past the relay's limits, and a revoked node's writes after its cut (on arrival,
 /// and in what the replica already held when it learned the revocation). Both receivers take the
 /// same batches and must show the same items, conflicts, counts and refused writes at every step.
-@Suite(.serialized) struct PostgresOverruleTests {
+@Suite(.serialized, .computeBound) struct PostgresOverruleTests {
     static let wall: UInt64 = 1_700_000_000_000
 
     /// How many changes ``refuse`` refused, in every test of the suite.

@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -11,7 +12,7 @@ import Testing
 /// moved on (deleting, editing, creating) keeps aside what only it holds, empties itself, takes
 /// the peer's snapshot and re-issues what it kept; a PostgreSQL replica and a SQLite replica that
 /// went through the same must show the same at every step.
-@Suite(.serialized) struct PostgresRejoinTests {
+@Suite(.serialized, .computeBound) struct PostgresRejoinTests {
     static let t0: UInt64 = 1_700_000_000_000
 
     static func sync(_ from: ReplicaStore, into stores: [any ReplicaBatchTaker], at now: UInt64) throws {

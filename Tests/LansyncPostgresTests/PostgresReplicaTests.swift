@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Logging
 import PostgresNIO
@@ -13,7 +14,7 @@ import Testing
 /// The replica kept in PostgreSQL, as far as it is built (local edits and item reads), on a
 /// server each test starts: it must show exactly what the SQLite store and the merge core's
 /// model show after the same edits.
-@Suite(.serialized) struct PostgresReplicaTests {
+@Suite(.serialized, .computeBound) struct PostgresReplicaTests {
     static let logger = Logger(label: "test")
 
     static func replica(_ server: TemporaryPostgres, schema: String, node: UInt64 = 1) throws -> PostgresReplica {

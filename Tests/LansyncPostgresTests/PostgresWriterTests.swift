@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Synchronization
 import Testing
@@ -12,7 +13,7 @@ import Testing
 /// starts: a dot is never issued twice (a new writer whenever the server cannot prove the
 /// database was not rolled back, or a peer shows it was), an invitation is redeemed once even
 /// by two racing relay processes, and what a node saves of its peers reads as in SQLite.
-@Suite struct PostgresWriterTests {
+@Suite(.computeBound) struct PostgresWriterTests {
     /// One call that may meet the connection the server's restart closed: the next call opens
     /// another.
     static func afterRestart<T>(_ body: () throws -> T) throws -> T {

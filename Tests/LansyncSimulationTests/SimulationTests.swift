@@ -1,6 +1,7 @@
 import LansyncCore
 import LansyncNode
 import LansyncSimulation
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 /// cooperative pool, which has two threads on CI's 2-core machine. Run side by side they held
 /// both, and every other test's awaits (the integration tests' `lansync status` calls) stalled
 /// together for 25 s (CI run 72); one at a time, they leave the other thread to the rest.
-@Suite(.serialized) struct SimulationTests {
+@Suite(.serialized, .computeBound) struct SimulationTests {
     /// Seeds from `LANSYNC_SIM_SEEDS` (a count) when set, else a few: the same scenarios, more
     /// histories.
     static let seeds: [UInt64] = (1...UInt64(propertyCases(default: 3))).map { $0 &* 7919 }

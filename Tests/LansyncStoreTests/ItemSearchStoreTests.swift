@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LansyncCore
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// Searches and ordered walks on a real replica file: what the search index finds is what
 /// ``ItemSearch`` says an item's text holds, after edits, retypes, unsets and deletes; and a page
 /// read in order from an index is the page that sorting every item gives, through every cursor.
-@Suite struct ItemSearchStoreTests: ReplicaFixture {
+@Suite(.computeBound) struct ItemSearchStoreTests: ReplicaFixture {
     let dir = makeTemporaryDirectory("search")
     let title = FieldName.named("title")
     let rank = FieldName.named("rank")

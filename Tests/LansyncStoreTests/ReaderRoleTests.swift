@@ -1,6 +1,7 @@
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// replica refuses local edits and changes nothing; made a writer again it writes under a new
 /// writer, and a reader cut that keeps unnamed writers refuses the old writer's later writes
 /// and keeps the new one's.
-@Suite struct ReaderRoleTests {
+@Suite(.computeBound) struct ReaderRoleTests {
     let x = ItemID.named("x")
     let title = FieldName.named("title")
     let t0: UInt64 = 1_700_000_000_000

@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// (both receive through ``BatchReceipt``): covers naming writers nobody can vouch for are left
 /// out, and states naming more new writers than the bounds allow are refused whole, with nothing
 /// merged.
-@Suite struct ReceivedWritersTests {
+@Suite(.computeBound) struct ReceivedWritersTests {
     let t0: UInt64 = 1_700_000_000_000
     let sender = NodeID.node(2)
 

@@ -5,6 +5,7 @@ import LansyncReplica
 import LansyncStore
 import LansyncTestSupport
 import Logging
+import Synchronization
 
 /// The stores the shared store suites run against: every implementation of ``ReplicaStorage``
 /// must show exactly what the merge core's model shows, through the protocol the node uses.
@@ -14,7 +15,8 @@ import Logging
 enum StorageKind: String, CaseIterable, CustomStringConvertible, Sendable {
     /// ``ReplicaStore``: one SQLite file per replica.
     case sqlite
-    /// ``PostgresReplica``: one schema per replica, on a real PostgreSQL server the site starts.
+    /// ``PostgresReplica``: one schema per replica, on a real PostgreSQL server the test process
+    /// shares (``TemporaryPostgres/shared()``).
     case postgres
 
     static let all = allCases
@@ -22,20 +24,23 @@ enum StorageKind: String, CaseIterable, CustomStringConvertible, Sendable {
     var description: String { rawValue }
 }
 
-/// Where one test's replicas of one kind live: a temporary directory, and for PostgreSQL a server
-/// of the test's own (``TemporaryPostgres``), each replica a schema of it. ``close()`` closes the
-/// replicas, stops the server and removes the directory.
+/// Where one test's replicas of one kind live: a temporary directory, and for PostgreSQL the test
+/// process's shared server (``TemporaryPostgres/shared()``), each replica a schema of it named for
+/// this site alone. ``close()`` closes the replicas and removes the directory.
 final class StorageSite {
     let kind: StorageKind
     let dir: String
     private let server: TemporaryPostgres?
+    /// Names this site's schemas apart from every other site's on the shared server.
+    private let prefix: String
     private var made = 0
     private var opened: [PostgresReplica] = []
 
     init(_ kind: StorageKind, _ label: String) throws {
         self.kind = kind
         dir = makeTemporaryDirectory(label)
-        server = kind == .postgres ? try TemporaryPostgres() : nil
+        server = kind == .postgres ? try TemporaryPostgres.shared() : nil
+        prefix = "s\(Self.sites.add(1, ordering: .relaxed).newValue)"
     }
 
     /// A new replica of node `node` in cluster 99 (named `r<node>`), apart from every other the
@@ -58,7 +63,7 @@ final class StorageSite {
             guard let server else { preconditionFailure("a PostgreSQL site has a server") }
             let replica = try PostgresReplica.create(
                 at: try PostgresLocation(parsing: server.uri),
-                schema: "r\(node)_\(made)",
+                schema: "\(prefix)_r\(node)_\(made)",
                 nodeID: .node(node),
                 clusterID: .node(99),
                 nodeName: "r\(node)",
@@ -76,9 +81,10 @@ final class StorageSite {
         opened = []
     }
 
+    private static let sites = Atomic<Int>(0)
+
     func close() {
         closeReplicas()
-        server?.stop()
         try? FileManager.default.removeItem(atPath: dir)
     }
 }

@@ -3,6 +3,7 @@ import LansyncCore
 import LansyncJSON
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// against in-memory reference replicas and against real stores of each ``StorageKind``, through
 /// the protocol the node uses (local edits, and sessions' streams), must show the same items,
 /// values, tombstones and conflicts after every step.
-@Suite struct StoreModelTests {
+@Suite(.computeBound) struct StoreModelTests {
     struct Pair {
         var model: Replica
         let store: any ReplicaStorage

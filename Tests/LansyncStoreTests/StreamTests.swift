@@ -2,6 +2,7 @@ import Foundation
 import LansyncCore
 import LansyncReplica
 import LansyncStore
+import LansyncTestLane
 import LansyncTestSupport
 import Testing
 
@@ -14,7 +15,7 @@ import Testing
 /// for good, with equal vectors (the chaos suite's partition scenario found one such hole).
 /// Half the advances read one batch ahead, and a batch found to be the last is applied with its
 /// stream's completion in one transaction (protocol 1.9's final batch).
-@Suite struct StreamTests {
+@Suite(.computeBound) struct StreamTests {
     let t0: UInt64 = 1_700_000_000_000
 
     /// `batch` of `sender`'s stream, as a session receives it.

@@ -49,6 +49,23 @@ public final class TemporaryPostgres: Sendable {
 
     deinit { stop() }
 
+    /// One server for the whole test process, made at its first use and stopped when the process
+    /// exits: for suites that make many short-lived replicas, each in a schema of its own (the 50
+    /// PostgreSQL cases of StreamTests each made, started and removed a cluster: about a minute
+    /// of the machine's two cores a run). A test that stops, restarts or reconfigures its server
+    /// makes one of its own.
+    public static func shared() throws -> TemporaryPostgres {
+        try sharedServer.withLock { shared in
+            if let shared { return shared }
+            let made = try TemporaryPostgres()
+            shared = made
+            atexit { TemporaryPostgres.sharedServer.withLock { $0?.stop() } }
+            return made
+        }
+    }
+
+    private static let sharedServer = Mutex<TemporaryPostgres?>(nil)
+
     /// Starts the server (again, after ``stopServer()``), waiting until it accepts connections.
     ///
     /// The server is this process's own child (`postgres` itself, not `pg_ctl`, which would leave
