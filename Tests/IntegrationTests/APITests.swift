@@ -80,10 +80,9 @@ import Testing
         let mode = try FileManager.default.attributesOfItem(atPath: cli.path("a/api-token"))[.posixPermissions] as? Int
         #expect(mode == 0o600, "the token file is the owner's alone")
         // The node says where its API is.
-        var api: String?
-        for _ in 0..<50 where api == nil {
-            if case .string(let address)? = try await cli.status(cli.path("a"))["api"] { api = address }
-            if api == nil { try await Task.sleep(for: .milliseconds(100)) }
+        let api: String? = try await eventually(within: .seconds(30)) {
+            if case .string(let address)? = try await cli.status(cli.path("a"))["api"] { return address }
+            return nil
         }
         #expect(api == "127.0.0.1:\(ports[1])")
         let run = await client(["check", "http://127.0.0.1:\(ports[1])", token])
@@ -157,10 +156,10 @@ import Testing
         try await cli.ok(["import", "--dir", cli.path("a"), cli.path("big.jsonl")])
         let (a, base, token) = try await nodeWithAPI(cli)
         defer { a.stop() }
-        var run = await client(["slow", base, token])
-        for _ in 0..<20 where run.output.contains("Connection refused") {
-            try await Task.sleep(for: .milliseconds(200))
+        var run: (status: Int32, output: String) = (0, "")
+        _ = await eventually(within: .seconds(30), every: .milliseconds(200)) {
             run = await client(["slow", base, token])
+            return !run.output.contains("Connection refused")
         }
         print(run.output)
         #expect(run.status == 0, "\(run.output)\n\(a.logText)")
@@ -205,10 +204,8 @@ import Testing
             await client(["acks", "http://127.0.0.1:\(p[1])", token, "acked", "30", ready])
         }
         // B starts once the feed is followed: a B that syncs before leaves no event to see.
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        while !FileManager.default.fileExists(atPath: ready), clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = await eventually(within: .seconds(30), every: .milliseconds(50)) {
+            FileManager.default.fileExists(atPath: ready)
         }
         let b = try await NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]])
         defer { b.stop() }
@@ -237,15 +234,13 @@ import Testing
         func follow(_ credential: String, _ name: String, revoke: () async throws -> Void) async throws -> JSON {
             let ready = cli.path("ready-\(name)")
             let follower = Task.detached { [self] in await client(["revoked", base, credential, ready, "30"]) }
-            let clock = ContinuousClock()
-            let deadline = clock.now + .seconds(30)
-            while !FileManager.default.fileExists(atPath: ready), clock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
+            _ = await eventually(within: .seconds(30), every: .milliseconds(50)) {
+                FileManager.default.fileExists(atPath: ready)
             }
             try await cli.ok(["add", "--dir", cli.path("a"), "--id", "before-\(name)", "n=1"])
             // Revoked once the stream carried that change (a bound on a hang, not a timing).
-            while !FileManager.default.fileExists(atPath: ready + ".got"), clock.now < deadline + .seconds(30) {
-                try await Task.sleep(for: .milliseconds(20))
+            _ = await eventually(within: .seconds(60), every: .milliseconds(20)) {
+                FileManager.default.fileExists(atPath: ready + ".got")
             }
             let revoked = Date().timeIntervalSince1970
             try await revoke()
@@ -308,7 +303,10 @@ import Testing
         }
         let first = await client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "one"])
         #expect(first.status == 0, "\(first.output)")
-        try await Task.sleep(for: .seconds(1))
+        // B restarts between the two batches, once its follower holds the first (60 events).
+        _ = await eventually(within: .seconds(60)) {
+            ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").count >= 60
+        }
         b.stop()
         b = try await NodeProcess(dir: cli.path("b"), port: p[2], peers: [p[0]], extra: ["--api", "127.0.0.1:\(p[3])"])
         let second = await client(["add", "http://127.0.0.1:\(p[1])", tokenA, "30", "two"])
@@ -424,8 +422,8 @@ import Testing
         defer { a.stop() }
         let b = try await NodeProcess(dir: cli.path("b"), port: p[1], peers: [p[0]])
         defer { b.stop() }
-        #expect(try await ObservabilityTests.eventually { try await found("b", "quince") == 12 }, "\(b.logText)")
-        let written = try await ObservabilityTests.eventually {
+        #expect(try await eventually(within: .seconds(20)) { try await found("b", "quince") == 12 }, "\(b.logText)")
+        let written = try await eventually(within: .seconds(20)) {
             try ReplicaStore.open(path: cli.path("b/replica.sqlite")).searchBacklog().isEmpty
                 && (try ReplicaStore.open(path: cli.path("a/replica.sqlite")).searchBacklog().isEmpty)
         }
@@ -460,11 +458,9 @@ import Testing
 
         /// Waits until a line contains `needle`; true if one did within 10 s.
         func waitFor(_ needle: String) async throws -> Bool {
-            for _ in 0..<200 {
-                if lines.contains(where: { $0.contains(needle) }) { return true }
-                try await Task.sleep(for: .milliseconds(50))
+            await eventually(within: .seconds(10), every: .milliseconds(50)) {
+                lines.contains(where: { $0.contains(needle) })
             }
-            return false
         }
 
         func stop() {
@@ -490,7 +486,15 @@ import Testing
         // Following, without a node: the next edit appears; with a node, too.
         let watcher = try Watcher(["--dir", cli.path("a"), "--json"])
         defer { watcher.stop() }
-        try await Task.sleep(for: .milliseconds(300))
+        // The watcher starts at the replica's latest change, and prints nothing until the next:
+        // it follows once an item added after it started shows (added again until one does).
+        var probes = 0
+        _ = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
+            if !watcher.lines.isEmpty { return true }
+            probes += 1
+            try await cli.ok(["add", "--dir", cli.path("a"), "--id", "probe\(probes)", "n=\(probes)"])
+            return false
+        }
         try await cli.ok(["set", "--dir", cli.path("a"), "t1", "title=third"])
         #expect(try await watcher.waitFor(#""value":"third""#), "\(watcher.lines)")
         let ports = freePorts(2)

@@ -196,10 +196,8 @@ import Testing
 
         // An edit after all of it reaches the peer: the replica the node writes is the real one.
         try await cli.ok(["set", "--dir", a, "x", "n=2"])
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
-        while clock.now < deadline, (try? await value(cli, b, "x")) != .integer(2) {
-            try await Task.sleep(for: .milliseconds(200))
+        _ = await eventually(within: .seconds(60), every: .milliseconds(200)) {
+            (try? await value(cli, b, "x")) == .integer(2)
         }
         #expect(try await value(cli, b, "x") == .integer(2), "the edit reached b")
 
@@ -289,7 +287,7 @@ import Testing
                 nodes = [try await start(0), try await start(1), try await start(2)]
                 #expect(try await cli.waitForConvergence(dirs) != nil)
                 #expect(
-                    try await ObservabilityTests.eventually(20) {
+                    try await eventually(within: .seconds(20)) {
                         guard case .array(let peers)? = try await cli.status(dirs[0])["peers"] else { return false }
                         return peers.filter { $0["connected"] == .bool(true) }.count == 2
                     }

@@ -671,10 +671,10 @@ import Testing
 
         let node = try await NodeProcess(dir: a, port: freePorts(1)[0])
         defer { node.stop() }
-        var live = try await cli.status(a)
-        for _ in 0..<100 where live["running"] != .bool(true) {
-            try await Task.sleep(for: .milliseconds(100))
+        var live: JSON = .null
+        _ = try await eventually(within: .seconds(30)) {
             live = try await cli.status(a)
+            return live["running"] == .bool(true)
         }
         #expect(live["running"] == .bool(true) && live["answering"] == .bool(true), "\(live)")
         #expect(live["listen"] != .null, "\(live)")

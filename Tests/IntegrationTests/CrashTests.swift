@@ -33,6 +33,8 @@ import Testing
                 for try await line in execution.standardOutput.strings() { lines.append(line) }
                 return lines
             }()
+            // A sleep: the kill comes at a random moment of the writer's work (the seed's delay),
+            // not at an event; that is what the test is.
             try await Task.sleep(for: delay)
             try? execution.send(signal: .kill)
             return try await collected

@@ -37,16 +37,11 @@ import Testing
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         // Both dial each other: until a's own dial has won or lost against b's, a may count b as
         // dialled in, or for a moment as not connected.
-        for _ in 0..<100 {
-            let status = try await cli.status(cli.path("a"))
-            if case .array(let peers)? = status["peers"],
-                peers.contains(where: {
-                    $0["name"] == .string("b") && $0["connected"] == .bool(true) && $0["source"] == .string("static")
-                })
-            {
-                break
+        _ = try await eventually(within: .seconds(30)) {
+            guard case .array(let peers)? = try await cli.status(cli.path("a"))["peers"] else { return false }
+            return peers.contains {
+                $0["name"] == .string("b") && $0["connected"] == .bool(true) && $0["source"] == .string("static")
             }
-            try await Task.sleep(for: .milliseconds(100))
         }
 
         let up = try await cli.run(["doctor", "--dir", cli.path("a"), "--json"], environment: Self.noBus)
@@ -82,12 +77,9 @@ import Testing
             peers: [p[0]],
             environment: ["LANSYNC_TEST_CLOCK_SKEW_MS": String(-3 * 86_400_000)]
         )
-        for _ in 0..<100 {
-            let status = try await cli.status(cli.path("a"))
-            if case .array(let peers)? = status["peers"], peers.contains(where: { $0["clock_offset_ms"] != .null }) {
-                break
-            }
-            try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually(within: .seconds(30)) {
+            guard case .array(let peers)? = try await cli.status(cli.path("a"))["peers"] else { return false }
+            return peers.contains { $0["clock_offset_ms"] != .null }
         }
         let late = try await cli.run(["doctor", "--dir", cli.path("a"), "--json"], environment: Self.noBus)
         let clock = try Self.findings(late.stdout, topic: "b").filter { Self.says($0).contains("clock") }
@@ -137,9 +129,7 @@ extension DiscoveryLabTests {
         try await cli.ok(["add", "--dir", cli.path("d2"), "--id", "from2", "n=2"])
         #expect(try await cli.waitForConvergence([cli.path("d1"), cli.path("d2")], timeout: .seconds(30)) != nil)
         let id2 = try await nodeID(cli, cli.path("d2"))
-        for _ in 0..<100 where !(try await connectedPeers(cli, cli.path("d1")).contains(id2)) {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        _ = try await eventually(within: .seconds(30)) { try await connectedPeers(cli, cli.path("d1")).contains(id2) }
 
         // All well with d2; d3 was never started (known as a member once it is admitted: here
         // only through the cluster file, so it is not listed); x4 belongs to another cluster.

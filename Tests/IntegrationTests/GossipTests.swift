@@ -36,20 +36,18 @@ import Testing
         #expect(try await cli.waitForConvergence([a, b], timeout: .seconds(30)) != nil)
         let idB = try await nodeID(cli, b)
         let idC = try await nodeID(cli, c)
-        let clock = ContinuousClock()
-        var start = clock.now
-        while try await connected(cli, a)[idB] == nil, clock.now - start < .seconds(30) {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        // a passes on where it reached b only once it holds a session with b.
+        _ = try await eventually(within: .seconds(30)) { try await connected(cli, a)[idB] != nil }
 
+        let clock = ContinuousClock()
         let nodeC = try await NodeProcess(dir: c, port: ports[2], peers: [ports[0]])
         defer { nodeC.stop() }
-        start = clock.now
+        let start = clock.now
         var peersOfC: [String: String] = [:]
-        repeat {
-            try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually(within: .seconds(30)) {
             peersOfC = try await connected(cli, c)
-        } while peersOfC[idB] == nil && clock.now - start < .seconds(30)
+            return peersOfC[idB] != nil
+        }
         #expect(peersOfC[idB] == "gossip", "c reached b at the address a passed on: \(peersOfC)\n\(nodeC.logText)")
         print("gossip: c had a session with b \(clock.now - start) after it started, knowing only a")
         #expect(try await connected(cli, b)[idC] != nil, "b holds the session c opened")

@@ -54,13 +54,21 @@ import Testing
     @Test func junkStatementsDoNotGrowTheNode() async throws {
         let (cli, a) = try await attacked("statements")
         defer { cli.cleanUp() }
-        try await Task.sleep(for: .seconds(1))
+        // The baseline once the node's start-up is over: only then does it answer `status` on its
+        // control socket.
+        _ = try await eventually(within: .seconds(30)) {
+            if case .string? = try await cli.status(cli.path("a"))["listen"] { true } else { false }
+        }
         let before = a.residentKiB
         let answer = try await rogue(cli, a, ["--junk-statements", "4000", "--hellos", "18", "--seconds", "0.5"])
         #expect(answer.succeeded, "\(answer.stderr)")
         // And statements within the bound (250 of 4 KiB), many times: remembered by digest only.
         _ = try await rogue(cli, a, ["--junk-statements", "250", "--hellos", "18", "--seconds", "0.5"])
-        try await Task.sleep(for: .seconds(1))
+        // Measured once the node is done with the rogue's last hello: its status shows no session.
+        _ = try await eventually(within: .seconds(30)) {
+            guard case .array(let peers)? = try await cli.status(cli.path("a"))["peers"] else { return true }
+            return !peers.contains { $0["connected"] == .bool(true) }
+        }
         let grew = (a.residentKiB - before) / 1024
         #expect(grew < 16, "the node grew by \(grew) MiB")
         #expect(a.isRunning)
@@ -122,10 +130,15 @@ import Testing
         // Status is read while the rogue holds its connection: before the fix the session stayed
         // open with the expect and status trapped; now the expect is refused where it is decoded
         // (StatusFiguresTests checks the figures themselves at their extremes).
+        func sessionsStarted() -> Int {
+            a.logText.split(separator: "\n").filter { $0.contains("session with") && $0.contains("started:") }.count
+        }
+        let startedBefore = sessionsStarted()
         let expecting = Task { [self] in
             try await rogue(cli, a, ["--expect", "18446744073709551615", "--seconds", "4"])
         }
-        try await Task.sleep(for: .seconds(2))
+        // Once the node has taken the rogue's hello: the expect came in the same write.
+        _ = await eventually(within: .seconds(30)) { sessionsStarted() > startedBefore }
         let during = try await cli.run(["status", "--dir", cli.path("a")])
         let expected = try await expecting.value
         #expect(a.isRunning, "an expect of 2^64-1 killed the node: \(expected.stdout)\n\(a.logText)")

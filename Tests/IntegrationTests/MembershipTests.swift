@@ -74,11 +74,10 @@ import Testing
         b.stop()
         b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         guard case .string(let aNode)? = try await cli.status(cli.path("a"))["node_id"] else { return }
-        var listed: JSON?
-        for _ in 0..<100 where listed == nil {
+        let listed: JSON? = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
             let members = try JSON(parsing: try await cli.ok(["members", "--dir", cli.path("b"), "--json"]))
-            if case .array(let list) = members { listed = list.first { $0["name"] == .string("e") } }
-            if listed == nil { try await Task.sleep(for: .milliseconds(200)) }
+            guard case .array(let list) = members else { return nil }
+            return list.first { $0["name"] == .string("e") }
         }
         #expect(listed?["admitted_by"] == .string(aNode), "\(listed?.text ?? "e is not listed on b")")
         #expect(listed?["state"] == .string("active") && listed?["admitted_at"] != .null)
@@ -124,6 +123,8 @@ import Testing
 
         // Expired: a one-second code, used after two.
         let (short, _) = try await invite(cli, "a", ["--expires", "1s"])
+        // A sleep: the code's lifetime is time the inviter measures, and nothing says it ran out
+        // short of using the code (which, a moment early, would admit the machine).
         try await Task.sleep(for: .seconds(2))
         let expired = try await cli.run(["join", short, "--dir", cli.path("e")])
         #expect(expired.status != 0 && expired.stderr.contains("expired"), "\(expired.stderr)")
@@ -151,16 +152,14 @@ import Testing
 
     /// Polls `status --json` of `dir` until the peer with `node` shows an error containing `text`.
     private func waitForPeerError(_ cli: CLI, _ dir: String, node: String?, _ text: String) async throws -> String? {
-        for _ in 0..<100 {
+        try await eventually(within: .seconds(30), every: .milliseconds(200)) {
             let status = try await cli.status(cli.path(dir))
-            if case .array(let peers)? = status["peers"] {
-                for peer in peers where node == nil || peer["node_id"] == .string(node!) {
-                    if case .string(let error)? = peer["last_error"], error.contains(text) { return error }
-                }
+            guard case .array(let peers)? = status["peers"] else { return nil }
+            for peer in peers where node == nil || peer["node_id"] == .string(node!) {
+                if case .string(let error)? = peer["last_error"], error.contains(text) { return error }
             }
-            try await Task.sleep(for: .milliseconds(200))
+            return nil
         }
-        return nil
     }
 
     /// A revoked machine is refused by every member once the revocation reaches it (b learns it
@@ -207,6 +206,9 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "after", "title=written after"])
         try await cli.ok(["add", "--dir", cli.path("b"), "--id", "still", "title=b still syncs"])
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
+        // A sleep: what is checked is that something does not happen (c's later edit reaching a
+        // or b), and no event marks the moment it would have: c holds no session to carry it, and
+        // its next try, refused at the handshake, comes only after a backoff of 15 to 30 s.
         try await Task.sleep(for: .seconds(3))
         for dir in ["a", "b"] {
             #expect(
@@ -335,10 +337,8 @@ import Testing
         let done = try await cli.ok(["cluster", "admitters", "--dir", cli.path("a"), "a"])
         #expect(done.contains("keep the cluster's authority key"))
         for dir in ["b", "c"] {
-            var gone = false
-            for _ in 0..<100 where !gone {
-                gone = !file(cli.path("\(dir)/cluster.pem")).contains("PRIVATE KEY")
-                if !gone { try await Task.sleep(for: .milliseconds(200)) }
+            let gone = await eventually(within: .seconds(30), every: .milliseconds(200)) {
+                !file(cli.path("\(dir)/cluster.pem")).contains("PRIVATE KEY")
             }
             #expect(gone, "\(dir) still holds the key: \(dir == "b" ? b.logText : c.logText)")
             #expect(file(cli.path("\(dir)/cluster.pem")).contains("CERTIFICATE"))
@@ -387,10 +387,8 @@ import Testing
         #expect(unknown.status != 0 && unknown.stderr.contains("full node id"), "\(unknown.stderr)")
         try await cli.ok(["revoke", "--dir", cli.path("a"), cNode, "--reason", "sold"])
         #expect(try await waitForPeerError(cli, "r", node: cNode, "revoked") != nil, "relay: \(r.logText)")
-        var bKnows = false
-        for _ in 0..<100 where !bKnows {
-            bKnows = try await cli.ok(["members", "--dir", cli.path("b")]).contains("revoked")
-            if !bKnows { try await Task.sleep(for: .milliseconds(200)) }
+        let bKnows = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
+            try await cli.ok(["members", "--dir", cli.path("b")]).contains("revoked")
         }
         #expect(bKnows, "b learnt it from the relay: \(b.logText)")
         #expect(try await waitForPeerError(cli, "c", node: nil, "revoked") != nil, "c: \(c.logText)")
@@ -398,6 +396,9 @@ import Testing
         try await cli.ok(["add", "--dir", cli.path("c"), "--id", "after", "title=written after"])
         try await cli.ok(["add", "--dir", cli.path("b"), "--id", "still", "title=b still syncs"])
         #expect(try await cli.waitForConvergence(["r", "a", "b"].map(cli.path)) != nil)
+        // A sleep: what is checked is that something does not happen (c's later edit reaching the
+        // relay, a or b), and no event marks the moment it would have: c holds no session to carry
+        // it, and its next try, refused by the relay, comes only after a backoff of 15 to 30 s.
         try await Task.sleep(for: .seconds(2))
         for dir in ["r", "a", "b"] {
             #expect(

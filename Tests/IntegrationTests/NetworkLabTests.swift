@@ -30,22 +30,18 @@ extension DiscoveryLabTests {
     /// The addresses `dir`'s node knows `name` to be advertised at, once it has seen the advert
     /// (a peer that dialled in first may be connected before its advert is resolved here).
     func advertised(_ cli: CLI, _ dir: String, _ name: String) async throws -> [String] {
-        for _ in 0..<100 {
+        try await eventually(within: .seconds(20)) {
             let list = advertised(try await peers(cli, dir)[name])
-            if !list.isEmpty { return list }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return []
+            return list.isEmpty ? nil : list
+        } ?? []
     }
 
     /// Waits until `dir`'s node shows a connected session with each of `names`.
-    func waitConnected(_ cli: CLI, _ dir: String, to names: [String], seconds: Int = 30) async throws -> Bool {
-        for _ in 0..<(seconds * 10) {
+    func waitConnected(_ cli: CLI, _ dir: String, to names: [String], seconds: Int = 60) async throws -> Bool {
+        try await eventually(within: .seconds(seconds)) {
             let shown = try await peers(cli, dir)
-            if names.allSatisfy({ shown[$0]?["connected"] == .bool(true) }) { return true }
-            try await Task.sleep(for: .milliseconds(100))
+            return names.allSatisfy { shown[$0]?["connected"] == .bool(true) }
         }
-        return false
     }
 
     /// Waits for `dirs` to converge; records an issue with the replicas and logs if they do not.
@@ -164,10 +160,7 @@ extension DiscoveryLabTests {
             let ended = { second.logText.split(separator: "\n").filter { $0.contains("ended") }.count }
             let endedBefore = ended()
             first.stop()
-            let deadline = ContinuousClock.now + .seconds(15)
-            while ended() == endedBefore, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            _ = await eventually(within: .seconds(15), every: .milliseconds(50)) { ended() > endedBefore }
             #expect(ended() > endedBefore, "\(second.logText)")
             first = try await defaultNode(cli, 1, extra: ["--interfaces", "none0"])
             #expect(try await waitConnected(cli, cli.path("d2"), to: ["d1"]), "\(second.logText)")

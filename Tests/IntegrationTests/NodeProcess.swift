@@ -37,9 +37,9 @@ final class NodeProcess: @unchecked Sendable {
     }
 
     /// Starts `lansync node --dir DIR ARGUMENTS...` (inside lab host `labHost` if given), and
-    /// waits up to 20 s for it to listen. The wait sleeps as a task, not as a thread: Swift's
-    /// cooperative pool has one thread per core (two on CI), and hundreds of node starts each
-    /// holding one for a fraction of a second stalled every other test's awaits meanwhile.
+    /// waits up to 20 s for it to listen (or to exit). The wait sleeps as a task, not as a thread:
+    /// Swift's cooperative pool has one thread per core (two on CI), and hundreds of node starts
+    /// each holding one for a fraction of a second stalled every other test's awaits meanwhile.
     init(
         dir: String,
         port: Int,
@@ -68,10 +68,9 @@ final class NodeProcess: @unchecked Sendable {
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(waitForListening ? 20 : 0)
-        while Date() < deadline, !(logText.contains("listening on")) {
-            guard process.isRunning else { break }
-            try? await Task.sleep(for: .milliseconds(20))
+        guard waitForListening else { return }
+        _ = await eventually(within: .seconds(20), every: .milliseconds(20)) {
+            logText.contains("listening on") || !process.isRunning
         }
     }
 
@@ -81,12 +80,9 @@ final class NodeProcess: @unchecked Sendable {
     /// after it acts (a key removed, a write overruled), so a test that has seen the act must
     /// still wait for the line.
     func logContains(_ needles: String..., within seconds: Double = 10) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while true {
+        await eventually(within: .seconds(seconds), every: .milliseconds(50)) {
             let text = logText
-            if needles.allSatisfy({ text.contains($0) }) { return true }
-            guard Date() < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(50))
+            return needles.allSatisfy { text.contains($0) }
         }
     }
     var pid: Int32 { process.processIdentifier }
@@ -184,8 +180,9 @@ extension CLI {
         return lines.joined(separator: "\n")
     }
 
-    /// Polls until every directory's status shows the same digest and version vector; returns
-    /// how long it took, or nil once a round begun after `timeout` still shows them apart.
+    /// Asks every directory's status, round after round, until they show the same digest and
+    /// version vector; returns how long it took, or nil once a round begun after `timeout` still
+    /// shows them apart (``eventually(within:every:_:)`` looks once more past its bound).
     /// Judging by a round begun before the deadline could compare answers taken a minute apart:
     /// CI once saw one `status` take most of the wait while the replicas had long converged, and
     /// the round compared it with answers from before. A `status` slower than five seconds is
@@ -193,8 +190,7 @@ extension CLI {
     func waitForConvergence(_ dirs: [String], timeout: Duration = .seconds(60)) async throws -> Duration? {
         let clock = ContinuousClock()
         let start = clock.now
-        while true {
-            let round = clock.now
+        let took: Duration? = try await eventually(within: timeout) { () async throws -> Duration? in
             var statuses: [JSON] = []
             for dir in dirs {
                 let asked = clock.now
@@ -205,10 +201,9 @@ extension CLI {
             }
             let digests = Set(statuses.compactMap { $0["digest"] })
             let vectors = Set(statuses.compactMap { $0["version_vector"] })
-            if digests.count == 1, vectors.count == 1 { return clock.now - start }
-            if round - start >= timeout { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return digests.count == 1 && vectors.count == 1 ? clock.now - start : nil
         }
+        if let took { return took }
         print("waitForConvergence gave up after \(clock.now - start):\n\(await convergenceReport(dirs))")
         return nil
     }

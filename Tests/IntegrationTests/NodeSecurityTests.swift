@@ -24,7 +24,7 @@ import Testing
         let x = try await NodeProcess(dir: cli.path("x"), port: ports[1], peers: [ports[0]])
         // Each side's first dial may come before the other listens ('connection refused', CI on
         // bbab927): wait, within a bound, until both have met the other once.
-        let met = try await ObservabilityTests.eventually(60) {
+        let met = try await eventually(within: .seconds(60)) {
             for dir in ["a", "x"] {
                 let status = try await cli.status(cli.path(dir))
                 guard case .array(let peers)? = status["peers"], case .string(let error)? = peers.first?["last_error"],
@@ -112,10 +112,10 @@ import Testing
         for (name, bytes) in frames {
             // The node frees the stalled connections' handshake slots as it reads their closes;
             // until then (longer on a loaded machine) it refuses new handshakes, as it should.
-            var answer = try await rawExchange(cli, port: ports[0], bytes: bytes)
-            for _ in 0..<20 where answer.contains("TLS handshake failed") {
-                try await Task.sleep(for: .milliseconds(250))
+            var answer = ""
+            _ = try await eventually(within: .seconds(90), every: .milliseconds(250)) {
                 answer = try await rawExchange(cli, port: ports[0], bytes: bytes)
+                return !answer.contains("TLS handshake failed")
             }
             #expect(answer.contains("hello"), "\(name): \(answer)")
             if name != "truncated frame" {
@@ -156,6 +156,7 @@ import Testing
                 for fd in slow {
                     _ = [UInt8(0x03)].withUnsafeBytes { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
                 }
+                // A sleep: the strangers dribble, a byte every half second; the pace is the attack.
                 try? await Task.sleep(for: .milliseconds(500))
             }
         }

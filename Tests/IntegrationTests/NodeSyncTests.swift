@@ -30,17 +30,16 @@ import Testing
             else { return nil }
             return (sent, received)
         }
-        let clock = ContinuousClock()
-        let start = clock.now
-        while try await sessionWithB() == nil, clock.now - start < .seconds(30) {
-            try await Task.sleep(for: .milliseconds(50))
+        let session = try await eventually(within: .seconds(30), every: .milliseconds(50)) {
+            try await sessionWithB()
         }
-        let before = try #require(try await sessionWithB(), "A and B never connected")
+        let before = try #require(session, "A and B never connected")
         let items = 1000
         let input = (0..<items).map { #"{"id":"e\#($0)","fields":{"n":\#($0),"tags":["x"]}}"# }.joined(separator: "\n")
         try await cli.ok(["import", "--dir", cli.path("a")], input: input)
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
-        // Let the change poll and an anti-entropy round or two pass.
+        // A sleep: B's change poll (every second) gets a chance or two to send anything back;
+        // a poll that sends nothing, as it should, leaves no event to wait for.
         try await Task.sleep(for: .seconds(2))
         let after = try #require(try await sessionWithB())
         let sent = after.sent - before.sent
@@ -71,21 +70,20 @@ import Testing
             _ = a.stop()
         }
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
-        /// A's bytes sent to B, once they stopped moving for a second (live push and its ack).
+        /// A's bytes sent to B, once they stopped moving for a second (live push and its ack):
+        /// the same figure at two looks a second apart.
         func settledBytesSent() async throws -> Int64 {
             var last: Int64 = -1
-            let clock = ContinuousClock()
-            let start = clock.now
-            while clock.now - start < .seconds(30) {
-                if case .array(let peers)? = try await cli.status(cli.path("a"))["peers"],
+            let settled: Int64? = try await eventually(within: .seconds(30), every: .seconds(1)) {
+                guard case .array(let peers)? = try await cli.status(cli.path("a"))["peers"],
                     let peer = peers.first(where: { $0["connected"] == .bool(true) }),
                     case .integer(let sent)? = peer["sent_bytes"]
-                {
-                    if sent == last { return sent }
-                    last = sent
-                }
-                try await Task.sleep(for: .seconds(1))
+                else { return nil }
+                if sent == last { return sent }
+                last = sent
+                return nil
             }
+            if let settled { return settled }
             Issue.record("A's bytes to B never settled")
             return last
         }
@@ -152,7 +150,8 @@ import Testing
         let c = ["--dir", dirs[2]]
         try await cli.ok(["set"] + a + ["t1", "location=Fontainebleau", "tags+=reading", "title=from A"])
         try await cli.ok(["rm"] + a + ["t2"])
-        try await Task.sleep(for: .milliseconds(20))
+        // B's title must carry a later timestamp than A's (Docs/MERGE.md, scenario 3).
+        await waitForTheNextMillisecond()
         try await cli.ok(["set"] + b + ["t1", "title=from B", "tags+=karaoke"])
         try await cli.ok(["set"] + c + ["t2", "note=edited while deleted elsewhere"])
         try await cli.ok(["add"] + c + ["--id", "c1", "made=offline"])
@@ -189,13 +188,8 @@ import Testing
             try await cli.ok(["set", "--dir", cli.path("a"), "x", "v=\(i)"])
             let clock = ContinuousClock()
             let start = clock.now
-            var seen = false
-            while clock.now - start < .seconds(10) {
-                if try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "\(i)" {
-                    seen = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(2))
+            let seen = try await eventually(within: .seconds(10), every: .milliseconds(2)) {
+                try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "\(i)"
             }
             #expect(seen, "edit \(i) never reached B")
             latencies.append(clock.now - start)
@@ -222,12 +216,9 @@ import Testing
         // Start B, kill it as soon as some (not all) items arrived.
         var b = try await NodeProcess(dir: cli.path("b"), port: ports[1], peers: [ports[0]])
         var partial = 0
-        let clock = ContinuousClock()
-        let start = clock.now
-        while clock.now - start < .seconds(60) {
+        _ = try await eventually(within: .seconds(60), every: .milliseconds(5)) {
             partial = try bStore.counts().items
-            if partial > 0 { break }
-            try await Task.sleep(for: .milliseconds(5))
+            return partial > 0
         }
         b.kill9()
         partial = try bStore.counts().items
@@ -253,8 +244,8 @@ import Testing
         let cPort = freePorts(1)[0]
         let cStore = try ReplicaStore.open(path: cli.path("c/replica.sqlite"))
         let c = try await NodeProcess(dir: cli.path("c"), port: cPort, peers: [ports[0]])
-        while clock.now - start < .seconds(120), try cStore.counts().items == 0 {
-            try await Task.sleep(for: .milliseconds(5))
+        _ = try await eventually(within: .seconds(120), every: .milliseconds(5)) {
+            try cStore.counts().items > 0
         }
         a.kill9()
         let a2 = try await NodeProcess(dir: cli.path("a"), port: ports[0])
@@ -334,10 +325,8 @@ import Testing
         unlink(cli.path("a/nudge.sock"))
         try await cli.ok(["set", "--dir", cli.path("a"), "x", "v=2"])
         let b = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
-        let clock = ContinuousClock()
-        let start = clock.now
-        while clock.now - start < .seconds(10), try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText != "2" {
-            try await Task.sleep(for: .milliseconds(10))
+        _ = try await eventually(within: .seconds(10), every: .milliseconds(10)) {
+            try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "2"
         }
         #expect(try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "2")
         #expect(na.stop() == 0)
@@ -363,8 +352,8 @@ import Testing
         let clock = ContinuousClock()
         let start = clock.now
         let b = try ReplicaStore.open(path: cli.path("b/replica.sqlite"))
-        while clock.now - start < .seconds(10), try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText != "7" {
-            try await Task.sleep(for: .milliseconds(10))
+        _ = try await eventually(within: .seconds(10), every: .milliseconds(10)) {
+            try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "7"
         }
         #expect(try b.storedItem(try ItemID("x"))?.fields.first?.value.jsonText == "7")
         print("an unannounced change reached the peer after \(clock.now - start)")

@@ -34,18 +34,6 @@ import Testing
         return nil
     }
 
-    /// Waits until `condition` holds, for up to `seconds`, and looks once more at the end: on a
-    /// loaded machine this task may not run again until past the deadline (the full suite at
-    /// fe80771 failed a log line written 6 s after the look before, well within the 20 s).
-    static func eventually(_ seconds: Double = 20, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return try await condition()
-    }
-
     @Test func theLogSaysWhatHappenedAsTextAndAsJSON() async throws {
         let cli = CLI("logs")
         defer { cli.cleanUp() }
@@ -64,7 +52,7 @@ import Testing
         #expect(try await cli.waitForConvergence([cli.path("a"), cli.path("b")]) != nil)
         // A session start on both sides, named and with its path.
         #expect(
-            try await Self.eventually {
+            await eventually(within: .seconds(20)) {
                 a.logText.contains("session with b (") && a.logText.contains("started: direct")
             },
             "a: \(a.logText)"
@@ -72,13 +60,17 @@ import Testing
         // A stranger's connection that is not TLS: one line, with the address and why.
         _ = tcpSend(port: ports[0], bytes: Array("GET / HTTP/1.0\r\n\r\nnot a TLS hello\n".utf8), keepOpen: false)
         #expect(
-            try await Self.eventually { a.logText.contains("closed a connection from 127.0.0.1 before a session") },
+            await eventually(within: .seconds(20)) {
+                a.logText.contains("closed a connection from 127.0.0.1 before a session")
+            },
             "a: \(a.logText)"
         )
         // b stops: a logs the session's end with what it moved.
         b.stop()
         #expect(
-            try await Self.eventually { a.logText.contains("ended after") && a.logText.contains("field states (") },
+            await eventually(within: .seconds(20)) {
+                a.logText.contains("ended after") && a.logText.contains("field states (")
+            },
             "a: \(a.logText)"
         )
         // Every line of b's log is a JSON object with a time, a level and a message; its session
@@ -145,7 +137,7 @@ import Testing
         #expect(Self.get(url).status == 401)
         var text = ""
         #expect(
-            try await Self.eventually {
+            await eventually(within: .seconds(20)) {
                 text = Self.get(url, token: token).body
                 // Counters move as sessions report: wait for what the convergence implies.
                 return Self.sample(text, "lansync_peers_connected") == 1
@@ -174,7 +166,7 @@ import Testing
         // b goes away: the peer gauge says so.
         b.stop()
         #expect(
-            try await Self.eventually {
+            await eventually(within: .seconds(20)) {
                 text = Self.get(url, token: token).body
                 return Self.sample(text, #"lansync_peer_connected{peer="b""#) == 0
             },

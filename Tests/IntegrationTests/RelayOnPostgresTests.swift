@@ -296,30 +296,45 @@ import Testing
         let b = try await cli.node("b", port: p[3], relays: [p[1]])
         defer { b.stop() }
         func logs() -> String { [r1, r1b, a, b].map(\.logText).joined(separator: "\n") + "\n" + server.log }
+        let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
+        // What a relay's change poll says when it cannot read the replica, and once it can again.
+        let failed = "could not read the replica's version vector"
+        let answers = "the replica answers again"
 
-        // Each node edits its own item, one edit after another, before, during and after the
-        // restart: the load.
+        // Each node edits its own item, one edit after another (each waits for the last: the
+        // commands pace themselves), before, during and after the restart: the load.
         let made = EditCount()
         let editing = Task {
             while !Task.isCancelled {
                 let n = made.next()
                 _ = try? await cli.run(["set", "--dir", cli.path("a"), "--", "ta", "n=\(n)"])
                 _ = try? await cli.run(["set", "--dir", cli.path("b"), "--", "tb", "n=\(n)"])
-                try? await Task.sleep(for: .milliseconds(50))
             }
         }
-        try await Task.sleep(for: .seconds(2))
+        // Before: an edit done on each node, and both items in the replica in PostgreSQL (each
+        // node's session with its relay is up).
+        _ = try await eventually {
+            guard made.now >= 2 else { return false }
+            return try server.sql("SELECT count(*) FROM \(schema).item") == ["2"]
+        }
         try server.stopServer()
         let atStop = made.now
-        try await Task.sleep(for: .seconds(3))
+        // During: an edit begun and done while the server is down, and a relay that met the failure.
+        _ = await eventually {
+            made.now >= atStop + 2 && [r1, r1b].contains { $0.logText.contains(failed) }
+        }
         let atStart = made.now
         try server.start()
-        try await Task.sleep(for: .seconds(3))
+        // After: an edit begun and done since the start, and every relay that met the failure
+        // reading the replica again.
+        _ = await eventually {
+            made.now >= atStart + 2
+                && [r1, r1b].allSatisfy { !$0.logText.contains(failed) || $0.logText.contains(answers) }
+        }
         editing.cancel()
         await editing.value
         #expect(atStart > atStop, "the nodes edited while the server was down: \(atStop) then \(atStart)")
         // The relays met the failure (their change poll could not read the replica) and went on.
-        let failed = "could not read the replica's version vector"
         let r1Failed = await r1.logContains(failed, within: 1)
         let r1bFailed = await r1b.logContains(failed, within: 1)
         #expect(r1Failed || r1bFailed, "\(logs())")
@@ -332,7 +347,6 @@ import Testing
             let text = try await cli.ok(["get", "--dir", cli.path(dir), item, "--json"])
             #expect(text.contains("\"last\""), "\(dir) holds the other's last edit: \(text)")
         }
-        let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
         let rows = try server.sql("SELECT item_id FROM \(schema).item ORDER BY item_id")
         #expect(rows == ["ta", "tb"], "the replica in PostgreSQL holds both items: \(rows)")
     }
@@ -340,27 +354,22 @@ import Testing
     /// `query`'s count, asked again until it is above zero or `limit` passed: the moment to kill a
     /// relay that has begun something.
     static func firstCount(_ server: TemporaryPostgres, _ query: String, within limit: Duration) async throws -> Int {
-        let deadline = ContinuousClock.now + limit
-        while true {
+        try await eventually(within: limit, every: .milliseconds(10)) {
             let count = Int(try server.sql(query).first ?? "0") ?? 0
-            if count > 0 || ContinuousClock.now >= deadline { return count }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+            return count > 0 ? count : nil
+        } ?? 0
     }
 
     /// Waits until no node shows a conflict open (a settlement reaches them after convergence
     /// may have been seen); false if one stays open.
     static func settled(_ cli: CLI, _ dirs: [String], item: String) async throws -> Bool {
-        for _ in 0..<600 {
-            var open = false
+        try await eventually(within: .seconds(120), every: .milliseconds(200)) {
             for dir in dirs {
                 let text = try await cli.ok(["conflicts", "--dir", dir, "--json"])
-                if text.trimmingCharacters(in: .whitespacesAndNewlines) != "[]" { open = true }
+                if text.trimmingCharacters(in: .whitespacesAndNewlines) != "[]" { return false }
             }
-            if !open { return true }
-            try await Task.sleep(for: .milliseconds(200))
+            return true
         }
-        return false
     }
 }
 

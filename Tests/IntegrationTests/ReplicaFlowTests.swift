@@ -30,7 +30,7 @@ import Testing
         let fromA = "Fix the bike (garage, back wheel, the spoke that keeps coming loose)"
         let fromB = "Fix the bike (garage, front brake cable and the bell)"
         try await cli.ok(["set"] + a + ["bike", "title=\(fromA)"])
-        try await Task.sleep(for: .milliseconds(5))
+        await waitForTheNextMillisecond()
         try await cli.ok(["set"] + b + ["bike", "title=\(fromB)"])
         try Self.exchange(cli.path("a"), cli.path("b"))
         let shown = try await cli.run(["conflicts"] + b, environment: ["COLUMNS": "60"])
@@ -60,7 +60,7 @@ import Testing
         try await cli.ok(["add"] + a + ["--id", "t1", "--type", "task", "title=Climb"])
         try Self.exchange(cli.path("a"), cli.path("b"))
         try await cli.ok(["set"] + a + ["t1", "title=from A", "location=Fontainebleau"])
-        try await Task.sleep(for: .milliseconds(5))
+        await waitForTheNextMillisecond()
         try await cli.ok(["set"] + b + ["t1", "title=from B"])
         try Self.exchange(cli.path("a"), cli.path("b"))
         try Self.exchange(cli.path("b"), cli.path("a"))

@@ -129,10 +129,10 @@ import Testing
         defer { nodeC.stop() }
         let folding = clock.now
         var counts: [Int] = []
-        repeat {
-            try await Task.sleep(for: .milliseconds(300))
+        _ = try await eventually(within: .seconds(60), every: .milliseconds(300)) {
             counts = try await [a, b, c].asyncMap { try await writers(cli, $0) }
-        } while counts != [before, before, before] && clock.now - folding < .seconds(60)
+            return counts == [before, before, before]
+        }
         #expect(counts == [before, before, before], "the writers a, b and c name once c's node ran")
         print("restores: every vector back to \(before) writers \(clock.now - folding) after c's node started")
         #expect(try await cli.waitForConvergence([a, b, c], timeout: .seconds(30)) != nil)

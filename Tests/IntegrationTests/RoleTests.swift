@@ -106,7 +106,7 @@ import Testing
         // stays in the bin.
         #expect(try await cli.ok(["members", "role", "--dir", cli.path("a"), "b", "writer"]).contains("writer"))
         #expect(
-            try await ObservabilityTests.eventually(30) {
+            await eventually(within: .seconds(30)) {
                 (try? await cli.run(["set", "--dir", cli.path("b"), "shared", "title=b writes again"]))?.status == 0
             },
             "b: \(b.logText)"
@@ -146,7 +146,7 @@ import Testing
         try await cli.ok(["cluster", "admitters", "--dir", cli.path("a"), "a", "r1"])
         // b took the set of admitting machines, and with it gave up the authority's key.
         #expect(
-            try await ObservabilityTests.eventually(20) {
+            await eventually(within: .seconds(20)) {
                 !((try? String(contentsOfFile: cli.path("b/cluster.pem"), encoding: .utf8)) ?? "").contains("PRIVATE")
             }
         )
@@ -162,7 +162,7 @@ import Testing
         let schema = try server.sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lansync_%'").first ?? "none"
         // The relay learns the role from a before b comes back.
         #expect(
-            try await ObservabilityTests.eventually(30) {
+            try await eventually(within: .seconds(30)) {
                 try !server.sql("SELECT 1 FROM \(schema).statement WHERE substr(record, 1, 1) = '\\x06'").isEmpty
             }
         )

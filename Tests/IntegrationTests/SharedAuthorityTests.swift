@@ -134,18 +134,14 @@ import Testing
 
         try server.start()
         // Its second "holds" line: it took the lease back.
-        var again = false
-        for _ in 0..<(30 * Self.lease) where !again {
-            try await Task.sleep(for: .milliseconds(100))
-            again = r1.logText.components(separatedBy: "this relay holds the lease (epoch").count > 2
+        let again = await eventually(within: .seconds(3 * Self.lease)) {
+            r1.logText.components(separatedBy: "this relay holds the lease (epoch").count > 2
         }
         #expect(again, "\(r1.logText)")
         #expect(try await Self.standing(cli, "r1").first == "holding")
-        var settled = false
-        for _ in 0..<100 where !settled {
-            try await Task.sleep(for: .milliseconds(100))
+        let settled = try await eventually(within: .seconds(30)) {
             let left = try await cli.ok(["conflicts", "--dir", cli.path("a"), "--json"])
-            settled = left.trimmingCharacters(in: .whitespacesAndNewlines) == "[]"
+            return left.trimmingCharacters(in: .whitespacesAndNewlines) == "[]"
         }
         #expect(settled, "\(r1.logText)")
         #expect(try await cli.waitForConvergence(everyone, timeout: Self.converged) != nil)

@@ -33,11 +33,7 @@ import Testing
         // The README names its ports; something else holding them would fail the tour, not lansync
         // (a node of another test shutting down frees its port within seconds).
         for port in [7420, 7421, 7430, 7431] {
-            var free = Self.isFree(port)
-            for _ in 0..<300 where !free {
-                try await Task.sleep(for: .milliseconds(200))
-                free = Self.isFree(port)
-            }
+            let free = await eventually(every: .milliseconds(200)) { Self.isFree(port) }
             try #require(free, "port \(port) on 127.0.0.1 stayed taken for a minute: the tour cannot run here now")
         }
         let script = try Self.tour()
@@ -62,15 +58,14 @@ import Testing
         // And both replicas end with both (polled: the tour's own pause is for people).
         for dir in ["kitchen", "garage"] {
             var titles: Set<String> = []
-            for _ in 0..<100 {
+            _ = try await eventually {
                 let list = try await cli.run(["list", "--json", "--dir", cli.path(dir)])
                 if case .array(let items)? = try? JSON(parsing: list.stdout) {
                     titles = Set(
                         items.compactMap { if case .string(let t)? = $0["fields"]?["title"] { t } else { nil } }
                     )
                 }
-                if titles.count == 2 { break }
-                try await Task.sleep(for: .milliseconds(100))
+                return titles.count == 2
             }
             #expect(titles == ["Climb", "Fix the bike"], "\(dir): \(titles)")
         }

@@ -78,10 +78,10 @@ import Testing
         let a = try await NodeProcess(dir: cli.path("a"), port: ports[0], extra: ["--api", "127.0.0.1:\(ports[1])"])
         defer { a.stop() }
         let base = "http://127.0.0.1:\(ports[1])"
-        var page = Self.request(base + "/")
-        for _ in 0..<50 where page.status != 200 {
-            try await Task.sleep(for: .milliseconds(100))
+        var page: (status: Int, headers: [String: String], body: String) = (0, [:], "")
+        _ = await eventually(within: .seconds(30)) {
             page = Self.request(base + "/")
+            return page.status == 200
         }
         // Every file of the page, exactly as in the repository (scripts/ui.sh embedded them).
         let folder = Self.repository.appendingPathComponent("Sources/LansyncAPI/UI")
