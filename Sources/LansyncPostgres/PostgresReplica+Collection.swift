@@ -115,123 +115,14 @@ extension PostgresReplica {
         return StabilityLedgerCoding.decode(Array(bytes)) ?? StabilityLedger()
     }
 
-    /// One collection round, as the SQLite store's (``LansyncStore/ReplicaStore/collect(now:)``):
+    /// One collection round, as the SQLite store's (``CollectionRoundSteps/collectionRound(now:)``):
     /// the active members' reports into the stability ledger, then every collectable deleted item
     /// reduced to its minimal tombstone, 200 items per transaction, then the tombstones collected
     /// longer ago than the away window purged. PostgreSQL's vacuum hands space back: no pages are
     /// counted as freed.
     @discardableResult
     public func collect(now: UInt64) throws(StoreError) -> CollectionRound {
-        var round = CollectionRound()
-        let (settings, ledger) = try guarded {
-            try database.transaction(write: true) { db in
-                _ = try PostgresWrite(db, origin: .local)
-                let settings = try Self.collectionSettings(db)
-                var ledger = try Self.ledger(db)
-                let reports = try Self.memberReports(db)
-                let active = MemberReport.active(
-                    reports,
-                    now: now,
-                    awayAfter: settings.holdsBackFor,
-                    selfAway: try Self.judgesNoOneAway(db, now: now, settings: settings)
-                )
-                round.frontierMoved = ledger.observe(
-                    [try Self.versionVector(db)] + active.map(\.seen),
-                    reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
-                    now: now,
-                    // No release: no rule tried is safe yet (Docs/MERGE.md, "From frontier to stable").
-                    release: nil
-                )
-                try Self.setMeta("stability", Data(StabilityLedgerCoding.encode(ledger)).base64EncodedString(), db)
-                return (settings, ledger)
-            }
-        }
-        let stable = ledger.stable
-        guard !stable.isEmpty else { return round }
-        round.collected = try collectDeleted(
-            below: stable,
-            deletedBefore: settings.collectCutoff(ledger, now: now),
-            now: now
-        )
-        // As the SQLite store: a replica away itself or stale purges nothing.
-        let judgesNoOneAway = try guarded {
-            try database.statements { db in try Self.judgesNoOneAway(db, now: now, settings: settings) }
-        }
-        if !judgesNoOneAway {
-            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
-        }
-        return round
-    }
-
-    /// Reduces every collectable deleted item to its minimal tombstone, 200 items per
-    /// transaction (as the SQLite store's round).
-    private func collectDeleted(
-        below stable: VersionVector,
-        deletedBefore cutoff: UInt64,
-        now: UInt64
-    )
-        throws(StoreError) -> Int
-    {
-        var collected = 0
-        var after: Int64 = 0
-        while true {
-            let (done, next, count) = try guarded {
-                try database.transaction(write: true) { db in
-                    var tx = try PostgresWrite(db, origin: .local)
-                    let batch = try db.run(
-                        """
-                        SELECT id, item_id FROM item WHERE deleted AND collected = 0 AND id > \(after)
-                        ORDER BY id LIMIT 200
-                        """
-                    ).map { try $0.decode((Int64, String).self) }
-                    var count = 0
-                    for (_, id) in batch {
-                        let item = try tx.loadItem(ItemID(unchecked: id))
-                        guard item.state.isCollectable(below: stable, deletedBefore: cutoff) else { continue }
-                        try tx.collect(item, at: now)
-                        count += 1
-                    }
-                    if count > 0 { tx.noteChange() }
-                    try tx.finish()
-                    return (batch.count < 200, batch.last?.0 ?? after, count)
-                }
-            }
-            collected += count
-            after = next
-            if done { return collected }
-        }
-    }
-
-    /// Forgets the minimal tombstones collected before `cutoff`, 500 per transaction; how many.
-    /// (Why this is safe: ``LansyncStore/ReplicaStore``'s purge.)
-    func purgeTombstones(collectedBefore cutoff: UInt64) throws(StoreError) -> Int {
-        var purged = 0
-        while true {
-            let count = try guarded {
-                try database.transaction(write: true) { db in
-                    var tx = try PostgresWrite(db, origin: .local)
-                    let batch = try db.run(
-                        """
-                        SELECT item_id FROM item WHERE deleted AND collected <> 0 AND collected < \(bigint: cutoff)
-                        ORDER BY collected, id LIMIT 500
-                        """
-                    ).map { try $0.decode(String.self) }
-                    for id in batch { try tx.purge(tx.loadItem(ItemID(unchecked: id))) }
-                    guard !batch.isEmpty else { return 0 }
-                    try db.run(
-                        """
-                        INSERT INTO meta (key, value) VALUES ('purged_items', \(String(batch.count)))
-                        ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + excluded.value::bigint)::text
-                        """
-                    )
-                    tx.noteChange()
-                    try tx.finish()
-                    return batch.count
-                }
-            }
-            purged += count
-            if count < 500 { return purged }
-        }
+        try collectionRound(now: now)
     }
 
     /// How much of the replica is the past, and what holds its collection back. The replica's

@@ -5,25 +5,6 @@ import PostgresNIO
 // Deltas: the version index, replaced fields and field states a DeltaStream reads, each batch
 // in one snapshot.
 extension PostgresReplica: DeltaReading {
-    /// The delta for a peer that announced `remote` (``LansyncStore/DeltaStream``, as the SQLite
-    /// store's).
-    public func deltaStream(
-        for remote: VersionVector,
-        maxUpdates: Int,
-        budgetBytes: Int,
-        unclaimed: Bool,
-        deltaBase: VersionVector?
-    ) throws(StoreError) -> DeltaStream {
-        try DeltaStream.start(
-            from: self,
-            for: remote,
-            maxUpdates: maxUpdates,
-            budgetBytes: budgetBytes,
-            unclaimed: unclaimed,
-            deltaBase: deltaBase
-        )
-    }
-
     /// How many field states a replica holding `remote` lacks, counted up to `cap`.
     public func lacking(_ remote: VersionVector, cap: Int) throws(StoreError) -> Int {
         try guarded {

@@ -1,25 +1,9 @@
-public import LansyncCore
+import LansyncCore
 public import LansyncReplica
 
 /// A PostgreSQL replica is what the node runs against, as a SQLite file is: every requirement
 /// with the SQLite store's semantics (the shared store suites run both).
 extension PostgresReplica: ReplicaStorage {
-    public func deltaStream(
-        for remote: VersionVector,
-        maxUpdates: Int,
-        budgetBytes: Int,
-        unclaimed: Bool,
-        deltaBase: VersionVector?
-    ) throws(StoreError) -> any DeltaSource {
-        try deltaStream(
-            for: remote,
-            maxUpdates: maxUpdates,
-            budgetBytes: budgetBytes,
-            unclaimed: unclaimed,
-            deltaBase: deltaBase
-        ) as DeltaStream
-    }
-
     /// Nothing to write: a PostgreSQL replica keeps no search texts. They serve the local API's
     /// searches, which read a SQLite replica; a relay on PostgreSQL serves sessions.
     public func searchBacklog() throws(StoreError) -> SearchBacklog {

@@ -48,3 +48,44 @@ extension DeltaReads {
     /// Nothing read ahead: SQLite's reads are calls in the process.
     public func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)]) {}
 }
+
+extension DeltaReading {
+    /// The delta for a peer that announced `remote`, a batch at a time
+    /// (``DeltaStream/start(from:for:maxUpdates:budgetBytes:unclaimed:deltaBase:)``), whichever
+    /// store reads it.
+    public func deltaStream(
+        for remote: VersionVector,
+        maxUpdates: Int = 512,
+        budgetBytes: Int = 2 << 20,
+        unclaimed: Bool = true,
+        deltaBase: VersionVector? = nil
+    ) throws(StoreError) -> DeltaStream {
+        try DeltaStream.start(
+            from: self,
+            for: remote,
+            maxUpdates: maxUpdates,
+            budgetBytes: budgetBytes,
+            unclaimed: unclaimed,
+            deltaBase: deltaBase
+        )
+    }
+}
+
+extension ReplicaStorage where Self: DeltaReading {
+    /// The delta as the node reads it (``ReplicaStorage``): a ``DeltaStream`` over the store.
+    public func deltaStream(
+        for remote: VersionVector,
+        maxUpdates: Int,
+        budgetBytes: Int,
+        unclaimed: Bool,
+        deltaBase: VersionVector?
+    ) throws(StoreError) -> any DeltaSource {
+        try deltaStream(
+            for: remote,
+            maxUpdates: maxUpdates,
+            budgetBytes: budgetBytes,
+            unclaimed: unclaimed,
+            deltaBase: deltaBase
+        ) as DeltaStream
+    }
+}

@@ -161,92 +161,13 @@ extension ReplicaStore {
 
     // MARK: Collection
 
-    /// One collection round: takes the active members' reports (this replica's own vector among
-    /// them) into the stability ledger, then reduces every deleted item that is collectable
-    /// (``ItemState/isCollectable(below:deletedBefore:)``, past the trash window and the clock
-    /// margin) to its minimal tombstone, a few hundred items per transaction, and hands the
-    /// freed pages back to the file system.
+    /// One collection round (``CollectionRoundSteps/collectionRound(now:)``): the active members'
+    /// reports into the stability ledger, every collectable deleted item reduced to its minimal
+    /// tombstone, a few hundred items per transaction, old tombstones purged, and the freed
+    /// pages handed back to the file system.
     @discardableResult
     public func collect(now: UInt64) throws(StoreError) -> CollectionRound {
-        var round = CollectionRound()
-        let (settings, ledger) = try guarded {
-            try write { tx, _ in
-                let settings = try Self.collectionSettings(db: tx.db)
-                var ledger = try Self.ledger(db: tx.db)
-                let reports = try Self.memberReports(db: tx.db)
-                let active = MemberReport.active(
-                    reports,
-                    now: now,
-                    awayAfter: settings.holdsBackFor,
-                    selfAway: try Self.judgesNoOneAway(db: tx.db, now: now, settings: settings)
-                )
-                let own = try Self.versionVector(db: tx.db)
-                round.frontierMoved = ledger.observe(
-                    [own] + active.map(\.seen),
-                    reportedAt: active.map(\.at).min().map { min($0, now) } ?? now,
-                    now: now,
-                    // No release: no rule tried is safe yet (Docs/MERGE.md, "From frontier to stable").
-                    release: nil
-                )
-                try tx.setMeta("stability", bytes: StabilityLedgerCoding.encode(ledger))
-                return .commit((settings, ledger))
-            }
-        }
-        let stable = ledger.stable
-        guard !stable.isEmpty else { return round }
-        round.collected = try collectDeleted(
-            below: stable,
-            deletedBefore: settings.collectCutoff(ledger, now: now),
-            now: now
-        )
-        // A replica away itself or stale purges nothing: it may yet rejoin from a member that
-        // never saw a delete it collected (an operator's `backup accept --from`), and re-issues
-        // the delete only while it holds the tombstone (a property history: a relay put back
-        // from a copy purged its own delete, rejoined from such a member, and the item came back).
-        if !(try read { db in try Self.judgesNoOneAway(db: db, now: now, settings: settings) }) {
-            round.purged = try purgeTombstones(collectedBefore: now &- min(now, settings.purgeAfter))
-        }
-        if round.collected > 0 || round.purged > 0 { round.pagesFreed = try returnFreePages() }
-        return round
-    }
-
-    /// Reduces every collectable deleted item to its minimal tombstone, a few hundred items
-    /// per transaction so a large round never holds the write lock for long.
-    private func collectDeleted(
-        below stable: VersionVector,
-        deletedBefore cutoff: UInt64,
-        now: UInt64
-    )
-        throws(StoreError) -> Int
-    {
-        var collected = 0
-        var after: Int64 = 0
-        while true {
-            let (done, next, count) = try guarded {
-                try write(.full, foreignKeyChecks: false) { tx, _ in
-                    let batch = try Row.fetchAll(
-                        tx.db,
-                        sql:
-                            "SELECT id, item_id FROM item WHERE deleted = 1 AND collected = 0 AND id > ? ORDER BY id LIMIT 200",
-                        arguments: [after]
-                    )
-                    var count = 0
-                    for row in batch {
-                        let item = try tx.loadItem(ItemID(unchecked: row[1]))
-                        guard item.state.isCollectable(below: stable, deletedBefore: cutoff) else { continue }
-                        try tx.collect(item, at: now)
-                        count += 1
-                    }
-                    // What the replica holds changed: caches keyed on the change count (a
-                    // running node's digest) must read it again.
-                    if count > 0 { _ = try tx.countChange() }
-                    return .commit((batch.count < 200, (batch.last?[0] as Int64?) ?? after, count))
-                }
-            }
-            collected += count
-            after = next
-            if done { return collected }
-        }
+        try collectionRound(now: now)
     }
 
     /// Whether this replica judges no member away in collection: it is away itself, or stale (a
@@ -257,54 +178,6 @@ extension ReplicaStore {
     static func judgesNoOneAway(db: Database, now: UInt64, settings: CollectionSettings) throws -> Bool {
         try awaySince(db: db, now: now, settings: settings) != nil
             || staleSince(db: db, now: now, settings: settings) != nil
-    }
-
-    /// Forgets the minimal tombstones collected before `cutoff` (``CollectionSettings/purgeAfter``
-    /// ago: an away window and a margin for clock skew), a few
-    /// hundred per transaction; returns how many. Safe because every member that could still
-    /// lack such a delete rejoins from a snapshot instead of merging: an active member saw it
-    /// before it was collected, a member away past the window is refused until it rejoins, and
-    /// a replica restored from a copy older than the window rejoins on its own
-    /// (``staleSince(now:)``); a copy younger than that was taken after the delete reached it.
-    /// A write to a purged item that the replica has seen is ignored if it arrives again.
-    func purgeTombstones(collectedBefore cutoff: UInt64) throws(StoreError) -> Int {
-        var purged = 0
-        while true {
-            let count = try guarded {
-                try write(.full, foreignKeyChecks: false) { tx, _ in
-                    let batch = try String.fetchAll(
-                        tx.db,
-                        sql:
-                            "SELECT item_id FROM item WHERE deleted = 1 AND collected <> 0 AND collected < ? ORDER BY collected LIMIT 500",
-                        arguments: [Int64(clamping: cutoff)]
-                    )
-                    for id in batch { try tx.purge(tx.loadItem(ItemID(unchecked: id))) }
-                    guard !batch.isEmpty else { return .rollback(0) }
-                    try tx.db.execute(
-                        sql: """
-                            INSERT INTO meta(key, value) VALUES ('purged_items', ?)
-                            ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)
-                            """,
-                        arguments: [String(batch.count)]
-                    )
-                    _ = try tx.countChange()
-                    return .commit(batch.count)
-                }
-            }
-            purged += count
-            if count < 500 {
-                // FTS5 keeps a deleted row's trigrams as delete markers until its segments merge:
-                // merged now, the search index is what a joiner's would be.
-                if purged > 0 {
-                    try guarded {
-                        try database.write { db in
-                            try db.execute(sql: "INSERT INTO item_search(item_search) VALUES ('optimize')")
-                        }
-                    }
-                }
-                return purged
-            }
-        }
     }
 
     /// Hands the file's free pages back to the file system (an incremental vacuum; a file made

@@ -177,23 +177,3 @@ extension ReplicaStore {
         ).compactMap(NodeID.init(text:))
     }
 }
-
-extension ReplicaStore {
-    /// Starts the delta for a peer that announced `remote` (``DeltaStream/start(from:for:maxUpdates:budgetBytes:unclaimed:deltaBase:)``).
-    public func deltaStream(
-        for remote: VersionVector,
-        maxUpdates: Int = 512,
-        budgetBytes: Int = 2 << 20,
-        unclaimed: Bool = true,
-        deltaBase: VersionVector? = nil
-    ) throws(StoreError) -> DeltaStream {
-        try DeltaStream.start(
-            from: self,
-            for: remote,
-            maxUpdates: maxUpdates,
-            budgetBytes: budgetBytes,
-            unclaimed: unclaimed,
-            deltaBase: deltaBase
-        )
-    }
-}

@@ -1,5 +1,5 @@
 import GRDB
-public import LansyncCore
+import LansyncCore
 public import LansyncReplica
 
 // The SQLite replica as the node sees it: most requirements are the members of the same name.
@@ -9,22 +9,6 @@ extension ReplicaStore: ReplicaStorage {
 
     /// None: commands on this machine nudge the node (``ReplicaStorage/commitsElsewhere()``).
     public func commitsElsewhere() -> AsyncStream<CommitElsewhere>? { nil }
-
-    public func deltaStream(
-        for remote: VersionVector,
-        maxUpdates: Int,
-        budgetBytes: Int,
-        unclaimed: Bool,
-        deltaBase: VersionVector?
-    ) throws(StoreError) -> any DeltaSource {
-        try deltaStream(
-            for: remote,
-            maxUpdates: maxUpdates,
-            budgetBytes: budgetBytes,
-            unclaimed: unclaimed,
-            deltaBase: deltaBase
-        ) as DeltaStream
-    }
 }
 
 extension ReplicaStore: DeltaReading {
