@@ -80,42 +80,27 @@ extension PostgresReplica {
                 let rows = try db.run("SELECT item_id, name, state, created FROM rejoin_pending ORDER BY item_id, name")
                 guard !rows.isEmpty else { return nil }
                 let own = Set(try Self.ownWriters(db))
-                var outcome = RejoinOutcome()
-                var kept: [(key: FieldKey, state: FieldState)] = []
-                var dropped = Set<ItemID>()
+                let vector = try Self.versionVector(db)
+                var pending = KeptAsideWrites(
+                    own: own,
+                    held: VersionVector(Dictionary(uniqueKeysWithValues: own.map { ($0, vector[$0]) }))
+                )
                 for row in rows {
                     let (text, name, bytes, created) = try row.decode((String, String, ByteBuffer, Bool).self)
-                    let item = ItemID(unchecked: text)
-                    let deleted = try db.value("SELECT deleted FROM item WHERE item_id = \(text)", as: Bool.self)
-                    if deleted ?? !created {
-                        dropped.insert(item)
-                        continue
-                    }
-                    kept.append(
-                        (FieldKey(item: item, field: FieldName(unchecked: name)), try Self.decode(bytes, of: text))
-                    )
+                    try pending.take(
+                        FieldKey(item: ItemID(unchecked: text), field: FieldName(unchecked: name)),
+                        deleted: try db.value("SELECT deleted FROM item WHERE item_id = \(text)", as: Bool.self),
+                        created: created
+                    ) { try Self.decode(bytes, of: text) }
                 }
-                let vector = try Self.versionVector(db)
-                let held = VersionVector(Dictionary(uniqueKeysWithValues: own.map { ($0, vector[$0]) }))
-                var dots = Set<Dot>()
-                for (_, state) in kept { dots.formUnion(state.dots(of: own, unseenBy: held)) }
                 var merge = PostgresBatchMerge(wallMilliseconds: now)
                 var renamed: [Dot: Dot] = [:]
-                for dot in dots.sorted() { renamed[dot] = try merge.nextDot(in: &tx) }
-                var items = Set<ItemID>()
-                for (key, state) in kept {
-                    guard let reissued = state.reissued(by: own, unseenBy: held, renamed: renamed) else {
-                        throw DecodingError("a write kept aside at rejoin has no new name", offset: 0)
-                    }
-                    try merge.merge(FieldUpdate(key: key, state: reissued), in: &tx)
-                    items.insert(key.item)
-                }
+                for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &tx) }
+                for update in try pending.reissued(renamed: renamed) { try merge.merge(update, in: &tx) }
                 try merge.finish(&tx)
                 try db.run("DELETE FROM rejoin_pending")
                 try tx.finish()
-                outcome.items = items.count
-                outcome.writes = renamed.count
-                outcome.dropped = dropped.count
+                let outcome = pending.outcome(writes: renamed.count)
                 return outcome
             }
         }

@@ -224,9 +224,7 @@ extension ReplicaStore {
                 let rows = try Row.fetchAll(tx.db, sql: "SELECT item_id, name, state, created FROM rejoin_pending")
                 guard !rows.isEmpty else { return .rollback(nil) }
                 let own = Set(try Self.ownWriters(db: tx.db))
-                var outcome = RejoinOutcome()
-                var kept: [(key: FieldKey, state: FieldState)] = []
-                var dropped = Set<ItemID>()
+                var pending = KeptAsideWrites(own: own, held: try tx.versionVector(of: Array(own)))
                 for row in rows {
                     let item = ItemID(unchecked: row[0])
                     let deleted = try Bool.fetchOne(
@@ -234,19 +232,15 @@ extension ReplicaStore {
                         sql: "SELECT deleted FROM item WHERE item_id = ?",
                         arguments: [item.rawValue]
                     )
-                    if deleted ?? !(row[3] as Bool) {
-                        dropped.insert(item)
-                        continue
-                    }
-                    let state = try StoredState.decode(Array(row[2] as Data), db: tx.db, nodes: nodeRows)
-                    kept.append((FieldKey(item: item, field: FieldName(unchecked: row[1])), state))
+                    try pending.take(
+                        FieldKey(item: item, field: FieldName(unchecked: row[1])),
+                        deleted: deleted,
+                        created: row[3]
+                    ) { try StoredState.decode(Array(row[2] as Data), db: tx.db, nodes: nodeRows) }
                 }
-                let held = try tx.versionVector(of: Array(own))
-                var dots = Set<Dot>()
-                for (_, state) in kept { dots.formUnion(state.dots(of: own, unseenBy: held)) }
                 var writer = try tx.claimWriter(lease: lease, name: me.nodeName)
                 var renamed: [Dot: Dot] = [:]
-                for dot in dots.sorted() {
+                for dot in pending.dots {
                     writer.counter += 1
                     renamed[dot] = Dot(node: writer.id, counter: writer.counter)
                 }
@@ -257,22 +251,13 @@ extension ReplicaStore {
                     nodeName: me.nodeName,
                     wallMilliseconds: now
                 )
-                var items = Set<ItemID>()
-                for (key, state) in kept {
-                    guard let reissued = state.reissued(by: own, unseenBy: held, renamed: renamed) else {
-                        throw DecodingError("a write kept aside at rejoin has no new name", offset: 0)
-                    }
-                    try merge.merge(FieldUpdate(key: key, state: reissued), in: &tx)
-                    items.insert(key.item)
-                }
+                for update in try pending.reissued(renamed: renamed) { try merge.merge(update, in: &tx) }
                 try merge.finish(&tx)
                 try tx.raiseCounter(of: writer.row, to: writer.counter)
                 try tx.db.execute(sql: "DELETE FROM rejoin_pending")
                 tx.writerMarker = (writer.id, try tx.countChange())
                 try tx.saveClock()
-                outcome.items = items.count
-                outcome.writes = renamed.count
-                outcome.dropped = dropped.count
+                let outcome = pending.outcome(writes: renamed.count)
                 return .commit(outcome)
             }
         }
