@@ -294,7 +294,7 @@ extension PostgresWrite {
     /// Reduces a deleted item to its minimal tombstone: its fields other than the tombstone and
     /// `_type` leave the field table, the version index and history (the tombstone's history
     /// too); what the feed numbered them becomes its floor.
-    mutating func collect(_ item: LoadedFields, at now: UInt64) throws {
+    mutating func collect(_ item: LoadedItem, at now: UInt64) throws {
         guard let row = item.row else { return }
         let kept = ItemState.keptByCollection
         let gone = item.fieldRows.filter { !kept.contains($0.key) }
@@ -322,7 +322,7 @@ extension PostgresWrite {
 
     /// Forgets a minimal tombstone: its versions, fields, history and row go; the feed's floor
     /// moves past what it numbered.
-    mutating func purge(_ item: LoadedFields) throws {
+    mutating func purge(_ item: LoadedItem) throws {
         guard let row = item.row else { return }
         for (name, fieldRow) in item.fieldRows { try unindex(item.state.fields[name], field: fieldRow) }
         let rows = Array(item.fieldRows.values)

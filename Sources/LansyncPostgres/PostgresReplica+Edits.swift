@@ -11,34 +11,12 @@ extension PostgresReplica {
         try guarded {
             try database.transaction(write: true) { db in
                 if let why = try Self.readOnlyReason(db) { throw StoreError.readOnly(why: why) }
-                var tx = try PostgresWrite(db, origin: .local)
-                let writer = try tx.writer()
-                let dot = Dot(node: writer.id, counter: writer.counter + 1)
-                let timestamp = tx.clock.tick(wallMilliseconds: wallMilliseconds)
-                var item = try tx.loadItem(id)
-                let before = item.state
-                // Only a restore asks how long the trash keeps a deleted item.
-                let trashWindow = edit == .restore ? try PostgresReplica.collectionSettings(db).trashWindow : nil
-                let changed: [FieldName: FieldState]
-                do throws(EditError) {
-                    changed = try item.state.apply(edit, dot: dot, timestamp: timestamp, trashWindow: trashWindow)
-                } catch {
-                    throw StoreError.edit(error, index: 0)
-                }
-                let itemRow = try tx.saveItem(id, row: item.row, state: item.state)
-                for name in changed.keys.sorted() {
-                    guard let state = changed[name] else { continue }
-                    _ = try tx.saveField(
-                        item: itemRow,
-                        itemID: id,
-                        name: name,
-                        row: item.fieldRows[name],
-                        old: before.fields[name],
-                        new: state
-                    )
-                }
-                try tx.setCounter(of: writer.row, to: dot.counter)
-                try tx.finish()
+                var rows = PostgresRows(tx: try PostgresWrite(db, origin: .local))
+                let writer = try rows.claimWriter()
+                var edits = LocalEdits<PostgresRows>(writer: writer, wallMilliseconds: wallMilliseconds)
+                let dot = try edits.apply(edit, to: id, in: &rows)
+                try rows.setCounter(of: writer.row, to: dot.counter)
+                try rows.tx.finish()
                 return dot
             }
         }
@@ -123,9 +101,9 @@ struct PostgresWrite {
         try db.run("UPDATE node SET counter = \(bigint: counter) WHERE id = \(row)")
     }
 
-    mutating func loadItem(_ id: ItemID) throws -> LoadedFields {
+    mutating func loadItem(_ id: ItemID) throws -> LoadedItem {
         guard let found = try db.run("SELECT id, collected FROM item WHERE item_id = \(id.rawValue)").first else {
-            return LoadedFields(row: nil, state: ItemState(id: id), fieldRows: [:])
+            return LoadedItem(row: nil, state: ItemState(id: id), fieldRows: [:])
         }
         let (row, collected) = try found.decode((Int64, Int64).self)
         var item = try PostgresReplica.loadItem(db, id, row: row)
@@ -157,15 +135,8 @@ struct PostgresWrite {
     }
 
     /// Writes a field's new state, and brings the version index, history and feed in step.
-    mutating func saveField(
-        item: Int64,
-        itemID: ItemID,
-        name: FieldName,
-        row: Int64?,
-        old: FieldState?,
-        new: FieldState,
-        overruled: [FieldVersion] = []
-    ) throws -> Int64 {
+    mutating func saveField(_ save: FieldSave) throws -> Int64 {
+        let (item, itemID, name, row, old, new) = (save.item, save.itemID, save.name, save.row, save.old, save.new)
         changedFields = true
         // Every node the state names gets its row: that is what makes a writer known to the
         // next batch's check (WriterCheck), as in the SQLite store.
@@ -200,7 +171,7 @@ struct PostgresWrite {
         let oldDots = old?.versions.map(\.dot) ?? []
         let newDots = new.versions.map(\.dot)
         try indexVersions(of: new, field: fieldRow, oldDots: oldDots, newDots: newDots, item: itemID, name: name)
-        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
+        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: save.overruled)
         return fieldRow
     }
 

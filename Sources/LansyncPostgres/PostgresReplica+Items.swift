@@ -224,7 +224,7 @@ extension PostgresReplica {
     }
 
     /// The item of row `row` with its fields' states and rows.
-    static func loadItem(_ db: BlockingPostgres.Statements, _ id: ItemID, row: Int64) throws -> LoadedFields {
+    static func loadItem(_ db: BlockingPostgres.Statements, _ id: ItemID, row: Int64) throws -> LoadedItem {
         var fields: [FieldName: FieldState] = [:]
         var rows: [FieldName: Int64] = [:]
         for field in try db.run("SELECT id, name, state FROM field WHERE item = \(row)") {
@@ -232,7 +232,7 @@ extension PostgresReplica {
             fields[FieldName(unchecked: name)] = try decode(bytes, of: "\(id.rawValue).\(name)")
             rows[FieldName(unchecked: name)] = fieldRow
         }
-        return LoadedFields(row: row, state: ItemState(id: id, fields: fields), fieldRows: rows)
+        return LoadedItem(row: row, state: ItemState(id: id, fields: fields), fieldRows: rows)
     }
 
     /// A field state as stored (the core's encoding); one that does not decode is damage.
@@ -245,13 +245,4 @@ extension PostgresReplica {
     }
 
     static func damaged(_ detail: String) -> StoreError { .corrupt(path: "PostgreSQL", detail: detail) }
-}
-
-/// An item as a write transaction loaded it: its row (nil if new), state and field rows, and
-/// whether it is collected (reduced to its minimal tombstone).
-struct LoadedFields {
-    var row: Int64?
-    var state: ItemState
-    var fieldRows: [FieldName: Int64]
-    var collected = false
 }

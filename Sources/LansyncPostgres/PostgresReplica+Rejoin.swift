@@ -76,16 +76,16 @@ extension PostgresReplica {
     public func reissueRejoinPending(now: UInt64) throws(StoreError) -> RejoinOutcome? {
         try guarded {
             try database.transaction(write: true) { db in
-                var tx = try PostgresWrite(db, origin: .local)
-                let rows = try db.run("SELECT item_id, name, state, created FROM rejoin_pending ORDER BY item_id, name")
-                guard !rows.isEmpty else { return nil }
+                let tx = try PostgresWrite(db, origin: .local)
+                let kept = try db.run("SELECT item_id, name, state, created FROM rejoin_pending ORDER BY item_id, name")
+                guard !kept.isEmpty else { return nil }
                 let own = Set(try Self.ownWriters(db))
                 let vector = try Self.versionVector(db)
                 var pending = KeptAsideWrites(
                     own: own,
                     held: VersionVector(Dictionary(uniqueKeysWithValues: own.map { ($0, vector[$0]) }))
                 )
-                for row in rows {
+                for row in kept {
                     let (text, name, bytes, created) = try row.decode((String, String, ByteBuffer, Bool).self)
                     try pending.take(
                         FieldKey(item: ItemID(unchecked: text), field: FieldName(unchecked: name)),
@@ -93,13 +93,13 @@ extension PostgresReplica {
                         created: created
                     ) { try Self.decode(bytes, of: text) }
                 }
-                var merge = PostgresBatchMerge(wallMilliseconds: now)
+                var rows = PostgresRows(tx: tx)
+                var merge = BatchMerge<PostgresRows>(wallMilliseconds: now)
                 var renamed: [Dot: Dot] = [:]
-                for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &tx) }
-                for update in try pending.reissued(renamed: renamed) { try merge.merge(update, in: &tx) }
-                try merge.finish(&tx)
+                for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &rows) }
+                _ = try merge.merge(try pending.reissued(renamed: renamed), in: &rows)
                 try db.run("DELETE FROM rejoin_pending")
-                try tx.finish()
+                try rows.tx.finish()
                 let outcome = pending.outcome(writes: renamed.count)
                 return outcome
             }

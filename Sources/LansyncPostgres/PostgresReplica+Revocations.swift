@@ -14,14 +14,11 @@ extension PostgresReplica {
         guard !revoked.isEmpty else { return 0 }
         return try guarded {
             try database.transaction(write: true) { db in
-                var tx = try PostgresWrite(db, origin: .local)
-                var merge = PostgresBatchMerge(wallMilliseconds: wallMilliseconds, revoked: revoked)
-                for (item, field) in try tx.fields(withWritesRefusedBy: revoked) {
-                    try merge.overruleHeld(item, field: field, in: &tx)
-                }
-                try merge.finish(&tx)
-                try tx.finish()
-                return merge.changed
+                var rows = PostgresRows(tx: try PostgresWrite(db, origin: .local))
+                var merge = BatchMerge<PostgresRows>(revoked: revoked, wallMilliseconds: wallMilliseconds)
+                let changed = try merge.overruleHeldWrites(in: &rows)
+                try rows.tx.finish()
+                return changed
             }
         }
     }
@@ -49,33 +46,35 @@ extension PostgresReplica {
     }
 }
 
-extension PostgresWrite {
-    /// The fields holding a live version that `revoked` refuses (by item and name, in the order
-    /// of their rows), found through the version index.
-    func fields(withWritesRefusedBy revoked: RevokedWriters) throws -> [(ItemID, FieldName)] {
-        var rows = Set<Int64>()
-        for node in try db.run("SELECT id, node_id FROM node") {
-            let (row, text) = try node.decode((Int64, String).self)
-            guard let writer = NodeID(text: text), revoked.names(writer) else { continue }
-            for version in try db.run("SELECT counter, field FROM version WHERE node = \(row)") {
-                let (counter, field) = try version.decode((Int64, Int64).self)
-                if revoked.refusal(of: Dot(node: writer, counter: UInt64(clamping: counter))) != nil {
-                    rows.insert(field)
-                }
-            }
+extension PostgresRows: VersionIndexReading {
+    func writerRows() throws -> [(row: Int64, id: NodeID)] {
+        try tx.db.run("SELECT id, node_id FROM node").compactMap { row in
+            let (id, text) = try row.decode((Int64, String).self)
+            return NodeID(text: text).map { (id, $0) }
         }
-        guard !rows.isEmpty else { return [] }
-        return try db.run(
+    }
+
+    func indexedVersions(ofWriterRow row: Int64) throws -> [(counter: UInt64, field: Int64)] {
+        try tx.db.run("SELECT counter, field FROM version WHERE node = \(row)").map { version in
+            let (counter, field) = try version.decode((Int64, Int64).self)
+            return (UInt64(clamping: counter), field)
+        }
+    }
+
+    func fieldKeys(ofRows rows: Set<Int64>) throws -> [FieldKey] {
+        try tx.db.run(
             """
             SELECT i.item_id, f.name FROM field f JOIN item i ON i.id = f.item
             WHERE f.id = ANY(\(Array(rows))) ORDER BY f.id
             """
         ).map { row in
             let (item, name) = try row.decode((String, String).self)
-            return (ItemID(unchecked: item), FieldName(unchecked: name))
+            return FieldKey(item: ItemID(unchecked: item), field: FieldName(unchecked: name))
         }
     }
+}
 
+extension PostgresWrite {
     /// A field's history, newest first: each write's dot and its JSON (none for a new field).
     func history(ofField field: Int64?) throws -> [(dot: Dot, write: String)] {
         guard let field else { return [] }

@@ -95,9 +95,9 @@ public final class PostgresReplica: Sendable {
                 if writer != nodeID {
                     try db.run("INSERT INTO node (node_id, name) VALUES (\(writer.text), \(nodeName))")
                 }
-                try db.run(
-                    "INSERT INTO writer (writer_id, started, reason) VALUES (\(writer.text), \(bigint: WallClock.milliseconds), 'init')"
-                )
+                // Started at 0, as in the SQLite store: a replica's first writer is no restore, and a
+                // staleness check ("no writer started since the last sync") must not count it.
+                try db.run("INSERT INTO writer (writer_id, started, reason) VALUES (\(writer.text), 0, 'init')")
             }
         }
         made = true

@@ -18,21 +18,8 @@ package import LansyncCore
 /// 6. what the batch covers is recorded: a stream's progress (completing the stream with its last
 ///    batch), or, outside a stream, the version vector at once.
 package struct BatchReceipt: Sendable {
-    /// The stream a batch belongs to: its sender, the incarnation it said hello as, when the
-    /// replica had last rejoined as the session said hello, and whether this batch completes it.
-    package struct Stream: Sendable {
-        package var sender: NodeID
-        package var incarnation: NodeID
-        package var rejoinedAt: UInt64?
-        package var completes: Bool
-
-        package init(sender: NodeID, incarnation: NodeID, rejoinedAt: UInt64?, completes: Bool) {
-            self.sender = sender
-            self.incarnation = incarnation
-            self.rejoinedAt = rejoinedAt
-            self.completes = completes
-        }
-    }
+    /// The stream a batch belongs to (``IncomingStream``).
+    package typealias Stream = IncomingStream
 
     package let batch: DeltaBatch
     package let stream: Stream?
@@ -48,6 +35,11 @@ package struct BatchReceipt: Sendable {
         self.check = check
         self.writers = writers
         self.allowance = allowance
+    }
+
+    /// The steps for `batch` of `stream`, received under `terms`, its writers as `check` found them.
+    package init(_ batch: DeltaBatch, of stream: Stream?, checked check: WriterCheck, under terms: BatchTerms) {
+        self.init(batch: batch, stream: stream, check: check, writers: terms.writers, allowance: terms.allowance)
     }
 
     /// The steps, in a backend's write transaction: how many fields changed, and the version

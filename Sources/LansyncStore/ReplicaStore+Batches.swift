@@ -9,105 +9,14 @@ extension ReplicaStore {
     /// ``FieldRefusal``, the name the store's own code uses.
     public typealias Refusal = FieldRefusal
 
-    /// Merges a batch received from a peer, and records what it covers, in one transaction.
-    /// Applying a batch again changes nothing. Returns how many fields changed.
-    ///
-    /// With `refuse` (the relay), a field state it refuses is not merged: this replica overrules
-    /// it instead, with a write of its own that has seen it and keeps the field's current value
-    /// (null if it had none), in the same transaction. So the refusal reaches every node and the
-    /// batch's other changes, and the stream, carry on.
-    ///
-    /// A batch that covers more of this replica's own writer than the replica holds retires that
-    /// writer (``WriterContinuity``).
-    ///
-    /// Writes that `revoked` refuses (a revoked node's, after its cut) are overruled the same way,
-    /// keeping the field's value without them; an item such a write created is deleted.
-    @discardableResult
-    public func apply(
-        _ batch: DeltaBatch,
-        wallMilliseconds: UInt64,
-        refuse: Refusal? = nil,
-        revoked: RevokedWriters = RevokedWriters()
-    ) throws(StoreError) -> Int {
-        try apply(
-            batch,
-            stream: nil,
-            wallMilliseconds: wallMilliseconds,
-            refuse: refuse,
-            revoked: revoked,
-            writers: .standard,
-            allowance: WriterBounds.standard.perSession
-        ).changed
-    }
-
-    /// Merges a batch of `sender`'s stream (sent while it wrote as `incarnation`). What the batch
-    /// covers is recorded as that stream's progress (``resume(from:)``) and joins the version
-    /// vector only when the stream completes (``completeStream(from:)``), so an interrupted stream
-    /// never leaves a claim on writes whose newer states were still to come (``StreamResume``).
-    @discardableResult
-    public func apply(
-        _ batch: DeltaBatch,
-        from sender: NodeID,
-        incarnation: NodeID,
-        wallMilliseconds: UInt64,
-        refuse: Refusal? = nil,
-        revoked: RevokedWriters = RevokedWriters()
-    ) throws(StoreError) -> Int {
-        try receive(
-            batch,
-            from: sender,
-            incarnation: incarnation,
-            wallMilliseconds: wallMilliseconds,
-            refuse: refuse,
-            revoked: revoked
-        ).changed
-    }
-
-    /// ``apply(_:from:incarnation:wallMilliseconds:refuse:revoked:)``, within `writers`: the
-    /// batch's writers are checked first (``WriterCheck``), with `allowance` writers still allowed
-    /// to be new in this session. A batch past a bound is refused whole (``StoreError/tooManyWriters(held:new:limit:)``,
-    /// ``StoreError/tooManyNewWriters(new:perSession:)``); covers naming writers this replica
-    /// cannot verify are left out. `completingStream`: the batch is the last of `sender`'s stream
-    /// (its `done` came with it), which is recorded as complete in the same transaction, as
-    /// ``completeStream(from:rejoinedAt:)`` would. Returns what the batch did.
-    @discardableResult
+    /// Merges a peer's batch in one write transaction (``BatchIntake``): its writers checked by
+    /// reads first, then ``BatchReceipt``'s steps with ``BatchMerge`` over this store's rows.
     public func receive(
         _ batch: DeltaBatch,
-        from sender: NodeID,
-        incarnation: NodeID,
-        wallMilliseconds: UInt64,
-        refuse: Refusal? = nil,
-        revoked: RevokedWriters = RevokedWriters(),
-        writers: WriterBounds = .standard,
-        allowance: Int? = nil,
-        rejoinedAt: UInt64? = nil,
-        completingStream: Bool = false
+        stream: IncomingStream?,
+        terms: BatchTerms
     ) throws(StoreError) -> ReceivedBatch {
-        try apply(
-            batch,
-            stream: BatchReceipt.Stream(
-                sender: sender,
-                incarnation: incarnation,
-                rejoinedAt: rejoinedAt,
-                completes: completingStream
-            ),
-            wallMilliseconds: wallMilliseconds,
-            refuse: refuse,
-            revoked: revoked,
-            writers: writers,
-            allowance: allowance ?? writers.perSession
-        )
-    }
-
-    private func apply(
-        _ batch: DeltaBatch,
-        stream: BatchReceipt.Stream?,
-        wallMilliseconds: UInt64,
-        refuse: Refusal?,
-        revoked: RevokedWriters,
-        writers: WriterBounds,
-        allowance: Int
-    ) throws(StoreError) -> ReceivedBatch {
+        let (writers, allowance) = (terms.writers, terms.allowance)
         // (A damaged replica is refused by `write`, once.) Before the write lock: the look-ups are reads, and a refused batch never takes it.
         let check = try guarded {
             let check = try WriterCheck(batch, cache: nodeRows) { lookUp in try database.read(lookUp) }
@@ -116,28 +25,22 @@ extension ReplicaStore {
             }
             return check
         }
-        let receipt = BatchReceipt(
-            batch: batch,
-            stream: stream,
-            check: check,
-            writers: writers,
-            allowance: allowance
-        )
+        let receipt = BatchReceipt(batch, of: stream, checked: check, under: terms)
         // A peer's batch may skip the fsync of its commit (Docs/STORAGE.md, "Durability"): the
         // sender keeps everything, and the stream's progress commits with the data.
         let (changed, version) = try guarded {
             try write(stream == nil ? .full : .resent) { tx, me in
                 tx.origin = .peer
-                let merge = BatchMerge(
-                    refuse: refuse,
-                    revoked: revoked,
-                    lease: lease,
-                    nodeName: me.nodeName,
-                    wallMilliseconds: wallMilliseconds
+                var receiving = SQLiteBatchWrite(
+                    rows: SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName),
+                    merge: BatchMerge(
+                        refuse: terms.refuse,
+                        revoked: terms.revoked,
+                        wallMilliseconds: terms.wallMilliseconds
+                    )
                 )
-                var receiving = SQLiteBatchWrite(tx: tx, merge: merge)
                 let applied = try receipt.apply(in: &receiving)
-                tx = receiving.tx
+                tx = receiving.rows.tx
                 try tx.saveClock()
                 return .commit(applied)
             }
@@ -240,12 +143,14 @@ extension Transaction {
 
 /// A peer's batch in this store's write transaction: the steps of ``BatchReceipt`` in its SQL.
 struct SQLiteBatchWrite: BatchReceiving {
-    var tx: Transaction
-    var merge: BatchMerge
+    var rows: SQLiteRows
+    var merge: BatchMerge<SQLiteRows>
+
+    private var tx: Transaction { rows.tx }
 
     func currentWriterID() throws -> NodeID { try tx.currentWriterID() }
 
-    mutating func heldCounter(of writer: NodeID) throws -> UInt64 { try tx.heldCounter(of: writer) }
+    mutating func heldCounter(of writer: NodeID) throws -> UInt64 { try rows.tx.heldCounter(of: writer) }
 
     func retireCurrentWriter() throws { try tx.retireCurrentWriter() }
 
@@ -259,19 +164,18 @@ struct SQLiteBatchWrite: BatchReceiving {
     func held(of nodes: [NodeID]) throws -> VersionVector { try tx.versionVector(of: nodes) }
 
     mutating func merge(_ updates: [FieldUpdate]) throws -> Int {
-        for update in updates { try merge.merge(update, in: &tx) }
-        try merge.finish(&tx)
+        let changed = try merge.merge(updates, in: &rows)
         // The writer's marker follows received changes too: a restore that loses them is a
         // rollback as much as one that loses local edits.
-        if merge.changed > 0 {
-            tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
+        if changed > 0 {
+            rows.tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
         }
-        return merge.changed
+        return changed
     }
 
     mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws {
-        try tx.record(covers: covers, of: stream.map { ($0.sender, $0.incarnation) })
-        if let stream, stream.completes { try tx.completeStream(from: stream.sender) }
+        try rows.tx.record(covers: covers, of: stream.map { ($0.sender, $0.incarnation) })
+        if let stream, stream.completes { try rows.tx.completeStream(from: stream.sender) }
     }
 
     func versionVector() throws -> VersionVector { try ReplicaStore.versionVector(db: tx.db) }

@@ -48,10 +48,14 @@ extension ReplicaStore {
         try write { tx, me in
             if let why = try Self.readOnlyReason(db: tx.db) { throw StoreError.readOnly(why: why) }
             let writer = try tx.claimWriter(lease: lease, name: me.nodeName)
-            var session = EditSession(tx: tx, writer: writer, wallMilliseconds: wallMilliseconds)
+            var session = EditSession(
+                rows: SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName),
+                writer: writer,
+                wallMilliseconds: wallMilliseconds
+            )
             try body(&session)
             guard session.count > 0 else { return .rollback(()) }
-            tx = session.tx
+            tx = session.rows.tx
             try tx.setCounter(of: writer.row, to: session.counter)
             tx.writerMarker = (writer.id, try tx.countChange())
             try tx.saveClock()

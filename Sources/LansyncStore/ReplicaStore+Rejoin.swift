@@ -221,11 +221,11 @@ extension ReplicaStore {
     public func reissueRejoinPending(now: UInt64) throws(StoreError) -> RejoinOutcome? {
         try guarded {
             try write { tx, me -> WriteEnd<RejoinOutcome?> in
-                let rows = try Row.fetchAll(tx.db, sql: "SELECT item_id, name, state, created FROM rejoin_pending")
-                guard !rows.isEmpty else { return .rollback(nil) }
+                let kept = try Row.fetchAll(tx.db, sql: "SELECT item_id, name, state, created FROM rejoin_pending")
+                guard !kept.isEmpty else { return .rollback(nil) }
                 let own = Set(try Self.ownWriters(db: tx.db))
                 var pending = KeptAsideWrites(own: own, held: try tx.versionVector(of: Array(own)))
-                for row in rows {
+                for row in kept {
                     let item = ItemID(unchecked: row[0])
                     let deleted = try Bool.fetchOne(
                         tx.db,
@@ -238,24 +238,14 @@ extension ReplicaStore {
                         created: row[3]
                     ) { try StoredState.decode(Array(row[2] as Data), db: tx.db, nodes: nodeRows) }
                 }
-                var writer = try tx.claimWriter(lease: lease, name: me.nodeName)
+                var rows = SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName)
+                var merge = BatchMerge<SQLiteRows>(wallMilliseconds: now)
                 var renamed: [Dot: Dot] = [:]
-                for dot in pending.dots {
-                    writer.counter += 1
-                    renamed[dot] = Dot(node: writer.id, counter: writer.counter)
-                }
-                var merge = BatchMerge(
-                    refuse: nil,
-                    revoked: RevokedWriters(),
-                    lease: lease,
-                    nodeName: me.nodeName,
-                    wallMilliseconds: now
-                )
-                for update in try pending.reissued(renamed: renamed) { try merge.merge(update, in: &tx) }
-                try merge.finish(&tx)
-                try tx.raiseCounter(of: writer.row, to: writer.counter)
+                for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &rows) }
+                _ = try merge.merge(try pending.reissued(renamed: renamed), in: &rows)
+                tx = rows.tx
                 try tx.db.execute(sql: "DELETE FROM rejoin_pending")
-                tx.writerMarker = (writer.id, try tx.countChange())
+                tx.writerMarker = (try merge.writer?.id ?? Transaction.currentWriter(db: tx.db), try tx.countChange())
                 try tx.saveClock()
                 let outcome = pending.outcome(writes: renamed.count)
                 return .commit(outcome)

@@ -3,7 +3,7 @@ import LansyncCore
 public import LansyncReplica
 
 // The SQLite replica as the node sees it: most requirements are the members of the same name.
-extension ReplicaStore: ReplicaStorage {
+extension ReplicaStore: ReplicaStorage, BatchIntake {
     /// The file's and its write-ahead log's ``FileStamp``: a commit by any process moves it.
     public func quickChangeMark() -> [Int] { FileStamp(path: path).parts }
 

@@ -4,13 +4,6 @@ import LansyncCore
 import LansyncJSON
 import LansyncReplica
 
-/// An item as loaded inside a transaction: its row (nil if new), state and field rows.
-struct LoadedItem {
-    var row: Int64?
-    var state: ItemState
-    var fieldRows: [FieldName: Int64]
-}
-
 /// The statements one write transaction runs, with the clock and node rows it has loaded.
 /// Keeping the version index, history and denormalised columns in step with the field states
 /// happens only here.
@@ -164,13 +157,6 @@ struct Transaction {
     }
 
     // MARK: Writers (``WriterContinuity``)
-
-    /// The writer a transaction issues its local dots under, and its counter so far.
-    struct ClaimedWriter {
-        let id: NodeID
-        let row: Int64
-        var counter: UInt64
-    }
 
     static func nodeID(db: Database) throws -> NodeID {
         guard
@@ -382,15 +368,8 @@ struct Transaction {
 
     /// Writes a field's new state with its shown value, and brings the version index and history
     /// in step. Returns the field's row.
-    mutating func saveField(
-        item: Int64,
-        itemID: ItemID,
-        name: FieldName,
-        row: Int64?,
-        old: FieldState?,
-        new: FieldState,
-        overruled: [FieldVersion] = []
-    ) throws -> Int64 {
+    mutating func saveField(_ save: FieldSave) throws -> Int64 {
+        let (item, itemID, name, row, old, new) = (save.item, save.itemID, save.name, save.row, save.old, save.new)
         let conflict = name != .deleted && new.hasConflict
         // Every node the state names gets its row first; the encoder reads them from the
         // transaction's own table of rows (no table built per field).
@@ -402,7 +381,7 @@ struct Transaction {
         let oldDots = old?.versions.map(\.dot) ?? []
         let newDots = new.versions.map(\.dot)
         try indexVersions(of: new, field: fieldRow, oldDots: oldDots, newDots: newDots, item: itemID, name: name)
-        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: overruled)
+        try recordHistory(field: fieldRow, old: old, new: new, newDots: newDots, overruled: save.overruled)
         try indexField(item: item, name: name, new: new)
         try linkField(item: item, name: name, old: old, new: new)
         return fieldRow
@@ -562,26 +541,9 @@ struct Transaction {
         }
     }
 
-    /// How merged field states change an item's derived columns: its conflict count by a delta,
-    /// its type and deletion when `_type` or `_deleted` changed.
-    struct DerivedChange {
-        var conflicts = 0
-        var type: String?
-        var deleted: Bool?
-
-        mutating func note(_ name: FieldName, old: FieldState?, new: FieldState) {
-            let counts = name != .deleted
-            conflicts += (counts && new.hasConflict ? 1 : 0) - (counts && old?.hasConflict == true ? 1 : 0)
-            guard name == .type || name == .deleted else { return }
-            var item = ItemState(id: ItemID(unchecked: ""))
-            item.merge(name, new)
-            if name == .type { type = item.type } else { deleted = item.isDeleted }
-        }
-    }
-
     /// Applies a ``DerivedChange`` to an item's row: one statement, no read.
     func updateItem(row: Int64, by change: DerivedChange) throws {
-        guard change.conflicts != 0 || change.type != nil || change.deleted != nil else { return }
+        guard !change.isEmpty else { return }
         try db.cachedStatement(
             sql: """
                 UPDATE item SET conflicts = conflicts + ?, type = coalesce(?, type), deleted = coalesce(?, deleted)

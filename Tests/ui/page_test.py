@@ -711,7 +711,10 @@ def main():
                 while a.locator("table.items tbody tr").count() < 200 and time.monotonic() < deadline:
                     a.wait_for_timeout(100)
                 shown = a.locator("table.items tbody tr").count()
-                if shown < 200 or shown % 100 != 0 or shown > 1000:
+                # Not all 25,000: it reads pages, never the whole set. (A bound of 1,000 was a
+                # guess at how far it reads on while the button stays in view; a full suite on
+                # 84cc24f's successor saw 1,100, the table laid out slower than pages came.)
+                if shown < 200 or shown % 100 != 0 or shown >= 25_000:
                     raise CheckFailed(f"expected at least 200 rows, in whole pages of 100, after 'Show more', got {shown}")
                 asked = [u for u in pages if "limit=" in u]
                 if not asked or any(int(re.search(r"limit=(\d+)", u).group(1)) > 1000 for u in asked):
