@@ -40,9 +40,9 @@ package struct BatchMerge<Rows: MergeRows> {
     private var current: (id: ItemID, item: Item)?
     /// The version vector as the merge began, read when first needed.
     private var seen: VersionVector?
+    /// What the merge changed in each item's derived columns, by the item's row (applied in any
+    /// order: each is one item's own).
     private var derived: [Int64: DerivedChange] = [:]
-    /// The rows of ``derived``, in the order the merge first changed them.
-    private var derivedOrder: [Int64] = []
     private var createdByRevoked: [(row: Int64, id: ItemID)] = []
 
     package init(refuse: FieldRefusal? = nil, revoked: RevokedWriters = RevokedWriters(), wallMilliseconds: UInt64) {
@@ -141,11 +141,8 @@ package struct BatchMerge<Rows: MergeRows> {
     /// the derived columns, which a `_deleted` of this merge may have set), and sets the
     /// overruling writer's counter.
     package mutating func finish(in rows: inout Rows) throws {
-        for row in derivedOrder {
-            if let change = derived[row], !change.isEmpty { try rows.updateItem(row: row, by: change) }
-        }
+        for (row, change) in derived where !change.isEmpty { try rows.updateItem(row: row, by: change) }
         derived = [:]
-        derivedOrder = []
         for (row, id) in createdByRevoked { try deleteCreatedByRevoked(row: row, id: id, in: &rows) }
         createdByRevoked = []
         if let writer { try rows.setCounter(of: writer.row, to: writer.counter) }
@@ -250,7 +247,6 @@ package struct BatchMerge<Rows: MergeRows> {
             item.saved?.append(key.field)
             if !key.field.isReserved, let count = item.userFields { item.userFields = count + 1 }
         }
-        if derived[itemRow] == nil { derivedOrder.append(itemRow) }
         derived[itemRow, default: DerivedChange()].note(key.field, old: old?.state, new: new)
         changed += 1
         return itemRow
