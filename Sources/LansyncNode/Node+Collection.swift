@@ -156,6 +156,7 @@ extension Node {
                         "collected \(round.collected) deleted item(s) every member has seen deleted; \(round.pagesFreed) page(s) returned to the file system"
                     )
                 }
+                collectionRounds.withLockedValue { $0 += 1 }
                 await foldRetiredWriters()
                 if ContinuousClock.now - lastRefresh >= max(options.collectInterval, .seconds(10)),
                     await refreshGossip()

@@ -41,6 +41,8 @@ public final class Node: Sendable {
     /// (a writer that moved since waits), and whether folds were taken since that the peers
     /// have not been told (the sessions open again, once a round).
     let foldRound = NIOLockedValueBox<(vector: VersionVector?, toTell: Bool)>((nil, false))
+    /// Collection rounds finished since the node started (``collectPeriodically()``), for status.
+    let collectionRounds = NIOLockedValueBox(0)
     /// Addresses members pass on in their hellos, and their dial loops.
     let gossiped = GossipedAddresses()
     /// Which members this node keeps sessions with once the cluster is past a full mesh
@@ -827,6 +829,7 @@ public final class Node: Sendable {
             )
         }
         status.api = apiAddress.withLockedValue { $0 }
+        status.collection?.rounds = collectionRounds.withLockedValue { $0 }
         status.view = viewNow
         let relayConnected = await relayConnected()
         status.relays = relays.withLockedValue { $0.map { NodeStatus.Relays($0, connected: relayConnected) } }

@@ -123,10 +123,9 @@ package struct BatchMerge<Rows: MergeRows> {
     /// Overrules the writes ``revoked`` refuses that field `name` of item `id` already holds (a
     /// revocation learned after they came).
     package mutating func overruleHeld(_ id: ItemID, field name: FieldName, in rows: inout Rows) throws {
-        guard var item = try item(id, in: &rows, unlessStale: nil), let row = item.row,
-            let old = try rows.loadField(item: row, name: name)
-        else { return }
+        guard var item = try item(id, in: &rows, unlessStale: nil) else { return }
         defer { current = (id, item) }
+        guard let row = item.row, let old = try rows.loadField(item: row, name: name) else { return }
         var merged = old.state
         switch try overruleRevoked(&merged, old: old, field: name, in: &rows) {
         case .stands: return
@@ -148,13 +147,18 @@ package struct BatchMerge<Rows: MergeRows> {
         if let writer { try rows.setCounter(of: writer.row, to: writer.counter) }
     }
 
-    /// Item `id` as this merge knows it. Nil if the replica does not hold it and `change` (nil: a
-    /// look-up of a held item) brings only writes the replica has seen.
+    /// Item `id` as this merge knows it, for the caller to put back in ``current``. Nil if the
+    /// replica does not hold it and `change` (nil: a look-up of a held item) brings only writes the
+    /// replica has seen.
     private mutating func item(_ id: ItemID, in rows: inout Rows, unlessStale change: FieldChange?) throws -> Item? {
-        if let current, current.id == id { return current.item }
-        if let current { items[current.id] = current.item }
-        current = nil
-        if let known = items[id] { return known }
+        // Taken out of ``current`` and ``items``, not copied: the caller changes it and puts it
+        // back, and a copy left behind would make each change copy its list of saved fields.
+        if let held = current {
+            current = nil
+            if held.id == id { return held.item }
+            items[held.id] = held.item
+        }
+        if let known = items.removeValue(forKey: id) { return known }
         if let held = try rows.findItem(id) { return Item(row: held.row, collected: held.collected) }
         guard let change, change.isNews(to: try seen(in: &rows)) else { return nil }
         return Item(row: nil, collected: false, userFields: 0, saved: [])

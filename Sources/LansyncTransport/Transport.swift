@@ -398,9 +398,23 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     private let check: PeerCheck?
     private let firstByte: TimeAmount?
     private let counters: WireCounters?
-    private var timer: Scheduled<Void>?
-    private var silenceTimer: Scheduled<Void>?
-    private var done = false
+    /// Watching until the handshake ends one way or the other, with the timers that end it if
+    /// it takes too long; then settled, and deaf to whatever the channel reports after.
+    private enum Phase {
+        case watching(timers: [Scheduled<Void>])
+        case settled
+    }
+    private var phase = Phase.watching(timers: [])
+
+    /// Ends the watch (cancelling its timers); false if it had ended already.
+    private func settle() -> Bool {
+        guard case .watching(let timers) = phase else { return false }
+        phase = .settled
+        for timer in timers { timer.cancel() }
+        return true
+    }
+
+    private var isWatching: Bool { if case .watching = phase { true } else { false } }
 
     /// - Parameter firstByte: close the connection if the peer has sent nothing by then.
     init(
@@ -422,20 +436,25 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let seconds = timeout.nanoseconds / 1_000_000_000
-        timer = context.eventLoop.scheduleTask(in: timeout) {
-            let (watcher, context) = bound.value
-            watcher.fail(context, TransportError("TLS handshake not finished within \(seconds) s"))
-        }
-        if let firstByte, let counters {
-            silenceTimer = context.eventLoop.scheduleTask(in: firstByte) {
+        var timers = [
+            context.eventLoop.scheduleTask(in: timeout) {
                 let (watcher, context) = bound.value
-                if counters.received == 0 { watcher.fail(context, TransportError("the peer sent nothing")) }
+                watcher.fail(context, TransportError("TLS handshake not finished within \(seconds) s"))
             }
+        ]
+        if let firstByte, let counters {
+            timers.append(
+                context.eventLoop.scheduleTask(in: firstByte) {
+                    let (watcher, context) = bound.value
+                    if counters.received == 0 { watcher.fail(context, TransportError("the peer sent nothing")) }
+                }
+            )
         }
+        phase = .watching(timers: timers)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case TLSUserEvent.handshakeCompleted = event, !done {
+        if case TLSUserEvent.handshakeCompleted = event, isWatching {
             do {
                 let handler = try context.pipeline.syncOperations.handler(type: NIOSSLHandler.self)
                 let id: NodeID?
@@ -446,9 +465,7 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
                 } else {
                     throw TransportError("peer sent no certificate")
                 }
-                done = true
-                timer?.cancel()
-                silenceTimer?.cancel()
+                _ = settle()
                 promise.succeed(id)
             } catch {
                 fail(context, error)
@@ -458,7 +475,7 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard !done else { return context.fireErrorCaught(error) }
+        guard isWatching else { return context.fireErrorCaught(error) }
         let text = "\(error)"
         if let refused = check?.refused {
             fail(context, refused)
@@ -482,7 +499,7 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     static let peerRefusedOurs = ["ALERT_CERTIFICATE_UNKNOWN", "ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE"]
 
     func channelInactive(context: ChannelHandlerContext) {
-        if !done { fail(context, TransportError("connection closed during the TLS handshake")) }
+        if isWatching { fail(context, TransportError("connection closed during the TLS handshake")) }
         context.fireChannelInactive()
     }
 
@@ -490,15 +507,12 @@ final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
     /// race) is unregistered without going inactive: its handshake slot is freed now, not when
     /// the handshake timer fires.
     func channelUnregistered(context: ChannelHandlerContext) {
-        if !done { fail(context, TransportError("the connection closed before its TLS handshake")) }
+        if isWatching { fail(context, TransportError("the connection closed before its TLS handshake")) }
         context.fireChannelUnregistered()
     }
 
     private func fail(_ context: ChannelHandlerContext, _ error: any Error) {
-        guard !done else { return }
-        done = true
-        timer?.cancel()
-        silenceTimer?.cancel()
+        guard settle() else { return }
         promise.fail(error)
         context.close(promise: nil)
     }

@@ -92,6 +92,8 @@ import Testing
         // the trash window and its clock margin); no event marks it.
         try await Task.sleep(until: deleted + .seconds(45))
         let held = try await identity(cli, "a").vector
+        var roundsBefore: [String: Int64] = [:]
+        for dir in ["a", "r"] { roundsBefore[dir] = try await CollectionTests().figure(cli, dir, "rounds") ?? 0 }
         for port in [p[1], p[0]] {
             // The rogue is a member caught up itself (its own hello holds what a holds), as the
             // issue's third member was: only b's word holds t back.
@@ -102,10 +104,14 @@ import Testing
             )
             #expect(answer.stdout.contains("hello"), "the rogue's session: \(answer.stdout)\(answer.stderr)")
         }
-        // Collection rounds, one a second (a 1.12 node collected t within a few).
-        // A sleep: nothing must happen here, and a round that collects nothing leaves no trace (no
-        // log line, no count in status) that a wait could look for.
-        try await Task.sleep(for: .seconds(10))
+        // Collection rounds, one a second (a 1.12 node collected t within a few): ten after the
+        // forged reports, on each.
+        for dir in ["a", "r"] {
+            let finished = try await eventually {
+                try await CollectionTests().figure(cli, dir, "rounds") ?? 0 >= (roundsBefore[dir] ?? 0) + 10
+            }
+            #expect(finished, "\(dir) ran ten collection rounds")
+        }
         for dir in ["a", "r"] {
             #expect(
                 try await CollectionTests().figure(cli, dir, "collected_items") == 0,

@@ -35,7 +35,7 @@ public final class TemporaryPostgres: Sendable {
         }
         self.bin = bin
         directory = NSTemporaryDirectory() + "lansync-pg-" + UUID().uuidString.prefix(8).lowercased()
-        port = Self.freePort()
+        port = Self.serverPort()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if getuid() == 0 { try Self.run(["/bin/chown", "nobody:nogroup", directory], asNobody: false) }
         try Self.run(
@@ -210,6 +210,37 @@ public final class TemporaryPostgres: Sendable {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// A port on 127.0.0.1 that nothing is bound to now, below the range the kernel gives the
+    /// local ends of outgoing connections (`net.ipv4.ip_local_port_range`): a server stopped and
+    /// started again on it (as the tests that take PostgreSQL away do) finds it free. A port from
+    /// that range may be some test's connection by then (CI on 2dc2ade: "could not bind
+    /// 127.0.0.1:40565: Address already in use" at a restart).
+    static func serverPort() -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+        let first = range?.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32768
+        let below = max(1024, first - 10_000)..<max(1025, first)
+        for _ in 0..<200 {
+            let port = Int.random(in: below)
+            if canBind(port) { return port }
+        }
+        return freePort()
+    }
+
+    /// Whether a socket can be bound to 127.0.0.1:`port` now.
+    private static func canBind(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
     }

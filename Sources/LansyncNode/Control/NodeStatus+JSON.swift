@@ -191,7 +191,7 @@ extension NodeStatus.Collection {
             ("file_bytes", .int(fileBytes)), ("free_bytes", .int(freeBytes)), ("frontier_at", .optional(frontierAt)),
             ("held_back_by", .optional(heldBackBy)), ("live_fields", .int(liveFields)),
             ("rejoined_at", .optional(rejoinedAt)), ("away_since", .optional(awaySince)),
-            ("stale_since", .optional(staleSince)),
+            ("stale_since", .optional(staleSince)), ("rounds", rounds.map { .int($0) } ?? .null),
         ])
     }
 
@@ -215,6 +215,7 @@ extension NodeStatus.Collection {
             awaySince: try j.optionalString("away_since"),
             staleSince: try j.optionalString("stale_since")
         )
+        rounds = try j.optionalInt("rounds")
     }
 }
 

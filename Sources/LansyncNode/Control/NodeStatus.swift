@@ -126,6 +126,10 @@ public struct NodeStatus: Sendable, Equatable {
         /// Since when its replica, put back from a copy older than the away window, waits to
         /// rejoin from a current member (ISO 8601); nil if it does not.
         public var staleSince: String?
+        /// Collection rounds the running node finished since it started (nil without one): a round
+        /// that collects nothing leaves no other trace, and a test that a round did not collect
+        /// something waits on this.
+        public var rounds: Int?
 
         public init(
             liveFields: Int,

@@ -205,16 +205,24 @@ public struct SessionMachine: Sendable {
 
     /// An outgoing delta being streamed.
     struct Delta: Sendable {
+        /// Where reading the delta's batches stands.
+        enum Reading: Sendable, Equatable {
+            /// More to read, once the window has room.
+            case waiting
+            /// A batch is being read (``Action/produceBatch``).
+            case producing
+            /// Nothing more to read. `doneSent`: its `done` went with its last batch
+            /// (``Message/finalBatch(sequence:_:done:)``).
+            case exhausted(doneSent: Bool)
+        }
+
         /// The first delta of the session: it also carries unclaimed states, and always ends with `done`.
         let isInitial: Bool
         /// What the peer was known to hold when the delta began: its `done` says so.
         let startVersionVector: VersionVector
-        var producing = false
-        var exhausted = false
+        var reading = Reading.waiting
         var changedWhileStreaming = false
         var sentBatches = 0
-        /// Its `done` went with its last batch (``Message/finalBatch(sequence:_:done:)``).
-        var doneSent = false
         /// What the delta's batches covered: the peer holds it whole once it has the `done`.
         var covered = VersionVector()
     }
@@ -613,12 +621,12 @@ public struct SessionMachine: Sendable {
             return fail(ProtocolError(.unexpectedMessage, "ack of \(sequence), which was not sent"))
         }
         var actions: [Action] = []
-        if var delta = open.outgoing, !delta.exhausted, !delta.producing, open.inFlight.count < config.window {
+        if var delta = open.outgoing, delta.reading == .waiting, open.inFlight.count < config.window {
             if windowWasFull, sequence >= open.roundBoundary {
                 waitedRoundTrips += 1
                 open.roundBoundary = open.nextSequence
             }
-            delta.producing = true
+            delta.reading = .producing
             open.outgoing = delta
             actions.append(.produceBatch)
         }
@@ -677,9 +685,8 @@ public struct SessionMachine: Sendable {
         _ open: inout Open
     ) -> [Action] {
         guard var delta = open.outgoing else { return [] }
-        delta.producing = false
         guard let batch else {
-            delta.exhausted = true
+            delta.reading = .exhausted(doneSent: false)
             open.outgoing = delta
             return finishDeltaIfComplete(&open)
         }
@@ -690,20 +697,18 @@ public struct SessionMachine: Sendable {
         delta.sentBatches += 1
         delta.covered.join(batch.covers)
         if last {
-            delta.exhausted = true
-            var message = Message.batch(sequence: sequence, batch)
-            if let peer, peer.version >= .finalBatches {
-                message = .finalBatch(sequence: sequence, batch, done: doneVector(delta))
-                delta.doneSent = true
-            }
+            let withDone = peer.map { $0.version >= .finalBatches } ?? false
+            let message =
+                withDone
+                ? Message.finalBatch(sequence: sequence, batch, done: doneVector(delta))
+                : Message.batch(sequence: sequence, batch)
+            delta.reading = .exhausted(doneSent: withDone)
             open.outgoing = delta
             return [.send(message)] + finishDeltaIfComplete(&open)
         }
         var actions: [Action] = [.send(.batch(sequence: sequence, batch))]
-        if open.inFlight.count < config.window {
-            delta.producing = true
-            actions.append(.produceBatch)
-        }
+        delta.reading = open.inFlight.count < config.window ? .producing : .waiting
+        if delta.reading == .producing { actions.append(.produceBatch) }
         open.outgoing = delta
         return actions
     }
@@ -728,7 +733,7 @@ public struct SessionMachine: Sendable {
         // send: it ends here, with no read of the replica (a newer change announces itself and
         // begins another). The first delta always goes: it also carries what no vector claims.
         if !initial, !unreadChange, let localVersion, planned.covers(localVersion) {
-            delta.exhausted = true
+            delta.reading = .exhausted(doneSent: false)
             open.outgoing = delta
             return finishDeltaIfComplete(&open)
         }
@@ -736,7 +741,7 @@ public struct SessionMachine: Sendable {
         unreadChange = false
         var actions: [Action] = [.startDelta(peerVersionVector: planned, initial: initial, deltaBase: deltaBase)]
         if open.inFlight.count < config.window {
-            delta.producing = true
+            delta.reading = .producing
             actions.append(.produceBatch)
         }
         open.outgoing = delta
@@ -745,11 +750,11 @@ public struct SessionMachine: Sendable {
 
     /// Ends the outgoing delta once it is exhausted and acknowledged.
     private mutating func finishDeltaIfComplete(_ open: inout Open) -> [Action] {
-        guard let delta = open.outgoing, delta.exhausted, !delta.producing else { return [] }
+        guard let delta = open.outgoing, case .exhausted(let doneSent) = delta.reading else { return [] }
         var actions: [Action] = []
         if delta.isInitial || delta.sentBatches > 0 {
             // The receiver learns it is up to date with us; an empty anti-entropy answer stays silent.
-            if !delta.doneSent { actions.append(.send(.done(versionVector: doneVector(delta)))) }
+            if !doneSent { actions.append(.send(.done(versionVector: doneVector(delta)))) }
             // The peer completes the stream on `done`, before it reads anything sent after it.
             deltaBase?.join(delta.covered)
         }
