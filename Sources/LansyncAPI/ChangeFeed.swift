@@ -80,7 +80,7 @@ struct ChangeFeed: Sendable {
                 field: filter.field
             )
         }
-        return json(#"{"changes":["# + entries.map(\.jsonText).joined(separator: ",") + #"],"last":\#(last)}"#)
+        return json(entries.pageJSONText(last: last))
     }
 
     /// What wakes an event stream.

@@ -238,9 +238,9 @@ struct Routes: Sendable {
                 type: type,
                 search: search,
                 limit: limit
-            ).map(\.jsonText)
+            )
         }
-        return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":null}"#)
+        return json(items.pageJSONText(next: nil))
     }
 
     /// A page's size (`limit`, 1 to 1000, 100 unless given) and whether it lists deleted items.
@@ -309,9 +309,7 @@ struct Routes: Sendable {
                 )
             }
         }
-        let items = page.map(\.jsonText)
-        let nextText = next.map { JSON.string($0).text } ?? "null"
-        return json(#"{"items":["# + items.joined(separator: ",") + #"],"next":"# + nextText + "}")
+        return json(page.pageJSONText(next: next))
     }
 
     func createItem(_ request: Request) async throws -> Response {

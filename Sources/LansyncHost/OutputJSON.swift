@@ -249,3 +249,20 @@ extension UISession {
         .object([("id", .string(id)), ("started", .string(WallClock.iso8601(milliseconds: started)))])
     }
 }
+
+extension Array where Element == Item {
+    /// A page of `GET /v1/items` (Docs/API.md): `{"items": [...], "next": CURSOR}`, each item as
+    /// ``Item/jsonText``; `next` null on the last page.
+    public func pageJSONText(next: String?) -> String {
+        #"{"items":["# + map(\.jsonText).joined(separator: ",") + #"],"next":"#
+            + (next.map { JSON.string($0).text } ?? "null") + "}"
+    }
+}
+
+extension Array where Element == ChangeEntry {
+    /// A page of `GET /v1/changes` (Docs/API.md): `{"changes": [...], "last": N}`, where `last`
+    /// is where the next page starts.
+    public func pageJSONText(last: UInt64) -> String {
+        #"{"changes":["# + map(\.jsonText).joined(separator: ",") + #"],"last":\#(last)}"#
+    }
+}

@@ -19,7 +19,7 @@ public final class TemporaryPostgres: Sendable {
     private let bin: String
     private let stopped = Mutex(false)
     /// The running server, nil while stopped.
-    private let server = Mutex<Process?>(nil)
+    private let server = Mutex<SpawnedChild?>(nil)
 
     /// `postgres://` URI of the server's `postgres` database, as user `lansync` (no password).
     public var uri: String { "postgres://lansync@127.0.0.1:\(port)/postgres?sslmode=disable" }
@@ -69,30 +69,14 @@ public final class TemporaryPostgres: Sendable {
     /// Starts the server (again, after ``stopServer()``), waiting until it accepts connections.
     ///
     /// The server is this process's own child (`postgres` itself, not `pg_ctl`, which would leave
-    /// a daemon that holds the descriptors Foundation watches to see a child end).
+    /// a daemon this process could not wait for).
     public func start() throws {
-        let process = Process()
         let arguments = [
             "\(bin)/postgres", "-D", "\(directory)/data", "-p", "\(port)", "-k", directory, "-c",
             "listen_addresses=127.0.0.1",
             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
         ]
-        let command = Self.asNobody(arguments)
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        let logPath = "\(directory)/server.log"
-        if !FileManager.default.fileExists(atPath: logPath) {
-            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        }
-        guard let log = FileHandle(forWritingAtPath: logPath) else {
-            throw Unavailable(description: "cannot write \(logPath)")
-        }
-        log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        try? log.close()
+        let process = try SpawnedChild.spawn(Self.asNobody(arguments), output: "\(directory)/server.log")
         server.withLock { $0 = process }
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
@@ -112,8 +96,8 @@ public final class TemporaryPostgres: Sendable {
     /// start), keeping its files.
     public func stopServer() throws {
         guard let process = server.withLock({ $0 }), process.isRunning else { return }
-        kill(process.processIdentifier, SIGQUIT)
-        process.waitUntilExit()
+        kill(process.pid, SIGQUIT)
+        process.wait()
         server.withLock { $0 = nil }
         // The server's children go when they notice it has gone; the next start waits for them.
         Thread.sleep(forTimeInterval: 0.2)
@@ -168,27 +152,15 @@ public final class TemporaryPostgres: Sendable {
     /// Runs a PostgreSQL program (as `nobody` when this process is root), throwing with its
     /// output when it fails.
     private static func run(_ arguments: [String], asNobody: Bool = true) throws {
-        let process = Process()
         let command = asNobody ? Self.asNobody(arguments) : arguments
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        // The programs look for files relative to the working directory; nobody cannot read root's.
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
         // A file, not a pipe: the server pg_ctl starts inherits the descriptors and keeps them
         // open, so a pipe would never reach its end.
         let outputPath = NSTemporaryDirectory() + "lansync-pg-output-" + UUID().uuidString
-        guard FileManager.default.createFile(atPath: outputPath, contents: nil),
-            let output = FileHandle(forWritingAtPath: outputPath)
-        else { throw Unavailable(description: "cannot write \(outputPath)") }
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        process.waitUntilExit()
-        try? output.close()
-        guard process.terminationStatus == 0 else {
+        let status = try SpawnedChild.spawn(command, output: outputPath).wait()
+        guard status == 0 else {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            throw Unavailable(description: "\(arguments.joined(separator: " ")) failed: \(text)")
+            throw Unavailable(description: "\(arguments.joined(separator: " ")) failed (\(status)): \(text)")
         }
     }
 
