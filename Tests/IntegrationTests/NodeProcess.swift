@@ -4,14 +4,14 @@ import LansyncJSON
 import LansyncNode
 import LansyncReplica
 import LansyncStore
+import LansyncTestSupport
 import Synchronization
 import Testing
 
 /// A `lansync node` running as its own process for the length of a test.
-final class NodeProcess: @unchecked Sendable {
-    // @unchecked: every stored property is a `let`; `Process` is only touched from the test's
-    // own task (start, signal, wait), never concurrently.
-    let process = Process()
+final class NodeProcess: Sendable {
+    /// The node's process, started and reaped without Foundation's `Process` (``SpawnedChild``).
+    let process: SpawnedChild
     let dir: String
     let port: Int
     let log: String
@@ -54,20 +54,12 @@ final class NodeProcess: @unchecked Sendable {
         log = dir + ".log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let command = [command, "--dir", dir] + arguments
-        if let labHost {
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = Lab.exec(labHost) + [CLI.binary] + command
-            process.environment = ProcessInfo.processInfo.environment.merging(Lab.environment) { $1 }
-        } else {
-            process.executableURL = URL(fileURLWithPath: CLI.binary)
-            process.arguments = command
-            if !environment.isEmpty {
-                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            }
-        }
-        process.standardError = FileHandle(forWritingAtPath: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        process = try SpawnedChild.spawn(
+            labHost.map { ["/bin/bash"] + Lab.exec($0) + [CLI.binary] + command } ?? [CLI.binary] + command,
+            standardOutput: nil,
+            standardError: log,
+            environment: labHost == nil ? environment : Lab.environment
+        )
         guard waitForListening else { return }
         _ = await eventually(within: .seconds(20), every: .milliseconds(20)) {
             logText.contains("listening on") || !process.isRunning
@@ -85,20 +77,19 @@ final class NodeProcess: @unchecked Sendable {
             return needles.allSatisfy { text.contains($0) }
         }
     }
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
     var isRunning: Bool { process.isRunning }
 
-    /// SIGTERM, then waits; returns the exit status.
+    /// SIGTERM, then waits; returns the exit status (128 + the signal if one ended it).
     @discardableResult
     func stop() -> Int32 {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
+        if process.isRunning { Foundation.kill(process.pid, SIGTERM) }
+        return process.wait()
     }
 
     func kill9() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if process.isRunning { Foundation.kill(process.pid, SIGKILL) }
+        process.wait()
     }
 
     /// Resident memory in KiB, from /proc.
@@ -108,7 +99,12 @@ final class NodeProcess: @unchecked Sendable {
         return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     }
 
-    deinit { if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) } }
+    deinit {
+        if process.isRunning {
+            Foundation.kill(process.pid, SIGKILL)
+            process.wait()
+        }
+    }
 }
 
 /// Free TCP ports on loopback, distinct, and none handed out before in this process.
