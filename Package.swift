@@ -67,7 +67,8 @@ let package = Package(
         // the read model, store errors and the replica's files. No database in it.
         .target(
             name: "LansyncReplica",
-            dependencies: ["LansyncCore", "LansyncJSON"],
+            // Crypto for SHA-256 alone: the digests of signed writes (SignedRun.swift).
+            dependencies: ["LansyncCore", "LansyncJSON", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         // The replica in one SQLite file: schema, migrations, the version index, history.
@@ -320,6 +321,8 @@ let package = Package(
                 // The shared store suites run against the PostgreSQL replica too (StorageKind).
                 "LansyncPostgres",
                 .product(name: "Logging", package: "swift-log"),
+                // A member's key, signing writes (SignedRunTests).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

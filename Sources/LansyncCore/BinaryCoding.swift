@@ -7,6 +7,9 @@ public struct ByteWriter: Sendable {
 
     public mutating func byte(_ b: UInt8) { bytes.append(b) }
 
+    /// Empties the buffer and keeps its room, for the next thing written.
+    public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+
     public mutating func varint(_ v: UInt64) {
         var v = v
         while v >= 0x80 {

@@ -108,6 +108,9 @@ public struct DeltaBatch: Hashable, Sendable {
     public let updates: [FieldUpdate]
     public let covers: VersionVector
     public let base: VersionVector?
+    /// The signed runs of the versions the batch carries (protocol 1.14, Docs/SECURITY.md,
+    /// "Signed writes"): as the sender built them, or, once received and checked, those that held.
+    public var proofs: [RunProof] = []
 
     public init(updates: [FieldUpdate], covers: VersionVector, base: VersionVector? = nil) {
         self.updates = updates
@@ -225,9 +228,22 @@ public struct DeltaPlanner: Sendable {
     ///   rows of that node's versions with a greater counter, ordered by counter.
     /// - Parameter limit: a smaller cap on field states for this batch (at least 1), used by
     ///   callers that also bound a batch's bytes.
+    /// - Parameter runs: the counters of the signed run holding `node`'s write at a counter (nil:
+    ///   none): a batch that would end inside a run ends before it instead, so a run travels
+    ///   whole and its proof needs nothing the batch does not hold (unless the batch would hold
+    ///   nothing else).
     public mutating func nextBatch(
         limit: Int? = nil,
         versions: (NodeID, UInt64, Int) throws -> [IndexRow]
+    ) rethrows -> (keys: [FieldKey], covers: VersionVector)? {
+        try nextBatch(limit: limit, versions: versions, runs: { _, _ in nil })
+    }
+
+    /// ``nextBatch(limit:versions:)``, keeping signed runs whole.
+    public mutating func nextBatch(
+        limit: Int? = nil,
+        versions: (NodeID, UInt64, Int) throws -> [IndexRow],
+        runs: (NodeID, UInt64) throws -> ClosedRange<UInt64>?
     ) rethrows -> (keys: [FieldKey], covers: VersionVector)? {
         let maxUpdates = max(1, min(limit ?? self.maxUpdates, self.maxUpdates))
         guard !isFinished else { return nil }
@@ -256,7 +272,10 @@ public struct DeltaPlanner: Sendable {
             let fetched = try versions(node, start, limit)
             let rows = fetched.filter { $0.counter <= end }
             let exhausted = fetched.count < limit || rows.count < fetched.count
-            let cut = Self.fit(rows, room: room, batchIsEmpty: keys.isEmpty)
+            var cut = Self.fit(rows, room: room, batchIsEmpty: keys.isEmpty)
+            if cut > 0, cut < rows.count, let run = try runs(node, rows[cut - 1].counter) {
+                cut = Self.beforeRun(run, rows: rows, cut: cut, batchIsEmpty: keys.isEmpty)
+            }
             if cut == 0, !rows.isEmpty { break }
             take(rows.prefix(cut))
             if cut == rows.count && exhausted {
@@ -280,6 +299,15 @@ public struct DeltaPlanner: Sendable {
         }
         if keys.isEmpty, covers.isEmpty, isFinished { return nil }
         return (keys, covers)
+    }
+
+    /// Where a batch cut at `cut` (inside `rows`) ends so as not to split `run`: before the
+    /// run's first row (the rows of one run are consecutive), unless that leaves the batch
+    /// empty; at `cut` if the run ends there.
+    static func beforeRun(_ run: ClosedRange<UInt64>, rows: [IndexRow], cut: Int, batchIsEmpty: Bool) -> Int {
+        guard run.contains(rows[cut].counter) else { return cut }
+        let whole = rows[..<cut].firstIndex { $0.counter >= run.lowerBound } ?? cut
+        return whole > 0 || !batchIsEmpty ? whole : cut
     }
 
     /// How many of `rows` (one node's, by counter) go in a batch with `room` left: never the

@@ -80,7 +80,15 @@ public struct DataDirectory: Sendable {
         if info.fingerprint != fingerprint {
             try reidentify(store, info: info)
         }
+        signWrites(of: store, cluster: info.clusterID)
         return store
+    }
+
+    /// Has `store` sign its own writes with this node's key, loaded at its first write (a
+    /// command that only reads never loads it).
+    func signWrites(of store: ReplicaStore, cluster: NodeID) {
+        let nodePath = nodePath
+        store.signing.use(loading: { MemberWriteSigner.load(nodePEM: nodePath, cluster: cluster) })
     }
 
     /// Tells a node running on this directory that the replica changed, so it pushes the change

@@ -86,6 +86,9 @@ extension DataDirectory {
         if recorded != "\(location)" {
             try Data("\(location)\n".utf8).write(to: URL(fileURLWithPath: relayStorePath))
         }
+        let nodePath = nodePath
+        let cluster = me.clusterID
+        replica.signing.use(loading: { MemberWriteSigner.load(nodePEM: nodePath, cluster: cluster) })
         return replica
     }
 

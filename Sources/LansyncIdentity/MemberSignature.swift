@@ -45,4 +45,17 @@ public enum MemberSignature {
         else { return false }
         return publicKey.isValidSignature(parsed, for: bytes)
     }
+
+    /// True if `signature` over `bytes` was made with the private half of `key`, and `key` is the
+    /// key of the member `writer` belongs to: its fingerprint's first 64 bits are the writer id's
+    /// (every writer id a node takes starts with its node id's). Any malformed input is false.
+    public static func isValid(_ signature: [UInt8], of bytes: [UInt8], key: [UInt8], forWriter writer: NodeID) -> Bool
+    {
+        guard key.count == 33, signature.count == 64,
+            let publicKey = try? P256.Signing.PublicKey(compressedRepresentation: key),
+            Identity.fingerprint(of: Certificate.PublicKey(publicKey)).high == writer.high,
+            let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+        else { return false }
+        return publicKey.isValidSignature(parsed, for: bytes)
+    }
 }

@@ -1,5 +1,6 @@
 public import LansyncCore
 public import LansyncReplica
+import NIOCore
 import PostgresNIO
 
 // A peer's batches and streams: each batch merged in one transaction through the merge core,
@@ -75,7 +76,7 @@ extension PostgresReplica {
         return try guarded {
             try database.transaction(write: true) { db in
                 var receiving = PostgresBatchWrite(
-                    rows: PostgresRows(tx: try PostgresWrite(db, origin: .peer)),
+                    rows: PostgresRows(tx: try PostgresWrite(db, origin: .peer), signer: signing.current),
                     merge: BatchMerge(
                         refuse: terms.refuse,
                         revoked: terms.revoked,
@@ -154,7 +155,12 @@ struct PostgresRows: MergeRows, EditRows {
     /// The items looked up so far, by row.
     private var items: [Int64: LoadedItem] = [:]
 
-    init(tx: PostgresWrite) { self.tx = tx }
+    let signer: (any WriteSigner)?
+
+    init(tx: PostgresWrite, signer: (any WriteSigner)?) {
+        self.tx = tx
+        self.signer = signer
+    }
 
     var clock: HybridLogicalClock {
         get { tx.clock }
@@ -184,6 +190,32 @@ struct PostgresRows: MergeRows, EditRows {
     }
 
     func userFieldCount(item: Int64) throws -> Int { items[item]?.state.fields.keys.count { !$0.isReserved } ?? 0 }
+
+    func keep(_ run: SignedRun, leaves: Int) throws {
+        try tx.db.run(
+            """
+            INSERT INTO signed_run (node_id, first, last, leaves, key, signature)
+            VALUES (\(run.writer.text), \(bigint: run.first), \(bigint: run.last), \(leaves), \(ByteBuffer(bytes: run.key)),
+                \(ByteBuffer(bytes: run.signature)))
+            ON CONFLICT (node_id, first) DO UPDATE SET last = excluded.last, leaves = excluded.leaves, key = excluded.key,
+                signature = excluded.signature
+            """
+        )
+    }
+
+    func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws {
+        for leaf in leaves {
+            try tx.db.run(
+                """
+                INSERT INTO run_leaf (node_id, counter, field, digest)
+                SELECT \(writer.text), \(bigint: leaf.counter), \(leaf.field.rawValue), \(ByteBuffer(bytes: leaf.digest))
+                WHERE (SELECT last FROM signed_run WHERE node_id = \(writer.text) AND first <= \(bigint: leaf.counter)
+                    ORDER BY first DESC LIMIT 1) >= \(bigint: leaf.counter)
+                ON CONFLICT DO NOTHING
+                """
+            )
+        }
+    }
 
     mutating func saveField(_ save: FieldSave) throws -> Int64 {
         let fieldRow = try tx.saveField(save)
@@ -245,7 +277,9 @@ struct PostgresBatchWrite: BatchReceiving {
         return VersionVector(Dictionary(uniqueKeysWithValues: nodes.map { ($0, vector[$0]) }))
     }
 
-    mutating func merge(_ updates: [FieldUpdate]) throws -> Int { try merge.merge(updates, in: &rows) }
+    mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof]) throws -> Int {
+        try merge.merge(updates, proofs: proofs, in: &rows)
+    }
 
     mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws {
         if let stream {

@@ -133,6 +133,65 @@ final class PostgresDeltaReads: DeltaReads {
         }
     }
 
+    func signedRuns(
+        of node: NodeID,
+        overlapping counters: ClosedRange<UInt64>
+    ) throws -> [(run: SignedRun, leaves: Int)] {
+        try db.run(
+            """
+            SELECT first, last, key, signature, leaves FROM signed_run
+            WHERE node_id = \(node.text) AND first <= \(bigint: counters.upperBound) AND last >= \(bigint: counters.lowerBound)
+                AND first >= (SELECT coalesce(max(first), 0) FROM signed_run
+                    WHERE node_id = \(node.text) AND first <= \(bigint: counters.lowerBound))
+            ORDER BY first
+            """
+        ).map { row in
+            let (first, last, key, signature, leaves) = try row.decode(
+                (Int64, Int64, ByteBuffer, ByteBuffer, Int32).self
+            )
+            let run = SignedRun(
+                writer: node,
+                first: UInt64(clamping: first),
+                last: UInt64(clamping: last),
+                key: Array(key.readableBytesView),
+                signature: Array(signature.readableBytesView)
+            )
+            return (run, Int(leaves))
+        }
+    }
+
+    func goneLeaves(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [RunLeaf] {
+        try db.run(
+            """
+            SELECT counter, field, digest FROM run_leaf WHERE node_id = \(node.text)
+                AND counter BETWEEN \(bigint: counters.lowerBound) AND \(bigint: counters.upperBound)
+            ORDER BY counter
+            """
+        ).map { row in
+            let (counter, field, digest) = try row.decode((Int64, String, ByteBuffer).self)
+            return RunLeaf(
+                counter: UInt64(clamping: counter),
+                field: FieldName(unchecked: field),
+                digest: Array(digest.readableBytesView)
+            )
+        }
+    }
+
+    func indexedVersions(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [DeltaPlanner.IndexRow] {
+        try db.run(
+            """
+            SELECT v.counter, i.item_id, f.name FROM version v
+            JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+            WHERE v.node = (SELECT id FROM node WHERE node_id = \(node.text))
+                AND v.counter BETWEEN \(bigint: counters.lowerBound) AND \(bigint: counters.upperBound)
+            ORDER BY v.counter
+            """
+        ).map { row in
+            let (counter, item, name) = try row.decode((Int64, String, String).self)
+            return (UInt64(counter), FieldKey(item: ItemID(unchecked: item), field: FieldName(unchecked: name)))
+        }
+    }
+
     func superseded(
         after cursor: SupersededCursor,
         limit: Int

@@ -11,10 +11,11 @@ extension PostgresReplica {
         try guarded {
             try database.transaction(write: true) { db in
                 if let why = try Self.readOnlyReason(db) { throw StoreError.readOnly(why: why) }
-                var rows = PostgresRows(tx: try PostgresWrite(db, origin: .local))
+                var rows = PostgresRows(tx: try PostgresWrite(db, origin: .local), signer: signing.current)
                 let writer = try rows.claimWriter()
                 var edits = LocalEdits<PostgresRows>(writer: writer, wallMilliseconds: wallMilliseconds)
                 let dot = try edits.apply(edit, to: id, in: &rows)
+                try edits.finish(in: &rows)
                 try rows.setCounter(of: writer.row, to: dot.counter)
                 try rows.tx.finish()
                 return dot

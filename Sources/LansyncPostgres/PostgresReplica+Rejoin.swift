@@ -93,7 +93,7 @@ extension PostgresReplica {
                         created: created
                     ) { try Self.decode(bytes, of: text) }
                 }
-                var rows = PostgresRows(tx: tx)
+                var rows = PostgresRows(tx: tx, signer: signing.current)
                 var merge = BatchMerge<PostgresRows>(wallMilliseconds: now)
                 var renamed: [Dot: Dot] = [:]
                 for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &rows) }

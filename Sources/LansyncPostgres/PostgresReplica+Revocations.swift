@@ -14,7 +14,7 @@ extension PostgresReplica {
         guard !revoked.isEmpty else { return 0 }
         return try guarded {
             try database.transaction(write: true) { db in
-                var rows = PostgresRows(tx: try PostgresWrite(db, origin: .local))
+                var rows = PostgresRows(tx: try PostgresWrite(db, origin: .local), signer: signing.current)
                 var merge = BatchMerge<PostgresRows>(revoked: revoked, wallMilliseconds: wallMilliseconds)
                 let changed = try merge.overruleHeldWrites(in: &rows)
                 try rows.tx.finish()

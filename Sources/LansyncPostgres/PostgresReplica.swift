@@ -22,6 +22,8 @@ public final class PostgresReplica: Sendable {
     let database: BlockingPostgres
     /// The PostgreSQL schema holding this replica's tables.
     public let schema: String
+    /// What signs this replica's own writes (Docs/SECURITY.md, "Signed writes").
+    public let signing = WriteSigning()
     /// How many times ``quickChangeMark()`` was read.
     let polls = Atomic<Int>(0)
     /// This process's tag on the notifications its commits send (``commitsElsewhere()``).
@@ -136,11 +138,12 @@ public final class PostgresReplica: Sendable {
             let missing = try replica.database.statements { db in
                 try db.value(
                     """
-                    SELECT count(*) FROM information_schema.columns
-                    WHERE table_schema = \(schema) AND table_name = 'member' AND column_name IN ('signed', 'signed_at')
+                    SELECT (SELECT count(*) FROM information_schema.columns
+                        WHERE table_schema = \(schema) AND table_name = 'member' AND column_name IN ('signed', 'signed_at'))
+                        + (SELECT count(*) FROM pg_tables WHERE schemaname = \(schema) AND tablename IN ('signed_run', 'run_leaf'))
                     """,
                     as: Int.self
-                ) != 2
+                ) != 4
             }
             if missing {
                 try replica.database.transaction(write: true) { db in

@@ -16,6 +16,8 @@ enum PostgresReplicaSchema {
     static let additions: [PostgresQuery] = [
         "ALTER TABLE member ADD COLUMN IF NOT EXISTS signed bytea",
         "ALTER TABLE member ADD COLUMN IF NOT EXISTS signed_at bigint",
+        signedRuns,
+        runLeaves,
     ]
 
     /// Statements that make the tables, in order, inside the replica's schema.
@@ -189,5 +191,33 @@ enum PostgresReplicaSchema {
             PRIMARY KEY (node_id, counter, item_id, field)
         )
         """,
+        signedRuns,
+        runLeaves,
     ]
+
+    /// The signed runs of writes the replica holds (Docs/SECURITY.md, "Signed writes"): a
+    /// writer's dots first..last, its member's key and signature.
+    static let signedRuns: PostgresQuery = """
+        CREATE TABLE IF NOT EXISTS signed_run (
+            node_id   text COLLATE "C" NOT NULL,
+            first     bigint NOT NULL,
+            last      bigint NOT NULL,
+            leaves    integer NOT NULL,
+            key       bytea NOT NULL,
+            signature bytea NOT NULL,
+            PRIMARY KEY (node_id, first)
+        )
+        """
+
+    /// The leaves of held runs whose versions the replica does not hold live (superseded, or
+    /// gone before they came), so a run's proof can still be made whole.
+    static let runLeaves: PostgresQuery = """
+        CREATE TABLE IF NOT EXISTS run_leaf (
+            node_id text COLLATE "C" NOT NULL,
+            counter bigint NOT NULL,
+            field   text COLLATE "C" NOT NULL,
+            digest  bytea NOT NULL,
+            PRIMARY KEY (node_id, counter, field)
+        )
+        """
 }

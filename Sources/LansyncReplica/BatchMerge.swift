@@ -44,6 +44,10 @@ package struct BatchMerge<Rows: MergeRows> {
     /// order: each is one item's own).
     private var derived: [Int64: DerivedChange] = [:]
     private var createdByRevoked: [(row: Int64, id: ItemID)] = []
+    /// The dots of the replica's own writes this merge issued, and their leaves, signed when it
+    /// finishes.
+    private var issued: Set<Dot> = []
+    private var runs = RunLog()
 
     package init(refuse: FieldRefusal? = nil, revoked: RevokedWriters = RevokedWriters(), wallMilliseconds: UInt64) {
         self.refuse = refuse
@@ -64,11 +68,19 @@ package struct BatchMerge<Rows: MergeRows> {
         var claimed = try writer ?? rows.claimWriter()
         claimed.counter += 1
         writer = claimed
-        return Dot(node: claimed.id, counter: claimed.counter)
+        let dot = Dot(node: claimed.id, counter: claimed.counter)
+        issued.insert(dot)
+        return dot
     }
 
-    /// Merges `updates`, then ``finish(in:)``; how many fields (and items deleted) changed.
-    package mutating func merge(_ updates: [FieldUpdate], in rows: inout Rows) throws -> Int {
+    /// Merges `updates`, then ``finish(in:)``, and keeps the signed runs of `proofs`; how many
+    /// fields (and items deleted) changed.
+    package mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof] = [], in rows: inout Rows) throws -> Int {
+        // The runs first: the leaves of their versions that do not stay live are kept with them.
+        for proof in proofs {
+            try rows.keep(proof.run, leaves: proof.total)
+            if !proof.leaves.isEmpty { try rows.keepGone(proof.leaves, of: proof.run.writer) }
+        }
         for update in updates { try merge(update, in: &rows) }
         try finish(in: &rows)
         return changed
@@ -93,6 +105,10 @@ package struct BatchMerge<Rows: MergeRows> {
         let name = update.key.field
         let old = item.mayHold(name) ? try item.row.flatMap { try rows.loadField(item: $0, name: name) } : nil
         var merged = (old?.state ?? FieldState()).merged(with: update.change)
+        // Versions superseded before they came: their leaves, for the proofs of their runs.
+        if update.change.versions.contains(where: { !merged.holds($0.dot) }) {
+            try rows.noteGone(update.change.versions.filter { !merged.holds($0.dot) }, item: id, field: name)
+        }
         guard merged != old?.state else { return }
         var overruled: [FieldVersion] = []
         var createdByRevoked = false
@@ -145,6 +161,17 @@ package struct BatchMerge<Rows: MergeRows> {
         for (row, id) in createdByRevoked { try deleteCreatedByRevoked(row: row, id: id, in: &rows) }
         createdByRevoked = []
         if let writer { try rows.setCounter(of: writer.row, to: writer.counter) }
+        try rows.sign(runs)
+        runs = RunLog()
+    }
+
+    /// Notes the leaves of the replica's own writes in a field's new state (a re-issued dot may
+    /// name the writes of several fields).
+    private mutating func noteOwn(_ key: FieldKey, in state: FieldState) {
+        guard !issued.isEmpty else { return }
+        for version in state.versions where issued.contains(version.dot) {
+            runs.note(version.dot, item: key.item, field: key.field, in: state)
+        }
     }
 
     /// Item `id` as this merge knows it, for the caller to put back in ``current``. Nil if the
@@ -236,7 +263,8 @@ package struct BatchMerge<Rows: MergeRows> {
     ) throws -> Int64 {
         let itemRow = try item.row ?? rows.insertItem(key.item)
         item.row = itemRow
-        _ = try rows.saveField(
+        noteOwn(key, in: new)
+        _ = try rows.save(
             FieldSave(
                 item: itemRow,
                 itemID: key.item,
@@ -267,7 +295,8 @@ package struct BatchMerge<Rows: MergeRows> {
             dot: try nextDot(in: &rows),
             timestamp: rows.clock.tick(wallMilliseconds: wallMilliseconds)
         )
-        _ = try rows.saveField(
+        noteOwn(FieldKey(item: id, field: .deleted), in: state)
+        _ = try rows.save(
             FieldSave(item: row, itemID: id, name: .deleted, row: old?.row, old: old?.state, new: state)
         )
         var change = DerivedChange()

@@ -14,7 +14,8 @@ package import LansyncCore
 /// 4. a batch that has seen more of the replica's current writer than the replica holds retires
 ///    the writer (``WriterContinuity``): the replica was rolled back, and its next local write
 ///    must not reuse a dot;
-/// 5. the field states merge (the backend's merge, through the core);
+/// 5. the field states merge (the backend's merge, through the core), and the signed runs its
+///    proofs held are kept, to pass on with the versions;
 /// 6. what the batch covers is recorded: a stream's progress (completing the stream with its last
 ///    batch), or, outside a stream, the version vector at once.
 package struct BatchReceipt: Sendable {
@@ -53,7 +54,7 @@ package struct BatchReceipt: Sendable {
             guard batch.isApplicable(to: held) else { throw StoreError.staleDelta(base: base, held: held) }
         }
         _ = try write.retireWriterIfWitnessed(by: check.covers, batch: batch)
-        let changed = try write.merge(batch.updates)
+        let changed = try write.merge(batch.updates, proofs: batch.proofs)
         try write.record(covers: check.covers, of: stream)
         let told = changed > 0 || stream?.completes == true
         return (changed, told ? try write.versionVector() : nil)
@@ -81,8 +82,9 @@ package protocol BatchReceiving: WriterWitnessing {
     mutating func requireNoRejoin(since session: UInt64) throws
     /// What the replica holds of `nodes`' writes.
     mutating func held(of nodes: [NodeID]) throws -> VersionVector
-    /// Merges `updates` through the core; how many fields changed.
-    mutating func merge(_ updates: [FieldUpdate]) throws -> Int
+    /// Merges `updates` through the core, and keeps the signed runs of `proofs` (checked before
+    /// the batch came: ``RunCheck``); how many fields changed.
+    mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof]) throws -> Int
     /// Records what a batch covers: `stream`'s progress, completing it with its last batch, or
     /// without a stream, in the version vector at once.
     mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws

@@ -42,6 +42,24 @@ public protocol DeltaReads {
     /// round trip. The answers must be the same either way; a failure fails the read (in
     /// PostgreSQL the transaction is then aborted).
     func prefetchVersionRows(_ upcoming: [(node: NodeID, after: UInt64)]) throws
+    /// The signed runs of `node` held that hold any counter of `counters`, by first counter, each
+    /// with how many leaves it has.
+    func signedRuns(
+        of node: NodeID,
+        overlapping counters: ClosedRange<UInt64>
+    ) throws -> [(run: SignedRun, leaves: Int)]
+    /// The version index rows of `node`'s writes in `counters`: each live version's counter and field.
+    func indexedVersions(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [DeltaPlanner.IndexRow]
+    /// The leaves kept of `node`'s versions in `counters` that the replica does not hold live
+    /// (``FieldRows/keepGone(_:of:)``).
+    func goneLeaves(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [RunLeaf]
+}
+
+extension DeltaReads {
+    /// The counters of the signed run of `node` that holds `counter`, if one is held.
+    func signedRunRange(of node: NodeID, containing counter: UInt64) throws -> ClosedRange<UInt64>? {
+        try signedRuns(of: node, overlapping: counter...counter).first.map { $0.run.first...$0.run.last }
+    }
 }
 
 extension DeltaReads {

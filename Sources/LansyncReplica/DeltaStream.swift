@@ -81,10 +81,14 @@ public struct DeltaStream: Sendable {
                 guard let covers else {
                     // Replaced fields first; the walk waits, as it may not claim past them.
                     if changes.isEmpty { continue }
-                    return DeltaBatch(updates: changes, covers: VersionVector(), base: deltaBase)
+                    var batch = DeltaBatch(updates: changes, covers: VersionVector(), base: deltaBase)
+                    batch.proofs = try proofs(for: changes)
+                    return batch
                 }
                 planner = trial
-                return DeltaBatch(updates: changes, covers: covers, base: deltaBase)
+                var batch = DeltaBatch(updates: changes, covers: covers, base: deltaBase)
+                batch.proofs = try proofs(for: changes)
+                return batch
             }
         }
     }
@@ -96,9 +100,11 @@ public struct DeltaStream: Sendable {
         let (store, cursor, limit) = (self.store, superseded, self.limit)
         return try store.readDelta { db -> Read in
             try db.prefetchVersionRows(trial.upcoming(Self.prefetchedNodes))
-            let plan = try trial.nextBatch(limit: walkLimit) { node, after, limit in
-                try db.versionRows(node: node, after: after, limit: limit)
-            }
+            let plan = try trial.nextBatch(
+                limit: walkLimit,
+                versions: { node, after, limit in try db.versionRows(node: node, after: after, limit: limit) },
+                runs: { node, counter in try db.signedRunRange(of: node, containing: counter) }
+            )
             // The walk's claims are made: nothing later can make them untrue.
             guard let plan else { return .finished }
             let look = try db.superseded(after: cursor, limit: limit)
@@ -120,6 +126,12 @@ public struct DeltaStream: Sendable {
                 states: try db.sizedFieldUpdates(keys)
             )
         }
+    }
+
+    /// The proofs of the signed runs whose versions `updates` carry (``RunProofs``).
+    private func proofs(for updates: [FieldUpdate]) throws(StoreError) -> [RunProof] {
+        guard updates.contains(where: { !$0.change.versions.isEmpty }) else { return [] }
+        return try store.readDelta { db in try RunProofs.build(for: updates, reads: db) }
     }
 
     /// A state that does not decode is never sent, and the batch must not claim it: stops

@@ -38,6 +38,8 @@ package struct LocalEdits<Rows: EditRows> {
     /// How many edits were applied, and the first one's dot.
     package private(set) var count = 0
     package private(set) var first: Dot?
+    /// The leaves of the edits' dots, signed when the transaction commits (``finish(in:)``).
+    private var runs = RunLog()
     /// The item of the last edit: consecutive edits of one item (an import's line) load it once.
     private var recent: (id: ItemID, item: LoadedItem)?
 
@@ -86,7 +88,8 @@ package struct LocalEdits<Rows: EditRows> {
         // took 3.5% of an import.
         for name in changed.keys.sorted() {
             guard let state = changed[name] else { continue }
-            item.fieldRows[name] = try rows.saveField(
+            runs.note(dot, item: id, field: name, in: state)
+            item.fieldRows[name] = try rows.save(
                 FieldSave(
                     item: itemRow,
                     itemID: id,
@@ -102,5 +105,11 @@ package struct LocalEdits<Rows: EditRows> {
         count += 1
         if first == nil { first = dot }
         return dot
+    }
+
+    /// Ends the edits in the transaction: signs their runs and keeps them.
+    package mutating func finish(in rows: inout Rows) throws {
+        try rows.sign(runs)
+        runs = RunLog()
     }
 }

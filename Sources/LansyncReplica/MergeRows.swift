@@ -9,6 +9,41 @@ package protocol FieldRows {
     /// Writes a field's new state and keeps the version index, history and the change feed in
     /// step; its row.
     mutating func saveField(_ save: FieldSave) throws -> Int64
+    /// What signs the replica's own writes (nil: they are written unsigned).
+    var signer: (any WriteSigner)? { get }
+    /// Keeps a signed run (the replica's own, or one a peer's batch proved) of `leaves` leaves.
+    mutating func keep(_ run: SignedRun, leaves: Int) throws
+    /// Keeps the leaves of `writer`'s versions that the replica does not hold live, each only if
+    /// a held run holds its dot (its proof needs it: ``RunProofs``).
+    mutating func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws
+}
+
+extension FieldRows {
+    /// Signs the runs of `log` and keeps them, in the transaction that wrote them: a write is
+    /// never committed without its signature (unless the replica has no signer).
+    package mutating func sign(_ log: RunLog) throws {
+        guard let signer, !log.isEmpty else { return }
+        for (run, leaves) in log.signed(by: signer) { try keep(run, leaves: leaves) }
+    }
+
+    /// Keeps the leaves of `versions` of field `field` of item `item`, which leave (or never
+    /// reach) the replica's live versions, where a held run needs them (``keepGone(_:of:)``).
+    package mutating func noteGone(_ versions: some Sequence<FieldVersion>, item: ItemID, field: FieldName) throws {
+        var byWriter: [NodeID: [RunLeaf]] = [:]
+        for version in versions {
+            byWriter[version.dot.node, default: []].append(RunLeaf(item: item, field: field, version: version))
+        }
+        for (writer, leaves) in byWriter { try keepGone(leaves, of: writer) }
+    }
+
+    /// Saves a field as ``saveField(_:)`` does, keeping first the leaves of the versions the save
+    /// drops (superseded by the new state).
+    package mutating func save(_ save: FieldSave) throws -> Int64 {
+        if let old = save.old, old.versions.contains(where: { !save.new.holds($0.dot) }) {
+            try noteGone(old.versions.filter { !save.new.holds($0.dot) }, item: save.itemID, field: save.name)
+        }
+        return try saveField(save)
+    }
 }
 
 /// One field's new state to save, and what it replaces.

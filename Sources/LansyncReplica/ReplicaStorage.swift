@@ -30,6 +30,13 @@ public protocol ReplicaStorage: Sendable {
     /// A peer's vector seen in a hello: true if it holds more of this replica's own writer than
     /// the replica (a rollback), which retires that writer.
     @discardableResult func noteWitness(_ peer: VersionVector) throws(StoreError) -> Bool
+
+    // MARK: Signed writes
+
+    /// What signs the replica's own writes (Docs/SECURITY.md, "Signed writes").
+    var signing: WriteSigning { get }
+    /// The signed runs held, of `writer` only if given, by writer and first dot.
+    func signedRuns(of writer: NodeID?) throws(StoreError) -> [SignedRun]
     /// A number that grows with every transaction that changed a field (any process's): equal
     /// numbers mean the replica shows the same thing.
     func changeStamp() throws(StoreError) -> UInt64

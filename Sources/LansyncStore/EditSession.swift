@@ -30,4 +30,7 @@ public struct EditSession {
     public mutating func apply(_ edit: ItemEdit, to id: ItemID) throws -> Dot {
         try edits.apply(edit, to: id, in: &rows)
     }
+
+    /// Signs the edits' runs and keeps them, before the transaction commits.
+    mutating func finish() throws { try edits.finish(in: &rows) }
 }

@@ -32,7 +32,7 @@ extension ReplicaStore {
             try write(stream == nil ? .full : .resent) { tx, me in
                 tx.origin = .peer
                 var receiving = SQLiteBatchWrite(
-                    rows: SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName),
+                    rows: SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName, signer: signing.current),
                     merge: BatchMerge(
                         refuse: terms.refuse,
                         revoked: terms.revoked,
@@ -163,8 +163,8 @@ struct SQLiteBatchWrite: BatchReceiving {
 
     func held(of nodes: [NodeID]) throws -> VersionVector { try tx.versionVector(of: nodes) }
 
-    mutating func merge(_ updates: [FieldUpdate]) throws -> Int {
-        let changed = try merge.merge(updates, in: &rows)
+    mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof]) throws -> Int {
+        let changed = try merge.merge(updates, proofs: proofs, in: &rows)
         // The writer's marker follows received changes too: a restore that loses them is a
         // rollback as much as one that loses local edits.
         if changed > 0 {

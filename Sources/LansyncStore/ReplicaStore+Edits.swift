@@ -49,12 +49,13 @@ extension ReplicaStore {
             if let why = try Self.readOnlyReason(db: tx.db) { throw StoreError.readOnly(why: why) }
             let writer = try tx.claimWriter(lease: lease, name: me.nodeName)
             var session = EditSession(
-                rows: SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName),
+                rows: SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName, signer: signing.current),
                 writer: writer,
                 wallMilliseconds: wallMilliseconds
             )
             try body(&session)
             guard session.count > 0 else { return .rollback(()) }
+            try session.finish()
             tx = session.rows.tx
             try tx.setCounter(of: writer.row, to: session.counter)
             tx.writerMarker = (writer.id, try tx.countChange())

@@ -238,7 +238,7 @@ extension ReplicaStore {
                         created: row[3]
                     ) { try StoredState.decode(Array(row[2] as Data), db: tx.db, nodes: nodeRows) }
                 }
-                var rows = SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName)
+                var rows = SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName, signer: signing.current)
                 var merge = BatchMerge<SQLiteRows>(wallMilliseconds: now)
                 var renamed: [Dot: Dot] = [:]
                 for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &rows) }

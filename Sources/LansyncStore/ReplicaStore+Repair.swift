@@ -75,16 +75,28 @@ extension ReplicaStore {
         } catch {
             salvage.unreadable = true
         }
+        // The field rows the version index names, read once if a range of rows does not read:
+        // those are the rows to probe one by one (every saved field holds a version), not the
+        // range's 4,096 possible ones. (A damaged page above many items' rows made every range
+        // fail, and probing each of their possible rows one read at a time ran for hours.)
+        var indexed: Set<Int64>??
         for item in stride(from: Int64(0), through: maxRow >> FieldRows.shift, by: 1) {
             let range = FieldRows.range(item: item)
-            let rows: [Int64] =
-                (try? database.read { db in
-                    try Int64.fetchAll(
-                        db,
-                        sql: "SELECT id FROM field WHERE id BETWEEN ? AND ?",
-                        arguments: FieldRows.arguments(item: item)
+            var rows: [Int64]! = try? database.read { db in
+                try Int64.fetchAll(
+                    db,
+                    sql: "SELECT id FROM field WHERE id BETWEEN ? AND ?",
+                    arguments: FieldRows.arguments(item: item)
+                )
+            }
+            if rows == nil {
+                if indexed == nil {
+                    indexed = .some(
+                        try? database.read { db in Set(try Int64.fetchAll(db, sql: "SELECT field FROM version")) }
                     )
-                }) ?? Array(range)
+                }
+                rows = indexed??.filter { range.contains($0) }.sorted() ?? Array(range)
+            }
             for rowID in rows {
                 do {
                     if let read = try database.read({ db in try salvageField(row: rowID, db: db) }) {
@@ -126,21 +138,21 @@ extension ReplicaStore {
         let claims = (try? versionVector()) ?? VersionVector()
         if salvage.unreadable { return VersionVector() }
         guard !salvage.lostRows.isEmpty else { return claims }
+        // One pass over the version index (it has no index by field: a look-up per lost row
+        // scanned it whole each time).
+        let lost = Set(salvage.lostRows)
         let lowest: [NodeID: UInt64]? = try? database.read { db in
             var lowest: [NodeID: UInt64] = [:]
-            for rowID in salvage.lostRows {
-                for row in try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT n.node_id, min(v.counter) FROM version v JOIN node n ON n.id = v.node WHERE v.field = ? GROUP BY n.node_id
-                        """,
-                    arguments: [rowID]
-                ) {
-                    guard let node = NodeID(text: try row.decode(atIndex: 0)) else {
-                        throw DecodingError("bad node id", offset: 0)
-                    }
-                    lowest[node] = min(lowest[node] ?? .max, UInt64(try row.decode(atIndex: 1) as Int64))
+            let rows = try Row.fetchCursor(
+                db,
+                sql: "SELECT v.field, n.node_id, v.counter FROM version v JOIN node n ON n.id = v.node"
+            )
+            while let row = try rows.next() {
+                guard lost.contains(row[0]) else { continue }
+                guard let node = NodeID(text: try row.decode(atIndex: 1)) else {
+                    throw DecodingError("bad node id", offset: 0)
                 }
+                lowest[node] = min(lowest[node] ?? .max, UInt64(try row.decode(atIndex: 2) as Int64))
             }
             return lowest
         }

@@ -22,7 +22,7 @@ extension ReplicaStore {
         guard !revoked.isEmpty else { return 0 }
         return try guarded {
             try write { tx, me in
-                var rows = SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName)
+                var rows = SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName, signer: signing.current)
                 var merge = BatchMerge<SQLiteRows>(revoked: revoked, wallMilliseconds: wallMilliseconds)
                 let changed = try merge.overruleHeldWrites(in: &rows)
                 guard let writer = merge.writer else { return .rollback(0) }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import LansyncCore
 public import LansyncReplica
@@ -39,5 +40,71 @@ struct SQLiteDeltaReads: DeltaReads {
 
     func lacking(local: VersionVector, remote: VersionVector, cap: Int) throws -> Int {
         try ReplicaStore.lacking(db, local: local, remote: remote, cap: cap)
+    }
+
+    func signedRuns(
+        of node: NodeID,
+        overlapping counters: ClosedRange<UInt64>
+    ) throws -> [(run: SignedRun, leaves: Int)] {
+        guard let nodeRow = try ReplicaStore.nodeRow(of: node, db: db) else { return [] }
+        // Runs of a writer never overlap: the one starting at or before the range's start, and
+        // those starting inside it.
+        return try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT first, last, key, signature, leaves FROM signed_run WHERE node = ?1 AND first <= ?3 AND last >= ?2
+                    AND first >= (SELECT coalesce(max(first), 0) FROM signed_run WHERE node = ?1 AND first <= ?2)
+                    ORDER BY first
+                    """
+            ),
+            arguments: [nodeRow, Int64(clamping: counters.lowerBound), Int64(clamping: counters.upperBound)]
+        ).map { row in
+            (
+                SignedRun(
+                    writer: node,
+                    first: UInt64(clamping: row[0] as Int64),
+                    last: UInt64(clamping: row[1] as Int64),
+                    key: Array(row[2] as Data),
+                    signature: Array(row[3] as Data)
+                ),
+                row[4] as Int
+            )
+        }
+    }
+
+    func goneLeaves(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [RunLeaf] {
+        guard let nodeRow = try ReplicaStore.nodeRow(of: node, db: db) else { return [] }
+        return try Row.fetchAll(
+            db.cachedStatement(
+                sql:
+                    "SELECT counter, field, digest FROM run_leaf WHERE node = ? AND counter BETWEEN ? AND ? ORDER BY counter"
+            ),
+            arguments: [nodeRow, Int64(clamping: counters.lowerBound), Int64(clamping: counters.upperBound)]
+        ).map { row in
+            RunLeaf(
+                counter: UInt64(clamping: row[0] as Int64),
+                field: FieldName(unchecked: row[1]),
+                digest: Array(row[2] as Data)
+            )
+        }
+    }
+
+    func indexedVersions(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [DeltaPlanner.IndexRow] {
+        guard let nodeRow = try ReplicaStore.nodeRow(of: node, db: db) else { return [] }
+        return try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT v.counter, i.item_id, f.name FROM version v
+                    JOIN field f ON f.id = v.field JOIN item i ON i.id = f.item
+                    WHERE v.node = ? AND v.counter BETWEEN ? AND ? ORDER BY v.counter
+                    """
+            ),
+            arguments: [nodeRow, Int64(clamping: counters.lowerBound), Int64(clamping: counters.upperBound)]
+        ).map { row in
+            (
+                UInt64(clamping: row[0] as Int64),
+                FieldKey(item: ItemID(unchecked: row[1]), field: FieldName(unchecked: row[2]))
+            )
+        }
     }
 }

@@ -33,6 +33,8 @@ public final class ReplicaStore: Sendable {
     let nodeRows = NodeRows()
     /// Opened read-only (a file this process may not write): nothing derived is caught up.
     let readOnly: Bool
+    /// What signs this replica's own writes (Docs/SECURITY.md, "Signed writes").
+    public let signing = WriteSigning()
 
     /// The replica file's name inside a data directory.
     public static let fileName = "replica.sqlite"

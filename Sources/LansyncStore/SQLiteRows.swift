@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import LansyncCore
 import LansyncReplica
@@ -10,6 +11,7 @@ struct SQLiteRows: MergeRows, EditRows {
     /// replica's to use, and the replica's name for a new one.
     let lease: WriterLease
     let nodeName: String
+    let signer: (any WriteSigner)?
 
     var clock: HybridLogicalClock {
         get { tx.clock }
@@ -31,6 +33,29 @@ struct SQLiteRows: MergeRows, EditRows {
     func userFieldCount(item: Int64) throws -> Int { try Transaction.userFieldCount(db: tx.db, item: item) }
 
     mutating func saveField(_ save: FieldSave) throws -> Int64 { try tx.saveField(save) }
+
+    mutating func keep(_ run: SignedRun, leaves: Int) throws {
+        let node = try tx.nodeRow(run.writer)
+        try tx.db.cachedStatement(
+            sql:
+                "INSERT OR REPLACE INTO signed_run (node, first, last, leaves, key, signature) VALUES (?, ?, ?, ?, ?, ?)"
+        ).execute(arguments: [node, Int64(run.first), Int64(run.last), leaves, Data(run.key), Data(run.signature)])
+    }
+
+    func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws {
+        guard let node = try ReplicaStore.nodeRow(of: writer, db: tx.db) else { return }
+        let statement = try tx.db.cachedStatement(
+            sql: """
+                INSERT OR IGNORE INTO run_leaf (node, counter, field, digest) SELECT ?1, ?2, ?3, ?4
+                WHERE (SELECT last FROM signed_run WHERE node = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1) >= ?2
+                """
+        )
+        for leaf in leaves {
+            try statement.execute(arguments: [
+                node, Int64(clamping: leaf.counter), leaf.field.rawValue, Data(leaf.digest),
+            ])
+        }
+    }
 
     func updateItem(row: Int64, by change: DerivedChange) throws { try tx.updateItem(row: row, by: change) }
 

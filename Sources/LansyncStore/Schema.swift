@@ -35,6 +35,7 @@ enum Schema {
         migrator.registerMigration("v19-search-seq", migrate: v19SearchSeq)
         migrator.registerMigration(fieldRowsByItem, migrate: v20FieldRowsByItem)
         migrator.registerMigration("v21-signed-reports", migrate: v21SignedReports)
+        migrator.registerMigration("v22-signed-runs", migrate: v22SignedRuns)
         return migrator
     }
 
@@ -499,6 +500,36 @@ enum Schema {
                 -- signature (Docs/SECURITY.md). Null until one is held.
                 ALTER TABLE member ADD COLUMN signed BLOB;
                 ALTER TABLE member ADD COLUMN signed_at INTEGER;
+                """
+        )
+    }
+
+    private static func v22SignedRuns(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- The signed runs of writes this replica holds (Docs/SECURITY.md, "Signed
+                -- writes"): a writer's dots first..last, how many field versions they wrote
+                -- (leaves), and its member's public key and signature over their digests.
+                CREATE TABLE signed_run (
+                    node      INTEGER NOT NULL REFERENCES node(id),
+                    first     INTEGER NOT NULL,
+                    last      INTEGER NOT NULL,
+                    leaves    INTEGER NOT NULL,
+                    key       BLOB NOT NULL,
+                    signature BLOB NOT NULL,
+                    PRIMARY KEY (node, first)
+                ) WITHOUT ROWID;
+
+                -- The leaves of held runs whose versions this replica does not hold live
+                -- (superseded, or gone before they came): the digest of what dot (node, counter)
+                -- wrote to field 'field', so the run's proof can still be made whole.
+                CREATE TABLE run_leaf (
+                    node    INTEGER NOT NULL REFERENCES node(id),
+                    counter INTEGER NOT NULL,
+                    field   TEXT NOT NULL,
+                    digest  BLOB NOT NULL,
+                    PRIMARY KEY (node, counter, field)
+                ) WITHOUT ROWID;
                 """
         )
     }

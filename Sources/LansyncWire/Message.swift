@@ -67,6 +67,26 @@ extension Message {
         if case .reached(let hops, _) = self { hops } else { nil }
     }
 
+    /// The message with its batch's proofs left out (a batch for a peer before protocol 1.14,
+    /// or the batch a `proved` message wraps).
+    public var withoutProofs: Message { withProofs([]) }
+
+    /// The message with its batch's proofs set to `proofs` (any other message as it is).
+    public func withProofs(_ proofs: [RunProof]) -> Message {
+        switch self {
+        case .batch(let sequence, var batch):
+            batch.proofs = proofs
+            return .batch(sequence: sequence, batch)
+        case .finalBatch(let sequence, var batch, let done):
+            batch.proofs = proofs
+            return .finalBatch(sequence: sequence, batch, done: done)
+        case .reached(let hops, let inner):
+            return .reached(hops: hops, inner.withProofs(proofs))
+        default:
+            return self
+        }
+    }
+
     /// Whether the message carries field states (a batch or a final batch, with hops or not).
     public var isBatch: Bool { batchCovers != nil }
 
@@ -359,8 +379,13 @@ public struct ProtocolVersion: Hashable, Comparable, Sendable, CustomStringConve
     /// the sender's replica is stale, at the end of the hello (``Hello/staleSince``; older nodes
     /// skip it); 1.13 members' reports signed by their members at the end of the hello
     /// (``Hello/signedReports``; older nodes skip them) and the sender's own signed report as a
-    /// message of its own (type 16, ``Message/report(_:)``), sent only to peers that announced 1.13.
-    public static let current = ProtocolVersion(major: 1, minor: 13)
+    /// message of its own (type 16, ``Message/report(_:)``), sent only to peers that announced
+    /// 1.13; 1.14 the signed runs of a batch's versions before it (type 17, ``DeltaBatch/proofs``),
+    /// sent only to peers that announced 1.14 (an older one gets the batch without them).
+    public static let current = ProtocolVersion(major: 1, minor: 14)
+
+    /// The first version that takes a batch's proofs (signed writes).
+    public static let signedWrites = ProtocolVersion(major: 1, minor: 14)
 
     /// The first version that carries signed reports (``Hello/SignedReport``).
     public static let signedReports = ProtocolVersion(major: 1, minor: 13)

@@ -23,6 +23,9 @@ public enum MessageCoder {
         case reached = 15
         /// The sender's own signed report (protocol 1.13).
         case report = 16
+        /// The signed runs of the batch that follows (protocol 1.14): the proofs, then that batch
+        /// as a message of its own.
+        case proved = 17
     }
 
     /// "LNSY": the first bytes of every hello, so a node that reaches something else knows at once.
@@ -33,6 +36,8 @@ public enum MessageCoder {
         switch message {
         case .hello(let hello):
             encode(hello, into: &w)
+        case let .batch(_, batch) where !batch.proofs.isEmpty, let .finalBatch(_, batch, _) where !batch.proofs.isEmpty:
+            encodeProved(message, batch.proofs, into: &w)
         case let .batch(sequence, batch):
             w.byte(batch.base == nil ? Tag.batch.rawValue : Tag.loggedBatch.rawValue)
             BatchCoding.encode(sequence: sequence, batch, into: &w)
@@ -125,6 +130,8 @@ public enum MessageCoder {
                 message = .graft
             case .reached:
                 message = try decodeReached(&r)
+            case .proved:
+                message = try decodeProved(&r)
             case .report:
                 let report = try decodeSignedReport(&r)
                 guard report.seen.counters.count <= WireLimits.maxReportEntries else {
@@ -148,9 +155,27 @@ public enum MessageCoder {
         let rest = Array(try r.raw(r.remaining))
         // Checked before decoding it: hop counts nested in hop counts would recurse as deep as
         // a frame is long.
-        guard let inner = rest.first.flatMap(Tag.init(rawValue:)), [.batch, .loggedBatch, .finalBatch].contains(inner)
+        guard let inner = rest.first.flatMap(Tag.init(rawValue:)),
+            [.batch, .loggedBatch, .finalBatch, .proved].contains(inner)
         else { throw WireError.malformed("a hop count before a message that is not a batch") }
         return .reached(hops: hops, try decode(rest))
+    }
+
+    /// A batch's proofs, then the batch as a message of its own (protocol 1.14).
+    private static func encodeProved(_ message: Message, _ proofs: [RunProof], into w: inout ByteWriter) {
+        w.byte(Tag.proved.rawValue)
+        ProofCoding.encode(proofs, into: &w)
+        w.raw(encode(message.withoutProofs))
+    }
+
+    /// A batch's proofs, then the batch (protocol 1.14).
+    private static func decodeProved(_ r: inout ByteReader) throws -> Message {
+        let proofs = try ProofCoding.decode(&r)
+        let rest = Array(try r.raw(r.remaining))
+        // Checked before decoding it, as a hop count's batch (no nesting).
+        guard let inner = rest.first.flatMap(Tag.init(rawValue:)), [.batch, .loggedBatch, .finalBatch].contains(inner)
+        else { throw WireError.malformed("proofs before a message that is not a batch") }
+        return try decode(rest).withProofs(proofs)
     }
 
     /// The messages of joining and of refusal: a join request and its answer, and an error.

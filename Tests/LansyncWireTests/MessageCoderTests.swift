@@ -4,6 +4,17 @@ import LansyncTestSupport
 import LansyncWire
 import Testing
 
+extension Message {
+    /// The proofs of the batch the message carries (none for any other message).
+    var batchProofs: [RunProof] {
+        switch self {
+        case .batch(_, let batch), .finalBatch(_, let batch, _): batch.proofs
+        case .reached(_, let inner): inner.batchProofs
+        default: []
+        }
+    }
+}
+
 @Suite struct MessageCoderTests {
     static let a = NodeID(high: 0x0102_0304_0506_0708, low: 0x090A_0B0C_0D0E_0F10)
     static let c = NodeID(high: 0xAAAA_AAAA_AAAA_AAAA, low: 0xBBBB_BBBB_BBBB_BBBB)
@@ -315,6 +326,54 @@ import Testing
         #expect(throws: WireError.self) { try MessageCoder.decode([15]) }
         // Nested as deep as a frame allows: refused at the first level, not recursed into.
         #expect(throws: WireError.self) { try MessageCoder.decode(Array(repeating: 15, count: 1 << 20)) }
+    }
+
+    /// 1.14's proofs: before a batch (or final batch), which is encoded as on its own, and itself
+    /// after a hop count; anything out of its bounds is refused.
+    @Test func goldenProved() throws {
+        var field = FieldState()
+        field.assign(.integer(1), dot: Dot(node: Self.a, counter: 2), timestamp: HLCTimestamp(rawValue: 1))
+        var batch = DeltaBatch(
+            updates: [FieldUpdate(key: FieldKey(item: .named("i"), field: .named("v")), state: field)],
+            covers: VersionVector([Self.a: 2])
+        )
+        let plain = MessageCoder.encode(.batch(sequence: 3, batch))
+        let run = SignedRun(
+            writer: Self.a,
+            first: 1,
+            last: 2,
+            key: Array(repeating: 2, count: 33),
+            signature: Array(repeating: 7, count: 64)
+        )
+        batch.proofs = [
+            RunProof(run: run, leaves: [RunLeaf(counter: 1, field: .type, digest: Array(repeating: 9, count: 32))])
+        ]
+        let proofBytes: [UInt8] =
+            [1] + Self.a.bytes + [1, 2] + run.key + run.signature + [1, 1, 5] + Array("_type".utf8)
+            + Array(repeating: 9, count: 32)
+        #expect(MessageCoder.encode(.batch(sequence: 3, batch)) == [17] + proofBytes + plain)
+        for message in [
+            Message.batch(sequence: 3, batch), .finalBatch(sequence: 4, batch, done: VersionVector([Self.a: 2])),
+            .reached(hops: 2, .batch(sequence: 3, batch)),
+        ] {
+            let decoded = try MessageCoder.decode(MessageCoder.encode(message))
+            #expect(MessageCoder.encode(decoded) == MessageCoder.encode(message))
+            #expect(decoded.batchProofs == batch.proofs)
+        }
+        // A batch without proofs is encoded as before 1.14.
+        #expect(MessageCoder.encode(Message.batch(sequence: 3, batch).withoutProofs) == plain)
+        let ack = MessageCoder.encode(.ack(sequence: 1))
+        #expect(throws: WireError.self) { try MessageCoder.decode([17] + proofBytes + ack) }
+        #expect(throws: WireError.self) { try MessageCoder.decode([17] + proofBytes + [17] + proofBytes + plain) }
+        #expect(throws: WireError.self) { try MessageCoder.decode([17] + proofBytes) }
+        // A leaf outside its run, a run longer than a run may be, a count past the data.
+        var outside = proofBytes
+        outside[1 + 16 + 2 + 33 + 64 + 1] = 3
+        #expect(throws: WireError.self) { try MessageCoder.decode([17] + outside + plain) }
+        var long = proofBytes
+        long.replaceSubrange((1 + 16 + 1)...(1 + 16 + 1), with: [0xD8, 0x04])  // dots 1 to 600
+        #expect(throws: WireError.self) { try MessageCoder.decode([17] + long + plain) }
+        #expect(throws: WireError.self) { try MessageCoder.decode([17, 0xFF, 0xFF, 0x03] + plain) }
     }
 
     @Test func goldenAckDoneError() {

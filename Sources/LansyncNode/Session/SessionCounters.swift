@@ -1,3 +1,5 @@
+public import LansyncReplica
+
 /// What a session moved each way: field states, and bytes on the wire (TLS included).
 ///
 /// One value for every place that speaks of it: the ``SessionMachine`` counts the field states,
@@ -35,5 +37,25 @@ public struct SessionCounters: Sendable, Equatable {
             sentBytes: max(sentBytes, other.sentBytes),
             receivedBytes: max(receivedBytes, other.receivedBytes)
         )
+    }
+}
+
+/// What a peer's batches carried of signed writes (Docs/SECURITY.md, "Signed writes"): field
+/// versions a proof that held covers, versions no proof covers, and the proofs that did not hold
+/// (the first one's reason kept, for the log and `status`).
+public struct SignedWriteCounts: Sendable, Equatable {
+    public var signed = 0
+    public var unsigned = 0
+    public var failedRuns = 0
+    public var firstFailure: String?
+
+    public init() {}
+
+    /// Adds what one batch's check found.
+    public mutating func add(_ outcome: RunCheck.Outcome) {
+        signed += outcome.signed
+        unsigned += outcome.unsigned
+        failedRuns += outcome.failed.count
+        if firstFailure == nil, let failure = outcome.failed.first { firstFailure = failure.description }
     }
 }

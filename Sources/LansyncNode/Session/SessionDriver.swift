@@ -252,7 +252,10 @@ struct SessionDriver {
     /// A batch with the hops its changes took to reach this node, to a peer that reads them
     /// (protocol 1.11); any other message, or to an older peer, as it is.
     private func stamped(_ message: Message) -> Message {
-        guard let peer = machine.peer, peer.version >= .hops, let covers = message.batchCovers else { return message }
+        guard let peer = machine.peer, message.isBatch else { return message }
+        // Proofs go only to a peer that reads them (protocol 1.14).
+        let message = peer.version >= .signedWrites ? message : message.withoutProofs
+        guard peer.version >= .hops, let covers = message.batchCovers else { return message }
         return runner.hub.hops(of: covers).map { .reached(hops: $0, message) } ?? message
     }
 
@@ -269,9 +272,15 @@ struct SessionDriver {
         let incarnation = machine.peer?.writer ?? peer
         let allowance = runner.writers.perSession - outcome.newWriters
         let rejoinedAt = self.rejoinedAt
-        let batch = vouched(batch)
+        let vouched = vouched(batch)
+        let runs = runner.runCheck
         do {
-            let (received, version) = try await io.write {
+            let (received, version, signed, batch) = try await io.write {
+                // Checked before the store sees the batch, off the event loop (a signature
+                // check and a digest a version); only the proofs that held are kept.
+                let signed = runs.check(vouched)
+                var batch = vouched
+                batch.proofs = signed.held
                 let received = try store.receive(
                     batch,
                     from: peer,
@@ -284,8 +293,9 @@ struct SessionDriver {
                     rejoinedAt: rejoinedAt,
                     completingStream: completingStream
                 )
-                return (received, received.version)
+                return (received, received.version, signed, batch)
             }
+            outcome.signedWrites.add(signed)
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
             let keep = runner.hub.applied(
@@ -300,18 +310,21 @@ struct SessionDriver {
             }
             if received.changed > 0 { await runner.observer.applied(received.changed) }
             return machine.handle(.applied(sequence: sequence, now: .now, changed: received.changed, keep: keep))
-        } catch let error as StoreError {
-            switch error {
-            case .tooManyWriters:
-                return machine.handle(.refused(ProtocolError(.rejectedChange, error.description)))
-            case .tooManyNewWriters, .rejoinedSince:
-                // The next session carries on where this one stopped, or from the snapshot.
-                return machine.handle(.refused(ProtocolError(.busy, error.description)))
-            default:
-                return machine.handle(.storageFailed("applying a batch: \(error)"))
-            }
         } catch {
-            return machine.handle(.storageFailed("applying a batch: \(error)"))
+            return machine.handle(Self.event(refusing: error))
+        }
+    }
+
+    /// What the machine is told when a batch could not be applied.
+    private static func event(refusing error: any Error) -> SessionMachine.Event {
+        switch error as? StoreError {
+        case .tooManyWriters?:
+            return .refused(ProtocolError(.rejectedChange, "\(error)"))
+        case .tooManyNewWriters?, .rejoinedSince?:
+            // The next session carries on where this one stopped, or from the snapshot.
+            return .refused(ProtocolError(.busy, "\(error)"))
+        default:
+            return .storageFailed("applying a batch: \(error)")
         }
     }
 
@@ -321,7 +334,10 @@ struct SessionDriver {
     private func vouched(_ batch: DeltaBatch) -> DeltaBatch {
         guard witness.vouchedPart(of: batch.covers) != batch.covers else { return batch }
         let covers = witness.vouchedPart(of: batch.covers, shown: witness.shown(in: batch))
-        return covers == batch.covers ? batch : DeltaBatch(updates: batch.updates, covers: covers, base: batch.base)
+        guard covers != batch.covers else { return batch }
+        var cut = DeltaBatch(updates: batch.updates, covers: covers, base: batch.base)
+        cut.proofs = batch.proofs
+        return cut
     }
 
     /// Records the peer's complete stream: what its batches covered joins the version vector.

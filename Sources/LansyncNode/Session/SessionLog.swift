@@ -86,14 +86,19 @@ struct SessionLog: Sendable {
         let leftOut =
             outcome.unverifiedCovers > 0
             ? "; left out \(outcome.unverifiedCovers) writer(s) its batches claimed that no state named" : ""
+        let signed = outcome.signedWrites
+        let refused =
+            signed.failedRuns > 0
+            ? "; \(signed.failedRuns) signed run(s) of its batches did not hold (\(signed.firstFailure ?? ""))" : ""
         logger.info(
-            "session with \(name(peer)) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(c.sentUpdates) field states (\(c.sentBytes) bytes), received \(c.receivedUpdates) (\(c.receivedBytes) bytes)\(leftOut)\(failure.map { "; \($0)" } ?? "")\(note)",
+            "session with \(name(peer)) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(c.sentUpdates) field states (\(c.sentBytes) bytes), received \(c.receivedUpdates) (\(c.receivedBytes) bytes)\(leftOut)\(refused)\(failure.map { "; \($0)" } ?? "")\(note)",
             metadata: [
                 "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)",
                 "path": "\(peer.role == .relay ? "relay" : "direct")", "address": "\(address)",
                 "sent": "\(c.sentUpdates)", "received": "\(c.receivedUpdates)", "sent_bytes": "\(c.sentBytes)",
                 "received_bytes": "\(c.receivedBytes)", "duration_s": "\(String(format: "%.3f", seconds))",
-                "error": "\(failure ?? "")",
+                "error": "\(failure ?? "")", "signed": "\(signed.signed)", "unsigned": "\(signed.unsigned)",
+                "failed_runs": "\(signed.failedRuns)",
             ]
         )
     }

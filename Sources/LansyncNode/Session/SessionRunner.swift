@@ -1,6 +1,7 @@
 import AsyncAlgorithms
 import Foundation
 public import LansyncCore
+import LansyncIdentity
 public import LansyncReplica
 public import LansyncTransport
 public import LansyncWire
@@ -33,6 +34,8 @@ public struct SessionOutcome: Sendable {
     /// Entries of the peer's covers naming writers this replica could not verify, left out
     /// (``ReceivedBatch/unverifiedCovers``).
     public var unverifiedCovers = 0
+    /// What the peer's batches carried of signed writes (``RunCheck``).
+    public var signedWrites = SignedWriteCounts()
 
     /// A one-line description of why the session ended, nil for a clean end.
     public var failure: String? {
@@ -112,6 +115,11 @@ public struct SessionRunner: Sendable {
         self.hub = hub
         self.config = config
         self.observer = observer
+    }
+
+    /// The check of a peer's batches' signed runs, for this cluster, with members' keys.
+    var runCheck: RunCheck {
+        RunCheck(cluster: config.clusterID) { MemberSignature.isValid($0, of: $1, key: $2, forWriter: $3) }
     }
 
     /// How often the machine's clock moves (timeouts, keepalives, its own anti-entropy round).

@@ -1,0 +1,29 @@
+import Foundation
+public import LansyncCore
+import LansyncIdentity
+public import LansyncReplica
+
+/// A member's key as the signer of its replica's own writes (Docs/SECURITY.md, "Signed
+/// writes"): the key its certificate certifies, for its cluster.
+public struct MemberWriteSigner: WriteSigner {
+    let member: MemberSigner
+    public let cluster: NodeID
+
+    public init(_ member: MemberSigner, cluster: NodeID) {
+        self.member = member
+        self.cluster = cluster
+    }
+
+    public var publicKey: [UInt8] { member.publicKey }
+
+    public func sign(_ bytes: [UInt8]) -> [UInt8]? { member.sign(bytes) }
+
+    /// The signer of the node whose certificate and key are in `nodePEM` (a data directory's
+    /// `node.pem`); nil if the file cannot be read as one.
+    public static func load(nodePEM path: String, cluster: NodeID) -> MemberWriteSigner? {
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8),
+            let node = try? NodeIdentity(pem: pem, name: "")
+        else { return nil }
+        return MemberWriteSigner(MemberSigner(node), cluster: cluster)
+    }
+}

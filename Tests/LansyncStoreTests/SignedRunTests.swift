@@ -1,0 +1,258 @@
+import Crypto
+import Foundation
+import LansyncCore
+import LansyncTestLane
+import LansyncTestSupport
+import Testing
+
+@testable import LansyncReplica
+@testable import LansyncStore
+
+/// A P-256 key signing as a member of cluster 99 would (the host's signer is the node's key).
+struct TestSigner: WriteSigner {
+    let key = P256.Signing.PrivateKey()
+    let cluster = NodeID.node(99)
+    var publicKey: [UInt8] { Array(key.publicKey.compressedRepresentation) }
+    func sign(_ bytes: [UInt8]) -> [UInt8]? { (try? key.signature(for: bytes)).map { Array($0.rawRepresentation) } }
+
+    /// A check of batches' proofs that takes this signer's key as every writer's member's.
+    var check: RunCheck {
+        let key = key.publicKey
+        return RunCheck(cluster: cluster) { signature, bytes, _, _ in
+            guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+            return key.isValidSignature(parsed, for: bytes)
+        }
+    }
+
+    /// True if `run` is this signer's signature over `leaves`.
+    func signed(_ run: SignedRun, over leaves: [RunLeaf]) -> Bool {
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: run.signature),
+            run.key == publicKey
+        else { return false }
+        return key.publicKey.isValidSignature(
+            signature,
+            for: run.signedBytes(cluster: cluster, root: SignedRun.root(of: leaves))
+        )
+    }
+}
+
+/// Every store signs its own writes in the transaction that makes them (Docs/SECURITY.md,
+/// "Signed writes"): one run per commit of consecutive dots, over the digest of every field
+/// version the dots wrote.
+@Suite(.computeBound) struct SignedRunTests: ReplicaFixture {
+    let dir = makeTemporaryDirectory("signed-runs")
+    let title = FieldName.named("title")
+    let owner = FieldName.named("owner")
+
+    /// The leaves of dot `counter` in `item`: one per field whose state holds a version of it.
+    func leaves(of counter: UInt64, writer: NodeID, in item: ItemState) -> [RunLeaf] {
+        item.fields.flatMap { name, state in
+            state.versions.filter { $0.dot == Dot(node: writer, counter: counter) }.map {
+                RunLeaf(item: item.id, field: name, version: $0)
+            }
+        }
+    }
+
+    @Test(arguments: StorageKind.all)
+    func anEditIsSignedOverEveryFieldItWrote(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "signed-edit")
+        defer { site.close() }
+        let a = try site.replica(1)
+        let signer = TestSigner()
+        a.signing.use(signer)
+        let x = ItemID.named("x")
+        let created = try a.apply(
+            .create(type: "task", assignments: [.set(title, .string("one")), .set(owner, .string("ann"))]),
+            to: x,
+            wallMilliseconds: t0
+        )
+        let state = try #require(try a.itemState(x))
+        let createLeaves = leaves(of: created.counter, writer: created.node, in: state)
+        #expect(createLeaves.count == 3)  // _type, owner, title
+        let updated = try a.apply(.update([.set(title, .string("two"))]), to: x, wallMilliseconds: t0 + 1)
+        let after = try #require(try a.itemState(x))
+        let runs = try a.signedRuns(of: nil)
+        try #require(runs.count == 2)
+        #expect(runs[0].writer == created.node && runs[0].first == created.counter && runs[0].last == created.counter)
+        #expect(signer.signed(runs[0], over: createLeaves))
+        #expect(runs[1].first == updated.counter && runs[1].last == updated.counter)
+        #expect(signer.signed(runs[1], over: leaves(of: updated.counter, writer: updated.node, in: after)))
+        // A signature over anything else does not hold: the leaves of the other run, or one left out.
+        #expect(!signer.signed(runs[1], over: createLeaves))
+        #expect(!signer.signed(runs[0], over: Array(createLeaves.dropFirst())))
+    }
+
+    @Test(arguments: StorageKind.all)
+    func aReplicaWithoutSignerWritesUnsigned(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "unsigned-edit")
+        defer { site.close() }
+        let a = try site.replica(1)
+        try a.apply(
+            .create(type: "task", assignments: [.set(title, .string("one"))]),
+            to: .named("x"),
+            wallMilliseconds: t0
+        )
+        #expect(try a.signedRuns(of: nil).isEmpty)
+    }
+
+    @Test func aBulkEditSignsRunsOfAtMostTheirBoundOfLeavesEach() throws {
+        let store = try ReplicaStore.create(
+            path: "\(dir)/bulk.sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "a",
+            fingerprint: "test",
+            lease: WriterLease(directory: dir)
+        )
+        let signer = TestSigner()
+        store.signing.use(signer)
+        let count = SignedRun.maxLeaves / 2 + 10
+        try store.applyEdits(wallMilliseconds: t0) { session in
+            for n in 0..<count {
+                try session.apply(
+                    .create(type: "task", assignments: [.set(title, .string("n\(n)"))]),
+                    to: .named("i\(n)")
+                )
+            }
+        }
+        let runs = try store.signedRuns(of: nil)
+        #expect(
+            runs.map { $0.last - $0.first + 1 } == [
+                UInt64(SignedRun.maxLeaves / 2), UInt64(count) - UInt64(SignedRun.maxLeaves / 2),
+            ]
+        )
+        // The first run covers the two leaves (type and title) of each of its 256 items, and no others.
+        var leaves: [RunLeaf] = []
+        for n in 0..<count {
+            let item = try #require(try store.itemState(.named("i\(n)")))
+            for (name, state) in item.fields {
+                for version in state.versions where runs[0].contains(version.dot.counter) {
+                    leaves.append(RunLeaf(item: item.id, field: name, version: version))
+                }
+            }
+        }
+        #expect(leaves.count == SignedRun.maxLeaves)
+        #expect(signer.signed(runs[0], over: leaves))
+    }
+
+    /// The batches of `from`'s whole delta for an empty replica, `batchSize` field states each.
+    func batches(of from: any ReplicaStorage, batchSize: Int) throws -> [DeltaBatch] {
+        var stream = try from.deltaStream(
+            for: VersionVector(),
+            maxUpdates: batchSize,
+            budgetBytes: 2 << 20,
+            unclaimed: true,
+            deltaBase: nil
+        )
+        var batches: [DeltaBatch] = []
+        while let batch = try stream.next(peerHolds: VersionVector()) { batches.append(batch) }
+        return batches
+    }
+
+    @Test(arguments: StorageKind.all)
+    func aDeltaCarriesTheProofsOfItsVersionsAndTheyHoldWhereItIsReceived(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "signed-delta")
+        defer { site.close() }
+        let a = try site.replica(1)
+        let b = try site.replica(2)
+        let signer = TestSigner()
+        a.signing.use(signer)
+        for n in 0..<30 {
+            try a.apply(
+                .create(type: "task", assignments: [.set(title, .string("t\(n)")), .set(owner, .string("o\(n)"))]),
+                to: .named("i\(n)"),
+                wallMilliseconds: t0 + UInt64(n)
+            )
+        }
+        try a.apply(.update([.set(title, .string("again"))]), to: .named("i3"), wallMilliseconds: t0 + 100)
+        let batches = try batches(of: a, batchSize: 20)
+        #expect(batches.count > 1)
+        var signed = 0
+        for batch in batches {
+            let outcome = signer.check.check(batch)
+            #expect(outcome.failed.isEmpty)
+            #expect(outcome.unsigned == 0)
+            signed += outcome.signed
+        }
+        // Every live version: 30 items of three fields, one of them written again.
+        #expect(signed == 90)
+        try syncAsASession(a, b, batchSize: 20, deltas: false, wallMilliseconds: t0 + 200)
+        #expect(try b.signedRuns(of: nil) == (try a.signedRuns(of: nil)))
+    }
+
+    @Test(arguments: StorageKind.all)
+    func aProofDoesNotHoldForAVersionChangedOnTheWay(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "signed-tampered")
+        defer { site.close() }
+        let a = try site.replica(1)
+        let signer = TestSigner()
+        a.signing.use(signer)
+        let x = ItemID.named("x")
+        let dot = try a.apply(
+            .create(type: "task", assignments: [.set(title, .string("one"))]),
+            to: x,
+            wallMilliseconds: t0
+        )
+        let batch = try #require(try batches(of: a, batchSize: 10).first)
+        // The same batch with the title's version saying something else, under the same dot.
+        let forged = batch.updates.map { update -> FieldUpdate in
+            guard update.key.field == title else { return update }
+            var state = FieldState()
+            state.assign(.string("forged"), dot: dot, timestamp: HLCTimestamp(rawValue: t0 << 16))
+            return FieldUpdate(key: update.key, state: state)
+        }
+        var tampered = DeltaBatch(updates: forged, covers: batch.covers)
+        tampered.proofs = batch.proofs
+        let outcome = signer.check.check(tampered)
+        #expect(outcome.held.isEmpty)
+        #expect(outcome.failed.count == 1)
+        #expect(outcome.signed == 0 && outcome.unsigned == 2)
+        // Without its proof the same batch is unsigned, not failed.
+        #expect(signer.check.check(DeltaBatch(updates: forged, covers: batch.covers)).unsigned == 2)
+    }
+
+    /// A delta ends a batch before a run rather than inside it, so a run travels whole and its
+    /// proof holds no leaves; a run larger than a batch is split, and its proof carries the
+    /// leaves of its versions in the other batches.
+    @Test(arguments: [520, 100])
+    func aRunTravelsWholeUnlessItIsLargerThanABatch(batchSize: Int) throws {
+        let store = try ReplicaStore.create(
+            path: "\(dir)/runs-\(batchSize).sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "a",
+            fingerprint: "test",
+            lease: WriterLease(directory: dir)
+        )
+        let signer = TestSigner()
+        store.signing.use(signer)
+        // Two runs: 256 items of two fields, then 44.
+        try store.applyEdits(wallMilliseconds: t0) { session in
+            for n in 0..<300 {
+                try session.apply(
+                    .create(type: "task", assignments: [.set(title, .string("n\(n)"))]),
+                    to: .named("i\(n)")
+                )
+            }
+        }
+        #expect(try store.signedRuns(of: nil).count == 2)
+        let batches = try batches(of: store, batchSize: batchSize)
+        var signed = 0
+        for batch in batches {
+            let outcome = signer.check.check(batch)
+            #expect(outcome.failed.isEmpty)
+            #expect(outcome.unsigned == 0)
+            signed += outcome.signed
+            if batchSize > SignedRun.maxLeaves {
+                #expect(batch.proofs.allSatisfy { $0.leaves.isEmpty })
+            }
+        }
+        #expect(signed == 600)
+        if batchSize > SignedRun.maxLeaves {
+            // The first run (512 leaves) alone: the second does not fit beside it.
+            #expect(batches.map(\.updates.count) == [512, 88])
+        } else {
+            #expect(batches.contains { $0.proofs.contains { !$0.leaves.isEmpty } })
+        }
+    }
+}
