@@ -1377,7 +1377,8 @@ enum OpenAPIDocument {
                   "writer",
                   "counter",
                   "time",
-                  "live"
+                  "live",
+                  "signed"
                 ],
                 "properties": {
                   "field": {
@@ -1404,6 +1405,10 @@ enum OpenAPIDocument {
                   },
                   "live": {
                     "type": "boolean"
+                  },
+                  "signed": {
+                    "type": "boolean",
+                    "description": "This replica holds the signed run of the write: its writer's member signed it, checked when it came (Docs/SECURITY.md, Signed writes)"
                   }
                 }
               },

@@ -23,6 +23,13 @@ public struct ByteWriter: Sendable {
         varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
     }
 
+    /// `v`'s 8 bytes, most significant first.
+    public mutating func bigEndian(_ v: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: v >> UInt64(shift)))
+        }
+    }
+
     public mutating func fixed64(_ v: UInt64) {
         for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
     }

@@ -75,17 +75,80 @@ public struct SignedRun: Hashable, Sendable {
 public struct RunLeaf: Hashable, Sendable, Comparable {
     public let counter: UInt64
     public let field: FieldName
-    public let digest: [UInt8]
+    public let digest: LeafDigest
 
-    public init(counter: UInt64, field: FieldName, digest: [UInt8]) {
+    public init(counter: UInt64, field: FieldName, digest: LeafDigest) {
         self.counter = counter
         self.field = field
         self.digest = digest
     }
 
+    /// A leaf whose digest is `bytes`; nil unless they are 32.
+    public init?(counter: UInt64, field: FieldName, digestBytes bytes: some Collection<UInt8>) {
+        guard let digest = LeafDigest(bytes: bytes) else { return nil }
+        self.init(counter: counter, field: field, digest: digest)
+    }
+
     public static func < (lhs: RunLeaf, rhs: RunLeaf) -> Bool {
         lhs.counter != rhs.counter
             ? lhs.counter < rhs.counter : lhs.field.rawValue.utf8.lexicographicallyPrecedes(rhs.field.rawValue.utf8)
+    }
+
+    /// True if `lhs` and `rhs` are leaves of one dot and field (the same place in a run).
+    public static func samePlace(_ lhs: RunLeaf, _ rhs: RunLeaf) -> Bool {
+        lhs.counter == rhs.counter && lhs.field == rhs.field
+    }
+
+    /// `leaves` in their canonical order: as they are if they are in it already (a
+    /// transaction's own writes, a batch's versions mostly are), else sorted (stably).
+    public static func canonical(_ leaves: [RunLeaf]) -> [RunLeaf] {
+        var index = leaves.startIndex
+        while index + 1 < leaves.endIndex, !(leaves[index + 1] < leaves[index]) { index += 1 }
+        return index + 1 >= leaves.endIndex ? leaves : leaves.sorted()
+    }
+}
+
+/// A SHA-256 digest held in place (no allocation, unlike an array of its bytes): a million of
+/// them, an import's leaves, are sorted and hashed.
+public struct LeafDigest: Hashable, Sendable {
+    let a: UInt64, b: UInt64, c: UInt64, d: UInt64
+
+    /// The digest whose bytes are `bytes`; nil unless they are 32.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == 32 else { return nil }
+        var words = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        for (i, byte) in bytes.enumerated() {
+            switch i / 8 {
+            case 0: words.0 = words.0 << 8 | UInt64(byte)
+            case 1: words.1 = words.1 << 8 | UInt64(byte)
+            case 2: words.2 = words.2 << 8 | UInt64(byte)
+            default: words.3 = words.3 << 8 | UInt64(byte)
+            }
+        }
+        (a, b, c, d) = words
+    }
+
+    /// The digest of 32 bytes in memory (a hash function's output).
+    public init(digest raw: UnsafeRawBufferPointer) {
+        func word(_ n: Int) -> UInt64 {
+            raw.count >= 8 * (n + 1) ? UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8 * n, as: UInt64.self)) : 0
+        }
+        (a, b, c, d) = (word(0), word(1), word(2), word(3))
+    }
+
+    /// The digest's 32 bytes.
+    public var bytes: [UInt8] {
+        var w = ByteWriter()
+        write(to: &w)
+        return w.bytes
+    }
+
+    /// Appends the digest's 32 bytes to `w`.
+    public func write(to w: inout ByteWriter) {
+        w.bigEndian(a)
+        w.bigEndian(b)
+        w.bigEndian(c)
+        w.bigEndian(d)
     }
 }
 

@@ -29,7 +29,11 @@ extension ByteWriter {
         }
     }
 
-    public mutating func nodeID(_ id: NodeID) { raw(id.bytes) }
+    /// The id's 16 bytes, big-endian, written in place (a million leaves write a dot each).
+    public mutating func nodeID(_ id: NodeID) {
+        bigEndian(id.high)
+        bigEndian(id.low)
+    }
 
     public mutating func dot(_ d: Dot) {
         nodeID(d.node)

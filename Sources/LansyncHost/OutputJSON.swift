@@ -21,7 +21,7 @@ extension HistoryEntry {
             ("node", .string(dot.node.text)), ("writer", writerName.map(JSON.string) ?? .null),
             ("counter", .integer(Int64(clamping: dot.counter))),
             ("time", .string(WallClock.iso8601(milliseconds: timestamp.milliseconds))),
-            ("live", .bool(isLive)),
+            ("live", .bool(isLive)), ("signed", .bool(isSigned)),
         ])
     }
 }

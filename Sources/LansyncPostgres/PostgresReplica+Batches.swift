@@ -208,7 +208,7 @@ struct PostgresRows: MergeRows, EditRows {
             try tx.db.run(
                 """
                 INSERT INTO run_leaf (node_id, counter, field, digest)
-                SELECT \(writer.text), \(bigint: leaf.counter), \(leaf.field.rawValue), \(ByteBuffer(bytes: leaf.digest))
+                SELECT \(writer.text), \(bigint: leaf.counter), \(leaf.field.rawValue), \(ByteBuffer(bytes: leaf.digest.bytes))
                 WHERE (SELECT last FROM signed_run WHERE node_id = \(writer.text) AND first <= \(bigint: leaf.counter)
                     ORDER BY first DESC LIMIT 1) >= \(bigint: leaf.counter)
                 ON CONFLICT DO NOTHING

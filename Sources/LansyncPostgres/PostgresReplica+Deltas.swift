@@ -167,12 +167,12 @@ final class PostgresDeltaReads: DeltaReads {
                 AND counter BETWEEN \(bigint: counters.lowerBound) AND \(bigint: counters.upperBound)
             ORDER BY counter
             """
-        ).map { row in
+        ).compactMap { row in
             let (counter, field, digest) = try row.decode((Int64, String, ByteBuffer).self)
             return RunLeaf(
                 counter: UInt64(clamping: counter),
                 field: FieldName(unchecked: field),
-                digest: Array(digest.readableBytesView)
+                digestBytes: digest.readableBytesView
             )
         }
     }

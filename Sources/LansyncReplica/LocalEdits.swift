@@ -39,7 +39,7 @@ package struct LocalEdits<Rows: EditRows> {
     package private(set) var count = 0
     package private(set) var first: Dot?
     /// The leaves of the edits' dots, signed when the transaction commits (``finish(in:)``).
-    private var runs = RunLog()
+    private var runs = RunLog(ordered: true)
     /// The item of the last edit: consecutive edits of one item (an import's line) load it once.
     private var recent: (id: ItemID, item: LoadedItem)?
 
@@ -110,6 +110,6 @@ package struct LocalEdits<Rows: EditRows> {
     /// Ends the edits in the transaction: signs their runs and keeps them.
     package mutating func finish(in rows: inout Rows) throws {
         try rows.sign(runs)
-        runs = RunLog()
+        runs = RunLog(ordered: true)
     }
 }

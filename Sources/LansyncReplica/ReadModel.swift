@@ -11,6 +11,10 @@ public struct HistoryEntry: Sendable, Equatable {
     public let write: FieldVersion.Write
     /// True if this version is one the field shows or keeps as a sibling right now.
     public let isLive: Bool
+    /// True if this replica holds the signed run of the version's dot: its writer's member
+    /// signed it, and this replica checked the signature when it came (or made it). False for a
+    /// write made before protocol 1.14, or passed on without its run: unverified.
+    public let isSigned: Bool
 
     package init(
         field: FieldName,
@@ -18,7 +22,8 @@ public struct HistoryEntry: Sendable, Equatable {
         writerName: String?,
         timestamp: HLCTimestamp,
         write: FieldVersion.Write,
-        isLive: Bool
+        isLive: Bool,
+        isSigned: Bool = false
     ) {
         self.field = field
         self.dot = dot
@@ -26,6 +31,20 @@ public struct HistoryEntry: Sendable, Equatable {
         self.timestamp = timestamp
         self.write = write
         self.isLive = isLive
+        self.isSigned = isSigned
+    }
+
+    /// The entry, marked signed or not.
+    package func signed(_ isSigned: Bool) -> HistoryEntry {
+        HistoryEntry(
+            field: field,
+            dot: dot,
+            writerName: writerName,
+            timestamp: timestamp,
+            write: write,
+            isLive: isLive,
+            isSigned: isSigned
+        )
     }
 
     /// A version of a field: what names an entry.

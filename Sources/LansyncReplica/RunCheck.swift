@@ -53,6 +53,7 @@ public struct RunCheck: Sendable {
             }
         }
         // Each version's leaf goes to the proof of its run; one without is unsigned.
+        var buffer = ByteWriter()
         for update in batch.updates {
             for version in update.change.versions {
                 guard
@@ -64,7 +65,7 @@ public struct RunCheck: Sendable {
                     continue
                 }
                 proofs[version.dot.node]?[index].leaves.append(
-                    RunLeaf(item: update.key.item, field: update.key.field, version: version)
+                    RunLeaf(item: update.key.item, field: update.key.field, version: version, buffer: &buffer)
                 )
             }
         }
@@ -89,9 +90,9 @@ public struct RunCheck: Sendable {
     static func malformation(of proof: RunProof, among others: [(proof: RunProof, leaves: [RunLeaf])]) -> String? {
         let run = proof.run
         guard run.isWellFormed else { return "not a run a member signs (its range, key or signature)" }
-        guard proof.leaves.count <= SignedRun.maxLeaves,
-            proof.leaves.allSatisfy({ run.contains($0.counter) && $0.digest.count == 32 })
-        else { return "leaves outside the run" }
+        guard proof.leaves.count <= SignedRun.maxLeaves, proof.leaves.allSatisfy({ run.contains($0.counter) }) else {
+            return "leaves outside the run"
+        }
         guard !others.contains(where: { $0.proof.run.first <= run.last && run.first <= $0.proof.run.last }) else {
             return "overlaps another run of the batch"
         }
@@ -101,18 +102,23 @@ public struct RunCheck: Sendable {
     /// Why `proof` does not hold with the batch's leaves of it, or nil if it holds.
     func failure(of proof: RunProof, batchLeaves: [RunLeaf]) -> String? {
         let run = proof.run
-        let leaves = batchLeaves + proof.leaves
-        guard leaves.count <= SignedRun.maxLeaves else { return "more leaves than a run has" }
-        var seen = Set<RunProofs.LeafKey>()
-        var dots = Set<UInt64>()
-        for leaf in leaves {
-            guard seen.insert(RunProofs.LeafKey(leaf.counter, leaf.field)).inserted else {
+        guard batchLeaves.count + proof.leaves.count <= SignedRun.maxLeaves else { return "more leaves than a run has" }
+        let leaves = RunLeaf.canonical(batchLeaves + proof.leaves)
+        // In order: a leaf twice is next to itself, and every dot of the run has a leaf if the
+        // counters step by one from the first to the last.
+        var expected = run.first
+        for (index, leaf) in leaves.enumerated() {
+            if index > 0, RunLeaf.samePlace(leaves[index - 1], leaf) {
                 return "a leaf twice (\(leaf.counter), \(leaf.field))"
             }
-            dots.insert(leaf.counter)
+            if leaf.counter == expected {
+                expected &+= 1
+            } else if index == 0 || leaf.counter != leaves[index - 1].counter {
+                return "a dot of the run has no leaf"
+            }
         }
-        guard UInt64(dots.count) == run.last - run.first + 1 else { return "a dot of the run has no leaf" }
-        let bytes = run.signedBytes(cluster: cluster, root: SignedRun.root(of: leaves))
+        guard expected == run.last &+ 1 else { return "a dot of the run has no leaf" }
+        let bytes = run.signedBytes(cluster: cluster, root: SignedRun.root(ofCanonical: leaves))
         guard verify(run.signature, bytes, run.key, run.writer) else {
             return "the signature does not hold for these writes, or the key is not the writer's member's"
         }

@@ -5,15 +5,18 @@ import Synchronization
 extension SignedRun {
     /// The digest of a run's leaves, in their canonical order (``RunLeaf``'s), each with the dot
     /// and field it is the leaf of.
-    public static func root(of leaves: [RunLeaf]) -> [UInt8] {
+    public static func root(of leaves: [RunLeaf]) -> [UInt8] { root(ofCanonical: RunLeaf.canonical(leaves)) }
+
+    /// ``root(of:)`` of leaves already in their canonical order.
+    public static func root(ofCanonical leaves: [RunLeaf]) -> [UInt8] {
         var w = ByteWriter()
         w.raw(rootTag)
-        for leaf in leaves.sorted() {
+        for leaf in leaves {
             w.varint(leaf.counter)
             w.string(leaf.field.rawValue)
-            w.raw(leaf.digest)
+            leaf.digest.write(to: &w)
         }
-        return Array(SHA256.hash(data: w.bytes))
+        return Array(sha256(w.bytes))
     }
 }
 
@@ -21,8 +24,16 @@ extension RunLeaf {
     /// The leaf of `version`, written to field `field` of item `item`.
     public init(item: ItemID, field: FieldName, version: FieldVersion) {
         var w = ByteWriter()
+        self.init(item: item, field: field, version: version, buffer: &w)
+    }
+
+    /// The leaf of `version`, its bytes written in `buffer` (emptied first: one buffer serves a
+    /// batch's leaves).
+    public init(item: ItemID, field: FieldName, version: FieldVersion, buffer w: inout ByteWriter) {
+        w.reset()
         WriteLeaf.write(item: item, field: field, version: version, to: &w)
-        self.init(counter: version.dot.counter, field: field, digest: Array(SHA256.hash(data: w.bytes)))
+        let digest = sha256(w.bytes).withUnsafeBytes { LeafDigest(digest: $0) }
+        self.init(counter: version.dot.counter, field: field, digest: digest)
     }
 }
 
@@ -41,44 +52,78 @@ public protocol WriteSigner: Sendable {
 /// The leaves of a transaction's own writes, made into signed runs when it commits: each
 /// writer's dots cut into runs of consecutive counters, at most ``SignedRun/maxDots`` each.
 package struct RunLog: Sendable {
+    /// The leaves not yet in a run cut whole, by writer.
     private var leaves: [NodeID: [RunLeaf]] = [:]
+    /// Runs cut whole, their roots made and their leaves let go: an import's million leaves are
+    /// not all held until it commits.
+    private var cut: [Cut] = []
+    /// Whether the leaves come in order (a writer's dots ascending, each dot's fields at once),
+    /// as local edits' do: then runs are cut as they fill. (A merge's own writes may come in any
+    /// order, and are few: they are cut when the transaction ends.)
+    private let ordered: Bool
+    /// Where each leaf's bytes are written before they are hashed.
+    private var buffer = ByteWriter()
 
-    package init() {}
+    /// A run cut whole: its writer, dots, root and count of leaves.
+    package typealias Cut = (writer: NodeID, first: UInt64, last: UInt64, root: [UInt8], leaves: Int)
 
-    package var isEmpty: Bool { leaves.isEmpty }
+    package init(ordered: Bool = false) { self.ordered = ordered }
+
+    package var isEmpty: Bool { leaves.isEmpty && cut.isEmpty }
 
     /// Notes the version `dot` wrote to `field` of `item` in `state`, if it holds it.
     package mutating func note(_ dot: Dot, item: ItemID, field: FieldName, in state: FieldState) {
         guard let version = state.versions.first(where: { $0.dot == dot }) else { return }
-        leaves[dot.node, default: []].append(RunLeaf(item: item, field: field, version: version))
+        leaves[dot.node, default: []].append(RunLeaf(item: item, field: field, version: version, buffer: &buffer))
+        if ordered, let pending = leaves[dot.node], pending.count >= 2 * SignedRun.maxLeaves {
+            // Every run but the last is whole: later leaves join the last one or start another.
+            var runs = Self.runs(of: pending)
+            guard let open = runs.popLast() else { return }
+            cut += runs.map { (dot.node, $0.first, $0.last, SignedRun.root(ofCanonical: $0.leaves), $0.leaves.count) }
+            leaves[dot.node] = open.leaves
+        }
     }
 
     /// The runs: per writer, its dots in order, a new run at each gap, and before a dot whose
     /// leaves would take a run past ``SignedRun/maxLeaves`` (a dot is never split) or
     /// ``SignedRun/maxDots``.
-    package func runs() -> [(writer: NodeID, first: UInt64, last: UInt64, leaves: [RunLeaf])] {
-        var runs: [(writer: NodeID, first: UInt64, last: UInt64, leaves: [RunLeaf])] = []
-        for (writer, written) in leaves.sorted(by: { $0.key < $1.key }) {
-            // A field saved twice in one transaction has one leaf: its last save's.
-            var latest: [RunProofs.LeafKey: RunLeaf] = [:]
-            for leaf in written { latest[RunProofs.LeafKey(leaf.counter, leaf.field)] = leaf }
-            let sorted = latest.values.sorted()
-            var start = sorted.startIndex
-            while start < sorted.endIndex {
-                let counter = sorted[start].counter
-                var end = start
-                while end < sorted.endIndex, sorted[end].counter == counter { end += 1 }
-                let dot = sorted[start..<end]
-                if let run = runs.last, run.writer == writer, counter == run.last &+ 1,
-                    run.leaves.count + dot.count <= SignedRun.maxLeaves, counter - run.first < SignedRun.maxDots
-                {
-                    runs[runs.count - 1].last = counter
-                    runs[runs.count - 1].leaves.append(contentsOf: dot)
-                } else {
-                    runs.append((writer, counter, counter, Array(dot)))
+    package func runs() -> [Cut] {
+        cut
+            + leaves.sorted(by: { $0.key < $1.key }).flatMap { writer, written in
+                Self.runs(of: written).map {
+                    (writer, $0.first, $0.last, SignedRun.root(ofCanonical: $0.leaves), $0.leaves.count)
                 }
-                start = end
             }
+    }
+
+    /// One writer's `written` leaves cut into runs, each with its leaves in canonical order. A
+    /// field saved twice has one leaf: its last save's (the sort is stable).
+    static func runs(of written: [RunLeaf]) -> [(first: UInt64, last: UInt64, leaves: [RunLeaf])] {
+        var sorted: [RunLeaf] = []
+        sorted.reserveCapacity(written.count)
+        for leaf in RunLeaf.canonical(written) {
+            if let previous = sorted.last, RunLeaf.samePlace(previous, leaf) {
+                sorted[sorted.count - 1] = leaf
+            } else {
+                sorted.append(leaf)
+            }
+        }
+        var runs: [(first: UInt64, last: UInt64, leaves: [RunLeaf])] = []
+        var start = sorted.startIndex
+        while start < sorted.endIndex {
+            let counter = sorted[start].counter
+            var end = start
+            while end < sorted.endIndex, sorted[end].counter == counter { end += 1 }
+            let dot = sorted[start..<end]
+            if let run = runs.last, counter == run.last &+ 1, run.leaves.count + dot.count <= SignedRun.maxLeaves,
+                counter - run.first < SignedRun.maxDots
+            {
+                runs[runs.count - 1].last = counter
+                runs[runs.count - 1].leaves.append(contentsOf: dot)
+            } else {
+                runs.append((counter, counter, Array(dot)))
+            }
+            start = end
         }
         return runs
     }
@@ -92,18 +137,17 @@ package struct RunLog: Sendable {
                 writer: run.writer,
                 first: run.first,
                 last: run.last,
-                root: SignedRun.root(of: run.leaves)
+                root: run.root
             )
             return signer.sign(bytes).map {
-                (
-                    SignedRun(
-                        writer: run.writer,
-                        first: run.first,
-                        last: run.last,
-                        key: signer.publicKey,
-                        signature: $0
-                    ), run.leaves.count
+                let signed = SignedRun(
+                    writer: run.writer,
+                    first: run.first,
+                    last: run.last,
+                    key: signer.publicKey,
+                    signature: $0
                 )
+                return (signed, run.leaves)
             }
         }
     }
@@ -145,4 +189,11 @@ public final class WriteSigning: Sendable {
 
     /// Signs the store's writes from now on with what `load` gives, loaded at the first write.
     public func use(loading load: @escaping @Sendable () -> (any WriteSigner)?) { slot.withLock { $0 = .loader(load) } }
+}
+
+/// SHA-256 of `bytes`, fed as one buffer (the generic `hash(data:)` walks a collection's regions).
+func sha256(_ bytes: [UInt8]) -> SHA256.Digest {
+    var hash = SHA256()
+    bytes.withUnsafeBytes { hash.update(bufferPointer: $0) }
+    return hash.finalize()
 }

@@ -271,7 +271,10 @@ extension ReplicaStore {
                 let live = try liveVersions(db, filter: filter, arguments: StatementArguments(arguments))
                 let kept = try Self.keptVersions(db, filter: filter, arguments: StatementArguments(arguments))
                 let liveDots = Set(live.map { HistoryEntry.Key(field: $0.field, dot: $0.dot) })
-                let entries = live + kept.filter { !liveDots.contains(HistoryEntry.Key(field: $0.field, dot: $0.dot)) }
+                let entries = try Self.markSigned(
+                    live + kept.filter { !liveDots.contains(HistoryEntry.Key(field: $0.field, dot: $0.dot)) },
+                    db: db
+                )
                 // Newest first; one edit's fields (one dot) in field name order.
                 return entries.sorted {
                     let (a, b) = (
@@ -281,6 +284,25 @@ extension ReplicaStore {
                     return a != b ? a > b : $0.field < $1.field
                 }
             }
+        }
+    }
+
+    /// `entries`, each marked signed if a held run holds its dot (Docs/SECURITY.md, "Signed writes").
+    private static func markSigned(_ entries: [HistoryEntry], db: Database) throws -> [HistoryEntry] {
+        let last = try db.cachedStatement(
+            sql: """
+                SELECT r.last FROM signed_run r JOIN node n ON n.id = r.node WHERE n.node_id = ? AND r.first <= ?
+                ORDER BY r.first DESC LIMIT 1
+                """
+        )
+        var signed: [Dot: Bool] = [:]
+        return try entries.map { entry in
+            if let known = signed[entry.dot] { return entry.signed(known) }
+            let counter = Int64(clamping: entry.dot.counter)
+            let held =
+                try Int64.fetchOne(last, arguments: [entry.dot.node.text, counter]).map { $0 >= counter } ?? false
+            signed[entry.dot] = held
+            return entry.signed(held)
         }
     }
 

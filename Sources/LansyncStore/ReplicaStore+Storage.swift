@@ -80,11 +80,12 @@ struct SQLiteDeltaReads: DeltaReads {
                     "SELECT counter, field, digest FROM run_leaf WHERE node = ? AND counter BETWEEN ? AND ? ORDER BY counter"
             ),
             arguments: [nodeRow, Int64(clamping: counters.lowerBound), Int64(clamping: counters.upperBound)]
-        ).map { row in
+        ).compactMap { row in
+            // A damaged digest is no leaf: the run's proof then cannot be made, and is not sent.
             RunLeaf(
                 counter: UInt64(clamping: row[0] as Int64),
                 field: FieldName(unchecked: row[1]),
-                digest: Array(row[2] as Data)
+                digestBytes: row[2] as Data
             )
         }
     }

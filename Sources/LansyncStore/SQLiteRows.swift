@@ -52,7 +52,7 @@ struct SQLiteRows: MergeRows, EditRows {
         )
         for leaf in leaves {
             try statement.execute(arguments: [
-                node, Int64(clamping: leaf.counter), leaf.field.rawValue, Data(leaf.digest),
+                node, Int64(clamping: leaf.counter), leaf.field.rawValue, Data(leaf.digest.bytes),
             ])
         }
     }

@@ -18,7 +18,7 @@ enum ProofCoding {
             for leaf in proof.leaves {
                 w.varint(leaf.counter)
                 w.string(leaf.field.rawValue)
-                w.raw(leaf.digest)
+                leaf.digest.write(to: &w)
             }
         }
     }
@@ -50,7 +50,10 @@ enum ProofCoding {
                 let counter = try r.varint()
                 let field = try MessageCoder.fieldName(try r.string())
                 guard run.contains(counter) else { throw WireError.malformed("a proof's leaf outside its run") }
-                leaves.append(RunLeaf(counter: counter, field: field, digest: Array(try r.raw(32))))
+                guard let leaf = RunLeaf(counter: counter, field: field, digestBytes: try r.raw(32)) else {
+                    throw WireError.malformed("a proof's leaf without its digest")
+                }
+                leaves.append(leaf)
             }
             proofs.append(RunProof(run: run, leaves: leaves))
         }

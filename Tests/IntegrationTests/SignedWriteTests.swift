@@ -56,6 +56,9 @@ import Testing
         #expect(try Self.runs(cli.path("b/replica.sqlite"), of: writer) == signed)
         let leaves = "SELECT count(*) FROM run_leaf l JOIN node n ON n.id = l.node WHERE n.node_id = '\(writer)'"
         #expect(try AuthorshipTests.sqlite(cli.path("b/replica.sqlite"), leaves) == "1")
+        // b's history says every version of t, the one a replaced too, is signed.
+        let history = try await cli.ok(["history", "--dir", cli.path("b"), "t", "--all", "--json"])
+        #expect(history.contains("\"signed\":true") && !history.contains("\"signed\":false"), "\(history)")
         // b's own edit is signed by b, and reaches the relay so.
         try await cli.ok(["set", "--dir", cli.path("b"), "t", "m=3"])
         let bWriter = try AuthorshipTests.sqlite(

@@ -82,6 +82,25 @@ struct TestSigner: WriteSigner {
         #expect(!signer.signed(runs[0], over: Array(createLeaves.dropFirst())))
     }
 
+    /// `history` says which versions are signed: those of a replica with a signer, not those of
+    /// one without (a release before signed writes), on the replica that wrote them and on one
+    /// that received them.
+    @Test func historySaysWhichVersionsAreSigned() throws {
+        let site = try StorageSite(.sqlite, "signed-history")
+        defer { site.close() }
+        let a = try #require(try site.replica(1) as? ReplicaStore)
+        let b = try #require(try site.replica(2) as? ReplicaStore)
+        let x = ItemID.named("x")
+        try a.apply(.create(type: "task", assignments: [.set(title, .string("unsigned"))]), to: x, wallMilliseconds: t0)
+        a.signing.use(TestSigner())
+        try a.apply(.update([.set(title, .string("signed"))]), to: x, wallMilliseconds: t0 + 1)
+        try syncAsASession(a, b, batchSize: 10, deltas: false, wallMilliseconds: t0 + 2)
+        // a holds both; b only the one shown (the other was superseded before it came).
+        #expect(try a.history(x, field: title).map(\.isSigned) == [true, false])
+        #expect(try b.history(x, field: title).map(\.isSigned) == [true])
+        #expect(try b.history(x, field: .type).map(\.isSigned) == [false])
+    }
+
     @Test(arguments: StorageKind.all)
     func aReplicaWithoutSignerWritesUnsigned(kind: StorageKind) throws {
         let site = try StorageSite(kind, "unsigned-edit")
@@ -95,6 +114,9 @@ struct TestSigner: WriteSigner {
         #expect(try a.signedRuns(of: nil).isEmpty)
     }
 
+    /// A commit of 1,100 items of two fields: runs of 256 items (512 leaves) each, cut as they
+    /// fill (an import does not hold its leaves until it commits), and each signed over exactly
+    /// the leaves of its dots.
     @Test func aBulkEditSignsRunsOfAtMostTheirBoundOfLeavesEach() throws {
         let store = try ReplicaStore.create(
             path: "\(dir)/bulk.sqlite",
@@ -106,7 +128,7 @@ struct TestSigner: WriteSigner {
         )
         let signer = TestSigner()
         store.signing.use(signer)
-        let count = SignedRun.maxLeaves / 2 + 10
+        let count = 1100
         try store.applyEdits(wallMilliseconds: t0) { session in
             for n in 0..<count {
                 try session.apply(
@@ -116,23 +138,21 @@ struct TestSigner: WriteSigner {
             }
         }
         let runs = try store.signedRuns(of: nil)
-        #expect(
-            runs.map { $0.last - $0.first + 1 } == [
-                UInt64(SignedRun.maxLeaves / 2), UInt64(count) - UInt64(SignedRun.maxLeaves / 2),
-            ]
-        )
-        // The first run covers the two leaves (type and title) of each of its 256 items, and no others.
-        var leaves: [RunLeaf] = []
+        let perRun = UInt64(SignedRun.maxLeaves / 2)
+        #expect(runs.map { $0.last - $0.first + 1 } == [perRun, perRun, perRun, perRun, UInt64(count) - 4 * perRun])
+        var leaves: [[RunLeaf]] = Array(repeating: [], count: runs.count)
         for n in 0..<count {
             let item = try #require(try store.itemState(.named("i\(n)")))
             for (name, state) in item.fields {
-                for version in state.versions where runs[0].contains(version.dot.counter) {
-                    leaves.append(RunLeaf(item: item.id, field: name, version: version))
+                for version in state.versions {
+                    let run = try #require(runs.firstIndex { $0.contains(version.dot.counter) })
+                    leaves[run].append(RunLeaf(item: item.id, field: name, version: version))
                 }
             }
         }
-        #expect(leaves.count == SignedRun.maxLeaves)
-        #expect(signer.signed(runs[0], over: leaves))
+        #expect(leaves.prefix(4).allSatisfy { $0.count == SignedRun.maxLeaves })
+        for (run, its) in zip(runs, leaves) { #expect(signer.signed(run, over: its)) }
+        #expect(!signer.signed(runs[1], over: leaves[0]))
     }
 
     /// The batches of `from`'s whole delta for an empty replica, `batchSize` field states each.

@@ -346,7 +346,10 @@ extension Message {
             signature: Array(repeating: 7, count: 64)
         )
         batch.proofs = [
-            RunProof(run: run, leaves: [RunLeaf(counter: 1, field: .type, digest: Array(repeating: 9, count: 32))])
+            RunProof(
+                run: run,
+                leaves: [try #require(RunLeaf(counter: 1, field: .type, digestBytes: Array(repeating: 9, count: 32)))]
+            )
         ]
         let proofBytes: [UInt8] =
             [1] + Self.a.bytes + [1, 2] + run.key + run.signature + [1, 1, 5] + Array("_type".utf8)

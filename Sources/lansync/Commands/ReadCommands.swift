@@ -267,11 +267,11 @@ struct HistoryCommand: ParsableCommand {
             numbers[e.field, default: 0] += 1
             return [
                 String(numbers[e.field]!), Render.time(e.timestamp), e.field.rawValue,
-                Render.writer(e.dot, name: e.writerName), Self.mark(e, list: state.fields[e.field]?.listValue ?? []),
-                Render.change(e.write),
+                Render.writer(e.dot, name: e.writerName), e.isSigned ? "signed" : "unverified",
+                Self.mark(e, list: state.fields[e.field]?.listValue ?? []), Render.change(e.write),
             ]
         }
-        print(Render.table(["#", "TIME", "FIELD", "WRITER", "STATE", "CHANGE"], rows))
+        print(Render.table(["#", "TIME", "FIELD", "WRITER", "SIGNED", "STATE", "CHANGE"], rows))
     }
 
     /// `live` for a version the field shows (or a conflict sibling); for a superseded list write
