@@ -19,11 +19,8 @@ public enum RunProofs {
         }
         var proofs: [RunProof] = []
         for (writer, keys) in held.sorted(by: { $0.key < $1.key }) {
-            let counters = keys.map(\.counter)
-            guard let low = counters.min(), let high = counters.max() else { continue }
-            for (run, total) in try reads.signedRuns(of: writer, overlapping: low...high) {
+            for (run, total) in try runs(of: writer, holding: Set(keys.map(\.counter)), reads: reads) {
                 let held = keys.filter { run.contains($0.counter) }.count
-                guard held > 0 else { continue }
                 let others = try otherLeaves(of: run, besides: keys, reads: reads, missing: total - held)
                 // A run this replica can no longer make whole (a version it dropped without
                 // keeping its leaf: collection purges items whole) goes without its proof, and
@@ -33,6 +30,22 @@ public enum RunProofs {
             }
         }
         return proofs
+    }
+
+    /// The held runs of `writer` that hold any of `counters`, each once: a look-up per run, from
+    /// the lowest counter not yet in a run found (a batch's counters of one writer may lie far
+    /// apart, a live edit beside one from long ago, and a range from the lowest to the highest
+    /// would read every run between).
+    static func runs(
+        of writer: NodeID,
+        holding counters: Set<UInt64>,
+        reads: any DeltaReads
+    ) throws -> [(run: SignedRun, leaves: Int)] {
+        var found: [(run: SignedRun, leaves: Int)] = []
+        for counter in counters.sorted() where !found.contains(where: { $0.run.contains(counter) }) {
+            found += try reads.signedRuns(of: writer, overlapping: counter...counter)
+        }
+        return found
     }
 
     /// The leaves of `run` other than `besides`: those kept of the versions the replica no

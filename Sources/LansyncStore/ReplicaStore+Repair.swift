@@ -216,6 +216,49 @@ extension ReplicaStore {
             start += chunk.count
         }
         try rebuilt.apply(DeltaBatch(updates: [], covers: claims), wallMilliseconds: wallMilliseconds)
+        try carrySignedRuns(to: rebuilt)
         rebuilt.lease.record(try rebuilt.info().writerID, stamp: try rebuilt.changeStamp())
+    }
+
+    /// Copies the signed runs and kept leaves that still read to `rebuilt`, for the writers it
+    /// holds versions of: the versions it kept stay provable to peers (Docs/SECURITY.md, "Signed
+    /// writes"). A run whose versions were lost cannot be made whole there, and goes unproven.
+    private func carrySignedRuns(to rebuilt: ReplicaStore) throws(StoreError) {
+        let runs =
+            (try? database.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT n.node_id, r.first, r.last, r.leaves, r.key, r.signature FROM signed_run r JOIN node n ON n.id = r.node"
+                )
+            }) ?? []
+        let leaves =
+            (try? database.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: "SELECT n.node_id, l.counter, l.field, l.digest FROM run_leaf l JOIN node n ON n.id = l.node"
+                )
+            }) ?? []
+        guard !runs.isEmpty else { return }
+        try rebuilt.guarded {
+            try rebuilt.database.write { db in
+                for run in runs {
+                    try db.execute(
+                        sql: """
+                            INSERT OR IGNORE INTO signed_run (node, first, last, leaves, key, signature)
+                            SELECT id, ?, ?, ?, ?, ? FROM node WHERE node_id = ?
+                            """,
+                        arguments: [run[1], run[2], run[3], run[4], run[5], run[0]]
+                    )
+                }
+                for leaf in leaves {
+                    try db.execute(
+                        sql:
+                            "INSERT OR IGNORE INTO run_leaf (node, counter, field, digest) SELECT id, ?, ?, ? FROM node WHERE node_id = ?",
+                        arguments: [leaf[1], leaf[2], leaf[3], leaf[0]]
+                    )
+                }
+            }
+        }
     }
 }

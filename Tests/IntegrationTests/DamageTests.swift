@@ -114,6 +114,8 @@ import Testing
             "the ten undecodable states; the row with the NULL flag has a sound state and is kept: \(repair)"
         )
         #expect(try await cli.ok(["check", "--dir", a]).contains("sound"))
+        // The import's signed run came through the repair: the states it kept stay provable.
+        #expect(try AuthorshipTests.sqlite(file, "SELECT count(*) FROM signed_run") == "1")
         try await cli.ok(["add", "--dir", a, "--id", "after-repair", "v=1"])
         // A peer that has everything brings back what was lost.
         let nodeB = try await NodeProcess(dir: b, port: ports[0])
@@ -123,6 +125,9 @@ import Testing
         let restored = try await cli.ok(["list", "--dir", a, "--json"])
         #expect(restored.components(separatedBy: "\"id\"").count == 32, "30 items, back whole, and the new one")
         #expect(try await cli.ok(["get", "--dir", b, "after-repair", "--json"]).contains(#""v":1"#))
+        // What b sent back came with its signatures: every version of a lost state is signed.
+        let history = try await cli.ok(["history", "--dir", a, "i0", "--json"])
+        #expect(!history.contains("\"signed\":false"), "\(history)")
     }
 
     /// A zeroed stretch of the file (a torn or lost write): the node refuses to start with one

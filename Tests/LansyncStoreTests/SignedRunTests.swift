@@ -44,6 +44,21 @@ struct TestSigner: WriteSigner {
     let title = FieldName.named("title")
     let owner = FieldName.named("owner")
 
+    /// A new SQLite replica of node 1, signing with a new key.
+    func signingStore(_ name: String) throws -> (ReplicaStore, TestSigner) {
+        let store = try ReplicaStore.create(
+            path: "\(dir)/\(name).sqlite",
+            nodeID: .node(1),
+            clusterID: .node(99),
+            nodeName: "a",
+            fingerprint: "test",
+            lease: WriterLease(directory: dir)
+        )
+        let signer = TestSigner()
+        store.signing.use(signer)
+        return (store, signer)
+    }
+
     /// The leaves of dot `counter` in `item`: one per field whose state holds a version of it.
     func leaves(of counter: UInt64, writer: NodeID, in item: ItemState) -> [RunLeaf] {
         item.fields.flatMap { name, state in
@@ -118,16 +133,7 @@ struct TestSigner: WriteSigner {
     /// fill (an import does not hold its leaves until it commits), and each signed over exactly
     /// the leaves of its dots.
     @Test func aBulkEditSignsRunsOfAtMostTheirBoundOfLeavesEach() throws {
-        let store = try ReplicaStore.create(
-            path: "\(dir)/bulk.sqlite",
-            nodeID: .node(1),
-            clusterID: .node(99),
-            nodeName: "a",
-            fingerprint: "test",
-            lease: WriterLease(directory: dir)
-        )
-        let signer = TestSigner()
-        store.signing.use(signer)
+        let (store, signer) = try signingStore("bulk")
         let count = 1100
         try store.applyEdits(wallMilliseconds: t0) { session in
             for n in 0..<count {
@@ -236,16 +242,7 @@ struct TestSigner: WriteSigner {
     /// leaves of its versions in the other batches.
     @Test(arguments: [520, 100])
     func aRunTravelsWholeUnlessItIsLargerThanABatch(batchSize: Int) throws {
-        let store = try ReplicaStore.create(
-            path: "\(dir)/runs-\(batchSize).sqlite",
-            nodeID: .node(1),
-            clusterID: .node(99),
-            nodeName: "a",
-            fingerprint: "test",
-            lease: WriterLease(directory: dir)
-        )
-        let signer = TestSigner()
-        store.signing.use(signer)
+        let (store, signer) = try signingStore("runs-\(batchSize)")
         // Two runs: 256 items of two fields, then 44.
         try store.applyEdits(wallMilliseconds: t0) { session in
             for n in 0..<300 {
