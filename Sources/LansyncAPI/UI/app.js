@@ -2102,6 +2102,7 @@ function itemView(id) {
             h('div', { class: 'when' },
               timeEl(e.time),
               h('span', null, 'by ', h('strong', null, writerName(e.writer, e.node))),
+              e.signed ? null : h('span', { class: 'badge', title: 'Not signed by its writer, or passed on without its signature: who wrote it is what its writer id says, unchecked' }, 'unverified'),
               e.live ? h('span', { class: 'badge synced' }, item.conflicts.includes(f) ? 'live, in conflict' : 'live') : null),
             h('div', { class: 'what' }, d.what),
             canRevert
