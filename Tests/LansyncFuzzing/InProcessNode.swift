@@ -27,6 +27,8 @@ public struct InProcessNode: Sendable {
             fingerprint: name,
             lease: WriterLease(directory: directory + "/lease")
         )
+        // It signs its writes, as a node does: the recorded sessions carry proofs to mutate.
+        store.signing.use(NodeKeySigner(member: identity.signer, cluster: identity.trust.clusterID))
         let options = NodeOptions(
             listen: PeerAddress(host: "127.0.0.1", port: 0),
             staticPeers: [],
@@ -34,4 +36,12 @@ public struct InProcessNode: Sendable {
         )
         node = try Node(options: options, store: store, identity: identity, logger: .silent)
     }
+}
+
+/// The node's key as the signer of its replica's writes (as the host's `MemberWriteSigner`).
+struct NodeKeySigner: WriteSigner {
+    let member: MemberSigner
+    let cluster: NodeID
+    var publicKey: [UInt8] { member.publicKey }
+    func sign(_ bytes: [UInt8]) -> [UInt8]? { member.sign(bytes) }
 }

@@ -155,7 +155,24 @@ public struct SessionMutator {
             updates += updates.prefix(Int.random(in: 1...updates.count, using: &rng))
         }
         if rng.chance(20), !updates.isEmpty { updates.shuffle(using: &rng) }
-        return DeltaBatch(updates: updates, covers: covers, base: rng.chance(20) ? vector() : batch.base)
+        var mutated = DeltaBatch(updates: updates, covers: covers, base: rng.chance(20) ? vector() : batch.base)
+        mutated.proofs = rng.chance(50) ? batch.proofs.map { mutate($0) } : batch.proofs
+        return mutated
+    }
+
+    /// A batch's signed run (protocol 1.14) with its counters, and its leaves' counters, at an
+    /// edge: the decoder's bounds (a run of at most 512 dots, leaves inside it) and the check's.
+    mutating func mutate(_ proof: RunProof) -> RunProof {
+        let run = proof.run
+        let first = rng.chance(50) ? edge() : run.first
+        let last = rng.chance(50) ? first &+ edge() : run.last
+        let leaves = proof.leaves.map { leaf in
+            rng.chance(50) ? RunLeaf(counter: edge(), field: leaf.field, digest: leaf.digest) : leaf
+        }
+        return RunProof(
+            run: SignedRun(writer: run.writer, first: first, last: last, key: run.key, signature: run.signature),
+            leaves: leaves
+        )
     }
 
     mutating func mutate(_ hello: inout Hello) {
