@@ -352,7 +352,7 @@ extension DataDirectory {
                 if set.supersedes(admitters) { admitters = set }
             case .admission(let admission):
                 if admissions[admission.node] == nil { admissions[admission.node] = admission }
-            case .settings:
+            case .settings, .signedWrites:
                 // The replica's settings (meta) follow the latest; `cluster set` shows them.
                 continue
             case .role(let role):

@@ -8,7 +8,8 @@ import X509
 ///
 /// Kinds: 1, a revocation without a write cut (made by protocol 1.3 nodes); 2, a set of
 /// admitting machines; 3, a revocation with its write cut (one part of it); 4, an admission; 5,
-/// the collection settings; 6, a member's role (one part of it).
+/// the collection settings; 6, a member's role (one part of it); 7, whether writes must be
+/// signed (one part of its cut).
 ///
 /// A node keeps only statements its own authority signed; a peer's forged or damaged ones are
 /// dropped. Revocations accumulate; of the admitter sets, the latest counts.
@@ -18,6 +19,7 @@ public enum ClusterStatement: Sendable, Hashable {
     case admission(Admission)
     case settings(ClusterSettings)
     case role(RoleStatement)
+    case signedWrites(SignedWritesStatement)
 
     /// The binary form: a kind byte, then the statement's own.
     public var encoded: [UInt8] {
@@ -27,6 +29,7 @@ public enum ClusterStatement: Sendable, Hashable {
         case .admission(let admission): [4] + admission.encoded
         case .settings(let settings): [5] + settings.encoded
         case .role(let role): [6] + role.encoded
+        case .signedWrites(let statement): [7] + statement.encoded
         }
     }
 
@@ -51,6 +54,9 @@ public enum ClusterStatement: Sendable, Hashable {
         case 6:
             guard let r = RoleStatement(encoded: body) else { return nil }
             self = .role(r)
+        case 7:
+            guard let s = SignedWritesStatement(encoded: body) else { return nil }
+            self = .signedWrites(s)
         default: return nil
         }
     }
@@ -62,6 +68,7 @@ public enum ClusterStatement: Sendable, Hashable {
         case .admission(let admission): admission.isSigned(by: trust)
         case .settings(let settings): settings.isSigned(by: trust)
         case .role(let role): role.isSigned(by: trust)
+        case .signedWrites(let statement): statement.isSigned(by: trust)
         }
     }
 
@@ -84,6 +91,10 @@ public enum ClusterStatement: Sendable, Hashable {
         case .role(let role):
             [6] + role.statementID + [
                 UInt8(truncatingIfNeeded: role.cut.part >> 8), UInt8(truncatingIfNeeded: role.cut.part),
+            ]
+        case .signedWrites(let statement):
+            [7] + statement.statementID + [
+                UInt8(truncatingIfNeeded: statement.part >> 8), UInt8(truncatingIfNeeded: statement.part),
             ]
         }
     }

@@ -178,6 +178,7 @@ public final class Node: Sendable {
             "\(options.role == .relay ? "relay" : "node") \(info.nodeID.short) (\(info.nodeName)) listening on \(listenAddress)"
         )
         if let authority { _ = await authority.settleAll() }
+        await signHeldOwnWrites()
         // What the replica holds is old news, except an admitter set this machine is not in,
         // and writes a cut refuses that came in before the node stopped.
         let held = await statements.reload()
@@ -577,6 +578,7 @@ public final class Node: Sendable {
                 link.close()
                 return nil
             }
+            if let refusal = unsignedPeerRefusal(hello) { return refusal }
             if let refusal = await judgeAway(hello) { return refusal }
             if let refusal = await rejoinIfStale(hello) { return refusal }
             await learn(from: hello)
@@ -749,14 +751,47 @@ public final class Node: Sendable {
                 "cluster settings of \(WallClock.iso8601(milliseconds: settings.at)): deleted items restorable for \(settings.trashWindow / 1000) s, members away after \(settings.awayAfter / 1000) s of silence"
             )
         }
+        if news.signedWrites, let rule = statements.signedWrites {
+            logger.notice(
+                "signed writes \(rule.required ? "required" : "no longer required") since \(WallClock.iso8601(milliseconds: rule.at)) (set by \(rule.by.short))\(rule.required ? ": a write without its member's signature is refused, and a peer before protocol 1.14 cannot sync" : "")"
+            )
+        }
         // Admissions alone are not urgent: they travel with the next sessions.
         guard
             !news.revocations.isEmpty || news.admitters != nil || news.cutsChanged || news.settings != nil
-                || !news.roles.isEmpty
+                || !news.roles.isEmpty || news.signedWrites
         else {
             return
         }
         await registry.reopenAll()
+    }
+
+    /// Signs, once, this replica's own writes made before it could sign (by a lansync before
+    /// protocol 1.14): where the cluster requires signed writes, those the authority had not
+    /// seen when it required them would be refused (Docs/SECURITY.md, "Requiring signed writes").
+    private func signHeldOwnWrites() async {
+        let store = self.store
+        do {
+            let signed = try await io.write { try store.signHeldOwnWrites() }
+            if signed > 0 {
+                logger.notice("signed \(signed) field version(s) this replica wrote before it could sign its writes")
+            }
+        } catch {
+            logger.error("could not sign the writes this replica made before it could sign: \(error)")
+        }
+    }
+
+    /// Refuses a peer before protocol 1.14 where signed writes are required: it cannot sign its
+    /// writes (each would be refused) nor pass on others' signatures, so it is told to upgrade.
+    func unsignedPeerRefusal(_ hello: Hello) -> ProtocolError? {
+        guard hello.version < .signedWrites, let rule = statements.signedWrites, rule.required else { return nil }
+        logger.notice(
+            "refused \(TerminalText.escaped(hello.name)) (\(hello.nodeID.short)), of protocol \(hello.version): this cluster requires signed writes, which it cannot make; upgrade lansync on it"
+        )
+        return ProtocolError(
+            .protocolVersion,
+            "this cluster requires signed writes since \(WallClock.iso8601(milliseconds: rule.at)) (set by \(rule.by.short)): upgrade lansync on this machine to one of protocol \(ProtocolVersion.signedWrites) or later"
+        )
     }
 
     /// A set of admitting machines: if this machine is not in it and still holds the authority's

@@ -83,13 +83,14 @@ extension PostgresReplica {
                         wallMilliseconds: terms.wallMilliseconds
                     )
                 )
-                let (changed, version) = try receipt.apply(in: &receiving)
+                let (changed, version, refusedUnsigned) = try receipt.apply(in: &receiving)
                 try receiving.rows.tx.finish()
                 return ReceivedBatch(
                     changed: changed,
                     newWriters: check.newWriters.count,
                     unverifiedCovers: check.unverifiedCovers,
-                    version: version
+                    version: version,
+                    refusedUnsigned: refusedUnsigned
                 )
             }
         }
@@ -203,19 +204,7 @@ struct PostgresRows: MergeRows, EditRows {
         )
     }
 
-    func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws {
-        for leaf in leaves {
-            try tx.db.run(
-                """
-                INSERT INTO run_leaf (node_id, counter, field, digest)
-                SELECT \(writer.text), \(bigint: leaf.counter), \(leaf.field.rawValue), \(ByteBuffer(bytes: leaf.digest.bytes))
-                WHERE (SELECT last FROM signed_run WHERE node_id = \(writer.text) AND first <= \(bigint: leaf.counter)
-                    ORDER BY first DESC LIMIT 1) >= \(bigint: leaf.counter)
-                ON CONFLICT DO NOTHING
-                """
-            )
-        }
-    }
+    func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws { try tx.keepGone(leaves, of: writer) }
 
     mutating func saveField(_ save: FieldSave) throws -> Int64 {
         let fieldRow = try tx.saveField(save)
@@ -261,6 +250,8 @@ struct PostgresBatchWrite: BatchReceiving {
     var merge: BatchMerge<PostgresRows>
 
     private var tx: PostgresWrite { rows.tx }
+
+    var refusedUnsigned: Int { merge.refusedUnsigned }
 
     func currentWriterID() throws -> NodeID { try tx.currentWriterID() }
 

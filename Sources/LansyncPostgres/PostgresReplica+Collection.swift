@@ -304,7 +304,11 @@ extension PostgresWrite {
                 "SELECT coalesce(max(seq), 0) FROM field WHERE id = ANY(\(rows))",
                 as: Int64.self
             )
-            for (name, fieldRow) in gone { try unindex(item.state.fields[name], field: fieldRow) }
+            for (name, fieldRow) in gone {
+                try unindex(item.state.fields[name], field: fieldRow)
+                // The runs that wrote them stay provable for their other versions.
+                try keepCollected(item.state.fields[name], item: item.state.id, field: name)
+            }
             try db.run("DELETE FROM history WHERE field = ANY(\(rows))")
             try db.run("DELETE FROM field WHERE id = ANY(\(rows))")
             try raiseFeedFloor(to: highest ?? 0)
@@ -324,7 +328,10 @@ extension PostgresWrite {
     /// moves past what it numbered.
     mutating func purge(_ item: LoadedItem) throws {
         guard let row = item.row else { return }
-        for (name, fieldRow) in item.fieldRows { try unindex(item.state.fields[name], field: fieldRow) }
+        for (name, fieldRow) in item.fieldRows {
+            try unindex(item.state.fields[name], field: fieldRow)
+            try keepCollected(item.state.fields[name], item: item.state.id, field: name)
+        }
         let rows = Array(item.fieldRows.values)
         let highest = try db.value("SELECT coalesce(max(seq), 0) FROM field WHERE item = \(row)", as: Int64.self)
         try db.run("DELETE FROM history WHERE field = ANY(\(rows))")

@@ -30,7 +30,7 @@ extension PostgresReplica {
                 try db.run(
                     """
                     SELECT item_id, field, counter, reason FROM rejection
-                    WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %') ORDER BY counter DESC LIMIT \(limit)
+                    WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %' OR reason LIKE 'written unsigned %') ORDER BY counter DESC LIMIT \(limit)
                     """
                 ).map { row in
                     let (item, field, counter, reason) = try row.decode((String, String, Int64, String).self)

@@ -28,10 +28,16 @@ package struct BatchMerge<Rows: MergeRows> {
     }
 
     package let refuse: FieldRefusal?
-    package let revoked: RevokedWriters
+    /// The writes refused: revoked nodes' and readers' past their cuts, and, where signatures
+    /// are required, the batch's new writes without one (added as the merge finds them).
+    package private(set) var revoked: RevokedWriters
     package let wallMilliseconds: UInt64
     /// How many fields (and items deleted) the merge changed.
     package private(set) var changed = 0
+    /// How many of the batch's writes were refused for want of their member's signature.
+    package private(set) var refusedUnsigned = 0
+    /// The runs the batch's proofs hold (checked before it came), by writer.
+    private var proven: [NodeID: [ClosedRange<UInt64>]] = [:]
     /// The replica's writer, claimed by the first overrule; its counter counts the merge's dots.
     package private(set) var writer: ClaimedWriter?
     private var items: [ItemID: Item] = [:]
@@ -78,6 +84,7 @@ package struct BatchMerge<Rows: MergeRows> {
     package mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof] = [], in rows: inout Rows) throws -> Int {
         // The runs first: the leaves of their versions that do not stay live are kept with them.
         for proof in proofs {
+            proven[proof.run.writer, default: []].append(proof.run.first...proof.run.last)
             try rows.keep(proof.run, leaves: proof.total)
             if !proof.leaves.isEmpty { try rows.keepGone(proof.leaves, of: proof.run.writer) }
         }
@@ -110,6 +117,7 @@ package struct BatchMerge<Rows: MergeRows> {
             try rows.noteGone(update.change.versions.filter { !merged.holds($0.dot) }, item: id, field: name)
         }
         guard merged != old?.state else { return }
+        try refuseUnproven(update.change, old: old?.state, in: &rows)
         var overruled: [FieldVersion] = []
         var createdByRevoked = false
         if let reason = try refusal(of: update, merged: merged, old: old?.state, item: &item, in: &rows) {
@@ -134,6 +142,26 @@ package struct BatchMerge<Rows: MergeRows> {
         if createdByRevoked, !self.createdByRevoked.contains(where: { $0.row == row }) {
             self.createdByRevoked.append((row, id))
         }
+    }
+
+    /// Where signatures are required, adds to ``revoked`` the writes of `change` that need one and
+    /// came without a run that held: new to the replica (not in `old`, not seen), past the
+    /// requirement's point. They are overruled like a revoked node's (Docs/SECURITY.md,
+    /// "Requiring signed writes").
+    private mutating func refuseUnproven(_ change: FieldChange, old: FieldState?, in rows: inout Rows) throws {
+        guard let required = revoked.signatures else { return }
+        var unproven: [Dot] = []
+        for version in change.versions where required.needsProof(version.dot) {
+            let dot = version.dot
+            guard !(proven[dot.node]?.contains { $0.contains(dot.counter) } ?? false),
+                !(old?.versions.contains { $0.dot == dot } ?? false)
+            else { continue }
+            if try seen(in: &rows).contains(dot) { continue }
+            unproven.append(dot)
+        }
+        guard !unproven.isEmpty else { return }
+        revoked.refuseUnproven(unproven)
+        refusedUnsigned += unproven.count
     }
 
     /// Overrules the writes ``revoked`` refuses that field `name` of item `id` already holds (a

@@ -43,10 +43,12 @@ package struct BatchReceipt: Sendable {
         self.init(batch: batch, stream: stream, check: check, writers: terms.writers, allowance: terms.allowance)
     }
 
-    /// The steps, in a backend's write transaction: how many fields changed, and the version
-    /// vector after the batch when there is something to tell (a field changed, or a stream
-    /// completed).
-    package func apply<Write: BatchReceiving>(in write: inout Write) throws -> (changed: Int, version: VersionVector?) {
+    /// The steps, in a backend's write transaction: how many fields changed, the version vector
+    /// after the batch when there is something to tell (a field changed, or a stream
+    /// completed), and how many of its writes were refused for want of a signature.
+    package func apply<Write: BatchReceiving>(
+        in write: inout Write
+    ) throws -> (changed: Int, version: VersionVector?, refusedUnsigned: Int) {
         try check.check(writers, allowance: allowance) { try write.writerCount() }
         if let session = stream?.rejoinedAt { try write.requireNoRejoin(since: session) }
         if let base = batch.base, !base.isEmpty {
@@ -57,7 +59,7 @@ package struct BatchReceipt: Sendable {
         let changed = try write.merge(batch.updates, proofs: batch.proofs)
         try write.record(covers: check.covers, of: stream)
         let told = changed > 0 || stream?.completes == true
-        return (changed, told ? try write.versionVector() : nil)
+        return (changed, told ? try write.versionVector() : nil, write.refusedUnsigned)
     }
 }
 
@@ -85,6 +87,8 @@ package protocol BatchReceiving: WriterWitnessing {
     /// Merges `updates` through the core, and keeps the signed runs of `proofs` (checked before
     /// the batch came: ``RunCheck``); how many fields changed.
     mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof]) throws -> Int
+    /// How many of the merged writes were refused for want of their member's signature.
+    var refusedUnsigned: Int { get }
     /// Records what a batch covers: `stream`'s progress, completing it with its last batch, or
     /// without a stream, in the version vector at once.
     mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws

@@ -76,7 +76,8 @@ extension DeltaReading {
         maxUpdates: Int = 512,
         budgetBytes: Int = 2 << 20,
         unclaimed: Bool = true,
-        deltaBase: VersionVector? = nil
+        deltaBase: VersionVector? = nil,
+        cluster: NodeID? = nil
     ) throws(StoreError) -> DeltaStream {
         try DeltaStream.start(
             from: self,
@@ -84,7 +85,8 @@ extension DeltaReading {
             maxUpdates: maxUpdates,
             budgetBytes: budgetBytes,
             unclaimed: unclaimed,
-            deltaBase: deltaBase
+            deltaBase: deltaBase,
+            cluster: cluster
         )
     }
 }
@@ -98,12 +100,14 @@ extension ReplicaStorage where Self: DeltaReading {
         unclaimed: Bool,
         deltaBase: VersionVector?
     ) throws(StoreError) -> any DeltaSource {
+        // Proofs pieced together are checked against their runs for this replica's cluster.
         try deltaStream(
             for: remote,
             maxUpdates: maxUpdates,
             budgetBytes: budgetBytes,
             unclaimed: unclaimed,
-            deltaBase: deltaBase
+            deltaBase: deltaBase,
+            cluster: try info().clusterID
         ) as DeltaStream
     }
 }

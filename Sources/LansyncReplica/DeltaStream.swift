@@ -35,6 +35,9 @@ public struct DeltaStream: Sendable {
     /// what only this replica holds spreads (else only what a claim needs).
     let spreadsUnclaimed: Bool
     let deltaBase: VersionVector?
+    /// The cluster the runs are signed for: a proof pieced together from kept digests and live
+    /// versions is checked before it goes (nil: not checked, ``RunProofs``).
+    let cluster: NodeID?
     let budgetBytes: Int
     var limit: Int
     /// Where the look for fields whose versions left the index stands: it starts at the change
@@ -131,7 +134,8 @@ public struct DeltaStream: Sendable {
     /// The proofs of the signed runs whose versions `updates` carry (``RunProofs``).
     private func proofs(for updates: [FieldUpdate]) throws(StoreError) -> [RunProof] {
         guard updates.contains(where: { !$0.change.versions.isEmpty }) else { return [] }
-        return try store.readDelta { db in try RunProofs.build(for: updates, reads: db) }
+        let cluster = self.cluster
+        return try store.readDelta { db in try RunProofs.build(for: updates, reads: db, cluster: cluster) }
     }
 
     /// A state that does not decode is never sent, and the batch must not claim it: stops
@@ -212,7 +216,8 @@ extension DeltaStream {
         maxUpdates: Int,
         budgetBytes: Int,
         unclaimed: Bool,
-        deltaBase: VersionVector?
+        deltaBase: VersionVector?,
+        cluster: NodeID? = nil
     ) throws(StoreError) -> DeltaStream {
         // One read: a version replaced after the stamp may be one the vector claims. With nothing
         // to claim, a later delta needs nothing held beyond the vector.
@@ -224,6 +229,7 @@ extension DeltaStream {
             claimable: sender,
             spreadsUnclaimed: unclaimed,
             deltaBase: deltaBase,
+            cluster: cluster,
             budgetBytes: budgetBytes,
             limit: maxUpdates,
             superseded: SupersededCursor(stamp: stamp, field: .max)

@@ -37,6 +37,9 @@ public protocol ReplicaStorage: Sendable {
     var signing: WriteSigning { get }
     /// The signed runs held, of `writer` only if given, by writer and first dot.
     func signedRuns(of writer: NodeID?) throws(StoreError) -> [SignedRun]
+    /// Signs the replica's own writes it holds unsigned (made before it could sign), once;
+    /// how many versions it signed (``HeldWriteSigning``).
+    @discardableResult func signHeldOwnWrites() throws(StoreError) -> Int
     /// A number that grows with every transaction that changed a field (any process's): equal
     /// numbers mean the replica shows the same thing.
     func changeStamp() throws(StoreError) -> UInt64

@@ -9,23 +9,42 @@ public import LansyncCore
 /// holds.
 public enum RunProofs {
     /// The proofs for the versions of `updates`: one for each held run that holds any of them.
-    public static func build(for updates: [FieldUpdate], reads: any DeltaReads) throws -> [RunProof] {
-        // What the batch holds of each writer: (counter, field) of each version.
-        var held: [NodeID: Set<LeafKey>] = [:]
+    /// With `cluster`, a proof that needs leaves the batch does not hold is checked against its
+    /// run's signature before it is sent (``otherLeaves(of:besides:batch:reads:missing:cluster:)``).
+    public static func build(
+        for updates: [FieldUpdate],
+        reads: any DeltaReads,
+        cluster: NodeID? = nil
+    ) throws -> [RunProof] {
+        // What the batch holds of each writer: (counter, field) of each version, and its leaf.
+        var held: [NodeID: [LeafKey: (item: ItemID, version: FieldVersion)]] = [:]
         for update in updates {
             for version in update.change.versions {
-                held[version.dot.node, default: []].insert(LeafKey(version.dot.counter, update.key.field))
+                held[version.dot.node, default: [:]][LeafKey(version.dot.counter, update.key.field)] = (
+                    update.key.item, version
+                )
             }
         }
         var proofs: [RunProof] = []
-        for (writer, keys) in held.sorted(by: { $0.key < $1.key }) {
+        for (writer, versions) in held.sorted(by: { $0.key < $1.key }) {
+            let keys = Set(versions.keys)
             for (run, total) in try runs(of: writer, holding: Set(keys.map(\.counter)), reads: reads) {
-                let held = keys.filter { run.contains($0.counter) }.count
-                let others = try otherLeaves(of: run, besides: keys, reads: reads, missing: total - held)
+                let inRun = versions.filter { run.contains($0.key.counter) }
+                guard inRun.count <= total else { continue }
+                let batch = inRun.map { RunLeaf(item: $0.value.item, field: $0.key.field, version: $0.value.version) }
                 // A run this replica can no longer make whole (a version it dropped without
-                // keeping its leaf: collection purges items whole) goes without its proof, and
-                // its versions travel unsigned rather than with a proof that cannot hold.
-                guard held + others.count == total else { continue }
+                // keeping its leaf) goes without its proof, and its versions travel unsigned
+                // rather than with a proof that cannot hold.
+                guard
+                    let others = try otherLeaves(
+                        of: run,
+                        besides: keys,
+                        batch: batch,
+                        reads: reads,
+                        missing: total - inRun.count,
+                        cluster: cluster
+                    )
+                else { continue }
                 proofs.append(RunProof(run: run, leaves: others))
             }
         }
@@ -48,37 +67,85 @@ public enum RunProofs {
         return found
     }
 
-    /// The leaves of `run` other than `besides`: those kept of the versions the replica no
-    /// longer holds, and, when those are fewer than the `missing` leaves, those of its live
-    /// versions (each once). A run the batch holds whole reads one short look-up.
+    /// The `missing` leaves of `run` other than `besides` (the batch's, `batch` of them in this
+    /// run): those kept of the versions the replica no longer holds, and, when those are fewer,
+    /// those of its live versions. Nil if they cannot make the run whole.
+    ///
+    /// The versions a replica holds in a run's range are not always its leaves: a run a member
+    /// signed when it upgraded covers the versions it held then (``HeldWriteSigning``), and a
+    /// replica that holds an older version of one of its dots, which the member had replaced,
+    /// keeps that version's digest when it replaces it too. So with `cluster`, the leaves are
+    /// checked against the run's signature, and when there are more than `missing` the subsets
+    /// without the extra ones are tried (kept digests first, at most ``maxTrials``).
     static func otherLeaves(
         of run: SignedRun,
         besides keys: Set<LeafKey>,
+        batch: [RunLeaf],
         reads: any DeltaReads,
-        missing: Int
-    ) throws -> [RunLeaf] {
+        missing: Int,
+        cluster: NodeID?
+    ) throws -> [RunLeaf]? {
         guard missing > 0 else { return [] }
         var leaves: [LeafKey: RunLeaf] = [:]
         for leaf in try reads.goneLeaves(of: run.writer, in: run.first...run.last)
         where !keys.contains(LeafKey(leaf.counter, leaf.field)) {
             leaves[LeafKey(leaf.counter, leaf.field)] = leaf
         }
-        if leaves.count == missing { return leaves.values.sorted() }
+        let gone = leaves.values.sorted()
+        if gone.count == missing, cluster.map({ run.holds(batch + gone, cluster: $0) }) ?? true { return gone }
         let others = try reads.indexedVersions(of: run.writer, in: run.first...run.last).filter {
             let key = LeafKey($0.counter, $0.key.field)
             return !keys.contains(key) && leaves[key] == nil
         }
+        var live: [RunLeaf] = []
         if !others.isEmpty {
             for update in try reads.sizedFieldUpdates(others.map(\.key)).updates {
                 for version in update.change.versions
                 where version.dot.node == run.writer && run.contains(version.dot.counter) {
                     let key = LeafKey(version.dot.counter, update.key.field)
-                    guard !keys.contains(key) else { continue }
-                    leaves[key] = RunLeaf(item: update.key.item, field: update.key.field, version: version)
+                    guard !keys.contains(key), leaves[key] == nil else { continue }
+                    let leaf = RunLeaf(item: update.key.item, field: update.key.field, version: version)
+                    leaves[key] = leaf
+                    live.append(leaf)
                 }
             }
         }
-        return leaves.values.sorted()
+        let all = gone + live.sorted()
+        guard all.count >= missing else { return nil }
+        guard let cluster else { return all.count == missing ? all : nil }
+        return subset(of: all, keeping: missing) { run.holds(batch + $0, cluster: cluster) }
+    }
+
+    /// At most this many subsets of a run's leaves are checked against its signature (each a
+    /// digest of the leaves and an ECDSA check, about 0.1 ms): the extra leaves are the rare
+    /// versions a member replaced before it signed its older writes.
+    static let maxTrials = 64
+
+    /// The first subset of `leaves` of `count` leaves that `holds`, dropping the first leaves
+    /// first (the kept digests, which `leaves` starts with); nil if none of the first
+    /// ``maxTrials`` does.
+    static func subset(
+        of leaves: [RunLeaf],
+        keeping count: Int,
+        holds: ([RunLeaf]) -> Bool
+    ) -> [RunLeaf]? {
+        let drop = leaves.count - count
+        var trials = 0
+        // Index sets to drop, in lexicographic order: the kept digests come first in `leaves`.
+        var chosen = Array(0..<drop)
+        while trials < maxTrials {
+            trials += 1
+            let dropped = Set(chosen)
+            let kept = leaves.indices.filter { !dropped.contains($0) }.map { leaves[$0] }
+            if holds(kept) { return kept }
+            // The next combination: raise the rightmost index that can still rise.
+            var i = drop - 1
+            while i >= 0, chosen[i] == leaves.count - drop + i { i -= 1 }
+            guard i >= 0 else { return nil }
+            chosen[i] += 1
+            for j in (i + 1)..<drop { chosen[j] = chosen[j - 1] + 1 }
+        }
+        return nil
     }
 
     /// A leaf's place in its run: its dot's counter and its field.

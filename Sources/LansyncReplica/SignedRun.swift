@@ -197,3 +197,16 @@ func sha256(_ bytes: [UInt8]) -> SHA256.Digest {
     bytes.withUnsafeBytes { hash.update(bufferPointer: $0) }
     return hash.finalize()
 }
+
+extension SignedRun {
+    /// Whether the run's signature holds over `leaves` (in any order) for `cluster`, with the
+    /// key it names: what a sender checks before it sends a proof it had to piece together
+    /// (``RunProofs``). Whose key it is, the receiver checks (``RunCheck``).
+    public func holds(_ leaves: [RunLeaf], cluster: NodeID) -> Bool {
+        guard key.count == 33, signature.count == 64,
+            let publicKey = try? P256.Signing.PublicKey(compressedRepresentation: key),
+            let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+        else { return false }
+        return publicKey.isValidSignature(parsed, for: signedBytes(cluster: cluster, root: SignedRun.root(of: leaves)))
+    }
+}

@@ -36,11 +36,21 @@ public struct ReceivedBatch: Sendable, Equatable {
     /// when it changed a field or completed a stream (what the node tells its other sessions);
     /// nil otherwise.
     public var version: VersionVector?
+    /// The batch's writes refused for want of their member's signature, where signatures are
+    /// required (``SignatureRequirement``): overruled, as a revoked node's are.
+    public var refusedUnsigned = 0
 
-    public init(changed: Int = 0, newWriters: Int = 0, unverifiedCovers: Int = 0, version: VersionVector? = nil) {
+    public init(
+        changed: Int = 0,
+        newWriters: Int = 0,
+        unverifiedCovers: Int = 0,
+        version: VersionVector? = nil,
+        refusedUnsigned: Int = 0
+    ) {
         self.changed = changed
         self.newWriters = newWriters
         self.unverifiedCovers = unverifiedCovers
         self.version = version
+        self.refusedUnsigned = refusedUnsigned
     }
 }

@@ -28,7 +28,7 @@ extension ReplicaStore {
         let receipt = BatchReceipt(batch, of: stream, checked: check, under: terms)
         // A peer's batch may skip the fsync of its commit (Docs/STORAGE.md, "Durability"): the
         // sender keeps everything, and the stream's progress commits with the data.
-        let (changed, version) = try guarded {
+        let (changed, version, refusedUnsigned) = try guarded {
             try write(stream == nil ? .full : .resent) { tx, me in
                 tx.origin = .peer
                 var receiving = SQLiteBatchWrite(
@@ -49,7 +49,8 @@ extension ReplicaStore {
             changed: changed,
             newWriters: check.newWriters.count,
             unverifiedCovers: check.unverifiedCovers,
-            version: version
+            version: version,
+            refusedUnsigned: refusedUnsigned
         )
     }
 
@@ -147,6 +148,8 @@ struct SQLiteBatchWrite: BatchReceiving {
     var merge: BatchMerge<SQLiteRows>
 
     private var tx: Transaction { rows.tx }
+
+    var refusedUnsigned: Int { merge.refusedUnsigned }
 
     func currentWriterID() throws -> NodeID { try tx.currentWriterID() }
 

@@ -221,6 +221,8 @@ extension Transaction {
                     try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
                         .execute(arguments: [node, Int64(clamping: version.dot.counter), fieldRow])
                 }
+                // The runs that wrote them stay provable for their other versions.
+                try keepCollected(item.state.fields[name], item: item.state.id, field: name)
             }
             try db.execute(sql: "DELETE FROM history WHERE field IN (\(list))")
             try db.execute(sql: "DELETE FROM field WHERE id IN (\(list))")
@@ -258,6 +260,7 @@ extension Transaction {
                 try db.cachedStatement(sql: "DELETE FROM version WHERE node = ? AND counter = ? AND field = ?")
                     .execute(arguments: [node, Int64(clamping: version.dot.counter), fieldRow])
             }
+            try keepCollected(item.state.fields[name], item: item.state.id, field: name)
             try db.cachedStatement(sql: "DELETE FROM history WHERE field = ?").execute(arguments: [fieldRow])
         }
         let highest =

@@ -42,7 +42,7 @@ extension ReplicaStore {
                 db,
                 sql: """
                     SELECT item_id, field, counter, reason FROM rejection
-                    WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %') ORDER BY counter DESC LIMIT ?
+                    WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %' OR reason LIKE 'written unsigned %') ORDER BY counter DESC LIMIT ?
                     """,
                 arguments: [limit]
             ).map {

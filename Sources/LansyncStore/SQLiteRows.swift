@@ -42,20 +42,7 @@ struct SQLiteRows: MergeRows, EditRows {
         ).execute(arguments: [node, Int64(run.first), Int64(run.last), leaves, Data(run.key), Data(run.signature)])
     }
 
-    func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws {
-        guard let node = try ReplicaStore.nodeRow(of: writer, db: tx.db) else { return }
-        let statement = try tx.db.cachedStatement(
-            sql: """
-                INSERT OR IGNORE INTO run_leaf (node, counter, field, digest) SELECT ?1, ?2, ?3, ?4
-                WHERE (SELECT last FROM signed_run WHERE node = ?1 AND first <= ?2 ORDER BY first DESC LIMIT 1) >= ?2
-                """
-        )
-        for leaf in leaves {
-            try statement.execute(arguments: [
-                node, Int64(clamping: leaf.counter), leaf.field.rawValue, Data(leaf.digest.bytes),
-            ])
-        }
-    }
+    func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws { try tx.keepGone(leaves, of: writer) }
 
     func updateItem(row: Int64, by change: DerivedChange) throws { try tx.updateItem(row: row, by: change) }
 

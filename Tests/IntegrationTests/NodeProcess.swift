@@ -22,7 +22,8 @@ final class NodeProcess: Sendable {
         port: Int,
         peers: [Int] = [],
         extra: [String] = [],
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        binary: String = CLI.binary
     ) async throws {
         // Loopback tests never touch the host's mDNS: the lab tests run nodes in their own namespaces.
         try await self.init(
@@ -32,7 +33,8 @@ final class NodeProcess: Sendable {
                 // The API's default port (ours plus one) may be another test's node's: none
                 // unless the test asks for one.
                 + (extra.contains("--api") ? [] : ["--no-api"]) + extra,
-            environment: environment
+            environment: environment,
+            binary: binary
         )
     }
 
@@ -47,7 +49,8 @@ final class NodeProcess: Sendable {
         labHost: Int? = nil,
         waitForListening: Bool = true,
         command: String = "node",
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        binary: String = CLI.binary
     ) async throws {
         self.dir = dir
         self.port = port
@@ -55,7 +58,7 @@ final class NodeProcess: Sendable {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let command = [command, "--dir", dir] + arguments
         process = try SpawnedChild.spawn(
-            labHost.map { ["/bin/bash"] + Lab.exec($0) + [CLI.binary] + command } ?? [CLI.binary] + command,
+            labHost.map { ["/bin/bash"] + Lab.exec($0) + [binary] + command } ?? [binary] + command,
             standardOutput: nil,
             standardError: log,
             environment: labHost == nil ? environment : Lab.environment

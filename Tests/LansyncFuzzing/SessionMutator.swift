@@ -207,8 +207,10 @@ public struct SessionMutator {
         case 10: hello.folded = vector()
         case 11: hello.resume = vector()
         case 12:
-            if rng.chance(50) {
+            if rng.chance(34) {
                 hello.statements.append(roleStatement())
+            } else if rng.chance(50) {
+                hello.statements.append(signedWritesStatement())
             } else {
                 hello.statements.append(
                     (0..<Int.random(in: 0..<200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
@@ -241,6 +243,27 @@ extension SessionMutator {
         w.varint(UInt64(writers))
         for _ in 0..<writers {
             w.fixed64(rng.next())
+            w.varint(.max)
+        }
+        w.data((0..<64).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        return w.bytes
+    }
+
+    /// A signed-writes statement (kind 7) at its extreme values: on or off (or a flag no node
+    /// reads), the largest stamp, the last of 256 parts, 120 writers (or one more) each kept to
+    /// 2^64-1, and a signature of nothing the authority signed.
+    mutating func signedWritesStatement() -> [UInt8] {
+        var w = ByteWriter()
+        w.byte(7)
+        w.byte(rng.pick([1, 0, 2, 255]))
+        w.fixed64(rng.chance(50) ? .max : rng.next())
+        w.raw(NodeID(high: rng.next(), low: rng.next()).bytes)
+        w.varint(255)
+        w.varint(256)
+        let writers = rng.chance(50) ? 120 : 121
+        w.varint(UInt64(writers))
+        for _ in 0..<writers {
+            w.raw(NodeID(high: rng.next(), low: rng.next()).bytes)
             w.varint(.max)
         }
         w.data((0..<64).map { _ in UInt8.random(in: 0...255, using: &rng) })

@@ -91,14 +91,16 @@ final class StorageSite {
 
 /// A session's exchange as the node runs it, through the protocol: `to` meets `from`'s writer,
 /// receives `from`'s delta for what `to` holds as `from`'s stream, batch by batch, and completes
-/// the stream.
+/// the stream. With `check`, each batch's proofs are checked first and only those that hold go
+/// with it, as the session's receive path does (``RunCheck``).
 func syncAsASession(
     _ from: any ReplicaStorage,
     _ to: any ReplicaStorage,
     batchSize: Int,
     deltas: Bool,
     wallMilliseconds: UInt64,
-    revoked: RevokedWriters = RevokedWriters()
+    revoked: RevokedWriters = RevokedWriters(),
+    check: RunCheck? = nil
 ) throws {
     let sender = try from.info()
     let held = try to.sessionStart(with: sender.nodeID).vector
@@ -110,7 +112,8 @@ func syncAsASession(
         unclaimed: true,
         deltaBase: deltas ? held : nil
     )
-    while let batch = try stream.next(peerHolds: VersionVector()) {
+    while var batch = try stream.next(peerHolds: VersionVector()) {
+        if let check { batch.proofs = check.check(batch).held }
         try to.receive(
             batch,
             from: sender.nodeID,

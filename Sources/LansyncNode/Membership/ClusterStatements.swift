@@ -24,9 +24,11 @@ final class ClusterStatements: Sendable {
         /// Role statements complete now that were the latest of their member when taken (a
         /// batch may hold several of one member: ``ClusterStatements/role(of:)`` is the latest).
         var roles: [RoleStatement] = []
+        /// The signed-writes setting that counts changed (``ClusterStatements/signedWrites``).
+        var signedWrites = false
         var isEmpty: Bool {
             revocations.isEmpty && admitters == nil && !cutsChanged && admissions.isEmpty && settings == nil
-                && roles.isEmpty
+                && roles.isEmpty && !signedWrites
         }
     }
 
@@ -47,6 +49,11 @@ final class ClusterStatements: Sendable {
         var roleParts: [[UInt8]: [Int: RoleStatement]] = [:]
         /// Each member's latest complete role statement.
         var roles: [NodeID: RoleStatement] = [:]
+        /// Every signed-writes statement (each part), by its key: what hellos carry on.
+        var signedWritesRecords: [[UInt8]: [UInt8]] = [:]
+        var signedWritesParts: [SignedWritesStatement] = []
+        /// The signed-writes statement that counts, with its whole cut.
+        var signedWrites: (statement: SignedWritesStatement, cut: [NodeID: UInt64])?
         var writers = RevokedWriters()
     }
 
@@ -82,18 +89,28 @@ final class ClusterStatements: Sendable {
     func role(of node: NodeID) -> RoleStatement? { held.withLockedValue { $0.roles[node] } }
 
     /// The writes the revocations and reader roles held refuse: each revoked node's, and each
-    /// reader's, after its cut (once every part of the cut is held).
+    /// reader's, after its cut (once every part of the cut is held); and whether writes must be
+    /// signed past a point (``RevokedWriters/signatures``).
     var revokedWriters: RevokedWriters { held.withLockedValue { $0.writers } }
+
+    /// The signed-writes statement that counts, if one was ever made complete here (its `off`
+    /// included).
+    var signedWrites: SignedWritesStatement? { held.withLockedValue { $0.signedWrites?.statement } }
 
     /// What a hello carries: every revocation (each part of each cut), the latest admitter set,
     /// every admission, the settings, and every role statement (each part).
     var records: [[UInt8]] {
         held.withLockedValue { held in
-            held.revocationRecords.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
-                + (held.admitters.map { [ClusterStatement.admitters($0).encoded] } ?? [])
-                + held.admissions.sorted { $0.key < $1.key }.map(\.value)
-                + (held.settings.map { [ClusterStatement.settings($0).encoded] } ?? [])
-                + held.roleRecords.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
+            let byKey = { (records: [[UInt8]: [UInt8]]) -> [[UInt8]] in
+                records.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
+            }
+            var records = byKey(held.revocationRecords)
+            if let admitters = held.admitters { records.append(ClusterStatement.admitters(admitters).encoded) }
+            records += held.admissions.sorted { $0.key < $1.key }.map(\.value)
+            if let settings = held.settings { records.append(ClusterStatement.settings(settings).encoded) }
+            records += byKey(held.roleRecords)
+            records += byKey(held.signedWritesRecords)
+            return records
         }
     }
 
@@ -224,9 +241,17 @@ final class ClusterStatements: Sendable {
                     held.roles[role.node] = role
                     news.roles.append(role)
                     news.cutsChanged = news.cutsChanged || (was == .reader) != (role.role == .reader)
+                case .signedWrites(let rule):
+                    guard held.signedWritesRecords[statement.key] == nil else { continue }
+                    held.signedWritesRecords[statement.key] = statement.encoded
+                    held.signedWritesParts.append(rule)
+                    let latest = SignedWritesStatement.latest(held.signedWritesParts)
+                    guard latest?.statement != held.signedWrites?.statement else { continue }
+                    held.signedWrites = latest
+                    news.signedWrites = true
                 }
             }
-            if news.cutsChanged { held.writers = Self.writers(held, own: own) }
+            if news.cutsChanged || news.signedWrites { held.writers = Self.writers(held, own: own) }
             return news
         }
     }
@@ -269,7 +294,20 @@ final class ClusterStatements: Sendable {
                 )
             )
         }
-        return RevokedWriters(cuts)
+        return RevokedWriters(cuts, signatures: requirement(held.signedWrites))
+    }
+
+    /// What the signed-writes statement that counts asks, if it requires signatures.
+    private static func requirement(
+        _ latest: (statement: SignedWritesStatement, cut: [NodeID: UInt64])?
+    ) -> SignatureRequirement? {
+        guard let latest, latest.statement.required else { return nil }
+        let when = WallClock.iso8601(milliseconds: latest.statement.at)
+        return SignatureRequirement(
+            cut: latest.cut,
+            reason:
+                "\(SignatureRequirement.reasonStart) after signed writes were required at \(when) by \(latest.statement.by.short)"
+        )
     }
 
     /// Each member's complete reader statements' cuts, joined (``RoleStatement/readerCuts(_:)``).

@@ -48,6 +48,9 @@ public struct SignedWriteCounts: Sendable, Equatable {
     public var unsigned = 0
     public var failedRuns = 0
     public var firstFailure: String?
+    /// Writes refused for want of their member's signature, where signatures are required
+    /// (overruled: ``LansyncCore/SignatureRequirement``).
+    public var refused = 0
 
     public init() {}
 

@@ -296,6 +296,7 @@ struct SessionDriver {
                 return (received, received.version, signed, batch)
             }
             outcome.signedWrites.add(signed)
+            outcome.signedWrites.refused += received.refusedUnsigned
             outcome.newWriters += received.newWriters
             outcome.unverifiedCovers += received.unverifiedCovers
             let keep = runner.hub.applied(

@@ -90,15 +90,18 @@ struct SessionLog: Sendable {
         let refused =
             signed.failedRuns > 0
             ? "; \(signed.failedRuns) signed run(s) of its batches did not hold (\(signed.firstFailure ?? ""))" : ""
+        let unsigned =
+            signed.refused > 0
+            ? "; refused \(signed.refused) write(s) without their member's signature (signed writes are required)" : ""
         logger.info(
-            "session with \(name(peer)) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(c.sentUpdates) field states (\(c.sentBytes) bytes), received \(c.receivedUpdates) (\(c.receivedBytes) bytes)\(leftOut)\(refused)\(failure.map { "; \($0)" } ?? "")\(note)",
+            "session with \(name(peer)) (\(peerID.short)) ended after \(String(format: "%.1f", seconds)) s: sent \(c.sentUpdates) field states (\(c.sentBytes) bytes), received \(c.receivedUpdates) (\(c.receivedBytes) bytes)\(leftOut)\(refused)\(unsigned)\(failure.map { "; \($0)" } ?? "")\(note)",
             metadata: [
                 "event": "session-end", "peer": "\(peer.name)", "node": "\(peerID.text)",
                 "path": "\(peer.role == .relay ? "relay" : "direct")", "address": "\(address)",
                 "sent": "\(c.sentUpdates)", "received": "\(c.receivedUpdates)", "sent_bytes": "\(c.sentBytes)",
                 "received_bytes": "\(c.receivedBytes)", "duration_s": "\(String(format: "%.3f", seconds))",
                 "error": "\(failure ?? "")", "signed": "\(signed.signed)", "unsigned": "\(signed.unsigned)",
-                "failed_runs": "\(signed.failedRuns)",
+                "failed_runs": "\(signed.failedRuns)", "refused_unsigned": "\(signed.refused)",
             ]
         )
     }

@@ -153,6 +153,37 @@ public struct SessionRunner: Sendable {
         return driver.result
     }
 
+    /// What a session on a connection reacts to: the peer's messages and then its close, the
+    /// regular ticks and those the machine asked for, and this replica's changes.
+    private func inputs(
+        _ messages: some AsyncSequence<SessionDriver.Input, any Error> & Sendable,
+        wakes: AsyncStream<SessionDriver.Input>,
+        changes: AsyncStream<Void>,
+        subscription: Int
+    ) -> some AsyncSequence<SessionDriver.Input, any Error> {
+        merge(
+            chain(messages, [SessionDriver.Input.peerClosed].async),
+            merge(
+                AsyncTimerSequence.repeating(every: Self.tickInterval).map { [hub] _ in
+                    SessionDriver.Input.event(.tick(now: .now, localVersion: hub.knownVersion))
+                },
+                wakes
+            ),
+            changes.map { [hub] in
+                SessionDriver.Input.event(
+                    .localChanged(
+                        localVersion: hub.version(for: subscription),
+                        now: .now,
+                        eager: hub.eager(for: subscription)
+                    )
+                )
+            }
+        )
+    }
+
+    /// How long a connection this side refused stays open after the error is sent.
+    static let refusalLinger = Duration.milliseconds(250)
+
     /// Runs the session on `connection` until it ends; says how it ended.
     public func run(_ connection: PeerConnection) async -> SessionOutcome {
         let (subscription, changes) = hub.subscribe()
@@ -184,25 +215,12 @@ public struct SessionRunner: Sendable {
                     case .invalid(let e): .event(.receivedInvalid(e, now: .now))
                     }
                 }
-                let inputs = merge(
-                    chain(messages, [SessionDriver.Input.peerClosed].async),
-                    merge(
-                        AsyncTimerSequence.repeating(every: Self.tickInterval).map { [hub] _ in
-                            SessionDriver.Input.event(.tick(now: .now, localVersion: hub.knownVersion))
-                        },
-                        wakes
-                    ),
-                    changes.map { [hub] in
-                        SessionDriver.Input.event(
-                            .localChanged(
-                                localVersion: hub.version(for: subscription),
-                                now: .now,
-                                eager: hub.eager(for: subscription)
-                            )
-                        )
-                    }
-                )
-                try await driver.run(inputs)
+                try await driver.run(inputs(messages, wakes: wakes, changes: changes, subscription: subscription))
+                // This side refused the peer and sent it why: the error is read before the
+                // connection closes (closing with the peer's pipelined frames unread resets the
+                // connection, and a reset can take the error with it: an older peer refused for
+                // its version then saw only "connection closed").
+                if driver.result.error != nil { try? await Task.sleep(for: Self.refusalLinger) }
             }
         } catch {
             if outcome.error == nil, outcome.peerError == nil {

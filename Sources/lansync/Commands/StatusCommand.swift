@@ -48,6 +48,10 @@ struct StatusCommand: ParsableCommand {
                     ", \(revoked.count) revoked (\(revoked.map { $0.name ?? $0.nodeID.short }.joined(separator: ", ")))"
             }
             line += "; this machine admits others: \(replica.admitsOthers ? "yes" : "no") ('lansync members')"
+            if let rule = try? replica.signedWritesStatement(), rule.required {
+                line +=
+                    "; signed writes required since \(WallClock.iso8601(milliseconds: rule.at)) (a write without its member's signature is refused)"
+            }
             if let why = try? replica.readOnlyReason() {
                 line += "; this machine may only read (\(why)): its edits are refused"
             }
@@ -143,7 +147,7 @@ struct StatusCommand: ParsableCommand {
         }
         if !status.revokedWrites.isEmpty {
             lines.append(
-                "REVOKED  \(status.revokedWrites.count) writes of revoked machines or readers, made after their cut, were refused (the fields keep their earlier values; 'lansync history' shows both):"
+                "REVOKED  \(status.revokedWrites.count) writes of revoked machines or readers made after their cut, or without their member's signature where it is required, were refused (the fields keep their earlier values; 'lansync history' shows both):"
             )
             for r in status.revokedWrites.prefix(5) { lines.append("         \(r.id).\(r.field): \(r.reason)") }
         }

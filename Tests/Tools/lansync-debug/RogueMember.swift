@@ -51,6 +51,16 @@ extension DebugCommand {
         /// `ID:COUNTER,...`: the hello's version vector; with `--hellos N`, hello i claims every
         /// entry plus i (a made-up witness of the node's own writer, issue 64).
         @Option var helloVector: String?
+        /// `WRITER:COUNTER`: one write under this dot (another member's writer id, issue 64),
+        /// to `--forge-item`'s `--forge-field`, setting `--forge-value` over the write
+        /// `--forge-over` (`WRITER:COUNTER`) names; unsigned, or with `--forge-sign` in a run
+        /// signed with this member's own key.
+        @Option var forgeWrite: String?
+        @Option var forgeItem = "forged"
+        @Option var forgeField = "title"
+        @Option var forgeValue = "forged"
+        @Option var forgeOver: String?
+        @Flag var forgeSign = false
 
         func run() async throws {
             let identity = try data.directory.tlsIdentity()
@@ -180,6 +190,10 @@ extension DebugCommand {
                         )
                     )
                 }
+                if let forgeWrite {
+                    sequence += 1
+                    messages.append(.batch(sequence: sequence, try forgedWrite(forgeWrite, identity: identity)))
+                }
                 // An announced delta stays open (its `done` would end it): status reads it then.
                 if sequence > 0, expect == nil { messages.append(.done(versionVector: VersionVector())) }
                 try await exchange(transport, messages)
@@ -192,6 +206,45 @@ extension DebugCommand {
                 )
             )
             try await group.shutdownGracefully()
+        }
+
+        /// The batch of `--forge-write`: one field state whose live version is the forged dot's,
+        /// having seen `--forge-over`'s write.
+        private func forgedWrite(_ text: String, identity: TLSIdentity) throws -> DeltaBatch {
+            guard let dot = try Self.vector(text).counters.first.map({ Dot(node: $0.key, counter: $0.value) }) else {
+                throw ValidationError("--forge-write takes WRITER:COUNTER")
+            }
+            let now = HLCTimestamp(rawValue: WallClock.milliseconds << 16)
+            var state = FieldState()
+            var covers = VersionVector([dot.node: dot.counter])
+            if let forgeOver, let over = try Self.vector(forgeOver).counters.first {
+                // Assigned, then overwritten: the state has seen the write it replaces.
+                state.assign(.string(""), dot: Dot(node: over.key, counter: over.value), timestamp: now)
+                covers.raise(over.key, to: over.value)
+            }
+            state.assign(.string(forgeValue), dot: dot, timestamp: now)
+            let key = FieldKey(item: try ItemID(forgeItem), field: try FieldName(forgeField))
+            var batch = DeltaBatch(updates: [FieldUpdate(key: key, state: state)], covers: covers)
+            if forgeSign, let version = state.versions.first(where: { $0.dot == dot }) {
+                let root = SignedRun.root(of: [RunLeaf(item: key.item, field: key.field, version: version)])
+                let signer = identity.signer
+                let bytes = SignedRun.signedBytes(
+                    cluster: identity.trust.clusterID,
+                    writer: dot.node,
+                    first: dot.counter,
+                    last: dot.counter,
+                    root: root
+                )
+                let run = SignedRun(
+                    writer: dot.node,
+                    first: dot.counter,
+                    last: dot.counter,
+                    key: signer.publicKey,
+                    signature: signer.sign(bytes) ?? []
+                )
+                batch.proofs = [RunProof(run: run, leaves: [])]
+            }
+            return batch
         }
 
         /// Sends `messages` on one connection, printing what comes back.
