@@ -206,6 +206,8 @@ struct PostgresRows: MergeRows, EditRows {
 
     func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws { try tx.keepGone(leaves, of: writer) }
 
+    func noteUnsignedOwnWrites() throws { try tx.db.run("DELETE FROM meta WHERE key = 'own_writes_signed'") }
+
     mutating func saveField(_ save: FieldSave) throws -> Int64 {
         let fieldRow = try tx.saveField(save)
         items[save.item]?.fieldRows[save.name] = fieldRow

@@ -90,6 +90,8 @@ public final class PostgresReplica: Sendable {
                     ("writer_id", writer.text), ("changes", "0"),
                     ("schema_version", String(PostgresReplicaSchema.version)),
                     ("writer_server", try serverIncarnation(db)),
+                    // Nothing written yet, so nothing unsigned (``HeldWriteSigning``).
+                    ("own_writes_signed", "1"),
                 ] {
                     try db.run("INSERT INTO meta (key, value) VALUES (\(key), \(value))")
                 }

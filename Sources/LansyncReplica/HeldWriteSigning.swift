@@ -22,31 +22,47 @@ package protocol HeldWriteRows: MergeRows, VersionIndexReading {
 /// ends at each counter whose writes are all gone.
 package enum HeldWriteSigning {
     /// Signs every live version of the replica's own writers not in a signed run, once (the
-    /// replica is marked when done; later writes are signed as they are made); how many
-    /// versions it signed. Nothing without a signer: the pass waits for one.
+    /// replica is marked when done, and a replica made by this release starts marked; a commit
+    /// of its own writes without their signature clears the mark); how many versions it signed.
+    /// Nothing without a signer: the pass waits for one.
+    ///
+    /// A writer's versions are taken in the order of their dots, so runs are cut as they fill
+    /// (``RunLog``): an upgraded replica of a million own versions holds a run's leaves at a time.
     package static func signHeldOwnWrites<Rows: HeldWriteRows>(in rows: inout Rows) throws -> Int {
         guard rows.signer != nil, try !rows.ownWritesSigned() else { return 0 }
         let node = try rows.ownNode()
-        var log = RunLog()
         var signed = 0
         for writer in try rows.writerRows() where writer.id.isWriter(of: node) {
-            let ranges = try rows.signedRanges(ofWriterRow: writer.row)
-            let isSigned = { (counter: UInt64) in ranges.contains { $0.contains(counter) } }
-            let unsigned = try rows.indexedVersions(ofWriterRow: writer.row).filter { !isSigned($0.counter) }
+            let ranges = try rows.signedRanges(ofWriterRow: writer.row).sorted { $0.lowerBound < $1.lowerBound }
+            let unsigned = try rows.indexedVersions(ofWriterRow: writer.row)
+                .filter { !covered($0.counter, by: ranges) }
+                .sorted { ($0.counter, $0.field) < ($1.counter, $1.field) }
             guard !unsigned.isEmpty else { continue }
-            for key in try rows.fieldKeys(ofRows: Set(unsigned.map(\.field))) {
-                guard let item = try rows.findItem(key.item),
+            let rowsInOrder = Array(Set(unsigned.map(\.field))).sorted()
+            let keys = Dictionary(uniqueKeysWithValues: zip(rowsInOrder, try rows.fieldKeys(ofRows: Set(rowsInOrder))))
+            var log = RunLog(ordered: true)
+            for version in unsigned {
+                guard let key = keys[version.field], let item = try rows.findItem(key.item),
                     let field = try rows.loadField(item: item.row, name: key.field)
                 else { continue }
-                for version in field.state.versions
-                where version.dot.node == writer.id && !isSigned(version.dot.counter) {
-                    log.note(version.dot, item: key.item, field: key.field, in: field.state)
-                    signed += 1
-                }
+                let dot = Dot(node: writer.id, counter: version.counter)
+                guard field.state.versions.contains(where: { $0.dot == dot }) else { continue }
+                log.note(dot, item: key.item, field: key.field, in: field.state)
+                signed += 1
             }
+            try rows.sign(log)
         }
-        try rows.sign(log)
         try rows.markOwnWritesSigned()
         return signed
+    }
+
+    /// Whether `counter` lies in one of `ranges` (sorted by their start, apart).
+    static func covered(_ counter: UInt64, by ranges: [ClosedRange<UInt64>]) -> Bool {
+        var (low, high) = (0, ranges.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if ranges[middle].lowerBound <= counter { low = middle + 1 } else { high = middle }
+        }
+        return low > 0 && ranges[low - 1].contains(counter)
     }
 }

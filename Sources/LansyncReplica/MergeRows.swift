@@ -16,14 +16,22 @@ package protocol FieldRows {
     /// Keeps the leaves of `writer`'s versions that the replica does not hold live, each only if
     /// a held run holds its dot (its proof needs it: ``RunProofs``).
     mutating func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws
+    /// Notes that the transaction commits writes of the replica's own without their signature
+    /// (no signer, or it failed): clears meta `own_writes_signed`, so the node's next start
+    /// signs them (``HeldWriteSigning``).
+    mutating func noteUnsignedOwnWrites() throws
 }
 
 extension FieldRows {
     /// Signs the runs of `log` and keeps them, in the transaction that wrote them: a write is
     /// never committed without its signature (unless the replica has no signer).
     package mutating func sign(_ log: RunLog) throws {
-        guard let signer, !log.isEmpty else { return }
-        for (run, leaves) in log.signed(by: signer) { try keep(run, leaves: leaves) }
+        guard !log.isEmpty else { return }
+        guard let signer else { return try noteUnsignedOwnWrites() }
+        let runs = log.runs()
+        let signed = log.signed(runs, by: signer)
+        for (run, leaves) in signed { try keep(run, leaves: leaves) }
+        if signed.count < runs.count { try noteUnsignedOwnWrites() }
     }
 
     /// Keeps the leaves of `versions` of field `field` of item `item`, which leave (or never

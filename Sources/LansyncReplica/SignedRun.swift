@@ -131,7 +131,12 @@ package struct RunLog: Sendable {
     /// The runs signed by `signer`, each with its count of leaves; a run it failed to sign is
     /// left out (its writes travel unsigned, as a replica's without a signer do).
     package func signed(by signer: any WriteSigner) -> [(run: SignedRun, leaves: Int)] {
-        runs().compactMap { run in
+        signed(runs(), by: signer)
+    }
+
+    /// `runs` (this log's ``runs()``) signed by `signer`, as ``signed(by:)``.
+    package func signed(_ runs: [Cut], by signer: any WriteSigner) -> [(run: SignedRun, leaves: Int)] {
+        runs.compactMap { run in
             let bytes = SignedRun.signedBytes(
                 cluster: signer.cluster,
                 writer: run.writer,

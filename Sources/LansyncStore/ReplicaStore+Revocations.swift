@@ -65,9 +65,18 @@ extension SQLiteRows: VersionIndexReading {
     }
 
     func indexedVersions(ofWriterRow row: Int64) throws -> [(counter: UInt64, field: Int64)] {
-        try Row.fetchAll(tx.db, sql: "SELECT counter, field FROM version WHERE node = ?", arguments: [row]).map {
-            (UInt64(clamping: $0[0] as Int64), $0[1] as Int64)
+        // A cursor: a writer may have a million live versions, and a row object each would
+        // take hundreds of megabytes.
+        var versions: [(counter: UInt64, field: Int64)] = []
+        let cursor = try Row.fetchCursor(
+            tx.db,
+            sql: "SELECT counter, field FROM version WHERE node = ?",
+            arguments: [row]
+        )
+        while let version = try cursor.next() {
+            versions.append((UInt64(clamping: version[0] as Int64), version[1] as Int64))
         }
+        return versions
     }
 
     func fieldKeys(ofRows rows: Set<Int64>) throws -> [FieldKey] {

@@ -68,6 +68,8 @@ public final class ReplicaStore: Sendable {
                     ("node_id", nodeID.text), ("cluster_id", clusterID.text), ("node_name", nodeName),
                     ("fingerprint", fingerprint), ("clock", "0"), ("history_limit", String(historyLimit)),
                     ("writer_id", nodeID.text),
+                    // Nothing written yet, so nothing unsigned (``HeldWriteSigning``).
+                    ("own_writes_signed", "1"),
                 ] {
                     try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?)", arguments: [key, value])
                 }

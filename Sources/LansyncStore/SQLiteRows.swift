@@ -44,6 +44,10 @@ struct SQLiteRows: MergeRows, EditRows {
 
     func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws { try tx.keepGone(leaves, of: writer) }
 
+    func noteUnsignedOwnWrites() throws {
+        try tx.db.cachedStatement(sql: "DELETE FROM meta WHERE key = 'own_writes_signed'").execute()
+    }
+
     func updateItem(row: Int64, by change: DerivedChange) throws { try tx.updateItem(row: row, by: change) }
 
     func history(ofField row: Int64?) throws -> [(dot: Dot, write: String)] { try tx.history(ofField: row) }
