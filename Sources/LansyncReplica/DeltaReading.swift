@@ -100,14 +100,16 @@ extension ReplicaStorage where Self: DeltaReading {
         unclaimed: Bool,
         deltaBase: VersionVector?
     ) throws(StoreError) -> any DeltaSource {
-        // Proofs pieced together are checked against their runs for this replica's cluster.
+        // Proofs pieced together are checked against their runs for the cluster this replica
+        // signs for (its signer's, held in memory: a read of the replica's identity at every
+        // anti-entropy round cost an idle node more than anything else here).
         try deltaStream(
             for: remote,
             maxUpdates: maxUpdates,
             budgetBytes: budgetBytes,
             unclaimed: unclaimed,
             deltaBase: deltaBase,
-            cluster: try info().clusterID
+            cluster: signing.current?.cluster
         ) as DeltaStream
     }
 }

@@ -136,6 +136,8 @@ import Testing
         try b.apply(.update([.set(title, .string("two"))]), to: x, wallMilliseconds: t0 + 1)
         b.signing.use(TestSigner())
         #expect(try b.signHeldOwnWrites() == 3)  // _type and owner of dot 1, title of dot 2
+        // c checks what it pieces together for the cluster its own signer signs for.
+        c.signing.use(TestSigner())
         try sync(b, c, at: t0 + 2, revoked: required())
         #expect(try value(c, x, title) == .string("two"))
         try sync(c, d, at: t0 + 3, revoked: required())
