@@ -108,7 +108,10 @@ import Testing
         func forge(_ port: Int, counter: Int, value: String, signed: Bool = false) async throws {
             let answer = try await cli.run(
                 [
-                    "rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(port)", "--seconds", "0.5",
+                    // The rogue listens this long before it hangs up (the target does not close):
+                    // in a loaded CI run a relay on PostgreSQL took longer than half a second to
+                    // say hello.
+                    "rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(port)", "--seconds", "5",
                     "--forge-write", "\(cWriter):\(counter)", "--forge-item", "t", "--forge-field", "n",
                     "--forge-value", value, "--forge-over", "\(over.writer):\(over.counter)",
                 ] + (signed ? ["--forge-sign"] : []),
