@@ -34,9 +34,11 @@ import Testing
         return (writer, counter)
     }
 
-    func rogue(_ cli: CLI, at port: Int, _ arguments: [String]) async throws -> CLI.Result {
+    /// The rogue's session with the node or relay at `port`; it listens `seconds` for answers
+    /// (a relay on PostgreSQL in a loaded run took longer than half a second to say hello).
+    func rogue(_ cli: CLI, at port: Int, _ arguments: [String], seconds: String = "0.5") async throws -> CLI.Result {
         try await cli.run(
-            ["rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(port)", "--seconds", "0.5"] + arguments,
+            ["rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(port)", "--seconds", seconds] + arguments,
             binary: CLI.debugBinary
         )
     }
@@ -164,7 +166,7 @@ import Testing
         let before = try server.sql(row)
         let claim = try await identity(cli, "a").vector + ",\(bID):1000"
         let asked = WallClock.milliseconds
-        let answer = try await rogue(cli, at: p[0], ["--forge-report", bID, "--forge-seen", claim])
+        let answer = try await rogue(cli, at: p[0], ["--forge-report", bID, "--forge-seen", claim], seconds: "5")
         #expect(answer.stdout.contains("hello"), "the rogue's session: \(answer.stdout)\(answer.stderr)")
         // The relay took in the rogue's hello: it keeps the rogue's own report (its member row)
         // in the step that weighs the reports the hello carries, the one in b's name among them.
