@@ -186,6 +186,8 @@ let package = Package(
                 "LansyncWire",
                 "LansyncHost", "LansyncFuzzing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -260,7 +262,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LansyncIdentityTests",
-            dependencies: ["LansyncCore", "LansyncIdentity"],
+            dependencies: [
+                "LansyncCore", "LansyncIdentity", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: strict
         ),
         // The transport's channel handlers, driven through an EmbeddedChannel (no sockets).

@@ -162,11 +162,19 @@ public struct RunProof: Hashable, Sendable {
     /// proof's): kept with the run, so a replica can tell when it can no longer make its proof
     /// whole. Not sent.
     public var total: Int
+    /// The certificate (DER) the cluster's authority issued for the run's key: what binds the key,
+    /// and so the writer, to a member (Docs/SECURITY.md, "Signed writes"). A batch carries it
+    /// with the first proof of each key; nil on the others, and where the sender holds none.
+    public var certificate: [UInt8]?
 
-    public init(run: SignedRun, leaves: [RunLeaf], total: Int? = nil) {
+    /// At most this many bytes a certificate (a member's is about 500).
+    public static let maxCertificateBytes = 4096
+
+    public init(run: SignedRun, leaves: [RunLeaf], total: Int? = nil, certificate: [UInt8]? = nil) {
         self.run = run
         self.leaves = leaves
         self.total = total ?? leaves.count
+        self.certificate = certificate
     }
 }
 

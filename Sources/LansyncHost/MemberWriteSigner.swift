@@ -8,10 +8,12 @@ public import LansyncReplica
 public struct MemberWriteSigner: WriteSigner {
     let member: MemberSigner
     public let cluster: NodeID
+    public let certificate: [UInt8]
 
-    public init(_ member: MemberSigner, cluster: NodeID) {
+    public init(_ member: MemberSigner, cluster: NodeID, certificate: [UInt8]) {
         self.member = member
         self.cluster = cluster
+        self.certificate = certificate
     }
 
     public var publicKey: [UInt8] { member.publicKey }
@@ -22,8 +24,9 @@ public struct MemberWriteSigner: WriteSigner {
     /// `node.pem`); nil if the file cannot be read as one.
     public static func load(nodePEM path: String, cluster: NodeID) -> MemberWriteSigner? {
         guard let pem = try? String(contentsOfFile: path, encoding: .utf8),
-            let node = try? NodeIdentity(pem: pem, name: "")
+            let node = try? NodeIdentity(pem: pem, name: ""),
+            let certificate = try? Identity.der(node.certificate)
         else { return nil }
-        return MemberWriteSigner(MemberSigner(node), cluster: cluster)
+        return MemberWriteSigner(MemberSigner(node), cluster: cluster, certificate: certificate)
     }
 }

@@ -142,7 +142,10 @@ public struct SignedWritesStatement: SignedStatement, Hashable {
         else { return nil }
         var counters: [NodeID: UInt64] = [:]
         for _ in 0..<count {
-            guard let writer = try? r.raw(16), let counter = try? r.varint() else { return nil }
+            // A counter as a version vector's: at most Int64.max, as every store can hold it.
+            guard let writer = try? r.raw(16), let counter = try? r.varint(), counter <= UInt64(Int64.max) else {
+                return nil
+            }
             counters[NodeID(bytes: writer)] = counter
         }
         guard counters.count == Int(count), let signature = try? r.data(), r.isAtEnd, signature.count <= 128 else {

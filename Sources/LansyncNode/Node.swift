@@ -443,6 +443,7 @@ public final class Node: Sendable {
             io: io,
             hub: hub,
             config: config,
+            certify: statements.certify,
             observer: observer(
                 of: link,
                 log: log,

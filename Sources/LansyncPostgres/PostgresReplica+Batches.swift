@@ -204,6 +204,15 @@ struct PostgresRows: MergeRows, EditRows {
         )
     }
 
+    func keepCertificate(_ certificate: [UInt8], of key: [UInt8]) throws {
+        try tx.db.run(
+            """
+            INSERT INTO member_certificate (key, der) VALUES (\(ByteBuffer(bytes: key)), \(ByteBuffer(bytes: certificate)))
+            ON CONFLICT (key) DO NOTHING
+            """
+        )
+    }
+
     func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws { try tx.keepGone(leaves, of: writer) }
 
     func noteUnsignedOwnWrites() throws { try tx.db.run("DELETE FROM meta WHERE key = 'own_writes_signed'") }

@@ -177,6 +177,12 @@ final class PostgresDeltaReads: DeltaReads {
         }
     }
 
+    func memberCertificate(of key: [UInt8]) throws -> [UInt8]? {
+        try db.run("SELECT der FROM member_certificate WHERE key = \(ByteBuffer(bytes: key))").first.map {
+            Array(try $0.decode(ByteBuffer.self).readableBytesView)
+        }
+    }
+
     func indexedVersions(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [DeltaPlanner.IndexRow] {
         try db.run(
             """

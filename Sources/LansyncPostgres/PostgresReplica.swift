@@ -142,10 +142,10 @@ public final class PostgresReplica: Sendable {
                     """
                     SELECT (SELECT count(*) FROM information_schema.columns
                         WHERE table_schema = \(schema) AND table_name = 'member' AND column_name IN ('signed', 'signed_at'))
-                        + (SELECT count(*) FROM pg_tables WHERE schemaname = \(schema) AND tablename IN ('signed_run', 'run_leaf'))
+                        + (SELECT count(*) FROM pg_tables WHERE schemaname = \(schema) AND tablename IN ('signed_run', 'run_leaf', 'member_certificate'))
                     """,
                     as: Int.self
-                ) != 4
+                ) != 5
             }
             if missing {
                 try replica.database.transaction(write: true) { db in

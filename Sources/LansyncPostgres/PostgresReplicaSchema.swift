@@ -18,6 +18,7 @@ enum PostgresReplicaSchema {
         "ALTER TABLE member ADD COLUMN IF NOT EXISTS signed_at bigint",
         signedRuns,
         runLeaves,
+        memberCertificates,
     ]
 
     /// Statements that make the tables, in order, inside the replica's schema.
@@ -193,6 +194,7 @@ enum PostgresReplicaSchema {
         """,
         signedRuns,
         runLeaves,
+        memberCertificates,
     ]
 
     /// The signed runs of writes the replica holds (Docs/SECURITY.md, "Signed writes"): a
@@ -206,6 +208,15 @@ enum PostgresReplicaSchema {
             key       bytea NOT NULL,
             signature bytea NOT NULL,
             PRIMARY KEY (node_id, first)
+        )
+        """
+
+    /// The certificates of the member keys of held runs (the authority's, checked when they
+    /// came), passed on with the runs (Docs/SECURITY.md, "Signed writes").
+    static let memberCertificates: PostgresQuery = """
+        CREATE TABLE IF NOT EXISTS member_certificate (
+            key bytea PRIMARY KEY,
+            der bytea NOT NULL
         )
         """
 

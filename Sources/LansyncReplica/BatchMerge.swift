@@ -86,6 +86,7 @@ package struct BatchMerge<Rows: MergeRows> {
         for proof in proofs {
             proven[proof.run.writer, default: []].append(proof.run.first...proof.run.last)
             try rows.keep(proof.run, leaves: proof.total)
+            if let certificate = proof.certificate { try rows.keepCertificate(certificate, of: proof.run.key) }
             if !proof.leaves.isEmpty { try rows.keepGone(proof.leaves, of: proof.run.writer) }
         }
         for update in updates { try merge(update, in: &rows) }

@@ -53,6 +53,8 @@ public protocol DeltaReads {
     /// The leaves kept of `node`'s versions in `counters` that the replica does not hold live
     /// (``FieldRows/keepGone(_:of:)``).
     func goneLeaves(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [RunLeaf]
+    /// The certificate (DER) kept for a member's key (``MergeRows/keepCertificate(_:of:)``), if any.
+    func memberCertificate(of key: [UInt8]) throws -> [UInt8]?
 }
 
 extension DeltaReads {
@@ -77,7 +79,7 @@ extension DeltaReading {
         budgetBytes: Int = 2 << 20,
         unclaimed: Bool = true,
         deltaBase: VersionVector? = nil,
-        cluster: NodeID? = nil
+        signer: (any WriteSigner)? = nil
     ) throws(StoreError) -> DeltaStream {
         try DeltaStream.start(
             from: self,
@@ -86,7 +88,7 @@ extension DeltaReading {
             budgetBytes: budgetBytes,
             unclaimed: unclaimed,
             deltaBase: deltaBase,
-            cluster: cluster
+            signer: signer
         )
     }
 }
@@ -102,14 +104,15 @@ extension ReplicaStorage where Self: DeltaReading {
     ) throws(StoreError) -> any DeltaSource {
         // Proofs pieced together are checked against their runs for the cluster this replica
         // signs for (its signer's, held in memory: a read of the replica's identity at every
-        // anti-entropy round cost an idle node more than anything else here).
+        // anti-entropy round cost an idle node more than anything else here), and its own runs
+        // go with its certificate.
         try deltaStream(
             for: remote,
             maxUpdates: maxUpdates,
             budgetBytes: budgetBytes,
             unclaimed: unclaimed,
             deltaBase: deltaBase,
-            cluster: signing.current?.cluster
+            signer: signing.current
         ) as DeltaStream
     }
 }

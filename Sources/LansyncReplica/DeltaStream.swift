@@ -35,9 +35,10 @@ public struct DeltaStream: Sendable {
     /// what only this replica holds spreads (else only what a claim needs).
     let spreadsUnclaimed: Bool
     let deltaBase: VersionVector?
-    /// The cluster the runs are signed for: a proof pieced together from kept digests and live
-    /// versions is checked before it goes (nil: not checked, ``RunProofs``).
-    let cluster: NodeID?
+    /// The replica's signer: its cluster is the one the runs are signed for (a proof pieced
+    /// together from kept digests and live versions is checked before it goes; nil: not
+    /// checked, ``RunProofs``), and its certificate goes with its own runs.
+    let signer: (any WriteSigner)?
     let budgetBytes: Int
     var limit: Int
     /// Where the look for fields whose versions left the index stands: it starts at the change
@@ -134,8 +135,8 @@ public struct DeltaStream: Sendable {
     /// The proofs of the signed runs whose versions `updates` carry (``RunProofs``).
     private func proofs(for updates: [FieldUpdate]) throws(StoreError) -> [RunProof] {
         guard updates.contains(where: { !$0.change.versions.isEmpty }) else { return [] }
-        let cluster = self.cluster
-        return try store.readDelta { db in try RunProofs.build(for: updates, reads: db, cluster: cluster) }
+        let signer = self.signer
+        return try store.readDelta { db in try RunProofs.build(for: updates, reads: db, signer: signer) }
     }
 
     /// A state that does not decode is never sent, and the batch must not claim it: stops
@@ -217,7 +218,7 @@ extension DeltaStream {
         budgetBytes: Int,
         unclaimed: Bool,
         deltaBase: VersionVector?,
-        cluster: NodeID? = nil
+        signer: (any WriteSigner)? = nil
     ) throws(StoreError) -> DeltaStream {
         // One read: a version replaced after the stamp may be one the vector claims. With nothing
         // to claim, a later delta needs nothing held beyond the vector.
@@ -229,7 +230,7 @@ extension DeltaStream {
             claimable: sender,
             spreadsUnclaimed: unclaimed,
             deltaBase: deltaBase,
-            cluster: cluster,
+            signer: signer,
             budgetBytes: budgetBytes,
             limit: maxUpdates,
             superseded: SupersededCursor(stamp: stamp, field: .max)

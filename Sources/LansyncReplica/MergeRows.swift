@@ -92,6 +92,9 @@ package struct FieldSave: Sendable {
 /// revocation overrules, which item a revoked node created, what the derived columns become) is
 /// written once, in ``BatchMerge``.
 package protocol MergeRows: FieldRows {
+    /// Keeps `certificate` (DER), checked to be the cluster authority's for member key `key`, to
+    /// pass on with the key's runs (``RunProofs``); one already kept for the key stays.
+    mutating func keepCertificate(_ certificate: [UInt8], of key: [UInt8]) throws
     /// Item `id`'s row, and whether collection reduced it to its tombstone; nil if the replica
     /// does not hold it (never did, or purged it).
     mutating func findItem(_ id: ItemID) throws -> (row: Int64, collected: Bool)?

@@ -3,7 +3,7 @@ public import LansyncCore
 /// The check of the signed runs a peer's batch carries against the batch's own versions
 /// (Docs/SECURITY.md, "Signed writes"), made before any store sees the batch: a run holds if its
 /// member's signature covers exactly the leaves of the batch's versions of it and the proof's
-/// own, and the key it names is the writer's member's.
+/// own, the key it names is the writer's member's, and the cluster's authority certified that key.
 public struct RunCheck: Sendable {
     /// Checks a member's signature: `signature` over `bytes` made with `key`, and `key` the key of
     /// the member `writer` belongs to (its fingerprint starts with the writer id's first 64 bits).
@@ -33,18 +33,25 @@ public struct RunCheck: Sendable {
         public var description: String { "run \(run.writer.short):\(run.first)-\(run.last): \(why)" }
     }
 
+    /// Whether `key` is a member's of this cluster: `certificate` (DER, the one the batch carries
+    /// for it, if any) was issued for it by the cluster's authority, or one was before.
+    public typealias Certify = @Sendable (_ key: [UInt8], _ certificate: [UInt8]?) -> Bool
+
     public let cluster: NodeID
     public let verify: Verify
+    public let certify: Certify
 
-    public init(cluster: NodeID, verify: @escaping Verify) {
+    public init(cluster: NodeID, verify: @escaping Verify, certify: @escaping Certify) {
         self.cluster = cluster
         self.verify = verify
+        self.certify = certify
     }
 
     /// Checks `batch`'s proofs against its versions.
     public func check(_ batch: DeltaBatch) -> Outcome {
         var outcome = Outcome()
         var proofs: [NodeID: [(proof: RunProof, leaves: [RunLeaf])]] = [:]
+        let certified = certifiedKeys(of: batch.proofs)
         for proof in batch.proofs {
             if let why = Self.malformation(of: proof, among: proofs[proof.run.writer] ?? []) {
                 outcome.failed.append(Failure(run: proof.run, why: why))
@@ -69,20 +76,53 @@ public struct RunCheck: Sendable {
                 )
             }
         }
+        // The first proof kept of each key carries its certificate, for the replica to keep and
+        // pass on with the run.
+        var keptCertificates: Set<[UInt8]> = []
         for (_, runs) in proofs.sorted(by: { $0.key < $1.key }) {
             for (proof, leaves) in runs {
+                guard let certificate = certified[proof.run.key] else {
+                    outcome.failed.append(
+                        Failure(run: proof.run, why: "its key has no certificate from the cluster's authority")
+                    )
+                    outcome.unsigned += leaves.count
+                    continue
+                }
                 if let why = failure(of: proof, batchLeaves: leaves) {
                     outcome.failed.append(Failure(run: proof.run, why: why))
                     outcome.unsigned += leaves.count
                 } else {
+                    let first = keptCertificates.insert(proof.run.key).inserted
                     outcome.held.append(
-                        RunProof(run: proof.run, leaves: proof.leaves, total: leaves.count + proof.leaves.count)
+                        RunProof(
+                            run: proof.run,
+                            leaves: proof.leaves,
+                            total: leaves.count + proof.leaves.count,
+                            certificate: first ? certificate : nil
+                        )
                     )
                     outcome.signed += leaves.count
                 }
             }
         }
         return outcome
+    }
+
+    /// The keys of `proofs` the cluster's authority certified, each with the certificate the
+    /// batch carries for it (nil: certified by one checked before, and the batch has none):
+    /// each key is asked about once, with the first certificate the batch carries for it.
+    func certifiedKeys(of proofs: [RunProof]) -> [[UInt8]: [UInt8]?] {
+        var carried: [[UInt8]: [UInt8]] = [:]
+        for proof in proofs {
+            if let certificate = proof.certificate, carried[proof.run.key] == nil {
+                carried[proof.run.key] = certificate
+            }
+        }
+        var certified: [[UInt8]: [UInt8]?] = [:]
+        for key in Set(proofs.map(\.run.key)) where certify(key, carried[key]) {
+            certified[key] = .some(carried[key])
+        }
+        return certified
     }
 
     /// Why `proof` cannot hold whatever the batch holds: a run or leaves out of bounds, or a run

@@ -8,13 +8,31 @@ public import LansyncCore
 /// rare: a delta sends a run whole, ``LansyncCore/DeltaPlanner``), and none of those the batch
 /// holds.
 public enum RunProofs {
-    /// The proofs for the versions of `updates`: one for each held run that holds any of them.
-    /// With `cluster`, a proof that needs leaves the batch does not hold is checked against its
-    /// run's signature before it is sent (``otherLeaves(of:besides:batch:reads:missing:cluster:)``).
+    /// The proofs for the versions of `updates`: one for each held run that holds any of them,
+    /// the first of each key with the key's certificate (`signer`'s own, or one kept).
+    /// With `signer`, a proof that needs leaves the batch does not hold is checked against its
+    /// run's signature for the signer's cluster before it is sent
+    /// (``otherLeaves(of:besides:batch:reads:missing:cluster:)``).
     public static func build(
         for updates: [FieldUpdate],
         reads: any DeltaReads,
-        cluster: NodeID? = nil
+        signer: (any WriteSigner)? = nil
+    ) throws -> [RunProof] {
+        var proofs = try build(for: updates, reads: reads, cluster: signer?.cluster)
+        var certified: Set<[UInt8]> = []
+        for index in proofs.indices where certified.insert(proofs[index].run.key).inserted {
+            let key = proofs[index].run.key
+            let certificate = key == signer?.publicKey ? signer?.certificate : try reads.memberCertificate(of: key)
+            proofs[index].certificate = certificate.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        return proofs
+    }
+
+    /// The proofs for the versions of `updates`, without certificates.
+    static func build(
+        for updates: [FieldUpdate],
+        reads: any DeltaReads,
+        cluster: NodeID?
     ) throws -> [RunProof] {
         // What the batch holds of each writer: (counter, field) of each version, and its leaf.
         var held: [NodeID: [LeafKey: (item: ItemID, version: FieldVersion)]] = [:]

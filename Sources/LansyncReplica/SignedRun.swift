@@ -45,6 +45,9 @@ public protocol WriteSigner: Sendable {
     var cluster: NodeID { get }
     /// The member's public key, compressed (33 bytes).
     var publicKey: [UInt8] { get }
+    /// The certificate the cluster's authority issued for the key (DER): sent with the member's
+    /// runs, so a receiver knows the key is a member's (empty: none, and its runs hold nowhere).
+    var certificate: [UInt8] { get }
     /// The member's signature over `bytes` (64 bytes); nil if the crypto library failed.
     func sign(_ bytes: [UInt8]) -> [UInt8]?
 }

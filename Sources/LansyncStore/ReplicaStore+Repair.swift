@@ -220,7 +220,7 @@ extension ReplicaStore {
         rebuilt.lease.record(try rebuilt.info().writerID, stamp: try rebuilt.changeStamp())
     }
 
-    /// Copies the signed runs and kept leaves that still read to `rebuilt`, for the writers it
+    /// Copies the signed runs, kept leaves and member certificates that still read to `rebuilt`, for the writers it
     /// holds versions of: the versions it kept stay provable to peers (Docs/SECURITY.md, "Signed
     /// writes"). A run whose versions were lost cannot be made whole there, and goes unproven.
     private func carrySignedRuns(to rebuilt: ReplicaStore) throws(StoreError) {
@@ -239,9 +239,17 @@ extension ReplicaStore {
                     sql: "SELECT n.node_id, l.counter, l.field, l.digest FROM run_leaf l JOIN node n ON n.id = l.node"
                 )
             }) ?? []
+        let certificates =
+            (try? database.read { db in try Row.fetchAll(db, sql: "SELECT key, der FROM member_certificate") }) ?? []
         guard !runs.isEmpty else { return }
         try rebuilt.guarded {
             try rebuilt.database.write { db in
+                for certificate in certificates {
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO member_certificate (key, der) VALUES (?, ?)",
+                        arguments: [certificate[0], certificate[1]]
+                    )
+                }
                 for run in runs {
                     try db.execute(
                         sql: """

@@ -90,6 +90,13 @@ struct SQLiteDeltaReads: DeltaReads {
         }
     }
 
+    func memberCertificate(of key: [UInt8]) throws -> [UInt8]? {
+        try Data.fetchOne(
+            db.cachedStatement(sql: "SELECT der FROM member_certificate WHERE key = ?"),
+            arguments: [Data(key)]
+        ).map { Array($0) }
+    }
+
     func indexedVersions(of node: NodeID, in counters: ClosedRange<UInt64>) throws -> [DeltaPlanner.IndexRow] {
         guard let nodeRow = try ReplicaStore.nodeRow(of: node, db: db) else { return [] }
         return try Row.fetchAll(

@@ -42,6 +42,11 @@ struct SQLiteRows: MergeRows, EditRows {
         ).execute(arguments: [node, Int64(run.first), Int64(run.last), leaves, Data(run.key), Data(run.signature)])
     }
 
+    func keepCertificate(_ certificate: [UInt8], of key: [UInt8]) throws {
+        try tx.db.cachedStatement(sql: "INSERT OR IGNORE INTO member_certificate (key, der) VALUES (?, ?)")
+            .execute(arguments: [Data(key), Data(certificate)])
+    }
+
     func keepGone(_ leaves: [RunLeaf], of writer: NodeID) throws { try tx.keepGone(leaves, of: writer) }
 
     func noteUnsignedOwnWrites() throws {

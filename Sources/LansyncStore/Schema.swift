@@ -36,6 +36,7 @@ enum Schema {
         migrator.registerMigration(fieldRowsByItem, migrate: v20FieldRowsByItem)
         migrator.registerMigration("v21-signed-reports", migrate: v21SignedReports)
         migrator.registerMigration("v22-signed-runs", migrate: v22SignedRuns)
+        migrator.registerMigration("v23-member-certificates", migrate: v23MemberCertificates)
         return migrator
     }
 
@@ -529,6 +530,20 @@ enum Schema {
                     field   TEXT NOT NULL,
                     digest  BLOB NOT NULL,
                     PRIMARY KEY (node, counter, field)
+                ) WITHOUT ROWID;
+                """
+        )
+    }
+
+    private static func v23MemberCertificates(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                -- The certificates of the member keys of held runs (the cluster authority's,
+                -- checked when they came): passed on with the runs, so a machine that never met
+                -- a run's member knows its key is a member's (Docs/SECURITY.md, "Signed writes").
+                CREATE TABLE member_certificate (
+                    key BLOB PRIMARY KEY,
+                    der BLOB NOT NULL
                 ) WITHOUT ROWID;
                 """
         )

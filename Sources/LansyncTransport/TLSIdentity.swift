@@ -27,6 +27,8 @@ public struct TLSIdentity: Sendable {
     /// The node's key as a signer of its own claims (its progress reports), which members
     /// believe second-hand only with this signature.
     public let signer: MemberSigner
+    /// The node's certificate (DER): what binds its key, and so its writes, to the cluster.
+    public let certificateDER: [UInt8]
 
     /// - Parameters:
     ///   - nodePEM: the node's certificate and key (`DIR/node.pem`).
@@ -37,6 +39,7 @@ public struct TLSIdentity: Sendable {
         trust = cluster
         nodeID = node.nodeID
         signer = MemberSigner(node)
+        certificateDER = try Identity.der(node.certificate)
         certificate = try NIOSSLCertificate(bytes: Array(try node.certificatePEM().utf8), format: .pem)
         privateKey = try NIOSSLPrivateKey(bytes: Array(node.privateKeyPEM.utf8), format: .pem)
         authority = try NIOSSLCertificate(bytes: Array(try cluster.pem().utf8), format: .pem)

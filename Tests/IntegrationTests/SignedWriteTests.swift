@@ -70,12 +70,19 @@ import Testing
         #expect(try await cli.waitForConvergence(["r1", "b"].map(cli.path)) != nil)
         let relayed = try server.sql("SELECT count(*) FROM \(schema).signed_run WHERE node_id = '\(bWriter)'")
         #expect(relayed == ["1"])
+        // The members' certificates travelled with their runs: the relay keeps a's and b's, and
+        // b, which never met a, keeps a's (its own it sends from its node's file).
+        #expect(try server.sql("SELECT count(*) FROM \(schema).member_certificate") == ["2"])
+        #expect(
+            try AuthorshipTests.sqlite(cli.path("b/replica.sqlite"), "SELECT count(*) FROM member_certificate") == "1"
+        )
     }
 
     /// Where signed writes are required (`cluster set signed-writes on`), a member's write under
     /// another member's writer id is refused by a node, a relay on SQLite and one on PostgreSQL:
     /// sent unsigned, and in a run signed with the rogue's own key (whose fingerprint is not the
-    /// writer's member's). Each overrules it (the field keeps its value, `history` and `status`
+    /// writer's member's); and a write under a writer of a key the rogue made up, in a run that
+    /// key signed (no member certificate names the key). Each overrules it (the field keeps its value, `history` and `status`
     /// say why), and the honest cluster converges without it. Before the setting, the same
     /// write is taken (it changes the field): what the setting changes is shown, not assumed.
     @Test func aWriteUnderAnotherMembersWriterIsRefusedWhereSignaturesAreRequired() async throws {
@@ -105,7 +112,15 @@ import Testing
             "SELECT value FROM meta WHERE key = 'writer_id'"
         )
         let over = try await AuthorshipTests().lastDot(cli, "a", "t")
-        func forge(_ port: Int, counter: Int, value: String, signed: Bool = false) async throws {
+        func forge(
+            _ port: Int,
+            counter: Int,
+            value: String,
+            signed: Bool = false,
+            stranger: Bool = false
+        )
+            async throws
+        {
             let answer = try await cli.run(
                 [
                     // The rogue listens this long before it hangs up (the target does not close):
@@ -114,7 +129,7 @@ import Testing
                     "rogue-member", "--dir", cli.path("m"), "--peer", "127.0.0.1:\(port)", "--seconds", "5",
                     "--forge-write", "\(cWriter):\(counter)", "--forge-item", "t", "--forge-field", "n",
                     "--forge-value", value, "--forge-over", "\(over.writer):\(over.counter)",
-                ] + (signed ? ["--forge-sign"] : []),
+                ] + (signed ? ["--forge-sign"] : []) + (stranger ? ["--forge-stranger"] : []),
                 binary: CLI.debugBinary
             )
             #expect(answer.stdout.contains("hello"), "the rogue's session: \(answer.stdout)\(answer.stderr)")
@@ -151,6 +166,11 @@ import Testing
         try await forge(p[2], counter: Int(forged), value: "forged to a")
         try await forge(p[0], counter: Int(forged) + 1, value: "forged to r", signed: true)
         try await forge(p[1], counter: Int(forged) + 2, value: "forged to r1")
+        // A writer of a key no certificate names, its run signed with that key and sent with
+        // the rogue's own (valid) certificate: the run is whole and its key fits its writer, so
+        // only the authority's certificate tells it from a member's.
+        try await forge(p[2], counter: Int(forged) + 3, value: "stranger to a", stranger: true)
+        try await forge(p[1], counter: Int(forged) + 4, value: "stranger to r1", stranger: true)
 
         // Each target overruled its forged write: an overrule of its own has seen it.
         let refusal = "SELECT count(*) FROM \(schema).rejection WHERE reason LIKE 'written unsigned %'"
@@ -165,6 +185,9 @@ import Testing
             )
         }
         #expect(try await cli.waitForConvergence(all) != nil)
+        // The stranger's run was whole and signed by the key its writer names: a refused it for
+        // its key alone.
+        #expect(a.logText.contains("its key has no certificate from the cluster's authority"), "\(a.logText)")
         for dir in ["r", "a", "b"] {
             #expect(try await value(dir) == before, "\(dir) shows the value from before the forged writes")
             let history = try await cli.ok(["history", "--dir", cli.path(dir), "t", "--all"])

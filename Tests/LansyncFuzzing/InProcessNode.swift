@@ -28,7 +28,13 @@ public struct InProcessNode: Sendable {
             lease: WriterLease(directory: directory + "/lease")
         )
         // It signs its writes, as a node does: the recorded sessions carry proofs to mutate.
-        store.signing.use(NodeKeySigner(member: identity.signer, cluster: identity.trust.clusterID))
+        store.signing.use(
+            NodeKeySigner(
+                member: identity.signer,
+                cluster: identity.trust.clusterID,
+                certificate: identity.certificateDER
+            )
+        )
         let options = NodeOptions(
             listen: PeerAddress(host: "127.0.0.1", port: 0),
             staticPeers: [],
@@ -42,6 +48,7 @@ public struct InProcessNode: Sendable {
 struct NodeKeySigner: WriteSigner {
     let member: MemberSigner
     let cluster: NodeID
+    let certificate: [UInt8]
     var publicKey: [UInt8] { member.publicKey }
     func sign(_ bytes: [UInt8]) -> [UInt8]? { member.sign(bytes) }
 }

@@ -161,7 +161,8 @@ public struct SessionMutator {
     }
 
     /// A batch's signed run (protocol 1.14) with its counters, and its leaves' counters, at an
-    /// edge: the decoder's bounds (a run of at most 512 dots, leaves inside it) and the check's.
+    /// edge: the decoder's bounds (a run of at most 512 dots, leaves inside it) and the check's;
+    /// and its certificate dropped, cut, with a byte changed, or at its size bound.
     mutating func mutate(_ proof: RunProof) -> RunProof {
         let run = proof.run
         let first = rng.chance(50) ? edge() : run.first
@@ -171,8 +172,21 @@ public struct SessionMutator {
         }
         return RunProof(
             run: SignedRun(writer: run.writer, first: first, last: last, key: run.key, signature: run.signature),
-            leaves: leaves
+            leaves: leaves,
+            certificate: rng.chance(50) ? mutate(certificate: proof.certificate) : proof.certificate
         )
+    }
+
+    mutating func mutate(certificate: [UInt8]?) -> [UInt8]? {
+        switch Int.random(in: 0..<4, using: &rng) {
+        case 0: return nil
+        case 1: return certificate.map { Array($0.prefix(Int.random(in: 0...$0.count, using: &rng))) }
+        case 2:
+            guard var changed = certificate, !changed.isEmpty else { return certificate }
+            changed[Int.random(in: 0..<changed.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+            return changed
+        default: return Array(repeating: 0x30, count: RunProof.maxCertificateBytes)
+        }
     }
 
     mutating func mutate(_ hello: inout Hello) {

@@ -62,9 +62,16 @@ import Testing
     }
 
     /// A peer's statement at the bounds' edges is read (then dropped, unsigned); one writer or
-    /// one part past them, an `off` with a cut, or a flag other than 0 or 1 is not read.
+    /// one part past them, a counter past `Int64.max`, an `off` with a cut, or a flag other than
+    /// 0 or 1 is not read.
     @Test func aStatementPastItsBoundsIsNotRead() {
-        func bytes(flag: UInt8 = 1, part: UInt64 = 255, parts: UInt64 = 256, writers: Int) -> [UInt8] {
+        func bytes(
+            flag: UInt8 = 1,
+            part: UInt64 = 255,
+            parts: UInt64 = 256,
+            writers: Int,
+            counter: UInt64 = UInt64(Int64.max)
+        ) -> [UInt8] {
             var w = ByteWriter()
             w.byte(7)
             w.byte(flag)
@@ -75,7 +82,7 @@ import Testing
             w.varint(UInt64(writers))
             for _ in 0..<writers {
                 w.raw(NodeKey().nodeID.bytes)
-                w.varint(.max)
+                w.varint(counter)
             }
             w.data([UInt8](repeating: 1, count: 64))
             return w.bytes
@@ -84,6 +91,7 @@ import Testing
         let edge = ClusterStatement(encoded: bytes(writers: most))
         #expect(edge != nil && edge?.isSigned(by: authority.trust) == false)
         #expect(ClusterStatement(encoded: bytes(writers: most + 1)) == nil)
+        #expect(ClusterStatement(encoded: bytes(writers: 1, counter: UInt64(Int64.max) + 1)) == nil)
         #expect(ClusterStatement(encoded: bytes(parts: 257, writers: 1)) == nil)
         #expect(ClusterStatement(encoded: bytes(part: 256, writers: 1)) == nil)
         #expect(ClusterStatement(encoded: bytes(flag: 0, part: 0, parts: 1, writers: 1)) == nil)

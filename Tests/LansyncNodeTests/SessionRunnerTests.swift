@@ -52,7 +52,14 @@ import Testing
                 authenticatedPeer: peer
             )
             config.window = 2
-            let runner = SessionRunner(store: me.store, io: BlockingIO(threads: 1), hub: hub, config: config)
+            // These replicas sign nothing: no run comes, and no key is a member's.
+            let runner = SessionRunner(
+                store: me.store,
+                io: BlockingIO(threads: 1),
+                hub: hub,
+                config: config,
+                certify: { _, _ in false }
+            )
             return SessionDriver(runner: runner, subscription: 0, wire: WireCounters()) { message in
                 tap(message)
                 other.yield(.event(.received(message, now: .now)))

@@ -25,12 +25,16 @@ import Testing
     /// (``RunCheck``, with the key each run names: these replicas' keys are made up), under
     /// `revoked`.
     func sync(_ from: any ReplicaStorage, _ to: any ReplicaStorage, at now: UInt64, revoked: RevokedWriters) throws {
-        let check = RunCheck(cluster: .node(99)) { signature, bytes, key, _ in
-            guard let key = try? P256.Signing.PublicKey(compressedRepresentation: key),
-                let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
-            else { return false }
-            return key.isValidSignature(signature, for: bytes)
-        }
+        let check = RunCheck(
+            cluster: .node(99),
+            verify: { signature, bytes, key, _ in
+                guard let key = try? P256.Signing.PublicKey(compressedRepresentation: key),
+                    let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+                else { return false }
+                return key.isValidSignature(signature, for: bytes)
+            },
+            certify: { _, _ in true }
+        )
         try syncAsASession(
             from,
             to,

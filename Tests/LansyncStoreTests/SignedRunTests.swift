@@ -13,15 +13,24 @@ struct TestSigner: WriteSigner {
     let key = P256.Signing.PrivateKey()
     let cluster = NodeID.node(99)
     var publicKey: [UInt8] { Array(key.publicKey.compressedRepresentation) }
+    /// None unless a test gives one: the checks here take every key as certified
+    /// (``LansyncIdentity/CertifiedKeys`` has its own tests).
+    var certificate: [UInt8] = []
     func sign(_ bytes: [UInt8]) -> [UInt8]? { (try? key.signature(for: bytes)).map { Array($0.rawRepresentation) } }
 
     /// A check of batches' proofs that takes this signer's key as every writer's member's.
     var check: RunCheck {
         let key = key.publicKey
-        return RunCheck(cluster: cluster) { signature, bytes, _, _ in
-            guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
-            return key.isValidSignature(parsed, for: bytes)
-        }
+        return RunCheck(
+            cluster: cluster,
+            verify: { signature, bytes, _, _ in
+                guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else {
+                    return false
+                }
+                return key.isValidSignature(parsed, for: bytes)
+            },
+            certify: { _, _ in true }
+        )
     }
 
     /// True if `run` is this signer's signature over `leaves`.
@@ -204,6 +213,49 @@ struct TestSigner: WriteSigner {
         #expect(signed == 90)
         try syncAsASession(a, b, batchSize: 20, deltas: false, wallMilliseconds: t0 + 200)
         #expect(try b.signedRuns(of: nil) == (try a.signedRuns(of: nil)))
+    }
+
+    /// A run holds only if its key is a member's (the authority's certificate, checked by the
+    /// session's ``RunCheck/Certify``): the certificate travels with the first proof of its key
+    /// in each batch, from the signer's own and then from what a receiver kept, so a machine that
+    /// never met the member can check it.
+    @Test(arguments: StorageKind.all)
+    func aRunTravelsWithItsMembersCertificateAndHoldsOnlyWithIt(kind: StorageKind) throws {
+        let site = try StorageSite(kind, "signed-certificate")
+        defer { site.close() }
+        let a = try site.replica(1)
+        let b = try site.replica(2)
+        let signer = TestSigner(certificate: [0x30, 3, 1, 2, 3])
+        a.signing.use(signer)
+        for n in 0..<3 {
+            try a.apply(
+                .create(type: "task", assignments: [.set(title, .string("t\(n)"))]),
+                to: .named("c\(n)"),
+                wallMilliseconds: t0 + UInt64(n)
+            )
+        }
+        let batch = try #require(try batches(of: a, batchSize: 100).first)
+        #expect(batch.proofs.count == 3, "a run a commit")
+        #expect(batch.proofs.first?.certificate == signer.certificate)
+        #expect(batch.proofs.dropFirst().allSatisfy { $0.certificate == nil })
+        // A receiver that does not take the key as a member's: no run holds, nothing is signed.
+        let refusing = RunCheck(cluster: signer.cluster, verify: signer.check.verify) { _, _ in false }
+        let refused = refusing.check(batch)
+        #expect(refused.held.isEmpty && refused.signed == 0 && refused.unsigned == 6)
+        #expect(refused.failed.count == 3 && refused.failed.allSatisfy { $0.why.contains("certificate") })
+        // One that takes the key with this certificate alone keeps it once, with the key's
+        // first run, and passes it on.
+        let certifying = RunCheck(cluster: signer.cluster, verify: signer.check.verify) { key, certificate in
+            key == signer.publicKey && certificate == signer.certificate
+        }
+        let held = certifying.check(batch)
+        #expect(held.held.count == 3 && held.signed == 6)
+        #expect(held.held.compactMap(\.certificate) == [signer.certificate])
+        try syncAsASession(a, b, batchSize: 100, deltas: false, wallMilliseconds: t0 + 200, check: certifying)
+        #expect(try b.signedRuns(of: nil) == (try a.signedRuns(of: nil)))
+        let passed = try #require(try batches(of: b, batchSize: 100).first)
+        #expect(passed.proofs.first?.certificate == signer.certificate)
+        #expect(certifying.check(passed).held.count == 3)
     }
 
     @Test(arguments: StorageKind.all)

@@ -345,14 +345,16 @@ extension Message {
             key: Array(repeating: 2, count: 33),
             signature: Array(repeating: 7, count: 64)
         )
+        let certificate: [UInt8] = [0x30, 1, 0]
         batch.proofs = [
             RunProof(
                 run: run,
-                leaves: [try #require(RunLeaf(counter: 1, field: .type, digestBytes: Array(repeating: 9, count: 32)))]
+                leaves: [try #require(RunLeaf(counter: 1, field: .type, digestBytes: Array(repeating: 9, count: 32)))],
+                certificate: certificate
             )
         ]
         let proofBytes: [UInt8] =
-            [1] + Self.a.bytes + [1, 2] + run.key + run.signature + [1, 1, 5] + Array("_type".utf8)
+            [1] + Self.a.bytes + [1, 2] + run.key + run.signature + [3] + certificate + [1, 1, 5] + Array("_type".utf8)
             + Array(repeating: 9, count: 32)
         #expect(MessageCoder.encode(.batch(sequence: 3, batch)) == [17] + proofBytes + plain)
         for message in [
@@ -371,12 +373,22 @@ extension Message {
         #expect(throws: WireError.self) { try MessageCoder.decode([17] + proofBytes) }
         // A leaf outside its run, a run longer than a run may be, a count past the data.
         var outside = proofBytes
-        outside[1 + 16 + 2 + 33 + 64 + 1] = 3
+        outside[1 + 16 + 2 + 33 + 64 + 4 + 1] = 3
         #expect(throws: WireError.self) { try MessageCoder.decode([17] + outside + plain) }
         var long = proofBytes
         long.replaceSubrange((1 + 16 + 1)...(1 + 16 + 1), with: [0xD8, 0x04])  // dots 1 to 600
         #expect(throws: WireError.self) { try MessageCoder.decode([17] + long + plain) }
         #expect(throws: WireError.self) { try MessageCoder.decode([17, 0xFF, 0xFF, 0x03] + plain) }
+        // A certificate past its bound.
+        var large = batch
+        large.proofs[0].certificate = Array(repeating: 0x30, count: RunProof.maxCertificateBytes + 1)
+        #expect(throws: WireError.self) { try MessageCoder.decode(MessageCoder.encode(.batch(sequence: 3, large))) }
+        // A proof without a certificate: the length 0.
+        var bare = batch
+        bare.proofs[0].certificate = nil
+        let bareBytes = MessageCoder.encode(.batch(sequence: 3, bare))
+        #expect(bareBytes.count == [17].count + proofBytes.count - certificate.count + plain.count)
+        #expect(try MessageCoder.decode(bareBytes).batchProofs == bare.proofs)
     }
 
     @Test func goldenAckDoneError() {

@@ -77,7 +77,15 @@ final class ClusterStatements: Sendable {
         self.io = io
         self.trust = trust
         self.own = own
+        members = CertifiedKeys(authority: trust)
     }
+
+    /// The members' keys the authority certified, as far as batches showed them: a signed run
+    /// holds only with one (Docs/SECURITY.md, "Signed writes").
+    let members: CertifiedKeys
+
+    /// Whether a signed run's key is a member's (``LansyncReplica/RunCheck/Certify``).
+    var certify: RunCheck.Certify { { [members] in members.certifies($0, by: $1) } }
 
     /// The revocation of `node`, if it was revoked.
     func revocation(of node: NodeID) -> Revocation? { held.withLockedValue { $0.revoked[node] } }

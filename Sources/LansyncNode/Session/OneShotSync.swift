@@ -132,6 +132,7 @@ public enum OneShotSync {
                 io: io,
                 hub: hub,
                 config: config,
+                certify: statements.certify,
                 observer: observer,
                 // Limits hold on arrival for a one-shot sync as for the node.
                 refuse: RelayLimits.standard.refusal,

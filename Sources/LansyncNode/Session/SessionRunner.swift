@@ -94,12 +94,18 @@ public struct SessionRunner: Sendable {
     /// This node's own report, signed as of now (nil: none to send): sent after each delta that
     /// moved this replica's own writers, to a peer that takes it (protocol 1.13).
     let vouch: @Sendable () async -> Hello.SignedReport?
+    /// Whether a signed run's key is a member's (``RunCheck/Certify``): a run with any other key
+    /// does not hold.
+    let certify: RunCheck.Certify
 
+    /// - Parameter certify: whether a signed run's key is a member's: a node asks the cluster's
+    ///   authority (``LansyncIdentity/CertifiedKeys``).
     public init(
         store: any ReplicaStorage,
         io: BlockingIO,
         hub: ChangeHub,
         config: SessionMachine.SessionConfig,
+        certify: @escaping RunCheck.Certify,
         observer: SessionObserver = SessionObserver(),
         refuse: FieldRefusal? = nil,
         revoked: @escaping @Sendable () -> RevokedWriters = { RevokedWriters() },
@@ -108,6 +114,7 @@ public struct SessionRunner: Sendable {
     ) {
         self.writers = writers
         self.vouch = vouch
+        self.certify = certify
         self.refuse = refuse
         self.revoked = revoked
         self.store = store
@@ -119,7 +126,11 @@ public struct SessionRunner: Sendable {
 
     /// The check of a peer's batches' signed runs, for this cluster, with members' keys.
     var runCheck: RunCheck {
-        RunCheck(cluster: config.clusterID) { MemberSignature.isValid($0, of: $1, key: $2, forWriter: $3) }
+        RunCheck(
+            cluster: config.clusterID,
+            verify: { MemberSignature.isValid($0, of: $1, key: $2, forWriter: $3) },
+            certify: certify
+        )
     }
 
     /// How often the machine's clock moves (timeouts, keepalives, its own anti-entropy round).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import LansyncCore
 import LansyncHost
@@ -11,6 +12,7 @@ import LansyncWire
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import X509
 
 extension DebugCommand {
     /// Plays a cluster member that misbehaves, with this directory's own certificate: a modified
@@ -54,13 +56,17 @@ extension DebugCommand {
         /// `WRITER:COUNTER`: one write under this dot (another member's writer id, issue 64),
         /// to `--forge-item`'s `--forge-field`, setting `--forge-value` over the write
         /// `--forge-over` (`WRITER:COUNTER`) names; unsigned, or with `--forge-sign` in a run
-        /// signed with this member's own key.
+        /// signed with this member's own key and sent with its certificate. With
+        /// `--forge-stranger`, the writer is one of a key made up for the purpose (no member's),
+        /// which signs the run, sent with this member's certificate (the writer part of
+        /// `--forge-write` is ignored).
         @Option var forgeWrite: String?
         @Option var forgeItem = "forged"
         @Option var forgeField = "title"
         @Option var forgeValue = "forged"
         @Option var forgeOver: String?
         @Flag var forgeSign = false
+        @Flag var forgeStranger = false
 
         func run() async throws {
             let identity = try data.directory.tlsIdentity()
@@ -211,8 +217,13 @@ extension DebugCommand {
         /// The batch of `--forge-write`: one field state whose live version is the forged dot's,
         /// having seen `--forge-over`'s write.
         private func forgedWrite(_ text: String, identity: TLSIdentity) throws -> DeltaBatch {
-            guard let dot = try Self.vector(text).counters.first.map({ Dot(node: $0.key, counter: $0.value) }) else {
+            guard var dot = try Self.vector(text).counters.first.map({ Dot(node: $0.key, counter: $0.value) }) else {
                 throw ValidationError("--forge-write takes WRITER:COUNTER")
+            }
+            let stranger = forgeStranger ? P256.Signing.PrivateKey() : nil
+            if let stranger {
+                let node = Identity.fingerprint(of: Certificate.PublicKey(stranger.publicKey))
+                dot = Dot(node: NodeID(high: node.high, low: UInt64.random(in: 1...UInt64.max)), counter: dot.counter)
             }
             let now = HLCTimestamp(rawValue: WallClock.milliseconds << 16)
             var state = FieldState()
@@ -225,7 +236,7 @@ extension DebugCommand {
             state.assign(.string(forgeValue), dot: dot, timestamp: now)
             let key = FieldKey(item: try ItemID(forgeItem), field: try FieldName(forgeField))
             var batch = DeltaBatch(updates: [FieldUpdate(key: key, state: state)], covers: covers)
-            if forgeSign, let version = state.versions.first(where: { $0.dot == dot }) {
+            if forgeSign || forgeStranger, let version = state.versions.first(where: { $0.dot == dot }) {
                 let root = SignedRun.root(of: [RunLeaf(item: key.item, field: key.field, version: version)])
                 let signer = identity.signer
                 let bytes = SignedRun.signedBytes(
@@ -235,14 +246,15 @@ extension DebugCommand {
                     last: dot.counter,
                     root: root
                 )
+                let member = stranger.map { MemberSigner(privateKey: $0) } ?? signer
                 let run = SignedRun(
                     writer: dot.node,
                     first: dot.counter,
                     last: dot.counter,
-                    key: signer.publicKey,
-                    signature: signer.sign(bytes) ?? []
+                    key: member.publicKey,
+                    signature: member.sign(bytes) ?? []
                 )
-                batch.proofs = [RunProof(run: run, leaves: [])]
+                batch.proofs = [RunProof(run: run, leaves: [], certificate: identity.certificateDER)]
             }
             return batch
         }
