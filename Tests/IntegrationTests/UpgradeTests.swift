@@ -33,7 +33,8 @@ import Testing
     /// a requires signed writes. b, still older, is told to upgrade and none of its writes is
     /// taken; upgraded, it signs the writes it made before (the authority had not seen them, so
     /// they are past the requirement's cut) and every edit reaches every replica: none lost,
-    /// none refused.
+    /// none refused. A member that only ever syncs once (`lansync sync`) signs its older writes
+    /// as a node's start does.
     @Test(
         .enabled(
             if: older != nil,
@@ -49,7 +50,7 @@ import Testing
             #expect(result.status == 0, "\(arguments.joined(separator: " ")): \(result.stderr)")
         }
         try await run(["cluster", "create", cli.path("cluster.pem")], with: older)
-        for name in ["r", "a", "b"] {
+        for name in ["r", "a", "b", "c"] {
             try await run(
                 ["init", "--dir", cli.path(name), "--cluster", cli.path("cluster.pem"), "--name", name],
                 with: older
@@ -82,6 +83,10 @@ import Testing
         try await run(["add", "--dir", cli.path("a"), "--id", "x1", "n=1"], with: older)
         try await run(["add", "--dir", cli.path("b"), "--id", "y1", "n=1"], with: older)
         #expect(try await converged(cli, ["r", "a", "b"], binary: older))
+
+        // c never runs a node: an item written by the older binary, which it will pass on with
+        // a one-shot `lansync sync` once upgraded.
+        try await run(["add", "--dir", cli.path("c"), "--id", "z1", "n=1"], with: older)
 
         // b offline, still older: an edit and a new item, unsigned, that nobody else has seen.
         #expect(b.stop() == 0)
@@ -129,6 +134,14 @@ import Testing
         #expect(a.logText.contains("signed 2 field version(s) this replica wrote before it could sign"), "\(a.logText)")
         let offline = try await cli.ok(["history", "--dir", cli.path("a"), "y2", "--json"])
         #expect(offline.contains("\"signed\":true") && !offline.contains("\"signed\":false"), "\(offline)")
+
+        // c, upgraded, syncs once with a: its older item is signed on the way (c's writer is past
+        // the requirement's cut, so unsigned it would be refused) and taken.
+        try await cli.ok(["sync", "--dir", cli.path("c"), "--peer", "127.0.0.1:\(p[1])"])
+        #expect(try await value(cli, "a", "z1") == .integer(1), "c's item reached a")
+        let synced = try await cli.ok(["history", "--dir", cli.path("a"), "z1", "--json"])
+        #expect(synced.contains("\"signed\":true") && !synced.contains("\"signed\":false"), "\(synced)")
+        #expect(!(try await cli.ok(["status", "--dir", cli.path("a")])).contains("written unsigned"))
         #expect(r.isRunning && a.isRunning && b.isRunning)
     }
 }

@@ -26,6 +26,9 @@ public enum OneShotSync {
         progress: @escaping @Sendable (PeerAddress, SessionObserver.Progress) -> Void = { _, _ in }
     ) async throws -> [Result] {
         let writer = try store.renewWriterIfUnproven()
+        // As a node's start does: the writes this replica made before it could sign go signed
+        // (once; a meta read after). If that fails they go unsigned, as they would have.
+        _ = try? store.signHeldOwnWrites()
         let info = try store.info()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let io = BlockingIO()
