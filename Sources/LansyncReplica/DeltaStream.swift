@@ -60,47 +60,45 @@ public struct DeltaStream: Sendable {
         var walkLimit = limit
         while true {
             var trial = planner
-            switch try read(&trial, walkLimit: walkLimit) {
+            switch try read(&trial, walkLimit: walkLimit, holds: holds) {
             case .finished:
                 planner = trial
                 return nil
             case .retry(let smaller):
                 walkLimit = smaller
                 continue
-            case let .batch(covers, walked, next, keys, (updates, bytes, broken)):
-                if !broken.isEmpty {
-                    // Nothing left to abandon (the index is damaged too): end the stream here.
-                    guard try abandon(broken) else { return nil }
-                    continue
-                }
-                if bytes > budgetBytes, keys.count > 1 {
-                    self.limit = max(1, keys.count / 2)
-                    walkLimit = self.limit
-                    continue
-                }
+            case .broken(let broken):
+                // Nothing left to abandon (the index is damaged too): end the stream here.
+                guard try abandon(broken) else { return nil }
+                continue
+            case .tooLarge(let keys):
+                self.limit = max(1, keys / 2)
+                walkLimit = self.limit
+                continue
+            case let .batch(covers, next, changes, proofs):
                 superseded = next
                 // Grow back towards the full batch size after a heavy stretch.
                 self.limit = min(planner.maxUpdates, limit * 2)
-                let changes = self.changes(updates, walked: walked, holds: holds)
                 guard let covers else {
                     // Replaced fields first; the walk waits, as it may not claim past them.
                     if changes.isEmpty { continue }
                     var batch = DeltaBatch(updates: changes, covers: VersionVector(), base: deltaBase)
-                    batch.proofs = try proofs(for: changes)
+                    batch.proofs = proofs
                     return batch
                 }
                 planner = trial
                 var batch = DeltaBatch(updates: changes, covers: covers, base: deltaBase)
-                batch.proofs = try proofs(for: changes)
+                batch.proofs = proofs
                 return batch
             }
         }
     }
 
     /// The walk's next stretch (at most `walkLimit` keys) and the replaced fields, with their
-    /// states, in one read transaction: the look sees at least what the walk's rows saw, so every
-    /// version missing from them is accounted for.
-    private func read(_ trial: inout DeltaPlanner, walkLimit: Int) throws(StoreError) -> Read {
+    /// states and the proofs of their versions (``RunProofs``), in one read transaction: the look
+    /// sees at least what the walk's rows saw, so every version missing from them is accounted
+    /// for (and a live change's batch costs one transaction, not two).
+    private func read(_ trial: inout DeltaPlanner, walkLimit: Int, holds: VersionVector) throws(StoreError) -> Read {
         let (store, cursor, limit) = (self.store, superseded, self.limit)
         return try store.readDelta { db -> Read in
             try db.prefetchVersionRows(trial.upcoming(Self.prefetchedNodes))
@@ -122,21 +120,18 @@ public struct DeltaStream: Sendable {
             }
             let walks = look.complete && fits
             let keys = walks ? plan.keys + replaced : replaced
+            let (updates, bytes, broken) = try db.sizedFieldUpdates(keys)
+            if !broken.isEmpty { return .broken(broken) }
+            if bytes > budgetBytes, keys.count > 1 { return .tooLarge(keys: keys.count) }
+            let changes = self.changes(updates, walked: walks ? walked : [], holds: holds)
+            let signed = changes.contains { !$0.change.versions.isEmpty }
             return .batch(
                 covers: walks ? plan.covers : nil,
-                walked: walks ? walked : [],
                 next: look.next,
-                keys: keys,
-                states: try db.sizedFieldUpdates(keys)
+                changes: changes,
+                proofs: signed ? try RunProofs.build(for: changes, reads: db, signer: signer) : []
             )
         }
-    }
-
-    /// The proofs of the signed runs whose versions `updates` carry (``RunProofs``).
-    private func proofs(for updates: [FieldUpdate]) throws(StoreError) -> [RunProof] {
-        guard updates.contains(where: { !$0.change.versions.isEmpty }) else { return [] }
-        let signer = self.signer
-        return try store.readDelta { db in try RunProofs.build(for: updates, reads: db, signer: signer) }
     }
 
     /// A state that does not decode is never sent, and the batch must not claim it: stops
@@ -169,15 +164,13 @@ public struct DeltaStream: Sendable {
         case finished
         /// The walk and the replaced fields fit together with a shorter walk.
         case retry(walkLimit: Int)
-        /// A batch: the walk's claims when it goes (nil while replaced fields come first), the keys
-        /// the walk found, where the look got to, and the states read.
-        case batch(
-            covers: VersionVector?,
-            walked: Set<FieldKey>,
-            next: SupersededCursor,
-            keys: [FieldKey],
-            states: (updates: [FieldUpdate], bytes: Int, broken: [FieldKey])
-        )
+        /// States of these fields did not decode.
+        case broken([FieldKey])
+        /// The states of this many fields are over the byte budget: fewer at a time.
+        case tooLarge(keys: Int)
+        /// A batch: the walk's claims when it goes (nil while replaced fields come first), where
+        /// the look got to, the changes to send and their proofs.
+        case batch(covers: VersionVector?, next: SupersededCursor, changes: [FieldUpdate], proofs: [RunProof])
     }
 }
 
