@@ -67,6 +67,15 @@ extension Message {
         if case .reached(let hops, _) = self { hops } else { nil }
     }
 
+    /// The proofs of the batch the message carries (none for any other message).
+    public var batchProofs: [RunProof] {
+        switch self {
+        case .batch(_, let batch), .finalBatch(_, let batch, _): batch.proofs
+        case .reached(_, let inner): inner.batchProofs
+        default: []
+        }
+    }
+
     /// The message with its batch's proofs left out (a batch for a peer before protocol 1.14,
     /// or the batch a `proved` message wraps).
     public var withoutProofs: Message { withProofs([]) }

@@ -71,6 +71,7 @@ public struct ReceivePathFuzzer {
         let member = try InProcessNode(directory: directory + "/member", cluster: cluster, name: "member")
         var corpus = try await SessionRecorder.record(in: directory + "/recorded", cluster: cluster, member: member)
         corpus += corpus.prefix(1).compactMap(SessionMutator.withExtremeHello)
+        corpus += corpus.compactMap(SessionMutator.withExtremeCertificates).prefix(1)
         let started = clock.now
         var report = Report()
         report.seeds = corpus.count

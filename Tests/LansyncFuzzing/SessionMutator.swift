@@ -55,6 +55,22 @@ public struct SessionMutator {
         return frames.flatMap(frame)
     }
 
+    /// `session` with the first proof of each batch carrying a certificate at its size bound
+    /// (issue 64: bytes that are no certificate, read only by the key's check), or nil if no batch
+    /// carries proofs.
+    public static func withExtremeCertificates(_ session: [UInt8]) -> [UInt8]? {
+        var frames = FuzzTarget.frames(session)
+        var changed = false
+        for index in frames.indices {
+            guard let message = try? MessageCoder.decode(frames[index]), !message.batchProofs.isEmpty else { continue }
+            var proofs = message.batchProofs
+            proofs[0].certificate = Array(repeating: 0x30, count: RunProof.maxCertificateBytes)
+            frames[index] = MessageCoder.encode(message.withProofs(proofs))
+            changed = true
+        }
+        return changed ? frames.flatMap(frame) : nil
+    }
+
     static func frame(_ payload: [UInt8]) -> [UInt8] {
         let n = UInt32(payload.count)
         return [

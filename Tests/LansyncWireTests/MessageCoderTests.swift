@@ -4,17 +4,6 @@ import LansyncTestSupport
 import LansyncWire
 import Testing
 
-extension Message {
-    /// The proofs of the batch the message carries (none for any other message).
-    var batchProofs: [RunProof] {
-        switch self {
-        case .batch(_, let batch), .finalBatch(_, let batch, _): batch.proofs
-        case .reached(_, let inner): inner.batchProofs
-        default: []
-        }
-    }
-}
-
 @Suite struct MessageCoderTests {
     static let a = NodeID(high: 0x0102_0304_0506_0708, low: 0x090A_0B0C_0D0E_0F10)
     static let c = NodeID(high: 0xAAAA_AAAA_AAAA_AAAA, low: 0xBBBB_BBBB_BBBB_BBBB)
