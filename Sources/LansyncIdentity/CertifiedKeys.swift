@@ -18,20 +18,25 @@ import X509
 /// what its member was when it wrote, and revocation, not expiry, is how a member stops counting.
 public final class CertifiedKeys: Sendable {
     let authority: ClusterCertificate
-    private let known = Mutex<Set<[UInt8]>>([])
+    /// Each key checked, with the certificate that certified it.
+    private let known = Mutex<[[UInt8]: [UInt8]]>([:])
     static let bound = 4096
 
     public init(authority: ClusterCertificate) { self.authority = authority }
 
     /// True if `key` (P-256, compressed) is a member's: `certificate` (DER) was issued for it by
-    /// the cluster's authority to a machine (not an authority), or such a certificate was checked
-    /// before. Any malformed input is false, never a trap.
+    /// the cluster's authority to a machine (not an authority); without one, if such a
+    /// certificate was checked before. A certificate given is always one that holds (the caller
+    /// keeps and passes it on): other bytes than the one checked before are checked in turn. Any
+    /// malformed input is false, never a trap.
     public func certifies(_ key: [UInt8], by certificate: [UInt8]?) -> Bool {
-        if known.withLock({ $0.contains(key) }) { return true }
-        guard let certificate, isMemberCertificate(certificate, of: key) else { return false }
+        let checked = known.withLock { $0[key] }
+        guard let certificate else { return checked != nil }
+        if certificate == checked { return true }
+        guard isMemberCertificate(certificate, of: key) else { return false }
         known.withLock { known in
-            if known.count >= Self.bound { known = [] }
-            known.insert(key)
+            if known.count >= Self.bound { known = [:] }
+            known[key] = certificate
         }
         return true
     }

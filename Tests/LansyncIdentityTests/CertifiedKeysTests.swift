@@ -36,9 +36,14 @@ import X509
             )
         )
         #expect(keys.certifies(compressed(member), by: try Identity.der(member.certificate)))
-        // Once checked, the key counts in a batch that carries no certificate for it.
+        // Once checked, the key counts in a batch that carries no certificate for it; but bytes
+        // given as its certificate are still checked (a receiver keeps and passes on what it is
+        // given), and another member's certificate does not become this key's.
         #expect(keys.certifies(compressed(member), by: nil))
         #expect(!keys.certifies(compressed(other), by: nil))
+        #expect(!keys.certifies(compressed(member), by: Array(repeating: 0x30, count: 40)))
+        #expect(!keys.certifies(compressed(member), by: try Identity.der(other.certificate)))
+        #expect(keys.certifies(compressed(member), by: try Identity.der(member.certificate)))
     }
 
     @Test func everyByteOfTheCertificateMatters() throws {
