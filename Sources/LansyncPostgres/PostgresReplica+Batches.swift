@@ -49,51 +49,13 @@ extension PostgresReplica {
         }
     }
 
-    /// Merges a peer's batch in one write transaction (``BatchIntake``): its writers checked by
-    /// reads first, then ``BatchReceipt``'s steps with ``BatchMerge`` over this store's rows.
+    /// Merges a peer's batch in one write transaction (``BatchIntake``): ``PeerBatchTransaction``.
     public func receive(
         _ batch: DeltaBatch,
         stream: IncomingStream?,
         terms: BatchTerms
     ) throws(StoreError) -> ReceivedBatch {
-        let (writers, allowance) = (terms.writers, terms.allowance)
-        // Before the write lock: the look-ups are reads, and a refused batch never takes it.
-        let check = try guarded {
-            try database.statements { db in
-                let check = try WriterCheck(batch, isKnown: { _ in false }) { unknown in
-                    Set(
-                        try db.run("SELECT node_id FROM node WHERE node_id = ANY(\(unknown.map(\.text)))")
-                            .compactMap { NodeID(text: try $0.decode(String.self)) }
-                    )
-                }
-                try check.check(writers, allowance: allowance) {
-                    try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0
-                }
-                return check
-            }
-        }
-        let receipt = BatchReceipt(batch, of: stream, checked: check, under: terms)
-        return try guarded {
-            try database.transaction(write: true) { db in
-                var receiving = PostgresBatchWrite(
-                    rows: PostgresRows(tx: try PostgresWrite(db, origin: .peer), signer: signing.current),
-                    merge: BatchMerge(
-                        refuse: terms.refuse,
-                        revoked: terms.revoked,
-                        wallMilliseconds: terms.wallMilliseconds
-                    )
-                )
-                let (changed, version, refusedUnsigned) = try receipt.apply(in: &receiving)
-                try receiving.rows.tx.finish()
-                return ReceivedBatch(
-                    changed: changed,
-                    newWriters: check.newWriters.count,
-                    unverifiedCovers: check.unverifiedCovers,
-                    version: version,
-                    refusedUnsigned: refusedUnsigned
-                )
-            }
-        }
+        try PeerBatches(store: self).receiveBatch(batch, stream: stream, terms: terms)
     }
 
     static func stream(
@@ -255,15 +217,44 @@ struct PostgresRows: MergeRows, EditRows {
     func trashWindow() throws -> UInt64 { try PostgresReplica.collectionSettings(tx.db).trashWindow }
 }
 
+/// A peer's batch in PostgreSQL: the writer check's reads, and the write transaction.
+private struct PeerBatches: PeerBatchTransaction {
+    typealias Rows = PostgresRows
+    let store: PostgresReplica
+
+    func checkWriters(of batch: DeltaBatch, under terms: BatchTerms) throws(StoreError) -> WriterCheck {
+        try store.guarded {
+            try store.database.statements { db in
+                let check = try WriterCheck(batch, isKnown: { _ in false }) { unknown in
+                    Set(
+                        try db.run("SELECT node_id FROM node WHERE node_id = ANY(\(unknown.map(\.text)))")
+                            .compactMap { NodeID(text: try $0.decode(String.self)) }
+                    )
+                }
+                try check.check(terms.writers, allowance: terms.allowance) {
+                    try db.value("SELECT count(*) FROM node", as: Int.self) ?? 0
+                }
+                return check
+            }
+        }
+    }
+
+    func withPeerBatch<T>(of stream: IncomingStream?, merge: BatchMerge<Rows>, _ body: Apply<T>) throws(StoreError) -> T
+    {
+        try store.guarded {
+            try store.database.transaction(write: true) { db in
+                let rows = PostgresRows(tx: try PostgresWrite(db, origin: .peer), signer: store.signing.current)
+                var write = BatchWrite(rows: rows, merge: merge)
+                let result = try body(&write)
+                try write.rows.tx.finish()
+                return result
+            }
+        }
+    }
+}
+
 /// A peer's batch in PostgreSQL's write transaction: the steps of ``BatchReceipt`` in its SQL.
-struct PostgresBatchWrite: BatchReceiving {
-    var rows: PostgresRows
-    var merge: BatchMerge<PostgresRows>
-
-    private var tx: PostgresWrite { rows.tx }
-
-    var refusedUnsigned: Int { merge.refusedUnsigned }
-
+extension PostgresRows: BatchRows {
     func currentWriterID() throws -> NodeID { try tx.currentWriterID() }
 
     func heldCounter(of writer: NodeID) throws -> UInt64 { try tx.heldCounter(of: writer) }
@@ -274,23 +265,26 @@ struct PostgresBatchWrite: BatchReceiving {
 
     func requireNoRejoin(since session: UInt64) throws { try PostgresReplica.requireNoRejoin(since: session, tx.db) }
 
-    mutating func held(of nodes: [NodeID]) throws -> VersionVector {
-        let vector = try merge.seen(in: &rows)
-        return VersionVector(Dictionary(uniqueKeysWithValues: nodes.map { ($0, vector[$0]) }))
+    func held(of nodes: [NodeID]) throws -> VersionVector {
+        var vector = VersionVector()
+        for row in try tx.db.run("SELECT node_id, counter FROM node WHERE node_id = ANY(\(nodes.map(\.text)))") {
+            let (text, counter) = try row.decode((String, Int64).self)
+            guard let node = NodeID(text: text) else {
+                throw PostgresReplica.damaged("a node id in table node: \(text)")
+            }
+            vector.raise(node, to: UInt64(clamping: counter))
+        }
+        return vector
     }
 
-    mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof]) throws -> Int {
-        try merge.merge(updates, proofs: proofs, in: &rows)
-    }
+    func merged(changed: Int) throws {}
 
     mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws {
         if let stream {
             try tx.recordStream(from: stream.sender, incarnation: stream.incarnation, covers: covers)
-            if stream.completes { try rows.tx.completeStream(from: stream.sender) }
+            if stream.completes { try tx.completeStream(from: stream.sender) }
         } else {
-            try rows.tx.raiseCounters(to: covers)
+            try tx.raiseCounters(to: covers)
         }
     }
-
-    func versionVector() throws -> VersionVector { try PostgresReplica.versionVector(tx.db) }
 }

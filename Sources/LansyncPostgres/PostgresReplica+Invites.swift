@@ -8,18 +8,11 @@ extension PostgresReplica: InviteKeeping {
     /// Runs `body` over the invite rows in one transaction when `writing` (a redemption locks the
     /// rows it reads: two relay processes are two writers), else in one snapshot.
     public func withInviteRows<T>(writing: Bool, _ body: (inout any InviteRows) throws -> T) throws(StoreError) -> T {
-        try guarded {
-            if writing {
-                return try database.transaction { db in
-                    var rows: any InviteRows = PostgresInviteRows(db: db)
-                    return try body(&rows)
-                }
-            }
-            return try database.statements { db in
-                var rows: any InviteRows = PostgresInviteRows(db: db)
-                return try body(&rows)
-            }
+        func inRows(_ db: BlockingPostgres.Statements) throws -> T {
+            var rows: any InviteRows = PostgresInviteRows(db: db)
+            return try body(&rows)
         }
+        return try guarded { writing ? try database.transaction(inRows) : try database.statements(inRows) }
     }
 }
 

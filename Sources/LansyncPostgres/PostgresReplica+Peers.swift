@@ -187,19 +187,9 @@ extension PostgresReplica {
     public func ownRejections() throws(StoreError) -> [Rejection] {
         try guarded {
             try database.statements { db in
-                try db.run(
-                    """
-                    SELECT item_id, field, counter, reason FROM rejection WHERE node_id IN (SELECT writer_id FROM writer)
-                    ORDER BY counter DESC
-                    """
-                ).map { row in
+                try db.run("\(unescaped: Rejection.ownQuery)").map { row in
                     let (item, field, counter, reason) = try row.decode((String, String, Int64, String).self)
-                    return Rejection(
-                        item: ItemID(unchecked: item),
-                        field: FieldName(unchecked: field),
-                        counter: UInt64(counter),
-                        reason: reason
-                    )
+                    return Rejection(item: item, field: field, counter: counter, reason: reason)
                 }
             }
         }

@@ -95,12 +95,9 @@ extension PostgresReplica {
                 }
                 var rows = PostgresRows(tx: tx, signer: signing.current)
                 var merge = BatchMerge<PostgresRows>(wallMilliseconds: now)
-                var renamed: [Dot: Dot] = [:]
-                for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &rows) }
-                _ = try merge.merge(try pending.reissued(renamed: renamed), in: &rows)
+                let outcome = try merge.reissue(pending, in: &rows)
                 try db.run("DELETE FROM rejoin_pending")
                 try rows.tx.finish()
-                let outcome = pending.outcome(writes: renamed.count)
                 return outcome
             }
         }
@@ -131,42 +128,6 @@ extension PostgresWrite {
         return existing == nil
     }
 
-    /// True if `item`'s `_type` was only ever written by `writers` in writes `peer` lacks
-    /// (current versions and history): the replica created it out of the peer's sight.
-    func wasCreatedOutOfSight(item: String, by writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
-        guard let (row, state, _) = try heldField(item: item, .type), state.isOnly(writers: writers, unseenBy: peer)
-        else { return false }
-        return try db.run(
-            "SELECT n.node_id, h.counter FROM history h JOIN node n ON n.id = h.node WHERE h.field = \(row)"
-        )
-        .allSatisfy { entry in
-            let (text, counter) = try entry.decode((String, Int64).self)
-            guard let node = NodeID(text: text) else { return false }
-            return writers.contains(node) && !peer.contains(Dot(node: node, counter: UInt64(clamping: counter)))
-        }
-    }
-
-    /// True if `item` is held deleted and its `_deleted` holds no write of `writers` that `peer`
-    /// lacks (re-issued into a snapshot without the item, its other writes would bring it back
-    /// live).
-    func wouldLoseItsDelete(item: String, writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
-        guard let (_, state, deleted) = try heldField(item: item, .deleted), deleted else { return false }
-        return state.dots(of: writers, unseenBy: peer).isEmpty
-    }
-
-    private func heldField(item: String, _ name: FieldName) throws -> (row: Int64, state: FieldState, deleted: Bool)? {
-        guard
-            let row = try db.run(
-                """
-                SELECT f.id, f.state, i.deleted FROM field f JOIN item i ON i.id = f.item
-                WHERE i.item_id = \(item) AND f.name = \(name.rawValue)
-                """
-            ).first
-        else { return nil }
-        let (id, bytes, deleted) = try row.decode((Int64, ByteBuffer, Bool).self)
-        return (id, try PostgresReplica.decode(bytes, of: "\(item).\(name.rawValue)"), deleted)
-    }
-
     /// Empties the replica of its items (for a rejoin): items, fields, versions, history, the
     /// streams under way, the version vector, the stability ledger and the folds. The feed's
     /// numbering goes on past what it gave, and its floor moves there.
@@ -179,5 +140,28 @@ extension PostgresWrite {
         try db.run("DELETE FROM meta WHERE key IN ('stability', 'folded')")
         for key in ["change_floor", "feed_floor"] { try PostgresReplica.raiseMeta(key, to: highest, db) }
         noteChange()
+    }
+}
+
+extension PostgresWrite: RejoinReading {
+    func historyDots(ofField row: Int64) throws -> [Dot?] {
+        try db.run("SELECT n.node_id, h.counter FROM history h JOIN node n ON n.id = h.node WHERE h.field = \(row)")
+            .map { entry in
+                let (text, counter) = try entry.decode((String, Int64).self)
+                return NodeID(text: text).map { Dot(node: $0, counter: UInt64(clamping: counter)) }
+            }
+    }
+
+    func heldField(item: String, _ name: FieldName) throws -> (row: Int64, state: FieldState, deleted: Bool)? {
+        guard
+            let row = try db.run(
+                """
+                SELECT f.id, f.state, i.deleted FROM field f JOIN item i ON i.id = f.item
+                WHERE i.item_id = \(item) AND f.name = \(name.rawValue)
+                """
+            ).first
+        else { return nil }
+        let (id, bytes, deleted) = try row.decode((Int64, ByteBuffer, Bool).self)
+        return (id, try PostgresReplica.decode(bytes, of: "\(item).\(name.rawValue)"), deleted)
     }
 }

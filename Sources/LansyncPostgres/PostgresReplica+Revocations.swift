@@ -2,44 +2,26 @@ public import LansyncCore
 public import LansyncReplica
 import PostgresNIO
 
-// A revoked node's writes after its cut, overruled by the replica as the SQLite store overrules
-// them (``PeerOverrule``): in a batch as it is merged, and, when the replica learns a
-// revocation, in what it already holds.
+// Refused writes (``ReplicaStorage/overruleRevokedWrites(_:wallMilliseconds:)``) in PostgreSQL.
 extension PostgresReplica {
-    /// Overrules every write this replica holds that `revoked` refuses, in one transaction;
-    /// how many fields and items it overruled or deleted. Found through the version index: the
-    /// live versions of the revoked nodes' writers beyond their cut.
     @discardableResult
     public func overruleRevokedWrites(_ revoked: RevokedWriters, wallMilliseconds: UInt64) throws(StoreError) -> Int {
-        guard !revoked.isEmpty else { return 0 }
-        return try guarded {
+        try guarded {
             try database.transaction(write: true) { db in
                 var rows = PostgresRows(tx: try PostgresWrite(db, origin: .local), signer: signing.current)
-                var merge = BatchMerge<PostgresRows>(revoked: revoked, wallMilliseconds: wallMilliseconds)
-                let changed = try merge.overruleHeldWrites(in: &rows)
+                let (changed, _) = try BatchMerge.overrule(revoked, at: wallMilliseconds, in: &rows)
                 try rows.tx.finish()
                 return changed
             }
         }
     }
 
-    /// The writes of revoked nodes this replica refused, newest first.
     public func revokedWriteRejections(limit: Int) throws(StoreError) -> [Rejection] {
         try guarded {
             try database.statements { db in
-                try db.run(
-                    """
-                    SELECT item_id, field, counter, reason FROM rejection
-                    WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %' OR reason LIKE 'written unsigned %') ORDER BY counter DESC LIMIT \(limit)
-                    """
-                ).map { row in
+                try db.run("\(unescaped: Rejection.refusedWritesQuery) LIMIT \(limit)").map { row in
                     let (item, field, counter, reason) = try row.decode((String, String, Int64, String).self)
-                    return Rejection(
-                        item: ItemID(unchecked: item),
-                        field: FieldName(unchecked: field),
-                        counter: UInt64(clamping: counter),
-                        reason: reason
-                    )
+                    return Rejection(item: item, field: field, counter: counter, reason: reason)
                 }
             }
         }

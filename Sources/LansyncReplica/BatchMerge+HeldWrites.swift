@@ -41,3 +41,18 @@ extension BatchMerge where Rows: VersionIndexReading {
         return changed
     }
 }
+
+extension BatchMerge where Rows: VersionIndexReading {
+    /// ``overruleHeldWrites(in:)`` for `revoked` at `wallMilliseconds`, in a merge of its own:
+    /// how many fields and items it overruled or deleted, and the writer it claimed for its
+    /// overrules (nil if it wrote none).
+    package static func overrule(
+        _ revoked: RevokedWriters,
+        at wallMilliseconds: UInt64,
+        in rows: inout Rows
+    ) throws -> (changed: Int, writer: ClaimedWriter?) {
+        var merge = BatchMerge(revoked: revoked, wallMilliseconds: wallMilliseconds)
+        let changed = try merge.overruleHeldWrites(in: &rows)
+        return (changed, merge.writer)
+    }
+}

@@ -116,3 +116,59 @@ extension WriterWitnessing {
         return true
     }
 }
+
+/// A backend's rows in the write transaction of a peer's batch: the merge's rows
+/// (``MergeRows``) and the steps of ``BatchReceipt`` beyond the merge, each in that backend's
+/// SQL. ``BatchWrite`` puts them together with the merge, once for every backend.
+package protocol BatchRows: MergeRows, WriterWitnessing {
+    /// How many writers the replica holds (``WriterBounds/total`` bounds it).
+    mutating func writerCount() throws -> Int
+    /// Throws ``StoreError/rejoinedSince(session:replica:)`` unless the replica last rejoined at
+    /// `session`.
+    mutating func requireNoRejoin(since session: UInt64) throws
+    /// What the replica holds of `nodes`' writes.
+    mutating func held(of nodes: [NodeID]) throws -> VersionVector
+    /// Records what a batch covers (``BatchReceiving/record(covers:of:)``).
+    mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws
+    /// The merge changed `changed` fields (more than none): a backend that marks its writer's
+    /// progress (the SQLite store's restore check) marks it here.
+    mutating func merged(changed: Int) throws
+}
+
+/// A peer's batch in a backend's write transaction: its rows and the merge, as
+/// ``BatchReceipt/apply(in:)`` takes them.
+package struct BatchWrite<Rows: BatchRows>: BatchReceiving {
+    package var rows: Rows
+    package var merge: BatchMerge<Rows>
+
+    package init(rows: Rows, merge: BatchMerge<Rows>) {
+        self.rows = rows
+        self.merge = merge
+    }
+
+    package var refusedUnsigned: Int { merge.refusedUnsigned }
+
+    package mutating func currentWriterID() throws -> NodeID { try rows.currentWriterID() }
+
+    package mutating func heldCounter(of writer: NodeID) throws -> UInt64 { try rows.heldCounter(of: writer) }
+
+    package mutating func retireCurrentWriter() throws { try rows.retireCurrentWriter() }
+
+    package mutating func writerCount() throws -> Int { try rows.writerCount() }
+
+    package mutating func requireNoRejoin(since session: UInt64) throws { try rows.requireNoRejoin(since: session) }
+
+    package mutating func held(of nodes: [NodeID]) throws -> VersionVector { try rows.held(of: nodes) }
+
+    package mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof]) throws -> Int {
+        let changed = try merge.merge(updates, proofs: proofs, in: &rows)
+        if changed > 0 { try rows.merged(changed: changed) }
+        return changed
+    }
+
+    package mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws {
+        try rows.record(covers: covers, of: stream)
+    }
+
+    package mutating func versionVector() throws -> VersionVector { try rows.versionVector() }
+}

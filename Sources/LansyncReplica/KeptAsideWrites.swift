@@ -59,3 +59,15 @@ package struct KeptAsideWrites {
         RejoinOutcome(items: Set(kept.map(\.key.item)).count, writes: writes, dropped: dropped.count)
     }
 }
+
+extension BatchMerge {
+    /// Re-issues `pending` under the replica's current writer: each of its ``KeptAsideWrites/dots``
+    /// named anew, in order, and the re-issued states merged like a batch; what the rejoin
+    /// comes to.
+    package mutating func reissue(_ pending: KeptAsideWrites, in rows: inout Rows) throws -> RejoinOutcome {
+        var renamed: [Dot: Dot] = [:]
+        for dot in pending.dots { renamed[dot] = try nextDot(in: &rows) }
+        _ = try merge(try pending.reissued(renamed: renamed), in: &rows)
+        return pending.outcome(writes: renamed.count)
+    }
+}

@@ -78,3 +78,30 @@ public struct Rejection: Sendable, Equatable {
         self.reason = reason
     }
 }
+
+extension Rejection {
+    /// A row of table `rejection`, as both backends store it.
+    package init(item: String, field: String, counter: Int64, reason: String) {
+        self.init(
+            item: ItemID(unchecked: item),
+            field: FieldName(unchecked: field),
+            counter: UInt64(clamping: counter),
+            reason: reason
+        )
+    }
+
+    /// The replica's own refused changes (under any of its writers), newest first: SQL both
+    /// backends' dialects read alike, so it is written once.
+    package static let ownQuery = """
+        SELECT item_id, field, counter, reason FROM rejection WHERE node_id IN (SELECT writer_id FROM writer)
+        ORDER BY counter DESC
+        """
+
+    /// The writes refused for their member (revoked, a reader, or unsigned where signatures are
+    /// required), newest first; the backend appends its `LIMIT`.
+    package static let refusedWritesQuery = """
+        SELECT item_id, field, counter, reason FROM rejection
+        WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %' OR reason LIKE '\(SignatureRequirement.reasonStart) %')
+        ORDER BY counter DESC
+        """
+}

@@ -203,11 +203,18 @@ public protocol ReplicaStorage: Sendable {
 
     // MARK: Revocations, statements, invitations
 
-    /// Overrules the writes of revoked writers past their cut; how many fields it changed.
+    /// Overrules every write this replica holds that `revoked` refuses (a replica that has just
+    /// learned a revocation took in writes of the revoked node that came after its cut), in one
+    /// transaction; how many fields and items it overruled or deleted. Found through the version
+    /// index (``VersionIndexReading``): the live versions of the revoked nodes' writers beyond
+    /// their cut. (A list element whose own version a later write superseded is found when that
+    /// field next merges something.)
     @discardableResult func overruleRevokedWrites(
         _ revoked: RevokedWriters,
         wallMilliseconds: UInt64
     ) throws(StoreError) -> Int
+    /// The writes this replica refused for their member (revoked, a reader, or unsigned where
+    /// signatures are required), newest first.
     func revokedWriteRejections(limit: Int) throws(StoreError) -> [Rejection]
     /// Stores signed statements not held yet; how many were new.
     @discardableResult func addStatements(_ statements: [(key: [UInt8], record: [UInt8])]) throws(StoreError) -> Int

@@ -9,49 +9,13 @@ extension ReplicaStore {
     /// ``FieldRefusal``, the name the store's own code uses.
     public typealias Refusal = FieldRefusal
 
-    /// Merges a peer's batch in one write transaction (``BatchIntake``): its writers checked by
-    /// reads first, then ``BatchReceipt``'s steps with ``BatchMerge`` over this store's rows.
+    /// Merges a peer's batch in one write transaction (``BatchIntake``): ``PeerBatchTransaction``.
     public func receive(
         _ batch: DeltaBatch,
         stream: IncomingStream?,
         terms: BatchTerms
     ) throws(StoreError) -> ReceivedBatch {
-        let (writers, allowance) = (terms.writers, terms.allowance)
-        // (A damaged replica is refused by `write`, once.) Before the write lock: the look-ups are reads, and a refused batch never takes it.
-        let check = try guarded {
-            let check = try WriterCheck(batch, cache: nodeRows) { lookUp in try database.read(lookUp) }
-            if !check.newWriters.isEmpty {
-                try database.read { db in try check.check(writers, allowance: allowance, db: db) }
-            }
-            return check
-        }
-        let receipt = BatchReceipt(batch, of: stream, checked: check, under: terms)
-        // A peer's batch may skip the fsync of its commit (Docs/STORAGE.md, "Durability"): the
-        // sender keeps everything, and the stream's progress commits with the data.
-        let (changed, version, refusedUnsigned) = try guarded {
-            try write(stream == nil ? .full : .resent) { tx, me in
-                tx.origin = .peer
-                var receiving = SQLiteBatchWrite(
-                    rows: SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName, signer: signing.current),
-                    merge: BatchMerge(
-                        refuse: terms.refuse,
-                        revoked: terms.revoked,
-                        wallMilliseconds: terms.wallMilliseconds
-                    )
-                )
-                let applied = try receipt.apply(in: &receiving)
-                tx = receiving.rows.tx
-                try tx.saveClock()
-                return .commit(applied)
-            }
-        }
-        return ReceivedBatch(
-            changed: changed,
-            newWriters: check.newWriters.count,
-            unverifiedCovers: check.unverifiedCovers,
-            version: version,
-            refusedUnsigned: refusedUnsigned
-        )
+        try PeerBatches(store: self).receiveBatch(batch, stream: stream, terms: terms)
     }
 
     /// `sender`'s stream is complete (its `done` came after every batch was applied): what its
@@ -142,18 +106,45 @@ extension Transaction {
     }
 }
 
+/// A peer's batch in this store: the writer check's reads, and the write transaction.
+private struct PeerBatches: PeerBatchTransaction {
+    typealias Rows = SQLiteRows
+    let store: ReplicaStore
+
+    func checkWriters(of batch: DeltaBatch, under terms: BatchTerms) throws(StoreError) -> WriterCheck {
+        // (A damaged replica is refused by `write`, once.)
+        try store.guarded {
+            let check = try WriterCheck(batch, cache: store.nodeRows) { lookUp in try store.database.read(lookUp) }
+            if !check.newWriters.isEmpty {
+                try store.database.read { db in try check.check(terms.writers, allowance: terms.allowance, db: db) }
+            }
+            return check
+        }
+    }
+
+    func withPeerBatch<T>(of stream: IncomingStream?, merge: BatchMerge<Rows>, _ body: Apply<T>) throws(StoreError) -> T
+    {
+        // A peer's batch may skip the fsync of its commit (Docs/STORAGE.md, "Durability"): the
+        // sender keeps everything, and the stream's progress commits with the data.
+        try store.guarded {
+            try store.write(stream == nil ? .full : .resent) { tx, me in
+                tx.origin = .peer
+                let rows = SQLiteRows(tx: tx, lease: store.lease, nodeName: me.nodeName, signer: store.signing.current)
+                var write = BatchWrite(rows: rows, merge: merge)
+                let result = try body(&write)
+                tx = write.rows.tx
+                try tx.saveClock()
+                return .commit(result)
+            }
+        }
+    }
+}
+
 /// A peer's batch in this store's write transaction: the steps of ``BatchReceipt`` in its SQL.
-struct SQLiteBatchWrite: BatchReceiving {
-    var rows: SQLiteRows
-    var merge: BatchMerge<SQLiteRows>
-
-    private var tx: Transaction { rows.tx }
-
-    var refusedUnsigned: Int { merge.refusedUnsigned }
-
+extension SQLiteRows: BatchRows {
     func currentWriterID() throws -> NodeID { try tx.currentWriterID() }
 
-    mutating func heldCounter(of writer: NodeID) throws -> UInt64 { try rows.tx.heldCounter(of: writer) }
+    mutating func heldCounter(of writer: NodeID) throws -> UInt64 { try tx.heldCounter(of: writer) }
 
     func retireCurrentWriter() throws { try tx.retireCurrentWriter() }
 
@@ -166,20 +157,14 @@ struct SQLiteBatchWrite: BatchReceiving {
 
     func held(of nodes: [NodeID]) throws -> VersionVector { try tx.versionVector(of: nodes) }
 
-    mutating func merge(_ updates: [FieldUpdate], proofs: [RunProof]) throws -> Int {
-        let changed = try merge.merge(updates, proofs: proofs, in: &rows)
+    mutating func merged(changed: Int) throws {
         // The writer's marker follows received changes too: a restore that loses them is a
         // rollback as much as one that loses local edits.
-        if changed > 0 {
-            rows.tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
-        }
-        return changed
+        tx.writerMarker = (try Transaction.currentWriter(db: tx.db), try tx.countChange())
     }
 
     mutating func record(covers: VersionVector, of stream: BatchReceipt.Stream?) throws {
-        try rows.tx.record(covers: covers, of: stream.map { ($0.sender, $0.incarnation) })
-        if let stream, stream.completes { try rows.tx.completeStream(from: stream.sender) }
+        try tx.record(covers: covers, of: stream.map { ($0.sender, $0.incarnation) })
+        if let stream, stream.completes { try tx.completeStream(from: stream.sender) }
     }
-
-    func versionVector() throws -> VersionVector { try ReplicaStore.versionVector(db: tx.db) }
 }

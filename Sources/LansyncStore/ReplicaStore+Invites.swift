@@ -9,18 +9,11 @@ extension ReplicaStore: InviteKeeping {
     /// Runs `body` over the invite rows in one transaction (a write transaction, which SQLite
     /// holds alone, when `writing`).
     public func withInviteRows<T>(writing: Bool, _ body: (inout any InviteRows) throws -> T) throws(StoreError) -> T {
-        try guarded {
-            if writing {
-                return try database.write { db in
-                    var rows: any InviteRows = SQLiteInviteRows(db: db)
-                    return try body(&rows)
-                }
-            }
-            return try database.read { db in
-                var rows: any InviteRows = SQLiteInviteRows(db: db)
-                return try body(&rows)
-            }
+        func inRows(_ db: Database) throws -> T {
+            var rows: any InviteRows = SQLiteInviteRows(db: db)
+            return try body(&rows)
         }
+        return try guarded { writing ? try database.write(inRows) : try database.read(inRows) }
     }
 }
 

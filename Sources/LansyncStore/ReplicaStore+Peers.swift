@@ -203,18 +203,12 @@ extension ReplicaStore {
     public func ownRejections() throws(StoreError) -> [Rejection] {
         try guarded {
             try database.read { db in
-                try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT item_id, field, counter, reason FROM rejection WHERE node_id IN (SELECT writer_id FROM writer)
-                        ORDER BY counter DESC
-                        """
-                ).map {
+                try Row.fetchAll(db, sql: Rejection.ownQuery).map {
                     Rejection(
-                        item: ItemID(unchecked: (try $0.decode(atIndex: 0))),
-                        field: FieldName(unchecked: (try $0.decode(atIndex: 1))),
-                        counter: UInt64((try $0.decode(atIndex: 2) as Int64)),
-                        reason: (try $0.decode(atIndex: 3))
+                        item: $0[0] as String,
+                        field: $0[1] as String,
+                        counter: $0[2] as Int64,
+                        reason: $0[3] as String
                     )
                 }
             }

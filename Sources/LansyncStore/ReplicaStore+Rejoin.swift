@@ -240,14 +240,11 @@ extension ReplicaStore {
                 }
                 var rows = SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName, signer: signing.current)
                 var merge = BatchMerge<SQLiteRows>(wallMilliseconds: now)
-                var renamed: [Dot: Dot] = [:]
-                for dot in pending.dots { renamed[dot] = try merge.nextDot(in: &rows) }
-                _ = try merge.merge(try pending.reissued(renamed: renamed), in: &rows)
+                let outcome = try merge.reissue(pending, in: &rows)
                 tx = rows.tx
                 try tx.db.execute(sql: "DELETE FROM rejoin_pending")
                 tx.writerMarker = (try merge.writer?.id ?? Transaction.currentWriter(db: tx.db), try tx.countChange())
                 try tx.saveClock()
-                let outcome = pending.outcome(writes: renamed.count)
                 return .commit(outcome)
             }
         }
@@ -261,38 +258,18 @@ extension ReplicaStore {
     }
 }
 
-extension Transaction {
-    /// True if `item`'s `_type` was only ever written by `writers` (current versions and the
-    /// field's history) in writes `peer` lacks: this replica created the item out of the peer's
-    /// sight, and the peer's snapshot cannot hold it.
-    func wasCreatedOutOfSight(item: String, by writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
-        guard let (row, state, _) = try heldField(item: item, .type), state.isOnly(writers: writers, unseenBy: peer)
-        else { return false }
-        let history = try Row.fetchAll(
+extension Transaction: RejoinReading {
+    func historyDots(ofField row: Int64) throws -> [Dot?] {
+        try Row.fetchAll(
             db,
             sql: "SELECT n.node_id, h.counter FROM history h JOIN node n ON n.id = h.node WHERE h.field = ?",
             arguments: [row]
-        )
-        return history.allSatisfy { entry in
-            guard let node = NodeID(text: entry[0]) else { return false }
-            return writers.contains(node)
-                && !peer.contains(Dot(node: node, counter: UInt64(clamping: entry[1] as Int64)))
+        ).map { entry in
+            NodeID(text: entry[0]).map { Dot(node: $0, counter: UInt64(clamping: entry[1] as Int64)) }
         }
     }
 
-    /// True if `item` is held deleted here and its `_deleted` holds no write of `writers` that
-    /// `peer` lacks: that field is then not kept aside, and re-issued into a snapshot without
-    /// the item, its other writes would bring it back live, its delete lost (the peer lost it
-    /// with the item: a relay put back from a copy). With such a write, the re-issued field
-    /// carries the others' versions too, and the item comes back deleted.
-    func wouldLoseItsDelete(item: String, writers: Set<NodeID>, peer: VersionVector) throws -> Bool {
-        guard let (_, state, deleted) = try heldField(item: item, .deleted), deleted else { return false }
-        return state.dots(of: writers, unseenBy: peer).isEmpty
-    }
-
-    /// `item`'s field `name` as this replica holds it (its row and state), and whether the item
-    /// is deleted; nil if it holds no such field.
-    private func heldField(item: String, _ name: FieldName) throws -> (row: Int64, state: FieldState, deleted: Bool)? {
+    func heldField(item: String, _ name: FieldName) throws -> (row: Int64, state: FieldState, deleted: Bool)? {
         guard
             let row = try Row.fetchOne(
                 db,
@@ -303,7 +280,9 @@ extension Transaction {
         else { return nil }
         return (row[0], try StoredState.decode(Array(row[1] as Data), db: db, nodes: nodes), row[2])
     }
+}
 
+extension Transaction {
     /// Keeps a field state aside for re-issue after the snapshot (joined with one kept before,
     /// should a rejoin be interrupted and start again). True if the field was not kept yet.
     mutating func keepAside(item: String, name: String, _ state: FieldState) throws -> Bool {

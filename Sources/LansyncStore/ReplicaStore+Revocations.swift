@@ -10,22 +10,16 @@ public import LansyncReplica
 // it in before they held the revocation, and `history` and `status` show it as rejected.
 
 extension ReplicaStore {
-    /// Overrules every write this replica holds that `revoked` refuses (a node that has just
-    /// learned a revocation took in writes of the revoked node that came after its cut), in one
-    /// transaction; returns how many fields and items it overruled or deleted.
-    ///
-    /// Found through the version index: the live versions of the revoked nodes' writers beyond
-    /// their cut. (A list element whose own version a later write superseded is found when that
-    /// field next merges something.)
+    /// ``ReplicaStorage/overruleRevokedWrites(_:wallMilliseconds:)``: the overrules are the
+    /// replica's own writes, under its writer, whose marker they move.
     @discardableResult
     public func overruleRevokedWrites(_ revoked: RevokedWriters, wallMilliseconds: UInt64) throws(StoreError) -> Int {
-        guard !revoked.isEmpty else { return 0 }
-        return try guarded {
+        // Nothing refused, nothing overruled: the merge sees so before it reads a row.
+        try guarded {
             try write { tx, me in
                 var rows = SQLiteRows(tx: tx, lease: lease, nodeName: me.nodeName, signer: signing.current)
-                var merge = BatchMerge<SQLiteRows>(revoked: revoked, wallMilliseconds: wallMilliseconds)
-                let changed = try merge.overruleHeldWrites(in: &rows)
-                guard let writer = merge.writer else { return .rollback(0) }
+                let (changed, writer) = try BatchMerge.overrule(revoked, at: wallMilliseconds, in: &rows)
+                guard let writer else { return .rollback(0) }
                 tx = rows.tx
                 tx.writerMarker = (writer.id, try tx.countChange())
                 try tx.saveClock()
@@ -38,18 +32,11 @@ extension ReplicaStore {
     /// for a revocation), newest first.
     public func revokedWriteRejections(limit: Int = StoreDefaults.revokedRejections) throws(StoreError) -> [Rejection] {
         try read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT item_id, field, counter, reason FROM rejection
-                    WHERE (reason LIKE 'written by revoked node %' OR reason LIKE 'written by reader node %' OR reason LIKE 'written unsigned %') ORDER BY counter DESC LIMIT ?
-                    """,
-                arguments: [limit]
-            ).map {
+            try Row.fetchAll(db, sql: Rejection.refusedWritesQuery + " LIMIT ?", arguments: [limit]).map {
                 Rejection(
-                    item: ItemID(unchecked: $0[0] as String),
-                    field: FieldName(unchecked: $0[1] as String),
-                    counter: UInt64(clamping: $0[2] as Int64),
+                    item: $0[0] as String,
+                    field: $0[1] as String,
+                    counter: $0[2] as Int64,
                     reason: $0[3] as String
                 )
             }
