@@ -22,14 +22,21 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     // its lock, or (b) in stop and in the work `whileRunning` runs on `connecting` (the first
     // client, retries, restarts), which take `lifecycle` and then that same poll lock
     // (`avahi_threaded_poll_lock`) — or (c) in start or browse before the poll thread runs, and
-    // in stop after `stopped` is set under both locks and the thread has been stopped. That work
-    // holds `lifecycle` from reading `poll` until it is done with it, so stop cannot free the
-    // poll under it. Lock order is always lifecycle, then poll; callbacks take neither.
+    // in stop after `loop` is `.stopped` under both locks and the thread has been stopped. That
+    // work holds `lifecycle` from reading `loop` until it is done with its poll, so stop cannot
+    // free the poll under it. Lock order is always lifecycle, then poll; callbacks take neither.
     private let lifecycle = NSLock()
     /// Where clients are made: `avahi_client_new` waits on D-Bus, up to 25 s for a busy daemon,
     /// which must not hold one of the few threads Swift's concurrency runs every task on.
     private let connecting = DispatchQueue(label: "lansync.avahi.connect")
-    private var poll: OpaquePointer?
+    /// Avahi's event loop: not made yet (or it could not be), running on its poll, or stopped
+    /// for good.
+    private enum EventLoop {
+        case idle
+        case running(poll: OpaquePointer)
+        case stopped
+    }
+    private var loop = EventLoop.idle
     private var client: OpaquePointer?
     private var group: OpaquePointer?
     private var browser: OpaquePointer?
@@ -86,13 +93,19 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// once the poll thread has stopped).
     private var busUnreachable = false
     private var retry: Task<Void, Never>?
-    /// Whether the service could not be published on this client (a restart publishes it again).
-    private var publishFailed = false
+    /// Where our service stands on the current client: a restart starts it over. A browse
+    /// (``browse(cluster:protocolMajor:)``) publishes nothing and stays `.unpublished`.
+    private enum Publication {
+        case unpublished
+        case published
+        /// It could not be published on this client.
+        case failed
+    }
+    private var publication = Publication.unpublished
     /// Restarts since the client last ran, publishing and browsing: the next one waits longer.
     private var restarts = 0
     /// Counts the clients made, so a scheduled restart knows whether its client is still the one.
     private var generation = 0
-    private var stopped = false
 
     /// The nodes of its own cluster whose adverts a node resolves and holds at once, at most.
     public static let advertsHeld = 32
@@ -138,7 +151,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             continuation.yield(.unavailable("cannot create the Avahi event loop"))
             return stream
         }
-        self.poll = poll
+        loop = .running(poll: poll)
         _ = avahi.threaded_poll_start(poll)
         whileRunning { $0.connect() }
         return stream
@@ -146,12 +159,12 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 
     public func stop() {
         lifecycle.lock()
-        guard let poll, !stopped else {
+        guard case .running(let poll) = loop else {
             lifecycle.unlock()
             return
         }
         avahi.threaded_poll_lock(poll)
-        stopped = true
+        loop = .stopped
         retry?.cancel()
         avahi.threaded_poll_unlock(poll)
         lifecycle.unlock()
@@ -162,7 +175,6 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         group = nil
         browser = nil
         avahi.threaded_poll_free(poll)
-        self.poll = nil
         continuation?.finish()
     }
 
@@ -175,7 +187,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     /// Creates the client (with the poll's lock held). Without D-Bus this fails; we then retry
     /// every 3 s.
     private func connect() {
-        guard let poll, client == nil, !stopped else { return }
+        guard case .running(let poll) = loop, client == nil else { return }
         generation += 1
         var error: Int32 = 0
         client = avahi.client_new(
@@ -207,7 +219,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         connecting.async { [weak self] in
             guard let self else { return }
             self.lifecycle.withLock {
-                guard !self.stopped, let poll = self.poll else { return }
+                guard case .running(let poll) = self.loop else { return }
                 avahi.threaded_poll_lock(poll)
                 defer { avahi.threaded_poll_unlock(poll) }
                 body(self)
@@ -237,7 +249,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             if let client {
                 publish(client)
                 browse(client)
-                if browser == nil || publishFailed {
+                if browser == nil || publication == .failed {
                     scheduleRestart()
                 } else {
                     restarts = 0
@@ -273,7 +285,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         client = nil
         group = nil
         browser = nil
-        publishFailed = false
+        publication = .unpublished
         recordBrowsers.removeAll()  // freed with the client
         resolves.reset()  // so are the resolvers
         hostAddresses.removeAll()
@@ -301,7 +313,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     }
 
     private func healthy(_ client: OpaquePointer) -> Bool {
-        avahi.client_get_state(client) == AVAHI_CLIENT_S_RUNNING && browser != nil && !publishFailed
+        avahi.client_get_state(client) == AVAHI_CLIENT_S_RUNNING && browser != nil && publication != .failed
     }
 
     private func publish(_ client: OpaquePointer) {
@@ -316,7 +328,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
             )
         }
         guard let group else {
-            publishFailed = true
+            publication = .failed
             report(
                 .unavailable(
                     "cannot publish our service: \(AvahiLibrary.describe(avahi.client_errno(client)))"
@@ -346,11 +358,11 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
         }
         let committed = added >= 0 ? avahi.entry_group_commit(group) : added
         guard committed >= 0 else {
-            publishFailed = true
+            publication = .failed
             report(.unavailable("cannot publish our service: \(AvahiLibrary.describe(committed))"))
             return
         }
-        publishFailed = false
+        publication = .published
     }
 
     private func renameAfterCollision() {
@@ -364,7 +376,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
     private func groupChanged(_ group: OpaquePointer?, _ state: AvahiEntryGroupState) {
         if state == AVAHI_ENTRY_GROUP_COLLISION { renameAfterCollision() }
         if state == AVAHI_ENTRY_GROUP_FAILURE, let client {
-            publishFailed = true
+            publication = .failed
             report(
                 .unavailable(
                     "cannot publish our service: \(AvahiLibrary.describe(avahi.client_errno(client)))"

@@ -48,6 +48,27 @@ import Testing
         #expect(old.handle(.applied(sequence: 1, now: .now, changed: 0)) == [.send(.ack(sequence: 1))])
     }
 
+    /// The spread's four states, through what each side sends: pruned by this side, grafted by
+    /// the peer (changes go at once again, and this side does not prune a second time), pruned by
+    /// the peer (changes go as `have`s), grafted by the peer once more.
+    @Test func aPeersGraftUndoesThisSidesPruneWithoutAnotherPrune() {
+        func sendsHave(_ actions: [SessionMachine.Action]) -> Bool {
+            actions.contains { if case .send(.have) = $0 { true } else { false } }
+        }
+        var m = Self.settled()
+        _ = m.handle(.received(.batch(sequence: 1, Self.batch(1)), now: .now))
+        #expect(m.handle(.applied(sequence: 1, now: .now, changed: 0)).contains(.send(.prune)))
+        #expect(sendsHave(m.handle(.localChanged(localVersion: VersionVector([.node(7): 1])))), "pruned: lazy")
+        #expect(m.handle(.received(.graft, now: .now)).isEmpty)
+        let atOnce = m.handle(.localChanged(localVersion: VersionVector([.node(7): 2])))
+        #expect(!sendsHave(atOnce) && !atOnce.isEmpty, "grafted by the peer: a delta at once")
+        _ = m.handle(.received(.batch(sequence: 2, Self.batch(2)), now: .now))
+        #expect(m.handle(.applied(sequence: 2, now: .now, changed: 0)) == [.send(.ack(sequence: 2))], "no second prune")
+        #expect(m.handle(.received(.prune, now: .now)).isEmpty)
+        _ = m.handle(.produced(nil, now: .now))
+        #expect(sendsHave(m.handle(.localChanged(localVersion: VersionVector([.node(7): 3])))), "pruned again: lazy")
+    }
+
     /// Plumtree's rule: a pruned link carries `have`s only, for this node's own changes as much
     /// as for those it passes on. (Until W9 on real nodes showed otherwise, own edits went at once
     /// on every link: each reached its peers twice, directly and down the tree, and the second

@@ -191,16 +191,51 @@ public struct SessionMachine: Sendable {
         var lastSummary: ContinuousClock.Instant
         /// The sequence whose acknowledgement ends the current round of waiting (``waitedRoundTrips``).
         var roundBoundary: UInt64 = 0
-        /// The peer pruned this session, or this side did (Docs/SCALE.md, "Spread"): every change,
-        /// this node's own or passed on, reaches the peer as a `have`.
-        var lazy = false
+        /// How this side passes changes on to the peer (Docs/SCALE.md, "Spread").
+        var spread = Spread.eager
         /// What this side's `have`s told the peer it holds.
         var announced = VersionVector()
-        /// This side asked the peer to prune (once, until it grafts).
-        var pruned = false
         /// What the peer's `have`s announced that the replica lacked, and since when: asked for
         /// (`graft`) if still lacking after ``SessionConfig/graftDelay``.
         var missing: (entries: VersionVector, since: ContinuousClock.Instant)?
+    }
+
+    /// How an open session passes changes on (Plumtree's eager and lazy links): at once as
+    /// batches, or as `have`s the peer asks for (`graft`) if no other session brings them.
+    enum Spread: Sendable, Equatable {
+        /// Every change at once.
+        case eager
+        /// As `have`s: the peer pruned this session.
+        case lazyForPeer
+        /// As `have`s: this side pruned it (a live change came that it already held), and asks
+        /// no more until it grafts.
+        case pruned
+        /// At once again: this side pruned, then the peer grafted; this side does not prune a
+        /// second time until it grafts itself.
+        case regraftedByPeer
+
+        /// Changes go to the peer as `have`s.
+        var isLazy: Bool { self == .lazyForPeer || self == .pruned }
+        /// This side may ask the peer to prune.
+        var mayPrune: Bool { self == .eager || self == .lazyForPeer }
+
+        /// The peer asked this side to prune.
+        mutating func peerPruned() {
+            switch self {
+            case .eager: self = .lazyForPeer
+            case .regraftedByPeer: self = .pruned
+            case .lazyForPeer, .pruned: break
+            }
+        }
+
+        /// The peer asked for changes at once again.
+        mutating func peerGrafted() {
+            switch self {
+            case .lazyForPeer: self = .eager
+            case .pruned: self = .regraftedByPeer
+            case .eager, .regraftedByPeer: break
+            }
+        }
     }
 
     /// An outgoing delta being streamed.
@@ -418,12 +453,11 @@ public struct SessionMachine: Sendable {
             open.missing = nil
             // It came another way, later than this peer said it had it: this peer is nearer.
             if let now, now - missing.since >= config.graftAhead {
-                open.pruned = false
-                open.lazy = false
+                open.spread = .eager
                 graft = [.send(.graft)]
             }
         }
-        if open.lazy, !eager || !speaksHops {
+        if open.spread.isLazy, !eager || !speaksHops {
             // A local edit is announced before its vector is read (``ChangeHub/notifyUnread()``).
             guard let version else { return settle(open, graft + [.readVersion]) }
             // Passed on lazily, this replica's own changes as much as forwarded ones (Plumtree
@@ -542,11 +576,11 @@ public struct SessionMachine: Sendable {
             open.missing = missing
             return []
         case .prune:
-            open.lazy = true
+            open.spread.peerPruned()
             return []
         case .graft:
             // What it lacks follows in its summary.
-            open.lazy = false
+            open.spread.peerGrafted()
             return []
         default:
             return []
@@ -558,10 +592,9 @@ public struct SessionMachine: Sendable {
     /// repeat what others brought; that says nothing).
     private mutating func applied(_ sequence: UInt64, changed: Int, _ open: inout Open) -> [Action] {
         var actions: [Action] = [.send(.ack(sequence: sequence))]
-        if changed == 0, open.peerInitialDone, !open.pruned, speaksViews {
+        if changed == 0, open.peerInitialDone, open.spread.mayPrune, speaksViews {
             // Both ways, as Plumtree prunes: a link off the tree carries `have`s each way.
-            open.pruned = true
-            open.lazy = true
+            open.spread = .pruned
             actions.append(.send(.prune))
         }
         return actions
@@ -803,8 +836,7 @@ public struct SessionMachine: Sendable {
                 // The change a `have` announced did not come another way: ask for it, and for
                 // changes at once again; the summary says what this replica holds.
                 open.missing = nil
-                open.pruned = false
-                open.lazy = false
+                open.spread = .eager
                 actions.append(.send(.graft))
                 actions.append(localVersion.map { .send(.summary(versionVector: asTold($0))) } ?? .sendSummary)
                 told = (localVersion, now)
