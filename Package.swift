@@ -109,7 +109,13 @@ let package = Package(
         ),
         // libavahi-client's headers (Debian: libavahi-client-dev); the libraries are loaded with
         // dlopen when discovery starts, so commands that never discover do not load them.
-        .target(name: "CAvahi", linkerSettings: [.linkedLibrary("dl")]),
+        // Fortified libc calls where the compiler knows a buffer's size (Debian's hardening);
+        // release only, since _FORTIFY_SOURCE needs the optimiser.
+        .target(
+            name: "CAvahi",
+            cSettings: [.define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release))],
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         // Finding peers: the Discovery interface and its Avahi (mDNS/DNS-SD) implementation.
         .target(name: "LansyncDiscovery", dependencies: ["LansyncCore", "CAvahi"], swiftSettings: strict),
         // Where several relays share the authority (a lease with a fencing epoch and the ledger
@@ -205,14 +211,16 @@ let package = Package(
             ],
             swiftSettings: strict,
             linkerSettings: [
-                // lld packs relative relocations; `--no-export-dynamic` undoes the toolchain's
+                // lld packs relative relocations, and binds every symbol at start (`-z now`: full
+                // RELRO, Debian's hardening; no measurable cost at a command's start, as it
+                // resolves few); `--no-export-dynamic` undoes the toolchain's
                 // `-export-dynamic` for static executables (static-stdlib-args.lnk), which put
                 // 52,000 of lansync's own symbols in the dynamic table: nothing looks them up, and
                 // every start paid for them (Docs/BENCHMARKS.md, "A command's start").
                 .unsafeFlags(
                     [
                         "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                        "-Xlinker", "--no-export-dynamic",
+                        "-Xlinker", "-z", "-Xlinker", "now", "-Xlinker", "--no-export-dynamic",
                     ],
                     .when(platforms: [.linux], configuration: .release)
                 )

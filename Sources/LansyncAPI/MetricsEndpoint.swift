@@ -10,7 +10,8 @@ extension APIServer {
     /// before the node makes its counters.
     public static func bootstrapMetrics() -> PrometheusCollectorRegistry {
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        MetricFamilies.register(in: registry)
+        MetricsSystem.bootstrap(DescribedMetricsFactory(registry: registry))
         return registry
     }
 }

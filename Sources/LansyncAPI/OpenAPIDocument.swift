@@ -1123,6 +1123,61 @@ enum OpenAPIDocument {
                   }
                 }
               }
+            },
+            "/v1/session": {
+              "delete": {
+                "operationId": "endSession",
+                "summary": "Ends the page session the request's bearer token is (the page's \"Log out\"). The node's own token is no session: it is refused with 400 (`lansync api-token --rotate` replaces it).",
+                "responses": {
+                  "200": {
+                    "description": "The session is ended: its token is taken no more.",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "type": "object",
+                          "required": [
+                            "ended"
+                          ],
+                          "properties": {
+                            "ended": {
+                              "type": "boolean",
+                              "const": true
+                            }
+                          },
+                          "additionalProperties": false
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/400"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
+              }
+            },
+            "/metrics": {
+              "get": {
+                "operationId": "getMetrics",
+                "summary": "Prometheus metrics in the text exposition format (Docs/OPERATIONS.md, \"Metrics\"): the node's counters, and gauges read from its status when asked.",
+                "responses": {
+                  "200": {
+                    "description": "Every metric family, each with its HELP and TYPE.",
+                    "content": {
+                      "text/plain": {
+                        "schema": {
+                          "type": "string"
+                        }
+                      }
+                    }
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/401"
+                  }
+                }
+              }
             }
           },
           "components": {

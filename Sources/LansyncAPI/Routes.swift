@@ -368,8 +368,9 @@ struct Routes: Sendable {
                 for (name, fieldValue) in fields {
                     let field = try FieldName(name)
                     guard let value = fieldValue.value else {
+                        // Well formed, but no value lansync keeps: 422, as in an assignment.
                         throw Problem(
-                            .badRequest,
+                            .unprocessableContent,
                             "field '\(name)' holds an object; values are null, bool, number, string, list, or a link {\"ref\": ID}"
                         )
                     }

@@ -119,7 +119,7 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 
     public func start(_ advertisement: Advertisement) -> AsyncStream<DiscoveryEvent> {
         self.advertisement = advertisement
-        serviceName = "lansync-\(advertisement.nodeID.text)"
+        serviceName = advertisement.name
         // A node holds a few dozen of its cluster's adverts, enough for the mesh and for the
         // view's 30 passive members (Docs/DISCOVERY.md, "Many machines"); a survey and a join
         // look at every advert.
@@ -625,7 +625,8 @@ public final class AvahiDiscovery: Discovery, @unchecked Sendable {
 /// One `_lansync._tcp` advert as ``AvahiDiscovery/survey(for:)`` saw it: on one interface, in
 /// one address family.
 public struct Sighting: Sendable, Hashable {
-    /// The DNS-SD service name (`lansync-NODEID`, or Avahi's renaming after a collision).
+    /// The DNS-SD instance name: the machine's name (``Advertisement/instanceName(for:node:)``),
+    /// or Avahi's renaming after a collision.
     public var service: String
     /// The interface it was seen on (`eth0`), or its index when it has no name.
     public var interface: String

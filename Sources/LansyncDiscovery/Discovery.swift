@@ -7,12 +7,31 @@ public struct Advertisement: Sendable, Equatable {
     public var clusterID: NodeID
     public var port: Int
     public var protocolMajor: UInt32
+    /// The DNS-SD instance name (``instanceName(for:node:)``); Avahi renames it on a collision.
+    public var name: String
 
-    public init(nodeID: NodeID, clusterID: NodeID, port: Int, protocolMajor: UInt32) {
+    public init(nodeID: NodeID, clusterID: NodeID, port: Int, protocolMajor: UInt32, machineName: String = "") {
         self.nodeID = nodeID
         self.clusterID = clusterID
         self.port = port
         self.protocolMajor = protocolMajor
+        name = Self.instanceName(for: machineName, node: nodeID)
+    }
+
+    /// The instance name a node advertises under (RFC 6763 §4.1.1: a name people read, chosen by
+    /// them): the machine's name, as given at `init` or `join`, cut to the 63 bytes of a DNS
+    /// label at a character's end; `lansync-NODEID` for a machine with no name. Who the node is
+    /// is in the TXT record, never in this name: two machines may share a name, and the daemon
+    /// then renames the later one ("kitchen #2").
+    public static func instanceName(for machineName: String, node: NodeID) -> String {
+        var name = ""
+        var bytes = 0
+        for character in machineName where !character.isNewline {
+            bytes += character.utf8.count
+            guard bytes <= 63 else { break }
+            name.append(character)
+        }
+        return name.isEmpty ? "lansync-\(node.text)" : name
     }
 
     /// The DNS-SD service type.

@@ -62,8 +62,21 @@ public enum Doctor {
         survey: Survey,
         probes: [String: ProbeResult]
     ) -> [DoctorFinding] {
-        var findings = [nodeFinding(status), daemonFinding(status, survey)]
-        findings += advertFindings(status, survey)
+        var findings = [nodeFinding(status)]
+        // A node told not to use mDNS is judged by what it was asked to do: the daemon and the
+        // adverts are nothing to it.
+        if status.mdns == .off {
+            findings.append(
+                DoctorFinding(
+                    "mdns",
+                    .note,
+                    "off on purpose (--no-mdns): the Avahi daemon and the adverts are not checked; peers come from --peer, from gossip and from those that dial in"
+                )
+            )
+        } else {
+            findings.append(daemonFinding(status, survey))
+            findings += advertFindings(status, survey)
+        }
         if let relay = relayFinding(status) { findings.append(relay) }
         findings += memberFindings(status: status, members: members, survey: survey, probes: probes)
         return findings
@@ -73,7 +86,7 @@ public enum Doctor {
     public static func run(_ replica: LocalReplica) async throws -> [DoctorFinding] {
         let status = try replica.status()
         let members = (try? replica.members()) ?? []
-        let survey = await AvahiDiscovery.survey(for: listening)
+        let survey = status.mdns == .off ? Survey() : await AvahiDiscovery.survey(for: listening)
         var probes: [String: ProbeResult] = [:]
         await withTaskGroup(of: (String, ProbeResult).self) { group in
             for address in addresses(status: status, survey: survey) {
@@ -115,11 +128,26 @@ public enum Doctor {
         let host =
             listen.hasPrefix("[")
             ? String(listen.dropFirst().prefix { $0 != "]" }) : String(listen.prefix { $0 != ":" })
-        if host.hasPrefix("127.") || host == "::1" {
+        if isLoopback(host) {
+            let farPeers = dialled(status.peers).flatMap(known).filter {
+                !isLoopback(AddressProbe.split($0)?.host ?? $0)
+            }
+            let advertised = status.mdns != .off
+            guard advertised || !farPeers.isEmpty else {
+                return DoctorFinding(
+                    "node",
+                    .ok,
+                    "running, listening on \(listen) only, with mDNS off: only nodes on this machine reach it, and every peer it was given is on this machine"
+                )
+            }
+            let why =
+                advertised
+                ? "its advert names a port only this machine can dial"
+                : "it was given peers on other machines (\(farPeers.joined(separator: ", "))), which cannot dial back"
             return DoctorFinding(
                 "node",
                 .problem,
-                "running, but listening on \(listen) only: no other machine can reach it, and its advert names a port only this machine can dial",
+                "running, but listening on \(listen) only: no other machine can reach it, and \(why)",
                 fix:
                     "restart it without --listen (the default, [::]:7420, takes peers on every interface), or with this machine's LAN address"
             )
@@ -154,10 +182,7 @@ public enum Doctor {
             )
         }
         let count = survey.sightings.count
-        var says = "the Avahi daemon answers; \(count) lansync advert(s) seen in \(listening.components.seconds) s"
-        if status.mdns == .off {
-            says += "; this node runs with --no-mdns, so it neither advertises nor browses"
-        }
+        let says = "the Avahi daemon answers; \(count) lansync advert(s) seen in \(listening.components.seconds) s"
         return DoctorFinding("mdns", .ok, says)
     }
 
@@ -463,6 +488,11 @@ public enum Doctor {
     }
 
     // MARK: Helpers
+
+    /// True for a host only this machine can dial (127.0.0.0/8, ::1, localhost).
+    static func isLoopback(_ host: String) -> Bool {
+        host.hasPrefix("127.") || host == "::1" || host == "localhost"
+    }
 
     /// The addresses the node knows a peer at: the one it shows, and every one it was advertised at.
     static func known(_ peer: NodeStatus.Peer) -> [String] {

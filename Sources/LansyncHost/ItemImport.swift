@@ -134,6 +134,16 @@ public enum ItemImport {
         HostError("line \(number): \(why); nothing was imported")
     }
 
+    /// A field that holds an object: well formed, but no value lansync keeps (the API's 422, as
+    /// for an assignment's object).
+    static func objectValue(_ field: String, _ fail: (String) -> HostError) -> HostError {
+        var object = fail(
+            "field '\(field)' holds an object; values are null, bool, number, string, list, or a link {\"ref\": ID}"
+        )
+        object.code = .overLimit
+        return object
+    }
+
     static func parseLine(_ bytes: [UInt8], number: Int) throws(HostError) -> Line {
         try parse(bytes, number: number) { failure(number, $0) }
     }
@@ -188,11 +198,7 @@ public enum ItemImport {
             for member in members {
                 let name: FieldName
                 do { name = try FieldName(member.key) } catch { throw refused(error) }
-                guard let v = member.value.value else {
-                    throw fail(
-                        "field '\(member.key)' holds an object; values are null, bool, number, string, list, or a link {\"ref\": ID}"
-                    )
-                }
+                guard let v = member.value.value else { throw objectValue(member.key, fail) }
                 fields.append((name, v))
             }
         }

@@ -59,9 +59,11 @@ public struct LocalReplica: Sendable {
     }
 
     /// Brings back the value `entry` of a field's history as a new edit: a number of `history`'s
-    /// `#` column (1 is the newest) or `NODE:COUNTER` (a unique start of NODE will do).
+    /// `#` column (1 is the newest) or `NODE:COUNTER` (a unique start of NODE will do). A field
+    /// that shows that value already, with no conflict open, is left as it is (`changed` false):
+    /// a second version of the same value would only lengthen its history.
     @discardableResult
-    public func revert(_ typed: String, field: FieldName, to entry: String) throws -> ItemID {
+    public func revert(_ typed: String, field: FieldName, to entry: String) throws -> (id: ItemID, changed: Bool) {
         let id = try resolve(typed)
         let entries = try store.history(id, field: field)
         guard !entries.isEmpty else {
@@ -81,9 +83,11 @@ public struct LocalReplica: Sendable {
             )
         case .unset:
             guard field != .type else { throw HostError("entry \(entry) of \(id).\(field) is no type") }
+            if try shows(id, field, nil) { return (id, false) }
             try edit(.update([.unset(field)]), on: id)
-            return id
+            return (id, true)
         }
+        if try shows(id, field, value) { return (id, false) }
         if field == .type {
             guard case .string(let type) = value else {
                 throw HostError("entry \(entry) of \(id).\(field) is no type: a type is text")
@@ -92,7 +96,17 @@ public struct LocalReplica: Sendable {
         } else {
             try edit(.update([.set(field, value)]), on: id)
         }
-        return id
+        return (id, true)
+    }
+
+    /// True if the live item `id` shows `value` in `field` (nil: has no such field) with no
+    /// conflict open there.
+    private func shows(_ id: ItemID, _ field: FieldName, _ value: Value?) throws -> Bool {
+        guard let item = try store.storedItem(id, withLocalEdits: true), !item.deleted,
+            !item.conflicts.contains(field)
+        else { return false }
+        if field == .type { return value == .string(item.type) }
+        return item.fields.first { $0.name == field }?.value == value
     }
 
     // MARK: Reading

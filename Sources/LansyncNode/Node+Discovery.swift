@@ -21,7 +21,8 @@ extension Node {
             nodeID: info.nodeID,
             clusterID: info.clusterID,
             port: port,
-            protocolMajor: ProtocolVersion.current.major
+            protocolMajor: ProtocolVersion.current.major,
+            machineName: info.nodeName
         )
         let events = discovery.start(advertisement)
         let seen = DiscoveredPeers()

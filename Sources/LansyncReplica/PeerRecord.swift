@@ -12,6 +12,21 @@ public enum PeerSource: String, Sendable, CaseIterable {
     case inbound
     /// Another member passed on where it last reached it (``Hello`` addresses, protocol 1.8).
     case gossip
+
+    /// Of two ways a peer is known, the one it is shown by: what the user named (the relay, a
+    /// `--peer`), over what mDNS saw, over what a member passed on, over a peer that dialled in.
+    /// A peer given with `--peer` stays `static` whichever dial loop reached it last.
+    public func strongest(_ other: PeerSource) -> PeerSource { other.rank > rank ? other : self }
+
+    private var rank: Int {
+        switch self {
+        case .relay: 4
+        case .configured: 3
+        case .mdns: 2
+        case .gossip: 1
+        case .inbound: 0
+        }
+    }
 }
 
 /// What a node remembers of one peer between runs (table `peer`).

@@ -166,9 +166,13 @@ import Testing
             "\(narrow.stdout)"
         )
         #expect(lines.contains { $0.hasPrefix("t2") && $0.contains("Second") }, "\(narrow.stdout)")
-        // To a pipe, nothing is cut (here the notes field's first 24 columns, as a field among others).
+        // To a pipe, nothing is cut: no cell, no value (the notes field whole, as a field among
+        // others), no line.
         let piped = try await cli.ok(["list"] + d)
-        #expect(piped.contains("owner=ana"), "\(piped)")
+        #expect(piped.contains("owner=ana") && piped.contains("notes=\(long)"), "\(piped)")
+        #expect(!piped.contains("…"), "\(piped)")
+        let pipedGet = try await cli.ok(["get"] + d + ["t1"])
+        #expect(pipedGet.contains(long), "\(pipedGet)")
         let wide = try await cli.run(["list", "--wide"] + d, environment: ["COLUMNS": "60"])
         #expect(wide.stdout.contains(long.trimmingCharacters(in: .whitespaces)), "\(wide.stdout)")
         // A long id shows as its shortest unique start in a terminal, which every command takes.
@@ -213,6 +217,11 @@ import Testing
         )
         try await cli.ok(["revert"] + d + ["r", "title", "--to", "3"])
         #expect(try await cli.ok(["get"] + d + ["r", "--json"]).contains(#""title":"one""#))
+        // The value a field shows already is no change: no new version, and it says so.
+        let same = try await cli.ok(["revert"] + d + ["r", "title", "--to", "1"])
+        #expect(same.contains("nothing was changed"), "\(same)")
+        let count = try await cli.ok(["history"] + d + ["r", "title"]).split(separator: "\n").count
+        #expect(count == 5, "a header and four versions: \(count)")
         // By version, as history --json names it: "two" was this node's second write.
         let entries = try JSON(parsing: try await cli.ok(["history"] + d + ["r", "title", "--json"]))
         guard case .array(let all) = entries, let two = all.first(where: { $0["write"]?["set"] == .string("two") }),
@@ -379,7 +388,13 @@ import Testing
         let unconfirmed = try await cli.run(["set"] + d + ["--where", "status = done", "archived=true"])
         #expect(
             unconfirmed.status == 1 && unconfirmed.stderr.contains("3 items match")
-                && unconfirmed.stderr.contains("--yes")
+                && unconfirmed.stderr.contains("pass --yes to change them all")
+        )
+        // Each bulk command names what it would do.
+        let unconfirmedRm = try await cli.run(["rm"] + d + ["--where", "status = done"])
+        #expect(
+            unconfirmedRm.status == 1 && unconfirmedRm.stderr.contains("pass --yes to delete them all"),
+            "\(unconfirmedRm.stderr)"
         )
         #expect(unconfirmed.stderr.split(separator: "\n").count == 1, "\(unconfirmed.stderr)")
         // All or none: n1's tags is no list, so the whole edit is refused.
@@ -610,12 +625,18 @@ import Testing
         let human = try await cli.ok(["history"] + d + ["h", "tags"])
         let rows = human.split(separator: "\n").dropFirst()
         #expect(rows.count == 2 && rows.first?.contains("live") == true, "\(human)")
+        // An element added shows as `set` takes it; a whole list written, as its value.
+        #expect(rows.first?.hasSuffix("+= second") == true, "\(human)")
         #expect(rows.last?.contains("in list") == true, "\(human)")
         try await cli.ok(["set"] + d + ["h", "tags-=first"])
         // Newest first: the removal (live), "second" (still in the list), "first" (gone: old).
         let after = try await cli.ok(["history"] + d + ["h", "tags"]).split(separator: "\n").dropFirst()
         #expect(after.map { $0.contains("live") } == [true, false, false], "\(after)")
         #expect(after.dropFirst().first?.contains("in list") == true && after.last?.contains("old") == true, "\(after)")
+        #expect(after.first?.hasSuffix("-= first") == true, "\(after)")
+        try await cli.ok(["set"] + d + ["h", #"tags=["a","b"]"#])
+        let whole = try await cli.ok(["history"] + d + ["h", "tags"]).split(separator: "\n").dropFirst().first
+        #expect(whole?.hasSuffix(#"= ["a","b"]"#) == true, "\(whole ?? "")")
     }
 
     /// Commands that only read leave the replica file as it was (with no node running): each

@@ -67,10 +67,80 @@ struct DiscoveryLabTests {
         #expect(try await cli.waitForConvergence(three + [cli.path("d4")], timeout: .seconds(30)) != nil)
         #expect(try await cli.ok(["list", "--dir", cli.path("d4"), "--json"]).contains("from1"))
 
-        // The stock client sees our service and its TXT record.
+        // The stock client sees our service and its TXT record, under the machine's name.
         let (_, browse) = await Lab.run(["exec", "5", "avahi-browse", "-rpt", "_lansync._tcp"])
         #expect(browse.contains("node=\(id4)") && browse.contains("proto=1"), "\(browse)")
+        #expect(Self.instanceNames(browse, node: id4) == ["d4"], "\(browse)")
         for node in nodes { #expect(node.stop() == 0) }
+    }
+
+    /// The instance names `avahi-browse -rpt` resolved for the adverts whose TXT record names
+    /// `node`, its escapes undone (`\DDD` is a byte in decimal: `shed\032\0352` is "shed #2").
+    static func instanceNames(_ browse: String, node: String) -> Set<String> {
+        Set(
+            browse.split(separator: "\n").filter { $0.hasPrefix("=;") && $0.contains("node=\(node)") }.compactMap {
+                let fields = $0.split(separator: ";", omittingEmptySubsequences: false)
+                return fields.count > 3 ? unescaped(fields[3]) : nil
+            }
+        )
+    }
+
+    static func unescaped(_ text: Substring) -> String {
+        let backslash = UInt8(ascii: "\\")
+        var bytes: [UInt8] = []
+        var rest = Array(text.utf8)[...]
+        while let byte = rest.popFirst() {
+            let digits = rest.prefix(3)
+            if byte == backslash, digits.count == 3, digits.allSatisfy({ (0x30...0x39).contains($0) }),
+                let value = UInt8(String(decoding: digits, as: UTF8.self))
+            {
+                bytes.append(value)
+                rest = rest.dropFirst(3)
+            } else if byte == backslash, let next = rest.popFirst() {
+                bytes.append(next)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// DNS-SD by the book (RFC 6763 §4.1.1): a node advertises under its machine's name, and the
+    /// second machine of the same name is renamed by its daemon ("shed #2"), while who each is
+    /// stays in the TXT record: the two still find each other and sync.
+    @Test func theInstanceNameIsTheMachinesNameRenamedOnAConflict() async throws {
+        let lab = try await Lab(hosts: 3)
+        defer { lab.down() }
+        let cli = CLI("mdns-names")
+        defer { cli.cleanUp() }
+        _ = try await cli.ok(["cluster", "create", cli.path("cluster.pem")])
+        for dir in ["s1", "s2"] {
+            _ = try await cli.ok([
+                "init", "--dir", cli.path(dir), "--cluster", cli.path("cluster.pem"), "--name", "shed",
+            ])
+        }
+        let first = try await node(cli, 1, dir: cli.path("s1"))
+        let id1 = try await nodeID(cli, cli.path("s1"))
+        // The second starts once the first is published, so which one is renamed is known.
+        let published = await eventually(within: .seconds(30), every: .milliseconds(200)) {
+            let (_, browse) = await Lab.run(["exec", "3", "avahi-browse", "-rpt", "_lansync._tcp"])
+            return Self.instanceNames(browse, node: id1) == ["shed"]
+        }
+        #expect(published, "the first node's advert never resolved as 'shed'")
+        let second = try await node(cli, 2, dir: cli.path("s2"))
+        let id2 = try await nodeID(cli, cli.path("s2"))
+        var browse = ""
+        let renamed = await eventually(within: .seconds(30), every: .milliseconds(200)) {
+            browse = await Lab.run(["exec", "3", "avahi-browse", "-rpt", "_lansync._tcp"]).1
+            return Self.instanceNames(browse, node: id2) == ["shed #2"]
+        }
+        #expect(renamed, "the second 'shed' was not renamed 'shed #2': \(browse)\n\(second.logText)")
+        #expect(Self.instanceNames(browse, node: id1) == ["shed"], "\(browse)")
+        let met = try await eventually(within: .seconds(60)) {
+            try await connectedPeers(cli, cli.path("s1")).contains(id2)
+        }
+        #expect(met, "the two 'shed' machines never met: \(first.logText)\n\(second.logText)")
+        #expect(first.stop() == 0 && second.stop() == 0)
     }
 
     /// `--interfaces` and `--ignore-interface` on the real daemon: a node told to use only its

@@ -196,6 +196,30 @@ import Testing
         #expect(tooBig.status == .unprocessableContent, "\(tooBig.body)")
     }
 
+    /// An object as a value is one mistake wherever it is written, and gets one answer: 422 (the
+    /// body is well formed; lansync keeps no such value), and the item is untouched.
+    @Test func anObjectAsAValueIsTheSameMistakeEverywhere() async throws {
+        let api = try InProcessAPI("routes-object-value")
+        _ = try await api.send(.post, "/v1/items", body: #"{"id":"o1","fields":{"x":1}}"#)
+        let attempts: [(HTTPRequest.Method, String, String)] = [
+            (.patch, "/v1/items/o1", #"["x={\"a\":1}"]"#),
+            (.patch, "/v1/items/o1", #"{"set":{"x":{"a":1}}}"#),
+            (.patch, "/v1/items/o1", #"{"add":{"x":{"a":1}}}"#),
+            (.post, "/v1/items", #"{"id":"o2","fields":{"x":{"a":1}}}"#),
+            (.post, "/v1/items/batch", #"{"ids":["o1"],"patch":{"set":{"x":{"a":1}}}}"#),
+        ]
+        for (method, path, body) in attempts {
+            let answer = try await api.send(method, path, body: body)
+            #expect(
+                answer.status == .unprocessableContent && answer.body.contains("object"),
+                "\(path) \(body): \(answer.status) \(answer.body)"
+            )
+        }
+        let item = try JSON(parsing: try await api.send(.get, "/v1/items/o1").body)
+        #expect(item["fields"]?["x"] == .integer(1), "\(item)")
+        #expect(try await api.send(.get, "/v1/items/o2").status == .notFound)
+    }
+
     /// The API runs in the node's process: its edit wakes the node's sessions at once, without
     /// the control socket (no node listens on one here).
     @Test func anEditThroughTheAPITellsTheNodeDirectly() async throws {

@@ -193,6 +193,44 @@ import Testing
         }
     }
 
+    /// Loopback is judged by what the node was asked to do: with mDNS off and only peers on
+    /// this machine (the README's tour) it is fine; an advert, or a peer given on another
+    /// machine, needs an address that machine can dial.
+    @Test func loopbackIsAProblemOnlyWhereAnAdvertOrAFarPeerNeedsMore() {
+        func peer(_ address: String) -> NodeStatus.Peer {
+            var peer = NodeStatus.Peer(nodeID: other.text, name: "b", path: .direct, connected: true)
+            peer.address = address
+            peer.source = .configured
+            return peer
+        }
+        for (mdns, peers, fine) in [
+            (DiscoveryState.off, [peer("127.0.0.1:7430")], true),
+            (.off, [], true),
+            (.off, [peer("[::1]:7430")], true),
+            (.off, [peer("10.0.0.2:7420")], false),
+            (.running, [peer("127.0.0.1:7430")], false),
+            (.unavailable("the system D-Bus does not answer"), [], false),
+        ] {
+            var node = status(mdns: mdns, peers: peers)
+            node.listen = "127.0.0.1:7420"
+            let finding = Doctor.nodeFinding(node)
+            #expect((finding.verdict == .ok) == fine, "\(mdns), \(peers.map(\.address)): \(finding)")
+        }
+    }
+
+    /// Under --no-mdns there is no daemon or advert to judge: no mDNS problem (the survey is not
+    /// even made), one note saying why; a node that uses mDNS still gets the daemon's finding.
+    @Test func aNodeWithoutMDNSGetsNoMDNSFindings() {
+        let noDBus = Survey(unavailable: "the system D-Bus does not answer", noDBus: true)
+        var off = status(mdns: .off)
+        off.listen = "127.0.0.1:7420"
+        let findings = Doctor.findings(status: off, members: [], survey: noDBus, probes: [:])
+        #expect(!findings.contains { $0.verdict == .problem }, "\(findings)")
+        #expect(findings.filter { $0.topic == "mdns" }.map(\.verdict) == [.note], "\(findings)")
+        let on = Doctor.findings(status: status(), members: [], survey: noDBus, probes: [:])
+        #expect(on.contains { $0.topic == "mdns" && $0.verdict == .problem }, "\(on)")
+    }
+
     /// A node that runs but did not answer `status` in time is a problem of its own: not "no
     /// node runs", and not judged by a listening address it never gave.
     @Test func aNodeThatDoesNotAnswerIsAProblem() {

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Run by scripts/package.sh --test as PID 1 of its own namespace, chrooted into a clean Debian root:
 # installs the package given as $1 with apt, then checks what a user would, one line each, and
-# stops at the first failure (exit 1, with why). Loopback only; every process ends with this shell.
+# stops at the first failure (exit 1, with why); then, if given, the debug symbols package $2.
+# Loopback only; every process ends with this shell.
 set -eu
 DEB=$1
+DBGDEB=${2:-}
 fail() { echo "package check: FAIL: $*" >&2; exit 1; }
 ok() { echo "    ok: $*"; }
 
@@ -53,3 +55,11 @@ until as "lansync --dir $W/b get $id" >/dev/null 2>&1 && as "lansync --dir $W/a 
 done
 [ "$(as "lansync --dir $W/b get $id --json" | grep -c Packaged)" = 1 ] || fail "b holds the item without its title"
 ok "two nodes synced on loopback (each holds the other's item)"
+
+[ -n "$DBGDEB" ] || exit 0
+apt-get install -y -qq --no-install-recommends "$DBGDEB" >>/tmp/apt.log 2>&1 || { tail -15 /tmp/apt.log >&2; fail "apt-get install $DBGDEB"; }
+debug=$(ls /usr/lib/debug/.build-id/*/*.debug 2>/dev/null | head -1)
+[ -n "$debug" ] || fail "no debug file under /usr/lib/debug/.build-id"
+# The stripped binary names its debug file (.gnu_debuglink), whose name is the rest of its build id.
+grep -qaF "$(basename "$debug")" /usr/bin/lansync || fail "/usr/bin/lansync does not name $debug"
+ok "apt-get install $(basename "$DBGDEB"): $debug, the one /usr/bin/lansync names"

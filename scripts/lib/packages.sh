@@ -1,8 +1,9 @@
 # Shared by scripts/test.sh and demo/run.sh: installs missing Debian packages without ever
 # starting a service on the host (a policy-rc.d forbids it while apt runs).
 
-# What building and testing need beyond the Swift toolchain.
-LANSYNC_TEST_PACKAGES=(libsqlite3-dev sqlite3 libavahi-client-dev avahi-daemon avahi-utils dbus iproute2 nftables util-linux faketime openssl postgresql)
+# What building and testing need beyond the Swift toolchain (prometheus for promtool, which checks
+# a live node's /metrics in ObservabilityTests; policy-rc.d below keeps its server from starting).
+LANSYNC_TEST_PACKAGES=(libsqlite3-dev sqlite3 libavahi-client-dev avahi-daemon avahi-utils dbus iproute2 nftables util-linux faketime openssl postgresql prometheus)
 # The browser the web page's tests drive (through Playwright, with its executable_path).
 LANSYNC_BROWSER_PACKAGES=(chromium)
 

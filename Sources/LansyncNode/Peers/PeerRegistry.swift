@@ -119,9 +119,9 @@ public actor PeerRegistry {
         guard let address = addresses.first else { return }
         var entry = byNode[node] ?? Entry(nodeID: node, source: .mdns)
         // The advertised address is where the peer listens: more useful than the ephemeral port
-        // of a connection it opened to us. A configured (static) address stays as configured, and
-        // the address a session of ours answered at stays while it is connected.
-        if entry.source != .configured, !(entry.connected && entry.source == .mdns) {
+        // of a connection it opened to us. An address the user named (a --peer, the relay) stays
+        // as named, and the address a session of ours answered at stays while it is connected.
+        if entry.source.strongest(.mdns) == .mdns, !(entry.connected && entry.source == .mdns) {
             entry.address = address
             entry.source = .mdns
         }
@@ -157,8 +157,16 @@ public actor PeerRegistry {
     }
 
     public func configure(address: String, source: PeerSource) {
-        if !byNode.values.contains(where: { $0.address == address }) {
+        let known = byNode.filter { $0.value.address == address }.map(\.key)
+        guard !known.isEmpty else {
             configured[address] = configured[address] ?? Entry(address: address, source: source)
+            return
+        }
+        // A peer remembered from an earlier run at this address is the one named now.
+        for node in known {
+            guard var entry = byNode[node] else { continue }
+            entry.source = entry.source.strongest(source)
+            byNode[node] = entry
         }
     }
 
@@ -211,16 +219,25 @@ public actor PeerRegistry {
         // the address we dialled belongs to this node.
         var entry = byNode[hello.nodeID] ?? Entry(nodeID: hello.nodeID, source: source)
         if outbound, let address {
-            configured.removeValue(forKey: address)
+            // Dialled at an address the user named: that is how it is known, whichever loop
+            // reached it first.
+            let named = configured.removeValue(forKey: address)?.source
             entry.address = address
-            entry.source = source
+            entry.source = entry.source.strongest(named ?? source).strongest(source)
             if !Self.isLinkLocal(address) || entry.listenAddress == nil { entry.listenAddress = address }
         } else if entry.address == nil {
             entry.address = address
             entry.source = source
         }
         if !outbound, hello.listenPort > 0, let address, let came = PeerAddress(parsing: address) {
-            entry.listenAddress = PeerAddress(host: came.host, port: Int(hello.listenPort)).description
+            let listens = PeerAddress(host: came.host, port: Int(hello.listenPort)).description
+            entry.listenAddress = listens
+            // A peer given with --peer that dialled in before this node's dial reached it: the
+            // address named is its, not another peer's that never answered.
+            if let named = configured.removeValue(forKey: listens) {
+                entry.address = listens
+                entry.source = entry.source.strongest(named.source)
+            }
         }
         entry.name = hello.name
         entry.versionVector.join(hello.versionVector)

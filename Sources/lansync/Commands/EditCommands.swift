@@ -196,8 +196,9 @@ struct RevertCommand: ParsableCommand {
     func run() throws {
         let replica = try LocalReplica(data.directory)
         let name = field == FieldName.type.rawValue ? FieldName.type : try FieldName(field)
-        let itemID = try replica.revert(id, field: name, to: to)
-        if json { try printItemJSON(itemID, in: replica) }
+        let (itemID, changed) = try replica.revert(id, field: name, to: to)
+        if json { return try printItemJSON(itemID, in: replica) }
+        if !changed { print("\(itemID).\(name) shows that value already: nothing was changed") }
     }
 }
 

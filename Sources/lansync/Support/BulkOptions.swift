@@ -32,20 +32,29 @@ struct BulkOptions: ParsableArguments {
     func run(_ action: LocalReplica.BulkAction, in replica: LocalReplica, verb: String, json: Bool) throws {
         let query = try replica.resolvingLinks(ItemQuery(filters: try conditions.map(QueryParser.filter)))
         let ids = try replica.select(query, type: ofType, for: action)
-        if ids.count > 1, !yes { try Self.confirm(ids) }
+        if ids.count > 1, !yes { try Self.confirm(ids, verb: Self.infinitive(of: verb)) }
         try replica.perform(action, on: ids)
         if json { return print(LocalReplica.bulkJSONText(ids)) }
         print("\(verb) \(ids.count) item\(ids.count == 1 ? "" : "s")")
     }
 
+    /// "deleted" → "delete", "changed" → "change", "restored" → "restore" (the three verbs a
+    /// bulk edit has all end in "-ed" after an "e").
+    static func infinitive(of pastTense: String) -> String {
+        pastTense.hasSuffix("ed") ? String(pastTense.dropLast()) : pastTense
+    }
+
     /// Asks on the terminal; refuses, changing nothing, when no one can answer (a script must say
     /// `--yes`).
-    static func confirm(_ ids: [ItemID]) throws {
+    /// `verb` is what is done to them, as in "pass --yes to delete them all".
+    static func confirm(_ ids: [ItemID], verb: String) throws {
         let sample = ids.prefix(3).map(\.rawValue).joined(separator: ", ") + (ids.count > 3 ? ", ..." : "")
         guard isatty(0) == 1, Terminal.stderrIsTerminal else {
-            throw CLIError("\(ids.count) items match (\(sample)): pass --yes to change them all; nothing was changed")
+            throw CLIError("\(ids.count) items match (\(sample)): pass --yes to \(verb) them all; nothing was changed")
         }
-        Terminal.stderr("\(ids.count) items match (\(sample)). Change them all? [y/N] ")
+        Terminal.stderr(
+            "\(ids.count) items match (\(sample)). \(verb.prefix(1).uppercased() + verb.dropFirst()) them all? [y/N] "
+        )
         let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
         guard answer == "y" || answer == "yes" else { throw CLIError("nothing was changed") }
     }

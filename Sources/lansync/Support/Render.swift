@@ -2,8 +2,11 @@ import LansyncHost
 
 /// Turns replica data into aligned text that fits the terminal (the JSON forms are the host's).
 enum Render {
-    /// A value for people (``Value/displayText``), cut to `width` columns.
-    static func human(_ value: Value, width: Int = 60) -> String { truncate(value.displayText, to: width) }
+    /// A value for people (``Value/displayText``), cut to `width` columns on a terminal; whole
+    /// to a pipe or a file (``Terminal/width`` is nil there), where a script reads it.
+    static func human(_ value: Value, width: Int = 60) -> String {
+        Terminal.width == nil ? value.displayText : truncate(value.displayText, to: width)
+    }
 
     static func truncate(_ text: String, to width: Int) -> String {
         guard text.count > width else { return text }
@@ -76,11 +79,13 @@ enum Render {
             // node's writes: the reason says which.
             return "refused, kept " + human(kept, width: 60) + " (" + line(reason) + ")"
         case .list(let change):
-            var parts: [String] = []
-            if change.replaced { parts.append("= [list]") }
-            parts += change.added.map { "+" + human($0, width: 200) }
-            parts += change.removed.map { "-" + human($0, width: 200) }
-            return parts.isEmpty ? "(list edit)" : parts.joined(separator: " ")
+            // A whole list written is its value, as an assignment shows; an edit of elements
+            // shows what it added and removed, as `set` takes them (`tags+=x`, `tags-=y`).
+            if change.replaced { return "= " + human(.list(change.added), width: 200) }
+            let parts =
+                change.added.map { "+= " + human($0, width: 200) }
+                + change.removed.map { "-= " + human($0, width: 200) }
+            return parts.isEmpty ? "(an empty list edit)" : parts.joined(separator: ", ")
         }
     }
 }

@@ -36,7 +36,8 @@ enum Terminal {
 
     /// The columns human output may use: `COLUMNS` when set, else the width of the terminal on
     /// standard output; nil when output goes to a pipe or file (nothing is cut there).
-    static var width: Int? {
+    /// Read once: a command's output goes to one place, and a list asks for every cell.
+    static let width: Int? = {
         if let text = ProcessInfo.processInfo.environment["COLUMNS"], let columns = Int(text), columns > 0 {
             return max(columns, 40)
         }
@@ -44,7 +45,7 @@ enum Terminal {
         var size = winsize()
         guard ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
         return max(Int(size.ws_col), 40)
-    }
+    }()
 }
 
 /// Buffered standard output (one write per 64 KiB, not per line).
