@@ -153,6 +153,19 @@ enum UIAssets {
               return el;
             }
 
+            const SVG_NS = 'http://www.w3.org/2000/svg';
+
+            /** An SVG element, as h() makes an HTML one (attributes only: no handlers). */
+            function svgEl(tag, attrs, ...kids) {
+              const el = document.createElementNS(SVG_NS, tag);
+              for (const [k, v] of Object.entries(attrs || {})) {
+                if (v === undefined || v === null || v === false) continue;
+                el.setAttribute(k, String(v));
+              }
+              add(el, kids);
+              return el;
+            }
+
             /** Replaces an element's children; null, undefined and false are left out, arrays flattened. */
             function fill(el, ...kids) {
               el.replaceChildren();
@@ -597,8 +610,18 @@ enum UIAssets {
               }
             }
 
+            // The cluster view follows the feed: a change here moves what each peer lacks, an
+            // acknowledgement what it holds; the status is read again soon after either, not only at its
+            // one-second poll.
+            let clusterStatusTimer = null;
+            function refreshClusterSoon() {
+              if (currentRoute !== 'cluster' || clusterStatusTimer) return;
+              clusterStatusTimer = setTimeout(() => { clusterStatusTimer = null; refreshStatus(); }, 150);
+            }
+
             function onChange(change) {
               if (!change || typeof change.id !== 'string') return;
+              refreshClusterSoon();
               pending.add(change.id);
               if (change.kind === 'conflict' || change.kind === 'settle') scheduleConflicts();
               emit('change', change);
@@ -672,6 +695,7 @@ enum UIAssets {
             let syncTimer = null;
 
             function onSync() {
+              refreshClusterSoon();
               if (syncTimer) return;
               syncTimer = setTimeout(() => {
                 syncTimer = null;
@@ -1911,6 +1935,7 @@ enum UIAssets {
               const histEl = h('div');
               const fieldRows = new Map();    // field -> { tr, cell }
               let history = null;
+              let lastChanges = new Map();
               let historyError = null;
               let historyTimer = null;
               let missing = null;
@@ -2104,6 +2129,7 @@ enum UIAssets {
                   const label = f === '_type' ? 'type' : f;
                   return h('section', { class: 'panel field-hist', 'data-scope': `hist:${f}`, 'aria-labelledby': `hist-${cssId(f)}` },
                     h('h3', { id: `hist-${cssId(f)}`, tabindex: '-1' }, label),
+                    fieldLane(entries, label, item.conflicts.includes(f), lastChanges.get(f)),
                     h('ol', { class: 'timeline' }, entries.map((e, i) => {
                       const d = describeWrite(e.write);
                       const canRevert = d.has && !sameValue(d.value, current) && !item.deleted;
@@ -2162,6 +2188,10 @@ enum UIAssets {
               async function loadHistory() {
                 try {
                   history = await api('GET', `${itemPath(id)}/history`);
+                  // Each field's latest change says whether a conflict is open on it since then, or when its
+                  // last one was settled (the feed keeps a field's latest change).
+                  const page = await api('GET', `/v1/changes?item=${encodeURIComponent(id)}&limit=1000`);
+                  lastChanges = new Map((page.changes || []).map((c) => [c.field, c]));
                   historyError = null;
                 } catch (e) {
                   historyError = e.message;
@@ -2359,6 +2389,95 @@ enum UIAssets {
 
             const FIELD_NAMES = { _type: 'created (its type)', _deleted: 'deleted or restored' };
 
+            /**
+             * A field's history on a time line: one mark per kept version at the time it was written, in its
+             * writer's colour (the same writer, the same colour, on every lane of the page); the values an
+             * open conflict keeps side by side, forked above and below the line from the moment the conflict
+             * began; and the moment the latest conflict was settled. `entries` newest first, as the API gives
+             * them; `change` the field's latest change in the feed.
+             */
+            function fieldLane(entries, label, conflicted, change) {
+              const W = 600;
+              const H = conflicted ? 92 : 64;
+              const mid = conflicted ? 42 : 26;
+              const when = (t) => Date.parse(t);
+              const times = entries.map((e) => when(e.time));
+              const marked = change && (change.kind === 'settle' || change.kind === 'conflict') ? when(change.time) : null;
+              if (marked != null) times.push(marked);
+              const t0 = Math.min(...times);
+              const t1 = Math.max(...times);
+              const x = (t) => (t1 === t0 ? W / 2 : 20 + ((W - 40) * (t - t0)) / (t1 - t0));
+              const siblings = conflicted ? entries.filter((e) => e.live) : [];
+              // The fork: the line splits just before the first value kept side by side (where the writers
+              // had not seen each other's edit), one branch per value, to the end.
+              const forkX = siblings.length > 1 ? Math.max(12, Math.min(...siblings.map((e) => x(when(e.time)))) - 14) : null;
+              const lines = [svgEl('line', { class: 'axis', x1: 12, y1: mid, x2: forkX ?? W - 12, y2: mid })];
+              const marks = [];
+              const pinned = [];
+              const anchorAt = (px) => (px > W - 60 ? 'end' : px < 60 ? 'start' : 'middle');
+              if (forkX != null) {
+                siblings.forEach((e, i) => {
+                  const y = mid + (i % 2 === 0 ? -1 : 1) * (16 + 6 * Math.floor(i / 2));
+                  lines.push(svgEl('polyline', { class: 'fork', points: `${forkX},${mid} ${x(when(e.time))},${y} ${W - 12},${y}` }));
+                });
+                const at = marked != null ? x(marked) : W - 12;
+                pinned.push(svgEl('text', { class: 'event conflict', x: at, y: H - 6, 'text-anchor': anchorAt(at) },
+                  marked != null ? `conflict, ${relTime(change.time)}` : 'conflict'));
+              }
+              if (change && change.kind === 'settle' && !conflicted) {
+                pinned.push(svgEl('g', { class: 'event settle', 'data-event': 'settled' },
+                  svgEl('title', null, `The conflict on ${label} was settled ${new Date(marked).toLocaleString()}`),
+                  svgEl('path', { d: `M${x(marked)},${mid - 9} l9,9 l-9,9 l-9,-9 z` }),
+                  svgEl('text', { x: x(marked), y: H - 6, 'text-anchor': anchorAt(x(marked)) }, 'settled')));
+              }
+              entries.forEach((e, i) => {
+                const sib = siblings.indexOf(e);
+                const y = sib < 0 ? mid : mid + (sib % 2 === 0 ? -1 : 1) * (16 + 6 * Math.floor(sib / 2));
+                const who = writerName(e.writer, e.node);
+                const text = `${label} ${writeWords(e.write)}, by ${who}, ${new Date(when(e.time)).toLocaleString()}`
+                  + (e.live ? (sib >= 0 ? ' (live, in conflict)' : ' (live)') : '');
+                marks.push(svgEl('g', { class: 'version', 'data-version': `${e.node}:${e.counter}`, 'data-live': e.live ? 'yes' : 'no' },
+                  svgEl('title', null, text),
+                  svgEl('circle', { class: `mark w${writerColour(e.node)}${e.live ? ' live' : ''}`, cx: x(when(e.time)), cy: y, r: e.live ? 7 : 5 })));
+                // The newest and the oldest times, the oldest only where it does not run into the newest.
+                const far = Math.abs(x(when(e.time)) - x(when(entries[0].time))) > 90;
+                if (i === 0 || (i === entries.length - 1 && far)) {
+                  const px = x(when(e.time));
+                  marks.push(svgEl('text', { class: 'tick', x: px, y: 12, 'text-anchor': anchorAt(px) }, relTime(e.time)));
+                }
+              });
+              const writers = [...new Set(entries.map((e) => writerName(e.writer, e.node)))];
+              const summary = `${label}: ${entries.length} version${entries.length === 1 ? '' : 's'} by ${writers.join(', ')}`
+                + (conflicted ? `; ${siblings.length} values in an open conflict` : '')
+                + (change && change.kind === 'settle' && !conflicted ? '; its latest conflict settled' : '');
+              return h('figure', { class: 'lane', 'data-scope': `lane:${label}` },
+                svgEl('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': summary }, lines, pinned, marks),
+                h('figcaption', { class: 'visually-hidden' }, summary));
+            }
+
+            /** A write in a few plain words (a mark's tooltip): what describeWrite shows, as text. */
+            function writeWords(write) {
+              if (write && Object.prototype.hasOwnProperty.call(write, 'set')) return `set to ${shorten(valueText(write.set), 40)}`;
+              if (write && write.list) {
+                const l = write.list;
+                if (l.replaced) return `set to the list ${shorten(valueText(l.added || []), 40)}`;
+                const parts = [];
+                if ((l.added || []).length) parts.push(`added ${shorten((l.added || []).map(valueText).join(', '), 30)}`);
+                if ((l.removed || []).length) parts.push(`removed ${shorten((l.removed || []).map(valueText).join(', '), 30)}`);
+                return parts.join('; ') || 'changed nothing in the list';
+              }
+              if (write && write.unset === true) return 'removed';
+              if (write && write.overrule) return `refused; kept ${shorten(valueText(write.overrule.kept), 40)}`;
+              return 'changed';
+            }
+
+            /** One of six colours for a writer, the same for it wherever it shows. */
+            const writerColours = new Map();
+            function writerColour(node) {
+              if (!writerColours.has(node)) writerColours.set(node, writerColours.size % 6);
+              return writerColours.get(node);
+            }
+
             const PATHS = {
               direct: 'direct',
               relay: 'the relay',
@@ -2479,6 +2598,70 @@ enum UIAssets {
                 ];
               }
 
+              /**
+               * The cluster as this node sees it, drawn: this node in the middle with its open conflicts,
+               * every member it knows around it (the relay as a square), a line for each session (solid:
+               * connected; dashed: reached through the relay or other members; dotted: no session now),
+               * and how far behind each member is (what of this replica it is not known to hold).
+               */
+              function clusterGraph(st) {
+                const peers = (st.peers || []).filter((p) => p.node_id || p.address);
+                const relayId = st.changes && st.changes.relay;
+                const isRelay = (p) => p.source === 'relay' || (relayId && p.node_id === relayId);
+                const W = 600;
+                const H = peers.length > 6 ? 440 : 360;
+                const cx = W / 2;
+                const cy = H / 2;
+                const R = Math.min(W, H) / 2 - 62;
+                const at = new Map(peers.map((p, i) => {
+                  const a = -Math.PI / 2 + (2 * Math.PI * i) / Math.max(peers.length, 1);
+                  return [p, [cx + R * Math.cos(a), cy + R * Math.sin(a)]];
+                }));
+                const relay = peers.find(isRelay);
+                const lagOf = (p) => (p.lacks == null ? 'unknown' : p.lacks === 0 ? 'in-sync' : 'behind');
+                const lagText = (p) => (p.lacks == null ? 'lag unknown' : p.lacks === 0 ? 'in sync'
+                  : `behind by ${Number(p.lacks).toLocaleString()}`);
+                const via = (p) => String(p.path || '').startsWith('via');
+                const edges = peers.map((p) => {
+                  const [x2, y2] = at.get(p);
+                  const [x1, y1] = p.path === 'via relay' && relay && relay !== p ? at.get(relay) : [cx, cy];
+                  const kind = p.connected ? 'up' : via(p) ? 'via' : 'down';
+                  return svgEl('line', { class: `edge ${kind}`, x1, y1, x2, y2, 'data-edge': p.name || p.node_id });
+                });
+                const members = peers.map((p) => {
+                  const [x, y] = at.get(p);
+                  const name = p.name || (p.node_id ? p.node_id.slice(0, 7) : p.address);
+                  const state = p.connected ? 'connected' : via(p) ? PATHS[p.path] || p.path : 'not connected';
+                  const shape = isRelay(p)
+                    ? svgEl('rect', { class: `member ${lagOf(p)}`, x: x - 24, y: y - 24, width: 48, height: 48, rx: 6 })
+                    : svgEl('circle', { class: `member ${lagOf(p)}`, cx: x, cy: y, r: 24 });
+                  return svgEl('g', {
+                    class: `node${p.connected ? '' : ' offline'}`, 'data-member': name, 'data-lag': lagOf(p),
+                    'data-lacks': p.lacks == null ? '' : p.lacks, 'data-connected': p.connected ? 'yes' : 'no',
+                  },
+                  svgEl('title', null, `${name}${isRelay(p) ? ' (relay)' : ''}: ${state}; ${lagText(p)}`),
+                  shape,
+                  svgEl('text', { class: 'label', x, y: y + 40, 'text-anchor': 'middle' }, name + (isRelay(p) ? ' (relay)' : '')),
+                  svgEl('text', { class: `lag ${lagOf(p)}`, x, y: y + 56, 'text-anchor': 'middle' }, lagText(p)));
+                });
+                const conflicts = Number(st.conflicts || 0);
+                const me = svgEl('g', { class: 'node self', 'data-member': st.name, 'data-conflicts': conflicts },
+                  svgEl('title', null, `${st.name} (this node): ${conflicts} open conflict${conflicts === 1 ? '' : 's'}`),
+                  svgEl('circle', { class: 'member self', cx, cy, r: 32 }),
+                  svgEl('text', { class: 'label self', x: cx, y: cy + 5, 'text-anchor': 'middle' }, st.name),
+                  svgEl('text', { class: `lag ${conflicts ? 'behind' : 'in-sync'}`, x: cx, y: cy + 50, 'text-anchor': 'middle' },
+                    conflicts ? `${conflicts} open conflict${conflicts === 1 ? '' : 's'}` : 'no open conflict'));
+                const behind = peers.filter((p) => p.lacks > 0).length;
+                const up = peers.filter((p) => p.connected).length;
+                const summary = `${st.name} and ${peers.length} member${peers.length === 1 ? '' : 's'}: ${up} connected, `
+                  + `${behind} behind, ${conflicts} open conflict${conflicts === 1 ? '' : 's'}.`;
+                return h('figure', { class: 'panel cluster-graph', 'data-scope': 'cluster-graph' },
+                  svgEl('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': summary }, edges, members, me),
+                  h('figcaption', { class: 'muted' }, summary,
+                    ' A solid line is a session now; dashed, a member reached through the relay or other members; dotted, none. ',
+                    '“Behind by N”: field changes of this replica the member is not known to hold.'));
+              }
+
               function listSection(title, entries, describe, none) {
                 return [
                   h('h2', null, title),
@@ -2509,6 +2692,8 @@ enum UIAssets {
                     card('Items', Number(s.items).toLocaleString()),
                     card('Deleted', Number(s.deleted).toLocaleString()),
                     card('Open conflicts', Number(s.conflicts).toLocaleString())),
+                  h('h2', null, 'Who talks to whom'),
+                  clusterGraph(s),
                   h('h2', null, 'Peers'),
                   peersTable(peers),
                   viewSection(s.view, peers),
@@ -3166,6 +3351,43 @@ enum UIAssets {
               .toasts { left: .75rem; right: .75rem; bottom: .75rem; max-width: none; }
             }
             .sort-mobile { display: none; }
+
+            /* The cluster, drawn: this node in the middle, its members around it, a line per session. */
+            .cluster-graph { margin: 0 0 1rem; padding: .5rem; }
+            .cluster-graph svg { display: block; width: 100%; max-width: 640px; height: auto; margin: 0 auto; }
+            .cluster-graph figcaption { font-size: .85rem; margin: .25rem .5rem; }
+            .cluster-graph .edge { stroke-width: 2.5; }
+            .cluster-graph .edge.up { stroke: var(--ok); }
+            .cluster-graph .edge.via { stroke: var(--muted); stroke-dasharray: 7 5; }
+            .cluster-graph .edge.down { stroke: var(--border-strong); stroke-dasharray: 2 5; }
+            .cluster-graph .member { fill: var(--surface); stroke-width: 3; }
+            .cluster-graph .member.in-sync { stroke: var(--ok); fill: var(--ok-soft); }
+            .cluster-graph .member.behind { stroke: var(--warn); fill: var(--warn-soft); }
+            .cluster-graph .member.unknown { stroke: var(--border-strong); }
+            .cluster-graph .member.self { stroke: var(--accent); fill: var(--accent-soft); }
+            .cluster-graph .node.offline .member { stroke-dasharray: 4 3; opacity: .75; }
+            .cluster-graph text { fill: var(--text); font-size: 13px; }
+            .cluster-graph text.label { font-weight: 600; }
+            .cluster-graph text.lag { font-size: 12px; fill: var(--muted); }
+            .cluster-graph text.lag.behind { fill: var(--warn); }
+            .cluster-graph text.lag.in-sync { fill: var(--ok); }
+
+            /* A field's history on a time line. */
+            .lane { margin: .25rem 0 .75rem; }
+            .lane svg { display: block; width: 100%; max-width: 640px; height: auto; }
+            .lane .axis { stroke: var(--border-strong); stroke-width: 2; }
+            .lane .fork { fill: none; stroke: var(--warn); stroke-width: 2; stroke-dasharray: 5 3; }
+            .lane .mark { stroke: var(--surface); stroke-width: 1.5; }
+            .lane .mark.live { stroke: var(--text); stroke-width: 2; }
+            .lane .mark.w0 { fill: #1f6770; }
+            .lane .mark.w1 { fill: #b5651d; }
+            .lane .mark.w2 { fill: #6a4c93; }
+            .lane .mark.w3 { fill: #2e7d32; }
+            .lane .mark.w4 { fill: #c2185b; }
+            .lane .mark.w5 { fill: #5d6d7e; }
+            .lane text { fill: var(--muted); font-size: 11px; }
+            .lane .event.conflict, .lane .event.settle text { fill: var(--warn); font-weight: 600; }
+            .lane .event.settle path { fill: var(--ok); }
 
             """#
         ),

@@ -3,12 +3,14 @@
 
     python3 Tests/ui/page_test.py --lansync BIN --screenshots DIR
 
-Sets up a cluster of two nodes on 127.0.0.1 (free ports, a temporary directory), opens each
-node's page, and checks, printing one line per check: logging in with the link 'lansync ui'
+Sets up a cluster of two nodes on 127.0.0.1 (free ports, a temporary directory; a third, shed,
+joins for the drawn cluster view), opens each node's page, and checks, printing one line per check: logging in with the link 'lansync ui'
 prints (and that the link works once), logging in with the token, an item added on one node's
 page showing up on the other's without a reload, editing a list field as chips, a conflict
 made with the CLI on both nodes and settled on the page, a CLI edit on one node showing up on
-the other's page, a peer going down and coming back on the cluster view, kitchen's view of the
+the other's page, a peer going down and coming back on the cluster view, the cluster drawn (three members, one
+falling behind while down and catching up, live), a field's time line (a conflict forked, then
+settled), kitchen's view of the
 cluster (started with a bounded view, as past eight machines: --full-mesh-up-to 1) with why garage
 is in it, garage made a reader (its page offers no edit and says why, its API refuses one) and a
 writer again, and no JavaScript error in any page during the whole run. Screenshots of every view go to DIR.
@@ -106,6 +108,21 @@ class Cluster:
         subprocess.run([self.binary, "--dir", self.nodes["garage"]["dir"], "join", code, "--name", "garage"],
                        check=True, capture_output=True, timeout=60)
         self.start("garage")
+
+    def join(self, name, via="kitchen"):
+        """A third machine: invited by `via`, joined, and started with `via` as its one peer."""
+        listen, api = free_port(), free_port()
+        while api == listen:
+            api = free_port()
+        self.nodes[name] = {
+            "dir": os.path.join(self.root, name), "listen": listen, "api": api,
+            "peer": self.nodes[via]["listen"], "log": os.path.join(self.root, f"{name}.log"),
+            "proc": None, "extra": [],
+        }
+        code = self.cli(via, "invite", "--name", name)
+        subprocess.run([self.binary, "--dir", self.nodes[name]["dir"], "join", code, "--name", name],
+                       check=True, capture_output=True, timeout=60)
+        self.start(name)
 
     def url(self, node):
         return f"http://127.0.0.1:{self.nodes[node]['api']}/"
@@ -603,6 +620,53 @@ def main():
                 a.get_by_role("link", name="Items", exact=True).click()
                 cluster.wait_cli("garage to have the edit made while it was down", lambda: (
                     (lambda t: (t == "Climb the north face, with ropes", t))(cluster.cli_json("garage", "get", ids["climb"])["fields"].get("title"))))
+                done()
+
+                # -- the cluster, drawn, and a field's time line ------------------------------
+                done = check("cluster view draws three members: shed joins, connected and in sync")
+                cluster.join("shed")
+                a.get_by_role("link", name="Cluster").click()
+                graph = a.locator('[data-scope="cluster-graph"]')
+                shed = graph.locator('g[data-member="shed"]')
+                expect(shed).to_have_attribute("data-connected", "yes", timeout=SYNC_WAIT * 1000)
+                expect(shed).to_have_attribute("data-lag", "in-sync", timeout=SYNC_WAIT * 1000)
+                expect(graph.locator('g[data-member="garage"]')).to_have_attribute("data-lag", "in-sync", timeout=SYNC_WAIT * 1000)
+                expect(graph.locator("line.edge.up")).to_have_count(2)
+                expect(graph.locator('g[data-member="kitchen"]')).to_have_attribute("data-conflicts", "0")
+                done()
+
+                done = check("a member falls behind and catches up, drawn live; a conflict made meanwhile shows on the field's time line, then settled")
+                cluster.stop("shed")
+                expect(shed).to_have_attribute("data-connected", "no", timeout=SYNC_WAIT * 1000)
+                cluster.cli("kitchen", "set", ids["bike"], "priority=3", "colour=red")
+                cluster.cli("kitchen", "set", ids["groceries"], "priority=1")
+                cluster.cli("shed", "set", ids["bike"], "colour=blue")
+                expect(shed).to_have_attribute("data-lag", "behind", timeout=SYNC_WAIT * 1000)
+                expect(shed).to_contain_text("behind by")
+                expect(graph.locator('line[data-edge="shed"]')).to_have_class(re.compile("down"))
+                screenshot(a, "cluster-behind")
+                cluster.start("shed")
+                expect(shed).to_have_attribute("data-connected", "yes", timeout=SYNC_WAIT * 1000)
+                expect(shed).to_have_attribute("data-lag", "in-sync", timeout=SYNC_WAIT * 1000)
+                expect(graph.locator('g[data-member="kitchen"]')).to_have_attribute("data-conflicts", "1", timeout=SYNC_WAIT * 1000)
+                screenshot(a, "cluster")
+                a.goto(f"{cluster.url('kitchen')}#/item/{ids['bike']}")
+                lane = a.locator('[data-scope="lane:colour"]')
+                expect(lane.locator('g.version[data-live="yes"]')).to_have_count(2, timeout=SYNC_WAIT * 1000)
+                expect(lane.locator("text.event.conflict")).to_be_visible()
+                expect(lane.locator("svg")).to_have_attribute("aria-label", re.compile("kitchen.*shed|shed.*kitchen"))
+                title_lane = a.locator('[data-scope="lane:title"]')
+                expect(title_lane.locator("g.version")).to_have_count(
+                    a.locator('section[data-scope="hist:title"] li').count())
+                screenshot(a, "item-timeline")
+                cluster.cli("kitchen", "resolve", ids["bike"], "colour", "green")
+                expect(lane.locator('[data-event="settled"]')).to_be_visible(timeout=SYNC_WAIT * 1000)
+                expect(lane.locator('g.version[data-live="yes"]')).to_have_count(1)
+                cluster.wait_cli("shed to have the settled colour", lambda: (
+                    (lambda c: (c == "green", c))(cluster.cli_json("shed", "get", ids["bike"])["fields"].get("colour"))))
+                # Shed is done: the checks below load kitchen with 25,000 items, which it need not take.
+                cluster.stop("shed")
+                a.get_by_role("link", name="Items", exact=True).click()
                 done()
 
                 done = check("garage made a reader: its page says why and offers no edit, its API refuses one; a writer again, it offers them")
