@@ -69,7 +69,8 @@ public struct APIServer: Sendable {
         let router = Router(context: BasicRequestContext.self)
         // Outermost, so that it counts each request with the status its problem answered.
         router.add(middleware: RequestCounter())
-        router.add(middleware: ProblemMiddleware())
+        let methods = RouteMethods()
+        router.add(middleware: ProblemMiddleware(routes: methods))
         let credentials = Credentials(token: token, directory: directory)
         router.add(middleware: TokenCheck(credentials: credentials))
         Routes(node: node, credentials: credentials).register(on: router.group("v1"))
@@ -78,6 +79,8 @@ public struct APIServer: Sendable {
             assetsFolder: ProcessInfo.processInfo.environment["LANSYNC_UI_ASSETS"]
         ).register(on: router)
         if let metrics { MetricsEndpoint(registry: metrics, node: node).register(on: router) }
+        // Every route is on the router now: what a 405 says each path takes comes from it.
+        methods.take(router.routes.map { ($0.path.description, $0.method.rawValue) })
         return router
     }
 }

@@ -69,6 +69,9 @@ struct Problem: HTTPResponseError {
 }
 
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// What each path takes, read from the router itself.
+    let routes: RouteMethods
+
     func handle(
         _ request: Request,
         context: Context,
@@ -80,7 +83,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             // The router answers 404 for a known path asked with a method it does not take.
-            if let methods = Routes.methods(of: request.uri.path) {
+            if let methods = routes.methods(of: request.uri.path) {
                 throw Problem(
                     .methodNotAllowed,
                     "\(request.method) is not taken here: \(request.uri.path) takes \(methods.joined(separator: ", "))",

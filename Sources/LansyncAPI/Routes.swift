@@ -178,26 +178,6 @@ struct Routes: Sendable {
         }
     }
 
-    /// Each endpoint's methods, for the `405` (with `Allow`) a known path answers to another one.
-    static let methods: [(path: [String], methods: [String])] = [
-        (["status"], ["GET"]), (["peers"], ["GET"]), (["items"], ["GET", "POST", "PATCH", "DELETE"]),
-        (["items", "restore"], ["POST"]), (["items", "batch"], ["POST"]), (["links", "broken"], ["GET"]),
-        (["summary"], ["GET"]),
-        (["items", ":id"], ["GET", "PATCH", "DELETE"]), (["items", ":id", "restore"], ["POST"]),
-        (["items", ":id", "resolve"], ["POST"]), (["items", ":id", "history"], ["GET"]), (["conflicts"], ["GET"]),
-        (["changes"], ["GET"]), (["openapi.json"], ["GET"]), (["login"], ["POST"]), (["session"], ["DELETE"]),
-    ]
-
-    /// The methods `path` (as requested, `/v1/...`) takes, or nil if it names no endpoint.
-    static func methods(of path: String) -> [String]? {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard parts.first == "v1" else { return nil }
-        let rest = parts.dropFirst()
-        return methods.first { entry in
-            entry.path.count == rest.count && zip(entry.path, rest).allSatisfy { $0 == ":id" || $0 == $1 }
-        }?.methods
-    }
-
     /// Refuses a query parameter the endpoint does not know (a misspelt `sinec=` would otherwise
     /// be ignored, and the answer look right but be wrong).
     func takes(_ request: Request, _ names: String...) throws {

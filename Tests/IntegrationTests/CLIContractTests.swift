@@ -424,6 +424,11 @@ import Testing
         #expect(try await cli.ok(["rm"] + d + ["--where", "archived = true", "--yes"]).contains("deleted 2 items"))
         let listed = try await cli.ok(["list"] + d + ["--json"])
         #expect(listed.contains("t3") && !listed.contains("\"t1\""), "\(listed)")
+        let unconfirmedRestore = try await cli.run(["restore"] + d + ["--where", "n = 1"])
+        #expect(
+            unconfirmedRestore.status == 1 && unconfirmedRestore.stderr.contains("pass --yes to restore them all"),
+            "\(unconfirmedRestore.stderr)"
+        )
         #expect(try await cli.ok(["restore"] + d + ["--where", "n = 1", "--yes"]).contains("restored 2 items"))
         #expect(
             try await cli.ok(["rm"] + d + ["--where", "status = open"]).contains("deleted 1 item"),

@@ -14,7 +14,8 @@ import Testing
     /// leaves out: they are not the API.
     static let pageRoutes: Set<String> = ["GET /", "GET /ui/{file}"]
 
-    /// Every `METHOD /path` the router answers, its captures written as OpenAPI writes them.
+    /// Every `METHOD /path` the router answers (Hummingbird writes a capture as OpenAPI does,
+    /// `{id}`).
     static func served() throws -> Set<String> {
         let api = try InProcessAPI("route-document")
         let server = try APIServer(
@@ -23,17 +24,7 @@ import Testing
             directory: api.directory,
             metrics: PrometheusCollectorRegistry()
         )
-        let router = server.router(serving: api.node)
-        return Set(
-            router.routes.map { route in
-                let path =
-                    "/"
-                    + route.path.description.split(separator: "/").map { segment in
-                        segment.hasPrefix(":") ? "{\(segment.dropFirst())}" : String(segment)
-                    }.joined(separator: "/")
-                return "\(route.method.rawValue) \(path)"
-            }
-        )
+        return Set(server.router(serving: api.node).routes.map { "\($0.method.rawValue) \($0.path.description)" })
     }
 
     /// Every `METHOD /path` of the document's operations.
@@ -55,6 +46,33 @@ import Testing
     struct DocumentError: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
+    }
+
+    /// What a 405 says a path takes is read from the router: every route, `/metrics` and the
+    /// page's included, is known with its methods.
+    @Test func everyRouteAnswersAnotherMethodWithItsOwn() throws {
+        let api = try InProcessAPI("route-methods")
+        let server = try APIServer(
+            host: "127.0.0.1",
+            port: 0,
+            directory: api.directory,
+            metrics: PrometheusCollectorRegistry()
+        )
+        let router = server.router(serving: api.node)
+        let methods = RouteMethods()
+        methods.take(router.routes.map { ($0.path.description, $0.method.rawValue) })
+        let byPath = Dictionary(grouping: router.routes, by: { $0.path.description })
+        #expect(byPath.count >= 18 && byPath["/metrics"] != nil, "\(byPath.keys.sorted())")
+        for (path, routes) in byPath {
+            let concrete =
+                "/" + path.split(separator: "/").map { $0.hasPrefix(":") ? "x1" : String($0) }.joined(separator: "/")
+            #expect(
+                methods.methods(of: concrete)
+                    == routes.map(\.method.rawValue).sorted { RouteMethods.rank($0) < RouteMethods.rank($1) },
+                "\(concrete)"
+            )
+        }
+        #expect(methods.methods(of: "/v1/nothing") == nil && methods.methods(of: "/v1/items/x1/nothing") == nil)
     }
 
     @Test func everyRouteIsDocumentedAndEveryDocumentedOperationServed() throws {

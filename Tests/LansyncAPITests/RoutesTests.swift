@@ -181,6 +181,14 @@ import Testing
         #expect(unknown.status == .badRequest && unknown.body.contains("unknown query parameter 'sinec'"))
         let method = try await api.send(.put, "/v1/items")
         #expect(method.status == .methodNotAllowed && method.headers[.allow] == "GET, POST, PATCH, DELETE")
+        // Every path the router serves answers another method with 405, read from the router.
+        for (path, allow) in [("/v1/session", "DELETE"), ("/v1/items/x1/history", "GET"), ("/v1/login", "POST")] {
+            let answer = try await api.send(.trace, path)
+            #expect(
+                answer.status == .methodNotAllowed && answer.headers[.allow] == allow,
+                "\(path): \(answer.status) \(answer.body)"
+            )
+        }
         let created = try JSON(parsing: try await api.send(.post, "/v1/items", body: #"{"id":"x1","fields":{}}"#).body)
         #expect(created["id"] == .string("x1"))
         let notDeleted = try await api.send(.post, "/v1/items/x1/restore")

@@ -100,7 +100,7 @@ def check(base, token):
     for what, body, code, words in [
         ("malformed JSON", b"{not json", 400, "not JSON"),
         ("an unknown patch key", json.dumps({"replace": {}}).encode(), 400, "unknown key"),
-        ("an object value", json.dumps({"set": {"x": {"a": 1}}}).encode(), 400, "object"),
+        ("an object value", json.dumps({"set": {"x": {"a": 1}}}).encode(), 422, "object"),
         ("a bad assignment", json.dumps(["no equals sign"]).encode(), 400, "not an assignment"),
         ("a reserved field", json.dumps(["_type=x"]).encode(), 400, "reserved"),
         ("an integer past 64 bits", b'{"set": {"n": 100000000000000000000}}', 422, "integer out of range"),
