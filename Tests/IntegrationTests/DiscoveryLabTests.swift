@@ -105,9 +105,12 @@ struct DiscoveryLabTests {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// DNS-SD by the book (RFC 6763 §4.1.1): a node advertises under its machine's name, and the
-    /// second machine of the same name is renamed by its daemon ("shed #2"), while who each is
-    /// stays in the TXT record: the two still find each other and sync.
+    /// DNS-SD by the book (RFC 6763 §4.1.1): a node advertises under its machine's name, and of
+    /// two machines of one name the daemons rename one ("shed #2"), while who each is stays in the
+    /// TXT record: the two still find each other and sync. Which one is renamed is mDNS's choice
+    /// (RFC 6762 §9): usually the later, but a daemon that misses the other's answer while
+    /// probing claims the name, and the conflict seen after is settled by a tie-break (CI saw
+    /// the first renamed once).
     @Test func theInstanceNameIsTheMachinesNameRenamedOnAConflict() async throws {
         let lab = try await Lab(hosts: 3)
         defer { lab.down() }
@@ -121,7 +124,7 @@ struct DiscoveryLabTests {
         }
         let first = try await node(cli, 1, dir: cli.path("s1"))
         let id1 = try await nodeID(cli, cli.path("s1"))
-        // The second starts once the first is published, so which one is renamed is known.
+        // The second starts once the first is published.
         let published = await eventually(within: .seconds(30), every: .milliseconds(200)) {
             let (_, browse) = await Lab.run(["exec", "3", "avahi-browse", "-rpt", "_lansync._tcp"])
             return Self.instanceNames(browse, node: id1) == ["shed"]
@@ -132,10 +135,10 @@ struct DiscoveryLabTests {
         var browse = ""
         let renamed = await eventually(within: .seconds(30), every: .milliseconds(200)) {
             browse = await Lab.run(["exec", "3", "avahi-browse", "-rpt", "_lansync._tcp"]).1
-            return Self.instanceNames(browse, node: id2) == ["shed #2"]
+            let names = [Self.instanceNames(browse, node: id1), Self.instanceNames(browse, node: id2)]
+            return names.allSatisfy { $0.count == 1 } && Set(names.flatMap { $0 }) == ["shed", "shed #2"]
         }
-        #expect(renamed, "the second 'shed' was not renamed 'shed #2': \(browse)\n\(second.logText)")
-        #expect(Self.instanceNames(browse, node: id1) == ["shed"], "\(browse)")
+        #expect(renamed, "not one 'shed' and one 'shed #2': \(browse)\n\(first.logText)\n\(second.logText)")
         let met = try await eventually(within: .seconds(60)) {
             try await connectedPeers(cli, cli.path("s1")).contains(id2)
         }

@@ -119,20 +119,50 @@ struct MachineInfo: Codable {
 /// TCP bytes sent by processes, as the kernel counts them per socket (`ss -tinp`): read without
 /// asking the processes anything, so measuring costs them no CPU.
 enum SocketStats {
-    /// pid → bytes sent on its established TCP connections.
-    static func bytesSent(by pids: [pid_t]) throws -> [pid_t: Int] {
+    /// Each established TCP connection of `pids` (its owner and its two ends) → bytes sent on it.
+    static func bytesSent(by pids: [pid_t]) throws -> [String: Int] {
         let text = try run(["ss", "-tinpH", "state", "established"])
-        var sent: [pid_t: Int] = [:]
-        var owner: pid_t?
+        var sent: [String: Int] = [:]
+        var connection: String?
         for line in text.split(separator: "\n") {
             if !line.hasPrefix("\t") && !line.hasPrefix(" ") {
-                owner = line.range(of: "pid=").flatMap { r in pid_t(line[r.upperBound...].prefix { $0.isNumber }) }
-            } else if let p = owner, pids.contains(p),
-                let r = line.range(of: "bytes_sent:"), let n = Int(line[r.upperBound...].prefix { $0.isNumber })
+                // "Recv-Q Send-Q LOCAL PEER users:((..,pid=N,..))": the two ends name the socket.
+                let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+                let owner = line.range(of: "pid=").flatMap { r in pid_t(line[r.upperBound...].prefix { $0.isNumber }) }
+                connection =
+                    columns.count >= 4 && owner.map(pids.contains) == true
+                    ? "\(owner!) \(columns[2]) \(columns[3])" : nil
+            } else if let key = connection, let r = line.range(of: "bytes_sent:"),
+                let n = Int(line[r.upperBound...].prefix { $0.isNumber })
             {
-                sent[p, default: 0] += n
+                sent[key] = n
             }
         }
         return sent
     }
+}
+
+/// The bytes processes send over a window, counted per connection: one that was open at the
+/// window's start counts from what it had sent then, one opened during it counts whole, and one
+/// that closes during it counts up to its last sample (connections are sampled every `every`).
+/// Summing each process's connections at the window's two ends instead made a connection that
+/// closed in between subtract all it had ever sent: W4 at 64 nodes, where sessions outside the
+/// view open and close every few rounds, showed negative bytes per round (2026-12-07). A
+/// connection opened and closed between two samples is not seen: the figure is a lower bound.
+struct SentOverWindow {
+    let pids: [pid_t]
+    private var start: [String: Int] = [:]
+    private var latest: [String: Int] = [:]
+
+    init(pids: [pid_t]) throws {
+        self.pids = pids
+        start = try SocketStats.bytesSent(by: pids)
+        latest = start
+    }
+
+    mutating func sample() throws {
+        for (key, bytes) in try SocketStats.bytesSent(by: pids) { latest[key] = max(latest[key] ?? 0, bytes) }
+    }
+
+    var total: Int { latest.reduce(0) { $0 + max(0, $1.value - (start[$1.key] ?? 0)) } }
 }

@@ -34,17 +34,20 @@ extension Bench {
                 var cpu: [Double] = []
                 let pids = nodes.map(\.child.pid)
                 for _ in 0..<3 {
-                    let sent0 = try SocketStats.bytesSent(by: pids)
+                    var sent = try SentOverWindow(pids: pids)
                     let cpu0 = nodes.map(\.cpuSeconds)
                     let t0 = now()
-                    sleep(seconds: settings.idleWindow)
-                    let sent1 = try SocketStats.bytesSent(by: pids)
+                    // Sampled four times a second, so that a session that closes in the window
+                    // is counted up to its close (SentOverWindow).
+                    while now() - t0 < settings.idleWindow {
+                        sleep(seconds: 0.25)
+                        try sent.sample()
+                    }
                     let cpu1 = nodes.map(\.cpuSeconds)
                     let t1 = now()
                     let rounds = (t1 - t0) / interval
                     let connections = Double(max(sessions, 1))
-                    let totalSent = pids.reduce(0) { $0 + (sent1[$1] ?? 0) - (sent0[$1] ?? 0) }
-                    bytes.append(Double(totalSent) / connections / rounds)
+                    bytes.append(Double(sent.total) / connections / rounds)
                     cpu.append(zip(cpu0, cpu1).reduce(0) { $0 + $1.1 - $1.0 } / Double(n) / rounds * 1000)
                 }
                 let perNode = Double(2 * sessions) / Double(n)
