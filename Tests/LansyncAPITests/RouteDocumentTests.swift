@@ -14,9 +14,8 @@ import Testing
     /// leaves out: they are not the API.
     static let pageRoutes: Set<String> = ["GET /", "GET /ui/{file}"]
 
-    /// Every `METHOD /path` the router answers (Hummingbird writes a capture as OpenAPI does,
-    /// `{id}`).
-    static func served() throws -> Set<String> {
+    /// The routes a node with metrics serves, as its router holds them.
+    static func routes() throws -> [Router<BasicRequestContext>.RouteDescription] {
         let api = try InProcessAPI("route-document")
         let server = try APIServer(
             host: "127.0.0.1",
@@ -24,7 +23,13 @@ import Testing
             directory: api.directory,
             metrics: PrometheusCollectorRegistry()
         )
-        return Set(server.router(serving: api.node).routes.map { "\($0.method.rawValue) \($0.path.description)" })
+        return server.router(serving: api.node).routes
+    }
+
+    /// Every `METHOD /path` the router answers (Hummingbird writes a capture as OpenAPI does,
+    /// `{id}`).
+    static func served() throws -> Set<String> {
+        Set(try routes().map { "\($0.method.rawValue) \($0.path.description)" })
     }
 
     /// Every `METHOD /path` of the document's operations.
@@ -51,17 +56,10 @@ import Testing
     /// What a 405 says a path takes is read from the router: every route, `/metrics` and the
     /// page's included, is known with its methods.
     @Test func everyRouteAnswersAnotherMethodWithItsOwn() throws {
-        let api = try InProcessAPI("route-methods")
-        let server = try APIServer(
-            host: "127.0.0.1",
-            port: 0,
-            directory: api.directory,
-            metrics: PrometheusCollectorRegistry()
-        )
-        let router = server.router(serving: api.node)
+        let routes = try Self.routes()
         let methods = RouteMethods()
-        methods.take(router.routes.map { ($0.path.description, $0.method.rawValue) })
-        let byPath = Dictionary(grouping: router.routes, by: { $0.path.description })
+        methods.take(routes.map { ($0.path.description, $0.method.rawValue) })
+        let byPath = Dictionary(grouping: routes, by: { $0.path.description })
         #expect(byPath.count >= 18 && byPath["/metrics"] != nil, "\(byPath.keys.sorted())")
         for (path, routes) in byPath {
             let concrete =

@@ -1,5 +1,6 @@
 import LansyncCore
 import LansyncReplica
+import LansyncStore
 import LansyncTestSupport
 import LansyncWire
 import Testing
@@ -14,9 +15,12 @@ import Testing
     let peer = NodeID.node(2)
     let cluster = NodeID.node(99)
 
-    func registry() throws -> PeerRegistry {
+    func registry(remembering records: [PeerRecord] = []) async throws -> PeerRegistry {
         let store = try SessionRunnerTests.store(makeTemporaryDirectory("peer-source"), "a", node: me, cluster: cluster)
-        return PeerRegistry(store: store, io: BlockingIO(threads: 1), localNode: me)
+        for record in records { try store.savePeer(record) }
+        let registry = PeerRegistry(store: store, io: BlockingIO(threads: 1), localNode: me)
+        await registry.load()
+        return registry
     }
 
     func claim(
@@ -45,7 +49,7 @@ import Testing
     }
 
     @Test func aConfiguredPeerReachedThroughGossipStaysStatic() async throws {
-        let registry = try registry()
+        let registry = try await registry()
         await registry.configure(address: "127.0.0.1:7430", source: .configured)
         // The gossip loop reaches it first, at the address a member passed on (the same one).
         await claim(registry, at: "127.0.0.1:7430", .gossip)
@@ -57,7 +61,7 @@ import Testing
     }
 
     @Test func aConfiguredPeerReachedFirstStaysStaticWhenGossipDialsItLater() async throws {
-        let registry = try registry()
+        let registry = try await registry()
         await registry.configure(address: "127.0.0.1:7430", source: .configured)
         await claim(registry, at: "127.0.0.1:7430", .configured)
         await claim(registry, at: "127.0.0.1:7430", .gossip)
@@ -73,7 +77,7 @@ import Testing
     /// that configured peer, with the address named, and no second entry is left holding the
     /// refused dial's error.
     @Test func aConfiguredPeerThatDialledInFirstIsTheOneNamed() async throws {
-        let registry = try registry()
+        let registry = try await registry()
         await registry.configure(address: "127.0.0.1:7430", source: .configured)
         await registry.ended(
             node: nil,
@@ -88,8 +92,22 @@ import Testing
         #expect(await registry.node(at: "127.0.0.1:7430") == peer)
     }
 
+    /// The strongest way is kept within a run, but which node is the relay is each run's own: a
+    /// peer an earlier run dialled as its relay is not the relay of a run given no --relay (status
+    /// and what counts as synced go by it), and is again when --relay names it.
+    @Test func anEarlierRunsRelayIsTheRelayOnlyWhenNamedAgain() async throws {
+        let old = PeerRecord(nodeID: peer, name: "r", address: "127.0.0.1:7500", source: .relay)
+        let registry = try await registry(remembering: [old])
+        #expect(await source(registry) == .configured)
+        await claim(registry, at: "127.0.0.1:7500", .mdns)
+        #expect(await source(registry) == .configured, "named by the user once: not made mDNS's")
+        let again = try await self.registry(remembering: [old])
+        await again.configure(address: "127.0.0.1:7500", source: .relay)
+        #expect(await source(again) == .relay)
+    }
+
     @Test func aPeerKnownOnlyByGossipOrInboundSaysSo() async throws {
-        let registry = try registry()
+        let registry = try await registry()
         await claim(registry, at: "127.0.0.1:50000", .inbound, outbound: false)
         #expect(await source(registry) == .inbound)
         await claim(registry, at: "127.0.0.1:7430", .gossip)
@@ -99,7 +117,7 @@ import Testing
     /// A record from an earlier run (here: a gossip dial reached it) at the address given with
     /// `--peer` now is that peer, and shows as configured.
     @Test func anEarlierRunsRecordTakesThePeerNamedNow() async throws {
-        let registry = try registry()
+        let registry = try await registry()
         await claim(registry, at: "127.0.0.1:7430", .gossip)
         #expect(await source(registry) == .gossip)
         await registry.configure(address: "127.0.0.1:7430", source: .configured)

@@ -103,7 +103,11 @@ public actor PeerRegistry {
                 nodeID: r.nodeID,
                 name: r.name,
                 address: r.address,
-                source: r.source,
+                // Which node is the relay is this run's to say (`--relay`, named again by
+                // configure(address:source:)): a peer kept as the strongest way it was known must
+                // not stay the relay, for status and for what counts as synced, once it is not.
+                // It was named by the user, as a --peer is.
+                source: r.source == .relay ? .configured : r.source,
                 lastSync: r.lastSync,
                 lastError: r.lastError,
                 versionVector: r.versionVector
@@ -223,7 +227,7 @@ public actor PeerRegistry {
             // reached it first.
             let named = configured.removeValue(forKey: address)?.source
             entry.address = address
-            entry.source = entry.source.strongest(named ?? source).strongest(source)
+            entry.source = entry.source.strongest(source).strongest(named ?? source)
             if !Self.isLinkLocal(address) || entry.listenAddress == nil { entry.listenAddress = address }
         } else if entry.address == nil {
             entry.address = address
